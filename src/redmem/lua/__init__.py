@@ -1,0 +1,1 @@
+"""Lua scripts of redmem, one ``.lua`` file per script, each opening with its KEYS/ARGV contract."""

@@ -1,0 +1,39 @@
+"""The ORM core: Model, its fields, queries and atomic saves."""
+
+from .base import Model, ModelMeta
+from .batch import SaveBatch
+from .dbkey import DbKey
+from .field import Field
+from .fields import (
+    BooleanField,
+    BytesField,
+    DatetimeField,
+    DictField,
+    FloatField,
+    IntField,
+    ListField,
+    StringField,
+)
+from .indexed import AutoKeyField, KeyField, SortedField, TagField
+from .query import Query
+
+__all__ = [
+    "Model",
+    "ModelMeta",
+    "SaveBatch",
+    "DbKey",
+    "Field",
+    "StringField",
+    "IntField",
+    "FloatField",
+    "BooleanField",
+    "ListField",
+    "DictField",
+    "BytesField",
+    "DatetimeField",
+    "KeyField",
+    "AutoKeyField",
+    "SortedField",
+    "TagField",
+    "Query",
+]

@@ -1,0 +1,116 @@
+"""Model and its metaclass: a declared class of records with fields, keys and one partition."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..store.errors import ModelException, ValidationError
+from .dbkey import DbKey
+from .field import Field
+from .options import Options
+from .persistence import delete_record, save_record
+from .query import Query
+
+__all__ = ["Model", "ModelMeta"]
+
+
+class ModelMeta(type):
+    """Collects fields (from mixins and bases too) in declaration order and builds ``_meta``."""
+
+    def __new__(mcs, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> "ModelMeta":
+        meta = namespace.pop("Meta", None)
+        cls = super().__new__(mcs, name, bases, namespace, **kwargs)
+        if not any(isinstance(base, ModelMeta) for base in bases):
+            return cls  # the Model base class itself
+        fields: dict[str, Field] = {}
+        for klass in reversed(cls.__mro__[1:]):
+            for attr, value in vars(klass).items():
+                if isinstance(value, Field):
+                    fields[attr] = value
+        fields.update((attr, v) for attr, v in namespace.items() if isinstance(v, Field))
+        for attr, field in list(fields.items()):
+            if field.model is not None and field.model is not cls:
+                field = field.clone()
+                setattr(cls, attr, field)
+                fields[attr] = field
+            field.bind(cls, attr)
+        cls._meta = Options.build(name, fields, meta)
+        return cls
+
+
+class _QueryAccessor:
+    """``Model.query``: a fresh :class:`Query` over the model."""
+
+    def __get__(self, instance: Any, owner: type) -> Query:
+        if instance is not None:
+            raise AttributeError("query is reached through the model class, not an instance")
+        if owner._meta.abstract:
+            raise ModelException(f"{owner.__name__} is abstract and has no records")
+        return Query(owner)
+
+
+class Model(metaclass=ModelMeta):
+    """Base class of records. Declare fields as class attributes; ``save()`` stores them."""
+
+    _meta: ClassVar[Options]
+    query: ClassVar[Query] = _QueryAccessor()  # type: ignore[assignment]
+
+    def __init__(self, **values: Any) -> None:
+        fields = self._meta.fields
+        unknown = set(values) - set(fields)
+        if unknown:
+            raise ValidationError(f"{type(self).__name__} has no field(s) {', '.join(sorted(unknown))}")
+        for name, field in fields.items():
+            if field.stored:
+                setattr(self, name, values[name] if name in values else field.default())
+        self._saved_key: DbKey | None = None
+
+    @classmethod
+    def create(cls, **values: Any) -> "Model":
+        """Build and save a record in one call."""
+        instance = cls(**values)
+        instance.save()
+        return instance
+
+    @property
+    def db_key(self) -> DbKey:
+        """Where this record lives; needs every key field set (an AutoKeyField is set by save)."""
+        meta = self._meta
+        values = {name: getattr(self, name) for name in meta.key_fields}
+        missing = [name for name, value in values.items() if value is None]
+        if missing:
+            raise ValidationError(f"{type(self).__name__} has no value for key field(s) {missing}")
+        partition = tuple(values[name] for name in meta.partition_fields)
+        return DbKey(meta.keyspace(partition), meta.record_id(values))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored field values by name."""
+        return {f.name: getattr(self, f.name) for f in self._meta.stored_fields()}
+
+    def validated_values(self) -> dict[str, Any]:
+        """Every stored field's value, checked and coerced; raises ValidationError naming the field."""
+        values = {}
+        for field in self._meta.stored_fields():
+            values[field.name] = field.validate(getattr(self, field.name))
+            setattr(self, field.name, values[field.name])
+        return values
+
+    def save(self) -> bool:
+        """Write the record and all its indexes in one atomic batch; returns True when written."""
+        save_record(self)
+        return True
+
+    def delete(self) -> bool:
+        """Remove the record and every index entry; False if it was not stored."""
+        return delete_record(self)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()  # type: ignore[union-attr]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        keys = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._meta.key_fields)
+        return f"<{type(self).__name__} {keys}>"

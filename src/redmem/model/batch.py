@@ -1,0 +1,34 @@
+"""SaveBatch: the single MULTI/EXEC batch into which a record and its fields queue their writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..store.keys import KeySpace
+from ..store.scripts import queue_script
+
+__all__ = ["SaveBatch"]
+
+
+@dataclass
+class SaveBatch:
+    """What a field's save/delete hook needs: the queued transaction and where the record lives.
+
+    Everything queued on ``pipe`` runs atomically with the record's own hash write, so a crash
+    leaves either the whole save or nothing.
+    """
+
+    pipe: Any
+    client: Any
+    keyspace: KeySpace
+    record_id: str
+    instance: Any
+
+    @property
+    def record_key(self) -> str:
+        return self.keyspace.record(self.record_id)
+
+    def script(self, name: str, keys: list[str], args: list[Any]) -> None:
+        """Queue a Lua script of ``redmem/lua/`` in the batch."""
+        queue_script(self.pipe, name, keys, args)

@@ -1,0 +1,126 @@
+"""The Field base class: validation, hash encoding, and the hooks that join a field to saves."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from ..store.errors import ModelException, ValidationError
+from .codecs import Codec, codec_for
+
+if TYPE_CHECKING:
+    from .batch import SaveBatch
+
+__all__ = ["Field", "MISSING"]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: Marker for "no default given" (None is a legitimate default).
+MISSING: Any = _Missing()
+
+
+class Field:
+    """A model attribute stored as one entry of the record's Redis hash.
+
+    Subclasses set ``python_type`` and may override :meth:`coerce`, :meth:`encode`,
+    :meth:`decode`, and the save hooks :meth:`on_save` / :meth:`on_delete` that add index writes
+    to the record's atomic batch.
+    """
+
+    python_type: type = str
+    #: False for fields whose state lives outside the record hash (indexes, filters).
+    stored = True
+    #: True for fields that name the record (KeyField and its subclasses).
+    is_key = False
+
+    def __init__(
+        self,
+        type: type | None = None,
+        *,
+        null: bool = True,
+        default: Any = MISSING,
+        max_length: int | None = None,
+        partition_by: str | tuple[str, ...] | None = None,
+    ) -> None:
+        self.null = null
+        self._default = default
+        self.max_length = max_length
+        self.partition_by = _as_tuple(partition_by)
+        if type is not None:
+            self.python_type = type
+        codec = codec_for(self.python_type)
+        if codec is None:
+            raise ModelException(f"unsupported field type {self.python_type!r}")
+        self.codec: Codec = codec
+        self.model: Any = None
+        self.name = ""
+
+    # -- joining the model -------------------------------------------------------------------
+    def bind(self, model: Any, name: str) -> None:
+        """Record which model attribute this field is (called by the metaclass)."""
+        self.model, self.name = model, name
+
+    def clone(self) -> "Field":
+        """A copy for a subclass that inherits this field (so ``bind`` does not clash)."""
+        return copy.copy(self)
+
+    @property
+    def label(self) -> str:
+        model = self.model.__name__ if self.model is not None else "?"
+        return f"{model}.{self.name}"
+
+    # -- values ------------------------------------------------------------------------------
+    def default(self) -> Any:
+        """The value of a new instance that was not given this field."""
+        value = self._default
+        if value is MISSING:
+            return None
+        return value() if callable(value) else copy.deepcopy(value)
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` checked and coerced, or raise :class:`ValidationError`."""
+        if value is None:
+            if not self.null:
+                raise ValidationError(f"{self.label} may not be None")
+            return None
+        value = self.coerce(value)
+        if self.max_length is not None and len(value) > self.max_length:
+            raise ValidationError(
+                f"{self.label} is {len(value)} long, over max_length {self.max_length}"
+            )
+        return value
+
+    def coerce(self, value: Any) -> Any:
+        """Check the type of a non-None value, converting where it is lossless (int -> float)."""
+        return self.codec.coerce(value, self.label)
+
+    def encode(self, value: Any) -> str | bytes:
+        """What the record hash holds for a non-None value."""
+        return self.codec.encode(value)
+
+    def decode(self, raw: bytes) -> Any:
+        """Inverse of :meth:`encode`."""
+        return self.codec.decode(raw)
+
+    def before_save(self, instance: Any, creating: bool) -> None:
+        """Adjust the instance's value just before it is validated and saved."""
+
+    # -- taking part in saves ----------------------------------------------------------------
+    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+        """Queue this field's index writes for the record being saved (``old``: stored values)."""
+
+    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+        """Queue the removal of this field's index entries for a record being deleted."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.label}>"
+
+
+def _as_tuple(value: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)

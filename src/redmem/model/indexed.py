@@ -1,0 +1,129 @@
+"""Fields that name or index records: KeyField, AutoKeyField, SortedField, TagField."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..store.errors import ModelException, ValidationError
+from .codecs import finite_float, timestamp
+from .field import Field
+
+if TYPE_CHECKING:
+    from .batch import SaveBatch
+
+__all__ = ["KeyField", "AutoKeyField", "SortedField", "TagField"]
+
+
+class KeyField(Field):
+    """Part of the record's identity (and of its Redis key); never None.
+
+    When a model has several non-partition key fields, each is also indexed by value so that
+    a filter naming only some of them can find records.
+    """
+
+    is_key = True
+
+    def __init__(self, type: type = str, **options: Any) -> None:
+        if type not in (str, int):
+            raise ModelException(f"KeyField type must be str or int, not {type!r}")
+        super().__init__(type, null=False, **options)
+
+    def key_text(self, value: Any) -> str:
+        """The value as it appears (escaped) in the record's key."""
+        return str(value)
+
+    @property
+    def value_indexed(self) -> bool:
+        meta = self.model._meta
+        return self.name not in meta.partition_fields and len(meta.id_fields) > 1
+
+    def value_index_key(self, batch: "SaveBatch", value: Any) -> str:
+        return batch.keyspace.value_key("k", self.name, self.key_text(value))
+
+    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+        if self.value_indexed and old is None:
+            value = getattr(batch.instance, self.name)
+            batch.pipe.sadd(self.value_index_key(batch, value), batch.record_id)
+
+    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+        if self.value_indexed:
+            batch.pipe.srem(self.value_index_key(batch, old[self.name]), batch.record_id)
+
+
+class AutoKeyField(KeyField):
+    """A key filled with a random UUID (32 hex digits) when a new record is saved without one."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(str, **options)
+
+    def before_save(self, instance: Any, creating: bool) -> None:
+        if getattr(instance, self.name) is None:
+            setattr(instance, self.name, uuid.uuid4().hex)
+
+
+class SortedField(Field):
+    """A number or datetime kept in a sorted set per partition, for range filters and ordering.
+
+    The score is the number itself, or seconds since the epoch for a datetime; NaN and
+    infinities are rejected.
+    """
+
+    def __init__(self, type: type = float, **options: Any) -> None:
+        if type not in (int, float, datetime):
+            raise ModelException(f"SortedField type must be int, float or datetime, not {type!r}")
+        super().__init__(type, **options)
+
+    def coerce(self, value: Any) -> Any:
+        value = super().coerce(value)
+        self.score(value)
+        return value
+
+    def score(self, value: Any) -> float:
+        """The sorted-set score of a value of this field."""
+        if isinstance(value, datetime):
+            return timestamp(value)
+        return finite_float(value, self.label)
+
+    def index_key(self, batch: "SaveBatch") -> str:
+        return batch.keyspace.key("z", self.name)
+
+    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+        value = getattr(batch.instance, self.name)
+        if value is None:
+            if old is not None and old.get(self.name) is not None:
+                batch.pipe.zrem(self.index_key(batch), batch.record_id)
+        else:
+            batch.pipe.zadd(self.index_key(batch), {batch.record_id: self.score(value)})
+
+    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+        batch.pipe.zrem(self.index_key(batch), batch.record_id)
+
+
+class TagField(Field):
+    """A set of string tags, stored as a sorted JSON list, one Redis set per tag value."""
+
+    python_type = list
+
+    def coerce(self, value: Any) -> list[str]:
+        if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+            raise ValidationError(f"{self.label} expects a list or set of str, got {type(value).__name__}")
+        if not all(isinstance(tag, str) for tag in value):
+            raise ValidationError(f"{self.label} tags must all be str")
+        return sorted(set(value))
+
+    def tag_key(self, batch: "SaveBatch", tag: str) -> str:
+        return batch.keyspace.value_key("t", self.name, tag)
+
+    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+        new_tags = set(getattr(batch.instance, self.name) or ())
+        old_tags = set((old or {}).get(self.name) or ())
+        for tag in old_tags - new_tags:
+            batch.pipe.srem(self.tag_key(batch, tag), batch.record_id)
+        for tag in new_tags - old_tags:
+            batch.pipe.sadd(self.tag_key(batch, tag), batch.record_id)
+
+    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+        for tag in old.get(self.name) or ():
+            batch.pipe.srem(self.tag_key(batch, tag), batch.record_id)

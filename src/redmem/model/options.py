@@ -1,0 +1,68 @@
+"""Options: what the metaclass learns about a model (its fields, keys and partition)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..store.connection import get_client, settings
+from ..store.errors import ModelException
+from ..store.keys import GLOBAL_TAG, KeySpace, check_name, escape
+from .field import Field
+
+__all__ = ["Options"]
+
+
+@dataclass
+class Options:
+    """Per-model facts, available as ``Model._meta``."""
+
+    name: str
+    fields: dict[str, Field]
+    abstract: bool = False
+    key_fields: tuple[str, ...] = ()
+    partition_fields: tuple[str, ...] = ()
+    id_fields: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def build(cls, model_name: str, fields: dict[str, Field], meta: Any) -> "Options":
+        """Collect keys and the single partition of a model, rejecting inconsistent declarations."""
+        abstract = bool(getattr(meta, "abstract", False))
+        name = check_name(getattr(meta, "name", model_name), "model name")
+        keys = tuple(n for n, f in fields.items() if f.is_key)
+        partitions = {f.partition_by for f in fields.values() if f.partition_by}
+        if len(partitions) > 1:
+            raise ModelException(
+                f"{model_name}: fields name different partitions {sorted(partitions)}; "
+                "a model has at most one partition"
+            )
+        partition = partitions.pop() if partitions else ()
+        for part in partition:
+            if part not in keys:
+                raise ModelException(
+                    f"{model_name}: partition_by names {part!r}, which must be a KeyField of the model"
+                )
+        if not abstract and not keys:
+            raise ModelException(f"{model_name} needs a KeyField or AutoKeyField")
+        ids = tuple(k for k in keys if k not in partition)
+        return cls(name, fields, abstract, keys, partition, ids)
+
+    @property
+    def client(self) -> Any:
+        return get_client()
+
+    def keyspace(self, partition_values: tuple[Any, ...] = ()) -> KeySpace:
+        """The key space of one partition (``()`` for an unpartitioned model)."""
+        texts = tuple(self.fields[n].key_text(v) for n, v in zip(self.partition_fields, partition_values))
+        return KeySpace.for_partition(settings().key_prefix, self.name, texts)
+
+    def global_keyspace(self) -> KeySpace:
+        """Keys that belong to the model as a whole (the registry of partitions)."""
+        return KeySpace(settings().key_prefix, self.name, GLOBAL_TAG)
+
+    def record_id(self, values: dict[str, Any]) -> str:
+        """The escaped non-partition key values, joined: the record's name inside its partition."""
+        return ":".join(escape(self.fields[n].key_text(values[n])) for n in self.id_fields)
+
+    def stored_fields(self) -> list[Field]:
+        return [f for f in self.fields.values() if f.stored]

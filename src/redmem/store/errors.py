@@ -1,0 +1,38 @@
+"""The one exception tree of redmem: every error the library raises derives from RedmemError."""
+
+__all__ = [
+    "RedmemError",
+    "ValidationError",
+    "QueryException",
+    "ConfigurationError",
+    "ModelException",
+    "ServerUnavailable",
+]
+
+
+class RedmemError(Exception):
+    """Base class of every error redmem raises."""
+
+
+class ValidationError(RedmemError, ValueError):
+    """A value does not fit its field (type, null, max_length, finite score...)."""
+
+
+class QueryException(RedmemError):
+    """A query cannot be run as written (unknown field, missing partition, bad operator)."""
+
+
+class ConfigurationError(RedmemError):
+    """redmem is set up wrongly: bad URL, no server binary, unknown option."""
+
+
+class ModelException(RedmemError):
+    """A model class is declared wrongly (conflicting partitions, duplicate keys...)."""
+
+
+class ServerUnavailable(RedmemError, ConnectionError):
+    """The Redis server could not be reached; the message names its address."""
+
+    def __init__(self, address: str, reason: object) -> None:
+        super().__init__(f"cannot reach Redis at {address}: {reason}")
+        self.address = address

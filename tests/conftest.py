@@ -1,0 +1,74 @@
+"""Fixtures: a private Redis server (or REDIS_URL), a 3-master cluster, one key prefix per test."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+import redis
+
+import redmem
+from redmem.store.embedded import EmbeddedCluster, EmbeddedServer
+
+_prefixes = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    """URL of the single server the tests use: REDIS_URL, else a private embedded server."""
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    with EmbeddedServer(unix_socket=False) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def cluster_url():
+    """URL of a 3-master Redis Cluster on loopback, started from the same server binary."""
+    if os.environ.get("REDIS_CLUSTER_URL"):
+        yield os.environ["REDIS_CLUSTER_URL"]
+        return
+    with EmbeddedCluster(masters=3) as cluster:
+        yield cluster.url
+
+
+@pytest.fixture(scope="session")
+def single_client(redis_url):
+    return redmem.connect(redis_url)
+
+
+@pytest.fixture(scope="session")
+def cluster_client(cluster_url):
+    return redmem.connect(cluster_url)
+
+
+def _use(client):
+    """Make ``client`` the default with a key prefix of its own, so tests never see each other."""
+    redmem.configure(client=client, key_prefix=f"t{next(_prefixes)}")
+    return client
+
+
+@pytest.fixture
+def db(single_client):
+    """The single-server client, isolated for this test."""
+    yield _use(single_client)
+
+
+@pytest.fixture(params=["single", pytest.param("cluster", marks=pytest.mark.cluster)])
+def any_db(request):
+    """The test runs twice: on the single server and on the cluster."""
+    name = "single_client" if request.param == "single" else "cluster_client"
+    yield _use(request.getfixturevalue(name))
+
+
+def all_keys(client, prefix: str | None = None) -> set[str]:
+    """Every key under the current test's prefix, on every node of a cluster too."""
+    prefix = prefix or redmem.store.settings().key_prefix
+    pattern = f"{prefix}:*"
+    if isinstance(client, redis.RedisCluster):
+        found = client.scan_iter(match=pattern, target_nodes=redis.RedisCluster.PRIMARIES)
+    else:
+        found = client.scan_iter(match=pattern)
+    return {key.decode() for key in found}

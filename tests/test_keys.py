@@ -1,0 +1,78 @@
+"""Key schema: escaping is injective and no user value can move a key out of its partition's slot."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from redis.crc import key_slot
+
+from redmem.store.errors import ConfigurationError
+from redmem.store.keys import GLOBAL_TAG, KeySpace, check_name, escape, unescape
+
+HOSTILE = ["{", "}", "{x}", "a}b{c", ":", "*", "?", "[a-z]", "\\", "%", "%25", "%_", "%g", "",
+           " ", "\n", "line\nbreak", "tab\there", "\x00", "\x7f", "\u00a0", "ü", "日本語",
+           "😀", "x" * 10_000, "rm:Memory:{other}:r:1", "^", "{}"]
+values = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=50), st.text(
+    alphabet=st.sampled_from(list("{}:*?[]\\%^ \n_ag")), max_size=12))
+
+
+@given(values)
+def test_escape_round_trips(value):
+    assert unescape(escape(value)) == value
+
+
+@given(values, values)
+def test_escape_is_injective(a, b):
+    if a != b:
+        assert escape(a) != escape(b)
+
+
+@given(values)
+def test_escaped_values_carry_no_special_characters(value):
+    escaped = escape(value)
+    assert not set(escaped) & set("{}:*?[]\\^")
+    assert not any(c.isspace() or not c.isprintable() for c in escaped)
+    assert escaped  # never empty: "{}" would not be a hash tag
+
+
+@settings(max_examples=300)
+@given(values, values, values)
+def test_every_key_of_a_partition_hashes_to_the_partition_slot(partition, record_id, tag_value):
+    space = KeySpace.for_partition("rm", "Memory", (partition,))
+    slot = key_slot(f"{{{space.tag}}}".encode())
+    keys = [space.record(escape(record_id)), space.key("all"), space.value_key("t", "tags", tag_value)]
+    assert {key_slot(k.encode()) for k in keys} == {slot}
+
+
+@given(values, values)
+def test_distinct_partitions_never_share_a_key(a, b):
+    if a != b:
+        space_a = KeySpace.for_partition("rm", "M", (a,))
+        space_b = KeySpace.for_partition("rm", "M", (b,))
+        assert space_a.record("1") != space_b.record("1")
+        assert space_a.tag != GLOBAL_TAG
+
+
+@given(st.lists(values, min_size=2, max_size=2), st.lists(values, min_size=2, max_size=2))
+def test_multi_field_partitions_do_not_collide(a, b):
+    if a != b:
+        assert KeySpace.for_partition("rm", "M", tuple(a)).tag != KeySpace.for_partition("rm", "M", tuple(b)).tag
+
+
+def test_partition_values_are_recovered_from_the_tag():
+    space = KeySpace.for_partition("rm", "M", ("a:b", "{c}"))
+    assert space.partition_values == ("a:b", "{c}")
+    assert KeySpace("rm", "M").partition_values == ()
+
+
+def test_readable_values_stay_readable():
+    assert escape("agent-1") == "agent-1"
+    assert escape("日本語") == "日本語"
+    assert KeySpace.for_partition("rm", "Memory", ("agent-1",)).record("42") == "rm:Memory:{agent-1}:r:42"
+
+
+@pytest.mark.parametrize("name", ["", "a:b", "{x}", "a b", "p*"])
+def test_bad_prefixes_and_model_names_are_rejected(name):
+    with pytest.raises(ConfigurationError):
+        check_name(name, "key_prefix")
