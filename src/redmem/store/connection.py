@@ -14,6 +14,7 @@ from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
+from .embedded import EmbeddedServer
 from .errors import ConfigurationError, ServerUnavailable
 from .keys import check_name
 
@@ -80,8 +81,6 @@ def _client_for(url: str, cluster: bool, options: dict) -> Any:
 
 def _embedded_url() -> str:
     global _embedded
-    from .embedded import EmbeddedServer  # started only when no server was named
-
     if _embedded is None:
         _embedded = EmbeddedServer()
         _embedded.start()

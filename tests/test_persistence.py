@@ -1,0 +1,121 @@
+"""Atomic saves: stale index entries go away, deletes leave nothing, crashes leave no half-records."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import all_keys
+from consistency import assert_consistent
+from workload import Note, random_write
+
+import redmem
+from redmem import AutoKeyField, KeyField, Model, SortedField, StringField, TagField
+from redmem.model.field import Field
+
+HERE = Path(__file__).parent
+
+
+def test_updates_replace_index_entries(any_db):
+    note = Note.create(agent_id="a", note_id="1", kind="x", score=1.0, tags=["t1", "t2"])
+    note.score, note.tags = 9.0, ["t2", "t3"]
+    note.save()
+    assert Note.query.filter(agent_id="a", tags="t1").count() == 0
+    assert Note.query.filter(agent_id="a", tags="t3").count() == 1
+    assert Note.query.filter(agent_id="a", score__lt=5).count() == 0
+    note.score = None
+    note.save()
+    assert Note.query.filter(agent_id="a", score__gte=-100).count() == 0
+    assert assert_consistent(Note, any_db, all_keys(any_db)) == 1
+
+
+def test_saving_a_fresh_instance_over_a_stored_record_replaces_its_indexes(any_db):
+    Note.create(agent_id="a", note_id="1", kind="x", tags=["t1"], score=2)
+    Note(agent_id="a", note_id="1", kind="x", tags=["t4"], score=3).save()  # not loaded first
+    assert Note.query.filter(agent_id="a", tags="t1").count() == 0
+    assert assert_consistent(Note, any_db, all_keys(any_db)) == 1
+
+
+def test_delete_removes_the_record_and_every_index_entry(any_db):
+    notes = [Note.create(agent_id="a", note_id=str(i), kind="x", score=i, tags=["t1"]) for i in range(3)]
+    for note in notes:
+        assert note.delete() is True
+    assert notes[0].delete() is False
+    registry = Note._meta.global_keyspace().key("partitions")
+    assert all_keys(any_db) == {registry}
+
+
+def test_changing_a_key_moves_the_record_within_its_partition(any_db):
+    note = Note.create(agent_id="a", note_id="1", kind="x", tags=["t1"], score=1)
+    note.note_id = "2"
+    note.save()
+    assert Note.query.get(agent_id="a", note_id="1", kind="x") is None
+    assert Note.query.get(agent_id="a", note_id="2", kind="x").tags == ["t1"]
+    assert assert_consistent(Note, any_db, all_keys(any_db)) == 1
+    note.agent_id = "b"
+    with pytest.raises(redmem.RedmemError, match="cannot change partition"):
+        note.save()
+
+
+class Exploding(Field):
+    """A field whose save hook fails after the record and other indexes were queued."""
+
+    def on_save(self, batch, old):
+        raise RuntimeError("boom between building and executing the batch")
+
+
+def test_a_save_interrupted_before_exec_writes_nothing(any_db):
+    class Fragile(Model):
+        item_id = AutoKeyField()
+        owner = KeyField()
+        rank = SortedField(partition_by="owner")
+        tags = TagField()
+        body = StringField()
+        bomb = Exploding()
+
+    with pytest.raises(RuntimeError, match="boom"):
+        Fragile(owner="o", rank=1, tags=["a"], body="x").save()
+    written = {k for k in all_keys(any_db) if ":Fragile:" in k and not k.endswith(":partitions")}
+    assert written == set()
+
+
+def test_killed_writer_leaves_records_and_indexes_consistent(redis_url, db):
+    prefix = redmem.store.settings().key_prefix
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "workload.py"), redis_url, prefix, "7", "100000"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(HERE)},
+    )
+    for _ in range(300):  # let it get well into its work
+        proc.stdout.readline()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    time.sleep(0.2)
+    assert assert_consistent(Note, db, all_keys(db)) > 0
+
+
+def test_concurrent_writers_keep_indexes_consistent(redis_url, db):
+    prefix = redmem.store.settings().key_prefix
+    procs = [
+        subprocess.Popen([sys.executable, str(HERE / "workload.py"), redis_url, prefix, str(seed), "300"],
+                         stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(HERE)})
+        for seed in range(4)
+    ]
+    rng = random.Random(99)
+    for _ in range(300):
+        random_write(rng)
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert assert_consistent(Note, db, all_keys(db)) > 0
+
+
+def test_composite_key_value_indexes_follow_deletes(any_db):
+    for i in range(3):
+        Note.create(agent_id="a", note_id=str(i), kind="y")
+    Note.query.get(agent_id="a", note_id="1", kind="y").delete()
+    assert sorted(n.note_id for n in Note.query.filter(agent_id="a", kind="y")) == ["0", "2"]
+    assert assert_consistent(Note, any_db, all_keys(any_db)) == 2
