@@ -18,7 +18,7 @@ from .embedded import EmbeddedServer
 from .errors import ConfigurationError, ServerUnavailable
 from .keys import check_name
 
-__all__ = ["connect", "configure", "get_client", "settings", "server_address", "server_errors"]
+__all__ = ["connect", "configure", "embedded_server", "get_client", "settings", "server_address", "server_errors"]
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 _RETRIED = (redis.ConnectionError, redis.TimeoutError)
@@ -85,6 +85,11 @@ def _embedded_url() -> str:
         _embedded = EmbeddedServer()
         _embedded.start()
     return _embedded.url
+
+
+def embedded_server() -> EmbeddedServer | None:
+    """The private server started by :func:`connect`, if one was."""
+    return _embedded
 
 
 def connect(url: str | None = None, *, cluster: bool = False, **options: Any) -> Any:
