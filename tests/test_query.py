@@ -163,3 +163,21 @@ def test_queries_match_brute_force(any_db, rows, conditions, tag, descending, li
         page = expected
     assert [m.memory_id for m in query.all()] == [m.memory_id for m in page]
     assert query.count() == len(expected)
+
+
+def test_primitives_can_add_query_methods(any_db):
+    from redmem.model.query import query_method
+
+    @query_method
+    def loudest(query, n=1):
+        """A toy search: the partition's records with the longest content."""
+        records = Memory.query.filter(agent_id=query.partition().partition_values[0]).all()
+        return sorted(records, key=lambda m: -len(m.content))[:n]
+
+    Memory.create(agent_id="q", content="short", importance=1)
+    Memory.create(agent_id="q", content="much longer text", importance=1)
+    assert [m.content for m in Memory.query.filter(agent_id="q").loudest()] == ["much longer text"]
+    with pytest.raises(QueryException, match="needs the partition"):
+        Memory.query.loudest()
+    with pytest.raises(AttributeError):
+        Memory.query.no_such_method()

@@ -8,7 +8,8 @@ from ..store.errors import ModelException, ValidationError
 from .dbkey import DbKey
 from .field import Field
 from .options import Options
-from .persistence import delete_record, save_record
+from .batch import SaveBatch
+from .persistence import delete_record, queue_fields_save, queue_removal, save_record
 from .query import Query
 
 __all__ = ["Model", "ModelMeta"]
@@ -103,6 +104,14 @@ class Model(metaclass=ModelMeta):
     def delete(self) -> bool:
         """Remove the record and every index entry; False if it was not stored."""
         return delete_record(self)
+
+    def queue_save(self, batch: SaveBatch) -> None:
+        """Queue the writes of this record's fields; mixins extend it (and call super) to add theirs."""
+        queue_fields_save(batch)
+
+    def queue_delete(self, batch: SaveBatch) -> None:
+        """Queue the removal of this record and its index entries; mixins extend it like queue_save."""
+        queue_removal(batch)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.keys import KeySpace
@@ -16,7 +16,7 @@ class SaveBatch:
     """What a field's save/delete hook needs: the queued transaction and where the record lives.
 
     Everything queued on ``pipe`` runs atomically with the record's own hash write, so a crash
-    leaves either the whole save or nothing.
+    leaves either the whole save or nothing. ``pipe`` is None while fields prepare.
     """
 
     pipe: Any
@@ -24,6 +24,10 @@ class SaveBatch:
     keyspace: KeySpace
     record_id: str
     instance: Any
+    #: The record's stored field values before this write (None: it did not exist).
+    old: dict | None = None
+    #: What each field's ``prepare`` read, by field name.
+    prepared: dict[str, Any] = field(default_factory=dict)
 
     @property
     def record_key(self) -> str:

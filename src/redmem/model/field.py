@@ -110,6 +110,16 @@ class Field:
         """Adjust the instance's value just before it is validated and saved."""
 
     # -- taking part in saves ----------------------------------------------------------------
+    #: True when :meth:`prepare` reads Redis, so even a brand-new record's save must WATCH.
+    reads_before_write = False
+
+    def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
+        """Read what the write will need, under the record's WATCH; the result is ``batch.prepared[name]``.
+
+        ``reader`` executes immediately; call ``reader.watch(*keys)`` first to guard more keys.
+        """
+        return None
+
     def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
         """Queue this field's index writes for the record being saved (``old``: stored values)."""
 

@@ -18,7 +18,15 @@ from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
 
-__all__ = ["save_record", "delete_record", "load_records", "decode_stored", "MAX_ATTEMPTS"]
+__all__ = [
+    "save_record",
+    "delete_record",
+    "load_records",
+    "decode_stored",
+    "queue_removal",
+    "queue_fields_save",
+    "MAX_ATTEMPTS",
+]
 
 #: How often a write is rebuilt after losing a WATCH race before giving up.
 MAX_ATTEMPTS = 20
@@ -45,26 +53,41 @@ def instance_from_stored(model: type, key: DbKey, raw: dict[bytes, bytes]) -> An
 
 
 def _transact(
-    client: Any, keys: list[str], build: Callable[[Any, list[dict]], None], *, fresh: bool = False
+    client: Any,
+    keys: list[str],
+    prepare: Callable[[Any, list[dict]], Any],
+    write: Callable[[Any, Any], None],
+    *,
+    fresh: bool = False,
 ) -> list:
-    """Run ``build(pipe, stored_hashes)`` as a MULTI/EXEC WATCHing ``keys``, retrying lost races.
+    """WATCH ``keys``, ``prepare(reader, stored_hashes)``, then ``write(pipe, prepared)`` in MULTI/EXEC.
 
-    ``fresh``: the keys were just generated and cannot exist, so nothing is watched or read.
+    A lost race (another client wrote a watched key) rebuilds the whole batch. ``fresh``: the keys
+    were just generated and cannot exist, so nothing is watched and ``prepare`` reads directly.
     """
     with server_errors(client), client.pipeline(transaction=True) as pipe:
         if fresh:
-            build(pipe, [{} for _ in keys])
+            write(pipe, prepare(client, [{} for _ in keys]))
             return pipe.execute()
         for _ in range(MAX_ATTEMPTS):
             try:
                 pipe.watch(*keys)
-                stored = [pipe.hgetall(key) for key in keys]
+                prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
                 pipe.multi()
-                build(pipe, stored)
+                write(pipe, prepared)
                 return pipe.execute()
             except WatchError:
                 continue
     raise RedmemError(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
+
+
+def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict) -> SaveBatch:
+    """A batch for the record at ``key`` with its stored values and every field's prepared reads."""
+    old = decode_stored(type(instance), stored) if stored else None
+    batch = SaveBatch(None, client, key.keyspace, key.record_id, instance, old)
+    for field in instance._meta.fields.values():
+        batch.prepared[field.name] = field.prepare(reader, batch)
+    return batch
 
 
 def _register_partition(instance: Any, pipe: Any, client: Any) -> None:
@@ -100,28 +123,38 @@ def save_record(instance: Any) -> None:
     client = meta.client
 
     watched = [key.redis_key] + ([moved_from.redis_key] if moved_from else [])
+    fresh = fresh and not any(f.reads_before_write for f in meta.fields.values())
 
-    def build(pipe: Any, hashes: list[dict]) -> None:
-        stored = hashes[0]
-        old = decode_stored(type(instance), stored) if stored else None
-        batch = SaveBatch(pipe, client, key.keyspace, key.record_id, instance)
-        if moved_from is not None and hashes[1]:
-            _queue_removal(pipe, client, instance, moved_from, decode_stored(type(instance), hashes[1]))
-        _queue_hash_write(pipe, instance, key, values, stored)
-        if old is None:
+    def prepare(reader: Any, hashes: list[dict]) -> tuple[SaveBatch, SaveBatch | None]:
+        batch = _batch(reader, client, instance, key, hashes[0])
+        moved = _batch(reader, client, instance, moved_from, hashes[1]) if moved_from and hashes[1] else None
+        return batch, moved
+
+    def write(pipe: Any, batches: tuple[SaveBatch, SaveBatch | None]) -> None:
+        batch, moved = batches
+        if moved is not None:
+            moved.pipe = pipe
+            instance.queue_delete(moved)
+        batch.pipe = pipe
+        _queue_hash_write(pipe, instance, key, values, hashes_present(batch))
+        if batch.old is None:
             pipe.zadd(key.keyspace.key(ALL_RECORDS), {key.record_id: 0})
             _register_partition(instance, pipe, client)
-        for field in meta.fields.values():
-            field.on_save(batch, old)
+        instance.queue_save(batch)
 
-    _transact(client, watched, build, fresh=fresh)
+    _transact(client, watched, prepare, write, fresh=fresh)
     instance._saved_key = key
 
 
-def _queue_hash_write(pipe: Any, instance: Any, key: DbKey, values: dict, stored: dict) -> None:
+def hashes_present(batch: SaveBatch) -> set[str]:
+    """Names of the fields the stored record holds."""
+    return {name for name, value in (batch.old or {}).items() if value is not None}
+
+
+def _queue_hash_write(pipe: Any, instance: Any, key: DbKey, values: dict, present: set[str]) -> None:
     fields = instance._meta.fields
     mapping = {n: fields[n].encode(v) for n, v in values.items() if v is not None}
-    cleared = [n for n, v in values.items() if v is None and n.encode() in stored]
+    cleared = [n for n, v in values.items() if v is None and n in present]
     if mapping:
         pipe.hset(key.redis_key, mapping=mapping)
     else:
@@ -134,25 +167,32 @@ def delete_record(instance: Any) -> bool:
     """Remove the record and its index entries atomically; False when nothing was stored."""
     key = instance._saved_key or instance.db_key
     client = instance._meta.client
-    found: list[bool] = []
 
-    def build(pipe: Any, hashes: list[dict]) -> None:
-        stored = hashes[0]
-        found.append(bool(stored))
-        if stored:
-            _queue_removal(pipe, client, instance, key, decode_stored(type(instance), stored))
+    def prepare(reader: Any, hashes: list[dict]) -> SaveBatch | None:
+        return _batch(reader, client, instance, key, hashes[0]) if hashes[0] else None
 
-    _transact(client, [key.redis_key], build)
+    def write(pipe: Any, batch: SaveBatch | None) -> None:
+        if batch is not None:
+            batch.pipe = pipe
+            instance.queue_delete(batch)
+
+    replies = _transact(client, [key.redis_key], prepare, write)
     instance._saved_key = None
-    return found[-1]
+    return bool(replies)
 
 
-def _queue_removal(pipe: Any, client: Any, instance: Any, key: DbKey, old: dict) -> None:
-    batch = SaveBatch(pipe, client, key.keyspace, key.record_id, instance)
-    pipe.delete(key.redis_key)
-    pipe.zrem(key.keyspace.key(ALL_RECORDS), key.record_id)
-    for field in instance._meta.fields.values():
-        field.on_delete(batch, old)
+def queue_removal(batch: SaveBatch) -> None:
+    """Queue the deletion of the batch's record hash, its id, and every field's index entries."""
+    batch.pipe.delete(batch.record_key)
+    batch.pipe.zrem(batch.keyspace.key(ALL_RECORDS), batch.record_id)
+    for field in batch.instance._meta.fields.values():
+        field.on_delete(batch, batch.old)
+
+
+def queue_fields_save(batch: SaveBatch) -> None:
+    """Queue every field's index writes for the batch's record."""
+    for field in batch.instance._meta.fields.values():
+        field.on_save(batch, batch.old)
 
 
 def load_records(model: type, keys: Iterable[DbKey]) -> list[Any]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from functools import partial
+from typing import Any, Callable, Iterator
 
 from ..store.connection import server_errors
 from ..store.errors import QueryException
@@ -19,7 +20,19 @@ from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
 from .persistence import ALL_RECORDS, PARTITIONS, instance_from_stored, load_records
 
-__all__ = ["Query"]
+__all__ = ["Query", "query_method"]
+
+#: Methods that primitives add to queries (``top_by_decay``, ``keyword_search``...), by name.
+_QUERY_METHODS: dict[str, Callable[..., Any]] = {}
+
+
+def query_method(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Make ``function(query, ...)`` callable as ``Model.query.filter(...).<function name>(...)``.
+
+    This is how a primitive's module adds its searches without the query builder knowing it.
+    """
+    _QUERY_METHODS[function.__name__] = function
+    return function
 
 RANGE_OPS = {"gt", "gte", "lt", "lte", "eq"}
 TAG_OPS = {"any", "all", "eq"}
@@ -107,8 +120,25 @@ class Query:
     def __iter__(self) -> Iterator[Any]:
         return iter(self.all())
 
-    # -- planning ----------------------------------------------------------------------------
-    def _partitions(self) -> list[KeySpace]:
+    def __getattr__(self, name: str) -> Any:
+        function = _QUERY_METHODS.get(name)
+        if function is None or name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return partial(function, self)
+
+    def partition(self) -> KeySpace:
+        """The one partition this query names; QueryException when the filter does not name it."""
+        meta = self.model._meta
+        given = {n: v for n, _, v in self.conditions if n in meta.partition_fields}
+        if len(given) != len(meta.partition_fields):
+            raise QueryException(
+                f"this {self.model.__name__} query needs the partition {list(meta.partition_fields)} "
+                "in the filter"
+            )
+        return meta.keyspace(tuple(given[n] for n in meta.partition_fields))
+
+    def partitions(self) -> list[KeySpace]:
+        """The partitions the query covers: the one it names, else every registered one."""
         meta = self.model._meta
         given = {n: v for n, op, v in self.conditions if n in meta.partition_fields}
         if len(given) == len(meta.partition_fields):
@@ -159,7 +189,7 @@ class Query:
         return keys, plan
 
     def _run(self, count: bool) -> tuple[int, list[tuple[DbKey, str]]]:
-        spaces = self._partitions()
+        spaces = self.partitions()
         if not spaces:
             return 0, []
         client = self.model._meta.client
