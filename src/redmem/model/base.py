@@ -105,6 +105,20 @@ class Model(metaclass=ModelMeta):
         """Remove the record and every index entry; False if it was not stored."""
         return delete_record(self)
 
+    def touch(self, *field_names: str) -> None:
+        """Refresh the named fields' timestamps (every touchable field when none is named)."""
+        fields = self._meta.fields
+        unknown = [n for n in field_names if n not in fields]
+        if unknown:
+            raise ValidationError(f"{type(self).__name__} has no field(s) {unknown}")
+        chosen = [fields[n] for n in field_names] or list(fields.values())
+        touchable = [f for f in chosen if callable(getattr(f, "touch", None))]
+        if field_names and len(touchable) != len(chosen):
+            untouchable = [f.name for f in chosen if f not in touchable]
+            raise ValidationError(f"{type(self).__name__} field(s) {untouchable} cannot be touched")
+        for field in touchable:
+            field.touch(self)
+
     def queue_save(self, batch: SaveBatch) -> None:
         """Queue the writes of this record's fields; mixins extend it (and call super) to add theirs."""
         queue_fields_save(batch)
