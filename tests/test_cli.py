@@ -57,6 +57,6 @@ def test_public_names_are_pinned():
         "AutoKeyField", "BooleanField", "BytesField", "DatetimeField", "DbKey", "DictField", "Field",
         "FloatField", "IntField", "KeyField", "ListField", "Model", "SortedField", "StringField",
         "TagField", "ConfigurationError", "ModelException", "QueryException", "RedmemError",
-        "ServerUnavailable", "ValidationError", "configure", "connect", "get_client",
+        "ServerUnavailable", "ValidationError", "WriteConflict", "configure", "connect", "get_client",
     ])
     assert all(hasattr(redmem, name) for name in redmem.__all__)

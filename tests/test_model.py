@@ -233,3 +233,8 @@ def test_int_key_fields(any_db):
     assert Turn.query.get(conversation="c", number=3).number == 3
     with pytest.raises(ValidationError, match="Turn.number expects int"):
         Turn(conversation="c", number="3").save()
+
+
+def test_key_fields_cannot_be_null():
+    with pytest.raises(ModelException, match="cannot be null"):
+        KeyField(null=True)

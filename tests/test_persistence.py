@@ -59,7 +59,7 @@ def test_changing_a_key_moves_the_record_within_its_partition(any_db):
     assert Note.query.get(agent_id="a", note_id="2", kind="x").tags == ["t1"]
     assert assert_consistent(Note, any_db, all_keys(any_db)) == 1
     note.agent_id = "b"
-    with pytest.raises(redmem.RedmemError, match="cannot change partition"):
+    with pytest.raises(redmem.ValidationError, match="cannot change partition"):
         note.save()
 
 

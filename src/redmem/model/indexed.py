@@ -28,6 +28,8 @@ class KeyField(Field):
     def __init__(self, type: type = str, **options: Any) -> None:
         if type not in (str, int):
             raise ModelException(f"KeyField type must be str or int, not {type!r}")
+        if options.pop("null", False):
+            raise ModelException("a KeyField names the record and cannot be null")
         super().__init__(type, null=False, **options)
 
     def key_text(self, value: Any) -> str:

@@ -13,7 +13,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import WatchError
 
 from ..store.connection import server_errors
-from ..store.errors import RedmemError
+from ..store.errors import ValidationError, WriteConflict
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
@@ -78,7 +78,7 @@ def _transact(
                 return pipe.execute()
             except WatchError:
                 continue
-    raise RedmemError(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
+    raise WriteConflict(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
 
 
 def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict) -> SaveBatch:
@@ -116,7 +116,7 @@ def save_record(instance: Any) -> None:
     key = instance.db_key
     moved_from = instance._saved_key if instance._saved_key not in (None, key) else None
     if moved_from is not None and moved_from.keyspace != key.keyspace:
-        raise RedmemError(
+        raise ValidationError(
             f"{type(instance).__name__}: a saved record cannot change partition; "
             "create a new record and delete this one"
         )

@@ -8,6 +8,7 @@ from .errors import (
     RedmemError,
     ServerUnavailable,
     ValidationError,
+    WriteConflict,
 )
 from .keys import KeySpace, escape, unescape
 
@@ -23,6 +24,7 @@ __all__ = [
     "RedmemError",
     "ServerUnavailable",
     "ValidationError",
+    "WriteConflict",
     "KeySpace",
     "escape",
     "unescape",

@@ -7,6 +7,7 @@ __all__ = [
     "ConfigurationError",
     "ModelException",
     "ServerUnavailable",
+    "WriteConflict",
 ]
 
 
@@ -36,3 +37,7 @@ class ServerUnavailable(RedmemError, ConnectionError):
     def __init__(self, address: str, reason: object) -> None:
         super().__init__(f"cannot reach Redis at {address}: {reason}")
         self.address = address
+
+
+class WriteConflict(RedmemError):
+    """A write kept losing its optimistic-lock race (WATCH) to concurrent writers and gave up."""

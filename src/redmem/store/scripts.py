@@ -11,6 +11,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
@@ -35,5 +36,12 @@ def run_script(name: str, keys: list, args: list, client: Any) -> Any:
 
 
 def queue_script(pipe: Any, name: str, keys: list, args: list) -> None:
-    """Queue a script on a pipeline or transaction (EVAL with source: no cache dependence)."""
-    pipe.execute_command("EVAL", script(name).script, len(keys), *keys, *args)
+    """Queue a script on a pipeline or transaction (EVAL with source: no cache dependence).
+
+    On a cluster pipeline the target node is named from the first key: left to itself,
+    redis-py would ask the server (COMMAND GETKEYS) where each queued EVAL belongs.
+    """
+    options = {}
+    if isinstance(pipe, ClusterPipeline) and keys:
+        options["target_nodes"] = pipe.get_node_from_key(keys[0])
+    pipe.execute_command("EVAL", script(name).script, len(keys), *keys, *args, **options)
