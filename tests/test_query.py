@@ -181,3 +181,24 @@ def test_primitives_can_add_query_methods(any_db):
         Memory.query.loudest()
     with pytest.raises(AttributeError):
         Memory.query.no_such_method()
+
+
+def test_read_effects_ride_with_hydration_unless_no_track(any_db):
+    class Counted(Model):
+        item_id = KeyField()
+        owner = KeyField()
+        rank = SortedField(partition_by="owner")
+
+        @classmethod
+        def queue_read_effects(cls, pipe, keys):
+            for key in keys:
+                pipe.incr(key.keyspace.key("reads", key.record_id))
+
+    Counted.create(item_id="1", owner="o", rank=1)
+    reads = Counted._meta.keyspace(("o",)).key("reads", "1")
+    Counted.query.filter(owner="o").all()
+    Counted.query.get(item_id="1", owner="o")
+    assert any_db.get(reads) == b"2"
+    Counted.query.filter(owner="o").no_track().all()
+    Counted.query.no_track().get(item_id="1", owner="o")
+    assert any_db.get(reads) == b"2"

@@ -119,6 +119,10 @@ class Model(metaclass=ModelMeta):
         for field in touchable:
             field.touch(self)
 
+    @classmethod
+    def queue_read_effects(cls, pipe: Any, keys: list[DbKey]) -> None:
+        """Queue what reading these records implies (mixins stage accesses); nothing by default."""
+
     def queue_save(self, batch: SaveBatch) -> None:
         """Queue the writes of this record's fields; mixins extend it (and call super) to add theirs."""
         queue_fields_save(batch)

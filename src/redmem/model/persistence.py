@@ -195,8 +195,12 @@ def queue_fields_save(batch: SaveBatch) -> None:
         field.on_save(batch, batch.old)
 
 
-def load_records(model: type, keys: Iterable[DbKey]) -> list[Any]:
-    """Hydrate records in one pipelined round trip; keys with no stored hash are skipped."""
+def load_records(model: type, keys: Iterable[DbKey], *, track: bool = True) -> list[Any]:
+    """Hydrate records in one pipelined round trip; keys with no stored hash are skipped.
+
+    With ``track`` the model's read effects (``Model.queue_read_effects``, e.g. staging an
+    access) ride in the same round trip.
+    """
     keys = list(keys)
     if not keys:
         return []
@@ -204,5 +208,7 @@ def load_records(model: type, keys: Iterable[DbKey]) -> list[Any]:
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         for key in keys:
             pipe.hgetall(key.redis_key)
-        raws = pipe.execute()
+        if track:
+            model.queue_read_effects(pipe, keys)
+        raws = pipe.execute()[: len(keys)]
     return [instance_from_stored(model, key, raw) for key, raw in zip(keys, raws) if raw]

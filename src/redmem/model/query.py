@@ -18,7 +18,7 @@ from ..store.keys import KeySpace
 from ..store.scripts import queue_script
 from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
-from .persistence import ALL_RECORDS, PARTITIONS, instance_from_stored, load_records
+from .persistence import ALL_RECORDS, PARTITIONS, load_records
 
 __all__ = ["Query", "query_method"]
 
@@ -48,6 +48,7 @@ class Query:
     descending: bool = False
     page_size: int | None = None
     page_start: int = 0
+    tracking: bool = True
 
     # -- building ----------------------------------------------------------------------------
     def filter(self, **conditions: Any) -> "Query":
@@ -67,6 +68,10 @@ class Query:
         if count < 0 or offset < 0:
             raise QueryException("limit and offset must be >= 0")
         return replace(self, page_size=count, page_start=offset)
+
+    def no_track(self) -> "Query":
+        """Read without read effects (no access staging): for inspection and maintenance."""
+        return replace(self, tracking=False)
 
     def _parse(self, name: str, value: Any) -> tuple[str, str, Any]:
         field_name, _, op = name.partition("__")
@@ -95,10 +100,8 @@ class Query:
         values = {n: meta.fields[n].validate(v) for n, v in keys.items()}
         partition = tuple(values[n] for n in meta.partition_fields)
         key = DbKey(meta.keyspace(partition), meta.record_id(values))
-        client = meta.client
-        with server_errors(client):
-            raw = client.hgetall(key.redis_key)
-        return instance_from_stored(self.model, key, raw) if raw else None
+        found = load_records(self.model, [key], track=self.tracking)
+        return found[0] if found else None
 
     def keys(self) -> list[DbKey]:
         """The matching records' keys, in order, without reading the records."""
@@ -106,7 +109,7 @@ class Query:
 
     def all(self) -> list[Any]:
         """The matching records, in order."""
-        return load_records(self.model, self.keys())
+        return load_records(self.model, self.keys(), track=self.tracking)
 
     def first(self) -> Any:
         """The first matching record, or None."""
