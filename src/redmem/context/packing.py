@@ -1,0 +1,111 @@
+"""Fitting ranked items into a budget: one packer, three strategies (pure functions, no I/O).
+
+- ``skip_not_break`` (ContextAssembler): rank order; an item that does not fit is skipped and
+  later, smaller items are still tried; the first item is always admitted.
+- ``stop_at_first_miss`` (Frames): guaranteed items are admitted first, then rank order until the
+  first item that does not fit.
+- ``greedy_knapsack`` (HCE): by utility per token, highest first, skipping what does not fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+__all__ = ["Budget", "Packed", "pack", "STRATEGIES"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one packing: at most ``max_items`` items and ``max_tokens`` tokens (None: no limit)."""
+
+    max_items: int | None = None
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_items", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Which items were admitted (indices into the input, in admission order) and their tokens."""
+
+    selected: list[int]
+    token_count: int
+    skipped: list[int] = field(default_factory=list)
+
+
+def _fits(used: int, cost: int, budget: Budget) -> bool:
+    return budget.max_tokens is None or used + cost <= budget.max_tokens
+
+
+def _full(count: int, budget: Budget) -> bool:
+    return budget.max_items is not None and count >= budget.max_items
+
+
+def skip_not_break(costs: Sequence[int], budget: Budget) -> Packed:
+    """Rank order, skip what does not fit, always admit the first item (it may overshoot)."""
+    selected, skipped, used = [], [], 0
+    for index, cost in enumerate(costs):
+        if _full(len(selected), budget):
+            break
+        if not selected or _fits(used, cost, budget):
+            selected.append(index)
+            used += cost
+        else:
+            skipped.append(index)
+    return Packed(selected, used, skipped)
+
+
+def stop_at_first_miss(
+    costs: Sequence[int], budget: Budget, *, guaranteed: Sequence[int] = ()
+) -> Packed:
+    """Admit ``guaranteed`` indices first (even over budget), then rank order until one misses."""
+    selected = list(dict.fromkeys(guaranteed))
+    used = sum(costs[i] for i in selected)
+    for index, cost in enumerate(costs):
+        if index in selected:
+            continue
+        if _full(len(selected), budget) or not _fits(used, cost, budget):
+            break
+        selected.append(index)
+        used += cost
+    return Packed(selected, used, [i for i in range(len(costs)) if i not in selected])
+
+
+def greedy_knapsack(
+    costs: Sequence[int], budget: Budget, *, utilities: Sequence[float] = ()
+) -> Packed:
+    """Admit items by ``utility / max(cost, 1)`` descending (ties keep rank order) while they fit."""
+    if len(utilities) != len(costs):
+        raise ValueError("greedy_knapsack needs one utility per item")
+    order = sorted(range(len(costs)), key=lambda i: (-utilities[i] / max(costs[i], 1), i))
+    selected, skipped, used = [], [], 0
+    for index in order:
+        if _full(len(selected), budget):
+            break
+        if _fits(used, costs[index], budget):
+            selected.append(index)
+            used += costs[index]
+        else:
+            skipped.append(index)
+    return Packed(selected, used, skipped)
+
+
+STRATEGIES = {
+    "skip_not_break": skip_not_break,
+    "stop_at_first_miss": stop_at_first_miss,
+    "greedy_knapsack": greedy_knapsack,
+}
+
+
+def pack(costs: Sequence[int], budget: Budget, strategy: str = "skip_not_break", **options: object) -> Packed:
+    """Pack items whose token costs are ``costs`` (in rank order) with the named strategy."""
+    try:
+        chosen = STRATEGIES[strategy]
+    except KeyError:
+        raise ValueError(f"unknown packing strategy {strategy!r}; use one of {sorted(STRATEGIES)}") from None
+    return chosen(costs, budget, **options)

@@ -1,0 +1,86 @@
+"""Rendering selected records for the prompt: per-record slices, then one composition.
+
+The token budget is checked against each record's slice, and the final text is composed from
+exactly those slices, so what was counted is what is sent. Formats (REFERENCE "Formats"):
+
+| format | slice of one record | composition | empty |
+|---|---|---|---|
+| structured | ``json.dumps(d, indent=2)`` with every line indented 2 spaces | ``[`` + ``,\\n``-joined + ``]`` | ``[]`` |
+| xml | ``<record>`` with one ``<k>v</k>`` line per field (& < > escaped) | inside ``<records>`` | ``<records>\\n</records>`` |
+| natural | ``k: v, k: v`` | numbered lines ``1. ...`` | ``""`` |
+| content | the memory text | lines ``- ...`` | ``""`` |
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Mapping, Sequence
+from xml.sax.saxutils import escape
+
+__all__ = ["FORMATS", "render_slice", "compose", "record_view"]
+
+FORMATS = ("structured", "xml", "natural", "content")
+
+
+def _structured(view: Mapping[str, Any], text: str) -> str:
+    body = json.dumps(dict(view), indent=2, default=str, ensure_ascii=False)
+    return "\n".join("  " + line for line in body.splitlines())
+
+
+def _xml(view: Mapping[str, Any], text: str) -> str:
+    lines = [f"    <{k}>{escape(_plain(v))}</{k}>" for k, v in view.items()]
+    return "  <record>\n" + "\n".join(lines) + "\n  </record>"
+
+
+def _natural(view: Mapping[str, Any], text: str) -> str:
+    return ", ".join(f"{k}: {_plain(v)}" for k, v in view.items())
+
+
+def _content(view: Mapping[str, Any], text: str) -> str:
+    return text
+
+
+_SLICES: dict[str, Callable[[Mapping[str, Any], str], str]] = {
+    "structured": _structured,
+    "xml": _xml,
+    "natural": _natural,
+    "content": _content,
+}
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return str(value)
+
+
+def check_format(output_format: str) -> str:
+    """Return ``output_format`` if known, else raise ValueError naming the known ones."""
+    if output_format not in _SLICES:
+        raise ValueError(f"unknown output_format {output_format!r}; use one of {list(FORMATS)}")
+    return output_format
+
+
+def render_slice(output_format: str, view: Mapping[str, Any], text: str) -> str:
+    """One record's slice: ``view`` is its rendered fields, ``text`` its memory text (content format)."""
+    return _SLICES[check_format(output_format)](view, text)
+
+
+def compose(output_format: str, slices: Sequence[str]) -> str:
+    """Join counted slices with the format's framing (framing tokens are not counted)."""
+    check_format(output_format)
+    if output_format == "structured":
+        return "[\n" + ",\n".join(slices) + "\n]" if slices else "[]"
+    if output_format == "xml":
+        return "<records>\n" + "\n".join(slices) + "\n</records>" if slices else "<records>\n</records>"
+    if output_format == "natural":
+        return "\n".join(f"{i}. {s}" for i, s in enumerate(slices, 1))
+    return "\n".join(f"- {s}" for s in slices)
+
+
+def record_view(values: Mapping[str, Any], hidden: Sequence[str] = ()) -> dict[str, Any]:
+    """The fields of a record worth showing a model: set, not hidden, not raw bytes."""
+    return {
+        k: v for k, v in values.items()
+        if k not in hidden and v is not None and not isinstance(v, (bytes, bytearray))
+    }

@@ -1,0 +1,60 @@
+"""The packer's three strategies, on plain numbers."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from redmem.context.packing import Budget, pack
+
+
+def test_skip_not_break_skips_and_keeps_trying_smaller_items():
+    packed = pack([40, 70, 30, 10], Budget(max_tokens=80))
+    assert packed.selected == [0, 2, 3] and packed.skipped == [1] and packed.token_count == 80
+
+
+def test_skip_not_break_always_admits_the_first_item():
+    packed = pack([500, 10], Budget(max_tokens=100))
+    assert packed.selected == [0] and packed.token_count == 500  # overshoots, visibly
+
+
+def test_skip_not_break_honours_max_items():
+    assert pack([1, 1, 1, 1], Budget(max_items=2)).selected == [0, 1]
+    assert pack([1, 1], Budget(max_items=0)).selected == []
+
+
+def test_stop_at_first_miss_pre_allocates_guaranteed_items():
+    packed = pack([10, 50, 20, 5], Budget(max_tokens=70), "stop_at_first_miss", guaranteed=[3])
+    assert packed.selected == [3, 0, 1] and packed.token_count == 65  # item 2 misses: stop
+
+
+def test_greedy_knapsack_orders_by_utility_per_token():
+    packed = pack([100, 10, 10], Budget(max_tokens=25), "greedy_knapsack", utilities=[5.0, 1.0, 2.0])
+    assert packed.selected == [2, 1] and packed.token_count == 20
+
+
+def test_bad_budgets_and_strategies_are_rejected():
+    with pytest.raises(ValueError, match="max_tokens"):
+        Budget(max_tokens=-1)
+    with pytest.raises(ValueError, match="max_items"):
+        Budget(max_items=True)
+    with pytest.raises(ValueError, match="unknown packing strategy"):
+        pack([1], Budget(), "best_effort")
+    with pytest.raises(TypeError):
+        pack([1], Budget(), "skip_not_break", guaranteed=[0])
+
+
+@given(st.lists(st.integers(0, 200), max_size=30), st.integers(0, 500), st.integers(1, 10))
+def test_skip_not_break_invariants(costs, max_tokens, max_items):
+    packed = pack(costs, Budget(max_items=max_items, max_tokens=max_tokens))
+    assert packed.selected == sorted(packed.selected)
+    assert len(packed.selected) <= max_items
+    assert packed.token_count == sum(costs[i] for i in packed.selected)
+    if costs:
+        assert packed.selected[0] == 0
+    if len(packed.selected) > 1:
+        assert packed.token_count <= max_tokens
+    for index in packed.skipped:  # nothing skipped would have fitted at its turn
+        before = sum(costs[i] for i in packed.selected if i < index)
+        assert before + costs[index] > max_tokens
