@@ -1,19 +1,38 @@
-"""The redmem command: doctor reports the server, demo runs the main job end to end."""
+"""The redmem command, run as a subprocess: doctor, demo, ingest, ask, chat, inspect, reindex."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 
+from openai_server import OpenAICompatibleServer
+
 import redmem
+from redmem import ObservationProtocol
+from redmem.cli_commands.memory import ConversationMemory
+from redmem.store import settings
+
+#: The environment of every run: wide tables, and no chat model unless a test gives one.
+BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
 
 
-def redmem_cli(*args: str, env: dict | None = None) -> str:
-    result = subprocess.run([sys.executable, "-m", "redmem.cli", *args], capture_output=True, text=True,
-                            timeout=120, env={**os.environ, "COLUMNS": "200", **(env or {})})
+def run_cli(*args: str, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "redmem.cli", *args], capture_output=True, text=True, input=stdin,
+                          timeout=120, env={**BASE_ENV, "COLUMNS": "200", **(env or {})})
+
+
+def redmem_cli(*args: str, env: dict | None = None, stdin: str | None = None) -> str:
+    result = run_cli(*args, env=env, stdin=stdin)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
+
+
+def on_test_server(redis_url: str, *args: str, **options) -> str:
+    """Run a command against the test server, under the current test's key prefix."""
+    return redmem_cli("--url", redis_url, "--prefix", settings().key_prefix, *args, **options)
 
 
 def test_doctor_reports_server_mode_and_latency(redis_url, db):
@@ -31,32 +50,228 @@ def test_doctor_on_a_cluster(cluster_url):
 
 
 def test_doctor_names_an_unreachable_server():
-    result = subprocess.run([sys.executable, "-m", "redmem.cli", "--url", "redis://127.0.0.1:1", "doctor"],
-                            capture_output=True, text=True, timeout=60)
+    result = run_cli("--url", "redis://127.0.0.1:1", "doctor")
     assert result.returncode == 1
     assert "cannot reach Redis at 127.0.0.1:1" in result.stdout
 
 
-def test_demo_on_the_embedded_server_saves_queries_and_cleans_up():
-    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+# -- demo ----------------------------------------------------------------------------------------
+def turns_of(out: str) -> list[str]:
+    """The demo's output per user turn."""
+    return re.split(r"─+ user turn \d: ", out)[1:]
+
+
+def test_demo_on_the_embedded_server_assembles_reports_and_moves_scores():
+    env = {k: v for k, v in BASE_ENV.items() if k != "REDIS_URL"}
     result = subprocess.run([sys.executable, "-m", "redmem.cli", "demo"], capture_output=True, text=True,
                             timeout=120, env={**env, "COLUMNS": "200"})
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
-    assert "saved 8 memories" in out
-    assert "importance >= 0.7" in out
-    # ops-bot's memories of importance >= 0.7, most important first, and nothing from another agent
-    section = out.split("importance >= 0.7")[1].split("study-buddy: learned")[0]
-    assert section.index("0.9") < section.index("0.8") < section.index("0.7")
-    assert "study-buddy" not in section and "0.4" not in section
-    assert "deleted the 8 demo memories" in out
+    assert "private embedded server" in out and "chat model: none" in out
+    assert "stored 102 memories" in out
+    turns = turns_of(out)
+    assert len(turns) == 4
+    for turn in turns:
+        assert re.search(r"context \(structured, \d+ / 600 tokens\)", turn)
+        # pull records, and routines surfaced by the push path (alone, or found by both paths)
+        assert re.search(r"8 records \(\d+ pull, [1-9] push(, \d of them both)?\) of \d+ candidates, "
+                         r"\d+ / 600 tokens, hybrid", turn)
+        header = turn.split("trace:")[1].splitlines()[2]
+        assert all(name in header for name in ("rank", "source", "score", "bm25", "vector", "rrf", "cyclic"))
+        assert re.search(r"^\s+1\s+(pull|both)\s+\d\.\d{3}", turn, re.M)
+        assert re.search(r"^\s+\d\s+(push|both)\s.*\s\d\.\d{3}\s+Maya: .*every", turn, re.M)
+    dinner, lisbon, billing, biscuit = turns
+    assert "vegetarian" in dinner.split("trace:")[0] and "Dana is coming instead" in lisbon.split("trace:")[0]
+    assert "idempotency key" in billing.split("trace:")[0] and "glucosamine" in biscuit.split("trace:")[0]
+    # the outcomes move the scores: acted-on memories gain confidence and are refreshed,
+    # contradicted ones lose confidence, dismissed routines weaken
+    acted = re.findall(r"acted\s+0\.500 -> 0\.700\s+(\d\.\d{3}) -> (\d\.\d{3})", out)
+    assert acted and all(float(after) > float(before) for before, after in acted)
+    assert re.search(r"contradicted\s+0\.500 -> 0\.300\s+.*steak", dinner)
+    assert re.search(r"contradicted\s+0\.500 -> 0\.300\s+.*sister Jo", lisbon)
+    dismissed = re.findall(r"dismissed\s+\S+ -> \S+\s+\S+ -> \S+\s+(\d\.\d{3}) -> (\d\.\d{3})", out)
+    assert dismissed and all(float(after) < float(before) for before, after in dismissed)
+    moved = re.search(r"confidence rose for (\d+) memories acted on and fell for (\d+) contradicted", out)
+    assert moved and int(moved[1]) >= 4 and int(moved[2]) == 2
+    assert "demo done in" in out
+
+
+def test_demo_asks_the_configured_model(redis_url, db):
+    with OpenAICompatibleServer() as server:
+        out = on_test_server(redis_url, "--embeddings", "hashing", "demo",
+                             env={"OPENAI_BASE_URL": server.base_url, "OPENAI_MODEL": "tiny-model"})
+        chats = [body for path, body, _ in server.requests if path == "/v1/chat/completions"]
+    assert "chat model: tiny-model at" in out
+    assert "tiny-model: echo: My parents are visiting again. What should I cook for dinner?" in out
+    assert len(chats) == 4 and all(body["model"] == "tiny-model" for body in chats)
+    system = chats[0]["messages"][0]
+    assert system["role"] == "system" and "vegetarian" in system["content"]
+    assert "redmem --url" in out and "inspect" in out  # memories kept on a server of the user's
+
+
+# -- ingest, ask, inspect ------------------------------------------------------------------------
+CONVERSATION = {
+    "sessions": [
+        {"session": "a1", "date": "2026-01-10", "turns": [
+            {"speaker": "Ana", "text": "My favourite tea is smoked lapsang souchong."},
+            {"speaker": "assistant", "text": "Lapsang souchong has a lovely pine smoke aroma."},
+            {"speaker": "Ana", "text": "I drink it every afternoon at four.", "recurring": True},
+        ]},
+        {"session": "a2", "date": "2026-02-01T09:30:00", "turns": [
+            {"speaker": "Ana", "text": "My cat Pixel knocked the teapot off the shelf."},
+            {"speaker": "assistant", "text": "Poor teapot! Is Pixel alright?"},
+        ]},
+    ]
+}
+
+
+def ingest_conversation(tmp_path, redis_url) -> str:
+    conversation = tmp_path / "ana.json"
+    conversation.write_text(json.dumps(CONVERSATION))
+    return on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(conversation), "--agent", "ana")
+
+
+def test_ingest_then_ask_finds_the_ingested_text_for_that_agent_only(redis_url, db, tmp_path):
+    out_a = ingest_conversation(tmp_path, redis_url)
+    lines = tmp_path / "bo.txt"
+    lines.write_text("Bo prefers green tea with jasmine.\n\nBo's bicycle is a red fixie.\n")
+    out_b = on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(lines), "--agent", "bo")
+    assert "ingested 5 memories for agent ana from 2 sessions" in out_a and "5/5" in out_a
+    assert "ingested 2 memories for agent bo" in out_b
+    ana = on_test_server(redis_url, "--embeddings", "hashing", "ask", "Which tea do I like?", "--agent", "ana")
+    assert "lapsang souchong" in ana and "jasmine" not in ana
+    assert re.search(r"context \(structured, \d+ / 2000 tokens\)", ana)
+    assert f"{settings().key_prefix}:ConversationMemory:{{ana}}:r:" in ana  # the trace names the keys
+    bo = on_test_server(redis_url, "--embeddings", "hashing", "ask", "Which tea do I like?", "--agent", "bo",
+                        "--format", "content", "--max-items", "1")
+    assert "- Bo prefers green tea with jasmine." in bo and "lapsang" not in bo
+    assert "1 records (1 pull, 0 push)" in bo
+    stored = ConversationMemory.query.filter(agent_id="ana").no_track().all()
+    assert {m.session for m in stored} == {"a1", "a2"} and {m.date for m in stored} == {"2026-01-10", "2026-02-01"}
+    assert {m.speaker for m in stored} == {"Ana", "assistant"}
+    assert [m.routine for m in stored if "four" in m.content] == [1.0]
+
+
+def test_ingest_names_a_malformed_file(redis_url, db, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"sessions": [{"turns": [{"speaker": "x"}]}]}))
+    result = run_cli("--url", redis_url, "--prefix", settings().key_prefix, "ingest", str(bad))
+    assert result.returncode == 1
+    assert 'session 1, turn 1: a turn is an object with a non-empty "text"' in result.stdout
+
+
+def test_inspect_shows_fields_scores_confidence_edges_and_access_without_tracking(redis_url, db, tmp_path):
+    ingest_conversation(tmp_path, redis_url)
+    on_test_server(redis_url, "--embeddings", "hashing", "ask", "smoked lapsang tea", "--agent", "ana")
+    memories = ConversationMemory.query.filter(agent_id="ana").no_track().all()
+    tea = next(m for m in memories if "favourite tea" in m.content)
+    staged = tea.staged_accesses
+    assert len(staged) == 1  # the ask staged a read
+    ObservationProtocol.on_context_used([tea], {tea.db_key.redis_key: "acted"})
+    out = on_test_server(redis_url, "inspect", tea.db_key.redis_key)
+    assert "My favourite tea is smoked lapsang souchong." in out and "2026-01-10" in out
+    assert "0.7000 from 1 signals (1 corroborating, 0 contradicting)" in out
+    assert re.search(r"relevance \(decay\)\s+│\s+1\.5849 now", out)  # touched by the outcome
+    edges = out.split("edges (associations")[1]
+    assert "0.500" in edges and "Lapsang souchong has a lovely pine smoke aroma." in edges
+    assert "Pixel" not in edges  # the next session is not linked
+    assert re.search(r"confirmed accesses\s+│\s+1", out)
+    same = on_test_server(redis_url, "inspect", tea.memory_id[:6], "--agent", "ana")
+    assert "My favourite tea is smoked lapsang souchong." in same
+    assert tea.staged_accesses == [] and tea.access_count == 1  # inspecting staged nothing
+
+
+def test_inspect_names_what_it_cannot_find(redis_url, db):
+    result = run_cli("--url", redis_url, "--prefix", settings().key_prefix, "inspect", "zzzz", "--agent", "nobody")
+    assert result.returncode == 1 and "no record" in result.stdout
+    other = run_cli("--url", redis_url, "inspect", "rm:Other:{x}:r:1")
+    assert other.returncode == 1 and "pass --model MODULE:Other" in other.stdout
+
+
+# -- reindex -------------------------------------------------------------------------------------
+NOTES_V1 = """
+from redmem import AutoKeyField, BM25Field, Model, StringField
+
+class Note(Model):
+    note_id = AutoKeyField()
+    text = StringField()
+"""
+#: The same model once a BM25 index is declared on it.
+NOTES_V2 = NOTES_V1 + """    text_bm25 = BM25Field(source="text")
+"""
+
+
+def test_reindex_makes_old_records_searchable(redis_url, db, tmp_path, monkeypatch):
+    (tmp_path / "notes_v1.py").write_text(NOTES_V1)
+    (tmp_path / "notes_v2.py").write_text(NOTES_V2)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import notes_v1
+    import notes_v2
+
+    texts = ["the heron stands in the reeds", "a kingfisher dives", "herons nest in colonies"]
+    notes_v1.Note.save_many([notes_v1.Note(text=t) for t in texts])
+    assert notes_v2.Note.query.keyword_search("heron") == []  # declared after the records were saved
+    out = on_test_server(redis_url, "reindex", "notes_v2:Note", "--fields", "text_bm25",
+                         env={"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    assert "reindexed 3 Note records (text_bm25)" in out and "3/3" in out
+    found = notes_v2.Note.query.keyword_search("heron")
+    assert sorted(n.text for n in found) == ["herons nest in colonies", "the heron stands in the reeds"]
+
+
+def test_reindex_names_a_model_it_cannot_import(redis_url, db):
+    result = run_cli("--url", redis_url, "reindex", "no_such_module:Note")
+    assert result.returncode == 1 and "cannot import 'no_such_module'" in result.stdout
+
+
+# -- chat ----------------------------------------------------------------------------------------
+def test_chat_without_a_model_shows_what_it_would_send_and_remembers(redis_url, db):
+    stdin = "My bike is a green Gazelle from 1986.\nWhat colour is my bike?\n/quit\nnever read\n"
+    out = on_test_server(redis_url, "--embeddings", "hashing", "chat", "--agent", "cy", stdin=stdin)
+    assert "no chat model" in out and out.count("would send:") == 2
+    second = out.split("would send:")[2]
+    system = second.split("╭─ user")[0]
+    assert "Memories:" in system and "My bike is a green Gazelle from 1986." in system
+    assert "bye: 2 memories stored" in out
+    stored = ConversationMemory.query.filter(agent_id="cy").no_track().all()
+    assert sorted(m.content for m in stored) == ["My bike is a green Gazelle from 1986.", "What colour is my bike?"]
+    assert {m.speaker for m in stored} == {"user"} and len({m.session for m in stored}) == 1
+
+
+def test_chat_with_a_model_shows_its_replies_and_remembers_both_sides(redis_url, db):
+    with OpenAICompatibleServer() as server:
+        out = on_test_server(redis_url, "--embeddings", "hashing", "chat", "--agent", "di",
+                             stdin="Remember that my locker code is 4711.\nWhat is my locker code?\n",
+                             env={"OPENAI_BASE_URL": server.base_url})
+        chats = [body for path, body, _ in server.requests if path == "/v1/chat/completions"]
+    assert "model gpt-4.1-nano at" in out
+    assert "assistant> echo: Remember that my locker code is 4711." in out
+    assert "assistant> echo: What is my locker code?" in out
+    assert "bye: 4 memories stored" in out  # each turn and each reply; end of input leaves
+    second = chats[1]["messages"]
+    assert "locker code is 4711" in second[0]["content"]  # the first turn came back from memory
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    stored = ConversationMemory.query.filter(agent_id="di").no_track().all()
+    assert sorted(m.speaker for m in stored) == ["assistant", "assistant", "user", "user"]
+    first = next(m for m in stored if m.content == "Remember that my locker code is 4711.")
+    linked = ConversationMemory.associations.get_linked(first)
+    assert len(linked) == 1  # linked to its reply
+
+
+PUBLIC_NAMES = """
+AccessTrackerMixin Analyzer AutoKeyField BM25Field BooleanField BytesField CoOccurrenceField
+ConfidenceField ConfigurationError CyclicDecayField DatetimeField DbKey DecayingSortedField
+DictField EmbeddingError EmbeddingField Entity EventStreamMixin ExistenceFilter Field FloatField
+FrequencySketch HashingEmbeddings IntField KeyField ListField MiniLMEmbeddings Model
+ModelException ObservationProtocol OpenAIEmbeddings PredictionLedgerMixin QueryException
+RecallProposal RecordNotFound RedmemError ServerUnavailable SortedField StreamConsumer
+StreamEvent StringField TagField TemporalPeriod ValidationError WriteConflict WriteFilterMixin
+configure connect default_analyzer estimate_tokens exact_counter get_client
+query_adaptive_weights reciprocal_rank_fusion reindex resolve_counter
+ContextAssembler AssemblyResult RetrievalQuality AdaptiveAssembler PolicyCache SubconsciousMemory
+DefaultMemory HybridMemory
+""".split()
 
 
 def test_public_names_are_pinned():
-    assert sorted(redmem.__all__) == sorted([
-        "AutoKeyField", "BooleanField", "BytesField", "DatetimeField", "DbKey", "DictField", "Field",
-        "FloatField", "IntField", "KeyField", "ListField", "Model", "SortedField", "StringField",
-        "TagField", "ConfigurationError", "ModelException", "QueryException", "RedmemError",
-        "ServerUnavailable", "ValidationError", "WriteConflict", "configure", "connect", "get_client",
-    ])
+    assert sorted(redmem.__all__) == sorted(PUBLIC_NAMES)
     assert all(hasattr(redmem, name) for name in redmem.__all__)

@@ -28,7 +28,22 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["getting-started.md", "models.md"]
+PAGES = [
+    "getting-started.md",
+    "models.md",
+    "primitives/decay.md",
+    "primitives/cyclic.md",
+    "primitives/confidence.md",
+    "primitives/cooccurrence.md",
+    "primitives/bloom.md",
+    "primitives/bm25.md",
+    "primitives/embeddings.md",
+    "primitives/mixins.md",
+    "primitives/observation.md",
+    "text-analysis.md",
+    "retrieval/hybrid.md",
+    "tokens.md",
+]
 SKIP_MARKER = "<!-- skip -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
 

@@ -119,3 +119,24 @@ def test_composite_key_value_indexes_follow_deletes(any_db):
     Note.query.get(agent_id="a", note_id="1", kind="y").delete()
     assert sorted(n.note_id for n in Note.query.filter(agent_id="a", kind="y")) == ["0", "2"]
     assert assert_consistent(Note, any_db, all_keys(any_db)) == 2
+
+
+def test_save_many_writes_new_records_in_atomic_chunks(any_db):
+    class Fact(Model):
+        fact_id = AutoKeyField()
+        agent_id = KeyField()
+        text = StringField()
+        rank = SortedField(partition_by="agent_id")
+        tags = TagField()
+
+    facts = [Fact(agent_id=f"a{i % 3}", text=f"fact {i}", rank=i, tags=[f"t{i % 2}"]) for i in range(50)]
+    existing = Fact.create(agent_id="a0", text="old", rank=-1)
+    existing.text = "updated"
+    assert Fact.save_many(facts + [existing], chunk_size=7) == 51
+    assert Fact.query.count() == 51
+    assert Fact.query.filter(agent_id="a1", rank__gte=40).count() == 4  # 40, 43, 46, 49
+    assert Fact.query.get(agent_id="a0", fact_id=existing.fact_id).text == "updated"
+    assert all(f.db_key.redis_key for f in facts)
+    assert assert_consistent(Fact, any_db, all_keys(any_db)) == 51
+    with pytest.raises(redmem.ValidationError, match="save_many of Fact got a Note"):
+        Fact.save_many([Note(agent_id="a", note_id="1", kind="x")])

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from redmem.context.rendering import compose, record_view, render_slice
+from redmem.context.tokens import exact_counter
+from redmem.context.rendering import compose, frame_line, record_view, render_slice
 
 VIEW = {"topic": "deploy", "content": "Ship <b> & roll back", "tags": ["ops", "日本"]}
 
@@ -31,17 +32,22 @@ def test_xml_slices_escape_markup():
 
 def test_natural_and_content_formats():
     assert render_slice("natural", {"a": 1, "b": "x"}, "") == "a: 1, b: x"
-    assert compose("natural", ["a: 1", "b: 2"]) == "1. a: 1\n2. b: 2"
+    lines = [frame_line("natural", i, piece) for i, piece in enumerate(["a: 1", "b: 2"], 1)]
+    assert compose("natural", lines) == "1. a: 1\n2. b: 2"
     assert render_slice("content", VIEW, "the memory") == "the memory"
-    assert compose("content", ["one", "two"]) == "- one\n- two"
+    assert compose("content", [frame_line("content", i, s) for i, s in enumerate(["one", "two"], 1)]) == "- one\n- two"
     assert compose("natural", []) == compose("content", []) == ""
 
 
-def test_composition_adds_only_a_little_framing():
-    slices = [render_slice(fmt, VIEW, "text") for fmt in ("structured", "xml", "natural", "content")]
-    for fmt, piece in zip(("structured", "xml", "natural", "content"), slices):
-        framing = len(compose(fmt, [piece] * 5)) - 5 * len(piece)
-        assert 0 <= framing < 40
+def test_uncounted_framing_stays_under_20_tokens_at_any_size():
+    count = exact_counter("cl100k_base")
+    for fmt in ("structured", "xml", "natural", "content"):
+        piece = render_slice(fmt, VIEW, "text")
+        for n in (1, 5, 50):
+            lines = [frame_line(fmt, i, piece) for i in range(1, n + 1)]
+            counted = [line + "\n" if fmt in ("natural", "content") else line for line in lines]
+            framing = count(compose(fmt, lines)) - sum(count(c) for c in counted)
+            assert framing < 20, (fmt, n, framing)
 
 
 def test_record_view_hides_keys_bytes_and_unset_fields():

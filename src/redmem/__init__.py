@@ -1,5 +1,26 @@
 """redmem: memory for LLM agents on Redis — memory primitives as model fields, recipes on top."""
 
+from .context import (
+    estimate_tokens,
+    exact_counter,
+    query_adaptive_weights,
+    reciprocal_rank_fusion,
+    resolve_counter,
+)
+from .embeddings import EmbeddingError, HashingEmbeddings, MiniLMEmbeddings, OpenAIEmbeddings
+from .fields import (
+    BM25Field,
+    CoOccurrenceField,
+    ConfidenceField,
+    CyclicDecayField,
+    DecayingSortedField,
+    EmbeddingField,
+    Entity,
+    ExistenceFilter,
+    FrequencySketch,
+    TemporalPeriod,
+    reindex,
+)
 from .model import (
     AutoKeyField,
     BooleanField,
@@ -17,10 +38,31 @@ from .model import (
     StringField,
     TagField,
 )
+from .observation import (
+    AccessTrackerMixin,
+    EventStreamMixin,
+    ObservationProtocol,
+    PredictionLedgerMixin,
+    RecallProposal,
+    StreamConsumer,
+    StreamEvent,
+    WriteFilterMixin,
+)
+from .recipes import (
+    AdaptiveAssembler,
+    AssemblyResult,
+    ContextAssembler,
+    DefaultMemory,
+    HybridMemory,
+    PolicyCache,
+    RetrievalQuality,
+    SubconsciousMemory,
+)
 from .store import (
     ConfigurationError,
     ModelException,
     QueryException,
+    RecordNotFound,
     RedmemError,
     ServerUnavailable,
     ValidationError,
@@ -29,33 +71,31 @@ from .store import (
     connect,
     get_client,
 )
+from .text import Analyzer, default_analyzer
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AutoKeyField",
-    "BooleanField",
-    "BytesField",
-    "DatetimeField",
-    "DbKey",
-    "DictField",
-    "Field",
-    "FloatField",
-    "IntField",
-    "KeyField",
-    "ListField",
-    "Model",
-    "SortedField",
-    "StringField",
-    "TagField",
-    "ConfigurationError",
-    "ModelException",
-    "QueryException",
-    "RedmemError",
-    "ServerUnavailable",
-    "ValidationError",
-    "WriteConflict",
-    "configure",
-    "connect",
-    "get_client",
+    # model
+    "Model", "DbKey", "Field", "StringField", "IntField", "FloatField", "BooleanField",
+    "ListField", "DictField", "BytesField", "DatetimeField", "KeyField", "AutoKeyField",
+    "SortedField", "TagField",
+    # memory primitives
+    "DecayingSortedField", "CyclicDecayField", "TemporalPeriod", "ConfidenceField",
+    "CoOccurrenceField", "Entity", "ExistenceFilter", "FrequencySketch", "BM25Field",
+    "EmbeddingField", "reindex",
+    # observation
+    "AccessTrackerMixin", "WriteFilterMixin", "EventStreamMixin", "PredictionLedgerMixin",
+    "ObservationProtocol", "RecallProposal", "StreamConsumer", "StreamEvent",
+    # retrieval and context
+    "Analyzer", "default_analyzer", "HashingEmbeddings", "MiniLMEmbeddings", "OpenAIEmbeddings",
+    "reciprocal_rank_fusion", "query_adaptive_weights", "estimate_tokens", "exact_counter",
+    "resolve_counter",
+    # recipes
+    "ContextAssembler", "AssemblyResult", "RetrievalQuality", "AdaptiveAssembler", "PolicyCache",
+    "SubconsciousMemory", "DefaultMemory", "HybridMemory",
+    # connection and errors
+    "connect", "configure", "get_client", "RedmemError", "ValidationError", "QueryException",
+    "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict",
+    "RecordNotFound", "EmbeddingError",
 ]

@@ -1,4 +1,9 @@
-"""The ``redmem`` command: ``doctor`` checks the server, ``demo`` runs the main job."""
+"""The ``redmem`` command: parses arguments and hands each subcommand to its module.
+
+``doctor`` checks the server; ``demo`` runs the main job on a bundled conversation; ``ingest``,
+``ask``, ``chat`` and ``inspect`` work on the conversation memory of an agent; ``reindex``
+fills the indexes of any model. See docs/cli.md.
+"""
 
 from __future__ import annotations
 
@@ -6,39 +11,36 @@ import argparse
 import sys
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from . import demo
-from .store.connection import connect
-from .store.doctor import server_report
+from .cli_commands import ask, chat, doctor, ingest, inspect, reindex
+from .cli_commands.memory import EMBEDDINGS
 from .store.errors import RedmemError
 
-__all__ = ["main"]
+__all__ = ["main", "parser", "COMMANDS"]
 
-
-def doctor(console: Console, args: argparse.Namespace) -> None:
-    """Print which Redis redmem uses: address, server and version, mode, Lua, round-trip time."""
-    report = server_report(connect(args.url))
-    table = Table(title="redmem doctor", show_header=False)
-    table.add_row("address", report["address"])
-    table.add_row("server", f"{report['server']} {report['version']} (redis_version {report['redis_version']})")
-    table.add_row("mode", report["mode"])
-    table.add_row("embedded binary", report["embedded"] or "no (external server)")
-    table.add_row("lua scripts", "ok" if report["lua"] else "FAILED")
-    table.add_row("client", report["client"])
-    table.add_row(
-        "round trip (PING)",
-        f"p50 {report['rtt_p50_ms']:.3f} ms, p95 {report['rtt_p95_ms']:.3f} ms over {report['samples']}",
-    )
-    console.print(table)
+#: name -> (module with add_arguments and run, one-line help)
+COMMANDS = {
+    "doctor": (doctor, "show which Redis server is used and how fast it answers"),
+    "demo": (demo, "ingest a sample conversation, assemble context for questions, report outcomes"),
+    "ingest": (ingest, "store a conversation (JSON) or one memory per line (text) for an agent"),
+    "ask": (ask, "show the context a question gets from an agent's memory, with its trace"),
+    "chat": (chat, "talk with a memory-backed assistant (/quit to leave)"),
+    "inspect": (inspect, "show everything stored about one memory (read-only)"),
+    "reindex": (reindex, "re-run fields' index writes over every stored record of a model"),
+}
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="redmem", description="Memory for LLM agents on Redis.")
     top.add_argument("--url", help="Redis URL (default: REDIS_URL, else a private embedded server)")
+    top.add_argument("--prefix", default="rm", help="key prefix of everything stored (default: rm)")
+    top.add_argument("--embeddings", default="auto", choices=EMBEDDINGS,
+                     help="vectors from the offline MiniLM model, or hashing (default: auto, MiniLM if installed)")
     commands = top.add_subparsers(dest="command", required=True)
-    commands.add_parser("doctor", help="show which Redis server is used and how fast it answers")
-    commands.add_parser("demo", help="save sample memories and query them back")
+    for name, (module, help_text) in COMMANDS.items():
+        module.add_arguments(commands.add_parser(name, help=help_text, description=help_text))
     return top
 
 
@@ -46,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     console = Console()
     try:
-        {"doctor": doctor, "demo": demo.run}[args.command](console, args)
+        COMMANDS[args.command][0].run(console, args)
     except RedmemError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 1
     return 0
 

@@ -1,89 +1,140 @@
-"""``redmem demo``: store a few agent memories and query them back by agent and score range."""
+"""``redmem demo``: the main job end to end on a bundled conversation.
+
+1. Ingest the sample conversation (``redmem/samples``), replayed so that its last session was
+   yesterday, into the memory of agent ``demo`` (an earlier run's memories are removed first).
+2. For each sample question: assemble the context (pull: BM25 + vectors + graph fused by RRF;
+   push: routines above the surfacing threshold), print it with its token count against the
+   budget and the trace of every record (rank, path, score components, relevance, confidence).
+3. With a chat model configured (``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``), ask it.
+4. Report outcomes (``ObservationProtocol.on_context_used``) and print each memory's scores
+   before and after: acted-on memories gain confidence and are refreshed, contradicted ones
+   lose confidence, dismissed routines weaken their cycle.
+"""
 
 from __future__ import annotations
 
 import argparse
+import time
 from datetime import datetime, timedelta, timezone
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
+from rich.rule import Rule
+from rich.text import Text
 
-from .model import AutoKeyField, DatetimeField, FloatField, KeyField, Model, SortedField, StringField, TagField
-from .store.connection import configure, connect, server_address
+from .cli_commands.ask import assembler_from
+from .cli_commands.conversation import Conversation, Question, parse_conversation
+from .cli_commands.display import WIDE, context_panel, outcome_table, summary, trace_table
+from .cli_commands.ingest import clear_agent, ingest_with_progress
+from .cli_commands.llm import ChatModel, from_environment, messages_for
+from .cli_commands.memory import ConversationMemory, TurnAssembler
+from .cli_commands.runtime import start
+from .cli_commands.scores import Scores, decide_outcomes, snapshot
+from .context.rendering import FORMATS
+from .observation import ObservationProtocol
+from .samples import load_sample
 
-__all__ = ["DemoMemory", "SAMPLE_MEMORIES", "run"]
+__all__ = ["run", "add_arguments", "sample_conversation"]
 
-
-class DemoMemory(Model):
-    """A memory as an agent might keep it: text, a topic, an importance and when it was learnt."""
-
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    topic = StringField()
-    content = StringField()
-    importance = SortedField(partition_by="agent_id")
-    learned_at = SortedField(type=datetime, partition_by="agent_id")
-    tags = TagField()
-    confidence = FloatField(default=0.5)
-    created = DatetimeField(auto_now_add=True)
-
-
-#: (agent, topic, importance, days ago, tags, text) — written for this demo.
-SAMPLE_MEMORIES = [
-    ("ops-bot", "deployment", 0.9, 1, ["infra", "release"],
-     "Production deploys go out on Tuesdays after the 10:00 stand-up; never on Fridays."),
-    ("ops-bot", "incidents", 0.8, 3, ["infra", "oncall"],
-     "The March cache outage was caused by an eviction storm when maxmemory was set too low."),
-    ("ops-bot", "preferences", 0.4, 10, ["team"],
-     "Priya prefers short status updates with the blocking issue first."),
-    ("ops-bot", "deployment", 0.7, 20, ["release"],
-     "Rollbacks use the previous container tag; the migration step must be reversible."),
-    ("ops-bot", "tooling", 0.3, 40, ["infra"],
-     "Grafana dashboards for the queue live under the 'platform' folder."),
-    ("study-buddy", "schedule", 0.6, 2, ["calendar"],
-     "Exam on linear algebra is on the 14th; eigenvalues are the weak spot."),
-    ("study-buddy", "preferences", 0.5, 6, ["style"],
-     "Likes worked examples before definitions, and dislikes long proofs."),
-    ("study-buddy", "progress", 0.9, 1, ["calendar", "style"],
-     "Finished chapter 4 exercises; asked for spaced-repetition cards on determinants."),
-]
+DEFAULT_MAX_ITEMS = 8
+DEFAULT_MAX_TOKENS = 600
 
 
-def load_samples(now: datetime) -> list[DemoMemory]:
-    """Save the sample memories (one atomic write each) and return them."""
-    return [
-        DemoMemory.create(agent_id=agent, topic=topic, importance=importance,
-                          learned_at=now - timedelta(days=days), tags=tags, content=text)
-        for agent, topic, importance, days, tags, text in SAMPLE_MEMORIES
-    ]
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", default="demo", help="agent whose memory the demo fills (default: demo)")
+    parser.add_argument("--max-items", type=int, default=DEFAULT_MAX_ITEMS, help="records per context")
+    parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="token budget per context")
+    parser.add_argument("--format", default="structured", choices=FORMATS, help="output format (default: structured)")
 
 
-def _table(title: str, records: list[DemoMemory]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("agent", "topic", "importance", "learned", "tags"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("memory", overflow="fold", min_width=30)
-    for r in records:
-        table.add_row(r.agent_id, r.topic, f"{r.importance:.1f}", r.learned_at.date().isoformat(),
-                      ",".join(r.tags), r.content)
-    return table
+def sample_conversation(now: datetime) -> Conversation:
+    """The bundled conversation, moved in time so that its last turn was said a day before ``now``."""
+    return parse_conversation(load_sample()).shifted_to(now - timedelta(days=1))
 
 
 def run(console: Console, args: argparse.Namespace) -> None:
-    """Save the samples under a fresh key prefix, show four queries over them, delete them."""
-    client = connect(args.url)
-    configure(key_prefix=f"demo{datetime.now(timezone.utc):%Y%m%d%H%M%S%f}")
-    console.print(f"[bold]redmem demo[/bold] on {server_address(client)}")
-    now = datetime.now(timezone.utc)
-    saved = load_samples(now)
-    console.print(f"saved {len(saved)} memories, e.g. {saved[0].db_key.redis_key}")
-    ops = DemoMemory.query.filter(agent_id="ops-bot")
-    console.print(_table("ops-bot: most important first", ops.order_by("-importance").all()))
-    important = ops.filter(importance__gte=0.7).order_by("-importance")
-    console.print(_table("ops-bot: importance >= 0.7", important.all()))
-    recent = DemoMemory.query.filter(agent_id="study-buddy", learned_at__gte=now - timedelta(days=3))
-    console.print(_table("study-buddy: learned in the last 3 days", recent.order_by("-learned_at").all()))
-    console.print(_table("every agent: tagged 'calendar' or 'release'",
-                         DemoMemory.query.filter(tags__any=["calendar", "release"]).all()))
-    removed = sum(record.delete() for record in saved)
-    console.print(f"deleted the {removed} demo memories again (record and index entries)")
+    """Run the demo (see the module docstring)."""
+    started = time.perf_counter()
+    runtime = start(args)
+    console.print(f"[bold]redmem demo[/bold] on {runtime.describe()}; key prefix {args.prefix!r}, "
+                  f"agent {escape(repr(args.agent))}")
+    if runtime.note:
+        console.print(f"[yellow]note:[/yellow] {runtime.note}")
+    chat_model = from_environment()
+    console.print(f"chat model: {chat_model.describe()}" if chat_model else
+                  "chat model: none (set OPENAI_BASE_URL / OPENAI_API_KEY to also ask one)")
+    removed = clear_agent(args.agent)
+    if removed:
+        console.print(f"removed the {removed} memories of an earlier run for agent {escape(repr(args.agent))}")
+    conversation = sample_conversation(datetime.now(timezone.utc))
+    memories = _ingest(console, conversation, args.agent)
+    assembler = assembler_from(args)
+    moved: list[tuple[str, Scores, Scores]] = []
+    for number, question in enumerate(conversation.questions, 1):
+        moved += _turn(console, assembler, question, number, args, chat_model)
+    console.print(Rule("what the outcomes did"))
+    console.print(_movement(moved))
+    console.print(Text(_epilogue(runtime.embedded, args, memories)))
+    console.print(f"demo done in {time.perf_counter() - started:.1f} s")
+
+
+def _ingest(console: Console, conversation: Conversation, agent: str) -> list[ConversationMemory]:
+    turns = conversation.turns
+    sessions = list(dict.fromkeys(turn.session for turn in turns))
+    console.print(f"sample conversation: {len(turns)} turns in {len(sessions)} sessions, "
+                  f"{turns[0].at.date()} to {turns[-1].at.date()} (replayed so the last session was yesterday)")
+    began = time.perf_counter()
+    memories = ingest_with_progress(console, conversation, agent, "ingesting the sample conversation")
+    console.print(
+        f"stored {len(memories)} memories in {time.perf_counter() - began:.1f} s: each with BM25 terms, a vector, "
+        "existence-filter bits, decay clocks set to when it was said; consecutive turns linked in the graph"
+    )
+    return memories
+
+
+def _turn(
+    console: Console, assembler: TurnAssembler, question: Question, number: int,
+    args: argparse.Namespace, chat_model: ChatModel | None,
+) -> list[tuple[str, Scores, Scores]]:
+    """One user turn: assemble, show, ask the model, report outcomes, show the scores moving."""
+    console.print(Rule(f"user turn {number}: {question.text}"))
+    result = assembler.assemble(question.text, emit_trace=True, agent_id=args.agent)
+    before = snapshot(result.records)
+    console.print(summary(result, args.max_tokens))
+    console.print(context_panel(result, args.format, args.max_tokens))
+    console.print(trace_table(result, before if console.width >= WIDE else None))
+    if chat_model is not None:
+        answer = chat_model.answer(messages_for(result.formatted, question.text))
+        console.print(Text.assemble((f"{chat_model.model}: ", "bold"), answer))
+    outcomes = decide_outcomes(result.records, result.proactive, question.uses, question.contradicts)
+    ObservationProtocol.on_context_used(result.records, outcomes)
+    after = snapshot(result.records)
+    console.print(outcome_table(result.records, outcomes, before, after))
+    return [(outcome, before[key], after[key]) for key, outcome in outcomes.items()]
+
+
+def _movement(moved: list[tuple[str, Scores, Scores]]) -> str:
+    """How many memories' confidence rose or fell, relevance was refreshed, rhythm changed."""
+    rose = sum(1 for _, old, new in moved if new.confidence > old.confidence)
+    fell = sum(1 for _, old, new in moved if new.confidence < old.confidence)
+    refreshed = sum(1 for _, old, new in moved if _up(old.relevance, new.relevance))
+    stronger = sum(1 for o, old, new in moved if o == "acted" and _up(old.rhythm, new.rhythm))
+    weaker = sum(1 for o, old, new in moved if o == "dismissed" and _up(new.rhythm, old.rhythm))
+    return (
+        f"scores moved: confidence rose for {rose} memories acted on and fell for {fell} contradicted; "
+        f"relevance refreshed for {refreshed}; routines strengthened {stronger} times, weakened {weaker} times "
+        "(dismissed); memories read but left out of the context were suppressed a little (confidence signal 0.3)"
+    )
+
+
+def _up(before: float | None, after: float | None) -> bool:
+    return before is not None and after is not None and after > before
+
+
+def _epilogue(embedded: bool, args: argparse.Namespace, memories: list[ConversationMemory]) -> str:
+    if embedded:
+        return "the private embedded server stops now; run with --url (or REDIS_URL) to keep the memories"
+    url = (f"--url {args.url} " if args.url else "") + (f"--prefix {args.prefix} " if args.prefix != "rm" else "")
+    return (f"the memories stay in Redis for agent {args.agent!r}: try\n"
+            f"  redmem {url}ask --agent {args.agent} \"What does Biscuit eat?\"\n"
+            f"  redmem {url}inspect {memories[0].db_key.redis_key}")

@@ -10,9 +10,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence, Union
 
-__all__ = ["Budget", "Packed", "pack", "STRATEGIES"]
+__all__ = ["Budget", "Packed", "pack", "STRATEGIES", "Costs"]
+
+#: Token costs in rank order, or ``cost(index, position)`` when an item's cost depends on the
+#: 1-based position it would take (numbered lines).
+Costs = Union[Sequence[int], Callable[[int, int], int]]
 
 
 @dataclass(frozen=True)
@@ -46,12 +50,17 @@ def _full(count: int, budget: Budget) -> bool:
     return budget.max_items is not None and count >= budget.max_items
 
 
-def skip_not_break(costs: Sequence[int], budget: Budget) -> Packed:
-    """Rank order, skip what does not fit, always admit the first item (it may overshoot)."""
+def skip_not_break(costs: Costs, budget: Budget, *, count: int | None = None) -> Packed:
+    """Rank order, skip what does not fit, always admit the first item (it may overshoot).
+
+    With callable ``costs``, ``count`` gives the number of items.
+    """
     selected, skipped, used = [], [], 0
-    for index, cost in enumerate(costs):
+    total = len(costs) if count is None else count
+    for index in range(total):
         if _full(len(selected), budget):
             break
+        cost = costs(index, len(selected) + 1) if callable(costs) else costs[index]
         if not selected or _fits(used, cost, budget):
             selected.append(index)
             used += cost

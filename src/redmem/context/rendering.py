@@ -9,6 +9,10 @@ exactly those slices, so what was counted is what is sent. Formats (REFERENCE "F
 | xml | ``<record>`` with one ``<k>v</k>`` line per field (& < > escaped) | inside ``<records>`` | ``<records>\\n</records>`` |
 | natural | ``k: v, k: v`` | numbered lines ``1. ...`` | ``""`` |
 | content | the memory text | lines ``- ...`` | ``""`` |
+
+In the two line formats the per-record framing (``1. `` / ``- `` and the line break) grows
+with the number of records, so it belongs to the record: :func:`frame_line` makes the line
+that is counted, and :func:`compose` only joins lines.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ import json
 from typing import Any, Callable, Mapping, Sequence
 from xml.sax.saxutils import escape
 
-__all__ = ["FORMATS", "render_slice", "compose", "record_view"]
+__all__ = ["FORMATS", "LINE_FORMATS", "render_slice", "frame_line", "compose", "record_view"]
 
 FORMATS = ("structured", "xml", "natural", "content")
+#: Formats that put one record per line, numbered or bulleted.
+LINE_FORMATS = ("natural", "content")
 
 
 def _structured(view: Mapping[str, Any], text: str) -> str:
@@ -66,16 +72,23 @@ def render_slice(output_format: str, view: Mapping[str, Any], text: str) -> str:
     return _SLICES[check_format(output_format)](view, text)
 
 
-def compose(output_format: str, slices: Sequence[str]) -> str:
-    """Join counted slices with the format's framing (framing tokens are not counted)."""
+def frame_line(output_format: str, position: int, piece: str) -> str:
+    """The text a record contributes at ``position`` (1-based): its slice plus per-record framing."""
+    if output_format == "natural":
+        return f"{position}. {piece}"
+    if output_format == "content":
+        return f"- {piece}"
+    return piece
+
+
+def compose(output_format: str, pieces: Sequence[str]) -> str:
+    """Join framed pieces (see :func:`frame_line`) with the format's constant framing."""
     check_format(output_format)
     if output_format == "structured":
-        return "[\n" + ",\n".join(slices) + "\n]" if slices else "[]"
+        return "[\n" + ",\n".join(pieces) + "\n]" if pieces else "[]"
     if output_format == "xml":
-        return "<records>\n" + "\n".join(slices) + "\n</records>" if slices else "<records>\n</records>"
-    if output_format == "natural":
-        return "\n".join(f"{i}. {s}" for i, s in enumerate(slices, 1))
-    return "\n".join(f"- {s}" for s in slices)
+        return "<records>\n" + "\n".join(pieces) + "\n</records>" if pieces else "<records>\n</records>"
+    return "\n".join(pieces)
 
 
 def record_view(values: Mapping[str, Any], hidden: Sequence[str] = ()) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from .dbkey import DbKey
 from .field import Field
 from .options import Options
 from .batch import SaveBatch
-from .persistence import delete_record, queue_fields_save, queue_removal, save_record
+from .persistence import delete_record, queue_fields_save, queue_removal, save_many, save_record
 from .query import Query
 
 __all__ = ["Model", "ModelMeta"]
@@ -62,8 +62,10 @@ class Model(metaclass=ModelMeta):
         if unknown:
             raise ValidationError(f"{type(self).__name__} has no field(s) {', '.join(sorted(unknown))}")
         for name, field in fields.items():
-            if field.stored:
-                setattr(self, name, values[name] if name in values else field.default())
+            if name in values:
+                setattr(self, name, values[name])
+            elif field.stored:
+                setattr(self, name, field.default())
         self._saved_key: DbKey | None = None
 
     @classmethod
@@ -72,6 +74,11 @@ class Model(metaclass=ModelMeta):
         instance = cls(**values)
         instance.save()
         return instance
+
+    @classmethod
+    def save_many(cls, instances: list["Model"], chunk_size: int = 500) -> int:
+        """Save many records fast: new auto-keyed records go in one atomic batch per partition and chunk."""
+        return save_many(cls, list(instances), chunk_size)
 
     @property
     def db_key(self) -> DbKey:

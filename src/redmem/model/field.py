@@ -36,6 +36,8 @@ class Field:
     stored = True
     #: True for fields that name the record (KeyField and its subclasses).
     is_key = False
+    #: False for stored bookkeeping a language model should not be shown (e.g. cyclic amplitudes).
+    shown = True
 
     def __init__(
         self,

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from redis.cluster import RedisCluster
 from redis.exceptions import WatchError
 
-from ..store.connection import server_errors
+from ..store.connection import is_cluster_transaction, server_errors
 from ..store.errors import ValidationError, WriteConflict
 from .batch import SaveBatch
 from .dbkey import DbKey
@@ -25,6 +24,11 @@ __all__ = [
     "decode_stored",
     "queue_removal",
     "queue_fields_save",
+    "queue_record_write",
+    "queue_new_record",
+    "save_many",
+    "ALL_RECORDS",
+    "PARTITIONS",
     "MAX_ATTEMPTS",
 ]
 
@@ -97,7 +101,7 @@ def _register_partition(instance: Any, pipe: Any, client: Any) -> None:
         return
     registry = meta.global_keyspace().key(PARTITIONS)
     tag = instance.db_key.keyspace.tag
-    if isinstance(client, RedisCluster):
+    if is_cluster_transaction(pipe):
         client.sadd(registry, tag)  # another slot: before the batch, harmless if the batch fails
     else:
         pipe.sadd(registry, tag)
@@ -136,19 +140,80 @@ def save_record(instance: Any) -> None:
             moved.pipe = pipe
             instance.queue_delete(moved)
         batch.pipe = pipe
-        _queue_hash_write(pipe, instance, key, values, hashes_present(batch))
-        if batch.old is None:
-            pipe.zadd(key.keyspace.key(ALL_RECORDS), {key.record_id: 0})
-            _register_partition(instance, pipe, client)
-        instance.queue_save(batch)
+        queue_record_write(batch, values)
 
     _transact(client, watched, prepare, write, fresh=fresh)
     instance._saved_key = key
 
 
+def queue_record_write(batch: SaveBatch, values: dict[str, Any], *, register: bool = True) -> None:
+    """Queue the record hash, its id in the partition, the registry, and every field's writes.
+
+    ``register=False`` leaves the partition registry to the caller (bulk saves register once).
+    """
+    pipe, instance = batch.pipe, batch.instance
+    key = DbKey(batch.keyspace, batch.record_id)
+    _queue_hash_write(pipe, instance, key, values, hashes_present(batch))
+    if batch.old is None:
+        pipe.zadd(key.keyspace.key(ALL_RECORDS), {key.record_id: 0})
+        if register:
+            _register_partition(instance, pipe, batch.client)
+    instance.queue_save(batch)
+
+
+def queue_new_record(pipe: Any, client: Any, instance: Any, *, register: bool = True) -> SaveBatch:
+    """Queue the unconditional write of a record known to be new (no WATCH, no stale indexes).
+
+    Fields' ``prepare`` reads go straight to ``client``. Used by bulk saves and by recipes that
+    create many records in one pipeline.
+    """
+    for field in instance._meta.fields.values():
+        field.before_save(instance, True)
+    values = instance.validated_values()
+    key = instance.db_key
+    batch = _batch(client, client, instance, key, {})
+    batch.pipe = pipe
+    queue_record_write(batch, values, register=register)
+    instance._saved_key = key
+    return batch
+
+
+def save_many(model: type, instances: list[Any], chunk_size: int = 500) -> int:
+    """Save many records: new auto-keyed ones in one MULTI/EXEC per partition and chunk, others one by one.
+
+    Each chunk of one partition is atomic (all or nothing). Returns how many were saved.
+    """
+    meta = model._meta
+    fresh_ok = not any(f.reads_before_write for f in meta.fields.values())
+    autokeys = [n for n, f in meta.fields.items() if isinstance(f, AutoKeyField)]
+    by_partition: dict[Any, list[Any]] = {}
+    for instance in instances:
+        if type(instance) is not model:
+            raise ValidationError(f"save_many of {model.__name__} got a {type(instance).__name__}")
+        if fresh_ok and instance._saved_key is None and any(getattr(instance, n) is None for n in autokeys):
+            partition = tuple(getattr(instance, n) for n in meta.partition_fields)
+            by_partition.setdefault(partition, []).append(instance)
+        else:
+            save_record(instance)
+    client = meta.client
+    with server_errors(client):
+        if meta.partition_fields and by_partition:
+            tags = {meta.keyspace(partition).tag for partition in by_partition}
+            client.sadd(meta.global_keyspace().key(PARTITIONS), *tags)
+        for group in by_partition.values():
+            for start in range(0, len(group), chunk_size):
+                with client.pipeline(transaction=True) as pipe:
+                    for instance in group[start : start + chunk_size]:
+                        queue_new_record(pipe, client, instance, register=False)
+                    pipe.execute()
+    return len(instances)
+
+
 def hashes_present(batch: SaveBatch) -> set[str]:
-    """Names of the fields the stored record holds."""
-    return {name for name, value in (batch.old or {}).items() if value is not None}
+    """Names of the fields the stored record may hold (all of them when it was not read first)."""
+    if batch.old is None:
+        return {field.name for field in batch.instance._meta.stored_fields()}
+    return {name for name, value in batch.old.items() if value is not None}
 
 
 def _queue_hash_write(pipe: Any, instance: Any, key: DbKey, values: dict, present: set[str]) -> None:

@@ -9,6 +9,7 @@ from .errors import (
     ServerUnavailable,
     ValidationError,
     WriteConflict,
+    RecordNotFound,
 )
 from .keys import KeySpace, escape, unescape
 
@@ -25,6 +26,7 @@ __all__ = [
     "ServerUnavailable",
     "ValidationError",
     "WriteConflict",
+    "RecordNotFound",
     "KeySpace",
     "escape",
     "unescape",

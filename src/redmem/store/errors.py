@@ -8,6 +8,7 @@ __all__ = [
     "ModelException",
     "ServerUnavailable",
     "WriteConflict",
+    "RecordNotFound",
 ]
 
 
@@ -41,3 +42,7 @@ class ServerUnavailable(RedmemError, ConnectionError):
 
 class WriteConflict(RedmemError):
     """A write kept losing its optimistic-lock race (WATCH) to concurrent writers and gave up."""
+
+
+class RecordNotFound(RedmemError, LookupError):
+    """An operation needs a stored record that does not exist (never saved, or deleted)."""

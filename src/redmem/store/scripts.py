@@ -7,6 +7,7 @@ queued writes, so a batch never depends on the server's script cache.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -15,7 +16,7 @@ from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
-__all__ = ["script", "run_script", "queue_script"]
+__all__ = ["script", "run_script", "queue_script", "ScriptCall", "run_calls"]
 
 
 @cache
@@ -45,3 +46,30 @@ def queue_script(pipe: Any, name: str, keys: list, args: list) -> None:
     if isinstance(pipe, ClusterPipeline) and keys:
         options["target_nodes"] = pipe.get_node_from_key(keys[0])
     pipe.execute_command("EVAL", script(name).script, len(keys), *keys, *args, **options)
+
+
+@dataclass(frozen=True)
+class ScriptCall:
+    """One script invocation, built before it runs so independent calls can share a round trip."""
+
+    name: str
+    keys: list
+    args: list
+
+    def run(self, client: Any) -> Any:
+        return run_script(self.name, self.keys, self.args, client)
+
+    def queue(self, pipe: Any) -> None:
+        queue_script(pipe, self.name, self.keys, self.args)
+
+
+def run_calls(client: Any, calls: list[ScriptCall]) -> list[Any]:
+    """Run independent script calls in one pipelined round trip (one alone goes by EVALSHA)."""
+    if len(calls) == 1:
+        return [calls[0].run(client)]
+    if not calls:
+        return []
+    with client.pipeline(transaction=False) as pipe:
+        for call in calls:
+            call.queue(pipe)
+        return pipe.execute()

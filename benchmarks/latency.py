@@ -1,0 +1,186 @@
+"""assemble() latency and cost at N memories in one partition, redmem and popoto 1.10.1 side by side.
+
+    .venv/bin/python benchmarks/latency.py                       # N = 1k, 10k, 100k; both libraries
+    .venv/bin/python benchmarks/latency.py --quick               # N = 1k, 2k; 50 queries, 1 repeat
+    .venv/bin/python benchmarks/latency.py --cluster --systems redmem --out latency_cluster
+
+For each N (a fresh private server each; ``--cluster``: a 3-master cluster, redmem only) and each
+library, two models hold the same N synthetic memories (``common.synthetic_texts``) of one
+agent: a lexical one (the seed's Memory fields) and a hybrid one (the same plus an
+EmbeddingField fed deterministic hashed vectors, ``common.hash_vectors``; the real model's cost
+is the LoCoMo run's business). Measured per library and N:
+
+- ingest: the first ``single`` memories one ``save()`` each, the rest in bulk (redmem
+  ``Model.save_many``, popoto ``Model.bulk_create``); memories/s with the embedding time left
+  out (it is reported apart);
+- Redis memory per memory: ``used_memory`` delta over the model's ingest / N (summed over the
+  cluster's nodes);
+- ``assemble()`` (max_items 10) per mode — lexical and hybrid, and redmem's composite up to
+  ``--composite-up-to`` memories (it reads the whole partition: ~0.25 s per call at 10k) — over
+  ``--queries`` queries (3 words of a random memory), after 5 warm-up queries, ``--repeats``
+  times: p50/p95/p99 in ms (total, and without query embedding), round trips and commands sent
+  per call (median). Reported figures are the medians over repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import redmem  # noqa: E402
+from common import machine, median_of, summary, synthetic_queries, synthetic_texts, write_json  # noqa: E402
+from popoto_bridge import PopotoProcess  # noqa: E402
+from redmem.store.embedded import EmbeddedCluster, EmbeddedServer  # noqa: E402
+from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model  # noqa: E402
+
+log = logging.getLogger("benchmarks.latency")
+
+AGENT = "agent-1"
+WARMUP = 5
+TARGETS = {
+    "p50_ratio_10k": "redmem p50 <= 1/4 of popoto's at 10k (lexical and hybrid)",
+    "p50_ratio_100k": "redmem p50 <= 1/20 of popoto's at 100k",
+    "growth": "redmem p50(100k) / p50(10k) <= 2",
+    "round_trips": "<= 4 round trips per assemble() at every N",
+    "single_save": "single save() >= 1.5x popoto's rate",
+    "bulk": "bulk path >= 10x popoto's single-save rate",
+    "memory": "Redis memory per memory <= popoto's",
+}
+REFERENCE = {"popoto p50 ms (reference machine)": {"1000": 10.8, "10000": 43.5, "100000": 464},
+             "popoto round trips": 8, "popoto commands": 101, "popoto single saves/s": "650-800",
+             "popoto bytes per memory": 3000}
+
+
+# ----------------------------------------------------------------------------- servers
+@contextmanager
+def servers(cluster: bool) -> Iterator[tuple[str, list[Any]]]:
+    """(url, clients of every node) of a fresh private server or 3-master cluster."""
+    if cluster:
+        with EmbeddedCluster(masters=3) as nodes:
+            yield nodes.url, [server.client() for server in nodes.servers]
+    else:
+        with EmbeddedServer() as server:
+            yield server.url, [server.client()]
+
+
+def used_memory(clients: list[Any]) -> int:
+    return sum(int(client.info("memory")["used_memory"]) for client in clients)
+
+
+# ----------------------------------------------------------------------------- measuring
+def ingest_figures(part: dict[str, Any], memory_bytes: int, n: int) -> dict[str, Any]:
+    """Rates (memories/s, embedding left out) and bytes per memory of one ingest."""
+    def rate(kind: str) -> float | None:
+        count, seconds = part[f"{kind}_count"], part[f"{kind}_seconds"] - part[f"{kind}_embed_seconds"]
+        return count / seconds if count and seconds > 0 else None
+
+    return {"single_per_s": rate("single"), "bulk_per_s": rate("bulk"),
+            "embed_seconds": part["single_embed_seconds"] + part["bulk_embed_seconds"],
+            "bytes_per_memory": memory_bytes / n}
+
+
+def latency_figures(repeats: list[list[dict]]) -> dict[str, Any]:
+    """Median over repeats of each repeat's summary: total ms, ms without embedding, trips, commands."""
+    def per(rows: list[dict]) -> dict[str, float]:
+        total, bare = summary([r["ms"] for r in rows]), summary([r["ms"] - r["embed_ms"] for r in rows])
+        return {"p50": total["p50"], "p95": total["p95"], "p99": total["p99"],
+                "p50_without_embedding": bare["p50"], "p95_without_embedding": bare["p95"],
+                "embed_ms_p50": statistics.median(r["embed_ms"] for r in rows),
+                "round_trips": statistics.median(r["round_trips"] for r in rows),
+                "round_trips_max": max(r["round_trips"] for r in rows),
+                "commands": statistics.median(r["commands"] for r in rows), "queries": len(rows)}
+
+    return {**median_of([per(rows) for rows in repeats]), "repeats": len(repeats)}
+
+
+def run_redmem(n: int, texts: list[str], queries: list[str], args: Any, clients: list[Any]) -> dict[str, Any]:
+    provider = hash_provider()
+    out: dict[str, Any] = {"ingest": {}, "assemble": {}}
+    models = {"lexical": memory_model(f"LatLex{n}"), "hybrid": memory_model(f"LatHyb{n}", provider)}
+    for kind, model in models.items():
+        before = used_memory(clients)
+        part = ingest_measured(model, AGENT, texts, min(args.single, n // 5), provider if kind == "hybrid" else None)
+        out["ingest"][kind] = ingest_figures(part, used_memory(clients) - before, n)
+    modes = [("lexical", models["lexical"]), ("hybrid", models["hybrid"])]
+    if n <= args.composite_up_to:
+        modes.append(("composite", models["lexical"]))
+    for mode, model in modes:
+        assemble_many(model, mode, AGENT, queries[:WARMUP], provider=provider)
+        runs = [assemble_many(model, mode, AGENT, queries, provider=provider) for _ in range(args.repeats)]
+        out["assemble"][mode] = latency_figures(runs)
+        log.info("redmem N=%d %s: %s", n, mode, _short(out["assemble"][mode]))
+    return out
+
+
+def run_popoto(n: int, texts: list[str], queries: list[str], args: Any, url: str, clients: list[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"ingest": {}, "assemble": {}}
+    with PopotoProcess(url + ("&" if "?" in url else "?") + "db=1") as popoto:
+        for kind in ("lexical", "hybrid"):
+            name = f"PopotoLat{kind.title()}{n}"
+            popoto.call("setup", name=name, embedding="hash" if kind == "hybrid" else None)
+            before = used_memory(clients)
+            part = popoto.call("ingest", name=name, agent_id=AGENT, texts=texts, single=min(args.single, n // 5))
+            out["ingest"][kind] = ingest_figures(part, used_memory(clients) - before, n)
+            popoto.call("assemble", name=name, agent_id=AGENT, queries=queries[:WARMUP], mode=kind)
+            runs = [popoto.call("assemble", name=name, agent_id=AGENT, queries=queries, mode=kind)["results"]
+                    for _ in range(args.repeats)]
+            out["assemble"][kind] = latency_figures(runs)
+            log.info("popoto N=%d %s: %s", n, kind, _short(out["assemble"][kind]))
+    return out
+
+
+def _short(figures: dict[str, Any]) -> dict[str, float]:
+    return {k: round(figures[k], 2) for k in ("p50", "p95", "p99", "round_trips", "commands")}
+
+
+# ----------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--single", type=int, default=2000, help="memories saved one by one (at most N/5)")
+    parser.add_argument("--systems", default="redmem,popoto")
+    parser.add_argument("--composite-up-to", type=int, default=10_000,
+                        help="measure redmem's composite mode only up to this N (it scans the partition)")
+    parser.add_argument("--cluster", action="store_true", help="3-master cluster (redmem only)")
+    parser.add_argument("--quick", action="store_true", help="N = 1k, 2k; 50 queries; 1 repeat")
+    parser.add_argument("--out", default=None, help="results/<out>.json (default latency or latency_cluster; '' none)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.queries, args.repeats = "1000,2000", 50, 1
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    systems = [s for s in args.systems.split(",") if not (args.cluster and s == "popoto")]
+    results: dict[str, Any] = {}
+    started = time.perf_counter()
+    for n in (int(size) for size in args.sizes.split(",")):
+        texts = synthetic_texts(n)
+        queries = synthetic_queries(texts, args.queries)
+        with servers(args.cluster) as (url, clients):
+            redmem.connect(url, cluster=args.cluster)
+            results[str(n)] = {}
+            if "redmem" in systems:
+                results[str(n)]["redmem"] = run_redmem(n, texts, queries, args, clients)
+            if "popoto" in systems:
+                results[str(n)]["popoto"] = run_popoto(n, texts, queries, args, url, clients)
+            version = clients[0].info("server").get("redis_version")
+    payload = {"benchmark": "latency", "cluster": args.cluster, "sizes": args.sizes, "queries": args.queries,
+               "repeats": args.repeats, "warmup": WARMUP, "machine": machine(), "redis_version": version,
+               "seconds": time.perf_counter() - started, "targets": TARGETS, "reference": REFERENCE,
+               "results": results}
+    out = args.out if args.out is not None else ("latency_cluster" if args.cluster else "latency")
+    if out:
+        write_json(out, payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""``redmem ask "..."``: assemble the context one question would get, and show how it was chosen.
+
+Assembling is a read with the assembler's post-effects: selected memories get a staged read,
+proactive ones a pending RecallProposal, and pull candidates left out a mild confidence signal.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from ..context.rendering import FORMATS
+from .display import context_panel, summary, trace_table
+from .memory import SCORE_WEIGHTS, ConversationMemory, TurnAssembler
+from .runtime import start
+
+__all__ = ["add_arguments", "run", "assembler_from"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("question", help="the user's turn")
+    add_budget_arguments(parser)
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--agent``, ``--max-items``, ``--max-tokens`` and ``--format`` (shared with chat)."""
+    parser.add_argument("--agent", default="demo", help="whose memory to search (default: demo)")
+    parser.add_argument("--max-items", type=int, default=10, help="most records in the context (default: 10)")
+    parser.add_argument("--max-tokens", type=int, default=2000, help="token budget of the context (default: 2000)")
+    parser.add_argument("--format", default="structured", choices=FORMATS, help="output format (default: structured)")
+
+
+def assembler_from(args: argparse.Namespace) -> TurnAssembler:
+    """The assembler the budget arguments describe."""
+    return TurnAssembler(ConversationMemory, score_weights=SCORE_WEIGHTS, max_items=args.max_items,
+                         max_tokens=args.max_tokens, output_format=args.format)
+
+
+def run(console: Console, args: argparse.Namespace) -> None:
+    runtime = start(args)
+    if runtime.note:
+        console.print(f"[yellow]note:[/yellow] {runtime.note}")
+    result = assembler_from(args).assemble(args.question, emit_trace=True, agent_id=args.agent)
+    console.print(summary(result, args.max_tokens))
+    console.print(context_panel(result, args.format, args.max_tokens))
+    console.print(trace_table(result, keys=True))

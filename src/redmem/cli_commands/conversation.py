@@ -1,0 +1,134 @@
+"""Conversation files: what ``redmem ingest`` reads and ``redmem demo`` replays.
+
+A JSON conversation (the shape of ``redmem/samples/conversation.json``)::
+
+    {"sessions": [{"session": "s1", "date": "2026-09-07T08:15:00+00:00",
+                   "turns": [{"speaker": "Maya", "text": "...",
+                              "importance": 1.0, "recurring": false}, ...]}, ...],
+     "questions": [{"text": "...", "uses": ["..."], "contradicts": ["..."]}]}
+
+``date`` is ISO 8601 (a date alone means noon UTC; no zone means UTC); ``importance``
+(default 1.0) and ``recurring`` (default false) are optional; ``questions`` is read by the
+demo only. A plain text file holds one memory per non-blank line, said now by nobody.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ..store.errors import ValidationError
+
+__all__ = ["Turn", "Question", "Conversation", "parse_conversation", "read_conversation", "from_lines"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One thing said: by whom, when, in which session, and how it should be remembered."""
+
+    text: str
+    at: datetime
+    session: str | None = None
+    speaker: str | None = None
+    importance: float = 1.0
+    recurring: bool = False
+
+
+@dataclass(frozen=True)
+class Question:
+    """A demo question, with phrases marking the memories that answer it and those it contradicts."""
+
+    text: str
+    uses: tuple[str, ...] = ()
+    contradicts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The turns of a conversation in order, and its demo questions."""
+
+    turns: list[Turn]
+    questions: list[Question] = field(default_factory=list)
+
+    def shifted_to(self, last: datetime) -> "Conversation":
+        """The same conversation moved in time so that its last turn was said at ``last``."""
+        if not self.turns:
+            return self
+        delta = last - max(turn.at for turn in self.turns)
+        return replace(self, turns=[replace(turn, at=turn.at + delta) for turn in self.turns])
+
+
+def parse_when(value: Any, where: str) -> datetime:
+    """An aware datetime from ISO 8601 text (a date alone is noon UTC, no zone is UTC)."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{where}: date must be ISO 8601 text, got {value!r}")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValidationError(f"{where}: {value!r} is not an ISO 8601 date") from None
+    if len(value) == 10:
+        parsed = datetime.combine(date.fromisoformat(value), time(12))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _turn(raw: Any, session: dict, where: str, at: datetime) -> Turn:
+    if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not raw["text"].strip():
+        raise ValidationError(f"{where}: a turn is an object with a non-empty \"text\"")
+    importance = raw.get("importance", 1.0)
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or importance < 0:
+        raise ValidationError(f"{where}: importance must be a number >= 0, got {importance!r}")
+    speaker = raw.get("speaker")
+    return Turn(
+        text=raw["text"].strip(), at=at, session=str(session.get("session", "")) or None,
+        speaker=None if speaker is None else str(speaker), importance=float(importance),
+        recurring=bool(raw.get("recurring", False)),
+    )
+
+
+def parse_conversation(data: Any, now: datetime | None = None) -> Conversation:
+    """A Conversation from parsed JSON (module docstring); ValidationError naming what is wrong.
+
+    Turns of a session are one second apart from the session's date (``now`` when it has none),
+    so their order survives in time-ordered indexes.
+    """
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, list):
+        raise ValidationError("a conversation is a JSON object with a \"sessions\" list")
+    start = now or datetime.now(timezone.utc)
+    turns = []
+    for s, session in enumerate(sessions, 1):
+        if not isinstance(session, dict) or not isinstance(session.get("turns"), list):
+            raise ValidationError(f"session {s}: expected an object with a \"turns\" list")
+        began = parse_when(session["date"], f"session {s}") if "date" in session else start
+        for t, raw in enumerate(session["turns"]):
+            turns.append(_turn(raw, session, f"session {s}, turn {t + 1}", began + timedelta(seconds=t)))
+    questions = [
+        Question(q["text"], tuple(q.get("uses", ())), tuple(q.get("contradicts", ())))
+        for q in data.get("questions", ()) if isinstance(q, dict) and q.get("text")
+    ]
+    return Conversation(turns, questions)
+
+
+def from_lines(text: str, now: datetime | None = None) -> Conversation:
+    """One turn per non-blank line, all said at ``now``, without speaker or session."""
+    at = now or datetime.now(timezone.utc)
+    return Conversation([Turn(line.strip(), at) for line in text.splitlines() if line.strip()])
+
+
+def read_conversation(path: str | Path) -> Conversation:
+    """A ``.json`` file as a JSON conversation, any other file as one memory per line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValidationError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if path.suffix.lower() != ".json":
+        return from_lines(text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{path} is not valid JSON: {exc}") from None
+    return parse_conversation(data)

@@ -1,0 +1,118 @@
+"""Storing conversation turns as memories, and ``redmem ingest FILE``.
+
+Turns are embedded in batches and saved with ``Model.save_many`` (one MULTI/EXEC per chunk),
+then one pipeline stamps each memory's decay clocks with the time the turn was said (so older
+sessions have decayed) and links consecutive turns of a session in the co-occurrence graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..fields.embedding import embed_many
+from ..store.connection import get_client, server_errors
+from .conversation import Conversation, Turn, read_conversation
+from .memory import ConversationMemory
+from .runtime import start
+
+__all__ = [
+    "store_turns", "ingest_with_progress", "clear_agent", "progress_bar", "LINK_WEIGHT", "CHUNK",
+    "add_arguments", "run",
+]
+
+#: Initial weight of the edge between two consecutive turns of a session.
+LINK_WEIGHT = 0.5
+#: Turns embedded and saved per batch (one progress step).
+CHUNK = 32
+
+
+def memory_of(turn: Turn, agent: str) -> ConversationMemory:
+    """The (unsaved) memory of one turn."""
+    return ConversationMemory(
+        agent_id=agent, session=turn.session, date=turn.at.date().isoformat(), speaker=turn.speaker,
+        content=turn.text, importance=turn.importance, routine=1.0 if turn.recurring else 0.0,
+    )
+
+
+def store_turns(
+    turns: list[Turn], agent: str, *, after: ConversationMemory | None = None,
+    advance: Callable[[int], None] | None = None,
+) -> list[ConversationMemory]:
+    """Save ``turns`` as memories of ``agent``; returns them (saved) in the order given.
+
+    Consecutive turns of one session are linked, the first one to ``after`` (the memory said
+    just before, if any) too. ``advance(n)`` is called after each chunk of ``n`` turns.
+    """
+    memories = [memory_of(turn, agent) for turn in turns]
+    for first in range(0, len(memories), CHUNK):
+        chunk = memories[first : first + CHUNK]
+        embed_many(chunk)
+        ConversationMemory.save_many(chunk)
+        if advance is not None:
+            advance(len(chunk))
+    chain = ([after] if after is not None else []) + memories
+    backdate_and_link(memories, turns, list(zip(chain, chain[1:])))
+    return memories
+
+
+Pair = tuple[ConversationMemory, ConversationMemory]
+
+
+def backdate_and_link(memories: list[ConversationMemory], turns: list[Turn], pairs: list[Pair]) -> None:
+    """One pipeline: decay clocks set to when each turn was said; each pair of one session linked."""
+    client = get_client()
+    with server_errors(client), client.pipeline(transaction=False) as pipe:
+        for memory, turn in zip(memories, turns):
+            said = turn.at.timestamp()
+            ConversationMemory.relevance.touch(memory, pipeline=pipe, now=said)
+            ConversationMemory.rhythm.touch(memory, pipeline=pipe, now=said)
+        for a, b in pairs:
+            if a.session is not None and a.session == b.session:
+                ConversationMemory.associations.link(a, b, LINK_WEIGHT, pipeline=pipe)
+        pipe.execute()
+
+
+def clear_agent(agent: str) -> int:
+    """Delete every memory of ``agent`` (record and index entries); returns how many."""
+    return sum(memory.delete() for memory in ConversationMemory.query.filter(agent_id=agent).no_track().all())
+
+
+def progress_bar(console: Console) -> Progress:
+    """The progress bar of long CLI steps."""
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def ingest_with_progress(
+    console: Console, conversation: Conversation, agent: str, label: str
+) -> list[ConversationMemory]:
+    """Store the conversation's turns for ``agent`` behind a progress bar."""
+    with progress_bar(console) as progress:
+        task = progress.add_task(escape(label), total=len(conversation.turns))
+        return store_turns(conversation.turns, agent, advance=lambda n: progress.advance(task, n))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a JSON conversation, or a text file with one memory per line")
+    parser.add_argument("--agent", default="demo", help="whose memory receives it (default: demo)")
+
+
+def run(console: Console, args: argparse.Namespace) -> None:
+    """``redmem ingest FILE``: store a conversation (JSON) or one memory per line (text)."""
+    start(args)
+    conversation = read_conversation(args.file)
+    memories = ingest_with_progress(console, conversation, args.agent, f"ingesting {args.file}")
+    sessions = {m.session for m in memories if m.session}
+    console.print(
+        f"ingested {len(memories)} memories for agent {escape(args.agent)}"
+        + (f" from {len(sessions)} sessions" if sessions else ""), highlight=False,
+    )
+    if memories:
+        console.print(f"first memory: {escape(memories[0].db_key.redis_key)}", highlight=False)

@@ -1,0 +1,24 @@
+"""Pipeline stages shared by the recipes: candidates, fusion, packing, rendering, token counting."""
+
+from .fusion import fuse, query_adaptive_weights, reciprocal_rank_fusion
+from .packing import Budget, Packed, pack
+from .rendering import FORMATS, compose, record_view, render_slice
+from .token_estimate import estimate_tokens
+from .tokens import TokenCounter, exact_counter, resolve_counter
+
+__all__ = [
+    "fuse",
+    "query_adaptive_weights",
+    "reciprocal_rank_fusion",
+    "Budget",
+    "Packed",
+    "pack",
+    "FORMATS",
+    "compose",
+    "record_view",
+    "render_slice",
+    "estimate_tokens",
+    "TokenCounter",
+    "exact_counter",
+    "resolve_counter",
+]

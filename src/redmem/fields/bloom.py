@@ -1,0 +1,297 @@
+"""ExistenceFilter: a Bloom filter per partition over the terms of every record's fingerprint.
+
+Sizing for ``capacity`` n distinct terms at false-positive rate p (Bloom 1970; the usual
+optimum, as in REFERENCE.md)::
+
+    m = int(-n ln p / (ln 2)^2)        bits          (n = 100,000, p = 0.01: m = 958,505)
+    k = max(1, int(m / n * ln 2))      bit positions  (k = 6)
+    false-positive rate after n terms: (1 - e^(-k n / m))^k
+
+Bit positions by double hashing (Kirsch & Mitzenmacher 2006, "Less hashing, same
+performance: building a better Bloom filter"): ``g_i = (h1 + i * h2) mod m`` for
+``i = 0..k-1``, where h1 and h2 are the two 32-bit halves of the 64-bit BLAKE2b digest of the
+term's UTF-8 bytes. Positions are computed here and sent to Lua, which only sets and reads bits.
+
+The fingerprint of a record (``fingerprint_fn(record)``, by default its non-key string fields)
+is analysed into terms (:mod:`redmem.text`) and every term is added inside the record's save
+batch. A text *may exist* when any of its terms may; a Bloom filter cannot forget, so updates
+and deletes never remove terms: the filter answers "was this ever seen in this partition".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..model.field import Field
+from ..model.query import query_method
+from ..store.connection import server_errors
+from ..store.errors import ModelException, QueryException, ValidationError
+from ..store.keys import KeySpace
+from ..store.scripts import ScriptCall, queue_script, run_calls, run_script
+from ..text import Analyzer, default_analyzer
+
+if TYPE_CHECKING:
+    from ..model.batch import SaveBatch
+
+__all__ = [
+    "ExistenceFilter",
+    "TermField",
+    "bloom_size",
+    "false_positive_rate",
+    "term_hashes",
+    "bit_positions",
+]
+
+#: Most arguments sent in one command; longer inputs become several commands of one pipeline.
+MAX_ARGS = 60_000
+
+Fingerprint = Callable[[Any], "str | Iterable[str] | None"]
+
+
+def bloom_size(capacity: int, error_rate: float) -> tuple[int, int]:
+    """Bits ``m`` and positions per term ``k`` for ``capacity`` terms at ``error_rate``.
+
+    ``m = int(-n ln p / (ln 2)^2)``, ``k = max(1, int(m / n * ln 2))``.
+    """
+    m = int(-capacity * math.log(error_rate) / math.log(2) ** 2)
+    return m, max(1, int(m / capacity * math.log(2)))
+
+
+def false_positive_rate(m: int, k: int, n: int) -> float:
+    """Expected false-positive rate of an m-bit, k-position filter holding n terms: ``(1 - e^(-kn/m))^k``."""
+    return (1.0 - math.exp(-k * n / m)) ** k
+
+
+def term_hashes(term: str) -> tuple[int, int]:
+    """Two 32-bit hashes of ``term``: the low and high halves of its 64-bit BLAKE2b digest."""
+    value = int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "little")
+    return value & 0xFFFFFFFF, value >> 32
+
+
+def bit_positions(term: str, m: int, k: int) -> list[int]:
+    """The k positions of ``term`` in [0, m): ``(h1 + i * h2) mod m``; a step of 0 mod m becomes 1."""
+    h1, h2 = term_hashes(term)
+    step = h2 % m or 1
+    return [(h1 + i * step) % m for i in range(k)]
+
+
+class TermField(Field):
+    """Base of the fields that index the analysed terms of a record's fingerprint.
+
+    It keeps no entry in the record hash. ``fingerprint_fn(record)`` returns a text, a list of
+    texts, or None; without it the fingerprint is every non-key string field of the record.
+    """
+
+    stored = False
+    #: Kind code of the field's key: ``<prefix>:<Model>:{<partition>}:<kind>:<field>``.
+    kind = ""
+
+    def __init__(
+        self,
+        fingerprint_fn: Fingerprint | None = None,
+        *,
+        analyzer: Analyzer | None = None,
+        partition_by: str | tuple[str, ...] | None = None,
+    ) -> None:
+        super().__init__(partition_by=partition_by)
+        if fingerprint_fn is not None and not callable(fingerprint_fn):
+            raise ModelException(f"fingerprint_fn must be callable, got {type(fingerprint_fn).__name__}")
+        self.fingerprint_fn = fingerprint_fn
+        self.analyzer = analyzer or default_analyzer()
+
+    def fingerprint(self, instance: Any) -> list[str]:
+        """The texts ``instance`` contributes (None values left out)."""
+        if self.fingerprint_fn is None:
+            values: Any = [getattr(instance, field.name) for field in self._text_fields()]
+        else:
+            values = self.fingerprint_fn(instance)
+        return self._texts(values)
+
+    def terms(self, instance: Any) -> list[str]:
+        """The analysed terms of the fingerprint of ``instance``, in order, duplicates kept."""
+        return [term for text in self.fingerprint(instance) for term in self.analyzer.tokens(text)]
+
+    def text_terms(self, text: Any) -> list[str]:
+        """The analysed terms of one text given to a search; ValidationError unless a str."""
+        if not isinstance(text, str):
+            raise ValidationError(f"{self.label}: texts must be str, got {type(text).__name__}")
+        return self.analyzer.tokens(text)
+
+    def key(self, space: KeySpace) -> str:
+        """The key of this field's structure in the partition ``space``."""
+        return space.key(self.kind, self.name)
+
+    def keyspace_of(self, partition: dict[str, Any]) -> KeySpace:
+        """The partition named by keyword arguments that give exactly the model's partition fields."""
+        expected = self.model._meta.partition_fields
+        if set(partition) != set(expected):
+            raise QueryException(
+                f"{self.label} needs exactly the partition {list(expected)} as keyword arguments, "
+                f"got {sorted(partition)}"
+            )
+        return self.model.query.filter(**partition).partition()
+
+    def _text_fields(self) -> list[Field]:
+        fields = [
+            f for f in self.model._meta.fields.values() if f.stored and not f.is_key and f.python_type is str
+        ]
+        if not fields:
+            raise ModelException(f"{self.label}: the model has no string field; give fingerprint_fn")
+        return fields
+
+    def _texts(self, value: Any) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        texts = list(value) if isinstance(value, Iterable) else [value]
+        if not all(text is None or isinstance(text, str) for text in texts):
+            raise ValidationError(f"{self.label}: a fingerprint is a str, a list of str or None")
+        return [text for text in texts if text]
+
+
+class ExistenceFilter(TermField):
+    """A Bloom filter of the terms seen in each partition: ``might_exist`` answers in O(k).
+
+    Args:
+        error_rate: false-positive rate reached when ``capacity`` distinct terms are in.
+        capacity: distinct terms per partition the filter is sized for (not records).
+        fingerprint_fn: ``record -> str | list[str] | None``; default: the non-key string fields.
+        analyzer: the :class:`~redmem.text.Analyzer` turning texts into terms (default shared one).
+    """
+
+    kind = "bf"
+
+    def __init__(
+        self,
+        error_rate: float = 0.01,
+        capacity: int = 100_000,
+        fingerprint_fn: Fingerprint | None = None,
+        **options: Any,
+    ) -> None:
+        if not 0.0 < error_rate < 1.0:
+            raise ModelException(f"error_rate must be in (0, 1), got {error_rate!r}")
+        if not isinstance(capacity, int) or capacity < 1:
+            raise ModelException(f"capacity must be an int >= 1, got {capacity!r}")
+        super().__init__(fingerprint_fn, **options)
+        self.error_rate, self.capacity = error_rate, capacity
+        self.m, self.k = bloom_size(capacity, error_rate)
+
+    # -- saves -------------------------------------------------------------------------------
+    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+        key = self.key(batch.keyspace)
+        for args in self._script_args(list(dict.fromkeys(self.terms(batch.instance)))):
+            batch.script("bloom_add", [key], args)
+
+    # -- direct use --------------------------------------------------------------------------
+    def add(self, texts: str | Iterable[str], **partition: Any) -> int:
+        """Add the terms of ``texts`` to a partition's filter, outside any record.
+
+        Returns how many distinct terms were surely new (they set a clear bit).
+        """
+        terms = self._distinct_terms([texts] if isinstance(texts, str) else texts)
+        return sum(self._run("bloom_add", self.keyspace_of(partition), terms))
+
+    def might_exist(self, text: str, **partition: Any) -> bool:
+        """True when any term of ``text`` may be in the partition (false positives at ~error_rate)."""
+        return self.check(self.keyspace_of(partition), [text])[0]
+
+    def definitely_missing(self, text: str, **partition: Any) -> bool:
+        """True when no term of ``text`` was ever added to the partition (never wrong)."""
+        return not self.might_exist(text, **partition)
+
+    def might_exist_many(self, texts: Iterable[str], **partition: Any) -> list[bool]:
+        """:meth:`might_exist` for each of ``texts``, in one round trip."""
+        return self.check(self.keyspace_of(partition), texts)
+
+    def fill_ratio(self, **partition: Any) -> float:
+        """Fraction of the partition's m bits that are set (BITCOUNT / m).
+
+        With fill ratio f the current false-positive rate is about ``f ** k``.
+        """
+        client = self.model._meta.client
+        with server_errors(client):
+            return client.bitcount(self.key(self.keyspace_of(partition))) / self.m
+
+    def check(self, space: KeySpace, texts: Iterable[str]) -> list[bool]:
+        """Per text: may any of its terms be in the filter of ``space``? One round trip for all.
+
+        A text with no terms (empty, only stop words) is definitely missing.
+        """
+        if isinstance(texts, str):
+            raise ValidationError(f"{self.label}: give a list of texts, not one str")
+        calls, finish = self.check_calls(space, texts)
+        client = self.model._meta.client
+        with server_errors(client):
+            return finish(run_calls(client, calls))
+
+    def check_calls(self, space: KeySpace, texts: Iterable[str]) -> tuple[list[ScriptCall], Any]:
+        """The script calls of :meth:`check` and a function turning their replies into its answer."""
+        term_lists = [self.text_terms(text) for text in texts]
+        distinct = list(dict.fromkeys(term for terms in term_lists for term in terms))
+        calls = [ScriptCall("bloom_check", [self.key(space)], args) for args in self._script_args(distinct)]
+
+        def finish(replies: list[Any]) -> list[bool]:
+            flags = [flag for reply in replies for flag in reply]
+            present = {term for term, flag in zip(distinct, flags) if flag}
+            return [any(term in present for term in terms) for terms in term_lists]
+
+        return calls, finish
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _distinct_terms(self, texts: Iterable[str]) -> list[str]:
+        return list(dict.fromkeys(term for text in texts for term in self.text_terms(text)))
+
+    def _script_args(self, terms: list[str]) -> Iterator[list[int]]:
+        """Script arguments ``[k, positions...]`` for ``terms``, at most MAX_ARGS per call."""
+        per_call = max(1, MAX_ARGS // self.k)
+        for start in range(0, len(terms), per_call):
+            chunk = terms[start : start + per_call]
+            yield [self.k, *(p for term in chunk for p in bit_positions(term, self.m, self.k))]
+
+    def _run(self, script: str, space: KeySpace, terms: list[str]) -> list[Any]:
+        """Run ``script`` over ``terms``: one call, or several in one pipelined round trip."""
+        calls = list(self._script_args(terms))
+        if not calls:
+            return []
+        key, client = self.key(space), self.model._meta.client
+        with server_errors(client):
+            if len(calls) == 1:
+                return [run_script(script, [key], calls[0], client)]
+            with client.pipeline(transaction=False) as pipe:
+                for args in calls:
+                    queue_script(pipe, script, [key], args)
+                return pipe.execute()
+
+
+def _existence_filter(model: type, name: str | None) -> ExistenceFilter:
+    """The model's ExistenceFilter called ``name``, or its only one when ``name`` is None."""
+    filters = {n: f for n, f in model._meta.fields.items() if isinstance(f, ExistenceFilter)}
+    if name is None and len(filters) == 1:
+        return next(iter(filters.values()))
+    if name in filters:
+        return filters[name]
+    raise QueryException(
+        f"{model.__name__} has ExistenceFilter fields {sorted(filters)}; name one with field=..."
+    )
+
+
+@query_method
+def might_exist(query: Any, text: str, field: str | None = None) -> bool:
+    """``Model.query.filter(<partition>).might_exist(text)``: may any term of ``text`` be there?"""
+    return _existence_filter(query.model, field).check(query.partition(), [text])[0]
+
+
+@query_method
+def definitely_missing(query: Any, text: str, field: str | None = None) -> bool:
+    """``Model.query.filter(<partition>).definitely_missing(text)``: negation of ``might_exist``."""
+    return not might_exist(query, text, field)
+
+
+@query_method
+def might_exist_many(query: Any, texts: Iterable[str], field: str | None = None) -> list[bool]:
+    """``Model.query.filter(<partition>).might_exist_many(texts)``: one answer per text, one round trip."""
+    return _existence_filter(query.model, field).check(query.partition(), texts)

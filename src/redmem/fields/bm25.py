@@ -1,0 +1,257 @@
+"""BM25Field: a per-partition inverted index over one text field, and ``keyword_search``.
+
+Scores are Okapi BM25 with the non-negative idf (formulas in :mod:`redmem.fields.bm25_math`,
+defaults k1 = 1.2, b = 0.75 as in REFERENCE.md); ties go by record id ascending.
+
+Every record of the partition is a document (a record whose text is None or has no terms has
+length 0). The index lives in Redis beside the records and is rewritten inside each record's
+save/delete batch by one Lua call (``bm25_write.lua``), so N, the total length and every df
+stay exact. Postings are impact-ordered: one sorted set per term, member = record id, score =
+``tf_norm`` at the term list's reference average length. A search is one Lua call
+(``bm25_search.lua``): Fagin's threshold algorithm walks the lists best-first, scores each newly
+seen record exactly, and stops once the exact bound of :func:`~redmem.fields.bm25_math.impact_bound`
+shows that no unread posting can reach the top ``limit`` -- whatever avgdl has drifted to since
+the postings were written. Then one pipelined round trip loads the records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from ..model.dbkey import DbKey
+from ..model.field import Field
+from ..model.persistence import load_records
+from ..model.query import Query, query_method
+from ..store.connection import server_errors
+from ..store.errors import ModelException, QueryException, ValidationError
+from ..store.keys import KeySpace, escape
+from ..store.scripts import ScriptCall
+from ..text.analyzer import Analyzer, default_analyzer
+
+if TYPE_CHECKING:
+    from ..model.batch import SaveBatch
+
+__all__ = ["BM25Field", "BM25Keys", "SearchResult", "keyword_search"]
+
+#: A list is re-scored at the current avgdl when it has doubled since its last check and avgdl
+#: moved by more than this fraction (amortised O(1) extra work per posting written).
+REBASE_DRIFT = 0.05
+#: Postings read by the first step on a list; each further step on it reads twice as many.
+FIRST_PAGE = 16
+#: Relative slack of the stopping test, far above the rounding error of the bound.
+STOP_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class BM25Keys:
+    """The keys of one BM25 index in one partition (all ``<base>:b:<field>:<version>:...``)."""
+
+    lengths: str  # hash record id -> document length
+    entries: str  # hash record id -> JSON [dl, term, tf, term, tf, ..]
+    totals: str  # hash "total" -> sum of document lengths
+    references: str  # hash term -> "<reference avgdl> <list size at the last check>"
+    postings: str  # prefix of the per-term zsets: ``<postings>:<escaped term>``
+
+    def posting(self, term: str) -> str:
+        return f"{self.postings}:{_escaped(term)}"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What one search returned: (record id, score) best first, and what it cost inside Redis."""
+
+    ranked: list[tuple[str, float]]
+    mode: str  # "bounded" (threshold algorithm) or "exhaustive" (every posting)
+    postings_read: int
+    records_scored: int
+
+
+class BM25Field(Field):
+    """Okapi BM25 over the terms of the ``source`` text field, searchable per partition.
+
+    Args:
+        source: the stored str field whose text is indexed.
+        k1: term-frequency saturation, > 0.
+        b: length normalisation, in [0, 1].
+        analyzer: the :class:`~redmem.text.Analyzer` turning text into terms (default: the shared one).
+        partition_by: the model's partition field(s), as for any field.
+
+    The index keys carry a short version derived from source, k1, b and the analyser options:
+    a changed declaration starts a new, empty index, filled by ``redmem reindex``.
+    """
+
+    stored = False
+
+    def __init__(
+        self,
+        source: str = "content",
+        k1: float = 1.2,
+        b: float = 0.75,
+        analyzer: Analyzer | None = None,
+        *,
+        partition_by: str | tuple[str, ...] | None = None,
+    ) -> None:
+        super().__init__(str, partition_by=partition_by)
+        if not _finite(k1) or k1 <= 0:
+            raise ModelException(f"BM25Field k1 must be a finite number > 0, got {k1!r}")
+        if not _finite(b) or not 0 <= b <= 1:
+            raise ModelException(f"BM25Field b must be in [0, 1], got {b!r}")
+        if analyzer is not None and not isinstance(analyzer, Analyzer):
+            raise ModelException(f"BM25Field analyzer must be a redmem.text.Analyzer, got {type(analyzer).__name__}")
+        self.source, self.k1, self.b = source, float(k1), float(b)
+        self.analyzer = analyzer or default_analyzer()
+        self.version = _version(source, self.k1, self.b, self.analyzer)
+
+    def bind(self, model: Any, name: str) -> None:
+        super().bind(model, name)
+        field = getattr(model, self.source, None)
+        if not isinstance(field, Field) or not field.stored or field.python_type is not str:
+            raise ModelException(f"{self.label}: source {self.source!r} must name a stored str field")
+
+    # -- analysis --------------------------------------------------------------------------------
+    def term_counts(self, text: str | None) -> Counter[str]:
+        """How often each term occurs in ``text`` (None: no terms)."""
+        return Counter(self.analyzer.tokens(text)) if text else Counter()
+
+    def keys_in(self, space: KeySpace) -> BM25Keys:
+        parts = ("len", "doc", "sum", "ref", "p")
+        return BM25Keys(*(space.key("b", self.name, self.version, part) for part in parts))
+
+    # -- saves -------------------------------------------------------------------------------
+    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+        """Replace the record's postings and length; the stored text tells which lists it was in."""
+        counts = self.term_counts(getattr(batch.instance, self.source))
+        dl = sum(counts.values())
+        entry = json.dumps([dl, *[x for term in sorted(counts) for x in (term, counts[term])]],
+                           ensure_ascii=False, separators=(",", ":"))
+        self._queue_write(batch, entry, set(counts) | self._indexed_terms(batch, old))
+
+    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+        self._queue_write(batch, "", self._indexed_terms(batch, old))
+
+    def reindex_read(self, pipe: Any, batch: "SaveBatch") -> None:
+        """Queue the read of the record's stored entry; its reply becomes ``batch.prepared[name]``.
+
+        ``redmem.fields.reindex`` calls this, so a reindex also clears postings the stored text
+        no longer explains (text changed by code that did not declare this field).
+        """
+        pipe.hget(self.keys_in(batch.keyspace).entries, batch.record_id)
+
+    def _indexed_terms(self, batch: "SaveBatch", old: dict | None) -> set[str]:
+        terms = set(self.term_counts((old or {}).get(self.source)))
+        stored = batch.prepared.get(self.name)
+        if stored:
+            terms.update(json.loads(stored)[1::2])
+        return terms
+
+    def _queue_write(self, batch: "SaveBatch", entry: str, terms: set[str]) -> None:
+        keys = self.keys_in(batch.keyspace)
+        ordered = sorted(terms)
+        batch.script(
+            "bm25_write",
+            [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, ordered)],
+            [batch.record_id, entry, repr(self.k1), repr(self.b), repr(REBASE_DRIFT), *ordered],
+        )
+
+    # -- searches ----------------------------------------------------------------------------
+    def search(self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False) -> SearchResult:
+        """The top ``limit`` (record id, score) of partition ``space`` for ``text``: one Lua call.
+
+        ``exhaustive`` scores every posting of the query terms instead of stopping early; the
+        answer is the same (it is the reference the bounded search is checked against).
+        """
+        call = self.search_call(space, text, limit, exhaustive)
+        if call is None:
+            return SearchResult([], "bounded", 0, 0)
+        client = self.model._meta.client
+        with server_errors(client):
+            return search_result(call.run(client))
+
+    def search_call(self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False) -> ScriptCall | None:
+        """The one script call behind :meth:`search` (None when the text has no terms)."""
+        if not isinstance(text, str):
+            raise ValidationError(f"{self.label}: the query must be a str, got {type(text).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise QueryException(f"{self.label}: limit must be an int >= 0, got {limit!r}")
+        query_tf = self.term_counts(text)
+        if not query_tf or limit == 0:
+            return None
+        keys, terms = self.keys_in(space), sorted(query_tf)
+        args: list[Any] = [repr(self.k1), repr(self.b), limit, 0 if exhaustive else FIRST_PAGE, repr(STOP_SLACK)]
+        for term in terms:
+            args += [term, query_tf[term]]
+        return ScriptCall(
+            "bm25_search", [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)], args
+        )
+
+
+def search_result(reply: list) -> SearchResult:
+    """A :class:`SearchResult` from the reply of ``bm25_search.lua``."""
+    ranked = [(reply[i].decode(), float(reply[i + 1])) for i in range(3, len(reply), 2)]
+    return SearchResult(ranked, reply[0].decode(), int(reply[1]), int(reply[2]))
+
+
+@query_method
+def keyword_search(
+    query: Query, text: str, limit: int = 10, *, field: str | None = None, exhaustive: bool = False
+) -> list[Any]:
+    """The ``limit`` records of the query's partition that best match ``text`` by BM25.
+
+    Best first, ties by record id ascending; each record carries ``_bm25_score``. A text with
+    no terms (empty, only stop words) finds nothing. Two round trips: one Lua call ranks, one
+    pipeline loads the records. The query may name its partition and nothing else.
+    """
+    bm25 = _pick_field(query.model, field)
+    extra = sorted({n for n, _, _ in query.conditions if n not in query.model._meta.partition_fields})
+    if extra:
+        raise QueryException(f"keyword_search filters by partition only, not by {extra}")
+    space = query.partition()
+    ranked = bm25.search(space, text, limit, exhaustive).ranked
+    scores = dict(ranked)
+    records = load_records(query.model, [DbKey(space, record_id) for record_id, _ in ranked])
+    for record in records:
+        record._bm25_score = scores[record._saved_key.record_id]
+    return records
+
+
+def _pick_field(model: type, name: str | None) -> BM25Field:
+    fields = model._meta.fields
+    if name is not None:
+        if not isinstance(fields.get(name), BM25Field):
+            raise QueryException(f"{model.__name__}.{name} is not a BM25Field")
+        return fields[name]
+    found = [f for f in fields.values() if isinstance(f, BM25Field)]
+    if len(found) != 1:
+        raise QueryException(f"keyword_search: {model.__name__} has {len(found)} BM25Fields; name one with field=")
+    return found[0]
+
+
+@lru_cache(maxsize=1 << 16)
+def _escaped(term: str) -> str:
+    """A term as it appears in its posting list's key (terms repeat: escaping is memoised)."""
+    return escape(term)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _version(source: str, k1: float, b: float, analyzer: Analyzer) -> str:
+    """8 hex digits naming what the stored impacts and terms depend on."""
+    options = {
+        f.name: sorted(value) if isinstance(value := getattr(analyzer, f.name), frozenset) else repr(value)
+        for f in dataclasses.fields(analyzer)
+    }
+    return _digest([1, source, repr(k1), repr(b), type(analyzer).__qualname__, options])
+
+
+def _digest(parts: list[Any]) -> str:
+    text = json.dumps(parts, ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()

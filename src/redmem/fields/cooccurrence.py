@@ -1,0 +1,379 @@
+"""CoOccurrenceField: a weighted association graph between the records and named entities of a partition.
+
+Nodes are records of the model (an instance or a :class:`~redmem.DbKey`) or named entities
+(:class:`Entity`). Edge weights lie in (0, 1]. Operations follow the published CoOccurrenceField
+of the design this library follows (REFERENCE.md): ``link`` (an existing edge keeps its weight),
+``strengthen`` (capped at 1.0), ``weaken_all`` (multiply, drop below 0.001), ``get_linked`` and
+``propagate`` (spreading activation, see :func:`propagation_weights`).
+
+Where it lives in Redis: three keys per field and partition (``<base>:co:<field>:...``), so every
+operation is one Lua call whose KEYS are known before it runs, and deleting a record removes
+its edges in both directions inside the record's own MULTI/EXEC without reading first:
+
+- ``w``  hash ``"<a> <b>"`` -> weight (text); a symmetric graph stores each pair once, in
+  ascending node-id order;
+- ``adj`` sorted set, every score 0, of ``"<a> <rank> <b>"`` for every edge a -> b (both directions
+  when symmetric). ``<rank>`` is the weight's IEEE-754 big-endian bytes inverted, in hex
+  (:func:`weight_rank`), so one node's edges form one lexical range ordered by weight, strongest
+  first, ties by neighbour id: ``get_linked``, pruning and propagation read only the edges they keep;
+- ``in`` sorted set of ``"<b> <a>"`` for every edge a -> b, kept for directed graphs only (a
+  deleted node's incoming edges).
+
+Node ids are ``r:<record id>`` and ``e:<escaped entity name>``: they never collide and never
+contain a space (record ids and entity names are escaped).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from numbers import Real
+from typing import TYPE_CHECKING, Any, Union
+
+from ..model.dbkey import DbKey
+from ..model.field import Field
+from ..model.persistence import load_records
+from ..store.connection import server_errors
+from ..store.errors import ModelException, RecordNotFound, ValidationError
+from ..store.keys import KeySpace, escape, unescape
+from ..store.scripts import queue_script, run_script
+
+if TYPE_CHECKING:
+    from ..model.batch import SaveBatch
+
+__all__ = [
+    "CoOccurrenceField",
+    "Entity",
+    "Graph",
+    "propagation_weights",
+    "weight_rank",
+    "rank_weight",
+    "GRAPH_KIND",
+]
+
+#: Key kind of the graph keys: ``<base>:co:<field>:{w,adj,in}``.
+GRAPH_KIND = "co"
+RECORD_PREFIX = "r:"
+ENTITY_PREFIX = "e:"
+#: ``weaken_all`` removes edges whose weight falls below this.
+WEIGHT_FLOOR = 0.001
+
+
+@dataclass(frozen=True, order=True)
+class Entity:
+    """A named graph node that is not a record: ``Entity("Paris")``."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ValidationError(f"an entity name is a str, not {self.name!r}")
+
+
+Node = Union[DbKey, Entity]
+
+
+def weight_rank(weight: float) -> str:
+    """16 hex digits whose lexical order is the weights' descending order (for weights >= 0)."""
+    return bytes(255 - b for b in struct.pack(">d", weight)).hex()
+
+
+def rank_weight(rank: str) -> float:
+    """The weight :func:`weight_rank` encoded."""
+    return struct.unpack(">d", bytes(255 - b for b in bytes.fromhex(rank)))[0]
+
+
+def propagation_weights(
+    neighbours: Mapping[str, Mapping[str, float]],
+    seeds: Iterable[str],
+    depth: int,
+    decay_per_hop: float,
+    threshold: float,
+) -> dict[str, float]:
+    """Spreading activation from ``seeds`` (each at 1.0) over ``neighbours[node][nb] = edge weight``.
+
+    A node reached from u gets ``w(u) * decay_per_hop * edge``; it is kept (and expanded on the
+    next hop) when that is >= ``threshold``; a node keeps the max over all walks of at most
+    ``depth`` hops. Seeds are not in the result. ``graph_propagate.lua`` runs the same
+    computation, hop by hop, in the same floating-point order.
+    """
+    best = {seed: 1.0 for seed in seeds}
+    frontier = dict(best)
+    for _ in range(depth):
+        reached: dict[str, float] = {}
+        for node, weight in frontier.items():
+            carry = weight * decay_per_hop
+            for neighbour, edge in neighbours.get(node, {}).items():
+                value = carry * edge
+                if value >= threshold and value > best.get(neighbour, 0.0):
+                    best[neighbour] = reached[neighbour] = value
+        frontier = reached
+    for seed in seeds:
+        best.pop(seed, None)
+    return best
+
+
+def by_weight(weights: Mapping[str, float]) -> list[tuple[str, float]]:
+    """``weights`` as (node id, weight) pairs, heaviest first, ties by node id ascending."""
+    return sorted(weights.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _check(value: Any, name: str, low: float, high: float, *, open_low: bool = False) -> float:
+    """``value`` as a float in [low, high] (or (low, high]); ValidationError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValidationError(f"{name} must be a number, not {value!r}")
+    value = float(value) + 0.0  # -0.0 becomes 0.0 (its rank would sort after every weight)
+    if not (low < value if open_low else low <= value) or not value <= high:
+        raise ValidationError(f"{name} must lie in {'(' if open_low else '['}{low}, {high}], got {value!r}")
+    return value
+
+
+class Graph:
+    """The co-occurrence graph of one field in one partition; every method is one round trip."""
+
+    def __init__(self, field: "CoOccurrenceField", keyspace: KeySpace) -> None:
+        self.field = field
+        self.keyspace = keyspace
+
+    @property
+    def keys(self) -> list[str]:
+        """``[w hash, adj zset, in zset]`` of this graph."""
+        return [self.keyspace.key(GRAPH_KIND, self.field.name, part) for part in ("w", "adj", "in")]
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def record_key(self, node: Any) -> DbKey | None:
+        """The DbKey of a record node (None for an entity); ValidationError for anything else."""
+        if isinstance(node, Entity):
+            return None
+        if isinstance(node, self.field.model):
+            node = node._saved_key or node.db_key
+        if not isinstance(node, DbKey):
+            raise ValidationError(_not_a_node(node))
+        if node.keyspace != self.keyspace:
+            raise ValidationError(f"{node} is not a record of the graph's partition {self.keyspace.base}")
+        return node
+
+    def node_id(self, node: Any) -> str:
+        """``r:<record id>`` for a record, ``e:<escaped name>`` for an entity."""
+        key = self.record_key(node)
+        return ENTITY_PREFIX + escape(node.name) if key is None else RECORD_PREFIX + key.record_id
+
+    def node(self, node_id: str) -> Node:
+        """Inverse of :meth:`node_id`."""
+        if node_id.startswith(RECORD_PREFIX):
+            return DbKey(self.keyspace, node_id[len(RECORD_PREFIX):])
+        return Entity(unescape(node_id[len(ENTITY_PREFIX):]))
+
+    def _pair(self, a: Any, b: Any) -> tuple[str, str]:
+        ids = self.node_id(a), self.node_id(b)
+        if ids[0] == ids[1]:
+            raise ValidationError(f"no self loops: {a!r} cannot be linked to itself")
+        return ids
+
+    # -- edges: each call is one script; with ``pipeline`` it is queued there and returns None ----
+    def link(self, a: Any, b: Any, initial_weight: float = 0.1, pipeline: Any = None) -> float | None:
+        """Create the edge a-b at ``initial_weight`` (an existing edge keeps its weight); returns
+        its weight, 0.0 if it was at once pruned as the weakest beyond ``max_edges``.
+
+        RecordNotFound when a record node is not stored (queued: the reply is None, nothing written).
+        """
+        amount = _check(initial_weight, "initial_weight", 0.0, 1.0, open_low=True)
+        return self._add(a, b, "link", amount, pipeline)
+
+    def strengthen(self, a: Any, b: Any, delta: float = 0.05, pipeline: Any = None) -> float | None:
+        """Add ``delta`` to the edge a-b (created from 0 if absent), capped at 1.0; returns the
+        weight. Errors as :meth:`link`."""
+        return self._add(a, b, "strengthen", _check(delta, "delta", 0.0, 1.0, open_low=True), pipeline)
+
+    def _add(self, a: Any, b: Any, mode: str, amount: float, pipeline: Any) -> float | None:
+        ids = self._pair(a, b)
+        records = [key.redis_key for key in map(self.record_key, (a, b)) if key is not None]
+        args = [*ids, mode, repr(amount), self.field.symmetric_flag, self.field.max_edges]
+        if pipeline is not None:
+            queue_script(pipeline, "graph_add", self.keys + records, args)
+            return None
+        reply = self._run("graph_add", self.keys + records, args)
+        if reply is None:
+            raise RecordNotFound(f"cannot link {a!r} and {b!r}: a record node is not stored")
+        return float(reply)
+
+    def unlink(self, a: Any, b: Any, pipeline: Any = None) -> bool | None:
+        """Remove the edge a-b; False if there was none."""
+        args = [*self._pair(a, b), self.field.symmetric_flag]
+        if pipeline is not None:
+            queue_script(pipeline, "graph_unlink", self.keys, args)
+            return None
+        return bool(self._run("graph_unlink", self.keys, args))
+
+    def weaken_all(self, node: Any, factor: float | None = None, pipeline: Any = None) -> int | None:
+        """Multiply every edge of ``node`` by ``factor`` (default: the field's ``decay_factor``),
+        removing edges that fall below 0.001; returns how many were removed."""
+        factor = self.field.decay_factor if factor is None else _check(factor, "factor", 0.0, 1.0)
+        args = [self.node_id(node), repr(factor), self.field.symmetric_flag, repr(WEIGHT_FLOOR)]
+        if pipeline is not None:
+            queue_script(pipeline, "graph_weaken", self.keys, args)
+            return None
+        return int(self._run("graph_weaken", self.keys, args))
+
+    # -- reading -------------------------------------------------------------------------------
+    def get_linked(self, node: Any, min_weight: float = 0.01, limit: int = 20) -> list[tuple[Node, float]]:
+        """Up to ``limit`` neighbours of ``node`` with edge weight >= ``min_weight``, heaviest
+        first (ties by node id): one ZRANGEBYLEX."""
+        source = self.node_id(node)
+        low = _check(min_weight, "min_weight", 0.0, 1.0)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValidationError(f"limit must be an int >= 0, not {limit!r}")
+        if limit == 0:
+            return []
+        client = self.field.model._meta.client
+        with server_errors(client):
+            members = client.zrangebylex(
+                self.keys[1], f"[{source} ", f"({source} {weight_rank(low)}!", start=0, num=limit
+            )
+        start = len(source) + 1  # a member is "<source> <rank> <neighbour>"
+        texts = [m.decode() for m in members]
+        return [(self.node(t[start + 17:]), rank_weight(t[start:start + 16])) for t in texts]
+
+    def propagate(
+        self, seeds: Iterable[Any], depth: int = 2, decay_per_hop: float = 0.5, threshold: float = 0.01
+    ) -> list[tuple[Node, float]]:
+        """Spreading activation from ``seeds`` (see :func:`propagation_weights`), in one Lua call.
+
+        Returns (node, weight) pairs heaviest first, ties by node id; seeds are left out.
+        """
+        seed_ids = list(dict.fromkeys(self.node_id(seed) for seed in seeds))
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            raise ValidationError(f"depth must be an int >= 0, not {depth!r}")
+        decay = _check(decay_per_hop, "decay_per_hop", 0.0, 1.0, open_low=True)
+        cut = _check(threshold, "threshold", 0.0, 1.0)
+        if not seed_ids or depth == 0:
+            return []
+        reply = self._run("graph_propagate", self.keys[1:2], [depth, repr(decay), repr(cut), *seed_ids])
+        weights = {reply[i].decode(): float(reply[i + 1]) for i in range(0, len(reply), 2)}
+        return [(self.node(node_id), weight) for node_id, weight in by_weight(weights)]
+
+    def records(self, weighted: Iterable[tuple[Node, float]]) -> list[tuple[Any, float]]:
+        """The record nodes of ``weighted`` hydrated (one round trip), in order, with their weights;
+        entities and records deleted meanwhile are left out."""
+        pairs = [(node, weight) for node, weight in weighted if isinstance(node, DbKey)]
+        found = {r._saved_key: r for r in load_records(self.field.model, [node for node, _ in pairs])}
+        return [(found[node], weight) for node, weight in pairs if node in found]
+
+    def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        client = self.field.model._meta.client
+        with server_errors(client):
+            return run_script(script, keys, args, client)
+
+
+class CoOccurrenceField(Field):
+    """A weighted association graph over the model's records and named entities, per partition.
+
+    Use it through :meth:`graph` (``Memory.associations.graph(agent_id="a")``) or directly on the
+    field, where the partition comes from the record nodes (``Memory.associations.link(m1, m2)``);
+    a call naming only entities needs :meth:`graph` unless the model is unpartitioned.
+
+    Args:
+        symmetric: an edge a-b is also b-a (one weight); else edges are directed a -> b.
+        max_edges: the most edges a node keeps; linking beyond it drops the node's weakest edge.
+        decay_factor: the default factor of :meth:`Graph.weaken_all`.
+        partition_by: the model's partition field (may come from the model's other fields).
+    """
+
+    stored = False
+
+    def __init__(
+        self,
+        symmetric: bool = True,
+        max_edges: int = 500,
+        decay_factor: float = 0.95,
+        partition_by: str | tuple[str, ...] | None = None,
+    ) -> None:
+        super().__init__(partition_by=partition_by)
+        if not isinstance(symmetric, bool):
+            raise ModelException(f"symmetric must be a bool, not {symmetric!r}")
+        if isinstance(max_edges, bool) or not isinstance(max_edges, int) or max_edges < 1:
+            raise ModelException(f"max_edges must be an int >= 1, not {max_edges!r}")
+        try:
+            decay_factor = _check(decay_factor, "decay_factor", 0.0, 1.0)
+        except ValidationError as exc:
+            raise ModelException(str(exc)) from None
+        self.symmetric, self.max_edges, self.decay_factor = symmetric, max_edges, decay_factor
+
+    @property
+    def symmetric_flag(self) -> str:
+        return "1" if self.symmetric else "0"
+
+    # -- finding the graph ---------------------------------------------------------------------
+    def graph(self, **partition: Any) -> Graph:
+        """The graph of the partition named by the model's partition fields (none if unpartitioned)."""
+        meta = self.model._meta
+        if set(partition) != set(meta.partition_fields):
+            raise ValidationError(
+                f"{self.label}.graph() needs exactly the partition fields {list(meta.partition_fields)}"
+            )
+        values = tuple(meta.fields[n].validate(partition[n]) for n in meta.partition_fields)
+        return Graph(self, meta.keyspace(values))
+
+    def graph_of(self, *nodes: Any) -> Graph:
+        """The graph of the partition the record nodes among ``nodes`` belong to."""
+        spaces = {_keyspace_of(node) for node in nodes if not isinstance(node, Entity)}
+        if len(spaces) > 1:
+            raise ValidationError(f"{self.label}: nodes of different partitions cannot be linked")
+        meta = self.model._meta
+        if not spaces and meta.partition_fields:
+            raise ValidationError(
+                f"{self.label}: a call naming only entities needs the partition: "
+                f"{self.model.__name__}.{self.name}.graph({', '.join(meta.partition_fields)}=...)"
+            )
+        return Graph(self, spaces.pop() if spaces else meta.keyspace())
+
+    # -- the graph's operations, partition taken from the record nodes --------------------------
+    def link(self, a: Any, b: Any, initial_weight: float = 0.1, pipeline: Any = None) -> float | None:
+        """:meth:`Graph.link` in the partition of the record nodes."""
+        return self.graph_of(a, b).link(a, b, initial_weight, pipeline)
+
+    def strengthen(self, a: Any, b: Any, delta: float = 0.05, pipeline: Any = None) -> float | None:
+        """:meth:`Graph.strengthen` in the partition of the record nodes."""
+        return self.graph_of(a, b).strengthen(a, b, delta, pipeline)
+
+    def unlink(self, a: Any, b: Any, pipeline: Any = None) -> bool | None:
+        """:meth:`Graph.unlink` in the partition of the record nodes."""
+        return self.graph_of(a, b).unlink(a, b, pipeline)
+
+    def weaken_all(self, node: Any, factor: float | None = None, pipeline: Any = None) -> int | None:
+        """:meth:`Graph.weaken_all` in the partition of a record node."""
+        return self.graph_of(node).weaken_all(node, factor, pipeline)
+
+    def get_linked(self, node: Any, min_weight: float = 0.01, limit: int = 20) -> list[tuple[Node, float]]:
+        """:meth:`Graph.get_linked` in the partition of a record node."""
+        return self.graph_of(node).get_linked(node, min_weight, limit)
+
+    def propagate(
+        self, seeds: Iterable[Any], depth: int = 2, decay_per_hop: float = 0.5, threshold: float = 0.01
+    ) -> list[tuple[Node, float]]:
+        """:meth:`Graph.propagate` in the partition of the record seeds ([] without seeds)."""
+        seeds = list(seeds)
+        if not seeds:
+            return []
+        return self.graph_of(*seeds).propagate(seeds, depth, decay_per_hop, threshold)
+
+    # -- taking part in deletes ----------------------------------------------------------------
+    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+        """Remove the record's edges in both directions, in the delete's own MULTI/EXEC."""
+        keys = Graph(self, batch.keyspace).keys
+        batch.script("graph_remove_node", keys, [RECORD_PREFIX + batch.record_id, self.symmetric_flag])
+
+
+def _keyspace_of(node: Any) -> KeySpace:
+    """The partition of a record node (a DbKey or a model instance)."""
+    if isinstance(node, DbKey):
+        return node.keyspace
+    if hasattr(node, "db_key"):
+        return (node._saved_key or node.db_key).keyspace
+    raise ValidationError(_not_a_node(node))
+
+
+def _not_a_node(node: Any) -> str:
+    hint = f"; name an entity Entity({node!r})" if isinstance(node, str) else ""
+    return f"a graph node is a record of the field's model (instance or DbKey) or an Entity, not {node!r}{hint}"

@@ -1,0 +1,433 @@
+"""DecayingSortedField: a record's relevance that fades with the time since it was last touched.
+
+Power curve (the default), with ``d = max((now - t) / 86400, 0.01)`` days since the last touch::
+
+    score = base * d ** -decay_rate
+
+optionally modulated by the record's confidence ``c`` (``center`` = the confidence field's
+initial confidence, strength ``s = 0.5``)::
+
+    eff = decay_rate * 2 ** (s * 2 * (center - c));  score *= max(d, 1) ** -(eff - decay_rate)
+
+Exponential curve (``half_life`` seconds)::
+
+    score = base * 2 ** (-(now - t) / half_life)
+
+Both formulas and their defaults are those of the published ORM of the ContextAssembler design
+(see REFERENCE.md); the exponential curve is redmem's addition.
+
+Top-k never reads the whole partition. The exponential curve ranks records at any time as the
+static key ``log2(base) + t / half_life`` does, so it is a sorted-set range. The power curve has
+no static order, but its score is non-decreasing in each of base, t and c, so Fagin's threshold
+algorithm over the per-partition sorted lists of those values finds the exact top-k while
+reading only the heads of the lists (``decay_select.lua``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from ..model.codecs import finite_float, timestamp
+from ..model.dbkey import DbKey
+from ..model.field import MISSING, Field
+from ..model.persistence import load_records
+from ..model.query import Query, query_method
+from ..store.connection import server_errors
+from ..store.errors import ModelException, QueryException, ValidationError
+from ..store.keys import KeySpace
+from ..store.scripts import ScriptCall, queue_script, run_script
+
+__all__ = [
+    "DecayingSortedField",
+    "ConfidenceSource",
+    "top_by_decay",
+    "power_decay",
+    "confidence_modulation",
+    "exponential_decay",
+    "exponential_order_key",
+    "epoch_seconds",
+]
+
+SECONDS_PER_DAY = 86400.0
+MIN_ELAPSED_DAYS = 0.01
+MODULATION_STRENGTH = 0.5
+#: Slack of the Lua candidate selection, relative to ``1 + |score|``: the Lua keeps every record
+#: that could rank within it, Python then ranks the candidates by the exact formulas below.
+SELECTION_EPS = 1e-9
+
+
+# -- formulas ----------------------------------------------------------------------------------
+def epoch_seconds(value: datetime | float | int | None = None) -> float:
+    """Seconds since the epoch of a datetime (naive taken as UTC) or a number; now for None."""
+    if value is None:
+        return time.time()
+    if isinstance(value, datetime):
+        return timestamp(value)
+    return finite_float(value, "as_of")
+
+
+def elapsed_days(last_updated: float, now: float) -> float:
+    """``max((now - last_updated) / 86400, 0.01)``: a touch counts as at least 0.01 days old."""
+    return max((now - last_updated) / SECONDS_PER_DAY, MIN_ELAPSED_DAYS)
+
+
+def power_decay(base: float, last_updated: float, now: float, decay_rate: float) -> float:
+    """``base * elapsed_days ** -decay_rate``; at rate 0.1: 1.0 at 1 day, 0.87 at 4, 0.63 at 100."""
+    return base * elapsed_days(last_updated, now) ** (-decay_rate)
+
+
+def confidence_modulation(
+    days: float, decay_rate: float, confidence: float, center: float, strength: float = MODULATION_STRENGTH
+) -> float:
+    """Factor ``max(days, 1) ** -(eff - rate)``, ``eff = rate * 2 ** (strength * 2 * (center - c))``.
+
+    Confidence above ``center`` slows the decay, below it speeds it up; inert during the first day.
+    """
+    effective = decay_rate * 2 ** (strength * 2 * (center - confidence))
+    return max(days, 1.0) ** (-(effective - decay_rate))
+
+
+def exponential_decay(base: float, last_updated: float, now: float, half_life: float) -> float:
+    """``base * 2 ** (-(now - t) / half_life)``: halves every ``half_life`` seconds."""
+    return base * 2 ** (-(now - last_updated) / half_life)
+
+
+def exponential_order_key(base: float, last_updated: float, half_life: float) -> float:
+    """``log2(base) + t / half_life`` (-inf for base 0): score = 2 ** (key - now / half_life)."""
+    return math.log(base) / math.log(2) + last_updated / half_life if base > 0 else -math.inf
+
+
+# -- fields that take part in modulation and in selection ----------------------------------------
+@runtime_checkable
+class ConfidenceSource(Protocol):
+    """What modulation needs of a confidence field: the zset of confidences (member = record id)
+    of a partition, and the confidence of a record that has no entry in it."""
+
+    initial_confidence: float
+
+    def index_key(self, keyspace: KeySpace) -> str: ...
+
+
+def check_base_field(model: Any, name: str | None, label: str) -> None:
+    """A base score field must be a stored int or float field of the model."""
+    if name is None:
+        return
+    field = getattr(model, name, None)
+    if not isinstance(field, Field) or not field.stored or field.python_type not in (int, float):
+        raise ModelException(f"{label}: base_score_field {name!r} must name an int or float field")
+
+
+def base_score(instance: Any, name: str | None, label: str) -> float:
+    """The record's base score: its ``name`` field (None: 1.0); must be finite and >= 0."""
+    value = getattr(instance, name) if name else None
+    if value is None:
+        return 1.0
+    base = finite_float(value, label)
+    if base < 0:
+        raise ValidationError(f"{label} needs a base score >= 0, got {base}")
+    return base
+
+
+def declared_float(value: Any, what: str) -> float:
+    """A declared parameter as a finite float, else ModelException."""
+    try:
+        return finite_float(value, what)
+    except ValidationError as exc:
+        raise ModelException(str(exc)) from exc
+
+
+def non_negative(value: Any, what: str) -> float:
+    """A declared parameter as a finite float >= 0, else ModelException."""
+    number = declared_float(value, what)
+    if number < 0:
+        raise ModelException(f"{what} must be >= 0, got {number}")
+    return number
+
+
+def run_or_queue(name: str, keys: list[str], args: list[Any], pipeline: Any, client: Any) -> Any:
+    """Run a script now and return its reply, or queue it on ``pipeline`` and return None."""
+    if pipeline is not None:
+        queue_script(pipeline, name, keys, args)
+        return None
+    with server_errors(client):
+        return run_script(name, keys, args, client)
+
+
+def stamp(key: DbKey, zsets: list[str], value: float, pipeline: Any, client: Any) -> bool | None:
+    """Set the record's score in ``zsets`` if it exists: True/False, or None when queued."""
+    reply = run_or_queue("decay_stamp", [key.redis_key, *zsets], [key.record_id, repr(value)], pipeline, client)
+    return None if pipeline is not None else bool(reply)
+
+
+def stored_key(instance: Any) -> DbKey:
+    """Where the record was loaded from or saved to (else where its key fields put it)."""
+    return instance._saved_key or instance.db_key
+
+
+# -- queries -------------------------------------------------------------------------------------
+Row = tuple[str, list[float | None]]
+
+
+def _rows(reply: list, width: int) -> list[Row]:
+    """Parse ``{id, s1..s_width, id, ..}`` into (record id, floats or None)."""
+    rows = []
+    for i in range(0, len(reply), width + 1):
+        values = [float(raw) if raw else None for raw in reply[i + 1 : i + 1 + width]]
+        rows.append((reply[i].decode(), values))
+    return rows
+
+
+def select_call(keys: list[str], plan: dict) -> ScriptCall:
+    """The ``decay_select.lua`` call for ``plan`` (its reply goes to :func:`select_rows`)."""
+    return ScriptCall("decay_select", keys, [json.dumps({"eps": SELECTION_EPS, **plan})])
+
+
+def select_rows(reply: list, keys: list[str]) -> list[Row]:
+    """Rows of a ``decay_select`` reply: (record id, one value per key)."""
+    return _rows(reply, len(keys))
+
+
+def select_candidates(client: Any, keys: list[str], plan: dict) -> list[Row]:
+    """Run ``decay_select.lua`` (one round trip): a superset of the answer, values per key."""
+    plan = {"eps": SELECTION_EPS, **plan}
+    with server_errors(client):
+        reply = run_script("decay_select", keys, [json.dumps(plan)], client)
+    return _rows(reply, len(keys))
+
+
+def pick_field(model: type, kind: type, name: str | None, method: str) -> Any:
+    """The model's field of class ``kind`` named ``name``, or its only one when ``name`` is None."""
+    fields = model._meta.fields
+    if name is not None:
+        if not isinstance(fields.get(name), kind):
+            raise QueryException(f"{model.__name__}.{name} is not a {kind.__name__}")
+        return fields[name]
+    found = [f for f in fields.values() if isinstance(f, kind)]
+    if len(found) != 1:
+        raise QueryException(f"{method}: {model.__name__} has {len(found)} {kind.__name__}s; name one with field=")
+    return found[0]
+
+
+def partition_of(query: Query, method: str) -> KeySpace:
+    """The partition the query names; it may name nothing else."""
+    extra = [n for n, _, _ in query.conditions if n not in query.model._meta.partition_fields]
+    if extra:
+        raise QueryException(f"{method} filters by partition only, not by {sorted(set(extra))}")
+    return query.partition()
+
+
+def hydrate(query: Query, space: KeySpace, ranked: list[tuple[str, float]], attribute: str) -> list[Any]:
+    """Load ranked (id, score) pairs in one round trip, setting each score as ``attribute``.
+
+    Read effects (access staging) ride along unless the query was made with ``no_track()``.
+    """
+    scores = dict(ranked)
+    keys = [DbKey(space, record_id) for record_id, _ in ranked]
+    records = load_records(query.model, keys, track=query.tracking)
+    for record in records:
+        setattr(record, attribute, scores[record._saved_key.record_id])
+    return records
+
+
+def best_first(scored: list[tuple[str, float]], n: int | None) -> list[tuple[str, float]]:
+    """Highest score first, ties by record id ascending, cut to ``n``."""
+    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    return scored if n is None else scored[:n]
+
+
+# -- the field -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DecayKeys:
+    """The sorted sets of one partition: last-updated time, base score, static order key."""
+
+    updated: str
+    base: str
+    order: str
+
+
+class DecayingSortedField(Field):
+    """A score that decays from a base with the time since the record was created or touched.
+
+    Nothing is stored in the record hash: the field keeps per-partition sorted sets (member =
+    record id) of last-updated times, base scores (with ``base_score_field``) and, with
+    ``half_life``, static order keys. Confidence modulation applies to the power curve when
+    ``confidence_modulation_field`` names a field, or when the model has exactly one field that
+    is a :class:`ConfidenceSource`.
+    """
+
+    stored = False
+    python_type = float
+
+    def __init__(
+        self,
+        decay_rate: float = 0.1,
+        base_score_field: str | None = None,
+        confidence_modulation_field: str | None = None,
+        *,
+        partition_by: str | tuple[str, ...] | None = None,
+        half_life: float | None = None,
+    ) -> None:
+        super().__init__(float, partition_by=partition_by)
+        self.decay_rate = non_negative(decay_rate, "decay_rate")
+        self.half_life = None if half_life is None else non_negative(half_life, "half_life")
+        if self.half_life == 0:
+            raise ModelException("half_life must be > 0")
+        if half_life is not None and confidence_modulation_field is not None:
+            raise ModelException("confidence modulation applies to the power curve, not to half_life")
+        self.base_score_field = base_score_field
+        self.confidence_modulation_field = confidence_modulation_field
+
+    def bind(self, model: Any, name: str) -> None:
+        super().bind(model, name)
+        self._source: Any = MISSING
+        check_base_field(model, self.base_score_field, self.label)
+        named = self.confidence_modulation_field
+        if named is not None and not isinstance(getattr(model, named, None), ConfidenceSource):
+            raise ModelException(f"{self.label}: confidence_modulation_field {named!r} is not a confidence field")
+
+    def confidence_source(self) -> ConfidenceSource | None:
+        """The field whose confidence modulates the power curve, if any (found once per model)."""
+        if self._source is MISSING:
+            self._source = self._find_confidence_source()
+        return self._source
+
+    def _find_confidence_source(self) -> ConfidenceSource | None:
+        if self.half_life is not None:
+            return None
+        fields = self.model._meta.fields
+        if self.confidence_modulation_field is not None:
+            return fields[self.confidence_modulation_field]
+        found = [f for f in fields.values() if isinstance(f, ConfidenceSource)]
+        return found[0] if len(found) == 1 else None
+
+    def keys_in(self, space: KeySpace) -> DecayKeys:
+        return DecayKeys(*(space.key("d", self.name, part) for part in ("t", "b", "x")))
+
+    def score(self, base: float, last_updated: float, confidence: float | None, now: float) -> float:
+        """The decayed score from stored values (``confidence`` None: the initial confidence)."""
+        if self.half_life is not None:
+            return exponential_decay(base, last_updated, now, self.half_life)
+        value = power_decay(base, last_updated, now, self.decay_rate)
+        source = self.confidence_source()
+        if source is None:
+            return value
+        c = source.initial_confidence if confidence is None else confidence
+        days = elapsed_days(last_updated, now)
+        return value * confidence_modulation(days, self.decay_rate, c, source.initial_confidence)
+
+    # -- saves ---------------------------------------------------------------------------------
+    def before_save(self, instance: Any, creating: bool) -> None:
+        base_score(instance, self.base_score_field, self.label)
+
+    def on_save(self, batch: Any, old: dict | None) -> None:
+        """Stamp the creation time (kept on later saves) and the current base score."""
+        keys, record_id, now = self.keys_in(batch.keyspace), batch.record_id, time.time()
+        base = base_score(batch.instance, self.base_score_field, self.label)
+        if self.half_life is None:
+            batch.pipe.zadd(keys.updated, {record_id: now}, nx=True)
+            if self.base_score_field:
+                batch.pipe.zadd(keys.base, {record_id: base})
+            return
+        batch.script("decay_order_key", self._order_keys(batch.record_key, keys),
+                     [record_id, repr(self.half_life), repr(now), "nx", repr(base)])
+
+    def on_delete(self, batch: Any, old: dict) -> None:
+        keys = self.keys_in(batch.keyspace)
+        for key in (keys.updated, keys.base, keys.order):
+            batch.pipe.zrem(key, batch.record_id)
+
+    def _order_keys(self, record_key: str, keys: DecayKeys) -> list[str]:
+        return [record_key, keys.updated, keys.order] + ([keys.base] if self.base_score_field else [])
+
+    # -- instance operations -------------------------------------------------------------------
+    def touch(self, instance: Any, pipeline: Any = None, now: datetime | float | None = None) -> bool | None:
+        """Set the record's last-updated time to ``now``, atomically and only if it exists.
+
+        Returns whether it was touched, or None when queued on ``pipeline``.
+        """
+        key, at = stored_key(instance), epoch_seconds(now)
+        keys, client = self.keys_in(key.keyspace), self.model._meta.client
+        if self.half_life is None:
+            return stamp(key, [keys.updated], at, pipeline, client)
+        args = [key.record_id, repr(self.half_life), repr(at), "set", ""]
+        reply = run_or_queue("decay_order_key", self._order_keys(key.redis_key, keys), args, pipeline, client)
+        return None if pipeline is not None else bool(reply)
+
+    def score_of(self, instance: Any, as_of: datetime | float | None = None) -> float | None:
+        """The record's decayed score at ``as_of`` (default now); None if it has no entry."""
+        key, now = stored_key(instance), epoch_seconds(as_of)
+        keys, client = self.keys_in(key.keyspace), self.model._meta.client
+        source = self.confidence_source()
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            pipe.zscore(keys.updated, key.record_id)
+            pipe.zscore(keys.base, key.record_id)
+            if source is not None:
+                pipe.zscore(source.index_key(key.keyspace), key.record_id)
+            last_updated, base, *confidence = pipe.execute()
+        if last_updated is None:
+            return None
+        base = 1.0 if base is None else base
+        return self.score(base, last_updated, confidence[0] if confidence else None, now)
+
+    def ranked(self, space: KeySpace, now: float, n: int) -> list[tuple[str, float]]:
+        """The top ``n`` (record id, score) pairs of a partition: one Lua call, then exact ranking."""
+        keys = self.keys_in(space)
+        client = self.model._meta.client
+        if self.half_life is not None:
+            script_keys = [keys.order, keys.updated] + ([keys.base] if self.base_score_field else [])
+            with server_errors(client):
+                args = [n, repr(SELECTION_EPS), repr(now / self.half_life)]
+                reply = run_script("decay_order", script_keys, args, client)
+            rows = _rows(reply, len(script_keys) - 1)
+        else:
+            script_keys, plan = self._selection(space, keys, now, n)
+            rows = select_candidates(client, script_keys, plan)
+        return best_first([(rid, self._row_score(values, now)) for rid, values in rows], n)
+
+    def _selection(self, space: KeySpace, keys: DecayKeys, now: float, n: int) -> tuple[list[str], dict]:
+        """Keys and plan of ``decay_select.lua``: lists t, then base and confidence when present."""
+        script_keys, lists, defaults = [keys.updated], [[1, True, True]], [False]
+        plan = {"now": now, "rate": self.decay_rate, "n": n, "base": 0, "confidence": 0,
+                "center": 0.5, "spread": 2 * MODULATION_STRENGTH, "linear": []}
+        if self.base_score_field:
+            script_keys.append(keys.base)
+            lists.append([len(script_keys), True, True])
+            defaults.append(1.0)
+            plan["base"] = len(script_keys)
+        source = self.confidence_source()
+        if source is not None:
+            script_keys.append(source.index_key(space))
+            lists.append([len(script_keys), True, False])
+            defaults.append(source.initial_confidence)
+            plan.update(confidence=len(script_keys), center=source.initial_confidence)
+        plan.update(lists=lists, defaults=defaults)
+        return script_keys, plan
+
+    def _row_score(self, values: list[float | None], now: float) -> float:
+        """Score of a selected row: values are t, then base (with a base field), then confidence."""
+        base = values[1] if self.base_score_field and values[1] is not None else 1.0
+        confidence = values[-1] if self.confidence_source() is not None else None
+        return self.score(base, values[0], confidence, now)
+
+
+@query_method
+def top_by_decay(
+    query: Query, n: int = 10, as_of: datetime | float | None = None, field: str | None = None
+) -> list[Any]:
+    """The ``n`` records of the query's partition with the highest decayed score at ``as_of``.
+
+    Best first, ties by record id ascending; each record carries its score as ``_decay_score``.
+    Two round trips: one Lua call selects, one pipeline loads the records.
+    """
+    decay = pick_field(query.model, DecayingSortedField, field, "top_by_decay")
+    space = partition_of(query, "top_by_decay")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise QueryException(f"top_by_decay: n must be an int, got {n!r}")
+    if n <= 0:
+        return []
+    return hydrate(query, space, decay.ranked(space, epoch_seconds(as_of), n), "_decay_score")

@@ -1,0 +1,357 @@
+"""EmbeddingField: a vector per record, kept in Redis, searched by exact cosine in-process.
+
+Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``, ``<f>`` the field name):
+
+- ``<base>:v:<f>`` hash: record id -> the vector as little-endian float32 bytes;
+- ``<base>:v:<f>:src`` hash: record id -> digest of the text (or vector) the stored vector
+  came from, so re-saving a record whose text did not change does not embed it again;
+- ``<base>:v:<f>:ver`` hash ``{epoch, n}``: n counts the partition's vector changes, epoch names
+  the current life of the vector set (it starts again when the set is emptied);
+- ``<base>:v:<f>:log`` sorted set: record id -> the n of its last change (removals included).
+
+Saving embeds the source text before the record's MULTI/EXEC is queued (in ``before_save``, or
+under the record's WATCH in ``prepare`` when only the stored digest can tell whether the text
+changed), so a provider failure writes nothing. The vector and its version bump are one Lua
+call (``vector_write.lua``) inside the record's batch.
+
+``Model.query.filter(<partition>).semantic_search(text, limit=10)`` keeps each partition's
+vectors as a numpy matrix in the process (:class:`~redmem.embeddings.matrix.VectorMatrix`) and
+ranks by exact cosine, keeping cosine > 0. One pipelined round trip reads the changes since the
+cached version (``vector_changes.lua``) together with the hashes of the cached top-k; a second
+one loads the records that the changes brought into the top-k, if any.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..embeddings.base import EmbeddingProvider, as_matrix, embed_in_batches
+from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix, encode_vector
+from ..model.dbkey import DbKey
+from ..model.field import Field
+from ..model.persistence import instance_from_stored
+from ..model.query import Query, query_method
+from ..store.connection import server_errors, settings
+from ..store.errors import ConfigurationError, ModelException, QueryException
+from ..store.keys import KeySpace
+from ..store.scripts import queue_script, run_script
+
+if TYPE_CHECKING:
+    from ..model.batch import SaveBatch
+
+__all__ = ["EmbeddingField", "embed_many", "semantic_search", "text_digest", "VECTOR_KIND", "matrices"]
+
+#: Key kind of the per-partition vector keys: ``<base>:v:<field>[:src|:ver|:log]``.
+VECTOR_KIND = "v"
+#: Changes (vectors) read per ``vector_changes.lua`` call while a matrix catches up.
+CHANGES_PER_CALL = 5000
+#: The process-wide matrices, per client and partition.
+matrices = MatrixCache()
+_REMOVE = object()
+
+
+def text_digest(text: str) -> str:
+    """``t:`` + BLAKE2b-128 hex of the UTF-8 text: what the stored vector was embedded from."""
+    return "t:" + hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _vector_digest(vector: np.ndarray) -> str:
+    return "v:" + hashlib.blake2b(encode_vector(vector), digest_size=16).hexdigest()
+
+
+@dataclass
+class _Embedded:
+    """An instance's vector for this field: ``vector`` embedded from (or given for) ``digest``."""
+
+    vector: np.ndarray | None
+    digest: str | None
+    text: str | None = None  # set while the vector is still to be computed
+    explicit: bool = False
+
+
+class EmbeddingField(Field):
+    """A vector per record: embedded from the ``source`` field's text, or assigned directly.
+
+    Args:
+        source: name of the text field to embed on save; None: vectors are assigned
+            (``record.embedding = [...]``) and a record saved without one keeps its stored vector.
+        provider: an :class:`~redmem.embeddings.base.EmbeddingProvider`; None: the one set with
+            ``redmem.configure(embedding_provider=...)``, read when needed.
+        dimensions: the vector length, for a field without a provider (assigned vectors only).
+
+    Reading the attribute gives the vector this instance computed or was given (a float32
+    array), else None. Wrong dimensions raise ValidationError; no provider raises
+    ConfigurationError when one is needed.
+    """
+
+    stored = False
+    python_type = bytes
+
+    def __init__(
+        self,
+        source: str | None = None,
+        provider: Any = None,
+        *,
+        dimensions: int | None = None,
+        partition_by: str | tuple[str, ...] | None = None,
+    ) -> None:
+        super().__init__(partition_by=partition_by)
+        if provider is not None and not isinstance(provider, EmbeddingProvider):
+            raise ModelException(f"provider {provider!r} lacks embed(), dimensions or max_batch_size")
+        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
+            raise ModelException(f"dimensions must be an int >= 1, not {dimensions!r}")
+        self.source = source
+        self._provider = provider
+        self._dimensions = dimensions
+
+    # -- the attribute -------------------------------------------------------------------------
+    def __get__(self, instance: Any, owner: type) -> Any:
+        if instance is None:
+            return self
+        state = self._state(instance)
+        return None if state is None else state.vector
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        if value is None:
+            instance.__dict__.pop(self._slot, None)
+            return
+        vector = as_matrix(value, self._dimensions, 1, self.label)[0]
+        instance.__dict__[self._slot] = _Embedded(vector, _vector_digest(vector), explicit=True)
+
+    @property
+    def _slot(self) -> str:
+        return f"_embedding_{self.name}"
+
+    def _state(self, instance: Any) -> _Embedded | None:
+        return instance.__dict__.get(self._slot)
+
+    # -- provider and dimensions ---------------------------------------------------------------
+    @property
+    def provider(self) -> Any:
+        """This field's provider, else the configured default; ConfigurationError when neither."""
+        provider = self._provider or settings().embedding_provider
+        if provider is None:
+            raise ConfigurationError(
+                f"{self.label} has no embedding provider: pass EmbeddingField(provider=...) "
+                "or call redmem.configure(embedding_provider=...)"
+            )
+        return provider
+
+    @property
+    def dimensions(self) -> int:
+        """The length every vector of this field must have."""
+        if self._dimensions is not None:
+            return self._dimensions
+        return self.provider.dimensions
+
+    def embed_texts(self, texts: Sequence[str], input_type: str = "document") -> np.ndarray:
+        """Vectors of ``texts`` from the provider, in batches of its ``max_batch_size``."""
+        return embed_in_batches(self.provider, list(texts), input_type)
+
+    # -- keys ----------------------------------------------------------------------------------
+    def keys(self, keyspace: KeySpace) -> list[str]:
+        """The vectors hash, source digests hash, version hash and change log of a partition."""
+        base = keyspace.key(VECTOR_KIND, self.name)
+        return [base, f"{base}:src", f"{base}:ver", f"{base}:log"]
+
+    # -- taking part in saves ------------------------------------------------------------------
+    def _source_text(self, instance: Any) -> str | None:
+        if self.source not in instance._meta.fields:
+            raise ModelException(f"{self.label}: source {self.source!r} is not a field of the model")
+        text = getattr(instance, self.source)
+        return text if isinstance(text, str) and text.strip() else None
+
+    def before_save(self, instance: Any, creating: bool) -> None:
+        """Check an assigned vector, or embed the source text when it is known to need it."""
+        state = self._state(instance)
+        if self.source is None:
+            if state is not None:
+                state.vector = as_matrix(state.vector, self.dimensions, 1, self.label)[0]
+            return
+        text = self._source_text(instance)
+        digest = None if text is None else text_digest(text)
+        if text is None:
+            state = _Embedded(None, None)
+        elif state is not None and (state.explicit or state.digest == digest):
+            vector = None if state.vector is None else as_matrix(state.vector, self.dimensions, 1, self.label)[0]
+            state = _Embedded(vector, digest, None if vector is not None else text)
+        elif creating or state is not None:  # a new record, or the text changed since it was embedded
+            state = _Embedded(self.embed_texts([text])[0], digest)
+        else:  # a loaded record: the stored digest tells whether the text changed (see prepare)
+            state = _Embedded(None, digest, text)
+        instance.__dict__[self._slot] = state
+
+    def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
+        """What to write: a (vector, digest) pair, the removal marker, or None (nothing)."""
+        state = self._state(batch.instance)
+        if state is None and self.source is not None:  # not through save(): a reindex of a stored record
+            text = self._source_text(batch.instance)
+            state = _Embedded(None, None if text is None else text_digest(text), text)
+            batch.instance.__dict__[self._slot] = state
+        if state is None:
+            return None
+        if state.digest is None:
+            return _REMOVE if batch.old is not None else None
+        if batch.old is not None:
+            stored = reader.hget(self.keys(batch.keyspace)[1], batch.record_id)
+            if stored is not None and stored.decode() == state.digest:
+                return None
+        if state.vector is None:
+            state.vector, state.text = self.embed_texts([state.text])[0], None
+        return state.vector, state.digest
+
+    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+        action = batch.prepared.get(self.name)
+        if action is _REMOVE:
+            batch.script("vector_write", self.keys(batch.keyspace), [batch.record_id, b"", ""])
+        elif action is not None:
+            vector, digest = action
+            batch.script("vector_write", self.keys(batch.keyspace), [batch.record_id, encode_vector(vector), digest])
+
+    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+        batch.script("vector_write", self.keys(batch.keyspace), [batch.record_id, b"", ""])
+
+    # -- bulk ----------------------------------------------------------------------------------
+    def embed_many(self, instances: Iterable[Any]) -> int:
+        """Embed the source text of every instance that needs it, in provider-sized batches.
+
+        The following ``save()`` of each instance then calls no provider. Returns how many texts
+        were embedded.
+        """
+        if self.source is None:
+            return 0
+        pending: dict[str, list[Any]] = {}
+        for instance in instances:
+            text = self._source_text(instance)
+            state = self._state(instance)
+            if text is None or (state is not None and state.explicit):
+                continue
+            if state is None or state.vector is None or state.digest != text_digest(text):
+                pending.setdefault(text, []).append(instance)
+        texts = list(pending)
+        for text, vector in zip(texts, self.embed_texts(texts)):
+            for instance in pending[text]:
+                instance.__dict__[self._slot] = _Embedded(vector, text_digest(text))
+        return len(texts)
+
+
+def embedding_fields(model: type) -> list[EmbeddingField]:
+    """The model's embedding fields, in declaration order."""
+    return [f for f in model._meta.fields.values() if isinstance(f, EmbeddingField)]
+
+
+def embed_many(instances: Iterable[Any]) -> int:
+    """Embed, in batches, every embedding field of every instance that needs it; returns texts embedded."""
+    by_model: dict[type, list[Any]] = {}
+    for instance in instances:
+        by_model.setdefault(type(instance), []).append(instance)
+    return sum(field.embed_many(group) for model, group in by_model.items() for field in embedding_fields(model))
+
+
+# -- search ------------------------------------------------------------------------------------
+def _search_field(model: type, name: str | None) -> EmbeddingField:
+    fields = [f for f in embedding_fields(model) if name is None or f.name == name]
+    if not fields:
+        raise QueryException(f"{model.__name__} has no EmbeddingField" + (f" {name!r}" if name else ""))
+    if len(fields) > 1:
+        raise QueryException(f"{model.__name__} has EmbeddingFields {[f.name for f in fields]}: pass field=")
+    return fields[0]
+
+
+def _query_vector(field: EmbeddingField, text: Any) -> np.ndarray | None:
+    if isinstance(text, str):
+        return field.embed_texts([text], "query")[0] if text.strip() else None
+    known = field._provider or settings().embedding_provider
+    dimensions = field._dimensions or (known.dimensions if known is not None else None)
+    return as_matrix(text, dimensions, 1, "query vector")[0]
+
+
+def _apply_changes(matrix: VectorMatrix, reply: list, changed: set[str]) -> bool:
+    """Apply one ``vector_changes.lua`` reply, adding the ids it changed to ``changed``; True
+    when the matrix is now at the partition's version."""
+    epoch, version, upto = reply[0], int(reply[1]), int(reply[2])
+    if epoch != matrix.epoch:
+        matrix.reset(epoch)
+    pairs = reply[3:]
+    ids = [pairs[i].decode() for i in range(0, len(pairs), 2)]
+    matrix.apply(zip(ids, pairs[1::2]))
+    changed.update(ids)
+    matrix.version = upto
+    return upto == version
+
+
+def _changes_args(matrix: VectorMatrix) -> list:
+    return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL]
+
+
+@query_method
+def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None = None) -> list[Any]:
+    """The ``limit`` records of the query's partition whose vectors are nearest ``text``.
+
+    ``text`` is embedded with the field's provider (``input_type="query"``), or is a vector
+    already. Exact cosine over the partition's cached matrix, cosine > 0 only, best first, equal
+    scores by record id; each record gets ``_vector_score``. The query may filter on the
+    partition only. Round trips: 1, plus 1 when records changed elsewhere enter the top
+    ``limit`` (and 1 per further 5,000 changed vectors while a matrix catches up).
+    """
+    model = query.model
+    search_field = _search_field(model, field)
+    if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
+        raise QueryException("semantic_search filters on the partition only")
+    space = query.partition()
+    vector = _query_vector(search_field, text)
+    if vector is None or limit <= 0:
+        return []
+    client = model._meta.client
+    keys = search_field.keys(space)
+    change_keys = [keys[2], keys[3], keys[0]]
+    matrix = matrices.get(client, keys[0])
+    with matrix.lock, server_errors(client):
+        ranking = matrix.rank(vector, limit)
+        with client.pipeline(transaction=False) as pipe:
+            queue_script(pipe, "vector_changes", change_keys, _changes_args(matrix))
+            for record_id, _ in ranking.hits:
+                pipe.hgetall(space.record(record_id))
+            reply, *hashes = pipe.execute()
+        fetched = {record_id: raw for (record_id, _), raw in zip(ranking.hits, hashes)}
+        epoch, changed = matrix.epoch, set()
+        current = _apply_changes(matrix, reply, changed)
+        while not current:
+            reply = run_script("vector_changes", change_keys, _changes_args(matrix), client)
+            current = _apply_changes(matrix, reply, changed)
+        hits = _current_hits(matrix, ranking, epoch, changed)
+        missing = [record_id for record_id, _ in hits if record_id not in fetched]
+        if missing:
+            with client.pipeline(transaction=False) as pipe:
+                for record_id in missing:
+                    pipe.hgetall(space.record(record_id))
+                fetched.update(zip(missing, pipe.execute()))
+    records = _hydrate(model, space, hits, fetched)
+    if query.tracking and records:
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            model.queue_read_effects(pipe, [record._saved_key for record in records])
+            pipe.execute()
+    return records
+
+
+def _current_hits(matrix: VectorMatrix, ranking: Ranking, epoch: bytes | None, changed: set[str]) -> list:
+    """The ranking's hits, brought up to date with the changes just applied."""
+    if matrix.epoch != epoch:
+        return matrix.search(ranking.query, ranking.limit)
+    return matrix.rerank(ranking, changed) if changed else ranking.hits
+
+
+def _hydrate(model: type, space: KeySpace, hits: list[tuple[str, float]], fetched: dict) -> list[Any]:
+    records = []
+    for record_id, score in hits:
+        raw = fetched.get(record_id)
+        if raw:
+            record = instance_from_stored(model, DbKey(space, record_id), raw)
+            record._vector_score = score
+            records.append(record)
+    return records

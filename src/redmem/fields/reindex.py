@@ -1,0 +1,135 @@
+"""reindex: re-run fields' save hooks over every stored record, so indexes cover older records.
+
+A field declared after records were saved (a BM25 index, a sorted field...) knows nothing of
+them until each is saved again. :func:`reindex` walks every partition of the model in pages
+of record ids and, per page, re-runs the chosen fields' ``on_save`` hooks exactly as a save of
+the unchanged record would (``old`` = the stored values), without rewriting the records and
+without the model's other save effects (mixins' events, timestamps). Per page: WATCH the
+records, one pipelined read of their hashes, one MULTI/EXEC of the hooks' writes; a record
+changed concurrently makes the page start over.
+
+A field may define ``reindex_read(pipe, batch)`` to queue one read of its own state per
+record; the reply becomes ``batch.prepared[field.name]`` (else its ``prepare`` runs, as in a
+save).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from redis.exceptions import WatchError
+
+from ..model.batch import SaveBatch
+from ..model.dbkey import DbKey
+from ..model.field import Field
+from ..model.persistence import ALL_RECORDS, MAX_ATTEMPTS, decode_stored, instance_from_stored
+from ..store.connection import server_errors
+from ..store.errors import ValidationError, WriteConflict
+from ..store.keys import KeySpace
+
+__all__ = ["reindex", "Progress"]
+
+#: ``progress(done, total)``: records processed so far, and the records known to exist.
+Progress = Callable[[int, int], None]
+
+
+def reindex(
+    model: type,
+    field_names: list[str] | tuple[str, ...] | None = None,
+    batch_size: int = 500,
+    progress: Progress | None = None,
+) -> int:
+    """Re-run the save hooks of ``field_names`` (default: every field) over every record.
+
+    Returns how many records were processed. ``progress(done, total)`` is called before the
+    first page and after each one. Raises ValidationError for an unknown field name or a
+    ``batch_size`` below 1.
+    """
+    fields = _chosen_fields(model, field_names)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValidationError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    client = model._meta.client
+    spaces = model.query.partitions()
+    with server_errors(client), client.pipeline(transaction=False) as pipe:
+        for space in spaces:
+            pipe.zcard(space.key(ALL_RECORDS))
+        total = sum(pipe.execute())
+    done = 0
+    if progress is not None:
+        progress(done, total)
+    for space in spaces:
+        for ids in _pages(client, space, batch_size):
+            _reindex_page(model, [DbKey(space, record_id) for record_id in ids], fields)
+            done += len(ids)
+            if progress is not None:
+                progress(done, max(total, done))
+    return done
+
+
+def _chosen_fields(model: type, names: list[str] | tuple[str, ...] | None) -> list[Field]:
+    fields = model._meta.fields
+    if names is None:
+        return list(fields.values())
+    if isinstance(names, str):
+        names = [names]
+    unknown = [name for name in names if name not in fields]
+    if unknown:
+        raise ValidationError(f"{model.__name__} has no field(s) {unknown}")
+    return [fields[name] for name in names]
+
+
+def _pages(client: Any, space: KeySpace, size: int) -> Any:
+    """Record ids of the partition in pages, by id (stable while records come and go)."""
+    start = "-"
+    while True:
+        with server_errors(client):
+            ids = [raw.decode() for raw in client.zrangebylex(space.key(ALL_RECORDS), start, "+", 0, size)]
+        if ids:
+            yield ids
+        if len(ids) < size:
+            return
+        start = "(" + ids[-1]
+
+
+def _reindex_page(model: type, keys: list[DbKey], fields: list[Field]) -> None:
+    client = model._meta.client
+    with server_errors(client), client.pipeline(transaction=True) as pipe:
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                pipe.watch(*(key.redis_key for key in keys))
+                batches = _read(model, client, pipe, keys, fields)
+                pipe.multi()
+                for batch in batches:
+                    batch.pipe = pipe
+                    for field in fields:
+                        field.on_save(batch, batch.old)
+                pipe.execute()
+                return
+            except WatchError:
+                continue
+    raise WriteConflict(f"gave up reindexing {keys[0]}.. after {MAX_ATTEMPTS} conflicting concurrent writes")
+
+
+def _read(model: type, client: Any, watching: Any, keys: list[DbKey], fields: list[Field]) -> list[SaveBatch]:
+    """One pipelined read of the records and the fields' own state; batches of the records that exist."""
+    readers = [f for f in fields if callable(getattr(f, "reindex_read", None))]
+    batches = [SaveBatch(None, client, key.keyspace, key.record_id, None) for key in keys]
+    with client.pipeline(transaction=False) as reads:
+        for key, batch in zip(keys, batches):
+            reads.hgetall(key.redis_key)
+            for field in readers:
+                field.reindex_read(reads, batch)
+        replies = iter(reads.execute())
+    found = []
+    for key, batch in zip(keys, batches):
+        raw = next(replies)
+        batch.prepared = {field.name: next(replies) for field in readers}
+        if not raw:
+            continue  # deleted since the page was listed
+        batch.instance = instance_from_stored(model, key, raw)
+        batch.old = decode_stored(model, raw)
+        for field in fields:
+            if field not in readers:
+                batch.prepared[field.name] = field.prepare(watching, batch)
+        found.append(batch)
+    return found

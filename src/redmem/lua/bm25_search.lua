@@ -1,0 +1,144 @@
+-- Top-k BM25 of one partition: the threshold algorithm over impact-ordered postings, or (when
+-- asked, or when a list has no reference) every posting of the query terms. tf comes from the
+-- stored impact, the document length and the list's reference, or from the record's entry.
+-- score(d) = sum qtf * ln((N - df + 0.5)/(df + 0.5) + 1) * tf*(k1+1)/(tf + k1*(1 - b + b*dl/avgdl))
+-- KEYS[1] hash id -> document length   KEYS[2] hash id -> entry JSON [dl, term, tf, ..]
+-- KEYS[3] hash "total" -> sum of lengths   KEYS[4] hash term -> "reference size"
+-- KEYS[5..] posting zsets (member id, score tf_norm at the list's reference), one per query term
+-- ARGV[1] k1   ARGV[2] b   ARGV[3] limit   ARGV[4] first page size (0: score every posting)
+-- ARGV[5] relative slack of the stopping test   ARGV[6..] term, qtf, term, qtf, .. (order of KEYS[5..])
+-- returns {mode ("bounded"|"exhaustive"), postings read, records scored, id, score, id, score, ..}
+--   best first, ties by record id (byte order)
+local k1, b, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local page, slack = tonumber(ARGV[4]), tonumber(ARGV[5])
+local n = redis.call("HLEN", KEYS[1])
+if n == 0 then return {"bounded", 0, 0} end
+local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
+
+local exhaustive, lists = page == 0, {}
+for i = 6, #ARGV, 2 do
+  local key = KEYS[(i - 6) / 2 + 5]
+  local df = redis.call("ZCARD", key)
+  if df > 0 then
+    local ref = redis.call("HGET", KEYS[4], ARGV[i])
+    local r = ref and tonumber(string.match(ref, "^(%S+) "))
+    if not r then exhaustive = true end
+    table.insert(lists, {term = ARGV[i], key = key, df = df, ref = r, read = 0, size = page,
+      weight = tonumber(ARGV[i + 1]) * math.log((n - df + 0.5) / (df + 0.5) + 1)})
+  end
+end
+
+local function scale(dl, a) return k1 * (1 - b + b * dl / a) end
+local function tf_norm(tf, dl) return tf * (k1 + 1) / (tf + scale(dl, avgdl)) end
+local function frequency(impact, dl, ref)  -- the integer tf whose tf_norm at avgdl `ref` is `impact`
+  return math.floor(impact * scale(dl, ref) / (k1 + 1 - impact) + 0.5)
+end
+local function before(left, right)  -- byte order of two ids (Lua's < would use the locale)
+  for i = 1, math.min(#left, #right) do
+    local x, y = string.byte(left, i), string.byte(right, i)
+    if x ~= y then return x < y end
+  end
+  return #left < #right
+end
+
+local top = {}
+local function offer(id, s)
+  local pos = #top + 1
+  while pos > 1 and (s > top[pos - 1][2] or (s == top[pos - 1][2] and before(id, top[pos - 1][1]))) do
+    top[pos] = top[pos - 1]
+    pos = pos - 1
+  end
+  if pos <= limit then top[pos] = {id, s} end
+  if #top > limit then top[#top] = nil end
+end
+
+local function reply(mode, read, scored)
+  local out = {mode, read, scored}
+  for _, row in ipairs(top) do
+    out[#out + 1] = row[1]
+    out[#out + 1] = string.format("%.17g", row[2])
+  end
+  return out
+end
+
+-- tf of the postings `rows` (id, impact, ..) of a list: from the impacts and the lengths, or from
+-- the records' entries when the list has no reference; returns ids, tfs, lengths
+local function frequencies(list, rows)
+  local ids, tfs, dls = {}, {}, {}
+  for i = 1, #rows, 2 do ids[#ids + 1] = rows[i] end
+  local stored = redis.call("HMGET", list.ref and KEYS[1] or KEYS[2], unpack(ids))
+  for j = 1, #ids do
+    if list.ref then
+      dls[j] = tonumber(stored[j])
+      tfs[j] = frequency(tonumber(rows[2 * j]), dls[j], list.ref)
+    else
+      local entry = cjson.decode(stored[j])
+      dls[j] = entry[1]
+      for e = 2, #entry, 2 do
+        if entry[e] == list.term then tfs[j] = entry[e + 1] end
+      end
+    end
+  end
+  return ids, tfs, dls
+end
+
+if exhaustive then  -- every posting, list by list, so each record's sum runs in term order
+  local sums, read = {}, 0
+  for _, list in ipairs(lists) do
+    for first = 0, list.df - 1, 1000 do
+      local ids, tfs, dls = frequencies(list, redis.call("ZRANGE", list.key, first, first + 999, "WITHSCORES"))
+      for j, id in ipairs(ids) do sums[id] = (sums[id] or 0) + list.weight * tf_norm(tfs[j], dls[j]) end
+      read = read + #ids
+    end
+  end
+  local scored = 0
+  for id, s in pairs(sums) do
+    scored = scored + 1
+    offer(id, s)
+  end
+  return reply("exhaustive", read, scored)
+end
+
+-- exact scores of the records `ids`: their impacts in every list (known for the list read)
+local function score_page(ids, from, known)
+  local lengths, sums = redis.call("HMGET", KEYS[1], unpack(ids)), {}
+  for i = 1, #ids do sums[i] = 0 end
+  for _, list in ipairs(lists) do
+    local impacts = list == from and known or redis.call("ZMSCORE", list.key, unpack(ids))
+    for i = 1, #ids do
+      if impacts[i] then
+        local dl = tonumber(lengths[i])
+        sums[i] = sums[i] + list.weight * tf_norm(frequency(tonumber(impacts[i]), dl, list.ref), dl)
+      end
+    end
+  end
+  for i = 1, #ids do offer(ids[i], sums[i]) end
+end
+
+local function bound(impact, ref)  -- max tf_norm now of a posting whose stored impact <= impact
+  return (k1 + 1) / (1 + math.min(1, ref / avgdl) * ((k1 + 1) / impact - 1))
+end
+
+for _, list in ipairs(lists) do list.bound = list.weight * (k1 + 1) end
+local seen, read, scored = {}, 0, 0
+while true do
+  local threshold, pick = 0, nil
+  for _, list in ipairs(lists) do
+    threshold = threshold + list.bound
+    if list.bound > 0 and (pick == nil or list.bound > pick.bound) then pick = list end
+  end
+  if pick == nil or (#top == limit and top[limit][2] > threshold * (1 + slack)) then break end
+  local rows, fresh, known = redis.call("ZREVRANGE", pick.key, pick.read, pick.read + pick.size - 1, "WITHSCORES"), {}, {}
+  for i = 1, #rows, 2 do
+    if not seen[rows[i]] then
+      seen[rows[i]] = true
+      local k = #fresh + 1
+      fresh[k], known[k] = rows[i], rows[i + 1]
+    end
+  end
+  if #fresh > 0 then score_page(fresh, pick, known) end
+  read, scored = read + #rows / 2, scored + #fresh
+  pick.read, pick.size = pick.read + #rows / 2, math.min(pick.size * 2, 1024)
+  pick.bound = pick.read >= pick.df and 0 or pick.weight * bound(tonumber(rows[#rows]), pick.ref)
+end
+return reply("bounded", read, scored)

@@ -1,0 +1,147 @@
+"""AccessTrackerMixin: reads are staged, then confirmed as accesses or discarded.
+
+A read (any tracking query or ``get``, or :meth:`ObservationProtocol.on_read`) stages one
+entry per record: a tentative access that expires after ``access_staging_ttl`` seconds
+(24 h). When the reader reports that the record was used, :meth:`confirm_access` moves the
+staged reads into the record's access log (newest first, capped at ``access_log_size`` = 100)
+and adds them to its access count; otherwise :meth:`discard_staged_access` drops them.
+Semantics and defaults as in the published AccessTrackerMixin (see REFERENCE.md).
+
+Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``, same slot as the record):
+
+- ``<base>:as:<record id>``: list of staged read times (s), with a TTL;
+- ``<base>:al:<record id>``: list of confirmed access times, newest first, capped;
+- the record hash entries ``access.count`` and ``access.last``: the access count and the time
+  of the last confirmation. The model's save never writes them (they are no fields), so
+  re-saving a stale instance loses no access; deleting the record deletes them with its hash.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any, ClassVar
+
+from ..model.batch import SaveBatch
+from ..model.dbkey import DbKey
+from ..store.connection import server_errors
+from ..store.keys import KeySpace
+from ..store.scripts import queue_script, run_script
+
+__all__ = ["AccessTrackerMixin", "STAGED_KIND", "LOG_KIND", "COUNT_ENTRY", "LAST_ENTRY"]
+
+#: Key kind of a record's staged reads: ``<base>:as:<record id>``.
+STAGED_KIND = "as"
+#: Key kind of a record's access log: ``<base>:al:<record id>``.
+LOG_KIND = "al"
+#: Record-hash entries kept by the tracker (dotted, so no field name can collide with them).
+COUNT_ENTRY = "access.count"
+LAST_ENTRY = "access.last"
+
+
+def staged_key(key: DbKey) -> str:
+    return key.keyspace.key(STAGED_KIND, key.record_id)
+
+
+def log_key(key: DbKey) -> str:
+    return key.keyspace.key(LOG_KIND, key.record_id)
+
+
+def stored_key(instance: Any) -> DbKey:
+    """Where the instance was loaded from or last saved (else where its key fields point)."""
+    return instance._saved_key or instance.db_key
+
+
+class AccessTrackerMixin:
+    """Stage reads of a model's records and count the ones confirmed as used.
+
+    Put it before ``Model`` in the bases: ``class Memory(AccessTrackerMixin, Model)``.
+    Reads through ``Model.query.no_track()`` stage nothing.
+    """
+
+    #: Seconds a staged read waits for confirmation before it expires (refreshed by each read).
+    access_staging_ttl: ClassVar[int] = 86400
+    #: Confirmed accesses kept in a record's log; also the most staged reads kept per record.
+    access_log_size: ClassVar[int] = 100
+
+    # -- staging (the model's read hook) ---------------------------------------------------------
+    @classmethod
+    def queue_read_effects(cls, pipe: Any, keys: list[DbKey]) -> None:
+        """Stage one read of each distinct stored record among ``keys``, one script per partition."""
+        super().queue_read_effects(pipe, keys)  # type: ignore[misc]
+        cls.queue_stage_reads(pipe, keys)
+
+    @classmethod
+    def queue_stage_reads(cls, pipe: Any, keys: list[DbKey], now: float | None = None) -> None:
+        """Queue the staging of one read per distinct key (records that do not exist are skipped)."""
+        by_partition: dict[KeySpace, list[str]] = defaultdict(list)
+        for key in dict.fromkeys(keys):
+            by_partition[key.keyspace] += [key.redis_key, staged_key(key)]
+        at = repr(time.time() if now is None else now)
+        for script_keys in by_partition.values():
+            args = [at, cls.access_staging_ttl, cls.access_log_size]
+            queue_script(pipe, "access_stage", script_keys, args)
+
+    # -- confirming and discarding ---------------------------------------------------------------
+    def confirm_access(self, pipeline: Any = None, now: float | None = None) -> int | None:
+        """Move the staged reads into the access log and count them (at least one access).
+
+        Atomic (Lua). Returns the number of accesses recorded (0 when the record is not stored:
+        its staged reads are dropped and nothing is recreated), or None when queued on ``pipeline``.
+        """
+        key = stored_key(self)
+        keys = [key.redis_key, staged_key(key), log_key(key)]
+        args = [repr(time.time() if now is None else now), self.access_log_size, COUNT_ENTRY, LAST_ENTRY]
+        if pipeline is not None:
+            queue_script(pipeline, "access_confirm", keys, args)
+            return None
+        client = self._meta.client  # type: ignore[attr-defined]
+        with server_errors(client):
+            return int(run_script("access_confirm", keys, args, client))
+
+    def discard_staged_access(self, pipeline: Any = None) -> None:
+        """Drop the staged reads (the record was read but not used)."""
+        key = staged_key(stored_key(self))
+        if pipeline is not None:
+            pipeline.delete(key)
+            return
+        client = self._meta.client  # type: ignore[attr-defined]
+        with server_errors(client):
+            client.delete(key)
+
+    # -- what is known (one round trip each) -------------------------------------------------------
+    @property
+    def access_count(self) -> int:
+        """Confirmed accesses of the record, ever."""
+        raw = self._read(lambda client, key: client.hget(key.redis_key, COUNT_ENTRY))
+        return int(raw) if raw is not None else 0
+
+    @property
+    def last_accessed(self) -> float | None:
+        """Time (s since the epoch) of the last confirmed access, None before the first."""
+        raw = self._read(lambda client, key: client.hget(key.redis_key, LAST_ENTRY))
+        return float(raw) if raw is not None else None
+
+    @property
+    def access_log(self) -> list[float]:
+        """Times of the last ``access_log_size`` confirmed accesses, newest first."""
+        raw = self._read(lambda client, key: client.lrange(log_key(key), 0, -1))
+        return [float(at) for at in raw]
+
+    @property
+    def staged_accesses(self) -> list[float]:
+        """Times of the reads waiting for confirmation, oldest first."""
+        raw = self._read(lambda client, key: client.lrange(staged_key(key), 0, -1))
+        return [float(at) for at in raw]
+
+    def _read(self, command: Any) -> Any:
+        client = self._meta.client  # type: ignore[attr-defined]
+        with server_errors(client):
+            return command(client, stored_key(self))
+
+    # -- the record's lifecycle ------------------------------------------------------------------
+    def queue_delete(self, batch: SaveBatch) -> None:
+        """Delete the record's staged reads and access log with it."""
+        super().queue_delete(batch)  # type: ignore[misc]
+        key = DbKey(batch.keyspace, batch.record_id)
+        batch.pipe.delete(staged_key(key), log_key(key))

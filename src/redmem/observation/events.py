@@ -1,0 +1,235 @@
+"""EventStreamMixin: every create, update and delete of a record, and custom events, in a stream.
+
+Each event is one stream entry with the fields ``model`` (model name), ``key`` (the record's
+Redis key, as in ``record.db_key.redis_key``), ``op`` (``create`` / ``update`` / ``delete`` or a
+custom name), ``ts`` (seconds since the epoch), ``changed_fields`` (JSON list of field names:
+the non-None fields of a created or deleted record, the fields whose value changed in an
+update) and, for custom events, ``data`` (JSON object). Streams are capped with
+``MAXLEN ~ event_stream_maxlen`` (10000). Entry shape and cap as in the published
+EventStreamMixin (see REFERENCE.md).
+
+Where the stream lives:
+
+- by default one stream per partition, ``<prefix>:<Model>:{<partition>}:ev``, in the records'
+  slot: a save's XADD is queued in the save's own MULTI/EXEC, so the record and its event are
+  written together or not at all, on a single server and on a cluster;
+- with ``event_stream_per_model = True`` one stream for the model, ``<prefix>:<Model>:{%g}:ev``.
+  On a single server (or for an unpartitioned model) it is still written inside the save's
+  batch. On a cluster a partitioned record lives in another slot than that stream, and a
+  MULTI/EXEC cannot span slots: the XADD is sent right after the save's EXEC succeeds, so a
+  crash between the two loses that event (never the record), and another client may see the
+  record before its event.
+
+Custom events (:meth:`EventStreamMixin.emit_event`) are what the observation layer writes for
+confidence updates, cycle strengthening and weakening, pressure resolution and resolved
+predictions; a direct call of a field's primitive writes no event.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from redis.cluster import RedisCluster
+
+from ..model.batch import SaveBatch
+from ..model.dbkey import DbKey
+from ..store.connection import server_errors
+from ..store.keys import KeySpace
+
+__all__ = [
+    "EventStreamMixin",
+    "StreamEvent",
+    "event_fields",
+    "EVENT_KIND",
+    "CREATE",
+    "UPDATE",
+    "DELETE",
+    "CONFIDENCE_UPDATE",
+    "CYCLE_STRENGTHEN",
+    "CYCLE_WEAKEN",
+    "PRESSURE_RESOLVED",
+    "PREDICTION_RESOLVED",
+]
+
+#: Key kind of an event stream: ``<base>:ev``.
+EVENT_KIND = "ev"
+CREATE, UPDATE, DELETE = "create", "update", "delete"
+#: Custom events written by the observation layer.
+CONFIDENCE_UPDATE = "confidence_update"
+CYCLE_STRENGTHEN = "cycle_strengthen"
+CYCLE_WEAKEN = "cycle_weaken"
+PRESSURE_RESOLVED = "pressure_resolved"
+PREDICTION_RESOLVED = "prediction_resolved"
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One stream entry: its id and its fields, decoded, with the event fields as attributes."""
+
+    id: str
+    fields: dict[str, str]
+
+    @classmethod
+    def from_entry(cls, entry_id: bytes | str, raw: dict) -> "StreamEvent":
+        def text(value: bytes | str) -> str:
+            return value.decode() if isinstance(value, bytes) else value
+
+        return cls(text(entry_id), {text(k): text(v) for k, v in raw.items()})
+
+    @property
+    def model(self) -> str:
+        return self.fields.get("model", "")
+
+    @property
+    def key(self) -> str:
+        return self.fields.get("key", "")
+
+    @property
+    def op(self) -> str:
+        return self.fields.get("op", "")
+
+    @property
+    def ts(self) -> float:
+        return float(self.fields.get("ts", "nan"))
+
+    @property
+    def changed_fields(self) -> list[str]:
+        return json.loads(self.fields.get("changed_fields", "[]"))
+
+    @property
+    def data(self) -> dict:
+        return json.loads(self.fields.get("data", "{}"))
+
+
+def event_fields(
+    model: str, key: str, op: str, ts: float, changed: list[str] | None = None, data: dict | None = None
+) -> dict[str, str]:
+    """The stream entry of one event (``data`` only for custom events)."""
+    fields = {"model": model, "key": key, "op": op, "ts": repr(ts),
+              "changed_fields": json.dumps(changed or [])}
+    if data is not None:
+        fields["data"] = json.dumps(data, sort_keys=True)
+    return fields
+
+
+def changed_field_names(instance: Any, old: dict | None, new: dict | None) -> list[str]:
+    """Declaration-ordered names of the stored fields that differ between ``old`` and ``new``."""
+    names = [f.name for f in instance._meta.stored_fields()]
+    old, new = old or {}, new or {}
+    return [n for n in names if old.get(n) != new.get(n)]
+
+
+class EventStreamMixin:
+    """Write a stream entry for each create, update and delete of the model's records.
+
+    Put it before ``Model`` in the bases: ``class Memory(EventStreamMixin, Model)``.
+    """
+
+    #: Approximate cap of each stream (``XADD ... MAXLEN ~ n``).
+    event_stream_maxlen: ClassVar[int] = 10000
+    #: One stream for the whole model instead of one per partition (see the module docs).
+    event_stream_per_model: ClassVar[bool] = False
+
+    # -- where events go -------------------------------------------------------------------------
+    @classmethod
+    def stream_key_for(cls, keyspace: KeySpace) -> str:
+        """The stream receiving the events of records in ``keyspace``."""
+        space = cls._meta.global_keyspace() if cls.event_stream_per_model else keyspace  # type: ignore[attr-defined]
+        return space.key(EVENT_KIND)
+
+    @classmethod
+    def event_stream_key(cls, **partition: Any) -> str:
+        """The stream of the partition named by ``partition`` (e.g. ``agent_id="a"``; none needed
+        with ``event_stream_per_model``)."""
+        if cls.event_stream_per_model and not partition:
+            return cls._meta.global_keyspace().key(EVENT_KIND)  # type: ignore[attr-defined]
+        return cls.stream_key_for(cls.query.filter(**partition).partition())  # type: ignore[attr-defined]
+
+    @classmethod
+    def stream_shares_slot(cls, client: Any, keyspace: KeySpace) -> bool:
+        """True when the stream of ``keyspace`` can be written in the same MULTI or script as its records."""
+        if not isinstance(client, RedisCluster):
+            return True
+        return not cls.event_stream_per_model or keyspace.tag == cls._meta.global_keyspace().tag  # type: ignore[attr-defined]
+
+    @property
+    def stream_key(self) -> str:
+        """The stream this record's events go to."""
+        return self.stream_key_for(self._stored_key().keyspace)
+
+    def _stored_key(self) -> DbKey:
+        return self._saved_key or self.db_key  # type: ignore[attr-defined]
+
+    # -- events of saves and deletes ------------------------------------------------------------
+    def save(self, **options: Any) -> bool:
+        """Save (``options`` go to the next ``save`` in the bases) and write the save's event."""
+        self._events_after_write: dict[str, dict[str, str]] = {}
+        written = super().save(**options)  # type: ignore[misc]
+        self._write_deferred_events()
+        return written
+
+    def delete(self) -> bool:
+        """Delete the record and write its ``delete`` event."""
+        self._events_after_write = {}
+        deleted = super().delete()  # type: ignore[misc]
+        self._write_deferred_events()
+        return deleted
+
+    def queue_save(self, batch: SaveBatch) -> None:
+        super().queue_save(batch)  # type: ignore[misc]
+        new = {f.name: getattr(self, f.name) for f in self._meta.stored_fields()}  # type: ignore[attr-defined]
+        op = CREATE if batch.old is None else UPDATE
+        self._queue_event(batch, op, changed_field_names(self, batch.old, new))
+
+    def queue_delete(self, batch: SaveBatch) -> None:
+        super().queue_delete(batch)  # type: ignore[misc]
+        self._queue_event(batch, DELETE, changed_field_names(self, batch.old, None))
+
+    def _queue_event(self, batch: SaveBatch, op: str, changed: list[str]) -> None:
+        """XADD in the batch when the stream shares the record's slot, else after the EXEC."""
+        fields = event_fields(self._meta.name, batch.record_key, op, time.time(), changed)  # type: ignore[attr-defined]
+        stream = self.stream_key_for(batch.keyspace)
+        if self.stream_shares_slot(batch.client, batch.keyspace):
+            batch.pipe.xadd(stream, fields, maxlen=self.event_stream_maxlen, approximate=True)
+        else:  # keyed by record: a save rebuilt after a lost WATCH race replaces its entry
+            self._events_after_write[batch.record_key] = fields
+
+    def _write_deferred_events(self) -> None:
+        events = getattr(self, "_events_after_write", None)
+        if not events:
+            return
+        client = self._meta.client  # type: ignore[attr-defined]
+        stream = self.stream_key
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for fields in events.values():
+                pipe.xadd(stream, fields, maxlen=self.event_stream_maxlen, approximate=True)
+            pipe.execute()
+        events.clear()
+
+    # -- custom events --------------------------------------------------------------------------
+    def emit_event(self, op: str, data: dict | None = None, pipeline: Any = None) -> str | None:
+        """Write a custom event about this record; returns its entry id, or None when queued.
+
+        ``op`` is the event's name (not ``create``/``update``/``delete``); ``data`` a JSON-ready
+        dict. Raises ValueError for a reserved or empty name.
+        """
+        if not isinstance(op, str) or not op or op in (CREATE, UPDATE, DELETE):
+            raise ValueError(f"a custom event needs a name other than create/update/delete, not {op!r}")
+        key = self._stored_key()
+        fields = event_fields(self._meta.name, key.redis_key, op, time.time(), data=data or {})  # type: ignore[attr-defined]
+        target = pipeline if pipeline is not None else self._meta.client  # type: ignore[attr-defined]
+        with server_errors(self._meta.client):  # type: ignore[attr-defined]
+            entry = target.xadd(self.stream_key, fields, maxlen=self.event_stream_maxlen, approximate=True)
+        return None if pipeline is not None else entry.decode()
+
+    # -- reading ---------------------------------------------------------------------------------
+    @classmethod
+    def read_events(cls, count: int | None = None, **partition: Any) -> list[StreamEvent]:
+        """The oldest ``count`` (all when None) events of a partition's stream, oldest first."""
+        client = cls._meta.client  # type: ignore[attr-defined]
+        with server_errors(client):
+            entries = client.xrange(cls.event_stream_key(**partition), count=count)
+        return [StreamEvent.from_entry(entry_id, raw) for entry_id, raw in entries]

@@ -1,0 +1,225 @@
+"""ObservationProtocol: what showing a record to the model, and the model's use of it, change.
+
+- ``on_read(records)``: stage a read of each AccessTracker record (to be confirmed or discarded);
+- ``on_surfaced(records, reason, partition)``: open a RecallProposal per pushed record;
+- ``on_context_used(records, outcome_map)``: apply each record's outcome (``outcome_map``
+  maps ``record.db_key.redis_key`` to an outcome; a record missing from it is ``deferred``)
+  following :data:`OUTCOME_EFFECTS`, the matrix of the published design (REFERENCE.md):
+
+| outcome | effects | prediction error |
+|---|---|---|
+| acted | touch decay fields, confirm access, cycles x1.2, resolve pressure, confidence 0.9 | 0.1 |
+| dismissed | discard staged reads, cycles x0.8 | 0.5 |
+| deferred | discard staged reads (the proposal stays pending) | - |
+| contradicted | discard staged reads, cycles x0.5, confidence 0.1 | 0.9 |
+| used | confirm access only | 0.3 |
+
+  Every outcome but ``deferred`` also closes the record's pending RecallProposal (its status
+  becomes the outcome) in the partition it was surfaced in. An effect applies when the record
+  has what it acts on (a field with ``touch``, an AccessTrackerMixin, a CyclicDecayField, a
+  ConfidenceField, a PredictionLedgerMixin with an open prediction); models with an
+  EventStreamMixin get a custom event per confidence update, cycle change, pressure
+  resolution and resolved prediction.
+
+Every outcome is checked before anything is written (ValueError for an unknown one), then all
+effects of one call go out in one pipeline: one round trip. Each effect is atomic on its own
+(the primitives are Lua scripts); the pipeline as a whole is not a transaction, since a call may
+touch several partitions (cluster slots).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..fields.confidence import ConfidenceField
+from ..fields.cyclic import CyclicDecayField
+from ..store.connection import get_client, server_errors
+from .access import AccessTrackerMixin
+from .events import (
+    CONFIDENCE_UPDATE,
+    CYCLE_STRENGTHEN,
+    CYCLE_WEAKEN,
+    PREDICTION_RESOLVED,
+    PRESSURE_RESOLVED,
+    EventStreamMixin,
+)
+from .predictions import OUTCOME_ERRORS, PredictionLedgerMixin
+from .proposals import DEFAULT_TTL, RecallProposal
+
+__all__ = ["ObservationProtocol", "OutcomeEffects", "OUTCOME_EFFECTS", "DEFAULT_OUTCOME"]
+
+
+@dataclass(frozen=True)
+class OutcomeEffects:
+    """What one outcome does to a record that was in the context."""
+
+    touch: bool = False
+    confirm_access: bool = False
+    discard_staged: bool = False
+    #: Factor applied to every learned cycle amplitude (> 1 strengthens, < 1 weakens).
+    cycle_factor: float | None = None
+    resolve_pressure: bool = False
+    confidence_signal: float | None = None
+    prediction_error: float | None = None
+    closes_proposal: bool = True
+
+
+OUTCOME_EFFECTS: dict[str, OutcomeEffects] = {
+    "acted": OutcomeEffects(touch=True, confirm_access=True, cycle_factor=1.2, resolve_pressure=True,
+                            confidence_signal=0.9, prediction_error=OUTCOME_ERRORS["acted"]),
+    "dismissed": OutcomeEffects(discard_staged=True, cycle_factor=0.8,
+                                prediction_error=OUTCOME_ERRORS["dismissed"]),
+    "deferred": OutcomeEffects(discard_staged=True, closes_proposal=False),
+    "contradicted": OutcomeEffects(discard_staged=True, cycle_factor=0.5, confidence_signal=0.1,
+                                   prediction_error=OUTCOME_ERRORS["contradicted"]),
+    "used": OutcomeEffects(confirm_access=True, prediction_error=OUTCOME_ERRORS["used"]),
+}
+#: The outcome of a record that ``outcome_map`` does not mention.
+DEFAULT_OUTCOME = "deferred"
+
+
+def _key(record: Any) -> str:
+    return (record._saved_key or record.db_key).redis_key
+
+
+def _distinct(records: Iterable[Any]) -> list[Any]:
+    """The records, each key once, in first-seen order."""
+    seen: dict[str, Any] = {}
+    for record in records:
+        seen.setdefault(_key(record), record)
+    return list(seen.values())
+
+
+def outcomes_for(records: list[Any], outcome_map: dict[str, str]) -> list[str]:
+    """Each record's outcome (default ``deferred``); ValueError naming the first unknown one."""
+    outcomes = [outcome_map.get(_key(r), DEFAULT_OUTCOME) for r in records]
+    for key, outcome in outcome_map.items():
+        if not isinstance(outcome, str) or outcome not in OUTCOME_EFFECTS:
+            raise ValueError(f"unknown outcome {outcome!r} for {key}: expected one of {sorted(OUTCOME_EFFECTS)}")
+    return outcomes
+
+
+@dataclass
+class _Call:
+    """One on_context_used call being queued: its pipeline, time, and events to write after it."""
+
+    pipe: Any
+    now: float
+    partition: str | None
+    #: (reply index, record, error, outcome) of resolutions whose event the script cannot write.
+    late_events: list[tuple[int, Any, float, str]]
+
+    def emit(self, record: Any, op: str, data: dict) -> None:
+        if isinstance(record, EventStreamMixin):
+            record.emit_event(op, data, pipeline=self.pipe)
+
+    def queue(self, record: Any, outcome: str) -> None:
+        """Queue every effect of ``outcome`` on ``record``."""
+        effects = OUTCOME_EFFECTS[outcome]
+        fields = list(record._meta.fields.values())
+        if effects.touch:
+            for field in fields:
+                if callable(getattr(field, "touch", None)):
+                    field.touch(record, pipeline=self.pipe, now=self.now)
+        if isinstance(record, AccessTrackerMixin):
+            if effects.confirm_access:
+                record.confirm_access(pipeline=self.pipe, now=self.now)
+            if effects.discard_staged:
+                record.discard_staged_access(pipeline=self.pipe)
+        for field in (f for f in fields if isinstance(f, CyclicDecayField)):
+            self.queue_cycles(record, field, effects)
+        if effects.confidence_signal is not None:
+            for field in (f for f in fields if isinstance(f, ConfidenceField)):
+                ConfidenceField.update_confidence(record, field.name, effects.confidence_signal, pipeline=self.pipe)
+                self.emit(record, CONFIDENCE_UPDATE, {"field": field.name, "signal": effects.confidence_signal})
+        if effects.prediction_error is not None and isinstance(record, PredictionLedgerMixin):
+            self.queue_prediction(record, effects.prediction_error, outcome)
+        if effects.closes_proposal:
+            RecallProposal.queue_resolve(self.pipe, record, outcome, self.partition, self.now)
+
+    def queue_cycles(self, record: Any, field: CyclicDecayField, effects: OutcomeEffects) -> None:
+        factor = effects.cycle_factor
+        if factor is not None and factor >= 1:
+            field.strengthen_cycle(record, factor, pipeline=self.pipe)
+            self.emit(record, CYCLE_STRENGTHEN, {"field": field.name, "factor": factor})
+        elif factor is not None:
+            field.weaken_cycle(record, factor, pipeline=self.pipe)
+            self.emit(record, CYCLE_WEAKEN, {"field": field.name, "factor": factor})
+        if effects.resolve_pressure:
+            field.resolve_pressure(record, pipeline=self.pipe, now=self.now)
+            self.emit(record, PRESSURE_RESOLVED, {"field": field.name})
+
+    def queue_prediction(self, record: Any, error: float, outcome: str) -> None:
+        record.queue_resolution(self.pipe, error, outcome, now=self.now)
+        if isinstance(record, EventStreamMixin) and not record.stream_in_resolution():
+            self.late_events.append((len(self.pipe) - 1, record, error, outcome))
+
+    def write_late_events(self, replies: list, client: Any) -> None:
+        """Events of resolutions that happened, for streams the resolution script could not reach."""
+        resolved = [(r, e, o) for i, r, e, o in self.late_events if replies[i] == 1]
+        if not resolved:
+            return
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for record, error, outcome in resolved:
+                record.emit_event(PREDICTION_RESOLVED, {"error": error, "outcome": outcome}, pipeline=pipe)
+            pipe.execute()
+
+
+class ObservationProtocol:
+    """Feed what happened to records in a context back into their primitives (see the module docs)."""
+
+    @staticmethod
+    def on_read(records: Iterable[Any], now: float | None = None) -> int:
+        """Stage one read of each AccessTracker record (others are ignored); one round trip.
+
+        Returns how many records had a read staged. Records loaded by a tracking query were
+        staged by that query already: load them with ``no_track()`` when you call this.
+        """
+        by_model: dict[type, list[Any]] = {}
+        for record in _distinct(records):
+            if isinstance(record, AccessTrackerMixin):
+                by_model.setdefault(type(record), []).append(record._saved_key or record.db_key)
+        if not by_model:
+            return 0
+        client = get_client()
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for model, keys in by_model.items():
+                model.queue_stage_reads(pipe, keys, now)
+            return sum(pipe.execute())
+
+    @staticmethod
+    def on_surfaced(
+        records: Iterable[Any], reason: str, partition: str | None = None,
+        ttl: float = DEFAULT_TTL, now: float | None = None,
+    ) -> list[RecallProposal]:
+        """Open a pending RecallProposal per record (expiring after ``ttl`` s); one round trip.
+
+        ``partition`` defaults to each record's own; if you give one, give the same to
+        :meth:`on_context_used`.
+        """
+        return RecallProposal.surface(_distinct(records), reason, partition, ttl, now)
+
+    @staticmethod
+    def on_context_used(
+        records: Iterable[Any], outcome_map: dict[str, str],
+        partition: str | None = None, now: float | None = None,
+    ) -> dict[str, str]:
+        """Apply each record's outcome (see :data:`OUTCOME_EFFECTS`); returns ``{key: outcome}``.
+
+        Raises ValueError for an unknown outcome before anything is written. One round trip
+        (plus one to write ``prediction_resolved`` events to per-model streams on a cluster).
+        """
+        records = _distinct(records)
+        outcomes = outcomes_for(records, outcome_map)
+        if not records:
+            return {}
+        client = get_client()
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            call = _Call(pipe, time.time() if now is None else now, partition, [])
+            for record, outcome in zip(records, outcomes):
+                call.queue(record, outcome)
+            replies = pipe.execute()
+        call.write_late_events(replies, client)
+        return {_key(r): o for r, o in zip(records, outcomes)}

@@ -1,0 +1,223 @@
+"""ContextAssembler: per LLM turn, the memories that matter, within a token budget, ready to inject.
+
+``assemble()`` runs the pull path (query-driven: BM25 + vector + graph fused by RRF, or the
+composite score), the push path (cyclic surfacing), merges and re-ranks both, packs them into
+``max_items`` / ``max_tokens`` (rank order, skip-not-break, first record always admitted),
+renders exactly the slices it counted, and sends the post-effects in one round trip.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..context.candidates import Candidate, merge_paths
+from ..context.effects import apply_post_effects
+from ..context.packing import Budget, pack
+from ..context.rendering import LINE_FORMATS, check_format, compose, frame_line, record_view, render_slice
+from ..context.retrieval import Capabilities, PullPlan, pull_candidates, push_candidates, resolve_mode
+from ..context.tokens import resolve_counter
+from ..model.persistence import load_records
+from ..store.connection import settings
+from ..store.errors import QueryException
+from .quality import RetrievalQuality, assess_retrieval
+
+__all__ = ["ContextAssembler", "AssemblyResult"]
+
+
+@dataclass
+class AssemblyResult:
+    """What one ``assemble()`` returns: selected records (ranked), the push subset, text, metadata."""
+
+    records: list[Any] = field(default_factory=list)
+    proactive: list[Any] = field(default_factory=list)
+    formatted: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class ContextAssembler:
+    """Assemble LLM-ready context from a model's memories (see the module docstring)."""
+
+    COMPETITIVE_SUPPRESSION_SIGNAL = 0.3
+    DEFAULT_SURFACING_THRESHOLD = 0.5
+    DEFAULT_MAX_ITEMS = 10
+    DEFAULT_PROPAGATION_DEPTH = 2
+    RRF_K = 60
+    CANDIDATE_MULTIPLIER = 5
+    GRAPH_SEEDS = 5
+
+    def __init__(
+        self,
+        model_class: type,
+        score_weights: dict[str, float] | None = None,
+        max_items: int = DEFAULT_MAX_ITEMS,
+        max_tokens: int | None = None,
+        surfacing_threshold: float = DEFAULT_SURFACING_THRESHOLD,
+        propagation_depth: int = DEFAULT_PROPAGATION_DEPTH,
+        output_format: str = "structured",
+        token_counter: Any = None,
+        retrieval_mode: str = "auto",
+        render_fields: list[str] | None = None,
+        max_proactive: int | None = None,
+    ) -> None:
+        self.model_class = model_class
+        self.score_weights = dict(score_weights or {})
+        self.budget = Budget(max_items=max_items, max_tokens=max_tokens)
+        self.max_items, self.max_tokens = max_items, max_tokens
+        self.surfacing_threshold = float(surfacing_threshold)
+        self.propagation_depth = propagation_depth
+        self.output_format = check_format(output_format)
+        counter = token_counter if token_counter is not None else settings().token_counter
+        self.token_counter = resolve_counter(counter, stacklevel=3)
+        self.render_fields = self._check_render_fields(render_fields)
+        if max_proactive is not None and (isinstance(max_proactive, bool) or not isinstance(max_proactive, int)
+                                          or max_proactive < 0):
+            raise ValueError(f"max_proactive must be a non-negative int or None, got {max_proactive!r}")
+        self.max_proactive = max(1, max_items // 5) if max_proactive is None else max_proactive
+        self.capabilities = Capabilities.of(model_class)
+        self.retrieval_mode = retrieval_mode
+        self.mode = resolve_mode(self.capabilities, retrieval_mode, self.score_weights)
+
+    # -- the one call --------------------------------------------------------------------------
+    def assemble(
+        self, query_cues: dict[str, Any] | str | None = None, *, assess_quality: bool = False,
+        emit_trace: bool = False, now: float | None = None, **partition: Any,
+    ) -> AssemblyResult:
+        """Retrieve, merge, budget, render and record post-effects for one turn.
+
+        ``partition`` names the tenant (e.g. ``agent_id="agent-1"``); every path searches only
+        inside it. ``now`` (epoch seconds) fixes the clock for decay and cyclic scores.
+        """
+        started = time.perf_counter()
+        at = time.time() if now is None else now
+        query = self._query(partition)
+        space = query.partition()
+        text = cue_text(query_cues)
+        pull, mode = self._pull(query, space, text)
+        push = push_candidates(self.capabilities, space, self.surfacing_threshold, self.max_items * 2, at)
+        merged = self._load(merge_paths(pull, push, self.max_proactive))
+        chosen, slices, token_count = self._pack(merged)
+        selected = [c.record for c in chosen]
+        proactive = [c.record for c in chosen if c.push is not None]
+        chosen_keys = {c.key for c in chosen}
+        suppressed = [c.record for c in merged if c.pull is not None and c.key not in chosen_keys]
+        quality = self.assess(query_cues, candidates=merged, now=at, **partition) if assess_quality else None
+        apply_post_effects(selected, proactive, suppressed, self.COMPETITIVE_SUPPRESSION_SIGNAL, at)
+        metadata = {
+            "pull_count": sum(1 for c in chosen if c.pull is not None),
+            "push_count": len(proactive),
+            "token_count": token_count,
+            "timing_ms": (time.perf_counter() - started) * 1000,
+            "total_candidates": len(merged),
+            "retrieval_mode": mode,
+            "suppressed_count": len(suppressed),
+        }
+        if emit_trace:
+            metadata["trace"] = [
+                {"key": c.key.redis_key, "rank": i, "score": c.combined, "source": c.source, "signals": dict(c.signals)}
+                for i, c in enumerate(chosen, 1)
+            ]
+        if quality is not None:
+            metadata["quality"] = quality
+        return AssemblyResult(selected, proactive, compose(self.output_format, slices), metadata)
+
+    # -- stages ------------------------------------------------------------------------------------
+    def _query(self, partition: dict[str, Any]) -> Any:
+        meta = self.model_class._meta
+        if set(partition) != set(meta.partition_fields):
+            raise QueryException(
+                f"assemble() needs exactly the partition fields {list(meta.partition_fields)} "
+                f"of {self.model_class.__name__} as keyword arguments, got {sorted(partition)}"
+            )
+        return self.model_class.query.filter(**partition).no_track()
+
+    def _pull(self, query: Any, space: Any, text: str) -> tuple[list[Candidate], str]:
+        existence = self.capabilities.existence
+        if existence is not None and text and not existence.check(space, [text])[0]:
+            return [], self.mode  # nothing in this partition shares a term with the query
+        plan = PullPlan(
+            self.mode, self.max_items * self.CANDIDATE_MULTIPLIER, self.max_items * 2,
+            self.propagation_depth, self.score_weights, self.GRAPH_SEEDS,
+        )
+        return pull_candidates(self.model_class, self.capabilities, space, text, plan, query)
+
+    def _load(self, candidates: list[Candidate]) -> list[Candidate]:
+        """Hydrate the candidates not loaded yet in one round trip; drop records deleted meanwhile."""
+        missing = [c for c in candidates if c.record is None]
+        loaded = {r._saved_key: r for r in load_records(self.model_class, [c.key for c in missing], track=False)}
+        for candidate in missing:
+            candidate.record = loaded.get(candidate.key)
+        return [c for c in candidates if c.record is not None]
+
+    def _pack(self, candidates: list[Candidate]) -> tuple[list[Candidate], list[str], int]:
+        """Render each candidate's slice, count it, and pack skip-not-break into the budget.
+
+        In the line formats a record is counted as the line it becomes at the position it would
+        take, line break included (the last line's break is not emitted: at most one token over).
+        """
+        slices = [self.render(c.record) for c in candidates]
+        fmt = self.output_format
+        if fmt in LINE_FORMATS:
+            def cost(index: int, position: int) -> int:
+                return self.token_counter(frame_line(fmt, position, slices[index]) + "\n")
+
+            packed = pack(cost, self.budget, "skip_not_break", count=len(slices))
+        else:
+            packed = pack([self.token_counter(piece) for piece in slices], self.budget, "skip_not_break")
+        lines = [frame_line(fmt, position, slices[i]) for position, i in enumerate(packed.selected, 1)]
+        return [candidates[i] for i in packed.selected], lines, packed.token_count
+
+    def render(self, record: Any) -> str:
+        """The slice of ``record`` in the output format: exactly the text counted and emitted.
+
+        Shown fields: ``render_fields`` if given, else every stored field that is not a key and
+        not a primitive's bookkeeping (``Field.shown`` False, e.g. cyclic amplitudes).
+        """
+        meta = record._meta
+        if self.render_fields is not None:
+            names = self.render_fields
+        else:
+            names = [f.name for f in meta.stored_fields() if f.shown and f.name not in meta.key_fields]
+        values = {name: getattr(record, name, None) for name in names}
+        return render_slice(self.output_format, record_view(values), self._text_of(record))
+
+    def _check_render_fields(self, names: list[str] | None) -> list[str] | None:
+        if names is None:
+            return None
+        fields = self.model_class._meta.fields
+        unknown = [n for n in names if n not in fields or not fields[n].stored]
+        if unknown:
+            raise QueryException(
+                f"render_fields names field(s) {unknown} that {self.model_class.__name__} does not store "
+                "in its records (only stored fields can be shown)"
+            )
+        return list(names)
+
+    def _text_of(self, record: Any) -> str:
+        caps = self.capabilities
+        for source in (getattr(caps.bm25, "source", None), getattr(caps.embedding, "source", None), "content"):
+            if source and isinstance(getattr(record, source, None), str):
+                return getattr(record, source)
+        return str(record)
+
+    def assess(
+        self, query_cues: Any, *, candidates: list[Candidate] | None = None, now: float | None = None,
+        **partition: Any,
+    ) -> RetrievalQuality:
+        """Score how well memory can answer ``query_cues`` (see ``redmem.recipes.quality``).
+
+        Without ``candidates`` it is the cheap pre-retrieval probe (no propagation, no push path).
+        """
+        return assess_retrieval(self, query_cues, candidates=candidates, now=now, **partition)
+
+
+def cue_text(query_cues: dict[str, Any] | str | None) -> str:
+    """The query text of the cues: a str as given, else the cue values joined by spaces."""
+    if query_cues is None:
+        return ""
+    if isinstance(query_cues, str):
+        return query_cues.strip()
+    if not isinstance(query_cues, dict):
+        raise QueryException(f"query_cues must be a dict or a str, got {type(query_cues).__name__}")
+    return " ".join(str(v) for v in query_cues.values() if v is not None and str(v).strip())

@@ -1,0 +1,167 @@
+"""ConversationMemory: one memory per dialog turn, searchable through the turn's conversational context.
+
+A single turn is often unfindable on its own words: "Yes, twice last year!" answers a question
+asked one turn earlier, and the day it was said lives in the session header. So each turn
+stores, beside its own text, a ``context`` text built at ingest::
+
+    >> text of the turn two before           (same session only)
+    > text of the turn before
+    [8 May, 2023 1:56 pm] Caroline: I went to a support group yesterday.
+    > text of the turn after
+    >> text of the turn two after
+
+The BM25 index covers ``context`` with :class:`TurnContextAnalyzer`, a field-weighted analysis
+in the manner of BM25F (Robertson, Zaragoza and Taylor, CIKM 2004): the terms of a line marked
+with ``d`` ``>`` signs count ``max(1, turn_weight // 2**d)`` times, so the turn itself (with its
+speaker and date) weighs most and each step away halves a neighbour's weight. Term frequency
+and document length are both taken over the weighted terms, which is BM25F with integer field
+weights. The embedding covers the turn's own ``content``.
+
+``ingest_conversation(turns, agent_id, window=2)`` builds the contexts and saves every turn
+with ``Model.save_many`` (one MULTI/EXEC per 500 turns). Search through ``ContextAssembler``
+as with any model; ``retrieval_mode="lexical"`` or ``"hybrid"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..fields.bm25 import BM25Field
+from ..fields.confidence import ConfidenceField
+from ..fields.decay import DecayingSortedField
+from ..fields.embedding import EmbeddingField
+from ..model.base import Model
+from ..model.fields import FloatField, IntField, StringField
+from ..model.indexed import AutoKeyField, KeyField
+from ..observation.access import AccessTrackerMixin
+from ..store.errors import ValidationError
+from ..text.analyzer import Analyzer
+
+__all__ = ["ConversationMemory", "Turn", "TurnContextAnalyzer", "build_contexts", "ingest_conversation",
+           "NEIGHBOUR_MARK", "DEFAULT_WINDOW"]
+
+#: The mark that opens a neighbour's line in a context, once per step of distance.
+NEIGHBOUR_MARK = ">"
+#: Neighbouring turns on each side that a context holds by default.
+DEFAULT_WINDOW = 2
+
+
+@dataclass(frozen=True)
+class TurnContextAnalyzer(Analyzer):
+    """The shared analysis, with each line's terms repeated by its distance from the turn.
+
+    A line opening with ``d`` :data:`NEIGHBOUR_MARK` signs counts ``max(1, turn_weight // 2**d)``
+    times (d = 0: the turn's own line). With the default 4: the turn 4, next-door turns 2,
+    turns two away 1.
+    """
+
+    turn_weight: int = 4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.turn_weight, bool) or not isinstance(self.turn_weight, int) or self.turn_weight < 1:
+            raise ValidationError(f"turn_weight must be an int >= 1, got {self.turn_weight!r}")
+
+    def tokens(self, text: str) -> list[str]:
+        """The weighted terms of a context: every line's terms, repeated by its weight."""
+        terms: list[str] = []
+        for line in text.splitlines():
+            stripped = line.lstrip(NEIGHBOUR_MARK)
+            distance = len(line) - len(stripped)
+            terms.extend(super().tokens(stripped) * max(1, self.turn_weight >> distance))
+        return terms
+
+
+class ConversationMemory(AccessTrackerMixin, Model):
+    """A dialog turn of an agent's conversations: speaker, text, session, date and search context.
+
+    Subclass it for a keyspace of your own or extra fields; set ``embedding``'s provider with
+    ``redmem.configure(embedding_provider=...)`` (or declare the subclass without it).
+    """
+
+    memory_id = AutoKeyField()
+    agent_id = KeyField()
+    speaker = StringField()
+    content = StringField()
+    session = StringField()
+    position = IntField()
+    said_at = StringField()
+    context = StringField()
+    importance = FloatField(default=1.0)
+    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
+    confidence = ConfidenceField()
+    context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer())
+    embedding = EmbeddingField(source="content")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One dialog turn as given to :func:`ingest_conversation`."""
+
+    speaker: str
+    text: str
+    session: str = ""
+    said_at: str = ""
+
+    @classmethod
+    def of(cls, turn: "Turn | Mapping[str, Any]") -> "Turn":
+        """A Turn from a Turn or a mapping with ``speaker``, ``text`` and optional ``session``, ``said_at``."""
+        if isinstance(turn, Turn):
+            return turn
+        if not isinstance(turn, Mapping) or "text" not in turn:
+            raise ValidationError(f"a turn is a Turn or a mapping with 'speaker' and 'text', not {turn!r}")
+        return cls(str(turn.get("speaker") or ""), str(turn["text"]), str(turn.get("session") or ""),
+                   str(turn.get("said_at") or ""))
+
+
+def _one_line(text: str) -> str:
+    """The text on one line, without leading neighbour marks (they would change its weight)."""
+    return " ".join(text.split()).lstrip(NEIGHBOUR_MARK + " ")
+
+
+def _own_line(turn: Turn) -> str:
+    head = f"[{turn.said_at}] " if turn.said_at else ""
+    who = f"{_one_line(turn.speaker)}: " if turn.speaker else ""
+    return head + who + _one_line(turn.text)
+
+
+def build_contexts(turns: list[Turn], window: int = DEFAULT_WINDOW) -> list[str]:
+    """The context text of every turn: its own line between up to ``window`` neighbours per side.
+
+    Neighbours are turns of the same session (consecutive in ``turns``), marked by distance.
+    """
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise ValidationError(f"window must be an int >= 0, got {window!r}")
+    contexts = []
+    for i, turn in enumerate(turns):
+        lines = []
+        for j in range(i - window, i + window + 1):
+            if j == i:
+                lines.append(_own_line(turn))
+            elif 0 <= j < len(turns) and turns[j].session == turn.session:
+                lines.append(NEIGHBOUR_MARK * abs(i - j) + " " + _one_line(turns[j].text))
+        contexts.append("\n".join(lines))
+    return contexts
+
+
+def ingest_conversation(
+    turns: Iterable[Turn | Mapping[str, Any]], agent_id: str, window: int = DEFAULT_WINDOW,
+    model: type = ConversationMemory,
+) -> list[Any]:
+    """Save every turn as one memory of ``agent_id`` (in order) and return the saved records.
+
+    ``turns`` are in conversation order; ``model`` is ConversationMemory or a subclass of it.
+    Embeddings are computed in provider-sized batches, records written with ``save_many``.
+    """
+    given = [Turn.of(turn) for turn in turns]
+    records = []
+    for position, (turn, context) in enumerate(zip(given, build_contexts(given, window))):
+        records.append(model(agent_id=agent_id, speaker=turn.speaker, content=turn.text, session=turn.session,
+                             position=position, said_at=turn.said_at, context=context))
+    for field in model._meta.fields.values():
+        if isinstance(field, EmbeddingField):
+            field.embed_many(records)
+    model.save_many(records)
+    return records

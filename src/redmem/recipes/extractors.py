@@ -1,0 +1,211 @@
+"""Memory extractors: from a text (an assistant's reply, a user's message) to facts worth keeping.
+
+An extractor is any ``callable(text: str) -> list[ExtractedMemory | str]``; a plain str gets its
+entities from :func:`find_entities`. Two are provided:
+
+- :class:`HeuristicExtractor` (the default, no model call): splits the text into sentences
+  (code blocks dropped, list markers and Markdown emphasis stripped, a break after ``.``, ``!``
+  or ``?`` followed by a capital, digit or quote, and at every line) and keeps a sentence when it
+
+  1. is not a question (ends with ``?``);
+  2. does not open with a greeting, thanks, an offer or other pleasantry (:data:`SKIPPED_OPENERS`:
+     "hi", "thanks", "sure", "let me", "I can", "feel free", "I hope"...);
+  3. has 3 to 60 words;
+  4. has a subject and a verb: its first word is a pronoun, determiner or possessive
+     (:data:`SUBJECT_WORDS`) or is capitalised (a name) or a number, and a later word is a form
+     of be/have/do, a modal, a common verb (:data:`COMMON_VERBS`), or ends in ``-s`` / ``-ed``
+     (third person or past tense).
+
+  Entities are runs of capitalised words ("GitHub Actions", "Paris", "CI"); a sentence's first
+  word counts only when it is not a pronoun, determiner or other function word.
+- :class:`LLMExtractor`: asks a chat model through the ``openai`` SDK (any OpenAI-compatible
+  endpoint) for ``{"memories": [{"content": ..., "entities": [...]}]}`` in JSON mode.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..store.errors import ConfigurationError, RedmemError
+
+__all__ = [
+    "ExtractedMemory", "ExtractionError", "HeuristicExtractor", "LLMExtractor", "find_entities",
+    "split_sentences", "is_fact", "parse_extraction", "EXTRACTION_PROMPT",
+]
+
+SKIPPED_OPENERS = (
+    "hi", "hello", "hey", "greetings", "good morning", "good afternoon", "good evening", "thanks",
+    "thank you", "you're welcome", "you are welcome", "welcome", "sure", "ok", "okay", "great",
+    "glad", "sorry", "of course", "certainly", "absolutely", "no problem", "happy to help",
+    "let me", "let's", "feel free", "i hope", "hope this", "here is", "here's", "here are",
+    "i can", "i'll", "i will", "i'd", "i would", "i'm happy", "i am happy", "as an ai",
+    "please", "note that", "in summary", "to summarize",
+)
+SUBJECT_WORDS = frozenset(
+    "i we you he she they it my our your his her their its this that these those the a an "
+    "there each every all some most many both one".split()
+)
+#: Capitalised words that open sentences without naming anything.
+FUNCTION_WORDS = SUBJECT_WORDS | frozenset(
+    "and but or so then also however if when while after before because since yes no not "
+    "in on at for with from by to of as".split()
+)
+COMMON_VERBS = frozenset(
+    "am is are was were be been being has have had do does did can could will would shall should "
+    "may might must use like love prefer need want live work run own hate know think get go make "
+    "keep take meet call move play study teach speak write read eat drink drive build plan deploy "
+    "ship store host support require include contain mean belong depend".split()
+)
+MIN_WORDS, MAX_WORDS = 3, 60
+#: The most entities kept per memory (every pair of them is linked).
+MAX_ENTITIES = 8
+
+_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#+)\s+")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+_WORD = re.compile(r"[\w][\w'’\-.]*[\w]|[\w]")
+_ENTITY_RUN = re.compile(r"\b[A-Z][\w\-]*(?:[ \t]+[A-Z][\w\-]*)*")
+
+
+@dataclass(frozen=True)
+class ExtractedMemory:
+    """One fact to remember and the named entities it mentions."""
+
+    content: str
+    entities: tuple[str, ...] = ()
+
+
+class ExtractionError(RedmemError):
+    """An extractor could not produce memories (the model failed or answered malformed JSON)."""
+
+
+# -- the heuristic ---------------------------------------------------------------------------------
+def split_sentences(text: str) -> list[str]:
+    """The sentences of ``text``: code blocks dropped, one or more sentences per line."""
+    sentences = []
+    for line in _CODE_BLOCK.sub("\n", text).splitlines():
+        line = _EMPHASIS.sub("", _LIST_MARKER.sub("", line)).strip()
+        sentences += [" ".join(s.split()) for s in _SENTENCE_BREAK.split(line) if s.strip()]
+    return sentences
+
+
+def _words(sentence: str) -> list[str]:
+    return _WORD.findall(sentence)
+
+
+def is_fact(sentence: str) -> bool:
+    """True for a declarative sentence with a subject/verb shape (rules in the module docs)."""
+    lowered = sentence.lower()
+    if sentence.rstrip().endswith("?") or any(_opens_with(lowered, o) for o in SKIPPED_OPENERS):
+        return False
+    words = _words(sentence)
+    if not MIN_WORDS <= len(words) <= MAX_WORDS:
+        return False
+    first = words[0]
+    if not (first.lower() in SUBJECT_WORDS or first[0].isupper() or first[0].isdigit()):
+        return False
+    return any(_verb_like(w.lower()) for w in words[1:])
+
+
+def _opens_with(lowered: str, opener: str) -> bool:
+    return lowered.startswith(opener) and (len(lowered) == len(opener) or not lowered[len(opener)].isalpha())
+
+
+def _verb_like(word: str) -> bool:
+    return word in COMMON_VERBS or (len(word) > 3 and word.isalpha() and word.endswith(("s", "ed")))
+
+
+def find_entities(sentence: str) -> tuple[str, ...]:
+    """Runs of capitalised words, distinct (case-insensitively), at most :data:`MAX_ENTITIES`."""
+    found: dict[str, str] = {}
+    for match in _ENTITY_RUN.finditer(sentence):
+        words = match.group().split()
+        if match.start() == len(sentence) - len(sentence.lstrip()) and words[0].lower() in FUNCTION_WORDS:
+            words = words[1:]
+        name = " ".join(words).strip("-")
+        if name and name != "I":
+            found.setdefault(name.casefold(), name)
+    return tuple(found.values())[:MAX_ENTITIES]
+
+
+class HeuristicExtractor:
+    """Declarative sentences with a subject/verb shape, and their capitalised entities."""
+
+    def __call__(self, text: str) -> list[ExtractedMemory]:
+        return [ExtractedMemory(s, find_entities(s)) for s in split_sentences(text) if is_fact(s)]
+
+
+# -- the model -------------------------------------------------------------------------------------
+EXTRACTION_PROMPT = (
+    "You extract long-term memories from a conversation turn. Return a JSON object "
+    '{"memories": [{"content": "...", "entities": ["..."]}]}. Each content is one short, '
+    "self-contained factual statement worth remembering later (preferences, decisions, facts about "
+    "people, projects, places, schedules); entities are the proper names it mentions. Leave out "
+    'greetings, questions, offers of help and small talk. Return {"memories": []} when nothing '
+    "is worth keeping."
+)
+
+
+def _sdk() -> Any:
+    """The openai module, imported on first use (it takes seconds to import and is optional)."""
+    try:
+        import openai
+    except ImportError as exc:
+        raise ConfigurationError("LLMExtractor needs the openai SDK: pip install 'redmem[openai]'") from exc
+    return openai
+
+
+def parse_extraction(answer: str | None) -> list[ExtractedMemory]:
+    """Memories from the model's JSON answer (items may be strings); ExtractionError if malformed."""
+    try:
+        items = json.loads(answer or "")["memories"]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ExtractionError(f"the model's answer is not {{\"memories\": [...]}}: {answer!r:.200}") from exc
+    if not isinstance(items, list):
+        raise ExtractionError(f"\"memories\" must be a list, got {items!r:.200}")
+    memories = []
+    for item in items:
+        if isinstance(item, str):
+            item = {"content": item, "entities": list(find_entities(item))}
+        content, entities = (item.get("content"), item.get("entities") or []) if isinstance(item, dict) else (None, [])
+        if not isinstance(content, str) or not isinstance(entities, list):
+            raise ExtractionError(f"a memory is {{\"content\": str, \"entities\": [str]}}, got {item!r:.200}")
+        if content.strip():
+            names = tuple(e.strip() for e in entities if isinstance(e, str) and e.strip())
+            memories.append(ExtractedMemory(" ".join(content.split()), names[:MAX_ENTITIES]))
+    return memories
+
+
+class LLMExtractor:
+    """Memories extracted by a chat model in JSON mode, through the ``openai`` SDK.
+
+    Args:
+        client: an ``openai.OpenAI`` client; None: one built from ``OPENAI_API_KEY`` /
+            ``OPENAI_BASE_URL`` (any OpenAI-compatible endpoint).
+        model: the chat model's name.
+        prompt: the system prompt (default :data:`EXTRACTION_PROMPT`).
+
+    One request per call; service errors and malformed answers raise :class:`ExtractionError`.
+    """
+
+    def __init__(self, client: Any = None, model: str = "gpt-4.1-nano", *, prompt: str = EXTRACTION_PROMPT) -> None:
+        self._openai = _sdk()
+        try:
+            self.client = client if client is not None else self._openai.OpenAI()
+        except self._openai.OpenAIError as exc:
+            raise ConfigurationError(f"LLMExtractor: {exc}") from exc
+        self.model, self.prompt = model, prompt
+
+    def __call__(self, text: str) -> list[ExtractedMemory]:
+        messages = [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}]
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model, messages=messages, response_format={"type": "json_object"}, temperature=0,
+            )
+        except self._openai.OpenAIError as exc:
+            raise ExtractionError(f"the extraction model failed: {exc}") from exc
+        return parse_extraction(response.choices[0].message.content)

@@ -1,0 +1,275 @@
+"""ContextAssembler's push path, its post-effects on stored state, and tenant isolation on every path.
+
+Cases that run the composite ranking are strict xfails while ``Query.composite_score`` is not
+registered (see test_context_assembler.py); the condition is evaluated when each test runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import redmem
+from redmem import (
+    AccessTrackerMixin,
+    AutoKeyField,
+    BM25Field,
+    CoOccurrenceField,
+    ConfidenceField,
+    CyclicDecayField,
+    DecayingSortedField,
+    EmbeddingField,
+    Entity,
+    ExistenceFilter,
+    FloatField,
+    KeyField,
+    Model,
+    RecallProposal,
+    StringField,
+)
+from redmem.context.effects import SURFACING_REASON
+from redmem.embeddings import HashingEmbeddings
+from redmem.recipes.context_assembler import ContextAssembler
+
+COMPOSITE_PENDING = "composite_score not registered yet"
+
+
+class Memory(AccessTrackerMixin, Model):
+    """DESIGN.md's Memory plus a CyclicDecayField over ``salience`` (push path).
+
+    Every record is fresh, so its cyclic score is ``salience * 0.01 ** -0.1 = 1.585 * salience``.
+    """
+
+    memory_id = AutoKeyField()
+    agent_id = KeyField()
+    topic = StringField()
+    content = StringField()
+    importance = FloatField(default=1.0)
+    salience = FloatField(default=0.0)
+    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
+    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
+    confidence = ConfidenceField()
+    associations = CoOccurrenceField()
+    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
+    content_bm25 = BM25Field(source="content")
+    embedding = EmbeddingField(source="content")
+
+
+class Routine(Model):
+    """A daily cycle of amplitude 1 peaking at midnight UTC, on a small base."""
+
+    routine_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    base = FloatField(default=0.1)
+    rhythm = CyclicDecayField(base_score_field="base", cycles=[(86400, 1.0)], partition_by="agent_id")
+
+
+FRESH = 0.01 ** -0.1  # the decay factor of a record younger than 864 s
+
+
+def composite_pending() -> bool:
+    """True while no module has registered the ``composite_score`` query method."""
+    return not hasattr(Memory.query, "composite_score")
+
+
+composite_xfail = pytest.mark.xfail("composite_pending()", strict=True, raises=AttributeError,
+                                    reason=COMPOSITE_PENDING)
+
+
+@pytest.fixture(autouse=True)
+def hashing_embeddings():
+    previous = redmem.store.settings().embedding_provider
+    redmem.configure(embedding_provider=HashingEmbeddings(64))
+    yield
+    redmem.configure(embedding_provider=previous)
+
+
+def memory(agent: str, content: str, topic: str = "deployment", **values) -> Memory:
+    return Memory.create(agent_id=agent, topic=topic, content=content, **values)
+
+
+def confidence(record) -> dict:
+    return ConfidenceField.get_confidence_data(record, "confidence")
+
+
+def ladder(count: int, word: str = "alpha") -> list[str]:
+    """``count`` texts matching ``word`` with strictly falling BM25 (same length, fewer ``word``)."""
+    return [" ".join([word] * (count + 1 - i) + ["pad"] * (i - 1)) for i in range(1, count + 1)]
+
+
+# -- push path ----------------------------------------------------------------------------------
+def test_records_above_the_surfacing_threshold_become_proactive(any_db):
+    hot = memory("a", "hot", salience=1.0)     # 1.585
+    warm = memory("a", "warm", salience=0.4)   # 0.634
+    cold = memory("a", "cold", salience=0.2)   # 0.317
+    result = ContextAssembler(Memory).assemble(agent_id="a", emit_trace=True)
+    assert result.records == [hot, warm] and result.proactive == [hot, warm]
+    assert [t["signals"]["cyclic"] for t in result.metadata["trace"]] == pytest.approx([FRESH, 0.4 * FRESH])
+    assert result.metadata["push_count"] == 2 and result.metadata["pull_count"] == 0
+    for record in (hot, warm):
+        proposal = RecallProposal.for_record(record)
+        assert (proposal.status, proposal.partition, proposal.reason) == ("pending", "a", SURFACING_REASON)
+    assert RecallProposal.for_record(cold) is None
+    stricter = ContextAssembler(Memory, surfacing_threshold=0.7).assemble(agent_id="a")
+    assert stricter.proactive == [hot]
+
+
+def test_the_push_scan_follows_the_cycle_at_now(any_db):
+    routine = Routine.create(agent_id="a", content="standup")
+    peak = (math.floor(time.time() / 86400) + 1) * 86400.0  # next midnight UTC: cos = 1
+    at_peak = ContextAssembler(Routine).assemble(agent_id="a", now=peak)
+    assert at_peak.proactive == [routine]
+    assert RecallProposal.for_record(routine).surfaced_at == peak
+    at_trough = ContextAssembler(Routine).assemble(agent_id="a", now=peak + 43200)  # cos = -1
+    assert at_trough.records == [] and at_trough.proactive == []
+
+
+def test_the_push_path_offers_twice_max_items(any_db):
+    hot = [memory("a", f"hot {i}", salience=1.0 - i / 100) for i in range(7)]
+    result = ContextAssembler(Memory, max_items=3).assemble(agent_id="a", emit_trace=True)
+    assert result.metadata["total_candidates"] == 6  # 2 x max_items of the 7 above the threshold
+    assert result.records == result.proactive == hot[:3]
+    assert [t["source"] for t in result.metadata["trace"]] == ["push"] * 3
+
+
+def test_only_selected_push_records_get_a_proposal(any_db):
+    first = memory("a", "first", salience=1.0)
+    second = memory("a", "second", salience=0.9)
+    result = ContextAssembler(Memory, max_items=1).assemble(agent_id="a")
+    assert result.proactive == [first]
+    assert RecallProposal.for_record(first).status == "pending"
+    assert RecallProposal.for_record(second) is None
+
+
+def test_pull_only_records_get_no_proposal(any_db):
+    pulled = memory("a", "deploy with blue green", salience=0.0)
+    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    assert result.records == [pulled] and result.proactive == []
+    assert RecallProposal.for_record(pulled) is None
+
+
+# -- post-effects: access tracking --------------------------------------------------------------
+def test_one_staged_read_per_selected_record_per_assembly(any_db):
+    records = [
+        memory("a", "deploy with blue green", salience=0.9),          # pull and push
+        memory("a", "water the plants", topic="home", salience=1.0),  # push
+        *(memory("a", f"deploy note {word}") for word in ["helm", "canary", "freeze", "alerts"]),
+    ]
+    assembler = ContextAssembler(Memory, max_items=3)
+    result = assembler.assemble({"topic": "deploy"}, agent_id="a", emit_trace=True)
+    sources = {t["key"]: t["source"] for t in result.metadata["trace"]}
+    assert sources[records[0].db_key.redis_key] == "both"
+    chosen = {r.db_key for r in result.records}
+    assert len(chosen) == 3 and len(records) - len(chosen) == 3
+    for record in records:
+        assert len(record.staged_accesses) == (1 if record.db_key in chosen else 0)
+    assembler.assemble({"topic": "deploy"}, agent_id="a")
+    assert len(records[0].staged_accesses) == 2  # one more per assembly, never two
+
+
+# -- post-effects: competitive suppression ------------------------------------------------------
+def test_non_selected_pull_candidates_are_suppressed_and_selected_ones_untouched(any_db):
+    hits = [memory("a", text) for text in ladder(5)]       # BM25 ranks 1..5
+    push_top = memory("a", "water the plants", topic="home", salience=1.0)
+    push_low = memory("a", "feed the cat", topic="home", salience=0.4)
+    assembler = ContextAssembler(Memory, max_items=2, retrieval_mode="lexical")  # max_proactive 1
+    result = assembler.assemble({"topic": "deployment", "q": "alpha"}, agent_id="a")
+    assert result.records == [hits[0], push_top]
+    assert result.metadata["suppressed_count"] == 3
+    # pull candidates are the fused top 2 x max_items = 4 keyword hits
+    for record in hits[1:4]:
+        assert confidence(record) == {"confidence": pytest.approx(0.4), "evidence_count": 1,
+                                      "corroborations": 0, "contradictions": 1}  # (0.5 + 0.3) / 2
+    untouched = {"confidence": 0.5, "evidence_count": 0, "corroborations": 0, "contradictions": 0}
+    for record in (hits[0], push_top, hits[4], push_low):  # selected, beyond the fused list, push only
+        assert confidence(record) == untouched
+
+
+def test_a_definitely_missing_query_suppresses_nothing(any_db):
+    records = [memory("a", text) for text in ladder(4)]
+    result = ContextAssembler(Memory, max_items=1).assemble({"topic": "kubernetes"}, agent_id="a")
+    assert result.records == [] and result.metadata["suppressed_count"] == 0
+    assert all(confidence(r)["evidence_count"] == 0 for r in records)
+
+
+# -- tenant isolation ----------------------------------------------------------------------------
+def two_tenants() -> tuple[list[Memory], list[Memory]]:
+    """Interleaved, near-identical memories of two agents; b's are hot and densely linked."""
+    a, b = [], []
+    for i in range(6):
+        a.append(memory("agent-a", f"deploy checklist step {i} alpha", salience=0.6 if i == 0 else 0.0))
+        b.append(memory("agent-b", f"deploy checklist step {i} bravo", salience=1.0))
+    for left, right in itertools.combinations(b, 2):
+        Memory.associations.link(left, right, initial_weight=0.9)
+    Memory.associations.link(b[0], Entity("acme"), initial_weight=0.9)
+    Memory.associations.link(a[0], Entity("acme"), initial_weight=0.9)
+    return a, b
+
+
+def assert_isolated(result, b: list[Memory]) -> None:
+    assert result.records, "the test needs agent-a to get something"
+    assert all(r.agent_id == "agent-a" for r in result.records + result.proactive)
+    assert all("{agent-a}" in t["key"] for t in result.metadata["trace"])
+    assert "bravo" not in result.formatted
+    for record in b:  # and nothing of b's stored state moved
+        assert record.staged_accesses == []
+        assert confidence(record)["evidence_count"] == 0
+        assert RecallProposal.for_record(record) is None
+
+
+WEIGHTS = {"relevance": 0.6, "confidence": 0.3}
+
+
+@pytest.mark.parametrize(("mode", "cues", "weights"), [
+    ("auto", {"topic": "deploy checklist bravo"}, WEIGHTS),  # hybrid: keyword + vector + graph
+    ("lexical", "deploy checklist bravo acme", WEIGHTS),
+    ("semantic", "deploy checklist bravo", WEIGHTS),         # vector + graph
+    ("auto", None, None),                                    # no query text, no weights: push path only
+    pytest.param("auto", None, WEIGHTS, marks=composite_xfail),  # no query text: composite + push
+    pytest.param("composite", "deploy checklist bravo", WEIGHTS, marks=composite_xfail),
+], ids=["hybrid", "lexical", "semantic", "push-only", "no-text-composite", "composite"])
+def test_no_record_of_another_agent_ever_appears(any_db, mode, cues, weights):
+    a, b = two_tenants()
+    assembler = ContextAssembler(Memory, score_weights=weights, retrieval_mode=mode, max_items=20)
+    result = assembler.assemble(cues, agent_id="agent-a", emit_trace=True)
+    assert result.metadata["retrieval_mode"] == ("composite" if cues is None else assembler.mode)
+    assert_isolated(result, b)
+
+
+def test_graph_expansion_through_a_shared_entity_name_stays_in_the_partition(any_db):
+    a, b = two_tenants()
+    a_friend = memory("agent-a", "unrelated gamma note")
+    for record in a[1:] + [a_friend]:
+        Memory.associations.link(record, Entity("acme"), initial_weight=0.9)
+    result = ContextAssembler(Memory, retrieval_mode="lexical").assemble(
+        {"topic": "deployment", "q": "alpha"}, agent_id="agent-a", emit_trace=True)
+    assert a_friend in result.records  # two hops: seed -> acme -> friend
+    assert_isolated(result, b)
+
+
+AGENTS = itertools.count()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    words=st.lists(st.sampled_from(["deploy", "helm", "rollback", "canary", "freeze", "alert"]),
+                   min_size=2, max_size=12),
+    mode=st.sampled_from(["auto", "lexical", "semantic"]),
+    salience=st.sampled_from([0.0, 1.0]),
+)
+def test_isolation_holds_for_any_interleaving(any_db, words, mode, salience):
+    run = next(AGENTS)
+    mine, theirs = f"mine-{run}", f"theirs-{run}"
+    for i, word in enumerate(words):  # the same texts, alternating owners
+        memory(mine if i % 2 else theirs, f"{word} runbook {i % 3}", salience=salience)
+    query = " ".join(dict.fromkeys(words))
+    result = ContextAssembler(Memory, retrieval_mode=mode, max_items=20).assemble(
+        {"topic": "deployment", "q": query}, agent_id=mine, emit_trace=True)
+    assert all(r.agent_id == mine for r in result.records)
+    assert all(("{" + mine + "}") in t["key"] for t in result.metadata["trace"])

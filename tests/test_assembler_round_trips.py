@@ -1,0 +1,175 @@
+"""Round trips per assemble(), counted at the socket: one request sent to the server = one round trip.
+
+A pipeline is one round trip however many commands it holds. The counts are those of the table
+in docs/recipes/context-assembler.md ("Cost"); they do not grow with the number of records.
+Each count is taken on a warm assembler (scripts cached, vector matrix loaded), as in a running
+agent; the first assemble after another process wrote vectors costs one more (the matrix
+catches up), and the very first of a process also loads scripts.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import redis
+
+import redmem
+from redmem import (
+    AccessTrackerMixin,
+    AutoKeyField,
+    BM25Field,
+    CoOccurrenceField,
+    ConfidenceField,
+    CyclicDecayField,
+    DecayingSortedField,
+    EmbeddingField,
+    ExistenceFilter,
+    FloatField,
+    KeyField,
+    Model,
+    StringField,
+)
+from redmem.embeddings import HashingEmbeddings
+from redmem.recipes.context_assembler import ContextAssembler
+
+
+class Memory(AccessTrackerMixin, Model):
+    """DESIGN.md's Memory plus a CyclicDecayField (every path of the assembler is in use)."""
+
+    memory_id = AutoKeyField()
+    agent_id = KeyField()
+    topic = StringField()
+    content = StringField()
+    importance = FloatField(default=1.0)
+    salience = FloatField(default=0.0)
+    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
+    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
+    confidence = ConfidenceField()
+    associations = CoOccurrenceField()
+    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
+    content_bm25 = BM25Field(source="content")
+    embedding = EmbeddingField(source="content")
+
+
+class Note(Model):
+    """Lexical (BM25Field, no EmbeddingField, no ExistenceFilter), graph and push."""
+
+    note_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    salience = FloatField(default=0.0)
+    confidence = ConfidenceField(partition_by="agent_id")
+    links = CoOccurrenceField()
+    content_bm25 = BM25Field(source="content")
+    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
+
+
+class Vectors(Model):
+    """Semantic (EmbeddingField, no BM25Field), graph and push."""
+
+    vector_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    salience = FloatField(default=0.0)
+    links = CoOccurrenceField()
+    embedding = EmbeddingField(source="content", partition_by="agent_id")
+    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
+
+
+class Card(Model):
+    """Push path only."""
+
+    card_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    salience = FloatField(default=1.0)
+    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
+
+
+@pytest.fixture(autouse=True)
+def hashing_embeddings():
+    previous = redmem.store.settings().embedding_provider
+    redmem.configure(embedding_provider=HashingEmbeddings(64))
+    yield
+    redmem.configure(embedding_provider=previous)
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """A list that receives every request the process sends to a server while the test runs."""
+    requests: list = []
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def counting(self, command, check_health=True):
+        requests.append(command)
+        return original(self, command, check_health)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counting)
+    return requests
+
+
+def round_trips(sent: list, assembler: ContextAssembler, cues, agent: str) -> int:
+    assembler.assemble(cues, agent_id=agent)  # warm: scripts cached, vectors loaded
+    sent.clear()
+    result = assembler.assemble(cues, agent_id=agent)
+    assert result.records, "measure an assembly that selects something"
+    return len(sent)
+
+
+def corpus(model: type, agent: str, size: int, hot: bool = True, **extra) -> None:
+    """``size`` records; with ``hot`` every tenth one is above the surfacing threshold."""
+    words = ["deploy", "helm", "canary", "rollback", "freeze", "alert", "runbook"]
+    model.save_many([
+        model(agent_id=agent, content=f"{words[i % 7]} note {i} about {words[(i * 3) % 7]}",
+              salience=1.0 if hot and i % 10 == 0 else 0.0, **extra)
+        for i in range(size)
+    ])
+
+
+# (model, cues, expected round trips, what they are)
+CASES = {
+    "hybrid": (Memory, {"topic": "deployment", "q": "helm canary"}, 7,
+               "bloom check, BM25, vector (+ the hits' hashes), graph, push scan, hydrate, post-effects"),
+    "query definitely missing": (Memory, {"topic": "kubernetes"}, 4,
+                                 "bloom check, push scan, hydrate, post-effects"),
+    "no query text, no score_weights": (Memory, None, 3, "push scan, hydrate, post-effects"),
+    "lexical": (Note, "helm canary", 5, "BM25, graph, push scan, hydrate, post-effects"),
+    "semantic": (Vectors, "helm canary", 5, "vector (+ the hits' hashes), graph, push scan, hydrate, post-effects"),
+    "push only": (Card, None, 3, "push scan, hydrate, post-effects"),
+}
+
+
+@pytest.mark.parametrize("size", [30, 600])
+@pytest.mark.parametrize("case", list(CASES))
+def test_round_trips_per_assembly(db, sent, case, size):
+    model, cues, expected, _ = CASES[case]
+    extra = {"topic": "deployment"} if model is Memory else {}
+    corpus(model, "a", size, **extra)
+    assert round_trips(sent, ContextAssembler(model, max_items=10), cues, "a") == expected
+
+
+def on_cluster(cluster_client, name: str) -> None:
+    redmem.configure(client=cluster_client, key_prefix=f"rt-{name}-{next(PREFIXES)}")
+
+
+PREFIXES = itertools.count()
+
+
+@pytest.mark.cluster
+def test_round_trips_on_a_cluster(cluster_client, sent):
+    on_cluster(cluster_client, "lexical")
+    corpus(Note, "a", 50, hot=False)  # nothing surfaced: see the next test
+    assert round_trips(sent, ContextAssembler(Note, max_items=10), "helm canary", "a") == 5
+
+
+@pytest.mark.cluster
+def test_cluster_round_trips_do_not_grow_with_surfaced_records(cluster_client, sent):
+    counts = []
+    for hot in (1, 6):
+        on_cluster(cluster_client, f"hot{hot}")
+        Card.save_many([Card(agent_id="a", content=f"note {i}", salience=1.0 if i < hot else 0.1) for i in range(20)])
+        counts.append(round_trips(sent, ContextAssembler(Card, max_items=10), None, "a"))
+    # push scan, hydration, post-effects; the effects pipeline also reaches the node holding the
+    # partition registry ({%g} slot), which the socket counter sees as one more send
+    assert counts[0] == counts[1] <= 4

@@ -1,0 +1,136 @@
+"""The benchmark suite at its smallest sizes (each script in its own process), and the
+ConversationMemory recipe it evaluates. Timings are never asserted: only that every stage runs
+and reports figures that make sense.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import redmem
+from redmem.recipes.context_assembler import ContextAssembler
+from redmem.recipes.conversation import (ConversationMemory, Turn, TurnContextAnalyzer, build_contexts,
+                                         ingest_conversation)
+from redmem.store.errors import ValidationError
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "benchmarks"
+LOCOMO = REPO.parent / "shared" / "data" / "locomo-dev.json"
+
+
+def run(script: str, *args: str, out_dir: Path) -> dict:
+    """Run a benchmark script, writing its JSON to ``out_dir``; return the payload."""
+    name = f"smoke_{Path(script).stem}"
+    code = (f"import sys; sys.path.insert(0, {str(BENCH)!r}); import common, pathlib; "
+            f"common.RESULTS = pathlib.Path({str(out_dir)!r}); "
+            f"import runpy; sys.argv = [{script!r}, *{list(args)!r}, '--out', {name!r}]; "
+            f"runpy.run_path({str(BENCH / script)!r}, run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((out_dir / f"{name}.json").read_text())
+
+
+def test_latency_smallest_size_and_its_summary(tmp_path):
+    payload = run("latency.py", "--sizes", "300", "--queries", "20", "--repeats", "1", "--single", "50",
+                  "--systems", "redmem", out_dir=tmp_path)
+    figures = payload["results"]["300"]["redmem"]
+    assert set(figures["assemble"]) == {"lexical", "hybrid", "composite"}
+    for row in figures["assemble"].values():
+        assert row["p50"] > 0 and row["queries"] == 20
+        assert 1 <= row["round_trips"] <= row["commands"]
+    for ingest in figures["ingest"].values():
+        assert ingest["single_per_s"] > 0 and ingest["bulk_per_s"] > 0 and ingest["bytes_per_memory"] > 0
+    (tmp_path / "smoke_latency.json").rename(tmp_path / "latency.json")
+    sys.path.insert(0, str(BENCH))
+    try:
+        import plots
+
+        markdown = plots.summary_markdown(tmp_path)
+        assert "| 300 | redmem | lexical |" in markdown and "<= 4 round trips, 300 lexical" in markdown
+        if importlib.util.find_spec("matplotlib"):
+            plots.main(["--results", str(tmp_path)])
+            assert (tmp_path / "latency_vs_n.png").stat().st_size > 0
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.mark.cluster
+def test_latency_on_the_cluster(tmp_path):
+    payload = run("latency.py", "--cluster", "--sizes", "200", "--queries", "10", "--repeats", "1",
+                  "--single", "20", out_dir=tmp_path)
+    assert payload["cluster"] is True
+    assert set(payload["results"]["200"]) == {"redmem"}
+
+
+def test_tenants_smallest_size(tmp_path):
+    payload = run("tenants.py", "--agents", "8", "--per-agent", "15", "--queries", "20", "--repeats", "1",
+                  "--systems", "redmem", out_dir=tmp_path)
+    rows = payload["results"]["redmem"]["assemble"]
+    assert rows["lexical"]["queries"] == 20 and rows["hybrid"]["p95"] >= rows["hybrid"]["p50"] > 0
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
+def test_locomo_one_conversation(tmp_path):
+    payload = run("locomo.py", "--data", str(LOCOMO), "--conversations", "1", "--max-questions", "25",
+                  "--systems", "redmem,conversation", "--no-hybrid", out_dir=tmp_path)
+    results = payload["results"]
+    assert set(results) == {"redmem lexical", "redmem composite", "redmem ConversationMemory lexical"}
+    for row in results.values():
+        assert row["questions"] == 25
+        assert 0 <= row["recall@1"] <= row["recall@5"] <= row["recall@10"] <= 1
+        assert row["tokens_per_context"]["mean"] > 0
+    assert results["redmem ConversationMemory lexical"]["recall@10"] > 0
+
+
+@pytest.mark.skipif(not (REPO / ".bench-venv" / "bin" / "python").exists(),
+                    reason="popoto's venv (.bench-venv) is made by `make bench`; not created in the smoke run")
+def test_popoto_runner_round_trip(tmp_path):
+    payload = run("tenants.py", "--agents", "3", "--per-agent", "10", "--queries", "5", "--repeats", "1",
+                  "--systems", "popoto", out_dir=tmp_path)
+    rows = payload["results"]["popoto"]["assemble"]
+    assert rows["lexical"]["queries"] == 5 and rows["lexical"]["round_trips"] >= 1
+
+
+# ----------------------------------------------------------------------------- the recipe
+def test_contexts_hold_same_session_neighbours_marked_by_distance():
+    turns = [Turn("Ann", "one", "s1", "Monday"), Turn("Bob", "> two\nlines", "s1"), Turn("Ann", "three", "s1"),
+             Turn("Bob", "four", "s2")]
+    contexts = build_contexts(turns, window=2)
+    assert contexts[0] == "[Monday] Ann: one\n> two lines\n>> three"
+    assert contexts[1] == "> one\nBob: two lines\n> three"
+    assert contexts[3] == "Bob: four"
+    assert build_contexts(turns, window=0)[2] == "Ann: three"
+    with pytest.raises(ValidationError):
+        build_contexts(turns, window=-1)
+
+
+def test_analyzer_weights_lines_by_distance():
+    analyzer = TurnContextAnalyzer(turn_weight=4)
+    terms = analyzer.tokens(">> far\n> near\nAnn: garden")
+    assert terms.count("garden") == 4 and terms.count("ann") == 4
+    assert terms.count("near") == 2 and terms.count("far") == 1
+    assert TurnContextAnalyzer(turn_weight=1).tokens(">>> far") == ["far"]
+    with pytest.raises(ValidationError):
+        TurnContextAnalyzer(turn_weight=0)
+
+
+def test_ingest_and_assemble_find_a_turn_by_its_neighbour(db):
+    redmem.configure(embedding_provider=redmem.HashingEmbeddings(dimensions=64))
+    try:
+        turns = [{"speaker": "Mel", "text": "Where did you go camping last summer?", "session": "1"},
+                 {"speaker": "Caroline", "text": "The Rockies, with the whole family!", "session": "1"},
+                 {"speaker": "Mel", "text": "I painted a lake at sunrise", "session": "2"}]
+        records = ingest_conversation(turns, "agent-1", window=1)
+        assert [r.position for r in records] == [0, 1, 2]
+        found = ContextAssembler(ConversationMemory, retrieval_mode="lexical").assemble(
+            "Where did Caroline go camping?", agent_id="agent-1")
+        assert found.records[0].content == "The Rockies, with the whole family!"
+        assert "I painted a lake at sunrise" not in [r.content for r in found.records]
+    finally:
+        redmem.configure(embedding_provider=None)

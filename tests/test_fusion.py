@@ -1,0 +1,126 @@
+"""Reciprocal rank fusion against hand-computed values, the adaptive weights, and Query.fuse."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from redmem import AutoKeyField, KeyField, Model, QueryException, StringField, ValidationError
+from redmem.context.fusion import distinct_ranks, query_adaptive_weights, reciprocal_rank_fusion
+
+
+def test_rrf_matches_hand_computed_scores():
+    fused = reciprocal_rank_fusion({"keyword": ["x", "y", "z"], "vector": ["y", "w"]}, limit=None)
+    assert fused == [
+        ("y", math.fsum([1 / 62, 1 / 61])),  # 0.0325224748...
+        ("x", 1 / 61),  # 0.0163934426...
+        ("w", 1 / 62),  # 0.0161290322...
+        ("z", 1 / 63),  # 0.0158730158...
+    ]
+    assert fused[0][1] == pytest.approx(0.032522474881015)
+
+
+def test_rrf_weights_k_and_limit():
+    lists = {"keyword": ["x", "y"], "vector": ["y", "v"], "graph": ["v"]}
+    fused = reciprocal_rank_fusion(lists, k=1, weights={"keyword": 2, "vector": 0.5}, limit=2)
+    # x: 2/2 = 1.0;  y: 2/3 + 0.5/2 = 0.91666;  v: 0.5/3 + 1/2 = 0.66666 (graph weighs 1 by default)
+    assert fused == [("x", 1.0), ("y", pytest.approx(2 / 3 + 0.25))]
+    only_keyword = reciprocal_rank_fusion(lists, weights={"vector": 0, "graph": 0}, limit=None)
+    assert [item for item, _ in only_keyword] == ["x", "y"]  # v is only in lists of weight 0
+    assert reciprocal_rank_fusion(lists, limit=0) == []
+    assert reciprocal_rank_fusion({}, limit=5) == []
+
+
+def test_rrf_ties_keep_first_seen_order():
+    assert [i for i, _ in reciprocal_rank_fusion({"a": ["x", "y"], "b": ["y", "x"]})] == ["x", "y"]
+    assert [i for i, _ in reciprocal_rank_fusion({"b": ["y", "x"], "a": ["x", "y"]})] == ["y", "x"]
+    assert [i for i, _ in reciprocal_rank_fusion({"a": ["p", "q", "r"], "b": ["r", "q", "p"]})] == ["p", "r", "q"]
+
+
+def test_repeated_items_keep_their_first_rank():
+    assert distinct_ranks(["a", "a", "b", "a", "c"]) == {"a": 1, "b": 2, "c": 3}
+    assert reciprocal_rank_fusion({"l": ["a", "a", "b"]}, limit=None) == [("a", 1 / 61), ("b", 1 / 62)]
+
+
+@pytest.mark.parametrize("bad", [{"k": 0}, {"k": -1}, {"k": float("inf")}, {"k": True}, {"limit": -1},
+                                 {"weights": {"a": -1}}, {"weights": {"a": float("nan")}}])
+def test_rrf_rejects_bad_parameters(bad):
+    with pytest.raises(ValidationError):
+        reciprocal_rank_fusion({"a": ["x"]}, **bad)
+
+
+items = st.lists(st.sampled_from("abcdefghij"), max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(["keyword", "vector", "graph"]), items),
+       st.dictionaries(st.sampled_from(["keyword", "vector", "graph"]), st.floats(0, 3)),
+       st.integers(1, 100))
+def test_rrf_equals_the_formula_and_ignores_list_order(lists, weights, k):
+    fused = reciprocal_rank_fusion(lists, k=k, weights=weights, limit=None)
+    expected = {}
+    for name, ranked in lists.items():
+        seen = []
+        for item in ranked:
+            if item not in seen:
+                seen.append(item)
+                expected[item] = expected.get(item, 0.0) + weights.get(name, 1.0) / (k + len(seen))
+    assert dict(fused) == pytest.approx({i: s for i, s in expected.items() if s > 0})
+    assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
+    reordered = reciprocal_rank_fusion(dict(reversed(list(lists.items()))), k=k, weights=weights, limit=None)
+    assert dict(reordered) == dict(fused)  # exact sums: the same floats whatever the list order
+
+
+@pytest.mark.parametrize("text, vector", [
+    ("what did I say about the trip", 1.0),
+    ("where do we keep our Passwords", 1.0),   # first person wins over a capitalised word
+    ("my meeting on 3 May", 1.0),
+    ('what is "project falcon"', 0.0),
+    ("the budget for Q3", 0.0),
+    ("notes from 2024-05-01", 0.0),
+    ("plans for March", 0.0),
+    ("what does Alice like", 0.0),
+    ("Alice likes what", 1.0),                  # only the initial word is capitalised
+    ("it rained. Then what happened", 1.0),     # a sentence's first word is initial too
+    ("how does deployment work", 1.0),
+    ("don't forget the keys", 1.0),             # an apostrophe is not a quote
+    ("", 1.0),
+])
+def test_query_adaptive_weights(text, vector):
+    assert query_adaptive_weights(text) == {"keyword": 1.0, "vector": vector, "graph": 1.0}
+
+
+class Memory(Model):
+    memory_id = AutoKeyField()
+    agent_id = KeyField(partition_by="agent_id")
+    content = StringField()
+
+
+def test_fuse_returns_records_with_scores_and_ranks(any_db):
+    a = [Memory.create(agent_id="a", content=f"m{i}") for i in range(4)]
+    other = Memory.create(agent_id="b", content="elsewhere")
+    fused = Memory.query.filter(agent_id="a").fuse(
+        keyword=[a[0], a[1], other, a[2]],
+        vector=[a[2].memory_id, a[1].memory_id, "no-such-id"],
+        graph=[a[3].db_key],
+        weights={"graph": 0.5},
+    )
+    expected = {
+        "m1": 1 / 62 + 1 / 62, "m2": 1 / 63 + 1 / 61, "m0": 1 / 61, "m3": 0.5 / 61,
+    }
+    assert [m.content for m in fused] == ["m2", "m1", "m0", "m3"]
+    assert [m._rrf_score for m in fused] == pytest.approx([expected[m.content] for m in fused])
+    assert fused[0]._rrf_ranks == {"keyword": 3, "vector": 1}  # the other tenant's record takes no rank
+    assert fused[1] is a[1]  # records passed in come back as they are
+    assert all(m.agent_id == "a" for m in fused)
+
+
+def test_fuse_needs_the_partition_and_known_items(any_db):
+    with pytest.raises(QueryException, match="partition"):
+        Memory.query.fuse(keyword=["x"])
+    with pytest.raises(QueryException, match="DbKeys or record ids"):
+        Memory.query.filter(agent_id="a").fuse(keyword=[Memory(agent_id="a", content="unsaved")])
+    assert Memory.query.filter(agent_id="a").fuse(keyword=[], limit=3) == []
