@@ -129,12 +129,13 @@ def corpus(model: type, agent: str, size: int, hot: bool = True, **extra) -> Non
 
 # (model, cues, expected round trips, what they are)
 CASES = {
-    "hybrid": (Memory, {"topic": "deployment", "q": "helm canary"}, 7,
-               "bloom check, BM25, vector (+ the hits' hashes), graph, push scan, hydrate, post-effects"),
-    "query definitely missing": (Memory, {"topic": "kubernetes"}, 4,
-                                 "bloom check, push scan, hydrate, post-effects"),
+    "hybrid": (Memory, {"topic": "deployment", "q": "helm canary"}, 5,
+               "bloom check + BM25 + push scan (one pipeline), vector (+ the hits' hashes), graph, "
+               "hydrate, post-effects"),
+    "query definitely missing": (Memory, {"topic": "kubernetes"}, 3,
+                                 "bloom check + push scan (one pipeline), hydrate, post-effects"),
     "no query text, no score_weights": (Memory, None, 3, "push scan, hydrate, post-effects"),
-    "lexical": (Note, "helm canary", 5, "BM25, graph, push scan, hydrate, post-effects"),
+    "lexical": (Note, "helm canary", 4, "BM25 + push scan (one pipeline), graph, hydrate, post-effects"),
     "semantic": (Vectors, "helm canary", 5, "vector (+ the hits' hashes), graph, push scan, hydrate, post-effects"),
     "push only": (Card, None, 3, "push scan, hydrate, post-effects"),
 }
@@ -160,7 +161,7 @@ PREFIXES = itertools.count()
 def test_round_trips_on_a_cluster(cluster_client, sent):
     on_cluster(cluster_client, "lexical")
     corpus(Note, "a", 50, hot=False)  # nothing surfaced: see the next test
-    assert round_trips(sent, ContextAssembler(Note, max_items=10), "helm canary", "a") == 5
+    assert round_trips(sent, ContextAssembler(Note, max_items=10), "helm canary", "a") == 4
 
 
 @pytest.mark.cluster

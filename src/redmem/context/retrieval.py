@@ -14,18 +14,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fields.bloom import ExistenceFilter
-from ..fields.bm25 import BM25Field
+from ..fields.bm25 import BM25Field, search_result
 from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField
 from ..fields.cyclic import CyclicDecayField
 from ..fields.embedding import EmbeddingField
 from ..model.dbkey import DbKey
+from ..store.connection import server_errors
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
+from ..store.scripts import ScriptCall, run_calls
 from .candidates import Candidate
 from .fusion import RRF_K, query_adaptive_weights, reciprocal_rank_fusion
 
-__all__ = ["Capabilities", "PullPlan", "resolve_mode", "pull_candidates", "push_candidates", "MODES"]
+__all__ = [
+    "Capabilities",
+    "PullPlan",
+    "FirstRound",
+    "resolve_mode",
+    "first_round",
+    "pull_candidates",
+    "push_candidates",
+    "MODES",
+]
 
 MODES = ("auto", "hybrid", "lexical", "semantic", "composite")
 
@@ -102,10 +113,52 @@ def _graph_ranking(caps: Capabilities, space: KeySpace, seeds: list[str], depth:
     return [(node.record_id, weight) for node, weight in weighted if isinstance(node, DbKey)]
 
 
+@dataclass
+class FirstRound:
+    """What the independent first searches found: filter verdict, BM25 ranking, push candidates."""
+
+    may_exist: bool
+    keyword: list[tuple[str, float]] | None
+    push: list[Candidate]
+
+
+def first_round(
+    client: Any, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan,
+    threshold: float, push_limit: int, now: float,
+) -> FirstRound:
+    """Run the existence pre-check, the BM25 search and the push scan in ONE round trip."""
+    calls: list[ScriptCall] = []
+    check_finish, bm25_at = None, None
+    if caps.existence is not None and text:
+        check, check_finish = caps.existence.check_calls(space, [text])
+        calls += check
+        check_span = (0, len(check))
+    if caps.bm25 is not None and text and plan.mode != "semantic":
+        bm25_call = caps.bm25.search_call(space, text, plan.candidate_limit)
+        if bm25_call is not None:
+            bm25_at = len(calls)
+            calls.append(bm25_call)
+    push_at = len(calls)
+    calls += [field.ranked_call(space, now, threshold, push_limit) for field in caps.cyclic]
+    with server_errors(client):
+        replies = run_calls(client, calls)
+    may_exist = check_finish(replies[check_span[0]:check_span[1]])[0] if check_finish else True
+    keyword = search_result(replies[bm25_at]).ranked if bm25_at is not None else None
+    rankings = [
+        field.ranked_from(reply, space, now, threshold, push_limit)
+        for field, reply in zip(caps.cyclic, replies[push_at:])
+    ]
+    return FirstRound(may_exist, keyword, push_candidates(space, rankings, push_limit))
+
+
 def pull_candidates(
-    model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any
+    model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
+    keyword: list[tuple[str, float]] | None = None,
 ) -> tuple[list[Candidate], str]:
-    """Ranked pull candidates (records not loaded yet, except vector hits) and the mode that ran."""
+    """Ranked pull candidates (records not loaded yet, except vector hits) and the mode that ran.
+
+    ``keyword`` is the BM25 ranking when the caller already ran it (see :func:`first_round`).
+    """
     signals: dict[str, dict[str, float]] = {}
     lists: dict[str, list[str]] = {}
     records: dict[str, Any] = {}
@@ -115,7 +168,8 @@ def pull_candidates(
         mode = "composite"  # nothing to search for: rank by the stored scores alone
     elif mode != "composite":
         if mode != "semantic":
-            keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
+            if keyword is None:
+                keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
             lists["keyword"] = _ranking(keyword, "bm25", signals)
         if mode != "lexical":
             hits = query.semantic_search(text, limit=plan.candidate_limit)
@@ -126,12 +180,12 @@ def pull_candidates(
         if not lists.get("keyword") and not lists.get("vector"):
             if plan.score_weights:
                 warnings.warn(f"{mode} retrieval found nothing for {text!r}; falling back to composite",
-                              RuntimeWarning, stacklevel=4)
+                              RuntimeWarning, stacklevel=3)
             mode, lists = "composite", {"keyword": lists["keyword"]} if "keyword" in lists else {}
     if mode == "composite":
         if plan.mode == "composite" and text and caps.bm25 is None:
             warnings.warn("composite retrieval without a BM25Field ignores the query cues",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=3)
         lists.update(_composite_lists(caps, space, text, plan, query, signals, records, "keyword" in lists))
     fused = reciprocal_rank_fusion(lists, k=RRF_K, weights=weights, limit=plan.fused_limit)
     candidates = [
@@ -158,13 +212,11 @@ def _composite_lists(
     return lists
 
 
-def push_candidates(
-    caps: Capabilities, space: KeySpace, threshold: float, limit: int, now: float
-) -> list[Candidate]:
-    """Records whose cyclic score at ``now`` is >= ``threshold``, best first (all cyclic fields)."""
+def push_candidates(space: KeySpace, rankings: list[list[tuple[str, float]]], limit: int) -> list[Candidate]:
+    """Push candidates from each cyclic field's ranking (a record keeps its best score), best first."""
     best: dict[str, float] = {}
-    for field in caps.cyclic:
-        for record_id, score in field.ranked(space, now, threshold, limit):
+    for ranking in rankings:
+        for record_id, score in ranking:
             best[record_id] = max(score, best.get(record_id, score))
     ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:limit]
     return [Candidate(key=DbKey(space, r), push=s, signals={"cyclic": s}) for r, s in ranked]

@@ -16,7 +16,7 @@ from ..context.candidates import Candidate, merge_paths
 from ..context.effects import apply_post_effects
 from ..context.packing import Budget, pack
 from ..context.rendering import LINE_FORMATS, check_format, compose, frame_line, record_view, render_slice
-from ..context.retrieval import Capabilities, PullPlan, pull_candidates, push_candidates, resolve_mode
+from ..context.retrieval import Capabilities, PullPlan, first_round, pull_candidates, resolve_mode
 from ..context.tokens import resolve_counter
 from ..model.persistence import load_records
 from ..store.connection import settings
@@ -94,9 +94,14 @@ class ContextAssembler:
         query = self._query(partition)
         space = query.partition()
         text = cue_text(query_cues)
-        pull, mode = self._pull(query, space, text)
-        push = push_candidates(self.capabilities, space, self.surfacing_threshold, self.max_items * 2, at)
-        merged = self._load(merge_paths(pull, push, self.max_proactive))
+        plan = self._plan()
+        first = first_round(self.model_class._meta.client, self.capabilities, space, text, plan,
+                            self.surfacing_threshold, self.max_items * 2, at)
+        if first.may_exist:
+            pull, mode = pull_candidates(self.model_class, self.capabilities, space, text, plan, query, first.keyword)
+        else:  # nothing in this partition shares a term with the query
+            pull, mode = [], self.mode
+        merged = self._load(merge_paths(pull, first.push, self.max_proactive))
         chosen, slices, token_count = self._pack(merged)
         selected = [c.record for c in chosen]
         proactive = [c.record for c in chosen if c.push is not None]
@@ -132,15 +137,11 @@ class ContextAssembler:
             )
         return self.model_class.query.filter(**partition).no_track()
 
-    def _pull(self, query: Any, space: Any, text: str) -> tuple[list[Candidate], str]:
-        existence = self.capabilities.existence
-        if existence is not None and text and not existence.check(space, [text])[0]:
-            return [], self.mode  # nothing in this partition shares a term with the query
-        plan = PullPlan(
+    def _plan(self) -> PullPlan:
+        return PullPlan(
             self.mode, self.max_items * self.CANDIDATE_MULTIPLIER, self.max_items * 2,
             self.propagation_depth, self.score_weights, self.GRAPH_SEEDS,
         )
-        return pull_candidates(self.model_class, self.capabilities, space, text, plan, query)
 
     def _load(self, candidates: list[Candidate]) -> list[Candidate]:
         """Hydrate the candidates not loaded yet in one round trip; drop records deleted meanwhile."""
