@@ -36,7 +36,6 @@ from redmem.context.effects import SURFACING_REASON
 from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
 
-COMPOSITE_PENDING = "composite_score not registered yet"
 
 
 class Memory(AccessTrackerMixin, Model):
@@ -73,13 +72,8 @@ class Routine(Model):
 FRESH = 0.01 ** -0.1  # the decay factor of a record younger than 864 s
 
 
-def composite_pending() -> bool:
-    """True while no module has registered the ``composite_score`` query method."""
-    return not hasattr(Memory.query, "composite_score")
 
 
-composite_xfail = pytest.mark.xfail("composite_pending()", strict=True, raises=AttributeError,
-                                    reason=COMPOSITE_PENDING)
 
 
 @pytest.fixture(autouse=True)
@@ -231,8 +225,8 @@ WEIGHTS = {"relevance": 0.6, "confidence": 0.3}
     ("lexical", "deploy checklist bravo acme", WEIGHTS),
     ("semantic", "deploy checklist bravo", WEIGHTS),         # vector + graph
     ("auto", None, None),                                    # no query text, no weights: push path only
-    pytest.param("auto", None, WEIGHTS, marks=composite_xfail),  # no query text: composite + push
-    pytest.param("composite", "deploy checklist bravo", WEIGHTS, marks=composite_xfail),
+    pytest.param("auto", None, WEIGHTS),  # no query text: composite + push
+    pytest.param("composite", "deploy checklist bravo", WEIGHTS),
 ], ids=["hybrid", "lexical", "semantic", "push-only", "no-text-composite", "composite"])
 def test_no_record_of_another_agent_ever_appears(any_db, mode, cues, weights):
     a, b = two_tenants()

@@ -5,9 +5,6 @@ fields: test_assembler_budget.py; post-effects, push path and tenant isolation:
 test_assembler_effects.py; round trips: test_assembler_round_trips.py.
 
 The composite ranking comes from ``Query.composite_score`` (src/redmem/fields/composite.py).
-Until that module is imported by the package, the composite tests are strict xfails; their
-condition is evaluated when each test runs, so in a run where something else imported the
-module (tests/test_composite.py does) they check the real behaviour.
 """
 
 from __future__ import annotations
@@ -42,7 +39,6 @@ from redmem.embeddings import HashingEmbeddings
 from redmem.model.dbkey import DbKey
 from redmem.recipes.context_assembler import AssemblyResult, ContextAssembler
 
-COMPOSITE_PENDING = "composite_score not registered yet"
 
 
 class Memory(AccessTrackerMixin, Model):
@@ -148,15 +144,8 @@ class Diary(Model):
     content_bm25 = BM25Field(source="content")
 
 
-def composite_pending() -> bool:
-    """True while no module has registered the ``composite_score`` query method."""
-    return not hasattr(Fact.query, "composite_score")
 
 
-#: Strict xfail while composite_score is unregistered; the string condition is evaluated when the
-#: test runs, and only the AttributeError of the missing query method counts as the expected failure.
-composite_xfail = pytest.mark.xfail("composite_pending()", strict=True, raises=AttributeError,
-                                    reason=COMPOSITE_PENDING)
 
 
 @pytest.fixture(autouse=True)
@@ -353,7 +342,6 @@ def query_fallback_setup() -> ContextAssembler:
     return ContextAssembler(Plain, score_weights={"relevance": 1.0}, max_items=5)
 
 
-@composite_xfail
 def test_hybrid_falls_back_to_composite_with_a_warning_when_both_arms_are_empty(any_db):
     assembler = query_fallback_setup()
     with pytest.warns(RuntimeWarning, match="falling back to composite") as caught:
@@ -372,7 +360,6 @@ def test_fallback_without_score_weights_returns_no_pull_candidates(any_db):
     assert result.metadata["retrieval_mode"] == "composite"
 
 
-@composite_xfail
 def test_composite_ranks_by_the_weighted_scores(any_db):
     for importance, text in [(0.2, "low"), (0.9, "high"), (0.5, "middle")]:
         Fact.create(agent_id="a", content=text, importance=importance)
@@ -382,7 +369,6 @@ def test_composite_ranks_by_the_weighted_scores(any_db):
     assert all("composite" in t["signals"] for t in trace_of(result))
 
 
-@composite_xfail
 def test_composite_mode_still_uses_the_query_text_through_bm25(any_db):
     for i in range(12):
         Plain.create(agent_id="a", content=f"weekly report number {i}", importance=0.9)
@@ -394,7 +380,6 @@ def test_composite_mode_still_uses_the_query_text_through_bm25(any_db):
     assert "kubernetes cluster upgrade" in ids(result.records)  # last by relevance, first by text
 
 
-@composite_xfail
 def test_no_query_text_on_a_hybrid_model_ranks_by_score_weights(any_db):
     assembler = query_fallback_setup()
     with warnings.catch_warnings():
@@ -416,7 +401,6 @@ def test_composite_without_bm25_warns_that_the_query_cues_are_ignored(any_db):
         assert assembler.assemble(agent_id="a").metadata["retrieval_mode"] == "composite"
 
 
-@composite_xfail
 def test_composite_with_score_weights_and_no_bm25_ranks_by_the_weights_alone(any_db):
     for importance, text in [(0.2, "deployment"), (0.9, "lunch")]:
         Fact.create(agent_id="a", content=text, importance=importance)

@@ -43,6 +43,12 @@ PAGES = [
     "text-analysis.md",
     "retrieval/hybrid.md",
     "tokens.md",
+    "primitives/composite.md",
+    "recipes/context-assembler.md",
+    "recipes/metacognition.md",
+    "recipes/policy-cache.md",
+    "recipes/subconscious-memory.md",
+    "recipes/llm-integration.md",
 ]
 SKIP_MARKER = "<!-- skip -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")

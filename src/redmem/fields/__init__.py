@@ -2,6 +2,7 @@
 
 from .bloom import ExistenceFilter
 from .bm25 import BM25Field, keyword_search
+from .composite import composite_score
 from .confidence import ConfidenceField
 from .cooccurrence import CoOccurrenceField, Entity
 from .cyclic import CyclicDecayField, TemporalPeriod, above_cyclic_threshold
@@ -26,4 +27,5 @@ __all__ = [
     "BM25Field",
     "keyword_search",
     "reindex",
+    "composite_score",
 ]
