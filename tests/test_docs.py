@@ -104,9 +104,9 @@ def test_block_extraction_honours_the_skip_marker():
     ]
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", PAGES + ["../README.md"])
 def test_page_examples_run(db, page):
-    path = DOCS / page
+    path = (DOCS / page).resolve()
     blocks = python_blocks(path.read_text(encoding="utf-8"))
     assert any(not b.skipped for b in blocks), f"{page} has no runnable example"
     namespace: dict = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
