@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.persistence import load_records
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
 from ..store.keys import KeySpace, escape
 from ..store.scripts import ScriptCall
+from .search import hydrate, partition_of, pick_field
 from ..text.analyzer import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
@@ -208,29 +207,9 @@ def keyword_search(
     no terms (empty, only stop words) finds nothing. Two round trips: one Lua call ranks, one
     pipeline loads the records. The query may name its partition and nothing else.
     """
-    bm25 = _pick_field(query.model, field)
-    extra = sorted({n for n, _, _ in query.conditions if n not in query.model._meta.partition_fields})
-    if extra:
-        raise QueryException(f"keyword_search filters by partition only, not by {extra}")
-    space = query.partition()
-    ranked = bm25.search(space, text, limit, exhaustive).ranked
-    scores = dict(ranked)
-    records = load_records(query.model, [DbKey(space, record_id) for record_id, _ in ranked])
-    for record in records:
-        record._bm25_score = scores[record._saved_key.record_id]
-    return records
-
-
-def _pick_field(model: type, name: str | None) -> BM25Field:
-    fields = model._meta.fields
-    if name is not None:
-        if not isinstance(fields.get(name), BM25Field):
-            raise QueryException(f"{model.__name__}.{name} is not a BM25Field")
-        return fields[name]
-    found = [f for f in fields.values() if isinstance(f, BM25Field)]
-    if len(found) != 1:
-        raise QueryException(f"keyword_search: {model.__name__} has {len(found)} BM25Fields; name one with field=")
-    return found[0]
+    bm25 = pick_field(query.model, BM25Field, field, "keyword_search")
+    space = partition_of(query, "keyword_search")
+    return hydrate(query, space, bm25.search(space, text, limit, exhaustive).ranked, "_bm25_score")
 
 
 @lru_cache(maxsize=1 << 16)

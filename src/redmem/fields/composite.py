@@ -57,8 +57,9 @@ from ..store.scripts import run_script
 from .confidence import ConfidenceField
 from .cyclic import CyclicDecayField, cycle_weight
 from .decay import (
-    MODULATION_STRENGTH, SELECTION_EPS, DecayingSortedField, best_first, epoch_seconds, partition_of,
+    MODULATION_STRENGTH, SELECTION_EPS, DecayingSortedField, best_first, epoch_seconds,
 )
+from .search import partition_of
 
 __all__ = ["composite_score", "composite", "saturate", "logistic", "min_max", "clamp01", "signal_names",
            "PRIORITY_SIGNAL"]

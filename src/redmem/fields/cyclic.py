@@ -40,10 +40,7 @@ from .decay import (
     check_base_field,
     declared_float,
     epoch_seconds,
-    hydrate,
     non_negative,
-    partition_of,
-    pick_field,
     power_decay,
     run_or_queue,
     select_call,
@@ -51,6 +48,7 @@ from .decay import (
     stamp,
     stored_key,
 )
+from .search import hydrate, partition_of, pick_field
 
 __all__ = [
     "CyclicDecayField",

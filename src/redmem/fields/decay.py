@@ -35,12 +35,12 @@ from typing import Any, Protocol, runtime_checkable
 from ..model.codecs import finite_float, timestamp
 from ..model.dbkey import DbKey
 from ..model.field import MISSING, Field
-from ..model.persistence import load_records
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
 from ..store.keys import KeySpace
 from ..store.scripts import ScriptCall, queue_script, run_script
+from .search import hydrate, partition_of, pick_field
 
 __all__ = [
     "DecayingSortedField",
@@ -198,40 +198,6 @@ def select_candidates(client: Any, keys: list[str], plan: dict) -> list[Row]:
     with server_errors(client):
         reply = run_script("decay_select", keys, [json.dumps(plan)], client)
     return _rows(reply, len(keys))
-
-
-def pick_field(model: type, kind: type, name: str | None, method: str) -> Any:
-    """The model's field of class ``kind`` named ``name``, or its only one when ``name`` is None."""
-    fields = model._meta.fields
-    if name is not None:
-        if not isinstance(fields.get(name), kind):
-            raise QueryException(f"{model.__name__}.{name} is not a {kind.__name__}")
-        return fields[name]
-    found = [f for f in fields.values() if isinstance(f, kind)]
-    if len(found) != 1:
-        raise QueryException(f"{method}: {model.__name__} has {len(found)} {kind.__name__}s; name one with field=")
-    return found[0]
-
-
-def partition_of(query: Query, method: str) -> KeySpace:
-    """The partition the query names; it may name nothing else."""
-    extra = [n for n, _, _ in query.conditions if n not in query.model._meta.partition_fields]
-    if extra:
-        raise QueryException(f"{method} filters by partition only, not by {sorted(set(extra))}")
-    return query.partition()
-
-
-def hydrate(query: Query, space: KeySpace, ranked: list[tuple[str, float]], attribute: str) -> list[Any]:
-    """Load ranked (id, score) pairs in one round trip, setting each score as ``attribute``.
-
-    Read effects (access staging) ride along unless the query was made with ``no_track()``.
-    """
-    scores = dict(ranked)
-    keys = [DbKey(space, record_id) for record_id, _ in ranked]
-    records = load_records(query.model, keys, track=query.tracking)
-    for record in records:
-        setattr(record, attribute, scores[record._saved_key.record_id])
-    return records
 
 
 def best_first(scored: list[tuple[str, float]], n: int | None) -> list[tuple[str, float]]:

@@ -1,0 +1,47 @@
+"""Helpers shared by the primitives' searches: which field, which partition, load the ranking."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.dbkey import DbKey
+from ..model.persistence import load_records
+from ..model.query import Query
+from ..store.errors import QueryException
+from ..store.keys import KeySpace
+
+__all__ = ["pick_field", "partition_of", "hydrate"]
+
+
+def pick_field(model: type, kind: type, name: str | None, method: str) -> Any:
+    """The model's field of class ``kind`` named ``name``, or its only one when ``name`` is None."""
+    fields = model._meta.fields
+    if name is not None:
+        if not isinstance(fields.get(name), kind):
+            raise QueryException(f"{model.__name__}.{name} is not a {kind.__name__}")
+        return fields[name]
+    found = [f for f in fields.values() if isinstance(f, kind)]
+    if len(found) != 1:
+        raise QueryException(f"{method}: {model.__name__} has {len(found)} {kind.__name__}s; name one with field=")
+    return found[0]
+
+
+def partition_of(query: Query, method: str) -> KeySpace:
+    """The partition the query names; it may name nothing else."""
+    extra = [n for n, _, _ in query.conditions if n not in query.model._meta.partition_fields]
+    if extra:
+        raise QueryException(f"{method} filters by partition only, not by {sorted(set(extra))}")
+    return query.partition()
+
+
+def hydrate(query: Query, space: KeySpace, ranked: list[tuple[str, float]], attribute: str) -> list[Any]:
+    """Load ranked (id, score) pairs in one round trip, setting each score as ``attribute``.
+
+    Read effects (access staging) ride along unless the query was made with ``no_track()``.
+    """
+    scores = dict(ranked)
+    keys = [DbKey(space, record_id) for record_id, _ in ranked]
+    records = load_records(query.model, keys, track=query.tracking)
+    for record in records:
+        setattr(record, attribute, scores[record._saved_key.record_id])
+    return records
