@@ -12,7 +12,7 @@ from openai_server import OpenAICompatibleServer
 
 import redmem
 from redmem import ObservationProtocol
-from redmem.cli_commands.memory import ConversationMemory
+from redmem.cli_commands.memory import ChatMemory
 from redmem.store import settings
 
 #: The environment of every run: wide tables, and no chat model unless a test gives one.
@@ -141,12 +141,12 @@ def test_ingest_then_ask_finds_the_ingested_text_for_that_agent_only(redis_url, 
     ana = on_test_server(redis_url, "--embeddings", "hashing", "ask", "Which tea do I like?", "--agent", "ana")
     assert "lapsang souchong" in ana and "jasmine" not in ana
     assert re.search(r"context \(structured, \d+ / 2000 tokens\)", ana)
-    assert f"{settings().key_prefix}:ConversationMemory:{{ana}}:r:" in ana  # the trace names the keys
+    assert f"{settings().key_prefix}:ChatMemory:{{ana}}:r:" in ana  # the trace names the keys
     bo = on_test_server(redis_url, "--embeddings", "hashing", "ask", "Which tea do I like?", "--agent", "bo",
                         "--format", "content", "--max-items", "1")
     assert "- Bo prefers green tea with jasmine." in bo and "lapsang" not in bo
     assert "1 records (1 pull, 0 push)" in bo
-    stored = ConversationMemory.query.filter(agent_id="ana").no_track().all()
+    stored = ChatMemory.query.filter(agent_id="ana").no_track().all()
     assert {m.session for m in stored} == {"a1", "a2"} and {m.date for m in stored} == {"2026-01-10", "2026-02-01"}
     assert {m.speaker for m in stored} == {"Ana", "assistant"}
     assert [m.routine for m in stored if "four" in m.content] == [1.0]
@@ -163,7 +163,7 @@ def test_ingest_names_a_malformed_file(redis_url, db, tmp_path):
 def test_inspect_shows_fields_scores_confidence_edges_and_access_without_tracking(redis_url, db, tmp_path):
     ingest_conversation(tmp_path, redis_url)
     on_test_server(redis_url, "--embeddings", "hashing", "ask", "smoked lapsang tea", "--agent", "ana")
-    memories = ConversationMemory.query.filter(agent_id="ana").no_track().all()
+    memories = ChatMemory.query.filter(agent_id="ana").no_track().all()
     tea = next(m for m in memories if "favourite tea" in m.content)
     staged = tea.staged_accesses
     assert len(staged) == 1  # the ask staged a read
@@ -232,7 +232,7 @@ def test_chat_without_a_model_shows_what_it_would_send_and_remembers(redis_url, 
     system = second.split("╭─ user")[0]
     assert "Memories:" in system and "My bike is a green Gazelle from 1986." in system
     assert "bye: 2 memories stored" in out
-    stored = ConversationMemory.query.filter(agent_id="cy").no_track().all()
+    stored = ChatMemory.query.filter(agent_id="cy").no_track().all()
     assert sorted(m.content for m in stored) == ["My bike is a green Gazelle from 1986.", "What colour is my bike?"]
     assert {m.speaker for m in stored} == {"user"} and len({m.session for m in stored}) == 1
 
@@ -250,10 +250,10 @@ def test_chat_with_a_model_shows_its_replies_and_remembers_both_sides(redis_url,
     second = chats[1]["messages"]
     assert "locker code is 4711" in second[0]["content"]  # the first turn came back from memory
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
-    stored = ConversationMemory.query.filter(agent_id="di").no_track().all()
+    stored = ChatMemory.query.filter(agent_id="di").no_track().all()
     assert sorted(m.speaker for m in stored) == ["assistant", "assistant", "user", "user"]
     first = next(m for m in stored if m.content == "Remember that my locker code is 4711.")
-    linked = ConversationMemory.associations.get_linked(first)
+    linked = ChatMemory.associations.get_linked(first)
     assert len(linked) == 1  # linked to its reply
 
 

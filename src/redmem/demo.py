@@ -27,8 +27,9 @@ from .cli_commands.conversation import Conversation, Question, parse_conversatio
 from .cli_commands.display import WIDE, context_panel, outcome_table, summary, trace_table
 from .cli_commands.ingest import clear_agent, ingest_with_progress
 from .cli_commands.llm import ChatModel, from_environment, messages_for
-from .cli_commands.memory import ConversationMemory, TurnAssembler
+from .cli_commands.memory import ChatMemory
 from .cli_commands.runtime import start
+from .recipes.context_assembler import ContextAssembler
 from .cli_commands.scores import Scores, decide_outcomes, snapshot
 from .context.rendering import FORMATS
 from .observation import ObservationProtocol
@@ -78,7 +79,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     console.print(f"demo done in {time.perf_counter() - started:.1f} s")
 
 
-def _ingest(console: Console, conversation: Conversation, agent: str) -> list[ConversationMemory]:
+def _ingest(console: Console, conversation: Conversation, agent: str) -> list[ChatMemory]:
     turns = conversation.turns
     sessions = list(dict.fromkeys(turn.session for turn in turns))
     console.print(f"sample conversation: {len(turns)} turns in {len(sessions)} sessions, "
@@ -93,7 +94,7 @@ def _ingest(console: Console, conversation: Conversation, agent: str) -> list[Co
 
 
 def _turn(
-    console: Console, assembler: TurnAssembler, question: Question, number: int,
+    console: Console, assembler: ContextAssembler, question: Question, number: int,
     args: argparse.Namespace, chat_model: ChatModel | None,
 ) -> list[tuple[str, Scores, Scores]]:
     """One user turn: assemble, show, ask the model, report outcomes, show the scores moving."""
@@ -131,7 +132,7 @@ def _up(before: float | None, after: float | None) -> bool:
     return before is not None and after is not None and after > before
 
 
-def _epilogue(embedded: bool, args: argparse.Namespace, memories: list[ConversationMemory]) -> str:
+def _epilogue(embedded: bool, args: argparse.Namespace, memories: list[ChatMemory]) -> str:
     if embedded:
         return "the private embedded server stops now; run with --url (or REDIS_URL) to keep the memories"
     url = (f"--url {args.url} " if args.url else "") + (f"--prefix {args.prefix} " if args.prefix != "rm" else "")

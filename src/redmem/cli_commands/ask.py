@@ -12,7 +12,8 @@ from rich.console import Console
 
 from ..context.rendering import FORMATS
 from .display import context_panel, summary, trace_table
-from .memory import SCORE_WEIGHTS, ConversationMemory, TurnAssembler
+from ..recipes.context_assembler import ContextAssembler
+from .memory import SCORE_WEIGHTS, SHOWN_FIELDS, ChatMemory
 from .runtime import start
 
 __all__ = ["add_arguments", "run", "assembler_from"]
@@ -31,10 +32,10 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="structured", choices=FORMATS, help="output format (default: structured)")
 
 
-def assembler_from(args: argparse.Namespace) -> TurnAssembler:
+def assembler_from(args: argparse.Namespace) -> ContextAssembler:
     """The assembler the budget arguments describe."""
-    return TurnAssembler(ConversationMemory, score_weights=SCORE_WEIGHTS, max_items=args.max_items,
-                         max_tokens=args.max_tokens, output_format=args.format)
+    return ContextAssembler(ChatMemory, render_fields=list(SHOWN_FIELDS), score_weights=SCORE_WEIGHTS,
+                            max_items=args.max_items, max_tokens=args.max_tokens, output_format=args.format)
 
 
 def run(console: Console, args: argparse.Namespace) -> None:

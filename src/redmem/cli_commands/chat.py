@@ -16,12 +16,13 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
+from ..recipes.context_assembler import ContextAssembler
 from .ask import add_budget_arguments, assembler_from
 from .conversation import Turn
 from .display import summary, trace_table
 from .ingest import store_turns
 from .llm import ChatModel, from_environment, messages_for
-from .memory import ConversationMemory, TurnAssembler
+from .memory import ChatMemory
 from .runtime import start
 
 __all__ = ["add_arguments", "run", "QUIT", "HISTORY"]
@@ -42,7 +43,7 @@ class ChatSession:
 
     label: str
     messages: list[dict[str, str]] = field(default_factory=list)
-    last: ConversationMemory | None = None
+    last: ChatMemory | None = None
     stored: int = 0
 
 
@@ -70,7 +71,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
 
 
 def _exchange(
-    console: Console, assembler: TurnAssembler, chat_model: ChatModel | None, chat: ChatSession,
+    console: Console, assembler: ContextAssembler, chat_model: ChatModel | None, chat: ChatSession,
     text: str, args: argparse.Namespace,
 ) -> None:
     """One turn: context, reply (or what would be sent), then the turn remembered."""

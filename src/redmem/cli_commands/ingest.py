@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..fields.embedding import embed_many
 from ..store.connection import get_client, server_errors
 from .conversation import Conversation, Turn, read_conversation
-from .memory import ConversationMemory
+from .memory import ChatMemory
 from .runtime import start
 
 __all__ = [
@@ -31,18 +31,18 @@ LINK_WEIGHT = 0.5
 CHUNK = 32
 
 
-def memory_of(turn: Turn, agent: str) -> ConversationMemory:
+def memory_of(turn: Turn, agent: str) -> ChatMemory:
     """The (unsaved) memory of one turn."""
-    return ConversationMemory(
+    return ChatMemory(
         agent_id=agent, session=turn.session, date=turn.at.date().isoformat(), speaker=turn.speaker,
         content=turn.text, importance=turn.importance, routine=1.0 if turn.recurring else 0.0,
     )
 
 
 def store_turns(
-    turns: list[Turn], agent: str, *, after: ConversationMemory | None = None,
+    turns: list[Turn], agent: str, *, after: ChatMemory | None = None,
     advance: Callable[[int], None] | None = None,
-) -> list[ConversationMemory]:
+) -> list[ChatMemory]:
     """Save ``turns`` as memories of ``agent``; returns them (saved) in the order given.
 
     Consecutive turns of one session are linked, the first one to ``after`` (the memory said
@@ -52,7 +52,7 @@ def store_turns(
     for first in range(0, len(memories), CHUNK):
         chunk = memories[first : first + CHUNK]
         embed_many(chunk)
-        ConversationMemory.save_many(chunk)
+        ChatMemory.save_many(chunk)
         if advance is not None:
             advance(len(chunk))
     chain = ([after] if after is not None else []) + memories
@@ -60,26 +60,26 @@ def store_turns(
     return memories
 
 
-Pair = tuple[ConversationMemory, ConversationMemory]
+Pair = tuple[ChatMemory, ChatMemory]
 
 
-def backdate_and_link(memories: list[ConversationMemory], turns: list[Turn], pairs: list[Pair]) -> None:
+def backdate_and_link(memories: list[ChatMemory], turns: list[Turn], pairs: list[Pair]) -> None:
     """One pipeline: decay clocks set to when each turn was said; each pair of one session linked."""
     client = get_client()
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         for memory, turn in zip(memories, turns):
             said = turn.at.timestamp()
-            ConversationMemory.relevance.touch(memory, pipeline=pipe, now=said)
-            ConversationMemory.rhythm.touch(memory, pipeline=pipe, now=said)
+            ChatMemory.relevance.touch(memory, pipeline=pipe, now=said)
+            ChatMemory.rhythm.touch(memory, pipeline=pipe, now=said)
         for a, b in pairs:
             if a.session is not None and a.session == b.session:
-                ConversationMemory.associations.link(a, b, LINK_WEIGHT, pipeline=pipe)
+                ChatMemory.associations.link(a, b, LINK_WEIGHT, pipeline=pipe)
         pipe.execute()
 
 
 def clear_agent(agent: str) -> int:
     """Delete every memory of ``agent`` (record and index entries); returns how many."""
-    return sum(memory.delete() for memory in ConversationMemory.query.filter(agent_id=agent).no_track().all())
+    return sum(memory.delete() for memory in ChatMemory.query.filter(agent_id=agent).no_track().all())
 
 
 def progress_bar(console: Console) -> Progress:
@@ -92,7 +92,7 @@ def progress_bar(console: Console) -> Progress:
 
 def ingest_with_progress(
     console: Console, conversation: Conversation, agent: str, label: str
-) -> list[ConversationMemory]:
+) -> list[ChatMemory]:
     """Store the conversation's turns for ``agent`` behind a progress bar."""
     with progress_bar(console) as progress:
         task = progress.add_task(escape(label), total=len(conversation.turns))

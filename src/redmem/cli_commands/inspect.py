@@ -32,7 +32,7 @@ from ..store.connection import server_errors
 from ..store.errors import QueryException, RecordNotFound
 from ..store.keys import KeySpace, unescape
 from .display import number
-from .memory import ConversationMemory
+from .memory import ChatMemory
 from .runtime import import_model, start
 
 __all__ = ["add_arguments", "run", "find_record", "parse_key"]
@@ -46,7 +46,7 @@ EDGES_SHOWN = 20
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("key", help="a record's Redis key, or with --agent its id (or the start of it)")
     parser.add_argument("--agent", help="the partition to look the id up in")
-    parser.add_argument("--model", help="MODULE:Class of the record (default: the CLI's ConversationMemory)")
+    parser.add_argument("--model", help="MODULE:Class of the record (default: the CLI's ChatMemory)")
 
 
 def parse_key(key: str, model: type) -> DbKey | None:
@@ -162,7 +162,7 @@ def _access(record: AccessTrackerMixin) -> Table:
 
 def run(console: Console, args: argparse.Namespace) -> None:
     start(args)
-    model = import_model(args.model) if args.model else ConversationMemory
+    model = import_model(args.model) if args.model else ChatMemory
     record = find_record(model, args.key, args.agent)
     fields = _section(escape(record._saved_key.redis_key))
     for name, value in record.to_dict().items():

@@ -1,6 +1,6 @@
 """The memory the command line keeps: one record per conversation turn, tenant = agent.
 
-:class:`ConversationMemory` puts the primitives a conversation needs on one model:
+:class:`ChatMemory` puts the primitives a conversation needs on one model:
 
 - ``content_bm25`` (BM25 on the text) and ``embedding`` (a vector of the text): the pull path;
 - ``associations``: a co-occurrence graph linking consecutive turns of a session, so a hit
@@ -20,7 +20,6 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Any
 
-from ..context.rendering import render_slice
 from ..embeddings import HashingEmbeddings, MiniLMEmbeddings
 from ..fields import (
     BM25Field,
@@ -34,12 +33,10 @@ from ..fields import (
 )
 from ..model import AutoKeyField, FloatField, KeyField, Model, StringField
 from ..observation import AccessTrackerMixin
-from ..recipes.context_assembler import ContextAssembler
 from ..store.errors import ConfigurationError
 
 __all__ = [
-    "ConversationMemory",
-    "TurnAssembler",
+    "ChatMemory",
     "EMBEDDINGS",
     "choose_embeddings",
     "local_model_installed",
@@ -61,7 +58,7 @@ SHOWN_FIELDS = ("date", "speaker", "content")
 EMBEDDINGS = ("auto", "minilm", "hashing")
 
 
-class ConversationMemory(AccessTrackerMixin, Model):
+class ChatMemory(AccessTrackerMixin, Model):
     """One turn of a conversation, remembered by an agent (see the module docstring)."""
 
     memory_id = AutoKeyField()
@@ -81,14 +78,6 @@ class ConversationMemory(AccessTrackerMixin, Model):
     terms_seen = ExistenceFilter(fingerprint_fn=lambda memory: memory.content, partition_by="agent_id")
     content_bm25 = BM25Field(source="content", partition_by="agent_id")
     embedding = EmbeddingField(source="content", partition_by="agent_id")
-
-
-class TurnAssembler(ContextAssembler):
-    """A ContextAssembler whose per-record slice shows only :data:`SHOWN_FIELDS` (scores stay out)."""
-
-    def render(self, record: Any) -> str:
-        view = {name: getattr(record, name) for name in SHOWN_FIELDS if getattr(record, name) is not None}
-        return render_slice(self.output_format, view, record.content or "")
 
 
 def local_model_installed() -> bool:

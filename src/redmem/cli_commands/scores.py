@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fields.confidence import ConfidenceField
-from .memory import ConversationMemory
+from .memory import ChatMemory
 
 __all__ = ["Scores", "snapshot", "decide_outcomes"]
 
@@ -20,13 +20,13 @@ class Scores:
     rhythm: float | None
 
 
-def snapshot(memories: list[ConversationMemory]) -> dict[str, Scores]:
+def snapshot(memories: list[ChatMemory]) -> dict[str, Scores]:
     """Each memory's scores now, by Redis key, read without side effects (a few round trips each)."""
     return {
         memory.db_key.redis_key: Scores(
-            ConversationMemory.relevance.score_of(memory),
+            ChatMemory.relevance.score_of(memory),
             ConfidenceField.get_confidence(memory, "confidence"),
-            ConversationMemory.rhythm.score_of(memory),
+            ChatMemory.rhythm.score_of(memory),
         )
         for memory in memories
     }
