@@ -129,14 +129,15 @@ def corpus(model: type, agent: str, size: int, hot: bool = True, **extra) -> Non
 
 # (model, cues, expected round trips, what they are)
 CASES = {
-    "hybrid": (Memory, {"topic": "deployment", "q": "helm canary"}, 5,
-               "bloom check + BM25 + push scan (one pipeline), vector (+ the hits' hashes), graph, "
+    "hybrid": (Memory, {"topic": "deployment", "q": "helm canary"}, 4,
+               "bloom check + BM25 + vector (+ the hits' hashes) + push scan (one pipeline), graph, "
                "hydrate, post-effects"),
     "query definitely missing": (Memory, {"topic": "kubernetes"}, 3,
                                  "bloom check + push scan (one pipeline), hydrate, post-effects"),
     "no query text, no score_weights": (Memory, None, 3, "push scan, hydrate, post-effects"),
     "lexical": (Note, "helm canary", 4, "BM25 + push scan (one pipeline), graph, hydrate, post-effects"),
-    "semantic": (Vectors, "helm canary", 5, "vector (+ the hits' hashes), graph, push scan, hydrate, post-effects"),
+    "semantic": (Vectors, "helm canary", 4, "vector (+ the hits' hashes) + push scan (one pipeline), graph, "
+                 "hydrate, post-effects"),
     "push only": (Card, None, 3, "push scan, hydrate, post-effects"),
 }
 

@@ -18,7 +18,7 @@ from ..fields.bm25 import BM25Field, search_result
 from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField
 from ..fields.cyclic import CyclicDecayField
-from ..fields.embedding import EmbeddingField
+from ..fields.embedding import EmbeddingField, VectorSearch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
 from ..store.errors import QueryException
@@ -115,18 +115,22 @@ def _graph_ranking(caps: Capabilities, space: KeySpace, seeds: list[str], depth:
 
 @dataclass
 class FirstRound:
-    """What the independent first searches found: filter verdict, BM25 ranking, push candidates."""
+    """What the independent first searches found: filter verdict, BM25 and vector hits, push."""
 
     may_exist: bool
     keyword: list[tuple[str, float]] | None
+    vector: list[Any] | None
     push: list[Candidate]
 
 
 def first_round(
     client: Any, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan,
-    threshold: float, push_limit: int, now: float,
+    threshold: float, push_limit: int, now: float, query: Any,
 ) -> FirstRound:
-    """Run the existence pre-check, the BM25 search and the push scan in ONE round trip."""
+    """Run the existence pre-check, the BM25 and vector searches and the push scan in ONE round trip.
+
+    (The vector search needs one more only when vectors changed elsewhere enter its top hits.)
+    """
     calls: list[ScriptCall] = []
     check_finish, bm25_at = None, None
     if caps.existence is not None and text:
@@ -140,24 +144,45 @@ def first_round(
             calls.append(bm25_call)
     push_at = len(calls)
     calls += [field.ranked_call(space, now, threshold, push_limit) for field in caps.cyclic]
-    with server_errors(client):
-        replies = run_calls(client, calls)
+    vector = None
+    if caps.embedding is not None and text and plan.mode in ("hybrid", "semantic"):
+        vector = VectorSearch(query, text, plan.candidate_limit, caps.embedding.name)
+        vector = None if vector.empty else vector
+    replies = _run_first(client, calls, vector)
     may_exist = check_finish(replies[check_span[0]:check_span[1]])[0] if check_finish else True
     keyword = search_result(replies[bm25_at]).ranked if bm25_at is not None else None
+    vector_hits = vector.finish(replies[len(calls):]) if vector is not None else None
     rankings = [
         field.ranked_from(reply, space, now, threshold, push_limit)
         for field, reply in zip(caps.cyclic, replies[push_at:])
     ]
-    return FirstRound(may_exist, keyword, push_candidates(space, rankings, push_limit))
+    return FirstRound(may_exist, keyword, vector_hits, push_candidates(space, rankings, push_limit))
+
+
+def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
+    """Send the script calls and the vector search's first request as one pipeline."""
+    if vector is None:
+        with server_errors(client):
+            return run_calls(client, calls)
+    try:
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                call.queue(pipe)
+            vector.queue(pipe)
+            return pipe.execute()
+    except BaseException:
+        vector.abandon()
+        raise
 
 
 def pull_candidates(
     model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
-    keyword: list[tuple[str, float]] | None = None,
+    keyword: list[tuple[str, float]] | None = None, vector: list[Any] | None = None,
 ) -> tuple[list[Candidate], str]:
     """Ranked pull candidates (records not loaded yet, except vector hits) and the mode that ran.
 
-    ``keyword`` is the BM25 ranking when the caller already ran it (see :func:`first_round`).
+    ``keyword`` and ``vector`` are the BM25 ranking and the vector hits when the caller already
+    ran them (see :func:`first_round`).
     """
     signals: dict[str, dict[str, float]] = {}
     lists: dict[str, list[str]] = {}
@@ -172,7 +197,7 @@ def pull_candidates(
                 keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
             lists["keyword"] = _ranking(keyword, "bm25", signals)
         if mode != "lexical":
-            hits = query.semantic_search(text, limit=plan.candidate_limit)
+            hits = vector if vector is not None else query.semantic_search(text, limit=plan.candidate_limit)
             records.update((r._saved_key.record_id, r) for r in hits)
             lists["vector"] = _ranking([(r._saved_key.record_id, r._vector_score) for r in hits], "vector", signals)
         seeds = (lists.get("keyword") or lists["vector"])[: plan.graph_seeds]

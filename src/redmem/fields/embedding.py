@@ -289,6 +289,81 @@ def _changes_args(matrix: VectorMatrix) -> list:
     return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL]
 
 
+class VectorSearch:
+    """One semantic search in two steps, so its first request can share a pipeline.
+
+    :meth:`queue` adds the change check and the cached ranking's hashes to a pipeline;
+    :meth:`finish` takes their replies, catches up with changes made elsewhere (one more round
+    trip only if changed records enter the top ``limit``) and returns the records. The
+    partition's matrix stays locked from :meth:`queue` to :meth:`finish`.
+    """
+
+    def __init__(self, query: Query, text: Any, limit: int = 10, field: str | None = None) -> None:
+        model = query.model
+        self.query, self.limit = query, limit
+        self.field = _search_field(model, field)
+        if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
+            raise QueryException("semantic_search filters on the partition only")
+        self.space = query.partition()
+        self.vector = _query_vector(self.field, text) if limit > 0 else None
+        self.client = model._meta.client
+        keys = self.field.keys(self.space)
+        self.change_keys = [keys[2], keys[3], keys[0]]
+        self.matrix = matrices.get(self.client, keys[0])
+        self.ranking: Ranking | None = None
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to search for (blank text or limit 0)."""
+        return self.vector is None
+
+    def queue(self, pipe: Any) -> int:
+        """Lock the matrix, rank from it, queue the change check and the hits; returns commands queued."""
+        self.matrix.lock.acquire()
+        self.ranking = self.matrix.rank(self.vector, self.limit)
+        queue_script(pipe, "vector_changes", self.change_keys, _changes_args(self.matrix))
+        for record_id, _ in self.ranking.hits:
+            pipe.hgetall(self.space.record(record_id))
+        return 1 + len(self.ranking.hits)
+
+    def finish(self, replies: list) -> list[Any]:
+        """The records, best first, from the replies of what :meth:`queue` queued."""
+        try:
+            with server_errors(self.client):
+                hits, fetched = self._catch_up(replies[0], replies[1:])
+        finally:
+            self.matrix.lock.release()
+        records = _hydrate(self.query.model, self.space, hits, fetched)
+        if self.query.tracking and records:
+            with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
+                self.query.model.queue_read_effects(pipe, [record._saved_key for record in records])
+                pipe.execute()
+        return records
+
+    def abandon(self) -> None:
+        """Release the matrix when the queued pipeline never ran."""
+        if self.ranking is not None:
+            self.matrix.lock.release()
+            self.ranking = None
+
+    def _catch_up(self, reply: list, hashes: list) -> tuple[list, dict]:
+        matrix, ranking = self.matrix, self.ranking
+        fetched = {record_id: raw for (record_id, _), raw in zip(ranking.hits, hashes)}
+        epoch, changed = matrix.epoch, set()
+        current = _apply_changes(matrix, reply, changed)
+        while not current:
+            reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
+            current = _apply_changes(matrix, reply, changed)
+        hits = _current_hits(matrix, ranking, epoch, changed)
+        missing = [record_id for record_id, _ in hits if record_id not in fetched]
+        if missing:
+            with self.client.pipeline(transaction=False) as pipe:
+                for record_id in missing:
+                    pipe.hgetall(self.space.record(record_id))
+                fetched.update(zip(missing, pipe.execute()))
+        return hits, fetched
+
+
 @query_method
 def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None = None) -> list[Any]:
     """The ``limit`` records of the query's partition whose vectors are nearest ``text``.
@@ -299,44 +374,18 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     partition only. Round trips: 1, plus 1 when records changed elsewhere enter the top
     ``limit`` (and 1 per further 5,000 changed vectors while a matrix catches up).
     """
-    model = query.model
-    search_field = _search_field(model, field)
-    if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
-        raise QueryException("semantic_search filters on the partition only")
-    space = query.partition()
-    vector = _query_vector(search_field, text)
-    if vector is None or limit <= 0:
+    search = VectorSearch(query, text, limit, field)
+    if search.empty:
         return []
-    client = model._meta.client
-    keys = search_field.keys(space)
-    change_keys = [keys[2], keys[3], keys[0]]
-    matrix = matrices.get(client, keys[0])
-    with matrix.lock, server_errors(client):
-        ranking = matrix.rank(vector, limit)
-        with client.pipeline(transaction=False) as pipe:
-            queue_script(pipe, "vector_changes", change_keys, _changes_args(matrix))
-            for record_id, _ in ranking.hits:
-                pipe.hgetall(space.record(record_id))
-            reply, *hashes = pipe.execute()
-        fetched = {record_id: raw for (record_id, _), raw in zip(ranking.hits, hashes)}
-        epoch, changed = matrix.epoch, set()
-        current = _apply_changes(matrix, reply, changed)
-        while not current:
-            reply = run_script("vector_changes", change_keys, _changes_args(matrix), client)
-            current = _apply_changes(matrix, reply, changed)
-        hits = _current_hits(matrix, ranking, epoch, changed)
-        missing = [record_id for record_id, _ in hits if record_id not in fetched]
-        if missing:
-            with client.pipeline(transaction=False) as pipe:
-                for record_id in missing:
-                    pipe.hgetall(space.record(record_id))
-                fetched.update(zip(missing, pipe.execute()))
-    records = _hydrate(model, space, hits, fetched)
-    if query.tracking and records:
+    client = search.client
+    try:
         with server_errors(client), client.pipeline(transaction=False) as pipe:
-            model.queue_read_effects(pipe, [record._saved_key for record in records])
-            pipe.execute()
-    return records
+            search.queue(pipe)
+            replies = pipe.execute()
+    except BaseException:
+        search.abandon()
+        raise
+    return search.finish(replies)
 
 
 def _current_hits(matrix: VectorMatrix, ranking: Ranking, epoch: bytes | None, changed: set[str]) -> list:

@@ -96,9 +96,10 @@ class ContextAssembler:
         text = cue_text(query_cues)
         plan = self._plan()
         first = first_round(self.model_class._meta.client, self.capabilities, space, text, plan,
-                            self.surfacing_threshold, self.max_items * 2, at)
+                            self.surfacing_threshold, self.max_items * 2, at, query)
         if first.may_exist:
-            pull, mode = pull_candidates(self.model_class, self.capabilities, space, text, plan, query, first.keyword)
+            pull, mode = pull_candidates(self.model_class, self.capabilities, space, text, plan, query,
+                                         first.keyword, first.vector)
         else:  # nothing in this partition shares a term with the query
             pull, mode = [], self.mode
         merged = self._load(merge_paths(pull, first.push, self.max_proactive))
