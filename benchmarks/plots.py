@@ -153,6 +153,8 @@ def targets_section(latency: dict) -> list[str]:
                 lines.append(f"| bulk >= 10x popoto's single save, {int(n):,} | {ours['bulk_per_s']:.0f}/s ({bulk:.1f}x) "
                              f"| {_verdict(bulk >= 10)} |")
             for kind in ("lexical", "hybrid"):
+                if kind not in systems["popoto"]["ingest"]:
+                    continue
                 a, b = systems["redmem"]["ingest"][kind]["bytes_per_memory"], systems["popoto"]["ingest"][kind]["bytes_per_memory"]
                 lines.append(f"| memory per memory <= popoto's, {int(n):,} {kind} | {a:,.0f} vs {b:,.0f} bytes "
                              f"| {_verdict(a <= b)} |")

@@ -24,14 +24,14 @@ BENCH = REPO / "benchmarks"
 LOCOMO = REPO.parent / "shared" / "data" / "locomo-dev.json"
 
 
-def run(script: str, *args: str, out_dir: Path) -> dict:
+def run(script: str, *args: str, out_dir: Path, timeout: float = 120) -> dict:
     """Run a benchmark script, writing its JSON to ``out_dir``; return the payload."""
     name = f"smoke_{Path(script).stem}"
     code = (f"import sys; sys.path.insert(0, {str(BENCH)!r}); import common, pathlib; "
             f"common.RESULTS = pathlib.Path({str(out_dir)!r}); "
             f"import runpy; sys.argv = [{script!r}, *{list(args)!r}, '--out', {name!r}]; "
             f"runpy.run_path({str(BENCH / script)!r}, run_name='__main__')")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((out_dir / f"{name}.json").read_text())
 
@@ -91,7 +91,7 @@ def test_locomo_one_conversation(tmp_path):
 def test_popoto_runner_round_trip(tmp_path):
     """Drives popoto 1.10.1 in its own venv (created on first use: about a minute, from the index)."""
     payload = run("tenants.py", "--agents", "3", "--per-agent", "10", "--queries", "5", "--repeats", "1",
-                  "--systems", "popoto", out_dir=tmp_path)
+                  "--systems", "popoto", out_dir=tmp_path, timeout=600)
     rows = payload["results"]["popoto"]["assemble"]
     assert rows["lexical"]["queries"] == 5 and rows["lexical"]["round_trips"] >= 1
 

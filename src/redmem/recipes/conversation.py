@@ -10,7 +10,9 @@ stores, beside its own text, a ``context`` text built at ingest::
     > text of the turn after
     >> text of the turn two after
 
-The BM25 index covers ``context`` with :class:`TurnContextAnalyzer`, a field-weighted analysis
+``context`` is a :class:`SearchText`: indexed, not rendered into assembled contexts (the
+neighbours' words help find a turn; the prompt gets the turn). The BM25 index covers it with
+:class:`TurnContextAnalyzer`, a field-weighted analysis
 in the manner of BM25F (Robertson, Zaragoza and Taylor, CIKM 2004): the terms of a line marked
 with ``d`` ``>`` signs count ``max(1, turn_weight // 2**d)`` times, so the turn itself (with its
 speaker and date) weighs most and each step away halves a neighbour's weight. Term frequency
@@ -39,8 +41,8 @@ from ..observation.access import AccessTrackerMixin
 from ..store.errors import ValidationError
 from ..text.analyzer import Analyzer
 
-__all__ = ["ConversationMemory", "Turn", "TurnContextAnalyzer", "build_contexts", "ingest_conversation",
-           "NEIGHBOUR_MARK", "DEFAULT_WINDOW"]
+__all__ = ["ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts",
+           "ingest_conversation", "NEIGHBOUR_MARK", "DEFAULT_WINDOW"]
 
 #: The mark that opens a neighbour's line in a context, once per step of distance.
 NEIGHBOUR_MARK = ">"
@@ -74,6 +76,15 @@ class TurnContextAnalyzer(Analyzer):
         return terms
 
 
+class SearchText(StringField):
+    """A stored text kept for search only: indexed, never rendered into an assembled context.
+
+    Pass ``ContextAssembler(render_fields=[...])`` naming it to show it anyway.
+    """
+
+    shown = False
+
+
 class ConversationMemory(AccessTrackerMixin, Model):
     """A dialog turn of an agent's conversations: speaker, text, session, date and search context.
 
@@ -88,7 +99,7 @@ class ConversationMemory(AccessTrackerMixin, Model):
     session = StringField()
     position = IntField()
     said_at = StringField()
-    context = StringField()
+    context = SearchText()
     importance = FloatField(default=1.0)
     relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
     confidence = ConfidenceField()
