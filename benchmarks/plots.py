@@ -162,8 +162,11 @@ def targets_section(latency: dict) -> list[str]:
 
 
 def tenants_section(data: dict) -> list[str]:
-    lines = [f"## Multi-tenant: {data['agents']:,} agents x {data['per_agent']} memories ({data['queries']} queries "
-             "to random agents)", "", "| library | mode | p50 ms | p95 ms | p99 ms | round trips | bytes/memory |",
+    asked = f"{data['queries']} queries to random agents"
+    if data.get("popoto_queries", data["queries"]) != data["queries"]:
+        asked += f"; popoto: the first {data['popoto_queries']} of them"
+    lines = [f"## Multi-tenant: {data['agents']:,} agents x {data['per_agent']} memories ({asked}, "
+             f"{data['repeats']} repeats)", "", "| library | mode | p50 ms | p95 ms | p99 ms | round trips | bytes/memory |",
              "|---|---|---|---|---|---|---|"]
     for system, figures in data["results"].items():
         for mode, row in figures["assemble"].items():

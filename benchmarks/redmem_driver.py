@@ -17,7 +17,6 @@ import numpy as np
 from common import CommandCounter, HASH_DIMENSIONS, hash_vectors
 from redmem import (AccessTrackerMixin, AutoKeyField, BM25Field, ConfidenceField, CoOccurrenceField,
                     DecayingSortedField, EmbeddingField, FloatField, KeyField, Model, StringField)
-from redmem.fields import composite  # noqa: F401  registers Query.composite_score (not yet imported by redmem.fields)
 from redmem.recipes.context_assembler import ContextAssembler
 
 __all__ = ["TimedProvider", "memory_model", "assemble_many", "COMPOSITE_WEIGHTS", "minilm_function"]

@@ -71,7 +71,7 @@ def run_redmem(owned: list[list[str]], asked: list[tuple[int, str]], repeats: in
 
 
 def run_popoto(url: str, owned: list[list[str]], asked: list[tuple[int, str]], repeats: int,
-               clients: list[Any], hybrid_up_to: int) -> dict:
+               clients: list[Any], hybrid_up_to: int, queries: int) -> dict:
     out: dict[str, Any] = {"ingest": {}, "assemble": {}}
     n = sum(map(len, owned))
     with PopotoProcess(url + ("&" if "?" in url else "?") + "db=1") as popoto:
@@ -86,7 +86,7 @@ def run_popoto(url: str, owned: list[list[str]], asked: list[tuple[int, str]], r
             runs = []
             for _ in range(repeats):
                 rows = []
-                for agent, text in asked:
+                for agent, text in asked[:queries]:
                     rows += popoto.call("assemble", name=name, agent_id=f"a{agent}", queries=[text],
                                         mode=kind)["results"]
                 runs.append(rows)
@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--systems", default="redmem,popoto")
     parser.add_argument("--popoto-hybrid-up-to", type=int, default=10_000,
                         help="measure popoto's hybrid model only up to this many memories in all")
+    parser.add_argument("--popoto-queries", type=int, default=None,
+                        help="ask popoto only the first N queries (its assemble takes seconds at this scale)")
     parser.add_argument("--quick", action="store_true", help="50 agents x 20 memories, 50 queries, 1 repeat")
     parser.add_argument("--out", default="tenants", help="results/<out>.json ('' writes nothing)")
     args = parser.parse_args(argv)
@@ -118,9 +120,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if "redmem" in args.systems:
             results["redmem"] = run_redmem(owned, asked, args.repeats, clients)
         if "popoto" in args.systems:
-            results["popoto"] = run_popoto(server.url, owned, asked, args.repeats, clients, args.popoto_hybrid_up_to)
+            results["popoto"] = run_popoto(server.url, owned, asked, args.repeats, clients, args.popoto_hybrid_up_to,
+                                           args.popoto_queries or args.queries)
         version = server.version.get("redis_version")
     payload = {"benchmark": "tenants", "agents": args.agents, "per_agent": args.per_agent, "queries": args.queries,
+               "popoto_queries": args.popoto_queries or args.queries,
                "repeats": args.repeats, "machine": machine(), "redis_version": version,
                "seconds": time.perf_counter() - started, "results": results}
     if args.out:
