@@ -41,6 +41,7 @@ from redmem.context.rendering import LINE_FORMATS, compose, frame_line
 from redmem.context.token_estimate import estimate_tokens
 from redmem.context.tokens import exact_counter
 from redmem.embeddings import HashingEmbeddings
+from redmem.recipes.conversation import SearchText
 from redmem.recipes.context_assembler import ContextAssembler
 
 FORMATS = ["structured", "xml", "natural", "content"]
@@ -488,3 +489,16 @@ def test_uncounted_framing_is_constant_and_under_20_tokens(any_db, output_format
         framing.append(count(result.formatted) - result.metadata["token_count"])
     assert framing == [FRAMING[output_format]] * 3
     assert all(-1 <= tokens < 20 for tokens in framing)
+
+
+def test_content_format_skips_a_hidden_search_source(any_db):
+    class Said(Model):
+        said_id = AutoKeyField()
+        agent_id = KeyField()
+        content = StringField()
+        context = SearchText()
+        context_bm25 = BM25Field(source="context", partition_by="agent_id")
+
+    Said.create(agent_id="a", content="we ship on tuesdays", context="[monday] Ann: we ship on tuesdays")
+    result = ContextAssembler(Said, output_format="content").assemble("ship", agent_id="a")
+    assert result.formatted == "- we ship on tuesdays"

@@ -197,9 +197,11 @@ class ContextAssembler:
         return list(names)
 
     def _text_of(self, record: Any) -> str:
-        caps = self.capabilities
+        """The memory text of the content format: the first shown text among the search sources."""
+        caps, fields = self.capabilities, record._meta.fields
         for source in (getattr(caps.bm25, "source", None), getattr(caps.embedding, "source", None), "content"):
-            if source and isinstance(getattr(record, source, None), str):
+            shown = source in fields and fields[source].shown
+            if shown and isinstance(getattr(record, source, None), str):
                 return getattr(record, source)
         return str(record)
 
