@@ -12,9 +12,9 @@ Everything runs against a private server (``EmbeddedServer``) through one client
 connections count their round trips (one send = one round trip; a pipeline is one).
 
 Search is measured three ways: ``cold`` (the first search of a process: the matrix loads from
-the change log in pages of 5,000 vectors), ``warm`` (nothing changed since the last search) and
-``after a write`` (one record was saved just before each search, so the matrix applies one
-change). Query embedding time is reported apart from the end-to-end latency.
+the vectors hash in HSCAN pages of about 5,000 vectors), ``warm`` (nothing changed since the
+last search) and ``after a write`` (one record was saved just before each search, so the matrix
+applies one change). Query embedding time is reported apart from the end-to-end latency.
 """
 
 from __future__ import annotations

@@ -88,6 +88,18 @@ def test_locomo_one_conversation(tmp_path):
     assert results["redmem ConversationMemory lexical"]["recall@10"] > 0
 
 
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
+def test_vector_dtypes_one_conversation(tmp_path):
+    results = run("vector_dtypes.py", "--data", str(LOCOMO), "--conversations", "1", "--records", "2000",
+                  out_dir=tmp_path)["results"]
+    assert [results[d]["bytes_384d"] for d in ("float32", "float16", "int8")] == [1545, 777, 397]
+    assert results["float32"]["redis_bytes_per_record"] > results["float16"]["redis_bytes_per_record"] \
+        > results["int8"]["redis_bytes_per_record"] > 0
+    assert results["float32"]["top10_overlap"] == 1 and results["float32"]["max_cosine_difference"] == 0
+    assert 0 < results["float16"]["max_cosine_difference"] < results["int8"]["max_cosine_difference"] < 0.01
+    assert results["int8"]["top10_overlap"] > 0.9
+
+
 def test_popoto_runner_round_trip(tmp_path):
     """Drives popoto 1.10.1 in its own venv (created on first use: about a minute, from the index)."""
     payload = run("tenants.py", "--agents", "3", "--per-agent", "10", "--queries", "5", "--repeats", "1",

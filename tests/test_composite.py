@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from redmem import AutoKeyField, FloatField, KeyField, Model, QueryException, SortedField, ValidationError
 from redmem.fields import ConfidenceField, CyclicDecayField, DecayingSortedField, TemporalPeriod
-from redmem.fields.composite import clamp01, composite, logistic, min_max, saturate, signal_names
+from redmem.fields.composite import (clamp01, composite, composite_search, logistic, min_max, parse_reply, saturate,
+                                     signal_names)
 from redmem.observation import AccessTrackerMixin, WriteFilterMixin
 from redmem.observation.write_filter import priority_key
 
@@ -357,3 +358,47 @@ def test_many_records_match_brute_force(any_db):
         for now in AS_OF:
             top = query.composite_score(indexes=weights, limit=10, as_of=now)
             assert [(r.db_key.record_id, r._composite_score) for r in top] == brute_force(rows, weights, now)[:10]
+
+
+def script_rows(agent: str, weights: dict, n: int, now: float, min_score: float | None = None) -> list[str]:
+    """The record ids composite_select.lua itself returns (before Python ranks them)."""
+    search = composite_search(Memory.query.filter(agent_id=agent), weights, n, min_score, now)
+    return [rid for rid, _ in parse_reply(search.plan, search.call.run(Memory._meta.client))[1]]
+
+
+def test_equal_scores_come_by_id_and_the_script_returns_exactly_n(any_db):
+    """Every record touched within the same 200 s, same importance and confidence: all tie (a
+    touch counts as 0.01 days old). The script breaks the ties by id and returns n rows, not the
+    tied partition; a day later the same records differ by age and rank by it."""
+    agent = fresh_agent()
+    specs = [(1.0, T0 - i * 0.5, 0.5, None, 0.5, 0.5) for i in range(400)]
+    populate(agent, specs)
+    rows = stored(agent)
+    by_id = sorted(rid for rid, _ in rows)
+    weights = {"relevance": 0.6, "confidence": 0.3}
+    query = Memory.query.filter(agent_id=agent).no_track()
+    for n in (1, 7, 50):
+        top = query.composite_score(indexes=weights, limit=n, as_of=T0)
+        expected = brute_force(rows, weights, T0)[:n]
+        assert [(r.db_key.record_id, r._composite_score) for r in top] == expected
+        assert [rid for rid, _ in expected] == by_id[:n]
+        assert sorted(script_rows(agent, weights, n, T0)) == by_id[:n]
+    later = T0 + DAY
+    top = query.composite_score(indexes=weights, limit=10, as_of=later)
+    assert [(r.db_key.record_id, r._composite_score) for r in top] == brute_force(rows, weights, later)[:10]
+
+
+def test_ties_below_distinct_leaders_and_under_a_floor(any_db):
+    """A few records score above a large tie: they lead, then the tie fills the page by id."""
+    agent = fresh_agent()
+    specs = [(2.0 if i % 97 == 0 else 1.0, T0 - i * 0.5, 0.5, None, 0.5, 0.5) for i in range(500)]
+    populate(agent, specs)
+    rows = stored(agent)
+    weights = {"relevance": 1.0, "confidence": 0.5}
+    query = Memory.query.filter(agent_id=agent).no_track()
+    for n, floor in ((10, None), (3, None), (10, 0.1), (10, 2.0)):
+        expected = [p for p in brute_force(rows, weights, T0) if floor is None or p[1] >= floor][:n]
+        top = query.composite_score(indexes=weights, limit=n, min_score=floor, as_of=T0)
+        assert [(r.db_key.record_id, r._composite_score) for r in top] == expected
+        assert len(script_rows(agent, weights, n, T0, floor)) == len(expected)
+    assert len(query.composite_score(indexes=weights, limit=10, as_of=T0)) == 10

@@ -4,7 +4,8 @@ expansion, RRF fusion (k, candidate limits, query-adaptive weights), the merge o
 fields: test_assembler_budget.py; post-effects, push path and tenant isolation:
 test_assembler_effects.py; round trips: test_assembler_round_trips.py.
 
-The composite ranking comes from ``Query.composite_score`` (src/redmem/fields/composite.py).
+The composite ranking comes from the selection of ``Query.composite_score`` (``composite_search``
+in src/redmem/fields/composite.py), sent in the assembler's first round trip.
 """
 
 from __future__ import annotations
@@ -349,6 +350,28 @@ def test_hybrid_falls_back_to_composite_with_a_warning_when_both_arms_are_empty(
     assert caught[0].filename == __file__  # the warning points at the caller's assemble()
     assert result.metadata["retrieval_mode"] == "composite"
     assert ids(result.records) == ["high importance memo", "middle importance memo", "low importance memo"]
+
+
+def test_lexical_falls_back_to_composite_when_bm25_finds_nothing(any_db):
+    query_fallback_setup()
+    assembler = ContextAssembler(Plain, score_weights={"relevance": 1.0}, max_items=5, retrieval_mode="lexical")
+    with pytest.warns(RuntimeWarning, match="lexical retrieval found nothing"):
+        result = assembler.assemble("zebra", agent_id="a")  # a term no record holds: no graph seeds
+    assert result.metadata["retrieval_mode"] == "composite"
+    assert ids(result.records) == ["high importance memo", "middle importance memo", "low importance memo"]
+
+
+def test_composite_ranks_at_the_assemblers_clock(any_db):
+    """``now`` fixes the clock of the composite too: fresh beats important early, not 100 days on."""
+    t0, day = 1_750_000_000.0, 86400.0
+    fresh = Fact.create(agent_id="a", content="fresh", importance=1.0)
+    important = Fact.create(agent_id="a", content="important", importance=1.2)
+    Fact.relevance.touch(fresh, now=t0)
+    Fact.relevance.touch(important, now=t0 - 5 * day)
+    assembler = ContextAssembler(Fact, score_weights={"relevance": 1.0})
+    # at t0: 0.01 ** -0.1 = 1.58 against 1.2 * 5 ** -0.1 = 1.02; 100 days on: 0.63 against 0.75
+    assert ids(assembler.assemble(agent_id="a", now=t0).records) == ["fresh", "important"]
+    assert ids(assembler.assemble(agent_id="a", now=t0 + 100 * day).records) == ["important", "fresh"]
 
 
 def test_fallback_without_score_weights_returns_no_pull_candidates(any_db):

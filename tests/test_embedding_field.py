@@ -11,13 +11,23 @@ from conftest import all_keys
 from openai_server import OpenAICompatibleServer
 
 import redmem
-from redmem import AutoKeyField, ConfigurationError, KeyField, Model, QueryException, StringField, ValidationError
+from redmem import (
+    AutoKeyField,
+    ConfigurationError,
+    KeyField,
+    Model,
+    ModelException,
+    QueryException,
+    StringField,
+    ValidationError,
+)
 from redmem.embeddings import HashingEmbeddings, OpenAIEmbeddings
-from redmem.embeddings.matrix import decode_vector
+from redmem.embeddings.codec import decode_stored, encode_stored, encode_vector
 from redmem.fields import EmbeddingField, embed_many
 from redmem.fields import embedding as embedding_module
 from redmem.fields.embedding import matrices, text_digest
 from redmem.fields.reindex import reindex
+from redmem.recipes.context_assembler import ContextAssembler
 
 
 class Counting(HashingEmbeddings):
@@ -75,7 +85,12 @@ def model_keys(client, model):
 
 def vector_keys(space, field="embedding"):
     base = space.key("v", field)
-    return {"vectors": base, "src": f"{base}:src", "ver": f"{base}:ver", "log": f"{base}:log"}
+    return {"vectors": base, "ver": f"{base}:ver", "log": f"{base}:log"}
+
+
+def as_stored(vectors, dtype="float16"):
+    """``vectors`` at the precision ``dtype`` stores them (what search is exact against)."""
+    return np.array([decode_stored(encode_stored(v, dtype, b"x" * 8))[0] for v in np.atleast_2d(vectors)])
 
 
 def second_client(client):
@@ -87,15 +102,46 @@ def second_client(client):
     return redis.Redis(connection_pool=redis.ConnectionPool(connection_class=pool.connection_class, **pool.connection_kwargs))
 
 
-def test_save_stores_the_vector_as_float32_bytes_with_its_version(any_db):
+def test_save_stores_the_vector_as_float16_after_its_digest_with_its_version(any_db):
     memory = Memory.create(agent_id="a", content="the cat sat on the mat")
     keys = vector_keys(memory.db_key.keyspace)
     stored = any_db.hget(keys["vectors"], memory.db_key.record_id)
-    assert stored == PROVIDER.embed(["the cat sat on the mat"])[0].astype("<f4").tobytes()
-    np.testing.assert_array_equal(memory.embedding, decode_vector(stored))
-    assert any_db.hget(keys["src"], memory.db_key.record_id).decode() == text_digest("the cat sat on the mat")
+    vector = PROVIDER.embed(["the cat sat on the mat"])[0]
+    assert stored == b"\x02" + text_digest("the cat sat on the mat") + vector.astype("<f2").tobytes()
+    np.testing.assert_array_equal(memory.embedding, vector)
     assert int(any_db.hget(keys["ver"], "n")) == 1
     assert any_db.zscore(keys["log"], memory.db_key.record_id) == 1
+    assert {k for k in model_keys(any_db, Memory) if ":v:" in k} == set(keys.values())
+
+
+@pytest.mark.parametrize("dtype, size", [("float32", 9 + 4 * 32), ("float16", 9 + 2 * 32), ("int8", 13 + 32)])
+def test_each_dtype_stores_its_size_and_search_is_exact_over_what_is_stored(any_db, dtype, size):
+    class Stored(Model):
+        item_id = KeyField()
+        owner = KeyField(partition_by="owner")
+        text = StringField()
+        embedding = EmbeddingField(source="text", provider=PROVIDER, dtype=dtype)
+
+    rng = random.Random(3)
+    words = ["red", "green", "blue", "cat", "dog", "fish", "sun", "moon", "tea", "rain"]
+    texts = [" ".join(rng.sample(words, 3)) for _ in range(40)]
+    for i, text in enumerate(texts):
+        Stored.create(item_id=f"{i:02d}", owner="o", text=text)
+    keys = vector_keys(Stored(item_id="00", owner="o").db_key.keyspace)
+    assert {len(v) for v in any_db.hvals(keys["vectors"])} == {size}
+    stored = as_stored(PROVIDER.embed(texts), dtype)
+    for query in ["red cat", "blue fish sun", "tea"]:
+        q = PROVIDER.embed([query])[0]
+        cosines = stored @ q / np.linalg.norm(stored, axis=1) / np.linalg.norm(q)
+        expected = sorted(((f"{i:02d}", c) for i, c in enumerate(cosines) if c > 0), key=lambda p: (-p[1], p[0]))
+        found = Stored.query.filter(owner="o").semantic_search(query, limit=8)
+        assert [(r.item_id, r._vector_score) for r in found] == [
+            (i, pytest.approx(c, abs=1e-6)) for i, c in expected[:8]]
+
+
+def test_an_unknown_dtype_is_refused():
+    with pytest.raises(ModelException, match="dtype"):
+        EmbeddingField(source="text", dtype="float64")
 
 
 def test_semantic_search_ranks_by_cosine_and_scores_records(any_db):
@@ -104,8 +150,8 @@ def test_semantic_search_ranks_by_cosine_and_scores_records(any_db):
         Memory.create(agent_id="a", content=text)
     found = Memory.query.filter(agent_id="a").semantic_search("cat on a mat", limit=3)
     query = HashingEmbeddings(32).embed(["cat on a mat"])[0]
-    vectors = HashingEmbeddings(32).embed(texts)
-    cosines = {t: float(v @ query) for t, v in zip(texts, vectors)}
+    vectors = as_stored(HashingEmbeddings(32).embed(texts))
+    cosines = {t: cosine(v, query) for t, v in zip(texts, vectors)}
     expected = sorted((t for t in texts if cosines[t] > 0), key=lambda t: -cosines[t])[:3]
     assert [r.content for r in found] == expected
     assert [r._vector_score for r in found] == pytest.approx([cosines[t] for t in expected], abs=1e-5)
@@ -246,6 +292,50 @@ def test_a_matrix_catches_up_in_pages(any_db, monkeypatch):
     assert sorted(matrices.get(any_db, vector_keys(space)["vectors"]).ids) == sorted(m.memory_id for m in made[1:])
 
 
+def test_the_log_keeps_the_newest_changes_and_a_reader_behind_it_reloads(any_db, monkeypatch):
+    monkeypatch.setattr(embedding_module, "LOG_KEEP", 3)
+    monkeypatch.setattr(embedding_module, "LOG_FRACTION", 4)  # the log keeps max(3, vectors // 4)
+    monkeypatch.setattr(embedding_module, "CHANGES_PER_CALL", 2)  # reloads come in HSCAN pages
+    watcher = second_client(any_db)
+    made = [Memory.create(agent_id="a", content=f"fact number {i}") for i in range(8)]
+    keys = vector_keys(made[0].db_key.keyspace)
+    assert any_db.zcard(keys["log"]) == 3 and int(any_db.hget(keys["ver"], "floor")) == 5
+
+    def watched(text="fact number"):
+        redmem.configure(client=watcher)
+        try:
+            return sorted(m.content for m in Memory.query.filter(agent_id="a").semantic_search(text, limit=50))
+        finally:
+            redmem.configure(client=any_db)
+
+    assert watched() == sorted(f"fact number {i}" for i in range(8))
+    matrix = matrices.get(watcher, keys["vectors"])
+    loaded = matrix.generation
+    made += [Memory.create(agent_id="a", content=f"fact number {i}") for i in range(8, 20)]
+    made.pop(0).delete()  # 20 vectors, then 19: the log keeps max(3, 19 // 4) = 4 entries
+    assert any_db.zcard(keys["log"]) == 4 and int(any_db.hget(keys["ver"], "floor")) == 17
+    assert watched() == sorted(f"fact number {i}" for i in range(1, 20))  # version 8 < floor: reloaded
+    assert matrix.generation == loaded + 1 and matrix.version == 21
+    made[0].content = None  # its vector goes
+    made[0].save()
+    assert watched() == sorted(f"fact number {i}" for i in range(2, 20))  # within the log: caught up
+    assert matrix.generation == loaded + 1 and matrix.version == 22
+    watcher.close()
+
+
+def test_vectors_of_the_earlier_bare_float32_layout_are_read_and_rewritten(any_db):
+    memory = Memory.create(agent_id="a", content="an old style vector")
+    keys = vector_keys(memory.db_key.keyspace)
+    vector = PROVIDER.embed(["an old style vector"])[0]
+    any_db.hset(keys["vectors"], memory.memory_id, encode_vector(vector))  # no format byte, no digest
+    found = Memory.query.filter(agent_id="a").semantic_search("an old style vector")
+    assert [(m.memory_id, m._vector_score) for m in found] == [(memory.memory_id, pytest.approx(1.0, abs=1e-6))]
+    calls = PROVIDER.calls
+    Memory.query.get(agent_id="a", memory_id=memory.memory_id).save()  # no digest to compare: embedded again
+    assert PROVIDER.calls == calls + 1
+    assert any_db.hget(keys["vectors"], memory.memory_id)[:9] == b"\x02" + text_digest("an old style vector")
+
+
 def test_round_trips_of_a_search(db, monkeypatch):
     Memory.create(agent_id="a", content="one two three")
     sent = []
@@ -263,6 +353,30 @@ def test_round_trips_of_a_search(db, monkeypatch):
     Memory.create(agent_id="a", content="two three four")
     assert round_trips("three four") == 2  # a change: one more round trip for the new top-k
     assert round_trips("three four") == 1
+
+
+def test_an_assembler_catches_up_inside_its_first_request(db, monkeypatch):
+    for i in range(20):
+        Memory.create(agent_id="a", content=f"weather report number {i}")
+    assembler = ContextAssembler(Memory, max_items=5)  # semantic: the model has no BM25Field
+    sent = []
+    original = redis.connection.AbstractConnection.send_packed_command
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command",
+                        lambda self, *a, **k: (sent.append(1), original(self, *a, **k))[1])
+
+    def assembled(text):
+        sent.clear()
+        return [m.content for m in assembler.assemble(text, agent_id="a").records], len(sent)
+
+    assembled("weather report")
+    warm = assembled("weather report")[1]
+    other = second_client(db)
+    redmem.configure(client=other)
+    Memory.create(agent_id="a", content="a report on tidal pools")
+    redmem.configure(client=db)
+    contents, trips = assembled("tidal pools report")
+    assert contents[0] == "a report on tidal pools" and trips == warm  # the change came with the first request
+    other.close()
 
 
 def test_tenants_never_see_each_other(any_db):
@@ -350,7 +464,15 @@ def test_several_embedding_fields_need_a_name(any_db):
     assert Two.query.semantic_search("blue whale", field="body_vector")[0]._vector_score == pytest.approx(1.0)
 
 
-def test_random_writes_keep_search_equal_to_brute_force(any_db):
+def cosine(a, b):
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("log_keep", [128, 2])  # 2: the readers fall behind the log and reload
+def test_random_writes_keep_search_equal_to_brute_force(any_db, monkeypatch, log_keep):
+    monkeypatch.setattr(embedding_module, "LOG_KEEP", log_keep)
+    monkeypatch.setattr(embedding_module, "LOG_FRACTION", 1000)
+    monkeypatch.setattr(embedding_module, "CHANGES_PER_CALL", 3)
     rng = random.Random(11)
     words = ["red", "green", "blue", "cat", "dog", "fish", "sun", "moon"]
     watcher = second_client(any_db)
@@ -369,7 +491,8 @@ def test_random_writes_keep_search_equal_to_brute_force(any_db):
         if step % 6 == 5:
             query = " ".join(rng.sample(words, 2))
             q = HashingEmbeddings(32).embed([query])[0]
-            cosines = {m.memory_id: float(HashingEmbeddings(32).embed([m.content])[0] @ q) for m in live.values()}
+            cosines = {m.memory_id: cosine(as_stored(HashingEmbeddings(32).embed([m.content]))[0], q)
+                       for m in live.values()}
             expected = sorted((c for c in cosines.values() if c > 1e-6), reverse=True)[:5]
             for client in (any_db, watcher):
                 redmem.configure(client=client)

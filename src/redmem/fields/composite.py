@@ -32,7 +32,12 @@ Fagin's threshold algorithm (Fagin, Lotem and Naor, "Optimal aggregation algorit
 middleware", 2003) finds the exact top k while reading only the heads of the lists
 (``composite_select.lua``, one call; the next list read is the one whose latest read lowered
 the threshold most per member, as in Güntzer, Balke and Kießling's Quick-Combine, 2000).
-Python then ranks the candidates by the formulas here.
+Ties go by record id inside the script: when the k-th best ties the threshold (say every
+record saved in the same minute with the same importance), it also walks the record ids in
+ascending order and stops once past the k-th best's id, so equal scores cost k reads, not the
+partition. The script computes each map with the same operations as the Python here, and
+returns the k best plus the near ties just below the k-th; Python ranks them by the formulas
+here.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import QueryException, ValidationError
 from ..store.keys import KeySpace
-from ..store.scripts import run_script
+from ..store.scripts import ScriptCall
 from .confidence import ConfidenceField
 from .cyclic import CyclicDecayField, cycle_weight
 from .decay import (
@@ -61,8 +66,8 @@ from .decay import (
 )
 from .search import partition_of
 
-__all__ = ["composite_score", "composite", "saturate", "logistic", "min_max", "clamp01", "signal_names",
-           "PRIORITY_SIGNAL"]
+__all__ = ["composite_score", "composite_search", "CompositeSearch", "Ranked", "composite", "saturate", "logistic",
+           "min_max", "clamp01", "signal_names", "PRIORITY_SIGNAL"]
 
 #: The name of the write filter's priority signal in ``indexes``.
 PRIORITY_SIGNAL = "priority"
@@ -95,8 +100,15 @@ def clamp01(value: float) -> float:
 
 
 def composite(weights: Mapping[str, float], signals: Mapping[str, float]) -> float:
-    """``sum(weights[name] * signals[name])`` over the weighted names."""
-    return sum(weight * signals[name] for name, weight in weights.items())
+    """``sum(weights[name] * signals[name])`` over the weighted names, added left to right.
+
+    A plain loop, not ``sum()`` (compensated from Python 3.12): the script adds the same way,
+    so both sides get the same float.
+    """
+    total = 0.0
+    for name, weight in weights.items():
+        total += weight * signals[name]
+    return total
 
 
 # -- signals -------------------------------------------------------------------------------------
@@ -172,6 +184,9 @@ class DecaySignal(Signal):
         last_updated = row[self.keys.updated]
         if last_updated is None:
             return 0.0
+        if self.field.half_life is not None:  # from the order key, as the script: 2 ** (x - now / half_life)
+            order = row[self.keys.order]
+            return 0.0 if order is None else saturate(2 ** (order - self.now / self.field.half_life))
         base = row.get(self.keys.base) if self.field.base_score_field else None
         confidence = row[self.source.index_key(self.space)] if self.source is not None else None
         return saturate(self.field.score(1.0 if base is None else base, last_updated, confidence, self.now))
@@ -356,10 +371,8 @@ def _number(raw: bytes) -> float | None:
     return float(raw) if raw else None
 
 
-def select(client: Any, plan: Plan) -> tuple[dict[str, tuple[float, float]], list[tuple[str, dict]]]:
-    """Run ``composite_select.lua`` (one round trip): the sorted fields' (min, max) and the candidate rows."""
-    with server_errors(client):
-        reply = run_script("composite_select", plan.keys, [json.dumps(plan.plan)], client)
+def parse_reply(plan: Plan, reply: list) -> tuple[dict[str, tuple[float, float]], list[tuple[str, dict]]]:
+    """The sorted fields' (min, max) and the candidate rows of a ``composite_select.lua`` reply."""
     ranges = {}
     for i, key in enumerate(plan.ranges):
         low, high = _number(reply[2 * i]), _number(reply[2 * i + 1])
@@ -369,6 +382,63 @@ def select(client: Any, plan: Plan) -> tuple[dict[str, tuple[float, float]], lis
         values = [_number(raw) for raw in reply[i + 1 : i + width]]
         rows.append((reply[i].decode(), dict(zip(columns, values))))
     return ranges, rows
+
+
+@dataclass
+class Ranked:
+    """One record of a composite ranking: its id, its composite and its mapped signals."""
+
+    record_id: str
+    score: float
+    signals: dict[str, float]
+
+
+@dataclass
+class CompositeSearch:
+    """A checked composite_score call, built before it runs so it can share a round trip.
+
+    ``call`` is the one script call; ``ranked`` turns its reply into the top ``n`` (records not
+    loaded), best first, ties by record id ascending, none below ``floor``.
+    """
+
+    space: KeySpace
+    signals: list[Signal]
+    weights: dict[str, float]
+    plan: Plan
+    n: int
+    floor: float | None
+
+    @property
+    def call(self) -> ScriptCall:
+        return ScriptCall("composite_select", self.plan.keys, [json.dumps(self.plan.plan)])
+
+    def ranked(self, reply: list) -> list[Ranked]:
+        ranges, rows = parse_reply(self.plan, reply)
+        mapped = {rid: {s.name: s.value(row, ranges) for s in self.signals} for rid, row in rows}
+        scored = [(rid, composite(self.weights, values)) for rid, values in mapped.items()]
+        ranked = best_first([p for p in scored if self.floor is None or p[1] >= self.floor], self.n)
+        return [Ranked(rid, score, mapped[rid]) for rid, score in ranked]
+
+    def run(self, client: Any) -> list[Ranked]:
+        """Run the call alone (one round trip) and rank its reply."""
+        with server_errors(client):
+            return self.ranked(self.call.run(client))
+
+
+def composite_search(
+    query: Query, indexes: Mapping[Any, float], limit: int = 10, min_score: float | None = None,
+    as_of: datetime | float | None = None,
+) -> CompositeSearch | None:
+    """The checked search behind :func:`composite_score` (None for ``limit`` 0: nothing to run)."""
+    model = query.model
+    space = partition_of(query, "composite_score")
+    weights, n = _weights(model, indexes), _limit(limit)
+    floor = None if min_score is None else finite_float(min_score, "min_score")
+    now = epoch_seconds(as_of)
+    if n == 0:
+        return None
+    signals = [_signal(model, name, weight, space, now) for name, weight in weights.items()]
+    return CompositeSearch(space, signals, weights, build_plan(signals, space, now, n, floor), n, floor)
 
 
 @query_method
@@ -390,21 +460,13 @@ def composite_score(
     Raises QueryException for an unknown signal name, a missing partition or a bad limit,
     ValidationError for a bad weight or min_score.
     """
-    model = query.model
-    space = partition_of(query, "composite_score")
-    weights, n = _weights(model, indexes), _limit(limit)
-    floor = None if min_score is None else finite_float(min_score, "min_score")
-    now = epoch_seconds(as_of)
-    if n == 0:
+    search = composite_search(query, indexes, limit, min_score, as_of)
+    if search is None:
         return []
-    signals = [_signal(model, name, weight, space, now) for name, weight in weights.items()]
-    ranges, rows = select(model._meta.client, build_plan(signals, space, now, n, floor))
-    mapped = {rid: {s.name: s.value(row, ranges) for s in signals} for rid, row in rows}
-    scored = [(rid, composite(weights, values)) for rid, values in mapped.items()]
-    ranked = best_first([p for p in scored if floor is None or p[1] >= floor], n)
-    records = load_records(model, [DbKey(space, rid) for rid, _ in ranked], track=query.tracking)
-    scores = dict(ranked)
+    ranked = search.run(query.model._meta.client)
+    records = load_records(query.model, [DbKey(search.space, r.record_id) for r in ranked], track=query.tracking)
+    by_id = {r.record_id: r for r in ranked}
     for record in records:
-        record_id = record._saved_key.record_id
-        record._composite_score, record._signals = scores[record_id], mapped[record_id]
+        found = by_id[record._saved_key.record_id]
+        record._composite_score, record._signals = found.score, found.signals
     return records

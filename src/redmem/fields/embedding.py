@@ -2,12 +2,14 @@
 
 Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``, ``<f>`` the field name):
 
-- ``<base>:v:<f>`` hash: record id -> the vector as little-endian float32 bytes;
-- ``<base>:v:<f>:src`` hash: record id -> digest of the text (or vector) the stored vector
-  came from, so re-saving a record whose text did not change does not embed it again;
-- ``<base>:v:<f>:ver`` hash ``{epoch, n}``: n counts the partition's vector changes, epoch names
-  the current life of the vector set (it starts again when the set is emptied);
-- ``<base>:v:<f>:log`` sorted set: record id -> the n of its last change (removals included).
+- ``<base>:v:<f>`` hash: record id -> the vector in the field's ``dtype`` (float16 unless told),
+  led by a digest of the text (or vector) it came from, so re-saving a record whose text did
+  not change does not embed it again (:mod:`~redmem.embeddings.codec`);
+- ``<base>:v:<f>:ver`` hash ``{epoch, n, floor}``: n counts the partition's vector changes, epoch
+  names the current life of the vector set (it starts again when the set is emptied), floor is
+  the newest change dropped from the log;
+- ``<base>:v:<f>:log`` sorted set: record id -> the n of its last change (removals included),
+  the newest max(128, vectors / 8) only: a reader further behind reloads the whole set.
 
 Saving embeds the source text before the record's MULTI/EXEC is queued (in ``before_save``, or
 under the record's WATCH in ``prepare`` when only the stored digest can tell whether the text
@@ -15,15 +17,14 @@ changed), so a provider failure writes nothing. The vector and its version bump 
 call (``vector_write.lua``) inside the record's batch.
 
 ``Model.query.filter(<partition>).semantic_search(text, limit=10)`` keeps each partition's
-vectors as a numpy matrix in the process (:class:`~redmem.embeddings.matrix.VectorMatrix`) and
-ranks by exact cosine, keeping cosine > 0. One pipelined round trip reads the changes since the
-cached version (``vector_changes.lua``) together with the hashes of the cached top-k; a second
-one loads the records that the changes brought into the top-k, if any.
+vectors as a float32 numpy matrix in the process (:class:`~redmem.embeddings.matrix.VectorMatrix`)
+and ranks by exact cosine over the stored vectors, keeping cosine > 0. One pipelined round trip
+reads the changes since the cached version (``vector_changes.lua``) together with the hashes of
+the cached top-k; a second one loads the records that the changes brought into the top-k, if any.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..embeddings.base import EmbeddingProvider, as_matrix, embed_in_batches
-from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix, encode_vector
+from ..embeddings.codec import DTYPES, digest, encode_stored, encode_vector, stored_digest
+from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
 from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.persistence import instance_from_stored
@@ -46,22 +48,26 @@ if TYPE_CHECKING:
 
 __all__ = ["EmbeddingField", "embed_many", "semantic_search", "text_digest", "VECTOR_KIND", "matrices"]
 
-#: Key kind of the per-partition vector keys: ``<base>:v:<field>[:src|:ver|:log]``.
+#: Key kind of the per-partition vector keys: ``<base>:v:<field>[:ver|:log]``.
 VECTOR_KIND = "v"
 #: Changes (vectors) read per ``vector_changes.lua`` call while a matrix catches up.
 CHANGES_PER_CALL = 5000
+#: The change log keeps the newest max(LOG_KEEP, vectors / LOG_FRACTION) entries: a reader further
+#: behind reloads the set, which costs at most LOG_FRACTION vector reads per change it missed.
+LOG_KEEP = 128
+LOG_FRACTION = 8
 #: The process-wide matrices, per client and partition.
 matrices = MatrixCache()
 _REMOVE = object()
 
 
-def text_digest(text: str) -> str:
-    """``t:`` + BLAKE2b-128 hex of the UTF-8 text: what the stored vector was embedded from."""
-    return "t:" + hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+def text_digest(text: str) -> bytes:
+    """BLAKE2b-64 of ``t:`` + the UTF-8 text: what the stored vector was embedded from."""
+    return digest(b"t:", text.encode("utf-8"))
 
 
-def _vector_digest(vector: np.ndarray) -> str:
-    return "v:" + hashlib.blake2b(encode_vector(vector), digest_size=16).hexdigest()
+def _vector_digest(vector: np.ndarray) -> bytes:
+    return digest(b"v:", encode_vector(vector))
 
 
 @dataclass
@@ -69,7 +75,7 @@ class _Embedded:
     """An instance's vector for this field: ``vector`` embedded from (or given for) ``digest``."""
 
     vector: np.ndarray | None
-    digest: str | None
+    digest: bytes | None
     text: str | None = None  # set while the vector is still to be computed
     explicit: bool = False
 
@@ -83,6 +89,8 @@ class EmbeddingField(Field):
         provider: an :class:`~redmem.embeddings.base.EmbeddingProvider`; None: the one set with
             ``redmem.configure(embedding_provider=...)``, read when needed.
         dimensions: the vector length, for a field without a provider (assigned vectors only).
+        dtype: how vectors are stored in Redis: "float16" (2 bytes a dimension), "float32" (4)
+            or "int8" (1, plus 4 for a scale). Search is exact over the vectors as stored.
 
     Reading the attribute gives the vector this instance computed or was given (a float32
     array), else None. Wrong dimensions raise ValidationError; no provider raises
@@ -98,14 +106,18 @@ class EmbeddingField(Field):
         provider: Any = None,
         *,
         dimensions: int | None = None,
+        dtype: str = "float16",
         partition_by: str | tuple[str, ...] | None = None,
     ) -> None:
         super().__init__(partition_by=partition_by)
+        if dtype not in DTYPES:
+            raise ModelException(f"dtype must be one of {list(DTYPES)}, not {dtype!r}")
         if provider is not None and not isinstance(provider, EmbeddingProvider):
             raise ModelException(f"provider {provider!r} lacks embed(), dimensions or max_batch_size")
         if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
             raise ModelException(f"dimensions must be an int >= 1, not {dimensions!r}")
         self.source = source
+        self.dtype = dtype
         self._provider = provider
         self._dimensions = dimensions
 
@@ -155,9 +167,14 @@ class EmbeddingField(Field):
 
     # -- keys ----------------------------------------------------------------------------------
     def keys(self, keyspace: KeySpace) -> list[str]:
-        """The vectors hash, source digests hash, version hash and change log of a partition."""
+        """The vectors hash, version hash and change log of a partition."""
         base = keyspace.key(VECTOR_KIND, self.name)
-        return [base, f"{base}:src", f"{base}:ver", f"{base}:log"]
+        return [base, f"{base}:ver", f"{base}:log"]
+
+    def known_dimensions(self) -> int | None:
+        """The dimensions the field or its provider states (None when neither can say)."""
+        known = self._provider or settings().embedding_provider
+        return self._dimensions or (known.dimensions if known is not None else None)
 
     # -- taking part in saves ------------------------------------------------------------------
     def _source_text(self, instance: Any) -> str | None:
@@ -198,8 +215,8 @@ class EmbeddingField(Field):
         if state.digest is None:
             return _REMOVE if batch.old is not None else None
         if batch.old is not None:
-            stored = reader.hget(self.keys(batch.keyspace)[1], batch.record_id)
-            if stored is not None and stored.decode() == state.digest:
+            stored = reader.hget(self.keys(batch.keyspace)[0], batch.record_id)
+            if stored is not None and stored_digest(stored) == state.digest:
                 return None
         if state.vector is None:
             state.vector, state.text = self.embed_texts([state.text])[0], None
@@ -208,13 +225,17 @@ class EmbeddingField(Field):
     def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
         action = batch.prepared.get(self.name)
         if action is _REMOVE:
-            batch.script("vector_write", self.keys(batch.keyspace), [batch.record_id, b"", ""])
+            self._write(batch, b"")
         elif action is not None:
-            vector, digest = action
-            batch.script("vector_write", self.keys(batch.keyspace), [batch.record_id, encode_vector(vector), digest])
+            vector, origin = action
+            self._write(batch, encode_stored(vector, self.dtype, origin))
 
     def on_delete(self, batch: "SaveBatch", old: dict) -> None:
-        batch.script("vector_write", self.keys(batch.keyspace), [batch.record_id, b"", ""])
+        self._write(batch, b"")
+
+    def _write(self, batch: "SaveBatch", value: bytes) -> None:
+        """Queue ``vector_write.lua``: set the record's stored vector (``b""``: remove it)."""
+        batch.script("vector_write", self.keys(batch.keyspace), [batch.record_id, value, LOG_KEEP, LOG_FRACTION])
 
     # -- bulk ----------------------------------------------------------------------------------
     def embed_many(self, instances: Iterable[Any]) -> int:
@@ -266,27 +287,45 @@ def _search_field(model: type, name: str | None) -> EmbeddingField:
 def _query_vector(field: EmbeddingField, text: Any) -> np.ndarray | None:
     if isinstance(text, str):
         return field.embed_texts([text], "query")[0] if text.strip() else None
-    known = field._provider or settings().embedding_provider
-    dimensions = field._dimensions or (known.dimensions if known is not None else None)
-    return as_matrix(text, dimensions, 1, "query vector")[0]
+    return as_matrix(text, field.known_dimensions(), 1, "query vector")[0]
 
 
-def _apply_changes(matrix: VectorMatrix, reply: list, changed: set[str]) -> bool:
+def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | None) -> int | None:
+    """The dimensions the partition's vectors have, when known: a text's vector came from the
+    provider, so its length is theirs; a given vector's is only checked against what the field states."""
+    if vector is None:
+        return None
+    return len(vector) if isinstance(text, str) else field.known_dimensions()
+
+
+def _apply_changes(matrix: VectorMatrix, reply: list, changed: set[str], dimensions: int | None) -> bool:
     """Apply one ``vector_changes.lua`` reply, adding the ids it changed to ``changed``; True
-    when the matrix is now at the partition's version."""
-    epoch, version, upto = reply[0], int(reply[1]), int(reply[2])
-    if epoch != matrix.epoch:
-        matrix.reset(epoch)
-    pairs = reply[3:]
+    when the matrix is now at the partition's version.
+
+    A reload starts the matrix afresh; once its last page is in, the matrix is at the version
+    of its first page, and the changes logged since then are read next.
+    """
+    epoch, version, mode, position = reply[0], int(reply[1]), reply[2], reply[3]
+    pairs = reply[4:]
     ids = [pairs[i].decode() for i in range(0, len(pairs), 2)]
-    matrix.apply(zip(ids, pairs[1::2]))
+    if mode == b"reload":
+        matrix.reset(epoch)
+        matrix.loading = (version, b"0")
+    matrix.apply(zip(ids, pairs[1::2]), dimensions)
     changed.update(ids)
-    matrix.version = upto
-    return upto == version
+    if mode == b"log":
+        matrix.version = int(position)
+    elif position != b"0":
+        matrix.loading = (matrix.loading[0], position)
+        return False
+    else:
+        matrix.version, matrix.loading = matrix.loading[0], None
+    return matrix.version == version
 
 
 def _changes_args(matrix: VectorMatrix) -> list:
-    return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL]
+    cursor = matrix.loading[1] if matrix.loading is not None else ""
+    return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL, cursor]
 
 
 class VectorSearch:
@@ -296,19 +335,25 @@ class VectorSearch:
     :meth:`finish` takes their replies, catches up with changes made elsewhere (one more round
     trip only if changed records enter the top ``limit``) and returns the records. The
     partition's matrix stays locked from :meth:`queue` to :meth:`finish`.
+
+    With ``hydrate=False`` it returns ``(record id, cosine)`` pairs instead, for a caller that
+    loads only the records it keeps.
     """
 
-    def __init__(self, query: Query, text: Any, limit: int = 10, field: str | None = None) -> None:
+    def __init__(
+        self, query: Query, text: Any, limit: int = 10, field: str | None = None, hydrate: bool = True,
+    ) -> None:
         model = query.model
-        self.query, self.limit = query, limit
+        self.query, self.limit, self.hydrate = query, limit, hydrate
         self.field = _search_field(model, field)
         if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
             raise QueryException("semantic_search filters on the partition only")
         self.space = query.partition()
         self.vector = _query_vector(self.field, text) if limit > 0 else None
+        self.dimensions = _stored_dimensions(self.field, text, self.vector)
         self.client = model._meta.client
         keys = self.field.keys(self.space)
-        self.change_keys = [keys[2], keys[3], keys[0]]
+        self.change_keys = [keys[1], keys[2], keys[0]]
         self.matrix = matrices.get(self.client, keys[0])
         self.ranking: Ranking | None = None
 
@@ -318,21 +363,33 @@ class VectorSearch:
         return self.vector is None
 
     def queue(self, pipe: Any) -> int:
-        """Lock the matrix, rank from it, queue the change check and the hits; returns commands queued."""
+        """Lock the matrix, rank from it, queue the change check and (when hydrating) the hits;
+        returns commands queued."""
         self.matrix.lock.acquire()
         self.ranking = self.matrix.rank(self.vector, self.limit)
         queue_script(pipe, "vector_changes", self.change_keys, _changes_args(self.matrix))
-        for record_id, _ in self.ranking.hits:
+        hits = self.ranking.hits if self.hydrate else []
+        for record_id, _ in hits:
             pipe.hgetall(self.space.record(record_id))
-        return 1 + len(self.ranking.hits)
+        return 1 + len(hits)
 
     def finish(self, replies: list) -> list[Any]:
-        """The records, best first, from the replies of what :meth:`queue` queued."""
+        """The records, best first, from the replies of what :meth:`queue` queued (``hydrate=False``:
+        the (record id, cosine) pairs)."""
         try:
             with server_errors(self.client):
-                hits, fetched = self._catch_up(replies[0], replies[1:])
+                hits = self._catch_up(replies[0])
         finally:
             self.matrix.lock.release()
+        if not self.hydrate:
+            return hits
+        fetched = {record_id: raw for (record_id, _), raw in zip(self.ranking.hits, replies[1:])}
+        missing = [record_id for record_id, _ in hits if record_id not in fetched]
+        if missing:
+            with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
+                for record_id in missing:
+                    pipe.hgetall(self.space.record(record_id))
+                fetched.update(zip(missing, pipe.execute()))
         records = _hydrate(self.query.model, self.space, hits, fetched)
         if self.query.tracking and records:
             with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
@@ -346,22 +403,15 @@ class VectorSearch:
             self.matrix.lock.release()
             self.ranking = None
 
-    def _catch_up(self, reply: list, hashes: list) -> tuple[list, dict]:
-        matrix, ranking = self.matrix, self.ranking
-        fetched = {record_id: raw for (record_id, _), raw in zip(ranking.hits, hashes)}
-        epoch, changed = matrix.epoch, set()
-        current = _apply_changes(matrix, reply, changed)
+    def _catch_up(self, reply: list) -> list[tuple[str, float]]:
+        """The hits once the matrix has caught up with the partition's changes."""
+        matrix = self.matrix
+        generation, changed = matrix.generation, set()
+        current = _apply_changes(matrix, reply, changed, self.dimensions)
         while not current:
             reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
-            current = _apply_changes(matrix, reply, changed)
-        hits = _current_hits(matrix, ranking, epoch, changed)
-        missing = [record_id for record_id, _ in hits if record_id not in fetched]
-        if missing:
-            with self.client.pipeline(transaction=False) as pipe:
-                for record_id in missing:
-                    pipe.hgetall(self.space.record(record_id))
-                fetched.update(zip(missing, pipe.execute()))
-        return hits, fetched
+            current = _apply_changes(matrix, reply, changed, self.dimensions)
+        return _current_hits(matrix, self.ranking, generation, changed)
 
 
 @query_method
@@ -372,7 +422,7 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     already. Exact cosine over the partition's cached matrix, cosine > 0 only, best first, equal
     scores by record id; each record gets ``_vector_score``. The query may filter on the
     partition only. Round trips: 1, plus 1 when records changed elsewhere enter the top
-    ``limit`` (and 1 per further 5,000 changed vectors while a matrix catches up).
+    ``limit`` (and 1 per further 5,000 vectors while a matrix catches up or reloads).
     """
     search = VectorSearch(query, text, limit, field)
     if search.empty:
@@ -388,9 +438,9 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     return search.finish(replies)
 
 
-def _current_hits(matrix: VectorMatrix, ranking: Ranking, epoch: bytes | None, changed: set[str]) -> list:
+def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> list:
     """The ranking's hits, brought up to date with the changes just applied."""
-    if matrix.epoch != epoch:
+    if matrix.generation != generation:
         return matrix.search(ranking.query, ranking.limit)
     return matrix.rerank(ranking, changed) if changed else ranking.hits
 
