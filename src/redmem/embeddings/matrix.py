@@ -10,8 +10,10 @@ is one matrix-vector product:
     cos(q, d) = (q / |q|) . (d / |d|)
 
 The product reads the whole matrix (memory bound: ~10 ms per 100,000 x 384 floats on one core),
-so a large matrix is scored in slices on a few threads. No I/O here: callers feed changes in
-and read top-k lists out.
+so a large matrix is first pre-scanned in int8 (:mod:`~redmem.embeddings.prescan`: a quarter of
+the bytes, with error bounds that keep the top-k exact) and only its shortlist is scored in
+float32; without the pre-scan, a large matrix is scored in slices on a few threads. No I/O
+here: callers feed changes in and read top-k lists out.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from . import prescan
 from .base import unit_rows
 from .codec import decode_rows, stored_dimensions
 
@@ -82,7 +85,10 @@ def top_k(scores: np.ndarray, ids: list[str], limit: int) -> list[tuple[str, flo
 
 @dataclass(frozen=True)
 class Ranking:
-    """One search's result with what :meth:`VectorMatrix.rerank` needs to update it."""
+    """One search's result with what :meth:`VectorMatrix.rerank` needs to update it.
+
+    ``scores`` and ``ids`` cover every row, or (``complete`` False) only a pre-scan's shortlist.
+    """
 
     query: np.ndarray
     unit: np.ndarray | None
@@ -90,6 +96,7 @@ class Ranking:
     ids: list[str]
     limit: int
     hits: list[tuple[str, float]]
+    complete: bool = True
 
 
 class VectorMatrix:
@@ -108,6 +115,10 @@ class VectorMatrix:
         self.ids: list[str] = []
         self._position: dict[str, int] = {}
         self._rows = np.zeros((0, 0), dtype=np.float32)
+        self._codes = np.zeros((0, 0), dtype=np.int8)
+        self._scale = np.zeros(0, dtype=np.float32)
+        self._error = np.zeros(0, dtype=np.float32)
+        self._coded = 0  # rows 0.._coded-1 have current int8 codes
         self.lock = threading.Lock()
 
     @property
@@ -120,6 +131,7 @@ class VectorMatrix:
         self.generation += 1
         self.ids, self._position = [], {}
         self._rows = np.zeros((0, 0), dtype=np.float32)
+        self._coded = 0
 
     def apply(self, changes: Iterable[tuple[str, bytes | None]], dimensions: int | None = None) -> None:
         """Set each id's vector (a stored value, see :mod:`~redmem.embeddings.codec`) or remove it (None or empty).
@@ -155,7 +167,14 @@ class VectorMatrix:
         if not self.ids or query.shape[-1] != self.dimensions:
             return Ranking(query, None, np.zeros(0, dtype=np.float32), [], limit, [])
         unit = unit_rows(query.reshape(1, -1).astype(np.float32))[0]
-        scores = cosines(self._rows[: len(self.ids)], unit)
+        count = len(self.ids)
+        if count >= prescan.PRESCAN_MIN_ROWS and self._coded >= count:
+            chosen = prescan.shortlist(self._codes[:count], self._scale[:count], self._error[:count], unit, limit)
+            if chosen is not None:
+                scores = np.einsum("ij,j->i", self._rows[chosen], unit)
+                ids = [self.ids[i] for i in chosen]
+                return Ranking(query, unit, scores, ids, limit, top_k(scores, ids, limit), complete=False)
+        scores = cosines(self._rows[:count], unit)
         return Ranking(query, unit, scores, self.ids, limit, top_k(scores, self.ids, limit))
 
     def rerank(self, ranking: "Ranking", changed: set[str]) -> list[tuple[str, float]]:
@@ -164,7 +183,8 @@ class VectorMatrix:
         Exact without rescoring every row: the best unchanged rows are among the previous top
         ``limit + len(changed)``; only the changed rows still present are scored again.
         """
-        if ranking.unit is None or ranking.unit.size != self.dimensions or len(changed) > RERANK_MOST:
+        if (not ranking.complete or ranking.unit is None or ranking.unit.size != self.dimensions
+                or len(changed) > RERANK_MOST):
             return self.search(ranking.query, ranking.limit)
         kept = top_k(ranking.scores, ranking.ids, ranking.limit + len(changed))
         candidates = [(i, s) for i, s in kept if i not in changed]
@@ -180,10 +200,11 @@ class VectorMatrix:
         if self._rows.shape[1] != block.shape[1]:
             self._rows = np.zeros((0, block.shape[1]), dtype=np.float32)
         if needed > self._rows.shape[0]:
-            grown = np.zeros((max(needed, 2 * self._rows.shape[0], 16), block.shape[1]), dtype=np.float32)
-            grown[:count] = self._rows[:count]
-            self._rows = grown
+            capacity = max(needed, 2 * self._rows.shape[0], 16)
+            self._rows = _grown(self._rows, capacity, count)
         self._rows[count:needed] = block
+        if prescan.available() and needed >= prescan.PRESCAN_MIN_ROWS:
+            self._code_rows(needed)
         self._position.update((record_id, count + n) for n, record_id in enumerate(ids))
         self.ids.extend(ids)
 
@@ -195,9 +216,35 @@ class VectorMatrix:
         if row != last:  # move the last row into the hole
             moved = self.ids[last]
             self._rows[row] = self._rows[last]
+            if last < self._coded:
+                self._codes[row], self._scale[row], self._error[row] = \
+                    self._codes[last], self._scale[last], self._error[last]
+            else:
+                self._coded = min(self._coded, row)
             self.ids[row] = moved
             self._position[moved] = row
         self.ids.pop()
+        self._coded = min(self._coded, len(self.ids))
+
+
+    def _code_rows(self, stop: int) -> None:
+        """Int8 codes (:mod:`~redmem.embeddings.prescan`) of every row below ``stop`` that lacks current ones."""
+        start = self._coded if self._codes.shape[1:] == self._rows.shape[1:] else 0
+        if self._codes.shape[0] < self._rows.shape[0] or start == 0:
+            self._codes = _grown(self._codes, self._rows.shape[0], start, self._rows.shape[1])
+            self._scale = _grown(self._scale, self._rows.shape[0], start)
+            self._error = _grown(self._error, self._rows.shape[0], start)
+        self._codes[start:stop], self._scale[start:stop], self._error[start:stop] = prescan.quantize(self._rows[start:stop])
+        self._coded = stop
+
+
+def _grown(array: np.ndarray, capacity: int, keep: int, width: int | None = None) -> np.ndarray:
+    """A zeroed ``array`` of ``capacity`` rows (of ``width`` columns when given) holding its first ``keep`` rows."""
+    shape = (capacity,) + ((width,) if width is not None else array.shape[1:])
+    grown = np.zeros(shape, dtype=array.dtype)
+    if keep:
+        grown[:keep] = array[:keep]
+    return grown
 
 
 class MatrixCache:

@@ -356,6 +356,7 @@ class VectorSearch:
         self.change_keys = [keys[1], keys[2], keys[0]]
         self.matrix = matrices.get(self.client, keys[0])
         self.ranking: Ranking | None = None
+        self._locked = False
 
     @property
     def empty(self) -> bool:
@@ -363,24 +364,35 @@ class VectorSearch:
         return self.vector is None
 
     def queue(self, pipe: Any) -> int:
-        """Lock the matrix, rank from it, queue the change check and (when hydrating) the hits;
-        returns commands queued."""
+        """Lock the matrix, queue the change check and (when hydrating: ranked first) the hits;
+        returns commands queued.
+
+        Without hydration the ranking waits for :meth:`rank`, which a caller may run while the
+        server executes the pipeline (:func:`redmem.store.overlap.execute_while`).
+        """
         self.matrix.lock.acquire()
-        self.ranking = self.matrix.rank(self.vector, self.limit)
+        self._locked = True
         queue_script(pipe, "vector_changes", self.change_keys, _changes_args(self.matrix))
-        hits = self.ranking.hits if self.hydrate else []
+        hits = self.rank().hits if self.hydrate else []
         for record_id, _ in hits:
             pipe.hgetall(self.space.record(record_id))
         return 1 + len(hits)
+
+    def rank(self) -> Ranking:
+        """Rank the locked matrix as it was when :meth:`queue` read its version (once)."""
+        if self.ranking is None:
+            self.ranking = self.matrix.rank(self.vector, self.limit)
+        return self.ranking
 
     def finish(self, replies: list) -> list[Any]:
         """The records, best first, from the replies of what :meth:`queue` queued (``hydrate=False``:
         the (record id, cosine) pairs)."""
         try:
+            self.rank()
             with server_errors(self.client):
                 hits = self._catch_up(replies[0])
         finally:
-            self.matrix.lock.release()
+            self._release()
         if not self.hydrate:
             return hits
         fetched = {record_id: raw for (record_id, _), raw in zip(self.ranking.hits, replies[1:])}
@@ -399,9 +411,13 @@ class VectorSearch:
 
     def abandon(self) -> None:
         """Release the matrix when the queued pipeline never ran."""
-        if self.ranking is not None:
+        self._release()
+        self.ranking = None
+
+    def _release(self) -> None:
+        if self._locked:
+            self._locked = False
             self.matrix.lock.release()
-            self.ranking = None
 
     def _catch_up(self, reply: list) -> list[tuple[str, float]]:
         """The hits once the matrix has caught up with the partition's changes."""
