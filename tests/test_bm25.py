@@ -33,7 +33,7 @@ from redmem import (
     ValidationError,
 )
 from redmem.fields.bm25 import BM25Field
-from redmem.fields.bm25_math import bm25_score, idf, impact_bound, term_frequency, tf_norm
+from redmem.fields.bm25_math import bm25_score, idf, impact_bound, impact_unit, term_frequency, tf_norm
 from redmem.store.keys import escape
 from redmem.text import Analyzer, default_analyzer
 
@@ -116,15 +116,22 @@ def check_search(model: type, agent: str | None, docs: dict[str, str], text: str
 
 
 def index_state(field: BM25Field, space, client) -> dict:
-    """Everything the index holds in one partition, read back from Redis (postings by escaped term)."""
+    """Everything the index holds in one partition, read back from Redis, by record id (postings by
+    escaped term, impacts unscaled); checks that docnos and record ids correspond one to one."""
     keys = field.keys_in(space)
+    rows = {int(k): v.decode().split(" ", 1) for k, v in client.hgetall(keys.lengths).items()}
+    ids = {docno: record_id for docno, (_, record_id) in rows.items()}
+    entries = {k.decode(): json.loads(v) for k, v in client.hgetall(keys.entries).items()}
+    assert {record_id: entry[0] for record_id, entry in entries.items()} == {v: k for k, v in ids.items()}
     prefix = keys.postings + ":"
     postings = {}
     for key in sorted(k for k in all_keys(client) if k.startswith(prefix)):
-        postings[key[len(prefix):]] = {m.decode(): s for m, s in client.zrange(key, 0, -1, withscores=True)}
+        stored = client.zrange(key, 0, -1, withscores=True)
+        assert all(score == int(score) and score < 2**52 for _, score in stored)
+        postings[key[len(prefix):]] = {ids[int(m)]: s / field.unit for m, s in stored}
     return {
-        "lengths": {k.decode(): int(v) for k, v in client.hgetall(keys.lengths).items()},
-        "entries": {k.decode(): json.loads(v) for k, v in client.hgetall(keys.entries).items()},
+        "lengths": {record_id: int(dl) for dl, record_id in rows.values()},
+        "entries": {record_id: entry[1:] for record_id, entry in entries.items()},
         "total": client.hget(keys.totals, "total"),
         "references": {k.decode(): v.decode().split() for k, v in client.hgetall(keys.references).items()},
         "postings": postings,
@@ -150,11 +157,13 @@ def assert_index_exact(field: BM25Field, space, client, texts: dict[str, str | N
     for term, members in expected_postings.items():
         stored = state["postings"][escape(term)]
         assert set(stored) == members  # df exact
+        assert int(state["references"][term][2]) == len(members)  # the df the writes keep
         reference = float(state["references"][term][0])
         for rid in members:
             tf, dl = counts[rid][term], lengths[rid]
             assert term_frequency(stored[rid], dl, reference, field.k1, field.b) == tf
-            assert stored[rid] == pytest.approx(tf_norm(tf, dl, reference, field.k1, field.b), rel=1e-12)
+            exact = tf_norm(tf, dl, reference, field.k1, field.b)
+            assert exact * (1 - 1e-15) <= stored[rid] <= exact + 2 / field.unit  # rounded up to the grid
 
 
 # -- formulas --------------------------------------------------------------------------------
@@ -163,6 +172,15 @@ def test_idf_by_hand():
     assert idf(1, 1) == pytest.approx(math.log(4 / 3))
     assert idf(100, 100) > 0  # a term in every document still weighs something
     assert idf(100, 1) > idf(100, 10) > idf(100, 90)
+
+
+def test_impact_unit_by_hand():
+    assert impact_unit(1.2) == 2.0**50  # k1 + 1 = 2.2 < 4 = 2**2
+    assert impact_unit(0.5) == 2.0**51  # 1.5 < 2
+    assert impact_unit(1.0) == 2.0**50  # 2 is not below 2**1
+    assert impact_unit(100.0) == 2.0**45  # 101 < 128
+    for k1 in (1e-9, 0.5, 1.0, 1.2, 3.0, 100.0):
+        assert math.ceil((k1 + 1) * impact_unit(k1)) <= 2**52  # an integer Redis keeps as one
 
 
 def test_tf_norm_by_hand():
@@ -180,6 +198,9 @@ def test_tf_norm_by_hand():
 def test_term_frequency_inverts_the_stored_impact(tf, extra, reference, k1, b):
     dl = tf + extra
     assert term_frequency(tf_norm(tf, dl, reference, k1, b), dl, reference, k1, b) == tf
+    unit = impact_unit(k1)
+    stored = math.ceil(tf_norm(tf, dl, reference, k1, b) * unit)  # as the postings keep it
+    assert term_frequency(stored / unit, dl, reference, k1, b) == tf
 
 
 @settings(max_examples=300)
@@ -373,6 +394,62 @@ def test_stats_stay_exact_under_saves_updates_deletes(any_db, ops):
         check_search(Memory, agent, {rid: t or "" for rid, t in texts.items()}, text, limit=4)
 
 
+def drifting_corpus(rng: random.Random) -> list[str]:
+    """Short texts, then long ones: avgdl moves far and the growing lists get rebased."""
+    early = [" ".join(["alpha"] * rng.randint(1, 3) + ["gamma"] * rng.randint(0, 3)) for _ in range(60)]
+    late = [" ".join(["gamma"] * rng.randint(20, 60) + ["delta"] + rng.choices(WORDS, k=3)) for _ in range(200)]
+    return early + late
+
+
+def by_position(state: dict, ids: list[str]) -> dict:
+    """An index state with each record id replaced by its position in ``ids``."""
+    position = {record_id: i for i, record_id in enumerate(ids)}
+    return {
+        "lengths": {position[rid]: dl for rid, dl in state["lengths"].items()},
+        "entries": {position[rid]: entry for rid, entry in state["entries"].items()},
+        "total": state["total"],
+        "references": state["references"],
+        "postings": {t: {position[rid]: s for rid, s in p.items()} for t, p in state["postings"].items()},
+    }
+
+
+@pytest.mark.parametrize("chunk_size", [1, 13, 500])
+def test_save_many_stores_the_index_of_one_save_per_record(any_db, chunk_size):
+    """One script call per chunk applies its records in order: the same lengths, references (and
+    their rebases) and impacts as one save() per record."""
+    texts = drifting_corpus(random.Random(8))
+    one, many = fresh_agent(), fresh_agent()
+    singles = [Memory.create(agent_id=one, content=text) for text in texts]
+    bulk = [Memory(agent_id=many, content=text) for text in texts]
+    Memory.save_many(bulk, chunk_size=chunk_size)
+    states = [index_state(Memory.content_bm25, Memory.query.filter(agent_id=agent).partition(), any_db)
+              for agent in (one, many)]
+    assert by_position(states[1], [r.memory_id for r in bulk]) == by_position(states[0], [r.memory_id for r in singles])
+    assert float(states[1]["references"]["gamma"][0]) != float(states[1]["references"]["alpha"][0])  # rebased
+    docs = {r.memory_id: r.content for r in bulk}
+    assert_index_exact(Memory.content_bm25, Memory.query.filter(agent_id=many).partition(), any_db, docs)
+    for text in ["alpha", "gamma delta", "alpha gamma redis"]:
+        check_search(Memory, many, docs, text, limit=5)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.tuples(st.lists(st.sampled_from(WORDS[:8] + ["the"]), max_size=10).map(" ".join),
+                                  st.integers(1, 6), st.integers(1, 4), st.integers(0, 3)), min_size=1, max_size=6))
+def test_stats_stay_exact_under_bulk_saves_between_updates(any_db, batches):
+    agent, live = fresh_agent(), []
+    for text, copies, chunk_size, changes in batches:
+        made = [Memory(agent_id=agent, content=" ".join(text.split()[i:]) or None) for i in range(copies)]
+        Memory.save_many(made, chunk_size=chunk_size)
+        live += made
+        for record in live[:changes]:
+            record.content = text[::-1]
+            record.save()
+        if changes == 3:
+            live.pop().delete()
+    texts = {r.memory_id: r.content for r in live}
+    assert_index_exact(Memory.content_bm25, Memory.query.filter(agent_id=agent).partition(), any_db, texts)
+
+
 def test_concurrent_writers_keep_the_stats_exact(db):
     agent = fresh_agent()
     made = [Memory.create(agent_id=agent, content="seed text") for _ in range(8)]
@@ -452,6 +529,37 @@ def test_no_cross_tenant_hit_ever(any_db):
 
 
 # -- analyser cases --------------------------------------------------------------------------
+class SplitAnalyzer(Analyzer):
+    """Terms are the text's pieces between single spaces, as they are: key-special characters
+    included, and the empty term between two spaces."""
+
+    def tokens(self, text: str) -> list[str]:
+        return text.split(" ")
+
+
+class Odd(Model):
+    odd_id = AutoKeyField()
+    agent_id = KeyField()
+    text = StringField()
+    words = BM25Field(source="text", analyzer=SplitAnalyzer(), partition_by="agent_id")
+
+
+def test_terms_with_key_special_characters(any_db):
+    agent = fresh_agent()
+    texts = ["a:b 50% {x}", "50% 50% é\\z", "[y]*  a:b", "plain"]
+    made = [Odd(agent_id=agent, text=text) for text in texts]
+    Odd.save_many(made[:2])
+    made[2].save()
+    made[3].save()
+    made[3].text = "a:b {x} %41"
+    made[3].save()
+    made[0].delete()
+    docs = {r.odd_id: r.text for r in made[1:]}
+    assert_index_exact(Odd.words, Odd.query.filter(agent_id=agent).partition(), any_db, docs)
+    check_search(Odd, agent, docs, "a:b 50%")
+    check_search(Odd, agent, docs, "%41 {x}")
+
+
 def test_cjk_and_identifier_queries(any_db):
     agent = fresh_agent()
     texts = ["東京都に行きます", "京都の寺を見た", "大阪の夜", "Q3 revenue report", "shipped v2 today",

@@ -16,6 +16,7 @@ import redmem
 from redmem import AutoKeyField, KeyField, Model, RecordNotFound, StringField, ValidationError
 from redmem.fields import ConfidenceField
 from redmem.fields.confidence import updated_confidence, validate_signal
+from redmem.model.persistence import queue_new_record
 
 
 class Belief(Model):
@@ -111,6 +112,10 @@ def test_new_records_are_indexed_at_the_initial_confidence_and_deletes_clean_up(
         kept.db_key.record_id: 0.5, gone.db_key.record_id: 0.5,
     }
     assert index(any_db, Belief, "confidence", agent_id="b") == {other.db_key.record_id: 0.5}
+    assert not any(name.startswith(b"confidence") for name in any_db.hkeys(kept.db_key.redis_key))  # no evidence
+    assert ConfidenceField.get_confidence_data(kept, "confidence") == {
+        "confidence": 0.5, "evidence_count": 0, "corroborations": 0, "contradictions": 0,
+    }
     ConfidenceField.update_confidence(gone, "confidence", 1.0)
     gone.delete()
     assert index(any_db, Belief, "confidence", agent_id="a") == {kept.db_key.record_id: 0.5}
@@ -156,6 +161,23 @@ def test_a_key_change_carries_the_evidence_to_the_new_key(any_db):
         "confidence": pytest.approx(0.6), "evidence_count": 1, "corroborations": 1, "contradictions": 0,
     }
     assert index(any_db, Named, "trust", agent_id="a") == {"new": pytest.approx(0.6)}
+    record.name = "newer"  # the new key already holds a record: its own evidence stays
+    existing = Named.create(agent_id="a", name="newer")
+    assert not any(name.startswith(b"trust") for name in any_db.hkeys(existing.db_key.redis_key))
+    ConfidenceField.update_confidence(existing, "trust", 0.0)
+    record.save()
+    assert ConfidenceField.get_confidence_data(record, "trust")["contradictions"] == 1
+    assert index(any_db, Named, "trust", agent_id="a") == {"newer": pytest.approx(0.1)}
+
+
+def test_a_record_written_over_by_a_queued_create_keeps_index_and_hash_agreeing(any_db):
+    first = Named.create(agent_id="a", name="same")
+    ConfidenceField.update_confidence(first, "trust", 1.0)
+    with any_db.pipeline(transaction=True) as pipe:
+        queue_new_record(pipe, any_db, Named(agent_id="a", name="same", note="again"))
+        pipe.execute()
+    assert ConfidenceField.get_confidence(first, "trust") == pytest.approx(0.6)
+    assert index(any_db, Named, "trust", agent_id="a") == {"same": pytest.approx(0.6)}
 
 
 def test_records_saved_before_the_field_existed_start_at_the_initial_confidence(any_db):

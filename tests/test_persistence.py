@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -11,12 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from conftest import all_keys
 from consistency import assert_consistent
 from workload import Note, random_write
 
 import redmem
-from redmem import AutoKeyField, KeyField, Model, SortedField, StringField, TagField
+from redmem import (AccessTrackerMixin, AutoKeyField, BM25Field, ConfidenceField, CoOccurrenceField,
+                    DecayingSortedField, FloatField, KeyField, Model, SortedField, StringField, TagField)
 from redmem.model.field import Field
 
 HERE = Path(__file__).parent
@@ -140,3 +143,108 @@ def test_save_many_writes_new_records_in_atomic_chunks(any_db):
     assert assert_consistent(Fact, any_db, all_keys(any_db)) == 51
     with pytest.raises(redmem.ValidationError, match="save_many of Fact got a Note"):
         Fact.save_many([Note(agent_id="a", note_id="1", kind="x")])
+    for size in (0, -3, 2.5, True):
+        with pytest.raises(redmem.ValidationError, match="chunk_size"):
+            Fact.save_many(facts, chunk_size=size)
+
+
+def test_save_many_runs_a_mixins_per_record_writes(any_db):
+    """A model extending queue_save keeps its own writes for every record of a bulk save."""
+
+    class Marked:
+        def queue_save(self, batch):
+            super().queue_save(batch)
+            batch.pipe.sadd(batch.keyspace.key("marked"), batch.record_id)
+
+    class Fact(Marked, Model):
+        fact_id = AutoKeyField()
+        agent_id = KeyField(partition_by="agent_id")
+        rank = SortedField()
+
+    facts = [Fact(agent_id="a", rank=i) for i in range(12)]
+    Fact.save_many(facts, chunk_size=5)
+    space = Fact.query.filter(agent_id="a").partition()
+    assert {m.decode() for m in any_db.smembers(space.key("marked"))} == {f.fact_id for f in facts}
+    assert Fact.query.filter(agent_id="a", rank__gte=6).count() == 6
+
+
+def test_save_many_sends_no_chunk_after_one_that_failed(db):
+    class Fact(Model):
+        fact_id = AutoKeyField()
+        agent_id = KeyField(partition_by="agent_id")
+        rank = SortedField()
+
+    space = Fact.query.filter(agent_id="b").partition()
+    db.set(space.key("all"), "not a sorted set")  # every chunk of partition b fails in its EXEC
+    facts = [Fact(agent_id="a", rank=i) for i in range(20)] + [Fact(agent_id="b", rank=i) for i in range(20)]
+    with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+        Fact.save_many(facts, chunk_size=8)  # chunks of 1, 2, 4, 8 and 5 records per partition
+    assert Fact.query.filter(agent_id="a").count() == 20
+    stored = [f.fact_id is not None and db.exists(f.db_key.redis_key) == 1 for f in facts[20:]]
+    assert stored == [True] + [False] * 19  # a failed EXEC still ran its other commands; no later chunk ran
+
+
+def memory_model(name: str) -> type:
+    """The benchmarks' memory model (every index a save writes) plus a sorted and a tag field."""
+    fields = {
+        "memory_id": AutoKeyField(), "agent_id": KeyField(), "content": StringField(),
+        "importance": FloatField(default=1.0), "rank": SortedField(), "tags": TagField(),
+        "relevance": DecayingSortedField(base_score_field="importance", partition_by="agent_id"),
+        "confidence": ConfidenceField(), "content_bm25": BM25Field(source="content"),
+        "associations": CoOccurrenceField(),
+    }
+    return type(name, (AccessTrackerMixin, Model), {"__module__": __name__, "Meta": type("Meta", (), {"name": name}),
+                                                    **fields})
+
+
+def stored_state(client, model: type, ids: list[str]) -> dict:
+    """Every key of ``model`` and its content, with the model name left out, each record id replaced
+    by its position in ``ids`` and the decay clocks (save times) left out."""
+    prefix = f"{redmem.store.settings().key_prefix}:{model._meta.name}:"
+    position = {record_id: f"<{i}>" for i, record_id in enumerate(ids)}
+
+    def plain(raw) -> str:
+        text = raw.decode() if isinstance(raw, bytes) else repr(raw)
+        return re.sub("[0-9a-f]{32}", lambda m: position[m.group()], text)
+
+    state = {}
+    for key in all_keys(client):
+        if not key.startswith(prefix):
+            continue
+        kind = client.type(key).decode()
+        if kind == "hash":
+            content = {plain(k): plain(v) for k, v in client.hgetall(key).items()}
+        elif kind == "zset":
+            clock = key.endswith(":d:relevance:t")
+            content = {plain(m): None if clock else s for m, s in client.zrange(key, 0, -1, withscores=True)}
+        else:
+            assert kind == "set", key
+            content = {plain(m) for m in client.smembers(key)}
+        state[plain(key[len(prefix):])] = content
+    return state
+
+
+def test_save_many_stores_what_saving_one_by_one_stores(any_db):
+    """Two partitions, updated and new records, chunks of 7: every key and value as one save() per record."""
+    rng = random.Random(3)
+    words = "redis cluster memory agent vector deploy lua script python index".split()
+
+    def records(model: type) -> list:
+        made = [model.create(agent_id=f"a{i % 2}", content=" ".join(rng.choices(words, k=8)), rank=i)
+                for i in range(6)]
+        for record in made[:4]:  # updated: the indexes must drop the old text's entries
+            record.content, record.importance, record.tags = " ".join(rng.choices(words, k=5)), 2.0, ["x"]
+        fresh = [model(agent_id=f"a{i % 2}", content=" ".join(rng.choices(words, k=rng.randint(0, 30))),
+                       importance=i % 3, rank=i, tags=[f"t{i % 4}"]) for i in range(40)]
+        return made + fresh
+
+    one, many = memory_model("OneByOne"), memory_model("SaveMany")
+    rng.seed(3)
+    singles = records(one)
+    for record in singles:
+        record.save()
+    rng.seed(3)
+    bulk = records(many)
+    assert many.save_many(bulk, chunk_size=7) == 46
+    expected = stored_state(any_db, one, [r.memory_id for r in singles])
+    assert stored_state(any_db, many, [r.memory_id for r in bulk]) == expected

@@ -132,6 +132,39 @@ def test_reindex_repairs_text_changed_by_code_without_the_field(any_db):
     assert search.keyword_search("redis") == []
 
 
+def note_models(name: str) -> tuple[type, type]:
+    """A partitioned model keyed by hand, without and with a BM25 index, under the key name ``name``."""
+    meta = type("Meta", (), {"name": name})
+    plain = type(f"{name}Plain", (Model,), {"__module__": __name__, "Meta": meta, "note_id": KeyField(),
+                                             "agent_id": KeyField(partition_by="agent_id"), "body": StringField()})
+    indexed = type(name, (Model,), {"__module__": __name__, "Meta": meta, "note_id": KeyField(),
+                                    "agent_id": KeyField(partition_by="agent_id"), "body": StringField(),
+                                    "body_bm25": BM25Field(source="body")})
+    return plain, indexed
+
+
+def test_a_page_is_indexed_as_one_record_at_a_time(any_db):
+    """Pages of 1 and of 100 records give the same index, for new entries and for stale ones
+    (text changed without the index: each page's one script call removes and re-adds them)."""
+    rng = random.Random(12)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(0, 4 if i < 30 else 20))) for i in range(80)]
+    states = []
+    for name, batch_size in (("PageOne", 1), ("PageHundred", 100)):
+        plain, indexed = note_models(name)
+        for i, text in enumerate(texts):
+            plain.create(note_id=f"n{i:02d}", agent_id="a", body=text)
+        reindex(indexed, batch_size=batch_size)
+        first = index_state(indexed.body_bm25, indexed.query.filter(agent_id="a").partition(), any_db)
+        for i in range(0, 80, 3):
+            plain(note_id=f"n{i:02d}", agent_id="a", body=texts[79 - i]).save()
+        reindex(indexed, batch_size=batch_size)
+        space = indexed.query.filter(agent_id="a").partition()
+        states.append((first, index_state(indexed.body_bm25, space, any_db)))
+        bodies = {r.note_id: r.body for r in indexed.query.filter(agent_id="a").all()}
+        assert_index_exact(indexed.body_bm25, space, any_db, bodies)
+    assert states[0] == states[1]
+
+
 def test_reindex_beside_concurrent_writers(db):
     agents = fresh_agents(2)
     saved_before(60, agents, seed=4)

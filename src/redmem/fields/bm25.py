@@ -5,13 +5,16 @@ defaults k1 = 1.2, b = 0.75 as in REFERENCE.md); ties go by record id ascending.
 
 Every record of the partition is a document (a record whose text is None or has no terms has
 length 0). The index lives in Redis beside the records and is rewritten inside each record's
-save/delete batch by one Lua call (``bm25_write.lua``), so N, the total length and every df
-stay exact. Postings are impact-ordered: one sorted set per term, member = record id, score =
-``tf_norm`` at the term list's reference average length. A search is one Lua call
-(``bm25_search.lua``): Fagin's threshold algorithm walks the lists best-first, scores each newly
-seen record exactly, and stops once the exact bound of :func:`~redmem.fields.bm25_math.impact_bound`
-shows that no unread posting can reach the top ``limit`` -- whatever avgdl has drifted to since
-the postings were written. Then one pipelined round trip loads the records.
+save/delete batch by one Lua call (``bm25_write.lua``, one per chunk for ``save_many``), so N,
+the total length and every df stay exact. Postings are impact-ordered: one sorted set per term,
+member = the record's docno (a short number given when it is first indexed), score = ``tf_norm``
+at the term list's reference average length, scaled by
+:func:`~redmem.fields.bm25_math.impact_unit` and rounded up to an integer (compact and fast in
+Redis, exact ``tf`` on the way back). A search is one Lua call (``bm25_search.lua``): Fagin's
+threshold algorithm walks the lists best-first, scores each newly seen record exactly, and stops
+once the exact bound of :func:`~redmem.fields.bm25_math.impact_bound` shows that no unread
+posting can reach the top ``limit`` -- whatever avgdl has drifted to since the postings were
+written. Then one pipelined round trip loads the records.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
 from ..store.keys import KeySpace, escape
 from ..store.scripts import ScriptCall
+from .bm25_math import impact_unit
 from .search import hydrate, partition_of, pick_field
 from ..text.analyzer import Analyzer, default_analyzer
 
@@ -46,16 +50,20 @@ REBASE_DRIFT = 0.05
 FIRST_PAGE = 16
 #: Relative slack of the stopping test, far above the rounding error of the bound.
 STOP_SLACK = 1e-9
+#: Compact JSON of entries (one encoder: ``json.dumps`` with options builds one per call).
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: Version of the stored layout, part of the index keys: 2 = docno members, integer impacts.
+STORAGE_FORMAT = 2
 
 
 @dataclass(frozen=True)
 class BM25Keys:
     """The keys of one BM25 index in one partition (all ``<base>:b:<field>:<version>:...``)."""
 
-    lengths: str  # hash record id -> document length
-    entries: str  # hash record id -> JSON [dl, term, tf, term, tf, ..]
-    totals: str  # hash "total" -> sum of document lengths
-    references: str  # hash term -> "<reference avgdl> <list size at the last check>"
+    lengths: str  # hash docno -> "<document length> <record id>"
+    entries: str  # hash record id -> JSON [docno, dl, term, tf, term, tf, ..]
+    totals: str  # hash "total" -> sum of document lengths, "next" -> the last docno given
+    references: str  # hash term -> "<reference avgdl> <list size at the last check> <list size>"
     postings: str  # prefix of the per-term zsets: ``<postings>:<escaped term>``
 
     def posting(self, term: str) -> str:
@@ -82,8 +90,9 @@ class BM25Field(Field):
         analyzer: the :class:`~redmem.text.Analyzer` turning text into terms (default: the shared one).
         partition_by: the model's partition field(s), as for any field.
 
-    The index keys carry a short version derived from source, k1, b and the analyser options:
-    a changed declaration starts a new, empty index, filled by ``redmem reindex``.
+    The index keys carry a short version derived from source, k1, b, the analyser options and
+    :data:`STORAGE_FORMAT`: a changed declaration starts a new, empty index, filled by
+    ``redmem reindex``.
     """
 
     stored = False
@@ -107,6 +116,8 @@ class BM25Field(Field):
         self.source, self.k1, self.b = source, float(k1), float(b)
         self.analyzer = analyzer or default_analyzer()
         self.version = _version(source, self.k1, self.b, self.analyzer)
+        self.unit = impact_unit(self.k1)
+        self._write_options = (repr(self.k1), repr(self.b), repr(REBASE_DRIFT), int(self.unit))
 
     def bind(self, model: Any, name: str) -> None:
         super().bind(model, name)
@@ -126,14 +137,14 @@ class BM25Field(Field):
     # -- saves -------------------------------------------------------------------------------
     def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
         """Replace the record's postings and length; the stored text tells which lists it was in."""
-        counts = self.term_counts(getattr(batch.instance, self.source))
-        dl = sum(counts.values())
-        entry = json.dumps([dl, *[x for term in sorted(counts) for x in (term, counts[term])]],
-                           ensure_ascii=False, separators=(",", ":"))
-        self._queue_write(batch, entry, set(counts) | self._indexed_terms(batch, old))
+        self._queue_saves(batch, [(batch, old)])
+
+    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+        """Replace the postings and lengths of a chunk of records: one script call for all of them."""
+        self._queue_saves(batches[0], [(batch, batch.old) for batch in batches])
 
     def on_delete(self, batch: "SaveBatch", old: dict) -> None:
-        self._queue_write(batch, "", self._indexed_terms(batch, old))
+        self._queue_write(batch, [batch.record_id, ""], self._indexed_terms(batch, old))
 
     def reindex_read(self, pipe: Any, batch: "SaveBatch") -> None:
         """Queue the read of the record's stored entry; its reply becomes ``batch.prepared[name]``.
@@ -143,20 +154,33 @@ class BM25Field(Field):
         """
         pipe.hget(self.keys_in(batch.keyspace).entries, batch.record_id)
 
+    def _queue_saves(self, batch: "SaveBatch", saves: list[tuple["SaveBatch", dict | None]]) -> None:
+        """One ``bm25_write`` call, queued on ``batch``'s transaction, for ``saves`` (of one partition)."""
+        records: list[str] = []
+        terms: set[str] = set()
+        for record, old in saves:
+            counts = self.term_counts(getattr(record.instance, self.source))
+            records += (record.record_id, _entry(counts))
+            terms.update(counts)
+            terms |= self._indexed_terms(record, old)
+        self._queue_write(batch, records, terms)
+
     def _indexed_terms(self, batch: "SaveBatch", old: dict | None) -> set[str]:
-        terms = set(self.term_counts((old or {}).get(self.source)))
         stored = batch.prepared.get(self.name)
+        if old is None and not stored:
+            return set()
+        terms = set(self.term_counts((old or {}).get(self.source)))
         if stored:
-            terms.update(json.loads(stored)[1::2])
+            terms.update(json.loads(stored)[2::2])
         return terms
 
-    def _queue_write(self, batch: "SaveBatch", entry: str, terms: set[str]) -> None:
+    def _queue_write(self, batch: "SaveBatch", records: list[str], terms: set[str]) -> None:
+        """Queue ``bm25_write`` for ``records`` (id, entry, id, entry, ..) over the lists of ``terms``."""
         keys = self.keys_in(batch.keyspace)
-        ordered = sorted(terms)
         batch.script(
             "bm25_write",
-            [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, ordered)],
-            [batch.record_id, entry, repr(self.k1), repr(self.b), repr(REBASE_DRIFT), *ordered],
+            [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, sorted(terms))],
+            [*self._write_options, len(records) // 2, f"{keys.postings}:", *records],
         )
 
     # -- searches ----------------------------------------------------------------------------
@@ -183,7 +207,8 @@ class BM25Field(Field):
         if not query_tf or limit == 0:
             return None
         keys, terms = self.keys_in(space), sorted(query_tf)
-        args: list[Any] = [repr(self.k1), repr(self.b), limit, 0 if exhaustive else FIRST_PAGE, repr(STOP_SLACK)]
+        args: list[Any] = [repr(self.k1), repr(self.b), limit, 0 if exhaustive else FIRST_PAGE, repr(STOP_SLACK),
+                           int(self.unit)]
         for term in terms:
             args += [term, query_tf[term]]
         return ScriptCall(
@@ -212,6 +237,11 @@ def keyword_search(
     return hydrate(query, space, bm25.search(space, text, limit, exhaustive).ranked, "_bm25_score")
 
 
+def _entry(counts: Counter[str]) -> str:
+    """A record's entry as sent to the index: JSON ``[dl, term, tf, term, tf, ..]``, terms sorted."""
+    return _JSON.encode([sum(counts.values()), *[x for term in sorted(counts) for x in (term, counts[term])]])
+
+
 @lru_cache(maxsize=1 << 16)
 def _escaped(term: str) -> str:
     """A term as it appears in its posting list's key (terms repeat: escaping is memoised)."""
@@ -228,7 +258,7 @@ def _version(source: str, k1: float, b: float, analyzer: Analyzer) -> str:
         f.name: sorted(value) if isinstance(value := getattr(analyzer, f.name), frozenset) else repr(value)
         for f in dataclasses.fields(analyzer)
     }
-    return _digest([1, source, repr(k1), repr(b), type(analyzer).__qualname__, options])
+    return _digest([STORAGE_FORMAT, source, repr(k1), repr(b), type(analyzer).__qualname__, options])
 
 
 def _digest(parts: list[Any]) -> str:

@@ -21,6 +21,11 @@ Impact-ordered postings store ``tf_norm`` computed with a per-term *reference* a
 So a posting whose stored impact is at most ``I`` has, at any current ``avgdl = A``,
 ``tf_norm <= (k1 + 1) / (1 + min(1, R / A) * ((k1 + 1) / I - 1))`` -- an exact upper bound
 whatever the drift of avgdl since the posting was written (:func:`impact_bound`).
+
+Postings store ``ceil(I * unit)`` with ``unit = 2 ** (52 - e)``, ``2 ** e`` the smallest power of
+two above ``k1 + 1`` (:func:`impact_unit`): integers below 2**52, which Redis keeps as integers
+(compact, no decimal parsing); the step ``1 / unit`` (8.9e-16 at k1 = 1.2) leaves ``tf`` exact and,
+rounded up, keeps every stored impact an upper bound of the true one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = [
     "length_factor",
     "term_frequency",
     "impact_bound",
+    "impact_unit",
     "bm25_score",
 ]
 
@@ -59,6 +65,11 @@ def term_frequency(impact: float, dl: float, reference: float, k1: float, b: flo
     this gives back the exact integer term frequency.
     """
     return round(impact * length_factor(dl, reference, k1, b) / (k1 + 1 - impact))
+
+
+def impact_unit(k1: float) -> float:
+    """``2 ** (52 - e)`` where ``k1 + 1 < 2 ** e`` (frexp): every ``tf_norm * unit`` is below 2**52."""
+    return 2.0 ** (52 - math.frexp(k1 + 1)[1])
 
 
 def impact_bound(impact: float, avgdl: float, reference: float, k1: float, b: float) -> float:

@@ -95,16 +95,17 @@ class ConfidenceField(Field):
             raise ModelException(f"evidence_cap must be an int >= 1, not {evidence_cap!r}")
         self.initial_confidence = float(initial_confidence)
         self.evidence_cap = evidence_cap
+        self._initial = repr(self.initial_confidence)
 
     # -- keys ----------------------------------------------------------------------------------
     def index_key(self, keyspace: KeySpace) -> str:
         """The partition's sorted set of confidence by record id: ``<base>:cf:<field>``."""
         return keyspace.key(CONFIDENCE_KIND, self.name)
 
-    @property
-    def hash_fields(self) -> tuple[str, str, str, str]:
-        """Record-hash entries: confidence, evidence_count, corroborations, contradictions."""
-        return (self.name, *(f"{self.name}.{count}" for count in _COUNTS))
+    def bind(self, model: Any, name: str) -> None:
+        super().bind(model, name)
+        #: Record-hash entries: confidence, evidence_count, corroborations, contradictions.
+        self.hash_fields: tuple[str, ...] = (name, *(f"{name}.{count}" for count in _COUNTS))
 
     # -- taking part in saves ------------------------------------------------------------------
     def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
@@ -115,13 +116,31 @@ class ConfidenceField(Field):
         return reader.hmget(source.redis_key, *self.hash_fields)
 
     def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
-        """Give the record its evidence entries if it has none (initial, or carried over a key
-        change) and make the index agree with the hash."""
-        defaults = [repr(self.initial_confidence), 0, 0, 0]
-        carried = batch.prepared.get(self.name) or [None] * 4
-        values = [c if c is not None else d for c, d in zip(carried, defaults)]
+        """Index the record's confidence: its own entry, else ``initial_confidence``; evidence
+        carried over a key change is copied first where the record has none."""
+        if batch.fresh:
+            self.on_save_many([batch])
+            return
         keys = [batch.record_key, self.index_key(batch.keyspace)]
-        batch.script("confidence_init", keys, [batch.record_id, *values, *self.hash_fields])
+        carried = [x for pair in self._carried(batch).items() for x in pair]
+        batch.script("confidence_init", keys, [batch.record_id, self._initial, self.name, *carried])
+
+    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+        """Records under freshly generated keys have no evidence (no entry reads as none): one ZADD
+        indexes them all at ``initial_confidence``; the others go through :meth:`on_save`."""
+        scores = {}
+        for batch in batches:
+            if batch.fresh:
+                scores[batch.record_id] = self._initial
+            else:
+                self.on_save(batch, batch.old)
+        if scores:
+            batches[0].pipe.zadd(self.index_key(batches[0].keyspace), scores)
+
+    def _carried(self, batch: "SaveBatch") -> dict[str, Any]:
+        """The evidence entries read at the record's old key (``prepare``) that it had, by entry name."""
+        carried = batch.prepared.get(self.name) or ()
+        return {name: value for name, value in zip(self.hash_fields, carried) if value is not None}
 
     def on_delete(self, batch: "SaveBatch", old: dict) -> None:
         batch.pipe.zrem(self.index_key(batch.keyspace), batch.record_id)

@@ -302,6 +302,17 @@ class DecayingSortedField(Field):
         batch.script("decay_order_key", self._order_keys(batch.record_key, keys),
                      [record_id, repr(self.half_life), repr(now), "nx", repr(base)])
 
+    def on_save_many(self, batches: list[Any]) -> None:
+        """The power curve's stamps and base scores of a chunk: one ZADD per sorted set."""
+        if self.half_life is not None:
+            super().on_save_many(batches)
+            return
+        keys, now, pipe = self.keys_in(batches[0].keyspace), time.time(), batches[0].pipe
+        pipe.zadd(keys.updated, dict.fromkeys((batch.record_id for batch in batches), now), nx=True)
+        if self.base_score_field:
+            pipe.zadd(keys.base, {batch.record_id: base_score(batch.instance, self.base_score_field, self.label)
+                                  for batch in batches})
+
     def on_delete(self, batch: Any, old: dict) -> None:
         keys = self.keys_in(batch.keyspace)
         for key in (keys.updated, keys.base, keys.order):

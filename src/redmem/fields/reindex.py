@@ -2,11 +2,11 @@
 
 A field declared after records were saved (a BM25 index, a sorted field...) knows nothing of
 them until each is saved again. :func:`reindex` walks every partition of the model in pages
-of record ids and, per page, re-runs the chosen fields' ``on_save`` hooks exactly as a save of
-the unchanged record would (``old`` = the stored values), without rewriting the records and
-without the model's other save effects (mixins' events, timestamps). Per page: WATCH the
-records, one pipelined read of their hashes, one MULTI/EXEC of the hooks' writes; a record
-changed concurrently makes the page start over.
+of record ids and, per page, re-runs the chosen fields' save hooks (``on_save_many`` over the
+page) exactly as a save of each unchanged record would (``old`` = the stored values), without
+rewriting the records and without the model's other save effects (mixins' events, timestamps).
+Per page: WATCH the records, one pipelined read of their hashes, one MULTI/EXEC of the hooks'
+writes; a record changed concurrently makes the page start over.
 
 A field may define ``reindex_read(pipe, batch)`` to queue one read of its own state per
 record; the reply becomes ``batch.prepared[field.name]`` (else its ``prepare`` runs, as in a
@@ -101,8 +101,9 @@ def _reindex_page(model: type, keys: list[DbKey], fields: list[Field]) -> None:
                 pipe.multi()
                 for batch in batches:
                     batch.pipe = pipe
+                if batches:
                     for field in fields:
-                        field.on_save(batch, batch.old)
+                        field.on_save_many(batches)
                 pipe.execute()
                 return
             except WatchError:

@@ -2,22 +2,24 @@
 -- asked, or when a list has no reference) every posting of the query terms. tf comes from the
 -- stored impact, the document length and the list's reference, or from the record's entry.
 -- score(d) = sum qtf * ln((N - df + 0.5)/(df + 0.5) + 1) * tf*(k1+1)/(tf + k1*(1 - b + b*dl/avgdl))
--- KEYS[1] hash id -> document length   KEYS[2] hash id -> entry JSON [dl, term, tf, ..]
+-- KEYS[1] hash docno -> "dl id"   KEYS[2] hash id -> entry JSON [docno, dl, term, tf, ..]
 -- KEYS[3] hash "total" -> sum of lengths   KEYS[4] hash term -> "reference size"
--- KEYS[5..] posting zsets (member id, score tf_norm at the list's reference), one per query term
+-- KEYS[5..] posting zsets (member docno, score ceil(tf_norm at the list's reference * unit)),
+--   one per query term
 -- ARGV[1] k1   ARGV[2] b   ARGV[3] limit   ARGV[4] first page size (0: score every posting)
--- ARGV[5] relative slack of the stopping test   ARGV[6..] term, qtf, term, qtf, .. (order of KEYS[5..])
+-- ARGV[5] relative slack of the stopping test   ARGV[6] unit: the power of two scaling the impacts
+-- ARGV[7..] term, qtf, term, qtf, .. (order of KEYS[5..])
 -- returns {mode ("bounded"|"exhaustive"), postings read, records scored, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
 local k1, b, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local page, slack = tonumber(ARGV[4]), tonumber(ARGV[5])
+local page, slack, unit = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local n = redis.call("HLEN", KEYS[1])
 if n == 0 then return {"bounded", 0, 0} end
 local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
 
 local exhaustive, lists = page == 0, {}
-for i = 6, #ARGV, 2 do
-  local key = KEYS[(i - 6) / 2 + 5]
+for i = 7, #ARGV, 2 do
+  local key = KEYS[(i - 7) / 2 + 5]
   local df = redis.call("ZCARD", key)
   if df > 0 then
     local ref = redis.call("HGET", KEYS[4], ARGV[i])
@@ -30,8 +32,18 @@ end
 
 local function scale(dl, a) return k1 * (1 - b + b * dl / a) end
 local function tf_norm(tf, dl) return tf * (k1 + 1) / (tf + scale(dl, avgdl)) end
-local function frequency(impact, dl, ref)  -- the integer tf whose tf_norm at avgdl `ref` is `impact`
+local function frequency(stored, dl, ref)  -- the integer tf whose tf_norm at avgdl `ref` is stored / unit
+  local impact = stored / unit
   return math.floor(impact * scale(dl, ref) / (k1 + 1 - impact) + 0.5)
+end
+local function lengths(docnos)  -- the length and record id of each docno
+  local dls, ids = {}, {}
+  local values = redis.call("HMGET", KEYS[1], unpack(docnos))
+  for j, value in ipairs(values) do
+    local dl, id = string.match(value, "^(%d+) (.*)$")
+    dls[j], ids[j] = tonumber(dl), id
+  end
+  return dls, ids
 end
 local function before(left, right)  -- byte order of two ids (Lua's < would use the locale)
   for i = 1, math.min(#left, #right) do
@@ -61,20 +73,19 @@ local function reply(mode, read, scored)
   return out
 end
 
--- tf of the postings `rows` (id, impact, ..) of a list: from the impacts and the lengths, or from
--- the records' entries when the list has no reference; returns ids, tfs, lengths
+-- tf of the postings `rows` (docno, stored impact, ..) of a list: from the impacts and the lengths,
+-- or from the records' entries when the list has no reference; returns ids, tfs, lengths
 local function frequencies(list, rows)
-  local ids, tfs, dls = {}, {}, {}
-  for i = 1, #rows, 2 do ids[#ids + 1] = rows[i] end
-  local stored = redis.call("HMGET", list.ref and KEYS[1] or KEYS[2], unpack(ids))
-  for j = 1, #ids do
+  local docnos, tfs = {}, {}
+  for i = 1, #rows, 2 do docnos[#docnos + 1] = rows[i] end
+  local dls, ids = lengths(docnos)
+  local entries = not list.ref and redis.call("HMGET", KEYS[2], unpack(ids))
+  for j = 1, #docnos do
     if list.ref then
-      dls[j] = tonumber(stored[j])
       tfs[j] = frequency(tonumber(rows[2 * j]), dls[j], list.ref)
     else
-      local entry = cjson.decode(stored[j])
-      dls[j] = entry[1]
-      for e = 2, #entry, 2 do
+      local entry = cjson.decode(entries[j])
+      for e = 3, #entry, 2 do
         if entry[e] == list.term then tfs[j] = entry[e + 1] end
       end
     end
@@ -99,20 +110,20 @@ if exhaustive then  -- every posting, list by list, so each record's sum runs in
   return reply("exhaustive", read, scored)
 end
 
--- exact scores of the records `ids`: their impacts in every list (known for the list read)
-local function score_page(ids, from, known)
-  local lengths, sums = redis.call("HMGET", KEYS[1], unpack(ids)), {}
-  for i = 1, #ids do sums[i] = 0 end
+-- exact scores of the records `docnos`: their impacts in every list (known for the list read)
+local function score_page(docnos, from, known)
+  local dls, ids = lengths(docnos)
+  local sums = {}
+  for i = 1, #docnos do sums[i] = 0 end
   for _, list in ipairs(lists) do
-    local impacts = list == from and known or redis.call("ZMSCORE", list.key, unpack(ids))
-    for i = 1, #ids do
+    local impacts = list == from and known or redis.call("ZMSCORE", list.key, unpack(docnos))
+    for i = 1, #docnos do
       if impacts[i] then
-        local dl = tonumber(lengths[i])
-        sums[i] = sums[i] + list.weight * tf_norm(frequency(tonumber(impacts[i]), dl, list.ref), dl)
+        sums[i] = sums[i] + list.weight * tf_norm(frequency(tonumber(impacts[i]), dls[i], list.ref), dls[i])
       end
     end
   end
-  for i = 1, #ids do offer(ids[i], sums[i]) end
+  for i = 1, #docnos do offer(ids[i], sums[i]) end
 end
 
 local function bound(impact, ref)  -- max tf_norm now of a posting whose stored impact <= impact
@@ -139,6 +150,6 @@ while true do
   if #fresh > 0 then score_page(fresh, pick, known) end
   read, scored = read + #rows / 2, scored + #fresh
   pick.read, pick.size = pick.read + #rows / 2, math.min(pick.size * 2, 1024)
-  pick.bound = pick.read >= pick.df and 0 or pick.weight * bound(tonumber(rows[#rows]), pick.ref)
+  pick.bound = pick.read >= pick.df and 0 or pick.weight * bound(tonumber(rows[#rows]) / unit, pick.ref)
 end
 return reply("bounded", read, scored)

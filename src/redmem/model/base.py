@@ -9,7 +9,8 @@ from .dbkey import DbKey
 from .field import Field
 from .options import Options
 from .batch import SaveBatch
-from .persistence import delete_record, queue_fields_save, queue_removal, save_many, save_record
+from .persistence import (delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_many,
+                          save_record)
 from .query import Query
 
 __all__ = ["Model", "ModelMeta"]
@@ -76,8 +77,9 @@ class Model(metaclass=ModelMeta):
         return instance
 
     @classmethod
-    def save_many(cls, instances: list["Model"], chunk_size: int = 500) -> int:
-        """Save many records fast: new auto-keyed records go in one atomic batch per partition and chunk."""
+    def save_many(cls, instances: list["Model"], chunk_size: int = 1000) -> int:
+        """Save many records fast: new auto-keyed records go in one atomic batch per partition and chunk
+        of at most ``chunk_size`` records (the first chunks smaller), the others one by one."""
         return save_many(cls, list(instances), chunk_size)
 
     @property
@@ -133,6 +135,19 @@ class Model(metaclass=ModelMeta):
     def queue_save(self, batch: SaveBatch) -> None:
         """Queue the writes of this record's fields; mixins extend it (and call super) to add theirs."""
         queue_fields_save(batch)
+
+    @classmethod
+    def queue_save_many(cls, batches: list[SaveBatch]) -> None:
+        """Queue the writes of many new records' fields (one partition, one transaction), merged per field.
+
+        A model or mixin that extends :meth:`queue_save` writes more per record, so its records
+        then go through :meth:`queue_save` one by one.
+        """
+        if cls.queue_save is Model.queue_save:
+            queue_fields_save_many(batches)
+        else:
+            for batch in batches:
+                batch.instance.queue_save(batch)
 
     def queue_delete(self, batch: SaveBatch) -> None:
         """Queue the removal of this record and its index entries; mixins extend it like queue_save."""

@@ -28,6 +28,8 @@ class SaveBatch:
     old: dict | None = None
     #: What each field's ``prepare`` read, by field name.
     prepared: dict[str, Any] = field(default_factory=dict)
+    #: The record's key was generated for this write: nothing at all is stored under it.
+    fresh: bool = False
 
     @property
     def record_key(self) -> str:

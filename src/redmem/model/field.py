@@ -28,7 +28,7 @@ class Field:
 
     Subclasses set ``python_type`` and may override :meth:`coerce`, :meth:`encode`,
     :meth:`decode`, and the save hooks :meth:`on_save` / :meth:`on_delete` that add index writes
-    to the record's atomic batch.
+    to the record's atomic batch (and :meth:`on_save_many`, the same for a chunk of records).
     """
 
     python_type: type = str
@@ -124,6 +124,15 @@ class Field:
 
     def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
         """Queue this field's index writes for the record being saved (``old``: stored values)."""
+
+    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+        """Queue the index writes of many records of one partition saved in one transaction.
+
+        Fields override it to merge the writes (one command or script per index key instead of
+        one per record); the stored result must equal that of :meth:`on_save` record by record.
+        """
+        for batch in batches:
+            self.on_save(batch, batch.old)
 
     def on_delete(self, batch: "SaveBatch", old: dict) -> None:
         """Queue the removal of this field's index entries for a record being deleted."""

@@ -12,6 +12,9 @@ from .field import Field
 
 __all__ = ["Options"]
 
+#: How many partitions' key spaces a model keeps (saves and queries of one tenant reuse them).
+_KEPT_SPACES = 1024
+
 
 @dataclass
 class Options:
@@ -23,6 +26,7 @@ class Options:
     key_fields: tuple[str, ...] = ()
     partition_fields: tuple[str, ...] = ()
     id_fields: tuple[str, ...] = field(default=())
+    _spaces: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, model_name: str, fields: dict[str, Field], meta: Any) -> "Options":
@@ -52,9 +56,16 @@ class Options:
         return get_client()
 
     def keyspace(self, partition_values: tuple[Any, ...] = ()) -> KeySpace:
-        """The key space of one partition (``()`` for an unpartitioned model)."""
-        texts = tuple(self.fields[n].key_text(v) for n, v in zip(self.partition_fields, partition_values))
-        return KeySpace.for_partition(settings().key_prefix, self.name, texts)
+        """The key space of one partition (``()`` for an unpartitioned model); the last few are kept."""
+        prefix = settings().key_prefix
+        space = self._spaces.get((prefix, partition_values))
+        if space is None:
+            texts = tuple(self.fields[n].key_text(v) for n, v in zip(self.partition_fields, partition_values))
+            space = KeySpace.for_partition(prefix, self.name, texts)
+            if len(self._spaces) >= _KEPT_SPACES:
+                self._spaces.clear()
+            self._spaces[(prefix, partition_values)] = space
+        return space
 
     def global_keyspace(self) -> KeySpace:
         """Keys that belong to the model as a whole (the registry of partitions)."""

@@ -7,6 +7,9 @@ concurrent write to the same record aborts the EXEC and the whole batch is rebui
 
 from __future__ import annotations
 
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
 from redis.exceptions import WatchError
@@ -26,6 +29,8 @@ __all__ = [
     "queue_fields_save",
     "queue_record_write",
     "queue_new_record",
+    "queue_new_records",
+    "queue_fields_save_many",
     "save_many",
     "ALL_RECORDS",
     "PARTITIONS",
@@ -111,7 +116,7 @@ def save_record(instance: Any) -> None:
     """Validate and write ``instance`` with all its indexes atomically."""
     meta = instance._meta
     creating = instance._saved_key is None
-    fresh = creating and any(
+    generated = creating and any(
         isinstance(f, AutoKeyField) and getattr(instance, n) is None for n, f in meta.fields.items()
     )
     for field in meta.fields.values():
@@ -127,10 +132,11 @@ def save_record(instance: Any) -> None:
     client = meta.client
 
     watched = [key.redis_key] + ([moved_from.redis_key] if moved_from else [])
-    fresh = fresh and not any(f.reads_before_write for f in meta.fields.values())
+    fresh = generated and not any(f.reads_before_write for f in meta.fields.values())
 
     def prepare(reader: Any, hashes: list[dict]) -> tuple[SaveBatch, SaveBatch | None]:
         batch = _batch(reader, client, instance, key, hashes[0])
+        batch.fresh = generated
         moved = _batch(reader, client, instance, moved_from, hashes[1]) if moved_from and hashes[1] else None
         return batch, moved
 
@@ -146,43 +152,65 @@ def save_record(instance: Any) -> None:
     instance._saved_key = key
 
 
-def queue_record_write(batch: SaveBatch, values: dict[str, Any], *, register: bool = True) -> None:
-    """Queue the record hash, its id in the partition, the registry, and every field's writes.
-
-    ``register=False`` leaves the partition registry to the caller (bulk saves register once).
-    """
+def queue_record_write(batch: SaveBatch, values: dict[str, Any]) -> None:
+    """Queue the record hash, its id in the partition, the registry, and every field's writes."""
     pipe, instance = batch.pipe, batch.instance
     key = DbKey(batch.keyspace, batch.record_id)
     _queue_hash_write(pipe, instance, key, values, hashes_present(batch))
     if batch.old is None:
         pipe.zadd(key.keyspace.key(ALL_RECORDS), {key.record_id: 0})
-        if register:
-            _register_partition(instance, pipe, batch.client)
+        _register_partition(instance, pipe, batch.client)
     instance.queue_save(batch)
 
 
-def queue_new_record(pipe: Any, client: Any, instance: Any, *, register: bool = True) -> SaveBatch:
+def queue_new_record(pipe: Any, client: Any, instance: Any) -> SaveBatch:
     """Queue the unconditional write of a record known to be new (no WATCH, no stale indexes).
 
-    Fields' ``prepare`` reads go straight to ``client``. Used by bulk saves and by recipes that
-    create many records in one pipeline.
+    Fields' ``prepare`` reads go straight to ``client``. Used by recipes that create records in
+    their own pipeline.
     """
-    for field in instance._meta.fields.values():
-        field.before_save(instance, True)
-    values = instance.validated_values()
-    key = instance.db_key
-    batch = _batch(client, client, instance, key, {})
-    batch.pipe = pipe
-    queue_record_write(batch, values, register=register)
-    instance._saved_key = key
-    return batch
+    return queue_new_records(pipe, client, [instance])[0]
 
 
-def save_many(model: type, instances: list[Any], chunk_size: int = 500) -> int:
+def queue_new_records(
+    pipe: Any, client: Any, instances: list[Any], *, register: bool = True, fresh: bool = False
+) -> list[SaveBatch]:
+    """Queue the unconditional writes of records known to be new, with merged index writes.
+
+    One HSET per record; per partition one ZADD of the ids and each field's writes for the whole
+    group (``Model.queue_save_many``), so the stored result is that of one save per record.
+    ``register=False`` leaves the partition registry to the caller (bulk saves register once);
+    ``fresh``: every key was just generated, so nothing is stored under it (``SaveBatch.fresh``).
+    """
+    groups: dict[Any, list[SaveBatch]] = {}
+    for instance in instances:
+        for field in instance._meta.fields.values():
+            field.before_save(instance, True)
+        values = instance.validated_values()
+        key = instance.db_key
+        batch = _batch(client, client, instance, key, {})
+        batch.pipe, batch.fresh = pipe, fresh
+        _queue_hash_write(pipe, instance, key, values, set() if fresh else hashes_present(batch))
+        groups.setdefault(key.keyspace, []).append(batch)
+    for space, batches in groups.items():
+        pipe.zadd(space.key(ALL_RECORDS), {batch.record_id: 0 for batch in batches})
+        model = type(batches[0].instance)
+        if register:
+            _register_partition(batches[0].instance, pipe, client)
+        model.queue_save_many(batches)
+        for batch in batches:
+            batch.instance._saved_key = DbKey(space, batch.record_id)
+    return [batch for batches in groups.values() for batch in batches]
+
+
+def save_many(model: type, instances: list[Any], chunk_size: int = 1000) -> int:
     """Save many records: new auto-keyed ones in one MULTI/EXEC per partition and chunk, others one by one.
 
-    Each chunk of one partition is atomic (all or nothing). Returns how many were saved.
+    Each chunk of one partition is atomic (all or nothing) and writes each index key once
+    (:func:`queue_new_records`). Returns how many were saved.
     """
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValidationError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
     meta = model._meta
     fresh_ok = not any(f.reads_before_write for f in meta.fields.values())
     autokeys = [n for n, f in meta.fields.items() if isinstance(f, AutoKeyField)]
@@ -196,17 +224,59 @@ def save_many(model: type, instances: list[Any], chunk_size: int = 500) -> int:
         else:
             save_record(instance)
     client = meta.client
+    chunks = [chunk for group in by_partition.values() for chunk in _chunks(group, chunk_size)]
     with server_errors(client):
         if meta.partition_fields and by_partition:
             tags = {meta.keyspace(partition).tag for partition in by_partition}
             client.sadd(meta.global_keyspace().key(PARTITIONS), *tags)
-        for group in by_partition.values():
-            for start in range(0, len(group), chunk_size):
-                with client.pipeline(transaction=True) as pipe:
-                    for instance in group[start : start + chunk_size]:
-                        queue_new_record(pipe, client, instance, register=False)
-                    pipe.execute()
+        _write_chunks(client, chunks)
     return len(instances)
+
+
+def _chunks(records: list[Any], chunk_size: int) -> list[list[Any]]:
+    """Consecutive chunks of at most ``chunk_size`` records; the first ones are smaller (an eighth of
+    it, doubling), so the server starts on the first while the client builds the next."""
+    chunks, start, size = [], 0, max(1, chunk_size // 8)
+    while start < len(records):
+        chunks.append(records[start : start + size])
+        start, size = start + size, min(2 * size, chunk_size)
+    return chunks
+
+
+def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
+    """One MULTI/EXEC per chunk of new records, in order; none after one that failed.
+
+    A worker thread sends the transactions one after the other while the client builds the
+    next chunks (at most two wait for it), so the server's work overlaps the client's.
+    """
+    if len(chunks) < 2:
+        for chunk in chunks:
+            with client.pipeline(transaction=True) as pipe:
+                queue_new_records(pipe, client, chunk, register=False, fresh=True)
+                pipe.execute()
+        return
+    failed = threading.Event()
+
+    def send(pipe: Any) -> None:
+        with pipe:
+            if failed.is_set():
+                return
+            try:
+                pipe.execute()
+            except BaseException:
+                failed.set()
+                raise
+
+    with ThreadPoolExecutor(max_workers=1) as sender:
+        sent: deque = deque()
+        for chunk in chunks:
+            pipe = client.pipeline(transaction=True)
+            queue_new_records(pipe, client, chunk, register=False, fresh=True)
+            if len(sent) == 2:
+                sent.popleft().result()
+            sent.append(sender.submit(send, pipe))
+        for future in sent:
+            future.result()
 
 
 def hashes_present(batch: SaveBatch) -> set[str]:
@@ -258,6 +328,12 @@ def queue_fields_save(batch: SaveBatch) -> None:
     """Queue every field's index writes for the batch's record."""
     for field in batch.instance._meta.fields.values():
         field.on_save(batch, batch.old)
+
+
+def queue_fields_save_many(batches: list[SaveBatch]) -> None:
+    """Queue every field's index writes for records of one partition, merged per field."""
+    for field in batches[0].instance._meta.fields.values():
+        field.on_save_many(batches)
 
 
 def load_records(model: type, keys: Iterable[DbKey], *, track: bool = True) -> list[Any]:

@@ -12,6 +12,7 @@ value can leave its slot, collide with another key or act as a glob pattern.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .errors import ConfigurationError
@@ -20,6 +21,8 @@ __all__ = ["escape", "unescape", "KeySpace", "GLOBAL_TAG", "EMPTY_VALUE"]
 
 #: Characters with a meaning in key names: hash tags, our separator, glob patterns, the escape.
 _SPECIAL = set("{}:*?[]\\%^")
+#: ASCII text that needs no escaping (the common case, checked without a per-character loop).
+_PLAIN_ASCII = re.compile(r"[^\x00-\x20\x7f" + re.escape("".join(sorted(_SPECIAL))) + "]*")
 #: Stand-in for the empty string ("%" followed by a non-hex letter never comes out of escaping).
 EMPTY_VALUE = "%_"
 #: Tag of keys that belong to no partition (unpartitioned models, model-wide registries).
@@ -34,6 +37,8 @@ def escape(value: str) -> str:
     """Percent-encode the characters of ``value`` that could change a key's meaning."""
     if value == "":
         return EMPTY_VALUE
+    if value.isascii() and _PLAIN_ASCII.fullmatch(value):
+        return value
     if not any(_needs_escape(c) for c in value):
         return value
     return "".join(

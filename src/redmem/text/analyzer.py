@@ -16,8 +16,8 @@ terms:
   ``stem`` (``running`` -> ``run``, ``AI`` -> ``ai``).
 
 Terms come out in text order with duplicates kept, so term frequencies and document lengths
-can be read off the list. Stems are memoised per word; each thread has its own stemmer (the
-Snowball stemmer keeps state between calls).
+can be read off the list. Stems are memoised per word and each analyser memoises the terms of
+each word run; each thread has its own stemmer (the Snowball stemmer keeps state between calls).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ __all__ = ["Analyzer", "default_analyzer", "cjk_terms"]
 
 _PART_SPLIT = re.compile(r"[-.]")
 _IDENTIFIER_MARK = re.compile(r"[\d_]")
-_MAX_CACHED_STEMS = 200_000
+_MAX_MEMOISED = 200_000
 _stems: dict[str, str] = {}
 _local = threading.local()
 
@@ -49,7 +49,7 @@ def _stem(word: str) -> str:
         stemmer = getattr(_local, "stemmer", None)
         if stemmer is None:
             stemmer = _local.stemmer = Stemmer.Stemmer("english")
-        if len(_stems) >= _MAX_CACHED_STEMS:
+        if len(_stems) >= _MAX_MEMOISED:
             _stems.clear()
         stem = _stems[word] = stemmer.stemWord(word)
     return stem
@@ -86,21 +86,33 @@ class Analyzer:
         if not isinstance(self.min_length, int) or self.min_length < 1:
             raise ConfigurationError(f"min_length must be an int >= 1, got {self.min_length!r}")
         object.__setattr__(self, "stopwords", frozenset(w.casefold() for w in self.stopwords))
+        object.__setattr__(self, "_words", {})  # word run -> its terms; not an option (no field)
 
     def tokens(self, text: str) -> list[str]:
         """The terms of ``text`` in order, duplicates kept; ``[]`` for empty or stop-word-only text."""
         terms: list[str] = []
+        words = self._words
         for word, cjk, reference in runs(text, self.lowercase):
             if word:
-                if word.isalpha():
-                    self._add_word(word, terms)
-                else:
-                    self._add_compound(word, terms)
+                found = words.get(word)
+                terms += self._word_terms(word) if found is None else found
             elif cjk:
                 terms.extend(cjk_terms(cjk, self.cjk_bigrams))
             else:
                 terms.append("#" + reference)
         return terms
+
+    def _word_terms(self, word: str) -> tuple[str, ...]:
+        """The terms of one word run, memoised per analyser (words repeat far more than texts)."""
+        terms: list[str] = []
+        if word.isalpha():
+            self._add_word(word, terms)
+        else:
+            self._add_compound(word, terms)
+        if len(self._words) >= _MAX_MEMOISED:
+            self._words.clear()
+        found = self._words[word] = tuple(terms)
+        return found
 
     def _add_word(self, word: str, terms: list[str]) -> None:
         if len(word) < self.min_length:
