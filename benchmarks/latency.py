@@ -112,7 +112,8 @@ def run_redmem(n: int, texts: list[str], queries: list[str], args: Any, clients:
     models = {"lexical": memory_model(f"LatLex{n}"), "hybrid": memory_model(f"LatHyb{n}", provider)}
     for kind, model in models.items():
         before = used_memory(clients)
-        part = ingest_measured(model, AGENT, texts, min(args.single, n // 5), provider if kind == "hybrid" else None)
+        part = ingest_measured(model, AGENT, texts, min(args.single, n // 5), provider if kind == "hybrid" else None,
+                               chunk_size=args.chunk_size)
         out["ingest"][kind] = ingest_figures(part, used_memory(clients) - before, n)
     modes = [("lexical", models["lexical"]), ("hybrid", models["hybrid"])]
     if n <= args.composite_up_to:
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--single", type=int, default=2000, help="memories saved one by one (at most N/5)")
     parser.add_argument("--systems", default="redmem,popoto")
+    parser.add_argument("--chunk-size", type=int, default=1000, help="redmem save_many chunk_size of the bulk ingest")
     parser.add_argument("--composite-up-to", type=int, default=100_000,
                         help="measure redmem's composite mode only up to this N")
     parser.add_argument("--popoto-hybrid-up-to", type=int, default=10_000,
@@ -170,6 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started, version = time.perf_counter(), None
     out = args.out if args.out is not None else ("latency_cluster" if args.cluster else "latency")
     payload = {"benchmark": "latency", "cluster": args.cluster, "sizes": args.sizes, "queries": args.queries,
+               "chunk_size": args.chunk_size,
                "repeats": args.repeats, "warmup": WARMUP, "targets": TARGETS, "reference": REFERENCE,
                "results": results}
     for n in (int(size) for size in args.sizes.split(",")):

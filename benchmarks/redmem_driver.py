@@ -112,8 +112,8 @@ def assemble_many(
 
 
 def ingest_measured(model: type, agent_id: str, texts: Sequence[str], single: int,
-                    provider: TimedProvider | None = None) -> dict[str, Any]:
-    """Save the first ``single`` texts one ``save()`` at a time, the rest with ``save_many``.
+                    provider: TimedProvider | None = None, chunk_size: int = 1000) -> dict[str, Any]:
+    """Save the first ``single`` texts one ``save()`` at a time, the rest with ``save_many(chunk_size=)``.
 
     Returns ids (in text order) and the seconds of each part, with the provider's embedding
     time measured apart (``*_embed_seconds``) so rates can leave it out.
@@ -129,7 +129,7 @@ def ingest_measured(model: type, agent_id: str, texts: Sequence[str], single: in
             for field in model._meta.fields.values():
                 if isinstance(field, EmbeddingField):
                     field.embed_many(chunk)
-            model.save_many(chunk)
+            model.save_many(chunk, chunk_size=chunk_size)
         parts[f"{part}_seconds"] = time.perf_counter() - started
         parts[f"{part}_embed_seconds"] = (provider.seconds if provider else 0.0) - embedded
         parts[f"{part}_count"] = len(chunk)
