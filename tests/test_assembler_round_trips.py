@@ -131,14 +131,14 @@ def corpus(model: type, agent: str, size: int, hot: bool = True, **extra) -> Non
 
 # (model, cues, expected round trips, what they are)
 CASES = {
-    "hybrid": (Memory, {"topic": "deployment", "q": "helm canary"}, 4,
-               "bloom check + BM25 + vector + push scan (one pipeline), graph, "
+    "hybrid": (Memory, {"topic": "deployment", "q": "helm canary"}, 3,
+               "bloom check + BM25 + vector + graph size + push scan (one pipeline), "
                "hydrate, post-effects"),
     "query definitely missing": (Memory, {"topic": "kubernetes"}, 3,
                                  "bloom check + push scan (one pipeline), hydrate, post-effects"),
     "no query text, no score_weights": (Memory, None, 3, "push scan, hydrate, post-effects"),
-    "lexical": (Note, "helm canary", 4, "BM25 + push scan (one pipeline), graph, hydrate, post-effects"),
-    "semantic": (Vectors, "helm canary", 4, "vector + push scan (one pipeline), graph, "
+    "lexical": (Note, "helm canary", 3, "BM25 + graph size + push scan (one pipeline), hydrate, post-effects"),
+    "semantic": (Vectors, "helm canary", 3, "vector + graph size + push scan (one pipeline), "
                  "hydrate, post-effects"),
     "push only": (Card, None, 3, "push scan, hydrate, post-effects"),
 }
@@ -151,6 +151,24 @@ def test_round_trips_per_assembly(db, sent, case, size):
     extra = {"topic": "deployment"} if model is Memory else {}
     corpus(model, "a", size, **extra)
     assert round_trips(sent, ContextAssembler(model, max_items=10), cues, "a") == expected
+
+
+@pytest.mark.parametrize("case", ["hybrid", "lexical", "semantic"])
+def test_the_graph_costs_a_round_trip_only_when_the_partition_has_an_edge(db, sent, case):
+    """With one edge, the propagation runs (and finds the linked record): one round trip more."""
+    model, cues, expected, _ = CASES[case]
+    extra = {"topic": "deployment"} if model is Memory else {}
+    corpus(model, "a", 5, **extra)  # few matches: the linked record makes the top 10
+    graph = next(f for f in model._meta.fields.values() if isinstance(f, CoOccurrenceField))
+    seed = model(agent_id="a", content="helm canary helm canary", **extra)
+    linked = model(agent_id="a", content="an unrelated line", **extra)
+    seed.save()
+    linked.save()
+    graph.link(seed, linked, initial_weight=0.9)
+    assembler = ContextAssembler(model, max_items=10)
+    assert round_trips(sent, assembler, cues, "a") == expected + 1
+    found = assembler.assemble(cues, agent_id="a")
+    assert linked._saved_key.record_id in {r._saved_key.record_id for r in found.records}
 
 
 WEIGHTS = {"relevance": 0.6, "confidence": 0.3}
@@ -189,7 +207,7 @@ PREFIXES = itertools.count()
 def test_round_trips_on_a_cluster(cluster_client, sent):
     on_cluster(cluster_client, "lexical")
     corpus(Note, "a", 50, hot=False)  # nothing surfaced: see the next test
-    assert round_trips(sent, ContextAssembler(Note, max_items=10), "helm canary", "a") == 4
+    assert round_trips(sent, ContextAssembler(Note, max_items=10), "helm canary", "a") == 3
 
 
 @pytest.mark.cluster

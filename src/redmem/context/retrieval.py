@@ -17,7 +17,7 @@ from ..fields.bloom import ExistenceFilter
 from ..fields.bm25 import BM25Field, search_result
 from ..fields.composite import CompositeSearch, Ranked, composite_search
 from ..fields.confidence import ConfidenceField
-from ..fields.cooccurrence import CoOccurrenceField
+from ..fields.cooccurrence import CoOccurrenceField, Graph
 from ..fields.cyclic import CyclicDecayField
 from ..fields.embedding import EmbeddingField, VectorSearch
 from ..model.dbkey import DbKey
@@ -124,6 +124,7 @@ class FirstRound:
     vector: list[tuple[str, float]] | None
     push: list[Candidate]
     composite: list[tuple[str, float]] | None = None
+    graph_empty: bool = False
 
 
 def first_round(
@@ -134,9 +135,10 @@ def first_round(
     round trip (the composite one when the pull will rank by it: composite mode, or no query text).
 
     (The vector search needs one more only when vectors changed elsewhere enter its top hits.)
+    The graph's size is read too, so a pull skips the propagation round trip when it has no edge.
     """
     calls: list[ScriptCall] = []
-    check_finish, bm25_at, composite_at = None, None, None
+    check_finish, bm25_at, composite_at, graph_at = None, None, None, None
     if caps.existence is not None and text:
         check, check_finish = caps.existence.check_calls(space, [text])
         calls += check
@@ -150,6 +152,9 @@ def first_round(
     if composite is not None:
         composite_at = len(calls)
         calls.append(composite.call)
+    if caps.graph is not None and text and plan.mode != "composite" and plan.propagation_depth > 0:
+        graph_at = len(calls)
+        calls.append(Graph(caps.graph, space).size_call())
     push_at = len(calls)
     calls += [field.ranked_call(space, now, threshold, push_limit) for field in caps.cyclic]
     vector = None
@@ -165,7 +170,9 @@ def first_round(
         field.ranked_from(reply, space, now, threshold, push_limit)
         for field, reply in zip(caps.cyclic, replies[push_at:])
     ]
-    return FirstRound(may_exist, keyword, vector_hits, push_candidates(space, rankings, push_limit), ranked)
+    graph_empty = graph_at is not None and int(replies[graph_at]) == 0
+    return FirstRound(may_exist, keyword, vector_hits, push_candidates(space, rankings, push_limit), ranked,
+                      graph_empty)
 
 
 def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
@@ -187,13 +194,14 @@ def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
 def pull_candidates(
     model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
     keyword: list[tuple[str, float]] | None = None, vector: list[tuple[str, float]] | None = None,
-    composite: list[tuple[str, float]] | None = None, now: float | None = None,
+    composite: list[tuple[str, float]] | None = None, now: float | None = None, graph_empty: bool = False,
 ) -> tuple[list[Candidate], str]:
     """Ranked pull candidates (not loaded, but for a vector search run here) and the mode that ran.
 
     ``keyword``, ``vector`` and ``composite`` are the BM25, vector (id, cosine) and composite
     rankings when the caller already ran them (see :func:`first_round`); ``now`` is
-    the clock of a composite ranking run here (None: the current time).
+    the clock of a composite ranking run here (None: the current time); ``graph_empty`` (the
+    first round saw no edge) skips the graph propagation and its round trip.
     """
     signals: dict[str, dict[str, float]] = {}
     lists: dict[str, list[str]] = {}
@@ -213,7 +221,7 @@ def pull_candidates(
                 records.update((r._saved_key.record_id, r) for r in hits)
                 vector = [(r._saved_key.record_id, r._vector_score) for r in hits]
             lists["vector"] = _ranking(vector, "vector", signals)
-        seeds = (lists.get("keyword") or lists.get("vector") or [])[: plan.graph_seeds]
+        seeds = (lists.get("keyword") or lists.get("vector") or [])[: plan.graph_seeds] if not graph_empty else []
         lists["graph"] = _ranking(_graph_ranking(caps, space, seeds, plan.propagation_depth), "graph", signals)
         if not lists.get("keyword") and not lists.get("vector"):
             if plan.score_weights:

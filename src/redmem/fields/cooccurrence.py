@@ -37,7 +37,7 @@ from ..model.persistence import load_records
 from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeySpace, escape, unescape
-from ..store.scripts import queue_script, run_script
+from ..store.scripts import ScriptCall, queue_script, run_script
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
@@ -140,6 +140,10 @@ class Graph:
     def keys(self) -> list[str]:
         """``[w hash, adj zset, in zset]`` of this graph."""
         return [self.keyspace.key(GRAPH_KIND, self.field.name, part) for part in ("w", "adj", "in")]
+
+    def size_call(self) -> ScriptCall:
+        """The script call counting the graph's adjacency entries (0: no edge), to share a round trip."""
+        return ScriptCall("graph_size", self.keys[1:2], [])
 
     # -- nodes ---------------------------------------------------------------------------------
     def record_key(self, node: Any) -> DbKey | None:

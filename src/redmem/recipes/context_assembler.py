@@ -99,7 +99,7 @@ class ContextAssembler:
                             self.surfacing_threshold, self.max_items * 2, at, query)
         if first.may_exist:
             pull, mode = pull_candidates(self.model_class, self.capabilities, space, text, plan, query,
-                                         first.keyword, first.vector, first.composite, at)
+                                         first.keyword, first.vector, first.composite, at, first.graph_empty)
         else:  # nothing in this partition shares a term with the query
             pull, mode = [], self.mode
         merged = self._load(merge_paths(pull, first.push, self.max_proactive))
