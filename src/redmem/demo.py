@@ -39,6 +39,9 @@ __all__ = ["run", "add_arguments", "sample_conversation"]
 
 DEFAULT_MAX_ITEMS = 8
 DEFAULT_MAX_TOKENS = 600
+#: Scores before and after a turn are read at one instant this many seconds ahead, past the turn's
+#: effects (decaying and cyclic scores move with the clock; one instant shows only what the outcomes did).
+SCORES_AHEAD = 2.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,7 +103,8 @@ def _turn(
     """One user turn: assemble, show, ask the model, report outcomes, show the scores moving."""
     console.print(Rule(f"user turn {number}: {question.text}"))
     result = assembler.assemble(question.text, emit_trace=True, agent_id=args.agent)
-    before = snapshot(result.records)
+    moment = time.time() + SCORES_AHEAD  # both snapshots at one instant, after this turn's effects
+    before = snapshot(result.records, moment)
     console.print(summary(result, args.max_tokens))
     console.print(context_panel(result, args.format, args.max_tokens))
     console.print(trace_table(result, before if console.width >= WIDE else None))
@@ -109,7 +113,7 @@ def _turn(
         console.print(Text.assemble((f"{chat_model.model}: ", "bold"), answer))
     outcomes = decide_outcomes(result.records, result.proactive, question.uses, question.contradicts)
     ObservationProtocol.on_context_used(result.records, outcomes)
-    after = snapshot(result.records)
+    after = snapshot(result.records, moment)
     console.print(outcome_table(result.records, outcomes, before, after))
     return [(outcome, before[key], after[key]) for key, outcome in outcomes.items()]
 

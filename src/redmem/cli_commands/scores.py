@@ -1,4 +1,4 @@
-"""The scores of a memory that outcomes move: relevance (decay), confidence, rhythm (cyclic)."""
+"""The scores of a memory that outcomes move: relevance (decay), confidence, rhythm (its cycle's strength)."""
 
 from __future__ import annotations
 
@@ -13,20 +13,27 @@ __all__ = ["Scores", "snapshot", "decide_outcomes"]
 
 @dataclass(frozen=True)
 class Scores:
-    """One memory's scores at one moment (None: the record has no entry)."""
+    """One memory's scores at one moment (None: the record has no entry).
+
+    ``rhythm`` is the learned amplitude of the memory's daily cycle, what acting on a routine
+    strengthens and dismissing it weakens (its cyclic score also moves with the time of day).
+    """
 
     relevance: float | None
     confidence: float
     rhythm: float | None
 
 
-def snapshot(memories: list[ChatMemory]) -> dict[str, Scores]:
-    """Each memory's scores now, by Redis key, read without side effects (a few round trips each)."""
+def snapshot(memories: list[ChatMemory], as_of: float | None = None) -> dict[str, Scores]:
+    """Each memory's scores at ``as_of`` (default now), by Redis key, read without side effects.
+
+    Two snapshots compared should share ``as_of``: decaying and cyclic scores move with the clock.
+    """
     return {
         memory.db_key.redis_key: Scores(
-            ChatMemory.relevance.score_of(memory),
+            ChatMemory.relevance.score_of(memory, as_of),
             ConfidenceField.get_confidence(memory, "confidence"),
-            ChatMemory.rhythm.score_of(memory),
+            sum(ChatMemory.rhythm.amplitudes_of(memory).values()),
         )
         for memory in memories
     }
