@@ -72,3 +72,18 @@ def all_keys(client, prefix: str | None = None) -> set[str]:
     else:
         found = client.scan_iter(match=pattern)
     return {key.decode() for key in found}
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """A list that receives every request the process sends to a server while the test runs
+    (one request = one round trip: a pipeline is sent as one)."""
+    requests: list = []
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def counting(self, command, check_health=True):
+        requests.append(command)
+        return original(self, command, check_health)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counting)
+    return requests

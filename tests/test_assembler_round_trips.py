@@ -1,6 +1,6 @@
 """Round trips per assemble(), counted at the socket: one request sent to the server = one round trip.
 
-A pipeline is one round trip however many commands it holds. The counts are those of the table
+A pipeline is one round trip however many commands it holds (the `sent` fixture, tests/conftest.py). The counts are those of the table
 in docs/recipes/context-assembler.md ("Cost"); they do not grow with the number of records.
 Each count is taken on a warm assembler (scripts cached, vector matrix loaded), as in a running
 agent; the vector matrix catches up with another process's writes inside the first request
@@ -14,7 +14,6 @@ import itertools
 from contextlib import nullcontext
 
 import pytest
-import redis
 
 import redmem
 from redmem import (
@@ -95,20 +94,6 @@ def hashing_embeddings():
     redmem.configure(embedding_provider=HashingEmbeddings(64))
     yield
     redmem.configure(embedding_provider=previous)
-
-
-@pytest.fixture
-def sent(monkeypatch):
-    """A list that receives every request the process sends to a server while the test runs."""
-    requests: list = []
-    original = redis.connection.AbstractConnection.send_packed_command
-
-    def counting(self, command, check_health=True):
-        requests.append(command)
-        return original(self, command, check_health)
-
-    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counting)
-    return requests
 
 
 def round_trips(sent: list, assembler: ContextAssembler, cues, agent: str) -> int:

@@ -336,12 +336,8 @@ def test_vectors_of_the_earlier_bare_float32_layout_are_read_and_rewritten(any_d
     assert any_db.hget(keys["vectors"], memory.memory_id)[:9] == b"\x02" + text_digest("an old style vector")
 
 
-def test_round_trips_of_a_search(db, monkeypatch):
+def test_round_trips_of_a_search(db, sent):
     Memory.create(agent_id="a", content="one two three")
-    sent = []
-    original = redis.connection.AbstractConnection.send_packed_command
-    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command",
-                        lambda self, *a, **k: (sent.append(1), original(self, *a, **k))[1])
 
     def round_trips(text):
         sent.clear()
@@ -355,14 +351,10 @@ def test_round_trips_of_a_search(db, monkeypatch):
     assert round_trips("three four") == 1
 
 
-def test_an_assembler_catches_up_inside_its_first_request(db, monkeypatch):
+def test_an_assembler_catches_up_inside_its_first_request(db, sent):
     for i in range(20):
         Memory.create(agent_id="a", content=f"weather report number {i}")
     assembler = ContextAssembler(Memory, max_items=5)  # semantic: the model has no BM25Field
-    sent = []
-    original = redis.connection.AbstractConnection.send_packed_command
-    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command",
-                        lambda self, *a, **k: (sent.append(1), original(self, *a, **k))[1])
 
     def assembled(text):
         sent.clear()

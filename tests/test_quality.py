@@ -7,7 +7,6 @@ import statistics
 import time
 
 import pytest
-import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -302,24 +301,15 @@ def test_the_partition_must_be_named(any_db):
 
 
 # -- cost --------------------------------------------------------------------------------------
-@pytest.fixture
-def round_trips(monkeypatch):
-    sent: list[int] = []
-    original = redis.connection.AbstractConnection.send_packed_command
-    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command",
-                        lambda self, *a, **k: (sent.append(1), original(self, *a, **k))[1])
-    return sent
-
-
-def test_round_trips_of_the_probe_and_of_scoring(db, round_trips):
+def test_round_trips_of_the_probe_and_of_scoring(db, sent):
     records = remember(topic="deployment")
     assembler = ContextAssembler(Recollection, max_items=5)
     assembler.assess(CUES, agent_id="agent-1")  # scripts loaded
 
     def count(cues, **options):
-        round_trips.clear()
+        sent.clear()
         assess_retrieval(assembler, cues, agent_id="agent-1", **options)
-        return len(round_trips)
+        return len(sent)
 
     assert count(CUES) == 4  # filter for both cues, one keyword search per cue, one read of scores
     assert count({"topic": "deployment", "other": "kubernetes"}) == 3  # a missing cue is not searched
