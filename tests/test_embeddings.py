@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import sys
 from importlib.util import find_spec
@@ -420,3 +421,45 @@ def test_rerank_after_a_prescan_ranking_equals_a_fresh_search(monkeypatch):
     matrix.apply((i, None if v is None else encode_stored(v.astype(np.float32), "float32", ORIGIN)) for i, v in changed.items())
     assert matrix.rerank(ranking, set(changed)) == matrix.search(query, 10)
     assert matrix.rerank(ranking, set(changed))[0][0] == "r1"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1, 1, width=32), min_size=1, max_size=700), st.data())
+def test_kth_largest_floor_never_exceeds_the_kth_largest(values, data):
+    values = np.array(values, dtype=np.float32)
+    k = data.draw(st.integers(1, values.size))
+    floor = prescan.kth_largest_floor(values, k)
+    assert floor <= np.sort(values)[-k]
+    assert floor in values  # a value of the array, not an estimate
+
+
+def test_shortlist_is_exact_when_the_top_rows_share_one_block():
+    """The best rows packed into one block make the floor loose, never wrong."""
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((20_000, 64)).astype(np.float32)
+    query = rng.standard_normal(64).astype(np.float32)
+    unit = query / np.linalg.norm(query)
+    rows[:40] = unit + 0.05 * rng.standard_normal((40, 64))  # the top 40, all in block 0
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    chosen = prescan.shortlist(*prescan.quantize(rows), unit, 30)
+    assert chosen is not None
+    scores = rows @ unit
+    assert set(np.argsort(-scores)[:30]) <= set(chosen.tolist())
+    assert prescan.kth_largest_floor(scores, 30) < np.sort(scores)[-30]  # loose here, by construction
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
+def test_the_prescan_kernel_runs_on_the_calling_thread_alone():
+    """No OpenMP worker is started by a shortlist (it would spin on the server's core)."""
+    script = (
+        "import os, numpy as np\n"
+        "from redmem.embeddings import prescan\n"
+        "rows = np.random.default_rng(0).standard_normal((20000, 64)).astype(np.float32)\n"
+        "rows /= np.linalg.norm(rows, axis=1, keepdims=True)\n"
+        "before = len(os.listdir('/proc/self/task'))\n"
+        "prescan.shortlist(*prescan.quantize(rows), rows[3], 10)\n"
+        "print(before, len(os.listdir('/proc/self/task')))\n"
+    )
+    before, after = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                                   text=True, env={**os.environ, "OMP_NUM_THREADS": "2"}).stdout.split()
+    assert after == before

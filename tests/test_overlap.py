@@ -8,7 +8,7 @@ import pytest
 import redis
 
 import redmem
-from redmem.store.overlap import execute_while
+from redmem.store.overlap import Request, execute_while, sendable
 from redmem.store.scripts import queue_script
 
 
@@ -77,3 +77,66 @@ def test_work_that_raises_leaves_the_client_usable(db):
     assert db.get(_key("w")) == b"1"  # sent before the work failed
     for _ in range(20):  # every pooled connection answers its own commands
         assert db.incr(_key("count")) > 0
+
+
+def test_a_transaction_is_sent_as_one_multi_exec(any_db):
+    with any_db.pipeline(transaction=True) as pipe:
+        _queue_mixed(pipe)
+        replies, result = execute_while(any_db, pipe, lambda: "worked")
+    with any_db.pipeline(transaction=True) as pipe:
+        _queue_mixed(pipe)
+        expected = pipe.execute()
+    assert result == "worked"
+    assert (replies[0], expected[0]) == (2, 0)  # hset: two new fields, then none
+    assert replies[1] == expected[1] == {b"a": b"1", b"b": b"2"}
+    assert (replies[2], expected[2]) == (1, 2)
+    assert replies[3] == expected[3] == b"pong"
+
+
+def test_an_error_inside_a_transaction_is_raised_after_exec(db):
+    with db.pipeline(transaction=True) as pipe:
+        pipe.set(_key("s"), "x")
+        pipe.incr(_key("s"))  # runs inside EXEC and fails there: the others still run
+        pipe.set(_key("after"), "y")
+        with pytest.raises(redis.ResponseError, match="not an integer"):
+            execute_while(db, pipe, lambda: None)
+    assert db.get(_key("after")) == b"y"
+    assert db.ping() is True
+
+
+def test_a_command_refused_while_queued_aborts_the_transaction(db):
+    with db.pipeline(transaction=True) as pipe:
+        pipe.set(_key("first"), "1")
+        pipe.execute_command("SET", _key("bad"))  # wrong number of arguments: refused at MULTI time
+        with pytest.raises(redis.ResponseError, match="wrong number of arguments"):
+            execute_while(db, pipe, lambda: None)
+    assert db.get(_key("first")) is None  # the whole transaction was discarded
+    assert db.ping() is True
+
+
+def test_a_failed_send_is_retried_on_a_new_connection(db):
+    with db.pipeline(transaction=True) as pipe:
+        pipe.set(_key("retried"), "1")
+        request = Request(db, pipe)
+        real, failures = request.connection.send_packed_command, []
+
+        def flaky(payload, check_health=True):
+            if not failures:
+                failures.append(True)
+                raise redis.ConnectionError("dropped")
+            return real(payload, check_health)
+
+        request.connection.send_packed_command = flaky
+        request.send()
+        assert request.replies() == [True]
+    assert failures == [True] and db.get(_key("retried")) == b"1"
+
+
+def test_sendable_only_on_one_server_with_queued_commands(db):
+    with db.pipeline(transaction=True) as pipe:
+        assert not sendable(db, pipe)  # nothing queued
+        pipe.set(_key("x"), "1")
+        assert sendable(db, pipe)
+    with db.pipeline(transaction=True) as pipe:
+        pipe.watch(_key("x"))
+        assert not sendable(db, pipe)  # WATCH mode: commands run at once

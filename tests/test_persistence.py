@@ -178,7 +178,7 @@ def test_save_many_sends_no_chunk_after_one_that_failed(db):
     db.set(space.key("all"), "not a sorted set")  # every chunk of partition b fails in its EXEC
     facts = [Fact(agent_id="a", rank=i) for i in range(20)] + [Fact(agent_id="b", rank=i) for i in range(20)]
     with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
-        Fact.save_many(facts, chunk_size=8)  # chunks of 1, 2, 4, 8 and 5 records per partition
+        Fact.save_many(facts, chunk_size=8)  # chunks of 1, 1, 2, 3, 5, 7 and 1 records per partition
     assert Fact.query.filter(agent_id="a").count() == 20
     stored = [f.fact_id is not None and db.exists(f.db_key.redis_key) == 1 for f in facts[20:]]
     assert stored == [True] + [False] * 19  # a failed EXEC still ran its other commands; no later chunk ran
@@ -248,3 +248,27 @@ def test_save_many_stores_what_saving_one_by_one_stores(any_db):
     assert many.save_many(bulk, chunk_size=7) == 46
     expected = stored_state(any_db, one, [r.memory_id for r in singles])
     assert stored_state(any_db, many, [r.memory_id for r in bulk]) == expected
+
+
+def test_save_many_stops_at_a_chunk_that_fails_to_build_after_writing_the_ones_before(db):
+    class Fact(Model):
+        fact_id = AutoKeyField()
+        agent_id = KeyField(partition_by="agent_id")
+        weight = FloatField()
+
+    facts = [Fact(agent_id="a", weight=i) for i in range(40)]
+    facts[20].weight = "heavy"  # in the seventh chunk (chunk_size 16: 1, 1, 2, 3, 5, 7, 11 and 10 records)
+    with pytest.raises(redmem.ValidationError, match="weight"):
+        Fact.save_many(facts, chunk_size=16)
+    stored = [f.fact_id is not None and db.exists(f.db_key.redis_key) == 1 for f in facts]
+    assert stored == [True] * 19 + [False] * 21  # chunks 1-6 written (the 6th while the 7th was built)
+
+
+def test_bulk_chunks_grow_by_half_from_a_sixteenth(db):
+    from redmem.model.persistence import _chunks
+
+    assert [len(c) for c in _chunks(list(range(3000)), 1000)] == [62, 93, 140, 210, 316, 474, 711, 994]
+    assert [len(c) for c in _chunks(list(range(5)), 1)] == [1] * 5
+    assert _chunks([], 10) == []
+    records = list(range(1234))
+    assert [x for chunk in _chunks(records, 100) for x in chunk] == records

@@ -172,7 +172,7 @@ class VectorMatrix:
             chosen = prescan.shortlist(self._codes[:count], self._scale[:count], self._error[:count], unit, limit)
             if chosen is not None:
                 scores = np.einsum("ij,j->i", self._rows[chosen], unit)
-                ids = [self.ids[i] for i in chosen]
+                ids = [self.ids[i] for i in chosen.tolist()]
                 return Ranking(query, unit, scores, ids, limit, top_k(scores, ids, limit), complete=False)
         scores = cosines(self._rows[:count], unit)
         return Ranking(query, unit, scores, self.ids, limit, top_k(scores, self.ids, limit))

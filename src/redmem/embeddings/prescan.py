@@ -2,27 +2,38 @@
 
 Each unit row ``r`` is kept also as int8 codes ``c`` with a scale ``s = max|r| / 127`` and the
 error it leaves, ``e = |r - s c|``; the query ``q`` (unit) likewise as ``(t, d, e_q)``. The
-integer product ``c . d`` (SIMD kernel of ``simsimd``, exact in integers) gives
+integer product ``c . d`` (SIMD kernel of ``numkong``, exact in integers) gives
 
     approx = s t (c . d),    |q . r - approx| <= e + e_q (1 + e) + slack <= bound
 
 (``q.r - s t c.d = q.(r - s c) + (q - t d).(s c)``, and ``|s c| <= 1 + e``; ``bound`` takes the
-largest ``e`` of the matrix). Every row whose ``approx`` reaches the k-th largest ``approx``
-minus ``2 bound`` is kept: the exact top-k is among them, and only they are scored in float32.
-``slack`` covers float32 rounding of the products.
-Without ``simsimd`` installed, :func:`available` is False and callers scan in float32.
+largest ``e`` of the matrix). Every row whose ``approx`` reaches a lower bound of the k-th
+largest ``approx`` minus ``2 bound`` is kept: the exact top-k is among them, and only they are
+scored in float32. ``slack`` covers float32 rounding of the products.
+Without ``numkong`` installed, :func:`available` is False and callers scan in float32.
+
+numkong's wheels run its kernels on an OpenMP team as large as the machine; for one query row
+the kernel is no faster on two threads, and the idle worker then spins on the core the Redis
+server needs. :func:`on_this_thread` runs it on the calling thread alone.
 """
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
 import numpy as np
 
 try:
-    import simsimd
-except ImportError:  # pragma: no cover - simsimd is a declared dependency; a partial install still works
-    simsimd = None
+    import numkong
+except ImportError:  # pragma: no cover - numkong is a declared dependency; a partial install still works
+    numkong = None
 
-__all__ = ["available", "quantize", "shortlist", "PRESCAN_MIN_ROWS"]
+__all__ = ["available", "quantize", "shortlist", "kth_largest_floor", "on_this_thread", "PRESCAN_MIN_ROWS",
+           "BLOCK_ROWS"]
 
 #: Below this many rows the float32 scan is already well under a millisecond.
 PRESCAN_MIN_ROWS = 8192
@@ -30,10 +41,43 @@ PRESCAN_MIN_ROWS = 8192
 SLACK = 1e-4
 #: A shortlist longer than this share of the rows saves nothing: scan them all instead.
 MOST_SHARE = 0.25
+#: Rows per block of :func:`kth_largest_floor` (about a thousand blocks at 100,000 rows).
+BLOCK_ROWS = 128
 
 
 def available() -> bool:
-    return simsimd is not None
+    return numkong is not None
+
+
+@cache
+def _openmp() -> ctypes.CDLL | None:
+    """The OpenMP runtime bundled with numkong's wheel (None where there is none to find)."""
+    if numkong is None:
+        return None
+    package = Path(numkong.__file__).parent
+    for folder in (package.parent / "numkong.libs", package / ".dylibs"):
+        for path in sorted(folder.glob("lib*omp*")):
+            try:
+                return ctypes.CDLL(str(path))
+            except OSError:  # pragma: no cover - a runtime that does not load: leave threads as they are
+                continue
+    return None
+
+
+@contextmanager
+def on_this_thread() -> Iterator[None]:
+    """Run numkong's kernels inside the block on the calling thread only (its OpenMP thread count
+    for this thread is 1 there and restored after)."""
+    runtime = _openmp()
+    if runtime is None:
+        yield
+        return
+    before = runtime.omp_get_max_threads()
+    runtime.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        runtime.omp_set_num_threads(before)
 
 
 def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -46,21 +90,34 @@ def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return codes, scale, error
 
 
+def kth_largest_floor(values: np.ndarray, k: int) -> float:
+    """A value at most the k-th largest of ``values`` (1 <= k <= len), cheaper than selecting it.
+
+    The k-th largest of the maxima of :data:`BLOCK_ROWS`-long blocks: those k maxima are k
+    distinct values all at least as large, so the k-th largest value is too. The top values of
+    a matrix in insertion order rarely share a block, so the floor is close to the k-th largest.
+    """
+    maxima = np.maximum.reduceat(values, np.arange(0, values.size, BLOCK_ROWS))
+    if maxima.size < k:
+        return float(np.partition(values, values.size - k)[values.size - k])
+    return float(np.partition(maxima, maxima.size - k)[maxima.size - k])
+
+
 def shortlist(codes: np.ndarray, scale: np.ndarray, error: np.ndarray, unit: np.ndarray, limit: int) -> np.ndarray | None:
     """Row numbers that hold the exact top ``limit`` of ``rows @ unit``; None when a full scan is cheaper.
 
-    One bound for every row (the largest row error's) keeps the work to a product, a partial
-    sort and a comparison: the k-th largest ``approx - bound`` is at least the k-th largest
-    ``approx`` minus ``bound``, so keeping ``approx >= that - bound`` keeps the exact top-k.
+    One bound for every row (the largest row error's) keeps the work to a product, a block-wise
+    maximum and a comparison: any floor of the k-th largest ``approx`` minus ``bound`` is at most
+    the k-th largest ``approx - bound``, so keeping ``approx >= floor - bound`` keeps the exact top-k.
     """
-    if simsimd is None or limit <= 0 or limit >= codes.shape[0]:
+    if numkong is None or limit <= 0 or limit >= codes.shape[0]:
         return None
     query_codes, query_scale, query_error = quantize(unit[None, :])
-    approx = np.asarray(simsimd.cdist(query_codes, codes, metric="dot", out_dtype="float32"))[0]
+    with on_this_thread():
+        approx = np.asarray(numkong.cdist(query_codes, codes, metric="dot", out_dtype="float32"))[0]
     approx *= scale
     approx *= query_scale[0]
     worst = float(error.max())
     bound = worst + float(query_error[0]) * (1.0 + worst) + SLACK
-    floor = np.partition(approx, codes.shape[0] - limit)[codes.shape[0] - limit] - 2 * bound
-    chosen = np.flatnonzero(approx >= floor)
+    chosen = np.flatnonzero(approx >= kth_largest_floor(approx, limit) - 2 * bound)
     return None if chosen.size > MOST_SHARE * codes.shape[0] else chosen

@@ -144,7 +144,7 @@ class BM25Field(Field):
         self._queue_saves(batches[0], [(batch, batch.old) for batch in batches])
 
     def on_delete(self, batch: "SaveBatch", old: dict) -> None:
-        self._queue_write(batch, [batch.record_id, ""], self._indexed_terms(batch, old))
+        self._queue_write(batch, [batch.record_id, ""], {term: [] for term in self._indexed_terms(batch, old)})
 
     def reindex_read(self, pipe: Any, batch: "SaveBatch") -> None:
         """Queue the read of the record's stored entry; its reply becomes ``batch.prepared[name]``.
@@ -157,13 +157,15 @@ class BM25Field(Field):
     def _queue_saves(self, batch: "SaveBatch", saves: list[tuple["SaveBatch", dict | None]]) -> None:
         """One ``bm25_write`` call, queued on ``batch``'s transaction, for ``saves`` (of one partition)."""
         records: list[str] = []
-        terms: set[str] = set()
-        for record, old in saves:
+        joining: dict[str, list[int]] = {}  # term -> [record position, tf, ..] of the new entries
+        for position, (record, old) in enumerate(saves, 1):
             counts = self.term_counts(getattr(record.instance, self.source))
             records += (record.record_id, _entry(counts))
-            terms.update(counts)
-            terms |= self._indexed_terms(record, old)
-        self._queue_write(batch, records, terms)
+            for term, tf in counts.items():
+                joining.setdefault(term, []).extend((position, tf))
+            for term in self._indexed_terms(record, old):
+                joining.setdefault(term, [])
+        self._queue_write(batch, records, joining)
 
     def _indexed_terms(self, batch: "SaveBatch", old: dict | None) -> set[str]:
         stored = batch.prepared.get(self.name)
@@ -174,13 +176,18 @@ class BM25Field(Field):
             terms.update(json.loads(stored)[2::2])
         return terms
 
-    def _queue_write(self, batch: "SaveBatch", records: list[str], terms: set[str]) -> None:
-        """Queue ``bm25_write`` for ``records`` (id, entry, id, entry, ..) over the lists of ``terms``."""
-        keys = self.keys_in(batch.keyspace)
+    def _queue_write(self, batch: "SaveBatch", records: list[str], joining: dict[str, list[int]]) -> None:
+        """Queue ``bm25_write`` for ``records`` (id, entry, id, entry, ..) over the lists of ``joining``'s terms.
+
+        ``joining`` maps each term whose list the write may touch to the ``[record position, tf, ..]``
+        of the new entries that join it (positions 1-based in ``records``, ascending).
+        """
+        keys, terms = self.keys_in(batch.keyspace), sorted(joining)
+        plan = _JSON.encode([x for term in terms for x in (term, joining[term])])
         batch.script(
             "bm25_write",
-            [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, sorted(terms))],
-            [*self._write_options, len(records) // 2, f"{keys.postings}:", *records],
+            [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)],
+            [*self._write_options, len(records) // 2, plan, *records],
         )
 
     # -- searches ----------------------------------------------------------------------------

@@ -1,31 +1,28 @@
 -- Replace (or remove) the entries of records in a BM25 index, keeping N, total length and df exact.
--- The records are applied in order with the outcome of one call per record (same references, same
--- rebases), but each list and hash is written once, at the end.
+-- The outcome is that of one call per record, in order (same references, same rebases): records are
+-- applied first (docnos, lengths, the average length after each), then each list replays its own
+-- removals and additions in record order, and each list and hash is written once.
 -- KEYS[1] hash docno -> "dl id"   KEYS[2] hash id -> entry JSON [docno, dl, term, tf, ..]
 -- KEYS[3] hash "total" -> sum of lengths, "next" -> last docno given
 -- KEYS[4] hash term -> "reference size df" (size: df at the list's last check)
--- KEYS[5..] posting zsets (member docno, score ceil(tf_norm * unit)), each ARGV[6] .. the escaped
---   term; they must cover the stored entries' terms and the new ones
+-- KEYS[5..] posting zsets (member docno, score ceil(tf_norm * unit)), one per term of ARGV[6], in
+--   its order; they must cover the stored entries' terms and the new ones
 -- ARGV[1] k1   ARGV[2] b   ARGV[3] drift: relative avgdl change that rebases a list that has doubled
 -- ARGV[4] unit: the power of two scaling impacts to integers   ARGV[5] R, the number of records
--- ARGV[6] the posting keys' prefix
+-- ARGV[6] JSON [term, [record, tf, record, tf, ..], term, ..]: each list's term and the new entries
+--   that join it (record: 1-based position among the R records, ascending)
 -- ARGV[7..6 + 2R] record id, entry JSON [dl, term, tf, term, tf, ..] ("" removes it), ids distinct
 -- A posting's impact is tf_norm at its list's reference avgdl; a list is re-scored at the current
 -- avgdl when it has doubled since its last check and avgdl moved by more than drift. A record keeps
 -- its docno (the short posting member) while it is indexed.
 -- returns the number of records changed, -1 when a stored entry has a term without a key (nothing written)
 local k1, b, drift, unit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local count, prefix = tonumber(ARGV[5]), ARGV[6]
-local postings = {}  -- term -> key (keys escape bytes as %XX and "" as %_, see redmem.store.keys)
-local function byte(hex) return string.char(tonumber(hex, 16)) end
-for i = 5, #KEYS do
-  local term = string.sub(KEYS[i], #prefix + 1)
-  if term == "%_" then
-    term = ""
-  elseif string.find(term, "%", 1, true) then
-    term = string.gsub(term, "%%(%x%x)", byte)
-  end
-  postings[term] = KEYS[i]
+local count, plan = tonumber(ARGV[5]), cjson.decode(ARGV[6])
+local lists = #plan / 2
+local terms, position = {}, {}
+for p = 1, lists do
+  terms[p] = plan[2 * p - 1]
+  position[terms[p]] = p
 end
 
 local function call(command, key, args)  -- one command per 1000 arguments: unpack() has a stack limit
@@ -41,145 +38,130 @@ local function call(command, key, args)  -- one command per 1000 arguments: unpa
   return out
 end
 
--- the records that change, their stored and new entries decoded, and the lists they touch
+-- records in order: which change, their docnos and lengths, avgdl once each has joined, and the
+-- lists their stored entries leave (removals[p]: record positions, ascending)
 local ids = {}
 for i = 1, count do ids[i] = ARGV[5 + 2 * i] end
-local stored, records, lists, terms = call("HMGET", KEYS[2], ids), {}, {}, {}
-local function touch(term)
-  if not lists[term] then
-    lists[term] = {key = postings[term], df = 0, added = {}}
-    terms[#terms + 1] = term
-  end
-end
-for i = 1, count do
-  local record, entry = {id = ids[i]}, ARGV[6 + 2 * i]
-  if stored[i] then
-    record.old = cjson.decode(stored[i])
-    record.docno = string.format("%d", record.old[1])
-  end
-  if not (stored[i] and entry ~= "" and stored[i] == "[" .. record.docno .. "," .. string.sub(entry, 2))
-      and (stored[i] or entry ~= "") then
-    if record.old then
-      for t = 3, #record.old, 2 do
-        if not postings[record.old[t]] then return -1 end
-        touch(record.old[t])
-      end
-    end
-    if entry ~= "" then
-      record.new, record.entry = cjson.decode(entry), entry
-      for t = 2, #record.new, 2 do touch(record.new[t]) end
-    end
-    records[#records + 1] = record
-  end
-end
-if #records == 0 then return 0 end
-
--- each list's reference r, size and df as stored (r0, size0) and as they evolve; a list without
--- a reference is empty (its last posting took the reference with it)
-local refs = call("HMGET", KEYS[4], terms)
-for i, term in ipairs(terms) do
-  if refs[i] then
-    local l, r, size, df = lists[term], string.match(refs[i], "^(%S+) (%S+) (%S+)$")
-    l.r, l.size, l.df = tonumber(r), tonumber(size), tonumber(df)
-    l.r0, l.size0, l.text = l.r, l.size, r
-  end
-end
-
--- a record joins the list at avgdl: a list without a reference takes avgdl; one that has doubled
--- since its last check is rebased when avgdl drifted (its stored postings are re-scored once, at
--- the end, from r0 to the final reference: tf is exact either way)
-local function join(l, avgdl)
-  l.df = l.df + 1
-  if l.r then
-    if l.df < 2 * l.size then return end
-    if math.abs(avgdl / l.r - 1) > drift then l.r = avgdl end
-  else
-    l.r = avgdl
-  end
-  l.size = l.df
-end
-
+local stored = call("HMGET", KEYS[2], ids)
 local n = redis.call("HLEN", KEYS[1])
 local sums = redis.call("HMGET", KEYS[3], "total", "next")
 local total, last = tonumber(sums[1]) or 0, tonumber(sums[2]) or 0
-local lengths, entries, gone, dropped = {}, {}, {}, {}
-for _, record in ipairs(records) do
-  local old, new, docno = record.old, record.new, record.docno
-  if old then
-    for t = 3, #old, 2 do
-      local l = lists[old[t]]
-      l.df = l.df - 1
-      l.removed = l.removed or {}
-      l.removed[#l.removed + 1] = docno
-      if l.df == 0 then l.r, l.size = nil, nil end
+local docnos, lengths, averages, removals = {}, {}, {}, {}
+local rows, entries, gone, dropped = {}, {}, {}, {}
+local changed = 0
+for i = 1, count do
+  local old, entry = stored[i], ARGV[6 + 2 * i]
+  local docno = old and string.match(old, "^%[(%d+),")
+  if (old or entry ~= "") and not (old and entry ~= "" and old == "[" .. docno .. "," .. string.sub(entry, 2)) then
+    changed = changed + 1
+    if old then
+      local decoded = cjson.decode(old)
+      for t = 3, #decoded, 2 do
+        local p = position[decoded[t]]
+        if not p then return -1 end
+        local r = removals[p]
+        if r then r[#r + 1] = i else removals[p] = {i} end
+      end
+      n, total = n - 1, total - decoded[2]
     end
-    n, total = n - 1, total - old[2]
-  end
-  if new then
-    if not docno then
-      last = last + 1
-      docno = string.format("%d", last)
+    if entry ~= "" then
+      if not docno then
+        last = last + 1
+        docno = string.format("%d", last)
+      end
+      local dl = tonumber(string.match(entry, "^%[(%d+)"))
+      n, total = n + 1, total + dl
+      lengths[i], averages[i] = dl, total / n
+      local m = #rows
+      rows[m + 1], rows[m + 2] = docno, string.format("%d %s", dl, ids[i])
+      entries[m + 1], entries[m + 2] = ids[i], "[" .. docno .. "," .. string.sub(entry, 2)
+    else
+      gone[#gone + 1], dropped[#dropped + 1] = ids[i], docno
     end
-    local dl = new[1]
-    n, total = n + 1, total + dl
-    for t = 2, #new, 2 do
-      local l = lists[new[t]]
-      join(l, total / n)
-      local added, m = l.added, #l.added
-      added[m + 1], added[m + 2], added[m + 3] = docno, new[t + 1], dl
-    end
-    local m = #lengths
-    lengths[m + 1], lengths[m + 2] = docno, string.format("%d %s", dl, record.id)
-    entries[m + 1], entries[m + 2] = record.id, "[" .. docno .. "," .. string.sub(record.entry, 2)
-  else
-    gone[#gone + 1], dropped[#dropped + 1] = record.id, docno
+    docnos[i] = docno
   end
 end
+if changed == 0 then return 0 end
 
 local k1p1 = k1 + 1
 local function scale(dl, avgdl) return k1 * (1 - b + b * dl / avgdl) end
-local function score(tf, dl, avgdl)  -- ceil(tf_norm * unit): an integer below 2^52, as text
-  return string.format("%d", math.ceil(tf * k1p1 / (tf + scale(dl, avgdl)) * unit))
-end
-local function frequency(stored, dl, avgdl)
-  local impact = stored / unit
-  return math.floor(impact * scale(dl, avgdl) / (k1p1 - impact) + 0.5)
+local function frequency(impact, dl, avgdl)  -- the tf behind a stored impact
+  local norm = impact / unit
+  return math.floor(norm * scale(dl, avgdl) / (k1p1 - norm) + 0.5)
 end
 
 local function rebase(key, from, to)  -- re-score every posting of the list at reference `to`
-  local rows = redis.call("ZRANGE", key, 0, -1, "WITHSCORES")
-  for first = 1, #rows, 2000 do
+  local stored_rows = redis.call("ZRANGE", key, 0, -1, "WITHSCORES")
+  for first = 1, #stored_rows, 2000 do
     local members, args = {}, {}
-    for i = first, math.min(first + 1999, #rows), 2 do members[#members + 1] = rows[i] end
+    for i = first, math.min(first + 1999, #stored_rows), 2 do members[#members + 1] = stored_rows[i] end
     local values = redis.call("HMGET", KEYS[1], unpack(members))
     for j, member in ipairs(members) do
       local dl = tonumber(string.match(values[j], "^%d+"))
-      args[2 * j - 1], args[2 * j] = score(frequency(tonumber(rows[first + 2 * j - 1]), dl, from), dl, to), member
+      local tf = frequency(tonumber(stored_rows[first + 2 * j - 1]), dl, from)
+      args[2 * j - 1], args[2 * j] = math.ceil(tf * k1p1 / (tf + scale(dl, to)) * unit), member
     end
     redis.call("ZADD", key, unpack(args))
   end
 end
 
+-- each list replays its events in record order, a record's removal before its addition: df moves,
+-- an emptied list loses its reference, a joining record sets it on an empty list and rebases a list
+-- that has doubled since its last check when avgdl drifted; new postings are scored at the final
+-- reference (tf is exact either way)
+local references = call("HMGET", KEYS[4], terms)
 local set_refs, dropped_refs = {}, {}
-for _, term in ipairs(terms) do
-  local l = lists[term]
-  if l.removed then call("ZREM", l.key, l.removed) end
-  if l.r0 and l.r and l.r ~= l.r0 then rebase(l.key, l.r0, l.r) end
-  local added, r = l.added, l.r
-  if #added > 0 then
-    local args = {}
-    for j = 1, #added, 3 do
-      local m = (j + 2) / 3 * 2
-      args[m - 1], args[m] = score(added[j + 1], added[j + 2], r), added[j]
-    end
-    call("ZADD", l.key, args)
+for p = 1, lists do
+  local additions, leaving = plan[2 * p], removals[p] or {}
+  local r, size, df, text = nil, nil, 0, nil
+  if references[p] then
+    text, size, df = string.match(references[p], "^(%S+) (%S+) (%S+)$")
+    r, size, df = tonumber(text), tonumber(size), tonumber(df)
   end
-  if l.df == 0 then
-    dropped_refs[#dropped_refs + 1] = term
-  else
-    local m = #set_refs
-    local r = l.r == l.r0 and l.text or string.format("%.17g", l.r)
-    set_refs[m + 1], set_refs[m + 2] = term, string.format("%s %d %d", r, l.size, l.df)
+  local r0, a, e, events, removed = r, 1, 1, 0, {}
+  while true do
+    while additions[a] and not averages[additions[a]] do a = a + 2 end  -- unchanged or removed record
+    local joining, leaving_at = additions[a], leaving[e]
+    if not joining and not leaving_at then break end
+    events = events + 1
+    if leaving_at and (not joining or leaving_at <= joining) then
+      df = df - 1
+      removed[e] = docnos[leaving_at]
+      if df == 0 then r, size = nil, nil end
+      e = e + 1
+    else
+      df = df + 1
+      local avgdl = averages[joining]
+      if not r then
+        r, size = avgdl, df
+      elseif df >= 2 * size then
+        if math.abs(avgdl / r - 1) > drift then r = avgdl end
+        size = df
+      end
+      a = a + 2
+    end
+  end
+  if events > 0 then
+    local key = KEYS[4 + p]
+    if #removed > 0 then call("ZREM", key, removed) end
+    if r0 and r and r ~= r0 then rebase(key, r0, r) end
+    local args, m = {}, 0
+    for j = 1, #additions, 2 do
+      local i = additions[j]
+      if averages[i] then
+        local tf = additions[j + 1]
+        args[m + 1], args[m + 2] = math.ceil(tf * k1p1 / (tf + scale(lengths[i], r)) * unit), docnos[i]
+        m = m + 2
+      end
+    end
+    if m > 0 then call("ZADD", key, args) end
+    if df == 0 then
+      dropped_refs[#dropped_refs + 1] = terms[p]
+    else
+      local m = #set_refs
+      set_refs[m + 1] = terms[p]
+      set_refs[m + 2] = (r == r0 and text or string.format("%.17g", r)) .. string.format(" %d %d", size, df)
+    end
   end
 end
 if #dropped_refs > 0 then call("HDEL", KEYS[4], dropped_refs) end
@@ -188,8 +170,8 @@ if #gone > 0 then
   call("HDEL", KEYS[1], dropped)
   call("HDEL", KEYS[2], gone)
 end
-if #lengths > 0 then
-  call("HSET", KEYS[1], lengths)
+if #rows > 0 then
+  call("HSET", KEYS[1], rows)
   call("HSET", KEYS[2], entries)
 end
 if n == 0 then
@@ -197,4 +179,4 @@ if n == 0 then
 else
   redis.call("HSET", KEYS[3], "total", string.format("%d", total), "next", string.format("%d", last))
 end
-return #records
+return changed

@@ -7,15 +7,13 @@ concurrent write to the same record aborts the EXEC and the whole batch is rebui
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
 from redis.exceptions import WatchError
 
 from ..store.connection import is_cluster_transaction, server_errors
 from ..store.errors import ValidationError, WriteConflict
+from ..store.overlap import Request, sendable
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
@@ -35,10 +33,16 @@ __all__ = [
     "ALL_RECORDS",
     "PARTITIONS",
     "MAX_ATTEMPTS",
+    "CHUNK_START",
+    "CHUNK_GROWTH",
 ]
 
 #: How often a write is rebuilt after losing a WATCH race before giving up.
 MAX_ATTEMPTS = 20
+#: The first chunk of a bulk save is its chunk_size divided by this (at least one record) ..
+CHUNK_START = 16
+#: .. and each next chunk is this much larger, up to chunk_size.
+CHUNK_GROWTH = 1.5
 ALL_RECORDS = "all"
 PARTITIONS = "partitions"
 
@@ -234,49 +238,64 @@ def save_many(model: type, instances: list[Any], chunk_size: int = 1000) -> int:
 
 
 def _chunks(records: list[Any], chunk_size: int) -> list[list[Any]]:
-    """Consecutive chunks of at most ``chunk_size`` records; the first ones are smaller (an eighth of
-    it, doubling), so the server starts on the first while the client builds the next."""
-    chunks, start, size = [], 0, max(1, chunk_size // 8)
+    """Consecutive chunks of at most ``chunk_size`` records, the first ones smaller.
+
+    Sizes start at ``chunk_size / CHUNK_START`` and grow by ``CHUNK_GROWTH`` (1000: 62, 93, 140,
+    .., 1000): the server starts early, and each chunk the client builds takes about as long as
+    the server's work on the one before (``benchmarks/bulk_schedule.py`` measures the choice).
+    """
+    chunks, start, size = [], 0, max(1.0, chunk_size / CHUNK_START)
     while start < len(records):
-        chunks.append(records[start : start + size])
-        start, size = start + size, min(2 * size, chunk_size)
+        chunks.append(records[start : start + int(size)])
+        start += int(size)
+        size = min(size * CHUNK_GROWTH, chunk_size)
     return chunks
 
 
 def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
     """One MULTI/EXEC per chunk of new records, in order; none after one that failed.
 
-    A worker thread sends the transactions one after the other while the client builds the
-    next chunks (at most two wait for it), so the server's work overlaps the client's.
+    While the server executes a chunk's transaction the client builds and packs the next one
+    (:class:`~redmem.store.overlap.Request`) and sends it once the first one's replies are read,
+    so the server's work overlaps the client's. A chunk that fails to build (a bad record) stops
+    the save after the chunks before it are written.
     """
-    if len(chunks) < 2:
-        for chunk in chunks:
-            with client.pipeline(transaction=True) as pipe:
-                queue_new_records(pipe, client, chunk, register=False, fresh=True)
+    if not chunks:
+        return
+    first = _chunk_transaction(client, chunks[0])
+    if not sendable(client, first):  # a cluster: one transaction after the other
+        with first:
+            first.execute()
+        for chunk in chunks[1:]:
+            with _chunk_transaction(client, chunk) as pipe:
                 pipe.execute()
         return
-    failed = threading.Event()
-
-    def send(pipe: Any) -> None:
-        with pipe:
-            if failed.is_set():
-                return
+    current = Request(client, first)
+    try:
+        current.send()
+        for chunk in chunks[1:]:
             try:
-                pipe.execute()
+                following = Request(client, _chunk_transaction(client, chunk))
             except BaseException:
-                failed.set()
+                current.replies()
                 raise
+            try:
+                current.replies()
+            except BaseException:
+                following.abandon()
+                raise
+            current = following
+            current.send()
+        current.replies()
+    finally:
+        current.abandon()
 
-    with ThreadPoolExecutor(max_workers=1) as sender:
-        sent: deque = deque()
-        for chunk in chunks:
-            pipe = client.pipeline(transaction=True)
-            queue_new_records(pipe, client, chunk, register=False, fresh=True)
-            if len(sent) == 2:
-                sent.popleft().result()
-            sent.append(sender.submit(send, pipe))
-        for future in sent:
-            future.result()
+
+def _chunk_transaction(client: Any, chunk: list[Any]) -> Any:
+    """A transaction pipeline holding the writes of a chunk of new records (not sent)."""
+    pipe = client.pipeline(transaction=True)
+    queue_new_records(pipe, client, chunk, register=False, fresh=True)
+    return pipe
 
 
 def hashes_present(batch: SaveBatch) -> set[str]:

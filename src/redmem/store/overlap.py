@@ -1,9 +1,11 @@
 """Run local work while the server executes a pipeline: send, work, then read the replies.
 
-A first retrieval round sends its searches and, meanwhile, scores the in-process vector matrix:
-the server and the client each use a core, so the round trip and the scan cost the longer of
-the two instead of their sum. On a cluster (replies come from several nodes) the work runs
-first and the pipeline as usual.
+A first retrieval round sends its searches and, meanwhile, scores the in-process vector matrix;
+a bulk save sends one chunk's MULTI/EXEC and, meanwhile, builds and packs the next chunk. The
+server and the client each use a core, so the round trip and the work cost the longer of the
+two instead of their sum -- in one thread, so no second thread fights the first for the GIL.
+On a cluster (replies come from several nodes) or a pipeline in WATCH mode, the work runs first
+and the pipeline as usual.
 """
 
 from __future__ import annotations
@@ -12,48 +14,121 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from redis.cluster import RedisCluster
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import ExecAbortError, ResponseError, WatchError
 
-__all__ = ["execute_while"]
+__all__ = ["execute_while", "Request", "sendable"]
 
 T = TypeVar("T")
+
+
+def sendable(client: Any, pipe: Any) -> bool:
+    """Whether ``pipe`` can be sent ahead of reading its replies (one server, queued commands, no WATCH)."""
+    return not isinstance(client, RedisCluster) and bool(pipe.command_stack) and not getattr(pipe, "watching", False)
+
+
+class Request:
+    """A pipeline's commands packed on a pooled connection, sent, and its replies read later.
+
+    A transaction pipeline goes as one MULTI / commands / EXEC. Until :meth:`replies` returns,
+    the request holds its connection; :meth:`abandon` gives it back (closed if replies may be
+    left unread). The pipeline itself is reset once the replies are read.
+    """
+
+    def __init__(self, client: Any, pipe: Any) -> None:
+        self.client, self.pipe = client, pipe
+        self.commands = list(pipe.command_stack)
+        self.transaction = bool(getattr(pipe, "transaction", False))
+        framed = [(("MULTI",), {}), *self.commands, (("EXEC",), {})] if self.transaction else self.commands
+        self.connection = client.connection_pool.get_connection()
+        self.sent = False
+        try:
+            self.payload = self.connection.pack_commands([args for args, _ in framed])
+        except BaseException:
+            self.abandon()
+            raise
+
+    def send(self) -> None:
+        """Send the packed commands, retrying connection errors by the connection's retry policy.
+
+        A retry reconnects first, and the server drops what it read of an unfinished transaction
+        with the closed connection, so nothing runs twice.
+        """
+        self.sent = True
+        self.connection.retry.call_with_retry(
+            lambda: self.connection.send_packed_command(self.payload), lambda _: self.connection.disconnect()
+        )
+
+    def replies(self) -> list[Any]:
+        """The replies, as ``pipe.execute()`` returns them; the first error reply is raised after all are read."""
+        try:
+            if self.transaction:
+                replies = _read_transaction(self.client, self.connection, self.commands)
+            else:
+                replies = [_reply(self.client, self.connection, args, options) for args, options in self.commands]
+        except BaseException:
+            self.abandon()
+            raise
+        self.client.connection_pool.release(self.connection)
+        self.connection = None
+        self.pipe.reset()
+        for error in replies:
+            if isinstance(error, ResponseError):
+                raise error
+        return replies
+
+    def abandon(self) -> None:
+        """Give the connection back without reading replies (closed first when anything was sent)."""
+        if self.connection is None:
+            return
+        if self.sent:
+            self.connection.disconnect()
+        self.client.connection_pool.release(self.connection)
+        self.connection = None
 
 
 def execute_while(client: Any, pipe: Any, work: Callable[[], T]) -> tuple[list[Any], T]:
     """``(pipe's replies, work())``, ``work`` running while the server executes the pipeline.
 
-    Replies are parsed as ``pipe.execute()`` would; the first error reply is raised after all
-    replies are read. A connection that fails before the work ran is retried the normal way.
+    Replies are those of ``pipe.execute()``; the first error reply is raised after all replies
+    are read.
     """
-    if isinstance(client, RedisCluster) or not pipe.command_stack:
+    if not sendable(client, pipe):
         result = work()
         return pipe.execute(), result
-    commands = list(pipe.command_stack)
-    pool = client.connection_pool
-    connection = pool.get_connection()
+    request = Request(client, pipe)
     try:
-        try:
-            connection.send_packed_command(connection.pack_commands([args for args, _ in commands]))
-        except (RedisConnectionError, RedisTimeoutError):
-            connection.disconnect()
-            result = work()
-            return pipe.execute(), result
+        request.send()
         result = work()
-        replies = []
-        for args, options in commands:
-            try:
-                replies.append(client.parse_response(connection, args[0], **options))
-            except ResponseError as error:
-                replies.append(error)
     except BaseException:
-        connection.disconnect()  # replies may be left unread on the socket
+        request.abandon()
         raise
-    finally:
-        pool.release(connection)
-    pipe.reset()
-    for error in replies:
-        if isinstance(error, ResponseError):
-            raise error
-    return replies, result
+    return request.replies(), result
+
+
+def _reply(client: Any, connection: Any, args: tuple, options: dict) -> Any:
+    """One parsed reply (the error itself when the server answered with one)."""
+    try:
+        return client.parse_response(connection, args[0], **options)
+    except ResponseError as error:
+        return error
+
+
+def _read_transaction(client: Any, connection: Any, commands: list[tuple[tuple, dict]]) -> list[Any]:
+    """The replies of a sent MULTI / commands / EXEC, each through its command's response callback.
+
+    A command refused while queued aborts the whole transaction: its error is raised. A
+    transaction that lost a WATCH race raises :class:`~redis.exceptions.WatchError`.
+    """
+    queued = [_reply(client, connection, ("_",), {}) for _ in range(len(commands) + 1)]  # MULTI, QUEUED..
+    try:
+        results = client.parse_response(connection, "_")
+    except ExecAbortError as aborted:
+        refused = [e for e in queued if isinstance(e, ResponseError)]
+        raise (refused[0] if refused else aborted) from None
+    if results is None:
+        raise WatchError("Watched variable changed.")
+    callbacks = client.response_callbacks
+    return [
+        reply if isinstance(reply, Exception) or args[0] not in callbacks else callbacks[args[0]](reply, **options)
+        for reply, (args, options) in zip(results, commands)
+    ]
