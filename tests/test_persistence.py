@@ -178,7 +178,7 @@ def test_save_many_sends_no_chunk_after_one_that_failed(db):
     db.set(space.key("all"), "not a sorted set")  # every chunk of partition b fails in its EXEC
     facts = [Fact(agent_id="a", rank=i) for i in range(20)] + [Fact(agent_id="b", rank=i) for i in range(20)]
     with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
-        Fact.save_many(facts, chunk_size=8)  # chunks of 1, 1, 2, 3, 5, 7 and 1 records per partition
+        Fact.save_many(facts, chunk_size=8)  # chunks of 1, 1, 2, 3, 5, 1, 3, 2, 1, 1 per partition
     assert Fact.query.filter(agent_id="a").count() == 20
     stored = [f.fact_id is not None and db.exists(f.db_key.redis_key) == 1 for f in facts[20:]]
     assert stored == [True] + [False] * 19  # a failed EXEC still ran its other commands; no later chunk ran
@@ -257,18 +257,63 @@ def test_save_many_stops_at_a_chunk_that_fails_to_build_after_writing_the_ones_b
         weight = FloatField()
 
     facts = [Fact(agent_id="a", weight=i) for i in range(40)]
-    facts[20].weight = "heavy"  # in the seventh chunk (chunk_size 16: 1, 1, 2, 3, 5, 7, 11 and 10 records)
+    facts[20].weight = "heavy"  # in the seventh chunk (chunk_size 16: 1, 1, 2, 3, 5, 7, 2, 7, 5, 3, 2, 1, 1)
     with pytest.raises(redmem.ValidationError, match="weight"):
         Fact.save_many(facts, chunk_size=16)
     stored = [f.fact_id is not None and db.exists(f.db_key.redis_key) == 1 for f in facts]
     assert stored == [True] * 19 + [False] * 21  # chunks 1-6 written (the 6th while the 7th was built)
 
 
-def test_bulk_chunks_grow_by_half_from_a_sixteenth(db):
+def test_bulk_chunks_grow_by_half_from_a_sixteenth_at_both_ends():
     from redmem.model.persistence import _chunks
 
-    assert [len(c) for c in _chunks(list(range(3000)), 1000)] == [62, 93, 140, 210, 316, 474, 711, 994]
+    assert [len(c) for c in _chunks(list(range(3000)), 1000)] == [62, 93, 140, 210, 316, 474, 410,
+                                                                   474, 316, 210, 140, 93, 62]
+    middle = [len(c) for c in _chunks(list(range(10_000)), 1000)][7:-7]
+    assert middle and set(middle) <= {1000} | {min(middle)}
     assert [len(c) for c in _chunks(list(range(5)), 1)] == [1] * 5
     assert _chunks([], 10) == []
     records = list(range(1234))
     assert [x for chunk in _chunks(records, 100) for x in chunk] == records
+
+
+def test_cyclic_gc_paused_restores_the_collector_as_it_found_it():
+    import gc
+
+    from redmem.model.persistence import cyclic_gc_paused
+
+    assert gc.isenabled()
+    with cyclic_gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(KeyError), cyclic_gc_paused():
+        raise KeyError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            pass
+        assert not gc.isenabled()  # the caller's choice stands
+    finally:
+        gc.enable()
+
+
+def test_save_many_builds_its_chunks_with_the_cyclic_collector_paused(db):
+    import gc
+
+    seen = []
+
+    class Watching:
+        @classmethod
+        def queue_save_many(cls, batches):
+            seen.append(gc.isenabled())
+            super().queue_save_many(batches)
+
+    class Fact(Watching, Model):
+        fact_id = AutoKeyField()
+        agent_id = KeyField(partition_by="agent_id")
+        rank = SortedField()
+
+    Fact.save_many([Fact(agent_id="a", rank=i) for i in range(30)], chunk_size=8)
+    assert seen and not any(seen) and gc.isenabled()
+    assert Fact.query.filter(agent_id="a").count() == 30

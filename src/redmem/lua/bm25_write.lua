@@ -25,12 +25,13 @@ for p = 1, lists do
   position[terms[p]] = p
 end
 
-local function call(command, key, args)  -- one command per 1000 arguments: unpack() has a stack limit
-  if #args == 0 then return {} end
-  if #args <= 1000 then return redis.call(command, key, unpack(args)) end
+local function call(command, key, args, count)  -- args[1..count] (all of them by default), one command
+  count = count or #args                         -- per 1000 arguments: unpack() has a stack limit
+  if count == 0 then return {} end
+  if count <= 1000 then return redis.call(command, key, unpack(args, 1, count)) end
   local out = {}
-  for first = 1, #args, 1000 do
-    local reply = redis.call(command, key, unpack(args, first, math.min(first + 999, #args)))
+  for first = 1, count, 1000 do
+    local reply = redis.call(command, key, unpack(args, first, math.min(first + 999, count)))
     if type(reply) == "table" then
       for j = 1, #reply do out[first + j - 1] = reply[j] end
     end
@@ -110,15 +111,16 @@ end
 -- that has doubled since its last check when avgdl drifted; new postings are scored at the final
 -- reference (tf is exact either way)
 local references = call("HMGET", KEYS[4], terms)
-local set_refs, dropped_refs = {}, {}
+local set_refs, dropped_refs, kept = {}, {}, 0
+local none, args = {}, {}  -- no removals; one argument buffer for every list (filled to m)
 for p = 1, lists do
-  local additions, leaving = plan[2 * p], removals[p] or {}
+  local additions, leaving = plan[2 * p], removals[p] or none
   local r, size, df, text = nil, nil, 0, nil
   if references[p] then
     text, size, df = string.match(references[p], "^(%S+) (%S+) (%S+)$")
     r, size, df = tonumber(text), tonumber(size), tonumber(df)
   end
-  local r0, a, e, events, removed = r, 1, 1, 0, {}
+  local r0, a, e, events, removed = r, 1, 1, 0, nil
   while true do
     while additions[a] and not averages[additions[a]] do a = a + 2 end  -- unchanged or removed record
     local joining, leaving_at = additions[a], leaving[e]
@@ -126,6 +128,7 @@ for p = 1, lists do
     events = events + 1
     if leaving_at and (not joining or leaving_at <= joining) then
       df = df - 1
+      removed = removed or {}
       removed[e] = docnos[leaving_at]
       if df == 0 then r, size = nil, nil end
       e = e + 1
@@ -143,29 +146,29 @@ for p = 1, lists do
   end
   if events > 0 then
     local key = KEYS[4 + p]
-    if #removed > 0 then call("ZREM", key, removed) end
+    if removed then call("ZREM", key, removed) end
     if r0 and r and r ~= r0 then rebase(key, r0, r) end
-    local args, m = {}, 0
+    local m = 0
     for j = 1, #additions, 2 do
       local i = additions[j]
       if averages[i] then
         local tf = additions[j + 1]
-        args[m + 1], args[m + 2] = math.ceil(tf * k1p1 / (tf + scale(lengths[i], r)) * unit), docnos[i]
+        args[m + 1], args[m + 2] = math.ceil(tf * k1p1 / (tf + k1 * (1 - b + b * lengths[i] / r)) * unit), docnos[i]
         m = m + 2
       end
     end
-    if m > 0 then call("ZADD", key, args) end
+    if m > 0 then call("ZADD", key, args, m) end
     if df == 0 then
       dropped_refs[#dropped_refs + 1] = terms[p]
     else
-      local m = #set_refs
-      set_refs[m + 1] = terms[p]
-      set_refs[m + 2] = (r == r0 and text or string.format("%.17g", r)) .. string.format(" %d %d", size, df)
+      set_refs[kept + 1] = terms[p]
+      set_refs[kept + 2] = (r == r0 and text or string.format("%.17g", r)) .. " " .. size .. " " .. df
+      kept = kept + 2
     end
   end
 end
 if #dropped_refs > 0 then call("HDEL", KEYS[4], dropped_refs) end
-if #set_refs > 0 then call("HSET", KEYS[4], set_refs) end
+if kept > 0 then call("HSET", KEYS[4], set_refs) end
 if #gone > 0 then
   call("HDEL", KEYS[1], dropped)
   call("HDEL", KEYS[2], gone)

@@ -48,7 +48,7 @@ def _stem(word: str) -> str:
     if stem is None:
         stemmer = getattr(_local, "stemmer", None)
         if stemmer is None:
-            stemmer = _local.stemmer = Stemmer.Stemmer("english")
+            stemmer = _local.stemmer = Stemmer.Stemmer("english", 0)  # no cache of its own: _stems is one
         if len(_stems) >= _MAX_MEMOISED:
             _stems.clear()
         stem = _stems[word] = stemmer.stemWord(word)
