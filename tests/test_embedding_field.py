@@ -493,3 +493,54 @@ def test_random_writes_keep_search_equal_to_brute_force(any_db, monkeypatch, log
                 assert all(cosines[m.memory_id] == pytest.approx(m._vector_score, abs=1e-5) for m in found)
             redmem.configure(client=any_db)
     watcher.close()
+
+
+def test_save_many_stores_the_vectors_version_and_log_of_one_save_per_record(any_db, monkeypatch):
+    """Chunks of 7 (one script call each) against one save() per record: the same vectors, the
+    same version n and floor, the same change log, record for record (log trimmed along the way)."""
+    monkeypatch.setattr(embedding_module, "LOG_KEEP", 4)
+    monkeypatch.setattr(embedding_module, "LOG_FRACTION", 3)
+
+    def model(name: str) -> type:
+        fields = {"memory_id": AutoKeyField(), "agent_id": KeyField(), "content": StringField(),
+                  "embedding": EmbeddingField(source="content", provider=HashingEmbeddings(16),
+                                              partition_by="agent_id")}
+        return type(name, (Model,), {"__module__": __name__, **fields})
+
+    one, many = model("VecOne"), model("VecMany")
+    texts = [f"note {i} about {'deploys' if i % 3 else 'cats'}" for i in range(40)]
+    singles = [one(agent_id="a", content=t) for t in texts]
+    for record in singles:
+        record.save()
+    bulk = [many(agent_id="a", content=t) for t in texts]
+    assert many.save_many(bulk, chunk_size=7) == 40
+
+    def state(records: list, keys: list[str]) -> tuple:
+        position = {r.memory_id.encode(): i for i, r in enumerate(records)}
+        vectors = {position[k]: v for k, v in any_db.hgetall(keys[0]).items()}
+        version = {k: v for k, v in any_db.hgetall(keys[1]).items() if k != b"epoch"}
+        log = [(position[m], s) for m, s in any_db.zrange(keys[2], 0, -1, withscores=True)]
+        return vectors, version, log
+
+    space_one, space_many = (m.query.filter(agent_id="a").partition() for m in (one, many))
+    expected = state(singles, one.embedding.keys(space_one))
+    assert expected[1][b"n"] == b"40" and len(expected[2]) == 13 and b"floor" in expected[1]
+    assert state(bulk, many.embedding.keys(space_many)) == expected
+
+
+def test_a_vector_of_the_wrong_length_from_embed_many_is_refused_at_save(db):
+    """A field declaring other dimensions than its provider gives: embed_many's vectors, checked
+    against the provider, are checked again against the field before anything is written."""
+
+    class Narrow(Model):
+        note_id = AutoKeyField()
+        agent_id = KeyField()
+        text = StringField()
+        embedding = EmbeddingField(source="text", provider=HashingEmbeddings(16), dimensions=8,
+                                   partition_by="agent_id")
+
+    notes = [Narrow(agent_id="a", text=f"note {i}") for i in range(3)]
+    assert embed_many(notes) == 3
+    with pytest.raises(ValidationError, match="16 dimensions, expected 8"):
+        Narrow.save_many(notes)
+    assert Narrow.query.filter(agent_id="a").count() == 0

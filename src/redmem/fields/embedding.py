@@ -195,7 +195,9 @@ class EmbeddingField(Field):
         if text is None:
             state = _Embedded(None, None)
         elif state is not None and (state.explicit or state.digest == digest):
-            vector = None if state.vector is None else as_matrix(state.vector, self.dimensions, 1, self.label)[0]
+            vector = state.vector
+            if vector is not None and (state.explicit or vector.shape != (self.dimensions,)):
+                vector = as_matrix(vector, self.dimensions, 1, self.label)[0]  # checked when it was embedded
             state = _Embedded(vector, digest, None if vector is not None else text)
         elif creating or state is not None:  # a new record, or the text changed since it was embedded
             state = _Embedded(self.embed_texts([text])[0], digest)
@@ -223,19 +225,29 @@ class EmbeddingField(Field):
         return state.vector, state.digest
 
     def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
-        action = batch.prepared.get(self.name)
-        if action is _REMOVE:
-            self._write(batch, b"")
-        elif action is not None:
-            vector, origin = action
-            self._write(batch, encode_stored(vector, self.dtype, origin))
+        self._write(batch, self._stored_value(batch))
+
+    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+        """Write the vectors of a chunk of records (of one partition) in one script call."""
+        self._write(batches[0], [x for batch in batches for x in self._stored_value(batch)])
 
     def on_delete(self, batch: "SaveBatch", old: dict) -> None:
-        self._write(batch, b"")
+        self._write(batch, [batch.record_id, b""])
 
-    def _write(self, batch: "SaveBatch", value: bytes) -> None:
-        """Queue ``vector_write.lua``: set the record's stored vector (``b""``: remove it)."""
-        batch.script("vector_write", self.keys(batch.keyspace), [batch.record_id, value, LOG_KEEP, LOG_FRACTION])
+    def _stored_value(self, batch: "SaveBatch") -> list[Any]:
+        """``[record id, stored vector]`` to write (``b""``: remove it), or ``[]`` for nothing."""
+        action = batch.prepared.get(self.name)
+        if action is None:
+            return []
+        if action is _REMOVE:
+            return [batch.record_id, b""]
+        vector, origin = action
+        return [batch.record_id, encode_stored(vector, self.dtype, origin)]
+
+    def _write(self, batch: "SaveBatch", changes: list[Any]) -> None:
+        """Queue ``vector_write.lua`` for ``changes`` (record id, stored vector or ``b""``, ..), if any."""
+        if changes:
+            batch.script("vector_write", self.keys(batch.keyspace), [LOG_KEEP, LOG_FRACTION, *changes])
 
     # -- bulk ----------------------------------------------------------------------------------
     def embed_many(self, instances: Iterable[Any]) -> int:

@@ -1,33 +1,44 @@
 -- KEYS[1] vectors hash (record id -> stored vector, see redmem/embeddings/codec.py)   KEYS[2] version hash {epoch, n, floor}
 -- KEYS[3] change log zset (record id -> n of its last change)
--- ARGV[1] record id   ARGV[2] stored vector ('' removes the record's vector)
--- ARGV[3] the log keeps at least this many entries   ARGV[4] ... or 1 per this many vectors, if more
--- returns the partition's version n after the write (unchanged when there was nothing to remove)
+-- ARGV[1] the log keeps at least this many entries   ARGV[2] ... or 1 per this many vectors, if more
+-- ARGV[3..] record id, stored vector ('' removes the record's vector), .. applied in order, each as
+--   its own call would be
+-- returns the partition's version n after the writes (unchanged by a removal of nothing)
 -- A vector set that becomes empty is deleted with its version and log; the next write starts a
 -- new epoch (the server time), so a cached matrix of the old life is never taken as current.
--- The oldest log entries past the bound are dropped; floor = the newest n dropped: a reader
--- whose version is below it reloads the whole set.
-if ARGV[2] == '' then
-  if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then
-    return tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
+-- After each change the oldest log entries past the bound are dropped; floor = the newest n
+-- dropped: a reader whose version is below it reloads the whole set.
+local keep, fraction = tonumber(ARGV[1]), tonumber(ARGV[2])
+local n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
+local vectors, logged = redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[3])
+for i = 3, #ARGV, 2 do
+  local id, value, changed = ARGV[i], ARGV[i + 1], true
+  if value == '' then
+    if redis.call('HDEL', KEYS[1], id) == 0 then
+      changed = false
+    else
+      vectors = vectors - 1
+      if vectors == 0 then
+        redis.call('DEL', KEYS[2], KEYS[3])
+        n, logged, changed = 0, 0, false
+      end
+    end
+  else
+    if n == 0 and redis.call('EXISTS', KEYS[2]) == 0 then
+      local now = redis.call('TIME')
+      redis.call('HSET', KEYS[2], 'epoch', now[1] .. '.' .. now[2], 'n', 0)
+    end
+    vectors = vectors + redis.call('HSET', KEYS[1], id, value)
   end
-  if redis.call('HLEN', KEYS[1]) == 0 then
-    redis.call('DEL', KEYS[2], KEYS[3])
-    return 0
+  if changed then
+    n = redis.call('HINCRBY', KEYS[2], 'n', 1)
+    logged = logged + redis.call('ZADD', KEYS[3], n, id)
+    local excess = logged - math.max(keep, math.floor(vectors / fraction))
+    if excess > 0 then
+      local dropped = redis.call('ZPOPMIN', KEYS[3], excess)
+      redis.call('HSET', KEYS[2], 'floor', dropped[#dropped])
+      logged = logged - excess
+    end
   end
-else
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    local now = redis.call('TIME')
-    redis.call('HSET', KEYS[2], 'epoch', now[1] .. '.' .. now[2], 'n', 0)
-  end
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-end
-local n = redis.call('HINCRBY', KEYS[2], 'n', 1)
-redis.call('ZADD', KEYS[3], n, ARGV[1])
-local bound = math.max(tonumber(ARGV[3]), math.floor(redis.call('HLEN', KEYS[1]) / tonumber(ARGV[4])))
-local excess = redis.call('ZCARD', KEYS[3]) - bound
-if excess > 0 then
-  local dropped = redis.call('ZPOPMIN', KEYS[3], excess)
-  redis.call('HSET', KEYS[2], 'floor', dropped[#dropped])
 end
 return n
