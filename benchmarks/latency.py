@@ -12,7 +12,8 @@ is the LoCoMo run's business). Measured per library and N:
 
 - ingest: the first ``single`` memories one ``save()`` each, the rest in bulk (redmem
   ``Model.save_many``, popoto ``Model.bulk_create``); memories/s with the embedding time left
-  out (it is reported apart);
+  out (it is reported apart); ``--ingest-repeats`` ingests per N (the extra ones on fresh
+  servers, with no assembles), figures are their medians, each run kept under ``runs``;
 - Redis memory per memory: ``used_memory`` delta over the model's ingest / N (summed over the
   cluster's nodes);
 - ``assemble()`` (max_items 10) per mode — lexical and hybrid, and redmem's composite up to
@@ -106,15 +107,23 @@ def latency_figures(repeats: list[list[dict]]) -> dict[str, Any]:
     return {**median_of([per(rows) for rows in repeats]), "repeats": len(repeats)}
 
 
-def run_redmem(n: int, texts: list[str], queries: list[str], args: Any, clients: list[Any]) -> dict[str, Any]:
+def ingest_redmem(n: int, texts: list[str], args: Any, clients: list[Any]) -> tuple[dict[str, type], dict[str, Any]]:
+    """The lexical and hybrid models of N memories, and the ingest figures of each."""
     provider = hash_provider()
-    out: dict[str, Any] = {"ingest": {}, "assemble": {}}
     models = {"lexical": memory_model(f"LatLex{n}"), "hybrid": memory_model(f"LatHyb{n}", provider)}
+    ingest = {}
     for kind, model in models.items():
         before = used_memory(clients)
         part = ingest_measured(model, AGENT, texts, min(args.single, n // 5), provider if kind == "hybrid" else None,
                                chunk_size=args.chunk_size)
-        out["ingest"][kind] = ingest_figures(part, used_memory(clients) - before, n)
+        ingest[kind] = ingest_figures(part, used_memory(clients) - before, n)
+    return models, ingest
+
+
+def run_redmem(n: int, texts: list[str], queries: list[str], args: Any, clients: list[Any]) -> dict[str, Any]:
+    provider = hash_provider()
+    models, ingest = ingest_redmem(n, texts, args, clients)
+    out: dict[str, Any] = {"ingest": ingest, "assemble": {}}
     modes = [("lexical", models["lexical"]), ("hybrid", models["hybrid"])]
     if n <= args.composite_up_to:
         modes.append(("composite", models["lexical"]))
@@ -126,20 +135,60 @@ def run_redmem(n: int, texts: list[str], queries: list[str], args: Any, clients:
     return out
 
 
+def popoto_kinds(n: int, args: Any) -> tuple[str, ...]:
+    return ("lexical", "hybrid") if n <= args.popoto_hybrid_up_to else ("lexical",)
+
+
+def ingest_popoto(popoto: PopotoProcess, n: int, texts: list[str], args: Any, clients: list[Any]) -> dict[str, Any]:
+    """popoto's models of N memories (set up in ``popoto``), and the ingest figures of each."""
+    ingest = {}
+    for kind in popoto_kinds(n, args):
+        name = f"PopotoLat{kind.title()}{n}"
+        popoto.call("setup", name=name, embedding="hash" if kind == "hybrid" else None)
+        before = used_memory(clients)
+        part = popoto.call("ingest", name=name, agent_id=AGENT, texts=texts, single=min(args.single, n // 5))
+        ingest[kind] = ingest_figures(part, used_memory(clients) - before, n)
+    return ingest
+
+
+def popoto_url(url: str) -> str:
+    return url + ("&" if "?" in url else "?") + "db=1"
+
+
 def run_popoto(n: int, texts: list[str], queries: list[str], args: Any, url: str, clients: list[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"ingest": {}, "assemble": {}}
-    with PopotoProcess(url + ("&" if "?" in url else "?") + "db=1") as popoto:
-        for kind in ("lexical", "hybrid") if n <= args.popoto_hybrid_up_to else ("lexical",):
+    with PopotoProcess(popoto_url(url)) as popoto:
+        out["ingest"] = ingest_popoto(popoto, n, texts, args, clients)
+        for kind in popoto_kinds(n, args):
             name = f"PopotoLat{kind.title()}{n}"
-            popoto.call("setup", name=name, embedding="hash" if kind == "hybrid" else None)
-            before = used_memory(clients)
-            part = popoto.call("ingest", name=name, agent_id=AGENT, texts=texts, single=min(args.single, n // 5))
-            out["ingest"][kind] = ingest_figures(part, used_memory(clients) - before, n)
             popoto.call("assemble", name=name, agent_id=AGENT, queries=queries[:WARMUP], mode=kind)
             runs = [popoto.call("assemble", name=name, agent_id=AGENT, queries=queries, mode=kind)["results"]
                     for _ in range(args.repeats)]
             out["assemble"][kind] = latency_figures(runs)
             log.info("popoto N=%d %s: %s", n, kind, _short(out["assemble"][kind]))
+    return out
+
+
+def ingest_alone(n: int, texts: list[str], args: Any, systems: list[str]) -> dict[str, dict[str, Any]]:
+    """One more ingest of every system on a fresh server (no assembles): figures by system."""
+    found: dict[str, dict[str, Any]] = {}
+    with servers(args.cluster) as (url, clients):
+        redmem.connect(url, cluster=args.cluster)
+        if "redmem" in systems:
+            found["redmem"] = ingest_redmem(n, texts, args, clients)[1]
+        if "popoto" in systems:
+            with PopotoProcess(popoto_url(url)) as popoto:
+                found["popoto"] = ingest_popoto(popoto, n, texts, args, clients)
+    return found
+
+
+def median_ingest(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Figures by system and model kind: the median of each over ``runs``, the runs themselves kept."""
+    out: dict[str, dict[str, Any]] = {}
+    for system in runs[0]:
+        out[system] = {kind: {**median_of([run[system][kind] for run in runs]),
+                              "runs": [run[system][kind] for run in runs]}
+                       for kind in runs[0][system]}
     return out
 
 
@@ -153,6 +202,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--ingest-repeats", type=int, default=3,
+                        help="ingests per N and system (the extra ones on fresh servers); figures are medians")
     parser.add_argument("--single", type=int, default=2000, help="memories saved one by one (at most N/5)")
     parser.add_argument("--systems", default="redmem,popoto")
     parser.add_argument("--chunk-size", type=int, default=1000, help="redmem save_many chunk_size of the bulk ingest")
@@ -165,19 +216,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", default=None, help="results/<out>.json (default latency or latency_cluster; '' none)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.sizes, args.queries, args.repeats = "1000,2000", 50, 1
+        args.sizes, args.queries, args.repeats, args.ingest_repeats = "1000,2000", 50, 1, 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     systems = [s for s in args.systems.split(",") if not (args.cluster and s == "popoto")]
     results: dict[str, Any] = {}
     started, version = time.perf_counter(), None
     out = args.out if args.out is not None else ("latency_cluster" if args.cluster else "latency")
     payload = {"benchmark": "latency", "cluster": args.cluster, "sizes": args.sizes, "queries": args.queries,
-               "chunk_size": args.chunk_size,
+               "chunk_size": args.chunk_size, "ingest_repeats": args.ingest_repeats,
                "repeats": args.repeats, "warmup": WARMUP, "targets": TARGETS, "reference": REFERENCE,
                "results": results}
     for n in (int(size) for size in args.sizes.split(",")):
         texts = synthetic_texts(n)
         queries = synthetic_queries(texts, args.queries)
+        ingests = [ingest_alone(n, texts, args, systems) for _ in range(args.ingest_repeats - 1)]
         with servers(args.cluster) as (url, clients):
             redmem.connect(url, cluster=args.cluster)
             results[str(n)] = {}
@@ -186,6 +238,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if "popoto" in systems:
                 results[str(n)]["popoto"] = run_popoto(n, texts, queries, args, url, clients)
             version = clients[0].info("server").get("redis_version")
+        ingests.append({system: found["ingest"] for system, found in results[str(n)].items()})
+        for system, figures in median_ingest(ingests).items():
+            results[str(n)][system]["ingest"] = figures
         payload.update(machine=machine(), redis_version=version, seconds=time.perf_counter() - started)
         if out:
             write_json(out, payload)  # after every N, so a long run keeps what it measured
