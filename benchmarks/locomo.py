@@ -17,7 +17,9 @@ Systems (same server, same run; popoto in its own venv, see popoto_bridge.py):
 - ``redmem``: the seed's Memory model, one turn's text per memory; modes lexical, hybrid
   (MiniLM int8), composite (``score_weights`` relevance 0.6 / confidence 0.3, fused with BM25).
 - ``conversation``: ``redmem.recipes.conversation.ConversationMemory`` via
-  ``ingest_conversation(turns, agent_id, window=2)``; modes lexical and hybrid.
+  ``ingest_conversation(turns, agent_id, window=2)``; modes lexical, hybrid (RRF with the
+  query-adaptive weights) and ``convex`` (the recipe's ``conversation_assembler()``: hybrid,
+  convex score fusion, keyword and vector lists weighing the same).
 - ``popoto``: the same Memory fields in popoto; modes lexical, hybrid (same MiniLM files),
   and lexical over turns prefixed with the session date (``popoto-dated``).
 
@@ -45,7 +47,7 @@ from common import hash_vectors, machine, summary, write_json  # noqa: E402
 from popoto_bridge import PopotoProcess  # noqa: E402
 from redmem.context.tokens import exact_counter  # noqa: E402
 from redmem.embeddings.local import bundled_model_path, bundled_tokenizer_path  # noqa: E402
-from redmem.recipes.conversation import ConversationMemory, ingest_conversation  # noqa: E402
+from redmem.recipes.conversation import ConversationMemory, conversation_assembler, ingest_conversation  # noqa: E402
 from redmem.store.embedded import EmbeddedServer  # noqa: E402
 from redmem_driver import TimedProvider, assemble_many, memory_model, minilm_function  # noqa: E402
 
@@ -144,7 +146,9 @@ def run_conversation(conversations: list[dict], provider: TimedProvider, modes: 
 def _ask(answers: dict, model: type, talk: dict, to_dia: dict, modes: list[str], provider: TimedProvider) -> None:
     queries = [q["question"] for q in talk["questions"]]
     for mode in modes:
-        for row in assemble_many(model, mode, talk["agent_id"], queries, provider=provider, formatted=True):
+        recipe = conversation_assembler(model, max_items=10) if mode == "convex" else None
+        for row in assemble_many(model, mode, talk["agent_id"], queries, provider=provider, formatted=True,
+                                 assembler=recipe):
             row["dia_ids"] = [to_dia[i] for i in row["ids"]]
             answers[mode].append(row)
 
@@ -199,14 +203,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if "redmem" in systems:
             runs["redmem"] = run_redmem(conversations, provider, ["lexical", *hybrid, "composite"])
         if "conversation" in systems:
-            runs["redmem ConversationMemory"] = run_conversation(conversations, provider, ["lexical", *hybrid])
+            convex = ["convex"] if hybrid else []
+            runs["redmem ConversationMemory"] = run_conversation(conversations, provider, ["lexical", *hybrid, *convex])
         if "popoto" in systems:
             url = server.url + ("&" if "?" in server.url else "?") + "db=1"
             runs["popoto"] = run_popoto(url, conversations, ["lexical", *hybrid, "dated"])
         server_version = server.version.get("redis_version")
     for system, by_mode in runs.items():
         for mode, rows in by_mode.items():
-            label = f"{system} {'lexical, date-prefixed turns' if mode == 'dated' else mode}"
+            names = {"dated": "lexical, date-prefixed turns", "convex": "hybrid, convex fusion"}
+            label = f"{system} {names.get(mode, mode)}"
             results[label] = evaluate(rows, questions, count)
             log.info("%s: %s", label, {k: round(v, 3) for k, v in results[label].items() if isinstance(v, float)})
     payload = {

@@ -89,11 +89,14 @@ def make_assembler(model: type, mode: str, max_items: int = 10) -> ContextAssemb
 
 def assemble_many(
     model: type, mode: str, agent_id: str, queries: Sequence[str], *, provider: TimedProvider | None = None,
-    max_items: int = 10, formatted: bool = False,
+    max_items: int = 10, formatted: bool = False, assembler: ContextAssembler | None = None,
 ) -> list[dict[str, Any]]:
-    """One assemble() per query: ``{ids, ms, embed_ms, round_trips, commands[, formatted]}`` each."""
+    """One assemble() per query: ``{ids, ms, embed_ms, round_trips, commands[, formatted]}`` each.
+
+    ``assembler`` (None: ``make_assembler(model, mode, max_items)``) is one built by a recipe.
+    """
     CommandCounter.install()
-    assembler = make_assembler(model, mode, max_items)
+    assembler = assembler or make_assembler(model, mode, max_items)
     partition = {model._meta.partition_fields[0]: agent_id}
     rows = []
     for text in queries:

@@ -139,6 +139,16 @@ def test_round_trips_per_assembly(db, sent, case, size):
 
 
 @pytest.mark.parametrize("case", ["hybrid", "lexical", "semantic"])
+def test_convex_fusion_and_fixed_weights_cost_no_round_trip(db, sent, case):
+    """Convex fusion reads the scores the searches already returned: the same count as RRF."""
+    model, cues, expected, _ = CASES[case]
+    extra = {"topic": "deployment"} if model is Memory else {}
+    corpus(model, "a", 600, **extra)
+    assembler = ContextAssembler(model, max_items=10, fusion="convex", fusion_weights={"keyword": 1.0, "vector": 1.0})
+    assert round_trips(sent, assembler, cues, "a") == expected
+
+
+@pytest.mark.parametrize("case", ["hybrid", "lexical", "semantic"])
 def test_the_graph_costs_a_round_trip_only_when_the_partition_has_an_edge(db, sent, case):
     """With one edge, the propagation runs (and finds the linked record): one round trip more."""
     model, cues, expected, _ = CASES[case]

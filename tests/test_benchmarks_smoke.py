@@ -16,7 +16,7 @@ import pytest
 import redmem
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.conversation import (ConversationMemory, Turn, TurnContextAnalyzer, build_contexts,
-                                         ingest_conversation)
+                                         build_passages, conversation_assembler, ingest_conversation)
 from redmem.store.errors import ValidationError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -121,6 +121,48 @@ def test_contexts_hold_same_session_neighbours_marked_by_distance():
         build_contexts(turns, window=-1)
 
 
+def test_passages_hold_the_next_door_turns_of_the_session_unmarked():
+    turns = [Turn("Ann", "one", "s1", "Monday"), Turn("Bob", "> two\nlines", "s1"), Turn("Ann", "three", "s1"),
+             Turn("Bob", "four", "s2")]
+    assert build_passages(turns) == ["[Monday] Ann: one\ntwo lines", "one\nBob: two lines\nthree",
+                                     "two lines\nAnn: three", "Bob: four"]
+
+
+class RecordingEmbeddings(redmem.HashingEmbeddings):
+    """Hashing vectors, remembering the document texts it embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(dimensions=64)
+        self.documents: list[str] = []
+
+    def embed(self, texts, input_type="document"):
+        if input_type == "document":
+            self.documents += list(texts)
+        return super().embed(texts, input_type)
+
+
+def test_ingest_embeds_each_turns_passage_and_stores_it_unshown(db):
+    provider = RecordingEmbeddings()
+    redmem.configure(embedding_provider=provider)
+    try:
+        turns = [Turn("Mel", "Where did you go camping?", "1", "May"), Turn("Caroline", "The Rockies!", "1", "May")]
+        records = ingest_conversation(turns, "agent-1")
+        assert sorted(provider.documents) == sorted(build_passages(turns))
+        stored = ConversationMemory.query.get(agent_id="agent-1", memory_id=records[1].memory_id)
+        assert stored.passage == "Where did you go camping?\n[May] Caroline: The Rockies!"
+        assert "passage" not in ContextAssembler(ConversationMemory).render(stored)
+    finally:
+        redmem.configure(embedding_provider=None)
+
+
+def test_conversation_assembler_fuses_by_score_with_equal_fixed_weights():
+    assembler = conversation_assembler(max_items=5)
+    assert (assembler.model_class, assembler.mode, assembler.max_items) == (ConversationMemory, "hybrid", 5)
+    assert (assembler.fusion, assembler.fusion_weights) == ("convex", {"keyword": 1.0, "vector": 1.0})
+    lexical = conversation_assembler(retrieval_mode="lexical", fusion="rrf", fusion_weights=None)
+    assert (lexical.mode, lexical.fusion, lexical.fusion_weights) == ("lexical", "rrf", None)
+
+
 def test_analyzer_weights_lines_by_distance():
     analyzer = TurnContextAnalyzer(turn_weight=4)
     terms = analyzer.tokens(">> far\n> near\nAnn: garden")
@@ -143,5 +185,7 @@ def test_ingest_and_assemble_find_a_turn_by_its_neighbour(db):
             "Where did Caroline go camping?", agent_id="agent-1")
         assert found.records[0].content == "The Rockies, with the whole family!"
         assert "I painted a lake at sunrise" not in [r.content for r in found.records]
+        fused = conversation_assembler().assemble("Where did Caroline go camping?", agent_id="agent-1")
+        assert fused.records[0].content == "The Rockies, with the whole family!"
     finally:
         redmem.configure(embedding_provider=None)

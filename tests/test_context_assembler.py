@@ -1,5 +1,6 @@
 """ContextAssembler against its seed: modes and errors, the ExistenceFilter pre-check, graph
-expansion, RRF fusion (k, candidate limits, query-adaptive weights), the merge of both paths
+expansion, RRF fusion (k, candidate limits, query-adaptive weights), convex score fusion and
+fixed fusion weights, the merge of both paths
 (``max_proactive``), the metadata and the quality assessment. Budgets, formats and shown
 fields: test_assembler_budget.py; post-effects, push path and tenant isolation:
 test_assembler_effects.py; round trips: test_assembler_round_trips.py.
@@ -10,6 +11,7 @@ in src/redmem/fields/composite.py), sent in the assembler's first round trip.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -34,6 +36,7 @@ from redmem import (
     Model,
     QueryException,
     StringField,
+    ValidationError,
 )
 from redmem.context.candidates import Candidate, merge_paths
 from redmem.embeddings import HashingEmbeddings
@@ -123,6 +126,31 @@ class Ranked(Model):
     embedding = EmbeddingField(source="content", provider=TableEmbeddings(NEAR))
 
 
+COSINES: dict[str, float] = {}
+
+
+class AngleEmbeddings:
+    """Vectors by lookup: a text in COSINES gets the unit vector at that cosine to e0 (so a query
+    listed at 1.0 is e0), every other text e1. Lets a test set each record's cosine."""
+
+    dimensions = 2
+    max_batch_size = 64
+
+    def embed(self, texts, input_type="document"):
+        cosines = [COSINES.get(t) for t in texts]
+        return np.array([[0.0, 1.0] if c is None else [c, math.sqrt(1 - c * c)] for c in cosines], dtype=np.float32)
+
+
+class Scored(Model):
+    """Hybrid, with the cosines chosen by the test through AngleEmbeddings (stored as float32)."""
+
+    scored_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+    embedding = EmbeddingField(source="content", provider=AngleEmbeddings(), dtype="float32", partition_by="agent_id")
+
+
 class Vectors(Model):
     """EmbeddingField without a BM25Field: auto -> semantic. Vectors from TableEmbeddings(NEAR)."""
 
@@ -160,10 +188,12 @@ def hashing_embeddings():
 
 @pytest.fixture(autouse=True)
 def no_near_texts():
-    """Each test chooses its own NEAR texts, before it saves the records they concern."""
+    """Each test chooses its own NEAR texts and COSINES, before it saves the records they concern."""
     NEAR.clear()
+    COSINES.clear()
     yield
     NEAR.clear()
+    COSINES.clear()
 
 
 def ids(records) -> list[str]:
@@ -218,6 +248,12 @@ def test_unknown_options_are_rejected_at_init():
         ContextAssembler(Memory, max_tokens=-5)
     with pytest.raises(QueryException, match=r"render_fields names field\(s\) \['summary'\]"):
         ContextAssembler(Memory, render_fields=["content", "summary"])
+    with pytest.raises(QueryException, match=r"unknown fusion 'borda'.*'convex'"):
+        ContextAssembler(Memory, fusion="borda")
+    with pytest.raises(QueryException, match=r"fusion_weights names unknown list\(s\) \['semantic'\]"):
+        ContextAssembler(Memory, fusion_weights={"vector": 1.0, "semantic": 1.0})
+    with pytest.raises(ValidationError, match="weight of list 'vector'"):
+        ContextAssembler(Memory, fusion_weights={"vector": -1.0})
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "2", True], ids=repr)
@@ -231,6 +267,7 @@ def test_constructor_defaults_and_constants():
     assert (assembler.max_items, assembler.max_tokens, assembler.surfacing_threshold) == (10, None, 0.5)
     assert (assembler.propagation_depth, assembler.output_format, assembler.retrieval_mode) == (2, "structured", "auto")
     assert (assembler.render_fields, assembler.max_proactive) == (None, 2)
+    assert (assembler.fusion, assembler.fusion_weights) == ("rrf", None)
     assert ContextAssembler.COMPETITIVE_SUPPRESSION_SIGNAL == 0.3
     assert ContextAssembler.DEFAULT_SURFACING_THRESHOLD == 0.5
     assert ContextAssembler.DEFAULT_MAX_ITEMS == 10
@@ -525,6 +562,56 @@ def test_query_adaptive_weights_switch_the_vector_arm(any_db, query, vector_coun
     result = ContextAssembler(Ranked).assemble(query, agent_id="a")
     assert ("omega only by meaning" in ids(result.records)) is vector_counts
     assert ids(result.records)[0] == "alpha keyword memo"
+
+
+@pytest.mark.parametrize(("query", "weights", "vector_counts"), [
+    ("alpha for Bob", {"keyword": 1.0, "vector": 1.0}, True),  # adaptive would weigh the vector list 0
+    ("alpha", {"vector": 0.0}, False),                          # adaptive would weigh it 1
+    ("alpha", {"keyword": 1.0}, True),                          # a list not named weighs 1
+])
+def test_fusion_weights_replace_the_query_adaptive_weights(any_db, query, weights, vector_counts):
+    NEAR.update({query, "omega only by meaning"})
+    Ranked.create(agent_id="a", content="alpha keyword memo")
+    Ranked.create(agent_id="a", content="omega only by meaning")
+    result = ContextAssembler(Ranked, fusion_weights=weights).assemble(query, agent_id="a")
+    assert ("omega only by meaning" in ids(result.records)) is vector_counts
+    assert ids(result.records)[0] == "alpha keyword memo"
+
+
+def convex_setup() -> None:
+    """A keyword hit far ahead on BM25 that five records outrank by a little on cosine, and the
+    vector list's best, which BM25 ranks second far behind."""
+    COSINES.update({"alpha": 1.0, "alpha alpha alpha alpha": 0.9, "alpha pad pad pad pad pad pad pad": 1.0,
+                    "near apple": 0.99, "near pear": 0.98, "near plum": 0.97})
+    for text in COSINES:
+        if text != "alpha":
+            Scored.create(agent_id="a", content=text)
+
+
+def test_convex_fusion_keeps_a_keyword_lead_that_rrf_gives_away(any_db):
+    convex_setup()
+    rrf = ContextAssembler(Scored, max_items=3).assemble("alpha", agent_id="a")
+    assert ids(rrf.records)[0] == "alpha pad pad pad pad pad pad pad"  # 1/62 + 1/61 > 1/61 + 1/65
+    convex = ContextAssembler(Scored, max_items=3, fusion="convex").assemble("alpha", agent_id="a", emit_trace=True)
+    assert ids(convex.records) == ["alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad", "near apple"]
+    trace = trace_of(convex)
+    top_bm25 = max(t["signals"].get("bm25", 0.0) for t in trace)
+    top_vector = max(t["signals"].get("vector", 0.0) for t in trace)
+    for entry in trace:  # both lists ended before their limit (50): a missing score is 0
+        signals = entry["signals"]
+        expected = (signals.get("bm25", 0.0) / top_bm25 + signals.get("vector", 0.0) / top_vector) / 2
+        assert signals["convex"] == pytest.approx(expected) and "rrf" not in signals
+    assert trace[0]["signals"]["convex"] == pytest.approx((1 + 0.9) / 2, abs=1e-6)
+
+
+def test_convex_fusion_with_fixed_weights_weighs_the_vector_list_for_specific_queries(any_db):
+    convex_setup()
+    COSINES["alpha for Bob"] = 1.0
+    lexical_only = ContextAssembler(Scored, max_items=3, fusion="convex").assemble("alpha for Bob", agent_id="a")
+    assert ids(lexical_only.records) == ["alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad"]
+    both = ContextAssembler(Scored, max_items=3, fusion="convex", fusion_weights={"keyword": 1.0, "vector": 1.0})
+    assert ids(both.assemble("alpha for Bob", agent_id="a").records) == [
+        "alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad", "near apple"]
 
 
 # -- merge ----------------------------------------------------------------------------------

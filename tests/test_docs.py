@@ -45,6 +45,7 @@ PAGES = [
     "tokens.md",
     "primitives/composite.md",
     "recipes/context-assembler.md",
+    "recipes/conversation-memory.md",
     "recipes/metacognition.md",
     "recipes/policy-cache.md",
     "recipes/subconscious-memory.md",

@@ -1,4 +1,5 @@
-"""Reciprocal rank fusion against hand-computed values, the adaptive weights, and Query.fuse."""
+"""Reciprocal rank fusion and convex score fusion against hand-computed values, the adaptive
+weights, and Query.fuse."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem import AutoKeyField, KeyField, Model, QueryException, StringField, ValidationError
-from redmem.context.fusion import distinct_ranks, query_adaptive_weights, reciprocal_rank_fusion
+from redmem.context.fusion import convex_fusion, distinct_ranks, query_adaptive_weights, reciprocal_rank_fusion
 
 
 def test_rrf_matches_hand_computed_scores():
@@ -72,6 +73,77 @@ def test_rrf_equals_the_formula_and_ignores_list_order(lists, weights, k):
     assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
     reordered = reciprocal_rank_fusion(dict(reversed(list(lists.items()))), k=k, weights=weights, limit=None)
     assert dict(reordered) == dict(fused)  # exact sums: the same floats whatever the list order
+
+
+# -- convex score fusion ------------------------------------------------------------------------
+SCORED = {"keyword": [("x", 4.0), ("y", 2.0)], "vector": [("y", 0.8), ("z", 0.4)]}
+
+
+def test_convex_matches_hand_computed_scores():
+    # each score over its list's best, averaged: x (4/4 + 0)/2, y (2/4 + 0.8/0.8)/2, z (0 + 0.4/0.8)/2
+    assert convex_fusion(SCORED, limit=None) == [("y", 0.75), ("x", 0.5), ("z", 0.25)]
+    # keyword 3, vector 1: x 3/4, y (3 * 0.5 + 1)/4, z 0.5/4
+    assert convex_fusion(SCORED, weights={"keyword": 3, "vector": 1}, limit=2) == [("x", 0.75), ("y", 0.625)]
+    only_keyword = convex_fusion(SCORED, weights={"vector": 0}, limit=None)
+    assert only_keyword == [("x", 1.0), ("y", 0.5)]  # z is only in a list of weight 0
+    assert convex_fusion(SCORED, limit=0) == [] and convex_fusion({}) == []
+
+
+def test_convex_bounds_an_item_missing_from_a_cut_list_by_the_lists_lowest_score():
+    # the keyword list was asked for 2 and holds 2: z, missing from it, scored at most 2/4 there
+    cut = convex_fusion(SCORED, limits={"keyword": 2}, limit=None)
+    assert cut == [("y", 0.75), ("x", 0.5), ("z", 0.5)]  # z ties x: first-seen order keeps x first
+    assert convex_fusion(SCORED, limits={"keyword": 3}, limit=None)[2] == ("z", 0.25)  # ended early: 0
+    # a list that holds its limit bounds its missing items for a bound below its best too
+    assert dict(convex_fusion(SCORED, limits={"vector": 2}, limit=None))["x"] == pytest.approx((1 + 0.5) / 2)
+
+
+def test_convex_counts_negative_scores_as_zero_and_repeats_at_their_first_score():
+    fused = convex_fusion({"a": [("x", 2.0), ("y", -5.0), ("x", 1.0)], "b": [("y", 0.0)]}, limit=None)
+    assert fused == [("x", 1.0), ("y", 0.0)]  # b's best is 0: it adds nothing, not even its weight
+
+
+@pytest.mark.parametrize("bad", [{"weights": {"a": -1}}, {"weights": {"a": float("inf")}}, {"limit": -1},
+                                 {"limits": {"a": 0}}, {"limits": {"a": 2.5}}, {"limits": {"a": True}}])
+def test_convex_rejects_bad_parameters(bad):
+    with pytest.raises(ValidationError):
+        convex_fusion({"a": [("x", 1.0)]}, **bad)
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), "1", None])
+def test_convex_rejects_scores_that_are_not_finite_numbers(score):
+    with pytest.raises(ValidationError, match="score of 'x' in list 'a'"):
+        convex_fusion({"a": [("x", score)]})
+
+
+scores = st.floats(0, 100).filter(lambda x: x == 0 or x >= 1e-6)  # no subnormals: scaling by 2**e is exact
+scored_items = st.lists(st.tuples(st.sampled_from("abcdefgh"), scores), max_size=8)
+names = st.sampled_from(["keyword", "vector", "graph"])
+
+
+def convex_reference(lists, weights, limits):
+    """The formula of convex_fusion's docstring, computed the plain way: {item: score}."""
+    columns = []
+    for name, pairs in lists.items():
+        first = dict(reversed(pairs))  # an item repeated in a list keeps its first score
+        cut = len(first) >= limits.get(name, len(first) + 1)
+        columns.append((weights.get(name, 1.0), first, min(first.values()) if cut else 0.0,
+                        max(first.values(), default=0.0)))
+    found = {item for weight, first, _, _ in columns if weight > 0 for item in first}
+    total = sum(weight for weight, _, _, top in columns if top > 0)
+    return {item: sum(weight * first.get(item, missing) / top / total
+                      for weight, first, missing, top in columns if top > 0) if total else 0.0 for item in found}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(names, scored_items), st.dictionaries(names, st.floats(0, 3)),
+       st.dictionaries(names, st.integers(1, 8)), st.integers(-3, 3))
+def test_convex_equals_the_formula_and_ignores_each_lists_scale(lists, weights, limits, exponent):
+    fused = convex_fusion(lists, weights=weights, limits=limits, limit=None)
+    assert dict(fused) == pytest.approx(convex_reference(lists, weights, limits))
+    assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
+    scaled = {name: [(item, score * 2.0 ** exponent) for item, score in pairs] for name, pairs in lists.items()}
+    assert convex_fusion(scaled, weights=weights, limits=limits, limit=None) == fused  # exact: powers of 2
 
 
 @pytest.mark.parametrize("text, vector", [

@@ -1,6 +1,6 @@
 """Pipeline stages shared by the recipes: candidates, fusion, packing, rendering, token counting."""
 
-from .fusion import fuse, query_adaptive_weights, reciprocal_rank_fusion
+from .fusion import convex_fusion, fuse, query_adaptive_weights, reciprocal_rank_fusion
 from .packing import Budget, Packed, pack
 from .rendering import FORMATS, compose, record_view, render_slice
 from .token_estimate import estimate_tokens
@@ -10,6 +10,7 @@ __all__ = [
     "fuse",
     "query_adaptive_weights",
     "reciprocal_rank_fusion",
+    "convex_fusion",
     "Budget",
     "Packed",
     "pack",

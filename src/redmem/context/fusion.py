@@ -1,4 +1,4 @@
-"""Rank fusion: weighted reciprocal rank fusion (RRF) and the query-adaptive list weights.
+"""List fusion: weighted reciprocal rank fusion (RRF), convex score fusion, query-adaptive list weights.
 
 Reciprocal rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009) scores each item of the union
 of several ranked lists as
@@ -10,7 +10,19 @@ scales (BM25, cosine, graph activation) combine without normalisation. The sum i
 ``math.fsum`` (correctly rounded, so the same whatever the order of the lists) and ties keep first-seen order: the order
 in which items first appear reading the lists in the order given, each from its top.
 
-The pure functions here do no I/O; ``Model.query.filter(...).fuse(...)`` applies them to records.
+Convex score fusion (:func:`convex_fusion`) keeps what RRF throws away: how far ahead of the
+rest an item scores. Each list's scores are divided by the list's best score (min-max
+normalisation with the theoretical minimum 0 of BM25, positive cosine and graph activation),
+then combined with convex weights, as in the TM2C2 fusion of Bruch, Gai and Ingber ("An
+Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023)::
+
+    convex(d) = sum_L w_L * s_L(d) / top_L  /  sum_L w_L      (L: the lists with a best score top_L > 0)
+
+An item missing from a list that was cut at its search limit takes that list's lowest score
+(the most it can have scored there, as unseen objects are bounded in Fagin's threshold
+algorithm); missing from a list that ended before its limit, it scored 0.
+
+The pure functions here do no I/O; ``Model.query.filter(...).fuse(...)`` applies RRF to records.
 """
 
 from __future__ import annotations
@@ -27,6 +39,8 @@ from ..store.errors import QueryException, ValidationError
 
 __all__ = [
     "reciprocal_rank_fusion",
+    "convex_fusion",
+    "checked_weights",
     "distinct_ranks",
     "query_adaptive_weights",
     "fuse",
@@ -63,12 +77,8 @@ def reciprocal_rank_fusion(
     """
     if isinstance(k, bool) or not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
         raise ValidationError(f"k must be a finite number > 0, not {k!r}")
-    if limit is not None and limit < 0:
-        raise ValidationError(f"limit must be >= 0 or None, not {limit!r}")
-    weights = dict(weights or {})
-    for name, weight in weights.items():
-        if isinstance(weight, bool) or not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
-            raise ValidationError(f"weight of list {name!r} must be a finite number >= 0, not {weight!r}")
+    _check_limit(limit)
+    weights = checked_weights(weights)
     terms: dict[Hashable, list[float]] = {}
     for name, items in ranked_lists.items():
         weight = weights.get(name, 1.0)
@@ -77,6 +87,81 @@ def reciprocal_rank_fusion(
     fused = [(item, score) for item, parts in terms.items() if (score := math.fsum(parts)) > 0]
     fused.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
     return fused if limit is None else fused[:limit]
+
+
+def convex_fusion(
+    scored_lists: Mapping[str, Sequence[tuple[Hashable, float]]],
+    weights: Mapping[str, float] | None = None,
+    limits: Mapping[str, int] | None = None,
+    limit: int | None = 10,
+) -> list[tuple[Hashable, float]]:
+    """Fuse lists of ``(id, score)``, each best first, into one list of ``(id, score)``, best first.
+
+    ``convex(d) = sum_L w_L * s_L(d) / top_L / sum_L w_L`` over the lists whose best score
+    ``top_L`` is above 0 (an empty list adds nothing, not even to the sum of weights). For an id
+    missing from list L, ``s_L(d)`` is L's lowest score when L holds at least ``limits[L]``
+    items (it was cut there: the id scored at most that), else 0. Scores below 0 count as 0.
+    A list missing from ``weights`` weighs 1; an id found only in lists of weight 0 is left out;
+    an id repeated in a list keeps its first score. Ties keep first-seen order (as
+    :func:`reciprocal_rank_fusion`).
+    ``limit`` None returns every id. Raises ValidationError for a negative or non-finite weight
+    or score, a limit below 1 in ``limits``, or a negative ``limit``.
+    """
+    _check_limit(limit)
+    weights = checked_weights(weights)
+    limits = dict(limits or {})
+    for name, cut in limits.items():
+        if isinstance(cut, bool) or not isinstance(cut, int) or cut < 1:
+            raise ValidationError(f"limit of list {name!r} must be an int >= 1, not {cut!r}")
+    found: dict[Hashable, None] = {}
+    columns: list[tuple[float, dict[Hashable, float], float]] = []
+    for name, pairs in scored_lists.items():
+        scores = _first_scores(name, pairs)
+        weight = weights.get(name, 1.0)
+        if weight == 0:
+            continue
+        found.update(dict.fromkeys(scores))
+        top = max(scores.values(), default=0.0)
+        if top > 0:
+            cut = name in limits and len(scores) >= limits[name]
+            columns.append((weight, {item: s / top for item, s in scores.items()},
+                            min(scores.values()) / top if cut else 0.0))
+    fused = [(item, _convex_score(item, columns)) for item in found]
+    fused.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
+    return fused if limit is None else fused[:limit]
+
+
+def _convex_score(item: Hashable, columns: list[tuple[float, dict[Hashable, float], float]]) -> float:
+    """``sum w * s(item) / sum w`` over columns ``(w, {id: normalised score}, score of a missing id)``;
+    0 without columns."""
+    if not columns:
+        return 0.0
+    total = math.fsum(weight for weight, _, _ in columns)
+    return math.fsum(weight * scores.get(item, missing) for weight, scores, missing in columns) / total
+
+
+def _first_scores(name: str, pairs: Sequence[tuple[Hashable, float]]) -> dict[Hashable, float]:
+    """``{id: score}`` of one scored list, each id at its first score, negative scores as 0."""
+    scores: dict[Hashable, float] = {}
+    for item, score in pairs:
+        if isinstance(score, bool) or not (isinstance(score, (int, float)) and math.isfinite(score)):
+            raise ValidationError(f"score of {item!r} in list {name!r} must be a finite number, not {score!r}")
+        scores.setdefault(item, max(float(score), 0.0))
+    return scores
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValidationError(f"limit must be an int >= 0 or None, not {limit!r}")
+
+
+def checked_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+    """``weights`` as a dict, each a finite number >= 0 (ValidationError otherwise)."""
+    checked = dict(weights or {})
+    for name, weight in checked.items():
+        if isinstance(weight, bool) or not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
+            raise ValidationError(f"weight of list {name!r} must be a finite number >= 0, not {weight!r}")
+    return checked
 
 
 def distinct_ranks(items: Sequence[Hashable]) -> dict[Hashable, int]:

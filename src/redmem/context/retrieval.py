@@ -1,8 +1,9 @@
 """Retrieval paths shared by the recipes: what a model can search, the pull path and the push path.
 
 Pull (query-driven): an ExistenceFilter pre-check, then BM25 and vector rankings and a
-co-occurrence expansion from the best keyword hits, fused by weighted RRF; or, in composite
-mode, the weighted composite score fused with the BM25 ranking when there is query text.
+co-occurrence expansion from the best keyword hits, fused by weighted RRF (or by convex score
+fusion); or, in composite mode, the weighted composite score fused with the BM25 ranking when
+there is query text.
 Push (proactive): records whose cyclic score is above the surfacing threshold.
 Every search runs inside one partition (the tenant), so no other tenant's record can appear.
 """
@@ -27,20 +28,27 @@ from ..store.keys import KeySpace
 from ..store.overlap import execute_while
 from ..store.scripts import ScriptCall, run_calls
 from .candidates import Candidate
-from .fusion import RRF_K, query_adaptive_weights, reciprocal_rank_fusion
+from .fusion import RRF_K, checked_weights, convex_fusion, query_adaptive_weights, reciprocal_rank_fusion
 
 __all__ = [
     "Capabilities",
     "PullPlan",
     "FirstRound",
     "resolve_mode",
+    "check_fusion",
     "first_round",
     "pull_candidates",
     "push_candidates",
     "MODES",
+    "FUSIONS",
+    "LIST_NAMES",
 ]
 
 MODES = ("auto", "hybrid", "lexical", "semantic", "composite")
+#: How a pull fuses its lists: reciprocal rank fusion, or a convex combination of normalised scores.
+FUSIONS = ("rrf", "convex")
+#: The names of the lists a pull can fuse (the keys of fusion weights).
+LIST_NAMES = ("keyword", "vector", "graph", "composite")
 
 
 def _only(model: type, kind: type) -> Any:
@@ -89,9 +97,27 @@ def resolve_mode(caps: Capabilities, requested: str, score_weights: dict[str, fl
     return "semantic" if caps.embedding is not None else "composite"
 
 
+def check_fusion(fusion: str, weights: dict[str, float] | None) -> dict[str, float] | None:
+    """Check a fusion method and its fixed list weights; returns a copy of the weights (None stays None).
+
+    QueryException for a method not in :data:`FUSIONS` or a weight of a list not in
+    :data:`LIST_NAMES`; ValidationError for a weight that is not a finite number >= 0.
+    """
+    if fusion not in FUSIONS:
+        raise QueryException(f"unknown fusion {fusion!r}; use one of {list(FUSIONS)}")
+    if weights is None:
+        return None
+    unknown = sorted(set(weights) - set(LIST_NAMES))
+    if unknown:
+        raise QueryException(f"fusion_weights names unknown list(s) {unknown}; lists are {list(LIST_NAMES)}")
+    return checked_weights(weights)
+
+
 @dataclass(frozen=True)
 class PullPlan:
-    """How one pull runs: the mode, how many candidates each arm returns, graph expansion depth."""
+    """How one pull runs: the mode, how many candidates each arm returns, graph expansion depth,
+    and how the lists are fused (``fusion_weights`` None: :func:`query_adaptive_weights` in
+    hybrid mode, else every list weighs 1)."""
 
     mode: str
     candidate_limit: int
@@ -99,12 +125,38 @@ class PullPlan:
     propagation_depth: int
     score_weights: dict[str, float]
     graph_seeds: int = 5
+    fusion: str = "rrf"
+    fusion_weights: dict[str, float] | None = None
 
 
-def _ranking(pairs: list[tuple[str, float]], name: str, found: dict[str, dict[str, float]]) -> list[str]:
+def _ranking(
+    pairs: list[tuple[str, float]], name: str, found: dict[str, dict[str, float]],
+) -> list[tuple[str, float]]:
+    """``pairs`` as given, each score also recorded as signal ``name`` of its record in ``found``."""
     for record_id, score in pairs:
         found.setdefault(record_id, {})[name] = score
-    return [record_id for record_id, _ in pairs]
+    return pairs
+
+
+def _list_weights(plan: PullPlan, text: str, mode: str) -> dict[str, float]:
+    """The fusion weights of one pull: the plan's, else query-adaptive in hybrid mode, else none (all 1)."""
+    if plan.fusion_weights is not None:
+        return plan.fusion_weights
+    return query_adaptive_weights(text) if text and mode == "hybrid" else {}
+
+
+def _fused(plan: PullPlan, lists: dict[str, list[tuple[str, float]]],
+           weights: dict[str, float]) -> list[tuple[str, float]]:
+    """The pull's lists fused by the plan's method, at most ``fused_limit`` (record id, score).
+
+    For convex fusion every list but the graph's (which holds every node propagation reached)
+    was searched with ``candidate_limit``, so a list that long was cut there.
+    """
+    if plan.fusion == "convex":
+        limits = {name: plan.candidate_limit for name in lists if name != "graph"}
+        return convex_fusion(lists, weights=weights, limits=limits, limit=plan.fused_limit)
+    ranked = {name: [record_id for record_id, _ in pairs] for name, pairs in lists.items()}
+    return reciprocal_rank_fusion(ranked, k=RRF_K, weights=weights, limit=plan.fused_limit)
 
 
 def _graph_ranking(caps: Capabilities, space: KeySpace, seeds: list[str], depth: int) -> list[tuple[str, float]]:
@@ -204,10 +256,10 @@ def pull_candidates(
     first round saw no edge) skips the graph propagation and its round trip.
     """
     signals: dict[str, dict[str, float]] = {}
-    lists: dict[str, list[str]] = {}
+    lists: dict[str, list[tuple[str, float]]] = {}
     records: dict[str, Any] = {}
     mode = plan.mode
-    weights = query_adaptive_weights(text) if text and mode == "hybrid" else {}
+    weights = _list_weights(plan, text, mode)
     if mode != "composite" and not text:
         mode = "composite"  # nothing to search for: rank by the stored scores alone
     elif mode != "composite":
@@ -221,7 +273,8 @@ def pull_candidates(
                 records.update((r._saved_key.record_id, r) for r in hits)
                 vector = [(r._saved_key.record_id, r._vector_score) for r in hits]
             lists["vector"] = _ranking(vector, "vector", signals)
-        seeds = (lists.get("keyword") or lists.get("vector") or [])[: plan.graph_seeds] if not graph_empty else []
+        best = lists.get("keyword") or lists.get("vector") or []
+        seeds = [record_id for record_id, _ in best[: plan.graph_seeds]] if not graph_empty else []
         lists["graph"] = _ranking(_graph_ranking(caps, space, seeds, plan.propagation_depth), "graph", signals)
         if not lists.get("keyword") and not lists.get("vector"):
             if plan.score_weights:
@@ -233,11 +286,10 @@ def pull_candidates(
             warnings.warn("composite retrieval without a BM25Field ignores the query cues",
                           RuntimeWarning, stacklevel=3)
         lists.update(_composite_lists(model, caps, space, text, plan, query, signals, keyword, composite, now))
-    fused = reciprocal_rank_fusion(lists, k=RRF_K, weights=weights, limit=plan.fused_limit)
     candidates = [
         Candidate(key=DbKey(space, record_id), record=records.get(record_id), pull=score,
-                  signals={**signals.get(record_id, {}), "rrf": score})
-        for record_id, score in fused
+                  signals={**signals.get(record_id, {}), plan.fusion: score})
+        for record_id, score in _fused(plan, lists, weights)
     ]
     return candidates, mode
 
@@ -246,9 +298,9 @@ def _composite_lists(
     model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
     signals: dict[str, dict[str, float]], keyword: list[tuple[str, float]] | None,
     composite: list[tuple[str, float]] | None, now: float | None,
-) -> dict[str, list[str]]:
+) -> dict[str, list[tuple[str, float]]]:
     """Composite ranking, plus the BM25 ranking of the query text (each run here unless given)."""
-    lists: dict[str, list[str]] = {}
+    lists: dict[str, list[tuple[str, float]]] = {}
     if plan.score_weights:
         if composite is None:
             search = _composite_search(plan, query, now)

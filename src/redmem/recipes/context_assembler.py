@@ -1,9 +1,10 @@
 """ContextAssembler: per LLM turn, the memories that matter, within a token budget, ready to inject.
 
-``assemble()`` runs the pull path (query-driven: BM25 + vector + graph fused by RRF, or the
-composite score), the push path (cyclic surfacing), merges and re-ranks both, packs them into
-``max_items`` / ``max_tokens`` (rank order, skip-not-break, first record always admitted),
-renders exactly the slices it counted, and sends the post-effects in one round trip.
+``assemble()`` runs the pull path (query-driven: BM25 + vector + graph fused by RRF or by convex
+score fusion, or the composite score), the push path (cyclic surfacing), merges and re-ranks
+both, packs them into ``max_items`` / ``max_tokens`` (rank order, skip-not-break, first record
+always admitted), renders exactly the slices it counted, and sends the post-effects in one round
+trip.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..context.candidates import Candidate, merge_paths
 from ..context.effects import apply_post_effects
 from ..context.packing import Budget, pack
 from ..context.rendering import LINE_FORMATS, check_format, compose, frame_line, record_view, render_slice
-from ..context.retrieval import Capabilities, PullPlan, first_round, pull_candidates, resolve_mode
+from ..context.retrieval import Capabilities, PullPlan, check_fusion, first_round, pull_candidates, resolve_mode
 from ..context.tokens import resolve_counter
 from ..model.persistence import load_records
 from ..store.connection import settings
@@ -37,7 +38,15 @@ class AssemblyResult:
 
 
 class ContextAssembler:
-    """Assemble LLM-ready context from a model's memories (see the module docstring)."""
+    """Assemble LLM-ready context from a model's memories (see the module docstring).
+
+    ``fusion`` says how the pull path fuses its lists: ``"rrf"`` (reciprocal rank fusion, the
+    default) or ``"convex"`` (a convex combination of each list's scores divided by its best,
+    :func:`~redmem.context.fusion.convex_fusion`). ``fusion_weights`` fixes the weight of each
+    list (``keyword``, ``vector``, ``graph``, ``composite``; a list not named weighs 1) for every
+    query; None (the default) takes :func:`~redmem.context.fusion.query_adaptive_weights` of
+    the query text in hybrid mode and weighs every list 1 in the other modes.
+    """
 
     COMPETITIVE_SUPPRESSION_SIGNAL = 0.3
     DEFAULT_SURFACING_THRESHOLD = 0.5
@@ -60,6 +69,8 @@ class ContextAssembler:
         retrieval_mode: str = "auto",
         render_fields: list[str] | None = None,
         max_proactive: int | None = None,
+        fusion: str = "rrf",
+        fusion_weights: dict[str, float] | None = None,
     ) -> None:
         self.model_class = model_class
         self.score_weights = dict(score_weights or {})
@@ -75,6 +86,8 @@ class ContextAssembler:
                                           or max_proactive < 0):
             raise ValueError(f"max_proactive must be a non-negative int or None, got {max_proactive!r}")
         self.max_proactive = max(1, max_items // 5) if max_proactive is None else max_proactive
+        self.fusion_weights = check_fusion(fusion, fusion_weights)
+        self.fusion = fusion
         self.capabilities = Capabilities.of(model_class)
         self.retrieval_mode = retrieval_mode
         self.mode = resolve_mode(self.capabilities, retrieval_mode, self.score_weights)
@@ -141,7 +154,7 @@ class ContextAssembler:
     def _plan(self) -> PullPlan:
         return PullPlan(
             self.mode, self.max_items * self.CANDIDATE_MULTIPLIER, self.max_items * 2,
-            self.propagation_depth, self.score_weights, self.GRAPH_SEEDS,
+            self.propagation_depth, self.score_weights, self.GRAPH_SEEDS, self.fusion, self.fusion_weights,
         )
 
     def _load(self, candidates: list[Candidate]) -> list[Candidate]:

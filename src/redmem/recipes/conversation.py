@@ -17,11 +17,16 @@ in the manner of BM25F (Robertson, Zaragoza and Taylor, CIKM 2004): the terms of
 with ``d`` ``>`` signs count ``max(1, turn_weight // 2**d)`` times, so the turn itself (with its
 speaker and date) weighs most and each step away halves a neighbour's weight. Term frequency
 and document length are both taken over the weighted terms, which is BM25F with integer field
-weights. The embedding covers the turn's own ``content``.
+weights.
 
-``ingest_conversation(turns, agent_id, window=2)`` builds the contexts and saves every turn
-with ``Model.save_many`` (one MULTI/EXEC per 500 turns). Search through ``ContextAssembler``
-as with any model; ``retrieval_mode="lexical"`` or ``"hybrid"``.
+The embedding covers a shorter ``passage`` (also a :class:`SearchText`): the turn's own line
+between the turns just before and after it, without marks. A sentence embedding of the bare
+turn misses who said it and what it answers; of two turns either side it blurs into the topic.
+
+``ingest_conversation(turns, agent_id, window=2)`` builds the contexts and passages and saves
+every turn with ``Model.save_many`` (one MULTI/EXEC per 1,000 turns). Search through
+:func:`conversation_assembler` (hybrid retrieval, convex score fusion: the measured best), or a
+``ContextAssembler`` as with any model.
 """
 
 from __future__ import annotations
@@ -40,14 +45,17 @@ from ..model.indexed import AutoKeyField, KeyField
 from ..observation.access import AccessTrackerMixin
 from ..store.errors import ValidationError
 from ..text.analyzer import Analyzer
+from .context_assembler import ContextAssembler
 
-__all__ = ["ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts",
-           "ingest_conversation", "NEIGHBOUR_MARK", "DEFAULT_WINDOW"]
+__all__ = ["ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts", "build_passages",
+           "ingest_conversation", "conversation_assembler", "NEIGHBOUR_MARK", "DEFAULT_WINDOW", "PASSAGE_WINDOW"]
 
 #: The mark that opens a neighbour's line in a context, once per step of distance.
 NEIGHBOUR_MARK = ">"
 #: Neighbouring turns on each side that a context holds by default.
 DEFAULT_WINDOW = 2
+#: Neighbouring turns on each side that a passage (the embedded text) holds.
+PASSAGE_WINDOW = 1
 
 
 @dataclass(frozen=True)
@@ -100,11 +108,12 @@ class ConversationMemory(AccessTrackerMixin, Model):
     position = IntField()
     said_at = StringField()
     context = SearchText()
+    passage = SearchText()
     importance = FloatField(default=1.0)
     relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
     confidence = ConfidenceField()
     context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer())
-    embedding = EmbeddingField(source="content")
+    embedding = EmbeddingField(source="passage")
 
 
 @dataclass(frozen=True)
@@ -157,6 +166,16 @@ def build_contexts(turns: list[Turn], window: int = DEFAULT_WINDOW) -> list[str]
     return contexts
 
 
+def build_passages(turns: list[Turn]) -> list[str]:
+    """The passage (embedded text) of every turn: its context of :data:`PASSAGE_WINDOW`, marks removed.
+
+    ``text of the turn before / [said_at] Speaker: text of the turn / text of the turn after``,
+    one per line, neighbours of the same session only.
+    """
+    return ["\n".join(line.lstrip(NEIGHBOUR_MARK + " ") for line in context.splitlines())
+            for context in build_contexts(turns, PASSAGE_WINDOW)]
+
+
 def ingest_conversation(
     turns: Iterable[Turn | Mapping[str, Any]], agent_id: str, window: int = DEFAULT_WINDOW,
     model: type = ConversationMemory,
@@ -168,11 +187,26 @@ def ingest_conversation(
     """
     given = [Turn.of(turn) for turn in turns]
     records = []
-    for position, (turn, context) in enumerate(zip(given, build_contexts(given, window))):
+    texts = zip(given, build_contexts(given, window), build_passages(given))
+    for position, (turn, context, passage) in enumerate(texts):
         records.append(model(agent_id=agent_id, speaker=turn.speaker, content=turn.text, session=turn.session,
-                             position=position, said_at=turn.said_at, context=context))
+                             position=position, said_at=turn.said_at, context=context, passage=passage))
     for field in model._meta.fields.values():
         if isinstance(field, EmbeddingField):
             field.embed_many(records)
     model.save_many(records)
     return records
+
+
+def conversation_assembler(model: type = ConversationMemory, **options: Any) -> ContextAssembler:
+    """A ContextAssembler over ``model`` with the settings measured best for dialog turns.
+
+    Hybrid retrieval, convex score fusion (:func:`~redmem.context.fusion.convex_fusion`) and
+    the keyword and vector lists weighing the same for every query: a question naming a person
+    keeps its semantic list, whose scores only move a turn past BM25's best when BM25 ranks it
+    close. ``options`` are further ContextAssembler arguments (``max_items``, ``max_tokens``,
+    ...); they override these settings.
+    """
+    settings: dict[str, Any] = {"retrieval_mode": "hybrid", "fusion": "convex",
+                                "fusion_weights": {"keyword": 1.0, "vector": 1.0}}
+    return ContextAssembler(model, **{**settings, **options})
