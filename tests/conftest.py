@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 
 import pytest
 import redis
@@ -76,14 +77,30 @@ def all_keys(client, prefix: str | None = None) -> set[str]:
 
 @pytest.fixture
 def sent(monkeypatch):
-    """A list that receives every request the process sends to a server while the test runs
-    (one request = one round trip: a pipeline is sent as one)."""
+    """A list that receives every request the test's own thread sends to a server while the test
+    runs (one request = one round trip: a pipeline is sent as one).
+
+    Requests of other threads (a worker another test left behind) and the handshake a
+    connection sends when it (re)connects (a pooled connection an earlier test closed) are not
+    the code under test's round trips, so they are not counted.
+    """
     requests: list = []
-    original = redis.connection.AbstractConnection.send_packed_command
+    owner, handshaking = threading.get_ident(), threading.local()
+    send, handshake = redis.connection.AbstractConnection.send_packed_command, \
+        redis.connection.AbstractConnection.on_connect_check_health
 
     def counting(self, command, check_health=True):
-        requests.append(command)
-        return original(self, command, check_health)
+        if threading.get_ident() == owner and not getattr(handshaking, "now", False):
+            requests.append(command)
+        return send(self, command, check_health)
+
+    def uncounted(self, *args, **kwargs):
+        handshaking.now = True
+        try:
+            return handshake(self, *args, **kwargs)
+        finally:
+            handshaking.now = False
 
     monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counting)
+    monkeypatch.setattr(redis.connection.AbstractConnection, "on_connect_check_health", uncounted)
     return requests

@@ -159,6 +159,10 @@ def test_convex_equals_the_formula_and_ignores_each_lists_scale(lists, weights, 
     ("it rained. Then what happened", 1.0),     # a sentence's first word is initial too
     ("how does deployment work", 1.0),
     ("don't forget the keys", 1.0),             # an apostrophe is not a quote
+    ("around which US holiday did Maria travel", 0.0),  # "US" is the country, not "us"
+    ("is the US office open", 0.0),
+    ("WHAT DID WE DO LAST WEEK", 1.0),          # all in capitals: "WE" is still "we"
+    ("I told Alice", 1.0),
     ("", 1.0),
 ])
 def test_query_adaptive_weights(text, vector):

@@ -188,7 +188,8 @@ def query_adaptive_weights(query_text: str) -> dict[str, float]:
     """Weights of the ``keyword``, ``vector`` and ``graph`` lists for one query.
 
     - first-person (I, me, my, we, our, ...): keyword 1, vector 1 — personal recall is often
-      paraphrased, so the semantic list helps;
+      paraphrased, so the semantic list helps (a pronoun written in capitals, "US", is an
+      acronym unless the whole query is);
     - else a quoted span, a number, a date (digits, month or weekday name) or a capitalised
       word that does not start a sentence: keyword 1, vector 0 — exact tokens (names, ids,
       figures) are what lexical search finds and embeddings blur;
@@ -196,8 +197,8 @@ def query_adaptive_weights(query_text: str) -> dict[str, float]:
 
     The graph list always weighs 1. Rule as in the reference implementation (REFERENCE.md).
     """
-    words = [w.lower() for w in _WORD.findall(query_text)]
-    if any(w in FIRST_PERSON for w in words):
+    shouted = query_text.isupper()
+    if any(_first_person(word, shouted) for word in _WORD.findall(query_text)):
         return {"keyword": 1.0, "vector": 1.0, "graph": 1.0}
     specific = (
         bool(_QUOTED.search(query_text))
@@ -206,6 +207,12 @@ def query_adaptive_weights(query_text: str) -> dict[str, float]:
         or _capitalised_after_start(query_text)
     )
     return {"keyword": 1.0, "vector": 0.0 if specific else 1.0, "graph": 1.0}
+
+
+def _first_person(word: str, shouted: bool) -> bool:
+    """A first-person pronoun, not an acronym spelled like one ("US" the country, in a query not
+    written all in capitals)."""
+    return word.lower() in FIRST_PERSON and (shouted or len(word) == 1 or not word.isupper())
 
 
 def _identity(query: Query, item: Any) -> DbKey:
