@@ -118,7 +118,8 @@ def test_a_failed_send_is_retried_on_a_new_connection(db):
     with db.pipeline(transaction=True) as pipe:
         pipe.set(_key("retried"), "1")
         request = Request(db, pipe)
-        real, failures = request.connection.send_packed_command, []
+        connection, failures = request.connection, []
+        real = connection.send_packed_command
 
         def flaky(payload, check_health=True):
             if not failures:
@@ -126,10 +127,14 @@ def test_a_failed_send_is_retried_on_a_new_connection(db):
                 raise redis.ConnectionError("dropped")
             return real(payload, check_health)
 
-        request.connection.send_packed_command = flaky
-        request.send()
-        assert request.replies() == [True]
+        connection.send_packed_command = flaky  # this pooled connection only, removed below
+        try:
+            request.send()
+            assert request.replies() == [True]
+        finally:
+            del connection.send_packed_command
     assert failures == [True] and db.get(_key("retried")) == b"1"
+    assert "send_packed_command" not in vars(connection)
 
 
 def test_sendable_only_on_one_server_with_queued_commands(db):
