@@ -450,7 +450,8 @@ def test_shortlist_is_exact_when_the_top_rows_share_one_block():
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
 def test_the_prescan_kernel_runs_on_the_calling_thread_alone():
-    """No OpenMP worker is started by a shortlist (it would spin on the server's core)."""
+    """A shortlist starts no thread (numkong's OpenMP team, if it ran one, would spin on the core
+    the server needs)."""
     script = (
         "import os, numpy as np\n"
         "from redmem.embeddings import prescan\n"

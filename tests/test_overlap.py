@@ -23,17 +23,20 @@ def _queue_mixed(pipe) -> None:
     queue_script(pipe, "ping", [_key("p")], [])
 
 
-def test_replies_equal_a_plain_execute(any_db):
-    with any_db.pipeline(transaction=False) as pipe:
+@pytest.mark.parametrize("transaction", [False, True], ids=["pipeline", "multi-exec"])
+def test_replies_equal_a_plain_execute(any_db, transaction):
+    """Plain pipelines and transactions (sent as one MULTI/EXEC): the replies of pipe.execute()."""
+    with any_db.pipeline(transaction=transaction) as pipe:
         _queue_mixed(pipe)
         replies, result = execute_while(any_db, pipe, lambda: "worked")
-    with any_db.pipeline(transaction=False) as pipe:
+    with any_db.pipeline(transaction=transaction) as pipe:
         _queue_mixed(pipe)
         expected = pipe.execute()
     assert result == "worked"
+    assert (replies[0], expected[0]) == (2, 0)  # hset: two new fields, then none
     assert replies[1] == expected[1] == {b"a": b"1", b"b": b"2"}
-    assert replies[3] == expected[3] == b"pong"
     assert (replies[2], expected[2]) == (1, 2)
+    assert replies[3] == expected[3] == b"pong"
 
 
 def test_the_commands_reach_the_server_before_the_work_runs(db, redis_url):
@@ -77,20 +80,6 @@ def test_work_that_raises_leaves_the_client_usable(db):
     assert db.get(_key("w")) == b"1"  # sent before the work failed
     for _ in range(20):  # every pooled connection answers its own commands
         assert db.incr(_key("count")) > 0
-
-
-def test_a_transaction_is_sent_as_one_multi_exec(any_db):
-    with any_db.pipeline(transaction=True) as pipe:
-        _queue_mixed(pipe)
-        replies, result = execute_while(any_db, pipe, lambda: "worked")
-    with any_db.pipeline(transaction=True) as pipe:
-        _queue_mixed(pipe)
-        expected = pipe.execute()
-    assert result == "worked"
-    assert (replies[0], expected[0]) == (2, 0)  # hset: two new fields, then none
-    assert replies[1] == expected[1] == {b"a": b"1", b"b": b"2"}
-    assert (replies[2], expected[2]) == (1, 2)
-    assert replies[3] == expected[3] == b"pong"
 
 
 def test_an_error_inside_a_transaction_is_raised_after_exec(db):

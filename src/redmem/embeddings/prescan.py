@@ -11,19 +11,9 @@ largest ``e`` of the matrix). Every row whose ``approx`` reaches a lower bound o
 largest ``approx`` minus ``2 bound`` is kept: the exact top-k is among them, and only they are
 scored in float32. ``slack`` covers float32 rounding of the products.
 Without ``numkong`` installed, :func:`available` is False and callers scan in float32.
-
-numkong's wheels run its kernels on an OpenMP team as large as the machine; for one query row
-the kernel is no faster on two threads, and the idle worker then spins on the core the Redis
-server needs. :func:`on_this_thread` runs it on the calling thread alone.
 """
 
 from __future__ import annotations
-
-import ctypes
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import cache
-from pathlib import Path
 
 import numpy as np
 
@@ -32,8 +22,7 @@ try:
 except ImportError:  # pragma: no cover - numkong is a declared dependency; a partial install still works
     numkong = None
 
-__all__ = ["available", "quantize", "shortlist", "kth_largest_floor", "on_this_thread", "PRESCAN_MIN_ROWS",
-           "BLOCK_ROWS"]
+__all__ = ["available", "quantize", "shortlist", "kth_largest_floor", "PRESCAN_MIN_ROWS", "BLOCK_ROWS"]
 
 #: Below this many rows the float32 scan is already well under a millisecond.
 PRESCAN_MIN_ROWS = 8192
@@ -47,37 +36,6 @@ BLOCK_ROWS = 128
 
 def available() -> bool:
     return numkong is not None
-
-
-@cache
-def _openmp() -> ctypes.CDLL | None:
-    """The OpenMP runtime bundled with numkong's wheel (None where there is none to find)."""
-    if numkong is None:
-        return None
-    package = Path(numkong.__file__).parent
-    for folder in (package.parent / "numkong.libs", package / ".dylibs"):
-        for path in sorted(folder.glob("lib*omp*")):
-            try:
-                return ctypes.CDLL(str(path))
-            except OSError:  # pragma: no cover - a runtime that does not load: leave threads as they are
-                continue
-    return None
-
-
-@contextmanager
-def on_this_thread() -> Iterator[None]:
-    """Run numkong's kernels inside the block on the calling thread only (its OpenMP thread count
-    for this thread is 1 there and restored after)."""
-    runtime = _openmp()
-    if runtime is None:
-        yield
-        return
-    before = runtime.omp_get_max_threads()
-    runtime.omp_set_num_threads(1)
-    try:
-        yield
-    finally:
-        runtime.omp_set_num_threads(before)
 
 
 def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -113,8 +71,7 @@ def shortlist(codes: np.ndarray, scale: np.ndarray, error: np.ndarray, unit: np.
     if numkong is None or limit <= 0 or limit >= codes.shape[0]:
         return None
     query_codes, query_scale, query_error = quantize(unit[None, :])
-    with on_this_thread():
-        approx = np.asarray(numkong.cdist(query_codes, codes, metric="dot", out_dtype="float32"))[0]
+    approx = np.asarray(numkong.cdist(query_codes, codes, metric="dot", out_dtype="float32"))[0]
     approx *= scale
     approx *= query_scale[0]
     worst = float(error.max())

@@ -16,7 +16,7 @@ from redis.exceptions import WatchError
 
 from ..store.connection import is_cluster_transaction, server_errors
 from ..store.errors import ValidationError, WriteConflict
-from ..store.overlap import Request, sendable
+from ..store.overlap import Request
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
@@ -287,35 +287,22 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
     so the server's work overlaps the client's. A chunk that fails to build (a bad record) stops
     the save after the chunks before it are written.
     """
-    if not chunks:
-        return
-    first = _chunk_transaction(client, chunks[0])
-    if not sendable(client, first):  # a cluster: one transaction after the other
-        with first:
-            first.execute()
-        for chunk in chunks[1:]:
-            with _chunk_transaction(client, chunk) as pipe:
-                pipe.execute()
-        return
-    current = Request(client, first)
+    current = following = None
     try:
-        current.send()
-        for chunk in chunks[1:]:
+        for chunk in chunks:
             try:
                 following = Request(client, _chunk_transaction(client, chunk))
-            except BaseException:
-                current.replies()
-                raise
-            try:
-                current.replies()
-            except BaseException:
-                following.abandon()
-                raise
-            current = following
+            finally:  # built, or not, while the chunk before ran: that one's replies first
+                if current is not None:
+                    current.replies()
+            current, following = following, None
             current.send()
-        current.replies()
+        if current is not None:
+            current.replies()
     finally:
-        current.abandon()
+        for request in (current, following):
+            if request is not None:
+                request.abandon()
 
 
 def _chunk_transaction(client: Any, chunk: list[Any]) -> Any:

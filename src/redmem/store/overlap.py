@@ -4,8 +4,8 @@ A first retrieval round sends its searches and, meanwhile, scores the in-process
 a bulk save sends one chunk's MULTI/EXEC and, meanwhile, builds and packs the next chunk. The
 server and the client each use a core, so the round trip and the work cost the longer of the
 two instead of their sum -- in one thread, so no second thread fights the first for the GIL.
-On a cluster (replies come from several nodes) or a pipeline in WATCH mode, the work runs first
-and the pipeline as usual.
+On a cluster (replies come from several nodes) or a pipeline in WATCH mode, the pipeline runs
+as usual first, then the work.
 """
 
 from __future__ import annotations
@@ -31,16 +31,19 @@ class Request:
 
     A transaction pipeline goes as one MULTI / commands / EXEC. Until :meth:`replies` returns,
     the request holds its connection; :meth:`abandon` gives it back (closed if replies may be
-    left unread). The pipeline itself is reset once the replies are read.
+    left unread). The pipeline itself is reset once the replies are read. A pipeline that cannot
+    be sent ahead (:func:`sendable`: a cluster, a WATCH) simply runs at :meth:`send`.
     """
 
     def __init__(self, client: Any, pipe: Any) -> None:
         self.client, self.pipe = client, pipe
+        self.connection, self.sent, self.done = None, False, None
+        if not sendable(client, pipe):
+            return
         self.commands = list(pipe.command_stack)
         self.transaction = bool(getattr(pipe, "transaction", False))
         framed = [(("MULTI",), {}), *self.commands, (("EXEC",), {})] if self.transaction else self.commands
         self.connection = client.connection_pool.get_connection()
-        self.sent = False
         try:
             self.payload = self.connection.pack_commands([args for args, _ in framed])
         except BaseException:
@@ -54,12 +57,17 @@ class Request:
         with the closed connection, so nothing runs twice.
         """
         self.sent = True
+        if self.connection is None:
+            self.done = self.pipe.execute()
+            return
         self.connection.retry.call_with_retry(
             lambda: self.connection.send_packed_command(self.payload), lambda _: self.connection.disconnect()
         )
 
     def replies(self) -> list[Any]:
         """The replies, as ``pipe.execute()`` returns them; the first error reply is raised after all are read."""
+        if self.connection is None:
+            return self.done
         try:
             if self.transaction:
                 replies = _read_transaction(self.client, self.connection, self.commands)
@@ -92,9 +100,6 @@ def execute_while(client: Any, pipe: Any, work: Callable[[], T]) -> tuple[list[A
     Replies are those of ``pipe.execute()``; the first error reply is raised after all replies
     are read.
     """
-    if not sendable(client, pipe):
-        result = work()
-        return pipe.execute(), result
     request = Request(client, pipe)
     try:
         request.send()
