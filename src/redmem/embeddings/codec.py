@@ -4,6 +4,8 @@
     float16:  b"\\x02" + digest (8 bytes) + d little-endian float16
     int8:     b"\\x03" + digest (8 bytes) + scale (little-endian float32) + d int8 codes,
               x[j] = scale * code[j], scale = max|x| / 127, code = round(x / scale)
+              (within half a step of x while the scale is a normal float32, i.e. for
+              max|x| >= 127 * 2**-126 ~ 1.5e-36; smaller vectors round on float32's subnormal grid)
 
 The digest (BLAKE2b-64) names what the vector was made from, so a save whose text did not change
 does not embed it again. Values written before this format (``4 * d`` bytes of bare float32, no
