@@ -114,6 +114,19 @@ def test_a_record_missing_from_the_map_is_deferred(any_db):
     assert (len(memory.staged_accesses), RecallProposal.for_record(memory).status) == (0, "pending")
 
 
+@pytest.mark.parametrize("discarding", ["dismissed", "deferred", "contradicted"])
+def test_reads_of_a_record_reported_unused_never_count(any_db, discarding):
+    memory = prepared()
+    ObservationProtocol.on_read([memory], now=501.0)
+    ObservationProtocol.on_context_used([memory], {memory: discarding})
+    for later in ("used", "acted"):  # no read staged since: nothing to count
+        ObservationProtocol.on_context_used([memory], later)
+    assert (memory.access_count, memory.access_log, memory.last_accessed) == (0, [], None)
+    ObservationProtocol.on_read([memory], now=600.0)
+    ObservationProtocol.on_context_used([memory], "used", now=700.0)
+    assert (memory.access_count, memory.access_log, memory.last_accessed) == (1, [600.0], 700.0)
+
+
 def test_an_unknown_outcome_writes_nothing(any_db):
     good, bad = prepared(memory_id="good"), prepared(memory_id="bad")
     snapshot = {key: any_db.dump(key) for key in all_keys(any_db)}
