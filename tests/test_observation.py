@@ -61,6 +61,11 @@ def prepared(agent: str = "a", memory_id: str = "m") -> Memory:
     return memory
 
 
+def snapshot(client) -> dict:
+    """Every key of the test and its DUMP: equal snapshots mean nothing was written."""
+    return {key: client.dump(key) for key in all_keys(client)}
+
+
 def stored_state(memory: Memory, client) -> dict:
     space = memory.db_key.keyspace
     cycle = Memory.rhythm.cycles[0].key
@@ -129,11 +134,11 @@ def test_reads_of_a_record_reported_unused_never_count(any_db, discarding):
 
 def test_an_unknown_outcome_writes_nothing(any_db):
     good, bad = prepared(memory_id="good"), prepared(memory_id="bad")
-    snapshot = {key: any_db.dump(key) for key in all_keys(any_db)}
+    before = snapshot(any_db)
     outcome_map = {good.db_key.redis_key: "acted", bad.db_key.redis_key: "loved"}
     with pytest.raises(ValueError, match="loved"):
         ObservationProtocol.on_context_used([good, bad], outcome_map)
-    assert {key: any_db.dump(key) for key in all_keys(any_db)} == snapshot
+    assert snapshot(any_db) == before
 
 
 class Note(AccessTrackerMixin, Model):
@@ -145,10 +150,6 @@ class Note(AccessTrackerMixin, Model):
 
 class Numbered(AccessTrackerMixin, Model):
     number = KeyField(int)
-
-
-def snapshot(client) -> dict:
-    return {key: client.dump(key) for key in all_keys(client)}
 
 
 def test_an_outcome_map_names_records_by_record_id_or_redis_key_mixed(any_db):
