@@ -193,6 +193,18 @@ def test_report_per_record_and_refuse_a_record_outside_the_context(any_db):
     assert RecallProposal.for_record(pushed).status == "dismissed"
 
 
+def test_a_report_is_one_round_trip_and_a_refused_one_none(db, sent):
+    records = [memory("a", f"deploy note {word}", salience=0.9) for word in ["helm", "canary", "freeze"]]
+    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    assert len(result.records) == 3
+    sent.clear()
+    with pytest.raises(redmem.OutcomeError):
+        result.report({records[0]: "acted", "nope": "acted"})
+    assert sent == []
+    result.report({records[0]: "acted", records[1].db_key.redis_key: "used", records[2].memory_id: "dismissed"})
+    assert len(sent) == 1
+
+
 # -- post-effects: competitive suppression ------------------------------------------------------
 def test_non_selected_pull_candidates_are_suppressed_and_selected_ones_untouched(any_db):
     hits = [memory("a", text) for text in ladder(5)]       # BM25 ranks 1..5
