@@ -167,6 +167,44 @@ def test_one_staged_read_per_selected_record_per_assembly(any_db):
     assert len(records[0].staged_accesses) == 2  # one more per assembly, never two
 
 
+# -- reporting outcomes on the result ----------------------------------------------------------
+def test_report_one_outcome_for_every_record_of_the_context(any_db):
+    pulled = memory("a", "deploy with blue green")
+    pushed = memory("a", "water the plants", topic="home", salience=1.0)
+    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    assert set(result.records) == {pulled, pushed} and result.proactive == [pushed]
+    assert result.report("acted") == {pulled.db_key.redis_key: "acted", pushed.db_key.redis_key: "acted"}
+    assert (pulled.access_count, pushed.access_count) == (1, 1)
+    assert RecallProposal.for_record(pushed).status == "acted"
+    assert confidence(pulled)["corroborations"] == 1
+
+
+def test_report_per_record_and_refuse_a_record_outside_the_context(any_db):
+    pulled = memory("a", "deploy with blue green")
+    pushed = memory("a", "water the plants", topic="home", salience=1.0)
+    outside = memory("b", "deploy on fridays")
+    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    with pytest.raises(redmem.OutcomeError, match="names no record of the context"):
+        result.report({pulled: "acted", outside: "acted"})
+    assert len(pulled.staged_accesses) == 1 and confidence(pulled)["evidence_count"] == 0  # nothing written
+    assert result.report({pulled: "used", pushed.memory_id: "dismissed"}) == {
+        pulled.db_key.redis_key: "used", pushed.db_key.redis_key: "dismissed"}
+    assert (pulled.access_count, pushed.access_count) == (1, 0)
+    assert RecallProposal.for_record(pushed).status == "dismissed"
+
+
+def test_a_report_is_one_round_trip_and_a_refused_one_none(db, sent):
+    records = [memory("a", f"deploy note {word}", salience=0.9) for word in ["helm", "canary", "freeze"]]
+    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    assert len(result.records) == 3
+    sent.clear()
+    with pytest.raises(redmem.OutcomeError):
+        result.report({records[0]: "acted", "nope": "acted"})
+    assert sent == []
+    result.report({records[0]: "acted", records[1].db_key.redis_key: "used", records[2].memory_id: "dismissed"})
+    assert len(sent) == 1
+
+
 # -- post-effects: competitive suppression ------------------------------------------------------
 def test_non_selected_pull_candidates_are_suppressed_and_selected_ones_untouched(any_db):
     hits = [memory("a", text) for text in ladder(5)]       # BM25 ranks 1..5

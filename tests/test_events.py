@@ -21,7 +21,7 @@ from redis.cluster import RedisCluster
 import redmem
 from redmem import AutoKeyField, FloatField, KeyField, Model, StringField
 from redmem.model.field import Field
-from redmem.observation import EventStreamMixin, StreamConsumer
+from redmem.observation import EventStreamMixin, ObservationProtocol, PredictionLedgerMixin, StreamConsumer, StreamEvent
 
 HERE = Path(__file__).parent
 
@@ -38,6 +38,12 @@ class Shared(EventStreamMixin, Model):
     item_id = KeyField()
     agent_id = KeyField(partition_by="agent_id")
     body = StringField()
+    event_stream_per_model = True
+
+
+class Predicting(PredictionLedgerMixin, EventStreamMixin, Model):
+    item_id = KeyField()
+    agent_id = KeyField(partition_by="agent_id")
     event_stream_per_model = True
 
 
@@ -139,6 +145,39 @@ def test_custom_events_carry_data(any_db):
     for reserved in ("create", "update", "delete", ""):
         with pytest.raises(ValueError):
             memory.emit_event(reserved)
+
+
+def entry_keys(client, stream: str) -> list[tuple[str, str, str]]:
+    """(op, pk, key) of each raw entry of ``stream``, read without StreamEvent."""
+    return [(raw[b"op"].decode(), raw.get(b"pk", b"").decode(), raw[b"key"].decode())
+            for _, raw in client.xrange(stream)]
+
+
+@pytest.mark.parametrize("model", [Memory, Shared])
+def test_every_entry_names_the_record_as_pk_and_key(any_db, model):
+    record = model.create(item_id="i", agent_id="a") if model is Shared else model.create(agent_id="a", topic="x")
+    record.save()
+    record.emit_event("reviewed", {"by": "me"})
+    record.delete()
+    stream = model.event_stream_key() if model is Shared else model.event_stream_key(agent_id="a")
+    key = record.db_key.redis_key
+    assert entry_keys(any_db, stream) == [(op, key, key) for op in ("create", "update", "reviewed", "delete")]
+    assert [(e.pk, e.key) for e in model.read_events(**({} if model is Shared else {"agent_id": "a"}))] == [
+        (key, key)] * 4
+
+
+def test_prediction_resolved_entries_carry_pk(any_db):
+    record = Predicting.create(item_id="i", agent_id="a")
+    record.record_prediction({"x": 1})
+    ObservationProtocol.on_context_used([record], "acted")
+    key = record.db_key.redis_key
+    assert entry_keys(any_db, Predicting.event_stream_key())[-1] == ("prediction_resolved", key, key)
+
+
+def test_a_stream_event_reads_pk_or_key_whichever_the_entry_has():
+    popoto_style = StreamEvent.from_entry(b"1-0", {b"model": b"M", b"pk": b"M:1", b"op": b"create"})
+    older = StreamEvent.from_entry("2-0", {"model": "M", "key": "M:2", "op": "create"})
+    assert (popoto_style.pk, popoto_style.key, older.pk, older.key) == ("M:1", "M:1", "M:2", "M:2")
 
 
 # -- the consumer --------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redmem import AutoKeyField, KeyField, Model, QueryException, StringField, ValidationError
+from redmem import AutoKeyField, BM25Field, KeyField, Model, QueryException, StringField, ValidationError
+from redmem.model.dbkey import DbKey
 from redmem.context.fusion import convex_fusion, distinct_ranks, query_adaptive_weights, reciprocal_rank_fusion
 
 
@@ -200,3 +201,45 @@ def test_fuse_needs_the_partition_and_known_items(any_db):
     with pytest.raises(QueryException, match="DbKeys or record ids"):
         Memory.query.filter(agent_id="a").fuse(keyword=[Memory(agent_id="a", content="unsaved")])
     assert Memory.query.filter(agent_id="a").fuse(keyword=[], limit=3) == []
+
+
+class Note(Model):
+    note_id = AutoKeyField()
+    agent_id = KeyField(partition_by="agent_id")
+    content = StringField()
+    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+
+
+def test_fuse_takes_redis_key_score_pairs_as_popoto_gives_them(any_db):
+    a = [Memory.create(agent_id="a", content=f"m{i}") for i in range(3)]
+    other = Memory.create(agent_id="b", content="elsewhere")
+    keyword = [(a[0].db_key.redis_key, 9.5), (other.db_key.redis_key, 8.0), (a[1].db_key.redis_key, 7.25)]
+    vector = [(a[1].db_key.redis_key, 0.9), (a[2].memory_id, 0.8), (a[0].db_key, 0.1)]
+    fused = Memory.query.filter(agent_id="a").fuse(keyword=keyword, vector=vector)
+    assert [m.content for m in fused] == ["m1", "m0", "m2"]  # m1: 1/62 + 1/61, m0: 1/61 + 1/63
+    assert [m._rrf_score for m in fused] == pytest.approx([1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 62])
+    assert fused[0]._rrf_ranks == {"keyword": 2, "vector": 1}  # the other tenant's key takes no rank
+    same = Memory.query.filter(agent_id="a").fuse(keyword=[a[0], a[1]], vector=[a[1], a[2], a[0]])
+    assert [(m.content, m._rrf_score) for m in same] == [(m.content, m._rrf_score) for m in fused]
+
+
+def test_fuse_takes_what_a_bm25_search_returns(any_db):
+    notes = [Note.create(agent_id="a", content=text) for text in
+             ["invoice paid in march", "invoice overdue", "standup at ten"]]
+    query = Note.query.filter(agent_id="a")
+    found = Note.content_bm25.search(query.partition(), "invoice")
+    as_keys = [(DbKey(query.partition(), record_id).redis_key, score) for record_id, score in found.ranked]
+    from_result = query.fuse(keyword=found, limit=5)
+    assert [n._saved_key for n in from_result] == [DbKey(query.partition(), i) for i, _ in found.ranked]
+    assert {n.content for n in from_result} == {notes[0].content, notes[1].content}
+    for lists in ({"keyword": found.ranked}, {"keyword": as_keys}):
+        assert [n.content for n in query.fuse(**lists, limit=5)] == [n.content for n in from_result]
+
+
+def test_fuse_refuses_the_key_of_another_models_record(any_db):
+    note = Note.create(agent_id="a", content="x")
+    with pytest.raises(QueryException, match="another model"):
+        Memory.query.filter(agent_id="a").fuse(keyword=[(note.db_key.redis_key, 1.0)])
+    with pytest.raises(QueryException, match="Redis keys"):
+        Memory.query.filter(agent_id="a").fuse(keyword=[(1.0, "x")])
+

@@ -7,7 +7,7 @@ import time
 import pytest
 from conftest import all_keys
 
-from redmem import FloatField, KeyField, Model, StringField
+from redmem import AutoKeyField, FloatField, IntField, KeyField, Model, OutcomeError, StringField, ValidationError
 from redmem.fields import ConfidenceField, CyclicDecayField, DecayingSortedField
 from redmem.observation import (
     OUTCOME_EFFECTS,
@@ -59,6 +59,11 @@ def prepared(agent: str = "a", memory_id: str = "m") -> Memory:
     memory.record_prediction({"attended": True})
     ObservationProtocol.on_surfaced([memory], reason="cyclic")
     return memory
+
+
+def snapshot(client) -> dict:
+    """Every key of the test and its DUMP: equal snapshots mean nothing was written."""
+    return {key: client.dump(key) for key in all_keys(client)}
 
 
 def stored_state(memory: Memory, client) -> dict:
@@ -114,13 +119,126 @@ def test_a_record_missing_from_the_map_is_deferred(any_db):
     assert (len(memory.staged_accesses), RecallProposal.for_record(memory).status) == (0, "pending")
 
 
+@pytest.mark.parametrize("discarding", ["dismissed", "deferred", "contradicted"])
+def test_reads_of_a_record_reported_unused_never_count(any_db, discarding):
+    memory = prepared()
+    ObservationProtocol.on_read([memory], now=501.0)
+    ObservationProtocol.on_context_used([memory], {memory: discarding})
+    for later in ("used", "acted"):  # no read staged since: nothing to count
+        ObservationProtocol.on_context_used([memory], later)
+    assert (memory.access_count, memory.access_log, memory.last_accessed) == (0, [], None)
+    ObservationProtocol.on_read([memory], now=600.0)
+    ObservationProtocol.on_context_used([memory], "used", now=700.0)
+    assert (memory.access_count, memory.access_log, memory.last_accessed) == (1, [600.0], 700.0)
+
+
 def test_an_unknown_outcome_writes_nothing(any_db):
     good, bad = prepared(memory_id="good"), prepared(memory_id="bad")
-    snapshot = {key: any_db.dump(key) for key in all_keys(any_db)}
+    before = snapshot(any_db)
     outcome_map = {good.db_key.redis_key: "acted", bad.db_key.redis_key: "loved"}
     with pytest.raises(ValueError, match="loved"):
         ObservationProtocol.on_context_used([good, bad], outcome_map)
-    assert {key: any_db.dump(key) for key in all_keys(any_db)} == snapshot
+    assert snapshot(any_db) == before
+
+
+class Note(AccessTrackerMixin, Model):
+    note_id = AutoKeyField()
+    agent_id = KeyField()
+    body = StringField()
+    confidence = ConfidenceField(partition_by="agent_id")
+
+
+class Numbered(AccessTrackerMixin, Model):
+    number = KeyField(int)
+
+
+def test_an_outcome_map_names_records_by_record_id_or_redis_key_mixed(any_db):
+    by_record, by_id, by_key, unnamed = [prepared(memory_id=f"m{i}") for i in range(4)]
+    outcome_map = {by_record: "acted", by_id.memory_id: "used", by_key.db_key.redis_key: "contradicted"}
+    applied = ObservationProtocol.on_context_used([by_record, by_id, by_key, unnamed], outcome_map)
+    assert list(applied.values()) == ["acted", "used", "contradicted", "deferred"]
+    assert [r.access_count for r in (by_record, by_id, by_key, unnamed)] == [1, 1, 0, 0]
+    statuses = [RecallProposal.for_record(r).status for r in (by_record, by_id, by_key, unnamed)]
+    assert statuses == ["acted", "used", "contradicted", "pending"]
+
+
+def test_an_auto_key_an_int_key_and_the_db_key_name_their_record(any_db):
+    note = Note.create(agent_id="a", body="x")
+    numbered = Numbered.create(number=7)
+    ObservationProtocol.on_read([note, numbered], now=10.0)
+    applied = ObservationProtocol.on_context_used([note, numbered], {note.note_id: "used", 7: "used"})
+    assert set(applied.values()) == {"used"} and (note.access_count, numbered.access_count) == (1, 1)
+    ObservationProtocol.on_read([note], now=11.0)
+    ObservationProtocol.on_context_used([note], {note.db_key: "acted"})
+    assert ConfidenceField.get_confidence(note, "confidence") == pytest.approx(0.7)
+
+
+def test_one_outcome_string_applies_to_every_record(any_db):
+    records = [prepared(memory_id=f"m{i}") for i in range(3)]
+    applied = ObservationProtocol.on_context_used(records, "used")
+    assert applied == {r.db_key.redis_key: "used" for r in records}
+    assert [r.access_count for r in records] == [1, 1, 1]
+
+
+def test_records_are_hashable_by_class_and_key(any_db):
+    memory = prepared()
+    again = Memory.query.no_track().get(agent_id="a", memory_id="m")
+    assert {memory: "acted"}[again] == "acted" and len({memory, again}) == 1
+    assert hash(Memory(memory_id="m", agent_id="a")) == hash(memory)
+    with pytest.raises(ValidationError, match="note_id"):
+        hash(Note(agent_id="a", body="unsaved"))
+
+
+OUTSIDER = object()
+
+
+@pytest.mark.parametrize("name", ["key of another record", "no-such-id", "record not in the call", 3.5, None,
+                                  ("m", "a"), True])
+def test_a_key_naming_no_record_of_the_call_raises_before_anything_is_written(any_db, name):
+    memory, other = prepared(memory_id="m"), prepared(memory_id="other")
+    key = {"key of another record": other.db_key.redis_key, "record not in the call": other}.get(name, name)
+    before = snapshot(any_db)
+    with pytest.raises(OutcomeError, match="db_key.redis_key") as raised:
+        ObservationProtocol.on_context_used([memory], {memory: "acted", key: "acted"})
+    assert repr(key) in str(raised.value)
+    assert isinstance(raised.value, ValueError)
+    assert snapshot(any_db) == before
+
+
+@pytest.mark.parametrize("outcome_map, message", [
+    (["acted"], "list"), (1, "int"), (None, "NoneType"), ("loved", "loved"), ({"m": 1}, "1"),
+    ({"m": None}, "None"),
+])
+def test_a_report_of_the_wrong_shape_raises_before_anything_is_written(any_db, outcome_map, message):
+    memory = prepared(memory_id="m")
+    before = snapshot(any_db)
+    with pytest.raises(OutcomeError, match=message):
+        ObservationProtocol.on_context_used([memory], outcome_map)
+    assert snapshot(any_db) == before
+
+
+@pytest.mark.parametrize("records", ["m", Memory(memory_id="m", agent_id="a"), [1, 2]])
+def test_records_of_the_wrong_shape_raise_a_typed_error(any_db, records):
+    with pytest.raises(OutcomeError, match="records must"):
+        ObservationProtocol.on_context_used(records, "acted")
+
+
+def test_an_id_shared_by_two_records_of_the_call_must_be_a_key(any_db):
+    first, second = prepared("a", "m"), prepared("b", "m")
+    before = snapshot(any_db)
+    with pytest.raises(OutcomeError, match="several records"):
+        ObservationProtocol.on_context_used([first, second], {"m": "acted"})
+    assert snapshot(any_db) == before
+    applied = ObservationProtocol.on_context_used([first, second], {first.db_key.redis_key: "acted"})
+    assert list(applied.values()) == ["acted", "deferred"]
+
+
+def test_two_outcomes_for_one_record_raise(any_db):
+    memory = prepared()
+    with pytest.raises(OutcomeError, match="two outcomes"):
+        ObservationProtocol.on_context_used([memory], {memory: "acted", memory.db_key.redis_key: "dismissed"})
+    assert ObservationProtocol.on_context_used([memory], {memory: "acted", "m": "acted"}) == {
+        memory.db_key.redis_key: "acted"}
 
 
 def test_all_effects_of_a_call_go_out_in_one_pipeline(any_db, monkeypatch):

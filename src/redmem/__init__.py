@@ -42,6 +42,7 @@ from .observation import (
     AccessTrackerMixin,
     EventStreamMixin,
     ObservationProtocol,
+    OutcomeError,
     PredictionLedgerMixin,
     RecallProposal,
     StreamConsumer,
@@ -97,5 +98,5 @@ __all__ = [
     # connection and errors
     "connect", "configure", "get_client", "RedmemError", "ValidationError", "QueryException",
     "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict",
-    "RecordNotFound", "EmbeddingError",
+    "RecordNotFound", "EmbeddingError", "OutcomeError",
 ]

@@ -11,7 +11,6 @@ log and staged reads; the record's pending recall proposal. Records are loaded w
 from __future__ import annotations
 
 import argparse
-import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -30,14 +29,13 @@ from ..observation.access import AccessTrackerMixin
 from ..observation.proposals import RecallProposal
 from ..store.connection import server_errors
 from ..store.errors import QueryException, RecordNotFound
-from ..store.keys import KeySpace, unescape
+from ..store.keys import unescape
 from .display import number
 from .memory import ChatMemory
 from .runtime import import_model, start
 
 __all__ = ["add_arguments", "run", "find_record", "parse_key"]
 
-_KEY = re.compile(r"^(?P<prefix>[^:{}]+):(?P<model>[^:{}]+):\{(?P<tag>[^{}]*)\}:r(?::(?P<id>.*))?$")
 #: Shortest id start accepted in place of a whole id.
 MIN_ID_PREFIX = 4
 EDGES_SHOWN = 20
@@ -51,12 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse_key(key: str, model: type) -> DbKey | None:
     """The DbKey a Redis key names, None if ``key`` is not a record key; QueryException for another model."""
-    match = _KEY.match(key)
-    if match is None:
-        return None
-    if match["model"] != model._meta.name:
-        raise QueryException(f"{key} is a {match['model']} record; pass --model MODULE:{match['model']}")
-    return DbKey(KeySpace(match["prefix"], match["model"], match["tag"]), match["id"] or "")
+    parsed = DbKey.parse(key)
+    if parsed is not None and parsed.keyspace.model != model._meta.name:
+        other = parsed.keyspace.model
+        raise QueryException(f"{key} is a {other} record; pass --model MODULE:{other}")
+    return parsed
 
 
 def _key_values(model: type, key: DbKey) -> dict[str, Any]:

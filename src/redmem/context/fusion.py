@@ -32,6 +32,7 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from ..fields.bm25 import SearchResult
 from ..model.dbkey import DbKey
 from ..model.persistence import load_records
 from ..model.query import Query, query_method
@@ -195,7 +196,7 @@ def query_adaptive_weights(query_text: str) -> dict[str, float]:
       figures) are what lexical search finds and embeddings blur;
     - else keyword 1, vector 1.
 
-    The graph list always weighs 1. Rule as in the reference implementation (REFERENCE.md).
+    The graph list always weighs 1.
     """
     shouted = query_text.isupper()
     if any(_first_person(word, shouted) for word in _WORD.findall(query_text)):
@@ -215,15 +216,37 @@ def _first_person(word: str, shouted: bool) -> bool:
     return word.lower() in FIRST_PERSON and (shouted or len(word) == 1 or not word.isupper())
 
 
+#: What a list given to ``fuse`` may hold (quoted in error messages).
+FUSABLE = "records, Redis keys, DbKeys or record ids, each alone or as an (item, score) pair"
+
+
+def _unscored(item: Any) -> Any:
+    """The item of an ``(item, score)`` pair (as Popoto's ``fuse`` and BM25 search give them), else ``item``."""
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        score = item[1]
+        if not isinstance(score, bool) and isinstance(score, (int, float)):
+            return item[0]
+    return item
+
+
 def _identity(query: Query, item: Any) -> DbKey:
-    """The DbKey of a record, a DbKey, or a record id (of the query's partition)."""
+    """The DbKey of a record, a DbKey, a Redis key (``db_key.redis_key``) or a record id (of the
+    query's partition); QueryException for a Redis key of another model."""
+    if isinstance(item, bytes):
+        item = item.decode()
     if isinstance(item, DbKey):
         return item
     if isinstance(item, str):
-        return DbKey(query.partition(), item)
+        parsed = DbKey.parse(item)
+        if parsed is None:
+            return DbKey(query.partition(), item)
+        space = query.partition()
+        if (parsed.keyspace.prefix, parsed.keyspace.model) != (space.prefix, space.model):
+            raise QueryException(f"fuse() on {query.model.__name__} got {item!r}, the key of another model's record")
+        return parsed
     saved = getattr(item, "_saved_key", None)
     if saved is None:
-        raise QueryException(f"fuse() ranks records, DbKeys or record ids, not {item!r}")
+        raise QueryException(f"fuse() ranks {FUSABLE}, not {item!r}")
     return saved
 
 
@@ -235,24 +258,28 @@ def fuse(
     weights: Mapping[str, float] | None = None,
     **ranked_lists: Sequence[Any],
 ) -> list[Any]:
-    """Weighted RRF of named ranked lists of records (or DbKeys, or record ids) of the query's partition.
+    """Weighted RRF of named ranked lists of the query's partition.
 
     ``Memory.query.filter(agent_id="a").fuse(keyword=bm25_hits, vector=vector_hits,
-    weights=query_adaptive_weights(text))``. Items of another partition are left out (the tenant
-    filter applies to fused lists too). Returns records, best first, each with ``_rrf_score`` and
-    ``_rrf_ranks`` ({list name: 1-based rank}); records passed in are returned as they are, ids
-    are loaded in one round trip (ids with no stored record are dropped).
+    weights=query_adaptive_weights(text))``. A list holds records, DbKeys, record ids or Redis
+    keys (``db_key.redis_key``), each alone or as an ``(item, score)`` pair, best first (as
+    Popoto's ``fuse`` takes them; scores are ignored: RRF uses ranks), or is a BM25
+    ``SearchResult``. Items of another partition are left out (the tenant filter applies to fused
+    lists too). Returns records, best first, each with ``_rrf_score`` and ``_rrf_ranks`` ({list
+    name: 1-based rank}); records passed in are returned as they are, ids and keys are loaded in
+    one round trip (those with no stored record are dropped).
     """
     space = query.partition()
     given: dict[DbKey, Any] = {}
     keyed: dict[str, list[DbKey]] = {}
     for name, items in ranked_lists.items():
         keys = keyed[name] = []
-        for item in items:
+        for item in items.ranked if isinstance(items, SearchResult) else items:
+            item = _unscored(item)
             key = _identity(query, item)
             if key.keyspace == space:
                 keys.append(key)
-                if not isinstance(item, (str, DbKey)):
+                if not isinstance(item, (str, bytes, DbKey)):
                     given.setdefault(key, item)
     fused = reciprocal_rank_fusion(keyed, k=k, weights=weights, limit=limit)
     missing = [key for key, _ in fused if key not in given]

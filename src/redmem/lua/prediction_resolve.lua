@@ -1,6 +1,6 @@
 -- Resolve a record's open prediction exactly once: compare-and-set on its state (and sequence
 -- number), then file it in the partition's ledger (trimmed to the newest ARGV[8] resolutions)
--- and, with KEYS[5], write a prediction_resolved event.
+-- and, with KEYS[5], write a prediction_resolved event (the record key as both pk and key).
 -- KEYS[1] the record's prediction hash   KEYS[2] zset error by entry id
 -- KEYS[3] zset resolution time by entry id   KEYS[4] hash entry id -> JSON details   KEYS[5] event stream (optional)
 -- ARGV[1] expected sequence number ("" = whichever is open)   ARGV[2] error (JSON number)   ARGV[3] now (s)
@@ -28,7 +28,7 @@ if excess > 0 then
   redis.call("HDEL", KEYS[4], unpack(oldest))
 end
 if KEYS[5] then
-  redis.call("XADD", KEYS[5], "MAXLEN", "~", ARGV[10], "*", "model", ARGV[9], "key", ARGV[7],
+  redis.call("XADD", KEYS[5], "MAXLEN", "~", ARGV[10], "*", "model", ARGV[9], "pk", ARGV[7], "key", ARGV[7],
     "op", "prediction_resolved", "ts", ARGV[3], "changed_fields", "[]",
     "data", '{"error":' .. ARGV[2] .. ',"outcome":' .. outcome .. '}')
 end

@@ -158,7 +158,19 @@ class Model(metaclass=ModelMeta):
             return NotImplemented
         return self.to_dict() == other.to_dict()  # type: ignore[union-attr]
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        """Hash of the class and the key field values, so records can key a dict or fill a set.
+
+        Equal records hold equal key values, hence hash alike. Do not change a key field of a
+        record held in a dict or set. ValidationError for a record whose key is not set yet (an
+        AutoKeyField before the first save).
+        """
+        key = {name: getattr(self, name) for name in self._meta.key_fields}
+        missing = [name for name, value in key.items() if value is None]
+        if missing:
+            raise ValidationError(f"{type(self).__name__} has no value for key field(s) {missing}: "
+                                  "a record is hashable once its key is set (save it first)")
+        return hash((type(self), tuple(key.values())))
 
     def __repr__(self) -> str:
         keys = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._meta.key_fields)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..store.keys import KeySpace
 
 __all__ = ["DbKey"]
+
+#: ``<prefix>:<Model>:{<tag>}:r[:<record id>]``: prefix and model name hold none of ``:{}``, the
+#: tag (escaped partition values) no brace.
+_RECORD_KEY = re.compile(r"^(?P<prefix>[^:{}]+):(?P<model>[^:{}]+):\{(?P<tag>[^{}]*)\}:r(?::(?P<id>.*))?$")
 
 
 @dataclass(frozen=True, order=True)
@@ -24,6 +29,14 @@ class DbKey:
     def partition(self) -> tuple[str, ...]:
         """The values of the model's partition fields (empty for unpartitioned models)."""
         return self.keyspace.partition_values
+
+    @classmethod
+    def parse(cls, redis_key: str) -> "DbKey | None":
+        """The DbKey whose ``redis_key`` is ``redis_key``; None when it names no record hash."""
+        match = _RECORD_KEY.match(redis_key)
+        if match is None:
+            return None
+        return cls(KeySpace(match["prefix"], match["model"], match["tag"]), match["id"] or "")
 
     def __str__(self) -> str:
         return self.redis_key

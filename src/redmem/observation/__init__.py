@@ -16,6 +16,7 @@ from .predictions import (
     summarize_errors,
 )
 from .proposals import RecallProposal
+from .outcome_map import OutcomeError
 from .protocol import OUTCOME_EFFECTS, ObservationProtocol, OutcomeEffects
 from .write_filter import WriteFilterMixin, top_by_priority
 
@@ -35,4 +36,5 @@ __all__ = [
     "ObservationProtocol",
     "OutcomeEffects",
     "OUTCOME_EFFECTS",
+    "OutcomeError",
 ]

@@ -1,19 +1,23 @@
 """AccessTrackerMixin: reads are staged, then confirmed as accesses or discarded.
 
 A read (any tracking query or ``get``, or :meth:`ObservationProtocol.on_read`) stages one
-entry per record: a tentative access that expires after ``access_staging_ttl`` seconds
-(24 h). When the reader reports that the record was used, :meth:`confirm_access` moves the
-staged reads into the record's access log (newest first, capped at ``access_log_size`` = 100)
-and adds them to its access count; otherwise :meth:`discard_staged_access` drops them.
-Semantics and defaults as in the published AccessTrackerMixin (see REFERENCE.md).
+entry per record: a tentative access that expires ``access_staging_ttl`` seconds (24 h) after
+the record's latest read. When the reader reports that the record was used,
+:meth:`confirm_access` adds the number of staged reads to the record's access count and moves
+their times into its access log (newest first, capped at ``access_log_size`` = 100); otherwise
+:meth:`discard_staged_access` drops them. Exactly the staged reads are counted, as in Popoto's
+AccessTrackerMixin: confirming with nothing staged counts nothing, and discarded reads never count.
 
 Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``, same slot as the record):
 
-- ``<base>:as:<record id>``: list of staged read times (s), with a TTL;
+- ``<base>:as:<record id>``: list of staged read times (s), the newest ``access_log_size``, with a TTL;
+- ``<base>:asc:<record id>``: how many reads are staged (every one, also those whose time the list
+  no longer keeps), with the same TTL;
 - ``<base>:al:<record id>``: list of confirmed access times, newest first, capped;
 - the record hash entries ``access.count`` and ``access.last``: the access count and the time
-  of the last confirmation. The model's save never writes them (they are no fields), so
-  re-saving a stale instance loses no access; deleting the record deletes them with its hash.
+  of the last confirmation that counted a read. The model's save never writes them (they are
+  no fields), so re-saving a stale instance loses no access; deleting the record deletes them
+  with its hash.
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ from ..store.connection import server_errors
 from ..store.keys import KeySpace
 from ..store.scripts import queue_script, run_script
 
-__all__ = ["AccessTrackerMixin", "STAGED_KIND", "LOG_KIND", "COUNT_ENTRY", "LAST_ENTRY"]
+__all__ = ["AccessTrackerMixin", "STAGED_KIND", "STAGED_COUNT_KIND", "LOG_KIND", "COUNT_ENTRY", "LAST_ENTRY"]
 
-#: Key kind of a record's staged reads: ``<base>:as:<record id>``.
+#: Key kind of a record's staged read times: ``<base>:as:<record id>``.
 STAGED_KIND = "as"
+#: Key kind of a record's staged read count: ``<base>:asc:<record id>``.
+STAGED_COUNT_KIND = "asc"
 #: Key kind of a record's access log: ``<base>:al:<record id>``.
 LOG_KIND = "al"
 #: Record-hash entries kept by the tracker (dotted, so no field name can collide with them).
@@ -41,6 +47,10 @@ LAST_ENTRY = "access.last"
 
 def staged_key(key: DbKey) -> str:
     return key.keyspace.key(STAGED_KIND, key.record_id)
+
+
+def staged_count_key(key: DbKey) -> str:
+    return key.keyspace.key(STAGED_COUNT_KIND, key.record_id)
 
 
 def log_key(key: DbKey) -> str:
@@ -76,7 +86,7 @@ class AccessTrackerMixin:
         """Queue the staging of one read per distinct key (records that do not exist are skipped)."""
         by_partition: dict[KeySpace, list[str]] = defaultdict(list)
         for key in dict.fromkeys(keys):
-            by_partition[key.keyspace] += [key.redis_key, staged_key(key)]
+            by_partition[key.keyspace] += [key.redis_key, staged_key(key), staged_count_key(key)]
         at = repr(time.time() if now is None else now)
         for script_keys in by_partition.values():
             args = [at, cls.access_staging_ttl, cls.access_log_size]
@@ -84,13 +94,15 @@ class AccessTrackerMixin:
 
     # -- confirming and discarding ---------------------------------------------------------------
     def confirm_access(self, pipeline: Any = None, now: float | None = None) -> int | None:
-        """Move the staged reads into the access log and count them (at least one access).
+        """Count the staged reads as accesses and move their times into the access log.
 
-        Atomic (Lua). Returns the number of accesses recorded (0 when the record is not stored:
-        its staged reads are dropped and nothing is recreated), or None when queued on ``pipeline``.
+        Atomic (Lua). Returns the number of accesses recorded: the staged reads, 0 when none are
+        staged (nothing is counted, logged or stamped) or when the record is not stored (its
+        staged reads are dropped and nothing is recreated); None when queued on ``pipeline``.
+        ``now`` is the time stamped as ``last_accessed`` when something is counted.
         """
         key = stored_key(self)
-        keys = [key.redis_key, staged_key(key), log_key(key)]
+        keys = [key.redis_key, staged_key(key), log_key(key), staged_count_key(key)]
         args = [repr(time.time() if now is None else now), self.access_log_size, COUNT_ENTRY, LAST_ENTRY]
         if pipeline is not None:
             queue_script(pipeline, "access_confirm", keys, args)
@@ -100,14 +112,16 @@ class AccessTrackerMixin:
             return int(run_script("access_confirm", keys, args, client))
 
     def discard_staged_access(self, pipeline: Any = None) -> None:
-        """Drop the staged reads (the record was read but not used)."""
-        key = staged_key(stored_key(self))
+        """Drop the staged reads (the record was read but not used): they will never count."""
+        key = stored_key(self)
+        keys = (staged_key(key), staged_count_key(key))
         if pipeline is not None:
-            pipeline.delete(key)
+            for name in keys:  # one DEL each: a cluster pipeline refuses a multi-key DEL
+                pipeline.delete(name)
             return
         client = self._meta.client  # type: ignore[attr-defined]
         with server_errors(client):
-            client.delete(key)
+            client.delete(*keys)
 
     # -- what is known (one round trip each) -------------------------------------------------------
     @property
@@ -130,9 +144,18 @@ class AccessTrackerMixin:
 
     @property
     def staged_accesses(self) -> list[float]:
-        """Times of the reads waiting for confirmation, oldest first."""
+        """Times of the reads waiting for confirmation (the newest ``access_log_size``), oldest first."""
         raw = self._read(lambda client, key: client.lrange(staged_key(key), 0, -1))
         return [float(at) for at in raw]
+
+    @property
+    def staged_access_count(self) -> int:
+        """How many reads wait for confirmation: what :meth:`confirm_access` would count now."""
+        def both(client: Any, key: DbKey) -> list:
+            return client.pipeline(transaction=False).get(staged_count_key(key)).llen(staged_key(key)).execute()
+
+        counted, kept = self._read(both)
+        return max(int(counted or 0), kept)
 
     def _read(self, command: Any) -> Any:
         client = self._meta.client  # type: ignore[attr-defined]
@@ -144,4 +167,4 @@ class AccessTrackerMixin:
         """Delete the record's staged reads and access log with it."""
         super().queue_delete(batch)  # type: ignore[misc]
         key = DbKey(batch.keyspace, batch.record_id)
-        batch.pipe.delete(staged_key(key), log_key(key))
+        batch.pipe.delete(staged_key(key), staged_count_key(key), log_key(key))

@@ -1,12 +1,12 @@
 """EventStreamMixin: every create, update and delete of a record, and custom events, in a stream.
 
-Each event is one stream entry with the fields ``model`` (model name), ``key`` (the record's
-Redis key, as in ``record.db_key.redis_key``), ``op`` (``create`` / ``update`` / ``delete`` or a
-custom name), ``ts`` (seconds since the epoch), ``changed_fields`` (JSON list of field names:
-the non-None fields of a created or deleted record, the fields whose value changed in an
-update) and, for custom events, ``data`` (JSON object). Streams are capped with
-``MAXLEN ~ event_stream_maxlen`` (10000). Entry shape and cap as in the published
-EventStreamMixin (see REFERENCE.md).
+Each event is one stream entry with the fields ``model`` (model name), ``pk`` and ``key`` (both
+the record's Redis key, as in ``record.db_key.redis_key``: ``pk`` is the name Popoto's stream
+consumers read, ``key`` the name earlier redmem entries carry), ``op`` (``create`` / ``update`` /
+``delete`` or a custom name), ``ts`` (seconds since the epoch), ``changed_fields`` (JSON list of
+field names: the non-None fields of a created or deleted record, the fields whose value changed
+in an update) and, for custom events, ``data`` (JSON object). Streams are capped with
+``MAXLEN ~ event_stream_maxlen`` (10000).
 
 Where the stream lives:
 
@@ -84,8 +84,14 @@ class StreamEvent:
         return self.fields.get("model", "")
 
     @property
+    def pk(self) -> str:
+        """The record's Redis key (``pk``, or ``key`` in an entry written without ``pk``)."""
+        return self.fields.get("pk") or self.fields.get("key", "")
+
+    @property
     def key(self) -> str:
-        return self.fields.get("key", "")
+        """The record's Redis key: the same as :attr:`pk`."""
+        return self.fields.get("key") or self.fields.get("pk", "")
 
     @property
     def op(self) -> str:
@@ -107,8 +113,8 @@ class StreamEvent:
 def event_fields(
     model: str, key: str, op: str, ts: float, changed: list[str] | None = None, data: dict | None = None
 ) -> dict[str, str]:
-    """The stream entry of one event (``data`` only for custom events)."""
-    fields = {"model": model, "key": key, "op": op, "ts": repr(ts),
+    """The stream entry of one event (``data`` only for custom events); ``key`` goes in as ``pk`` and ``key``."""
+    fields = {"model": model, "pk": key, "key": key, "op": op, "ts": repr(ts),
               "changed_fields": json.dumps(changed or [])}
     if data is not None:
         fields["data"] = json.dumps(data, sort_keys=True)

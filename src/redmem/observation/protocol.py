@@ -2,9 +2,10 @@
 
 - ``on_read(records)``: stage a read of each AccessTracker record (to be confirmed or discarded);
 - ``on_surfaced(records, reason, partition)``: open a RecallProposal per pushed record;
-- ``on_context_used(records, outcome_map)``: apply each record's outcome (``outcome_map``
-  maps ``record.db_key.redis_key`` to an outcome; a record missing from it is ``deferred``)
-  following :data:`OUTCOME_EFFECTS`, the matrix of the published design (REFERENCE.md):
+- ``on_context_used(records, outcome_map)``: apply each record's outcome following
+  :data:`OUTCOME_EFFECTS`. ``outcome_map`` is one outcome for every record (``"acted"``) or a
+  mapping naming records by the record itself, its ``db_key.redis_key`` or its record id
+  (see :mod:`redmem.observation.outcome_map`); a record it does not name is ``deferred``:
 
 | outcome | effects | prediction error |
 |---|---|---|
@@ -21,7 +22,8 @@
   EventStreamMixin get a custom event per confidence update, cycle change, pressure
   resolution and resolved prediction.
 
-Every outcome is checked before anything is written (ValueError for an unknown one), then all
+The whole report is checked before anything is written (OutcomeError, a ValueError, for an
+unknown outcome, a key naming no record of the call, or a map of the wrong type), then all
 effects of one call go out in one pipeline: one round trip. Each effect is atomic on its own
 (the primitives are Lua scripts); the pipeline as a whole is not a transaction, since a call may
 touch several partitions (cluster slots).
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..fields.confidence import ConfidenceField
 from ..fields.cyclic import CyclicDecayField
@@ -45,10 +47,12 @@ from .events import (
     PRESSURE_RESOLVED,
     EventStreamMixin,
 )
+from .outcome_map import DEFAULT_OUTCOME, OutcomeError, check_records
+from .outcome_map import outcomes_for as outcomes_of
 from .predictions import OUTCOME_ERRORS, PredictionLedgerMixin
 from .proposals import DEFAULT_TTL, RecallProposal
 
-__all__ = ["ObservationProtocol", "OutcomeEffects", "OUTCOME_EFFECTS", "DEFAULT_OUTCOME"]
+__all__ = ["ObservationProtocol", "OutcomeEffects", "OUTCOME_EFFECTS", "DEFAULT_OUTCOME", "OutcomeError"]
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,6 @@ OUTCOME_EFFECTS: dict[str, OutcomeEffects] = {
                                    prediction_error=OUTCOME_ERRORS["contradicted"]),
     "used": OutcomeEffects(confirm_access=True, prediction_error=OUTCOME_ERRORS["used"]),
 }
-#: The outcome of a record that ``outcome_map`` does not mention.
-DEFAULT_OUTCOME = "deferred"
 
 
 def _key(record: Any) -> str:
@@ -92,13 +94,9 @@ def _distinct(records: Iterable[Any]) -> list[Any]:
     return list(seen.values())
 
 
-def outcomes_for(records: list[Any], outcome_map: dict[str, str]) -> list[str]:
-    """Each record's outcome (default ``deferred``); ValueError naming the first unknown one."""
-    outcomes = [outcome_map.get(_key(r), DEFAULT_OUTCOME) for r in records]
-    for key, outcome in outcome_map.items():
-        if not isinstance(outcome, str) or outcome not in OUTCOME_EFFECTS:
-            raise ValueError(f"unknown outcome {outcome!r} for {key}: expected one of {sorted(OUTCOME_EFFECTS)}")
-    return outcomes
+def outcomes_for(records: list[Any], outcome_map: Any) -> list[str]:
+    """Each of the distinct ``records``' outcome (default ``deferred``); OutcomeError for a bad report."""
+    return outcomes_of(records, outcome_map, OUTCOME_EFFECTS)
 
 
 @dataclass
@@ -203,15 +201,18 @@ class ObservationProtocol:
 
     @staticmethod
     def on_context_used(
-        records: Iterable[Any], outcome_map: dict[str, str],
+        records: Iterable[Any], outcome_map: str | Mapping[Any, str],
         partition: str | None = None, now: float | None = None,
     ) -> dict[str, str]:
-        """Apply each record's outcome (see :data:`OUTCOME_EFFECTS`); returns ``{key: outcome}``.
+        """Apply each record's outcome (see :data:`OUTCOME_EFFECTS`); returns ``{redis key: outcome}``.
 
-        Raises ValueError for an unknown outcome before anything is written. One round trip
-        (plus one to write ``prediction_resolved`` events to per-model streams on a cluster).
+        ``outcome_map``: one outcome for every record, or ``{record, redis key or record id:
+        outcome}`` (unnamed records are ``deferred``). Raises OutcomeError (a ValueError) for an
+        unknown outcome, a key naming no record of ``records`` or a wrong type, before anything
+        is written. One round trip (plus one to write ``prediction_resolved`` events to
+        per-model streams on a cluster).
         """
-        records = _distinct(records)
+        records = _distinct(check_records(records))
         outcomes = outcomes_for(records, outcome_map)
         if not records:
             return {}

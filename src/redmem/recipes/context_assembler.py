@@ -10,6 +10,7 @@ trip.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from ..context.rendering import LINE_FORMATS, check_format, compose, frame_line,
 from ..context.retrieval import Capabilities, PullPlan, check_fusion, first_round, pull_candidates, resolve_mode
 from ..context.tokens import resolve_counter
 from ..model.persistence import load_records
+from ..observation.protocol import ObservationProtocol
 from ..store.connection import settings
 from ..store.errors import QueryException
 from .quality import RetrievalQuality, assess_retrieval
@@ -35,6 +37,18 @@ class AssemblyResult:
     proactive: list[Any] = field(default_factory=list)
     formatted: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def report(
+        self, outcome: str | Mapping[Any, str], partition: str | None = None, now: float | None = None,
+    ) -> dict[str, str]:
+        """Report what the agent did with this context: ``"acted"`` for every record, or
+        ``{record: outcome}`` per record (records not named are ``deferred``).
+
+        :meth:`ObservationProtocol.on_context_used` over ``records`` and ``proactive``; returns
+        ``{redis key: outcome}``. OutcomeError (a ValueError), before any write, for an unknown
+        outcome or a key naming no record of this context.
+        """
+        return ObservationProtocol.on_context_used([*self.records, *self.proactive], outcome, partition, now)
 
 
 class ContextAssembler:

@@ -28,7 +28,6 @@ from typing import Any
 from ..fields.bm25 import BM25Field
 from ..fields.cooccurrence import CoOccurrenceField, Entity
 from ..model.indexed import AutoKeyField
-from ..observation.protocol import ObservationProtocol
 from ..store.connection import server_errors
 from ..store.errors import ModelException, ValidationError
 from .context_assembler import AssemblyResult, ContextAssembler
@@ -162,14 +161,11 @@ class SubconsciousMemory:
             if len(pipe):
                 pipe.execute()
 
-    def report_outcomes(self, result: AssemblyResult, outcome: str | Mapping[str, str]) -> dict[str, str]:
-        """Apply ``outcome`` to every record of ``result`` (or ``{record key: outcome}`` per record;
-        unnamed records are ``deferred``); returns ``{key: outcome}``. ValueError for an unknown one."""
-        if isinstance(outcome, str):
-            outcome_map = {r.db_key.redis_key: outcome for r in result.records}
-        else:
-            outcome_map = dict(outcome)
-        return ObservationProtocol.on_context_used(result.records, outcome_map)
+    def report_outcomes(self, result: AssemblyResult, outcome: str | Mapping[Any, str]) -> dict[str, str]:
+        """Apply ``outcome`` to every record of ``result`` (or ``{record: outcome}`` per record, as
+        :meth:`AssemblyResult.report` takes it; unnamed records are ``deferred``); returns
+        ``{key: outcome}``. OutcomeError (a ValueError) for an unknown outcome or record."""
+        return result.report(outcome)
 
 
 def _distinct(items: Sequence[ExtractedMemory | str]) -> list[ExtractedMemory]:
