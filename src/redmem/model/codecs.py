@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from ..store.errors import ValidationError
+from ..store.validation import utf8_text
 
 __all__ = ["Codec", "codec_for", "finite_float", "timestamp"]
 
@@ -33,7 +34,7 @@ def _fail(label: str, expected: str, value: Any) -> ValidationError:
 def _coerce_str(value: Any, label: str) -> str:
     if not isinstance(value, str):
         raise _fail(label, "str", value)
-    return value
+    return utf8_text(label, value)
 
 
 def _coerce_int(value: Any, label: str) -> int:

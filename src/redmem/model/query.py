@@ -13,9 +13,10 @@ from functools import partial
 from typing import Any, Callable, Iterator
 
 from ..store.connection import server_errors
-from ..store.errors import QueryException
+from ..store.errors import QueryArgumentError, QueryException
 from ..store.keys import KeySpace
 from ..store.scripts import queue_script
+from ..store.validation import non_negative_int
 from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
 from .persistence import ALL_RECORDS, PARTITIONS, load_records
@@ -65,8 +66,8 @@ class Query:
 
     def limit(self, count: int, offset: int = 0) -> "Query":
         """Return at most ``count`` records, skipping the first ``offset``."""
-        if count < 0 or offset < 0:
-            raise QueryException("limit and offset must be >= 0")
+        count = non_negative_int("limit: count", count, error=QueryArgumentError)
+        offset = non_negative_int("limit: offset", offset, error=QueryArgumentError)
         return replace(self, page_size=count, page_start=offset)
 
     def no_track(self) -> "Query":
