@@ -326,3 +326,13 @@ def test_query_limit_checks_its_arguments(db):
     with pytest.raises(QueryArgumentError, match="limit: offset must be an int >= 0, got -1"):
         query.limit(5, -1)
     assert query.limit(0).all() == []
+
+
+def test_order_by_and_a_proposal_ttl_check_their_arguments(db):
+    record = Recollection.create(agent_id="a", content="x")
+    with pytest.raises(QueryArgumentTypeError, match="order_by: field must be a field name"):
+        Recollection.query.filter(agent_id="a").order_by(None)
+    for ttl in (None, "60", math.nan, -1.0):
+        with pytest.raises(ValidationError, match=r"ttl must be a finite number >= 0"):
+            ObservationProtocol.on_surfaced([record], "test", ttl=ttl)
+    assert RecallProposal.list_pending("a") == []

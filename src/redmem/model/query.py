@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any, Callable, Iterator
 
 from ..store.connection import server_errors
-from ..store.errors import QueryArgumentError, QueryException
+from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException
 from ..store.keys import KeySpace
 from ..store.scripts import queue_script
 from ..store.validation import non_negative_int
@@ -59,6 +59,8 @@ class Query:
 
     def order_by(self, field: str) -> "Query":
         """Order by a sorted field, ``"-field"`` for descending; ties go by record id."""
+        if not isinstance(field, str):
+            raise QueryArgumentTypeError(f"order_by: field must be a field name (a str), got {field!r}")
         name = field.lstrip("-")
         if not isinstance(self.model._meta.fields.get(name), SortedField):
             raise QueryException(f"{self.model.__name__} can only be ordered by a sorted field, not {name!r}")

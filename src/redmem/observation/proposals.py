@@ -27,7 +27,7 @@ from ..model.indexed import KeyField, SortedField
 from ..model.persistence import queue_new_record
 from ..store.connection import get_client, server_errors
 from ..store.scripts import queue_script
-from ..store.validation import timestamp
+from ..store.validation import finite_number, timestamp
 
 __all__ = ["RecallProposal", "PENDING", "EXPIRED", "DEFAULT_TTL", "proposal_partition"]
 
@@ -85,7 +85,7 @@ class RecallProposal(Model):
         ttl: float = DEFAULT_TTL, now: float | None = None,
     ) -> "RecallProposal":
         """Queue the write of a pending proposal for ``record`` (hash and indexes) on ``pipe``."""
-        at = timestamp("now", now)
+        at, ttl = timestamp("now", now), finite_number("ttl", ttl, low=0)
         proposal = cls(
             partition=partition if partition is not None else proposal_partition(record),
             record_key=record_key_of(record), record_model=record._meta.name, reason=reason,

@@ -32,6 +32,7 @@ __all__ = [
     "finite_number",
     "one_of",
     "timestamp",
+    "epoch_of",
     "utf8_text",
     "subclass_of",
 ]
@@ -114,13 +115,18 @@ def timestamp(name: str, value: Any) -> float:
     if value is None:
         return time.time()
     if isinstance(value, datetime):
-        return (value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)).timestamp()
+        return epoch_of(value)
     accepted = "epoch seconds (a finite number), a datetime or None"
     if isinstance(value, bool) or not isinstance(value, Real):
         raise _fail(ValidationError, name, accepted, value, wrong_type=True)
     if not math.isfinite(value):
         raise _fail(ValidationError, name, accepted, value, wrong_type=False)
     return float(value)
+
+
+def epoch_of(value: datetime) -> float:
+    """Seconds since the epoch of a datetime; a naive one is taken as UTC."""
+    return (value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def utf8_text(name: str, value: str) -> str:
