@@ -36,6 +36,7 @@ from redmem import (
     Model,
     QueryException,
     StringField,
+    ValidationError,
 )
 from redmem.context.rendering import LINE_FORMATS, compose, frame_line
 from redmem.context.token_estimate import estimate_tokens
@@ -138,7 +139,7 @@ def test_max_tokens_skips_what_does_not_fit_and_keeps_trying(any_db):
     assert content_of(tighter.assemble(agent_id="a")) == ["a" * 50]  # the bullet and line break count too
 
 
-@pytest.mark.parametrize("max_tokens", [0, 1, 52])
+@pytest.mark.parametrize("max_tokens", [1, 52])
 def test_an_oversized_first_record_is_admitted_alone(any_db, max_tokens):
     cards("a", *SIZES)
     assembler = ContextAssembler(Card, max_tokens=max_tokens, output_format="content", token_counter=chars)
@@ -147,16 +148,18 @@ def test_an_oversized_first_record_is_admitted_alone(any_db, max_tokens):
     assert result.metadata["token_count"] == 53 > max_tokens  # the overshoot is visible
 
 
-def test_max_items_zero_selects_nothing(any_db):
-    cards("a", *SIZES)
-    result = ContextAssembler(Card, max_items=0).assemble(agent_id="a")
-    assert result.records == [] and result.formatted == "[]" and result.metadata["token_count"] == 0
+@pytest.mark.parametrize("option", ["max_items", "max_tokens"])
+def test_a_zero_budget_is_rejected_at_construction(option):
+    """The first record is always admitted, so max_tokens=0 would still return one: both budgets
+    must be >= 1 (max_items=0 would only suppress every candidate and return nothing)."""
+    with pytest.raises(ValidationError, match=f"{option} must be an int >= 1"):
+        ContextAssembler(Card, **{option: 0})
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     sizes=st.lists(st.integers(1, 60), min_size=1, max_size=8),
-    max_tokens=st.integers(0, 200),
+    max_tokens=st.integers(1, 200),
     max_items=st.integers(1, 8),
 )
 def test_selection_is_skip_not_break_over_the_ranked_candidates(any_db, sizes, max_tokens, max_items):

@@ -275,7 +275,7 @@ def test_constructor_defaults_and_constants():
     assert (ContextAssembler.RRF_K, ContextAssembler.CANDIDATE_MULTIPLIER, ContextAssembler.GRAPH_SEEDS) == (60, 5, 5)
 
 
-@pytest.mark.parametrize(("max_items", "expected"), [(0, 1), (1, 1), (5, 1), (9, 1), (10, 2), (14, 2), (25, 5)])
+@pytest.mark.parametrize(("max_items", "expected"), [(1, 1), (5, 1), (9, 1), (10, 2), (14, 2), (25, 5)])
 def test_max_proactive_defaults_to_a_fifth_of_max_items_and_at_least_one(max_items, expected):
     assert ContextAssembler(Note, max_items=max_items).max_proactive == expected
     assert ContextAssembler(Note, max_items=max_items, max_proactive=0).max_proactive == 0

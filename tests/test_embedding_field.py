@@ -21,7 +21,7 @@ from redmem import (
     StringField,
     ValidationError,
 )
-from redmem.embeddings import HashingEmbeddings, OpenAIEmbeddings
+from redmem.embeddings import EmbeddingError, HashingEmbeddings, OpenAIEmbeddings
 from redmem.embeddings.codec import decode_stored, encode_stored, encode_vector
 from redmem.fields import EmbeddingField, embed_many
 from redmem.fields import embedding as embedding_module
@@ -171,7 +171,7 @@ def test_only_positive_cosines_are_returned(any_db):
 
 def test_a_failing_provider_leaves_nothing_written(any_db):
     PROVIDER.broken = True
-    with pytest.raises(RuntimeError, match="provider down"):
+    with pytest.raises(EmbeddingError, match="provider down"):  # the provider's RuntimeError, chained
         Memory.create(agent_id="a", content="never stored")
     assert model_keys(any_db, Memory) == set()
     PROVIDER.broken = False
@@ -180,7 +180,7 @@ def test_a_failing_provider_leaves_nothing_written(any_db):
     loaded = Memory.query.get(agent_id="a", memory_id=memory.memory_id)
     loaded.content = "second text"
     PROVIDER.broken = True
-    with pytest.raises(RuntimeError):
+    with pytest.raises(EmbeddingError):
         loaded.save()  # the embedding is computed under the record's WATCH, before MULTI
     assert {k: any_db.dump(k) for k in model_keys(any_db, Memory)} == before
 

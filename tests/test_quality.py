@@ -383,10 +383,10 @@ def test_default_metric_is_fok_times_confidence(db):
 
 
 def test_pairs_that_cannot_move_are_passed_over(db):
-    inner = lexical_assembler({"a": 0.05, "b": 0.9, "c": 0.05})
+    inner = lexical_assembler({"relevance": 0.05, "confidence": 0.95})
     adaptive = AdaptiveAssembler(inner, window_size=1)
-    adaptive.record(1.0)  # a->b, a->c cannot move (a at the floor); b->a can
-    assert inner.score_weights == pytest.approx({"a": 0.1, "b": 0.85, "c": 0.05})
+    adaptive.record(1.0)  # relevance->confidence cannot move (relevance at the floor); the reverse can
+    assert inner.score_weights == pytest.approx({"relevance": 0.1, "confidence": 0.9})
 
 
 def test_one_weight_is_never_tuned(db):

@@ -60,8 +60,11 @@ from .recipes import (
     SubconsciousMemory,
 )
 from .store import (
+    ArgumentTypeError,
     ConfigurationError,
     ModelException,
+    QueryArgumentError,
+    QueryArgumentTypeError,
     QueryException,
     RecordNotFound,
     RedmemError,
@@ -96,7 +99,8 @@ __all__ = [
     "ContextAssembler", "AssemblyResult", "RetrievalQuality", "AdaptiveAssembler", "PolicyCache",
     "SubconsciousMemory", "DefaultMemory", "HybridMemory",
     # connection and errors
-    "connect", "configure", "get_client", "RedmemError", "ValidationError", "QueryException",
+    "connect", "configure", "get_client", "RedmemError", "ValidationError", "ArgumentTypeError",
+    "QueryException", "QueryArgumentError", "QueryArgumentTypeError",
     "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict",
     "RecordNotFound", "EmbeddingError", "OutcomeError",
 ]

@@ -8,13 +8,13 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ..fields.confidence import ConfidenceField
 from ..observation.access import AccessTrackerMixin
 from ..observation.proposals import RecallProposal
 from ..store.connection import get_client, server_errors
+from ..store.validation import timestamp
 
 __all__ = ["apply_post_effects", "SURFACING_REASON"]
 
@@ -26,7 +26,7 @@ def apply_post_effects(
     now: float | None = None,
 ) -> None:
     """Queue the three effects above for these records and send them in one round trip."""
-    at = time.time() if now is None else now
+    at = timestamp("now", now)
     client = get_client()
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         readers = [r for r in selected if isinstance(r, AccessTrackerMixin)]

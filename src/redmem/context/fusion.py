@@ -37,6 +37,7 @@ from ..model.dbkey import DbKey
 from ..model.persistence import load_records
 from ..model.query import Query, query_method
 from ..store.errors import QueryException, ValidationError
+from ..store.validation import finite_number, non_negative_int, positive_int
 
 __all__ = [
     "reciprocal_rank_fusion",
@@ -112,8 +113,7 @@ def convex_fusion(
     weights = checked_weights(weights)
     limits = dict(limits or {})
     for name, cut in limits.items():
-        if isinstance(cut, bool) or not isinstance(cut, int) or cut < 1:
-            raise ValidationError(f"limit of list {name!r} must be an int >= 1, not {cut!r}")
+        positive_int(f"limit of list {name!r}", cut)
     found: dict[Hashable, None] = {}
     columns: list[tuple[float, dict[Hashable, float], float]] = []
     for name, pairs in scored_lists.items():
@@ -152,17 +152,13 @@ def _first_scores(name: str, pairs: Sequence[tuple[Hashable, float]]) -> dict[Ha
 
 
 def _check_limit(limit: int | None) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise ValidationError(f"limit must be an int >= 0 or None, not {limit!r}")
+    non_negative_int("limit", limit, none=True)
 
 
 def checked_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
     """``weights`` as a dict, each a finite number >= 0 (ValidationError otherwise)."""
     checked = dict(weights or {})
-    for name, weight in checked.items():
-        if isinstance(weight, bool) or not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
-            raise ValidationError(f"weight of list {name!r} must be a finite number >= 0, not {weight!r}")
-    return checked
+    return {name: finite_number(f"weight of list {name!r}", weight, low=0) for name, weight in checked.items()}
 
 
 def distinct_ranks(items: Sequence[Hashable]) -> dict[Hashable, int]:

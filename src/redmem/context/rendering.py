@@ -21,6 +21,8 @@ import json
 from typing import Any, Callable, Mapping, Sequence
 from xml.sax.saxutils import escape
 
+from ..store.errors import ValidationError
+
 __all__ = ["FORMATS", "LINE_FORMATS", "render_slice", "frame_line", "compose", "record_view"]
 
 FORMATS = ("structured", "xml", "natural", "content")
@@ -61,9 +63,9 @@ def _plain(value: Any) -> str:
 
 
 def check_format(output_format: str) -> str:
-    """Return ``output_format`` if known, else raise ValueError naming the known ones."""
-    if output_format not in _SLICES:
-        raise ValueError(f"unknown output_format {output_format!r}; use one of {list(FORMATS)}")
+    """Return ``output_format`` if known, else raise ValidationError naming the known ones."""
+    if not isinstance(output_format, str) or output_format not in _SLICES:
+        raise ValidationError(f"unknown output_format {output_format!r}; use one of {list(FORMATS)}")
     return output_format
 
 

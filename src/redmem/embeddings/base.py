@@ -85,11 +85,25 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
 
+def _embed(provider: Any, texts: list[str], input_type: InputType) -> Any:
+    """``provider.embed(texts)``, its errors (but redmem's own) raised as EmbeddingError."""
+    try:
+        return provider.embed(texts, input_type=input_type)
+    except RedmemError:
+        raise
+    except Exception as exc:
+        raise EmbeddingError(
+            f"embedding provider {type(provider).__name__} failed on {len(texts)} text(s): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def embed_in_batches(provider: Any, texts: Sequence[str], input_type: InputType = "document") -> np.ndarray:
     """Embed ``texts`` in calls of at most ``provider.max_batch_size`` texts; (n x dimensions) float32.
 
     Every batch is checked with :func:`as_matrix` against ``provider.dimensions``, so a provider
-    that returns the wrong number or length of vectors raises ValidationError.
+    that returns the wrong number or length of vectors raises ValidationError; a provider that
+    raises anything but a RedmemError raises EmbeddingError naming it, chained to its error.
     """
     check_input_type(input_type)
     if not texts:
@@ -99,6 +113,6 @@ def embed_in_batches(provider: Any, texts: Sequence[str], input_type: InputType 
     parts = []
     for start in range(0, len(texts), size):
         chunk = list(texts[start : start + size])
-        output = as_matrix(provider.embed(chunk, input_type=input_type), None, len(chunk), label)
+        output = as_matrix(_embed(provider, chunk, input_type), None, len(chunk), label)
         parts.append(as_matrix(output, provider.dimensions, len(chunk), label))  # after the call: it may learn
     return np.concatenate(parts) if len(parts) > 1 else parts[0]

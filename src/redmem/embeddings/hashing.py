@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..store.errors import ConfigurationError
+from ..store.validation import positive_int
 from .base import InputType, check_input_type, unit_rows
 
 __all__ = ["HashingEmbeddings", "hashed_features"]
@@ -50,10 +51,8 @@ class HashingEmbeddings:
     """
 
     def __init__(self, dimensions: int = 256, max_batch_size: int = 1024) -> None:
-        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
-            raise ConfigurationError(f"dimensions must be an int >= 1, not {dimensions!r}")
-        if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
-            raise ConfigurationError(f"max_batch_size must be an int >= 1, not {max_batch_size!r}")
+        positive_int("dimensions", dimensions, error=ConfigurationError)
+        positive_int("max_batch_size", max_batch_size, error=ConfigurationError)
         self._dimensions = dimensions
         self._max_batch_size = max_batch_size
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..store.errors import ConfigurationError
+from ..store.validation import positive_int
 from .base import InputType, check_input_type, unit_rows
 
 __all__ = ["MiniLMEmbeddings", "EXTRA"]
@@ -80,8 +81,7 @@ class MiniLMEmbeddings:
         model_path: str | Path | None = None,
         tokenizer_path: str | Path | None = None,
     ) -> None:
-        if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
-            raise ConfigurationError(f"max_batch_size must be an int >= 1, not {max_batch_size!r}")
+        positive_int("max_batch_size", max_batch_size, error=ConfigurationError)
         self.max_batch_size = max_batch_size
         self.threads = threads
         self.max_tokens = max_tokens

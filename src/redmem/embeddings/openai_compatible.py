@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..store.errors import ConfigurationError
+from ..store.validation import positive_int
 from .base import EmbeddingError, InputType, as_matrix, check_input_type
 
 __all__ = ["OpenAIEmbeddings", "KNOWN_DIMENSIONS"]
@@ -66,10 +67,8 @@ class OpenAIEmbeddings:
         max_retries: int = 2,
     ) -> None:
         openai = _sdk()
-        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
-            raise ConfigurationError(f"dimensions must be an int >= 1 or None, not {dimensions!r}")
-        if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
-            raise ConfigurationError(f"max_batch_size must be an int >= 1, not {max_batch_size!r}")
+        positive_int("dimensions", dimensions, none=True, error=ConfigurationError)
+        positive_int("max_batch_size", max_batch_size, error=ConfigurationError)
         try:
             self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
         except openai.OpenAIError as exc:

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 from ..model.field import Field
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
-from ..store.errors import ModelException, QueryException, ValidationError
+from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeySpace, escape
 from ..store.scripts import ScriptCall
+from ..store.validation import non_negative_int
 from .bm25_math import impact_unit
 from .search import hydrate, partition_of, pick_field
 from ..text.analyzer import Analyzer, default_analyzer
@@ -208,8 +209,7 @@ class BM25Field(Field):
         """The one script call behind :meth:`search` (None when the text has no terms)."""
         if not isinstance(text, str):
             raise ValidationError(f"{self.label}: the query must be a str, got {type(text).__name__}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise QueryException(f"{self.label}: limit must be an int >= 0, got {limit!r}")
+        limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
         query_tf = self.term_counts(text)
         if not query_tf or limit == 0:
             return None

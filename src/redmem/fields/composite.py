@@ -49,16 +49,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..model.codecs import finite_float
 from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.indexed import SortedField
 from ..model.persistence import ALL_RECORDS, load_records
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
-from ..store.errors import QueryException, ValidationError
+from ..store.errors import QueryArgumentError, QueryException
 from ..store.keys import KeySpace
 from ..store.scripts import ScriptCall
+from ..store.validation import finite_number, non_negative_int
 from .confidence import ConfidenceField
 from .cyclic import CyclicDecayField, cycle_weight
 from .decay import (
@@ -67,7 +67,7 @@ from .decay import (
 from .search import partition_of
 
 __all__ = ["composite_score", "composite_search", "CompositeSearch", "Ranked", "composite", "saturate", "logistic",
-           "min_max", "clamp01", "signal_names", "PRIORITY_SIGNAL"]
+           "min_max", "clamp01", "signal_names", "signal_weights", "PRIORITY_SIGNAL"]
 
 #: The name of the write filter's priority signal in ``indexes``.
 PRIORITY_SIGNAL = "priority"
@@ -304,31 +304,26 @@ def _signal(model: type, name: str, weight: float, space: KeySpace, now: float) 
 
 
 # -- checking the call ---------------------------------------------------------------------------
-def _weights(model: type, indexes: Any) -> dict[str, float]:
-    """``indexes`` as {signal name: weight}; QueryException for unknown names, ValidationError for weights."""
+def signal_weights(model: type, indexes: Any, what: str = "composite_score: indexes") -> dict[str, float]:
+    """``indexes`` as {signal name: weight}; QueryException for unknown names, ValidationError for
+    weights. ``what`` names the argument in the errors."""
     if not isinstance(indexes, Mapping) or not indexes:
-        raise QueryException(f"composite_score: indexes must be a non-empty dict of signal name -> weight, "
-                             f"not {indexes!r}")
+        raise QueryException(f"{what} must be a non-empty dict of signal name -> weight, not {indexes!r}")
     valid = signal_names(model)
     weights: dict[str, float] = {}
     for named, weight in indexes.items():
         name = named.name if isinstance(named, Field) and model._meta.fields.get(named.name) is named else named
         if name not in valid:
-            raise QueryException(f"composite_score: {model.__name__} has no signal {named!r}; "
+            raise QueryException(f"{what}: {model.__name__} has no signal {named!r}; "
                                  f"valid: {', '.join(valid) or 'none'}")
         if name in weights:
-            raise QueryException(f"composite_score: signal {name!r} is named twice")
-        value = finite_float(weight, f"composite_score weight of {name!r}")
-        if value < 0:
-            raise ValidationError(f"composite_score weight of {name!r} must be >= 0, got {value}")
-        weights[name] = value
+            raise QueryException(f"{what}: signal {name!r} is named twice")
+        weights[name] = finite_number(f"{what}: weight of {name!r}", weight, low=0)
     return weights
 
 
 def _limit(limit: Any) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise QueryException(f"composite_score: limit must be an int >= 0, got {limit!r}")
-    return limit
+    return non_negative_int("composite_score: limit", limit, error=QueryArgumentError)
 
 
 # -- selection -----------------------------------------------------------------------------------
@@ -432,8 +427,8 @@ def composite_search(
     """The checked search behind :func:`composite_score` (None for ``limit`` 0: nothing to run)."""
     model = query.model
     space = partition_of(query, "composite_score")
-    weights, n = _weights(model, indexes), _limit(limit)
-    floor = None if min_score is None else finite_float(min_score, "min_score")
+    weights, n = signal_weights(model, indexes), _limit(limit)
+    floor = finite_number("min_score", min_score, none=True)
     now = epoch_seconds(as_of)
     if n == 0:
         return None

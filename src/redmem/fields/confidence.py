@@ -34,6 +34,7 @@ from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeySpace
 from ..store.scripts import queue_script, run_script
+from ..store.validation import positive_int
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
@@ -91,8 +92,7 @@ class ConfidenceField(Field):
             0.0 <= initial_confidence <= 1.0
         ):
             raise ModelException(f"initial_confidence must be a number in [0, 1], not {initial_confidence!r}")
-        if isinstance(evidence_cap, bool) or not isinstance(evidence_cap, int) or evidence_cap < 1:
-            raise ModelException(f"evidence_cap must be an int >= 1, not {evidence_cap!r}")
+        positive_int("evidence_cap", evidence_cap, error=ModelException)
         self.initial_confidence = float(initial_confidence)
         self.evidence_cap = evidence_cap
         self._initial = repr(self.initial_confidence)

@@ -38,6 +38,7 @@ from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeySpace, escape, unescape
 from ..store.scripts import ScriptCall, queue_script, run_script
+from ..store.validation import non_negative_int, positive_int, utf8_text
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
@@ -69,6 +70,7 @@ class Entity:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
             raise ValidationError(f"an entity name is a str, not {self.name!r}")
+        utf8_text("Entity name", self.name)
 
 
 Node = Union[DbKey, Entity]
@@ -226,8 +228,7 @@ class Graph:
         first (ties by node id): one ZRANGEBYLEX."""
         source = self.node_id(node)
         low = _check(min_weight, "min_weight", 0.0, 1.0)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValidationError(f"limit must be an int >= 0, not {limit!r}")
+        limit = non_negative_int("limit", limit)
         if limit == 0:
             return []
         client = self.field.model._meta.client
@@ -247,8 +248,7 @@ class Graph:
         Returns (node, weight) pairs heaviest first, ties by node id; seeds are left out.
         """
         seed_ids = list(dict.fromkeys(self.node_id(seed) for seed in seeds))
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-            raise ValidationError(f"depth must be an int >= 0, not {depth!r}")
+        depth = non_negative_int("depth", depth)
         decay = _check(decay_per_hop, "decay_per_hop", 0.0, 1.0, open_low=True)
         cut = _check(threshold, "threshold", 0.0, 1.0)
         if not seed_ids or depth == 0:
@@ -296,8 +296,7 @@ class CoOccurrenceField(Field):
         super().__init__(partition_by=partition_by)
         if not isinstance(symmetric, bool):
             raise ModelException(f"symmetric must be a bool, not {symmetric!r}")
-        if isinstance(max_edges, bool) or not isinstance(max_edges, int) or max_edges < 1:
-            raise ModelException(f"max_edges must be an int >= 1, not {max_edges!r}")
+        max_edges = positive_int("max_edges", max_edges, error=ModelException)
         try:
             decay_factor = _check(decay_factor, "decay_factor", 0.0, 1.0)
         except ValidationError as exc:

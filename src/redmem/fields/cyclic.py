@@ -30,9 +30,10 @@ from ..model.codecs import finite_float
 from ..model.field import Field
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
-from ..store.errors import ModelException, QueryException, ValidationError
+from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeySpace, escape
 from ..store.scripts import ScriptCall
+from ..store.validation import finite_number, non_negative_int
 from .decay import (
     SECONDS_PER_DAY,
     base_score,
@@ -231,13 +232,13 @@ class CyclicDecayField(Field):
         """Set the record's last-updated time (the decay term restarts); None when queued."""
         key = stored_key(instance)
         updated = self.keys_in(key.keyspace).updated
-        return stamp(key, [updated], epoch_seconds(now), pipeline, self.model._meta.client)
+        return stamp(key, [updated], epoch_seconds(now, "now"), pipeline, self.model._meta.client)
 
     def resolve_pressure(self, instance: Any, pipeline: Any = None, now: datetime | float | None = None) -> bool | None:
         """Set last_resolved to ``now``: the pressure term restarts from 0; None when queued."""
         key = stored_key(instance)
         resolved = self.keys_in(key.keyspace).resolved
-        return stamp(key, [resolved], epoch_seconds(now), pipeline, self.model._meta.client)
+        return stamp(key, [resolved], epoch_seconds(now, "now"), pipeline, self.model._meta.client)
 
     def strengthen_cycle(self, instance: Any, factor: float = 1.2, pipeline: Any = None) -> dict[str, float] | None:
         """Multiply every learned amplitude by ``factor`` >= 1, atomically, up to 2 x the declared one.
@@ -354,9 +355,8 @@ def above_cyclic_threshold(
     """
     cyclic = pick_field(query.model, CyclicDecayField, field, "above_cyclic_threshold")
     space = partition_of(query, "above_cyclic_threshold")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise QueryException(f"above_cyclic_threshold: limit must be an int >= 0, got {limit!r}")
+    limit = non_negative_int("above_cyclic_threshold: limit", limit, none=True, error=QueryArgumentError)
     if limit == 0:
         return []
-    ranked = cyclic.ranked(space, epoch_seconds(as_of), finite_float(threshold, "threshold"), limit)
+    ranked = cyclic.ranked(space, epoch_seconds(as_of), finite_number("threshold", threshold), limit)
     return hydrate(query, space, ranked, "_cyclic_score")

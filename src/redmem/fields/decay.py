@@ -32,14 +32,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from ..model.codecs import finite_float, timestamp
+from ..model.codecs import finite_float
 from ..model.dbkey import DbKey
 from ..model.field import MISSING, Field
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
-from ..store.errors import ModelException, QueryException, ValidationError
+from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeySpace
 from ..store.scripts import ScriptCall, queue_script, run_script
+from ..store.validation import integer, timestamp
 from .search import hydrate, partition_of, pick_field
 
 __all__ = [
@@ -62,13 +63,12 @@ SELECTION_EPS = 1e-9
 
 
 # -- formulas ----------------------------------------------------------------------------------
-def epoch_seconds(value: datetime | float | int | None = None) -> float:
-    """Seconds since the epoch of a datetime (naive taken as UTC) or a number; now for None."""
-    if value is None:
-        return time.time()
-    if isinstance(value, datetime):
-        return timestamp(value)
-    return finite_float(value, "as_of")
+def epoch_seconds(value: datetime | float | int | None = None, name: str = "as_of") -> float:
+    """Seconds since the epoch of a datetime (naive taken as UTC) or a finite number; now for None.
+
+    ``name`` is the argument's name in the error a bad value raises (see :func:`~redmem.store.validation.timestamp`).
+    """
+    return timestamp(name, value)
 
 
 def elapsed_days(last_updated: float, now: float) -> float:
@@ -123,13 +123,18 @@ def check_base_field(model: Any, name: str | None, label: str) -> None:
 
 
 def base_score(instance: Any, name: str | None, label: str) -> float:
-    """The record's base score: its ``name`` field (None: 1.0); must be finite and >= 0."""
+    """The record's base score: its ``name`` field (None: 1.0); must be finite and >= 0.
+
+    A bad value raises ValidationError naming that field, the one the caller set (``label``,
+    the scoring field, is said second).
+    """
     value = getattr(instance, name) if name else None
     if value is None:
         return 1.0
-    base = finite_float(value, label)
+    where = f"{type(instance).__name__}.{name} (the base score of {label})"
+    base = finite_float(value, where)
     if base < 0:
-        raise ValidationError(f"{label} needs a base score >= 0, got {base}")
+        raise ValidationError(f"{where} must be >= 0, got {base}")
     return base
 
 
@@ -327,7 +332,7 @@ class DecayingSortedField(Field):
 
         Returns whether it was touched, or None when queued on ``pipeline``.
         """
-        key, at = stored_key(instance), epoch_seconds(now)
+        key, at = stored_key(instance), epoch_seconds(now, "now")
         keys, client = self.keys_in(key.keyspace), self.model._meta.client
         if self.half_life is None:
             return stamp(key, [keys.updated], at, pipeline, client)
@@ -403,8 +408,7 @@ def top_by_decay(
     """
     decay = pick_field(query.model, DecayingSortedField, field, "top_by_decay")
     space = partition_of(query, "top_by_decay")
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise QueryException(f"top_by_decay: n must be an int, got {n!r}")
+    n = integer("top_by_decay: n", n, error=QueryArgumentError)
     if n <= 0:
         return []
     return hydrate(query, space, decay.ranked(space, epoch_seconds(as_of), n), "_decay_score")

@@ -39,9 +39,10 @@ from ..model.field import Field
 from ..model.persistence import instance_from_stored
 from ..model.query import Query, query_method
 from ..store.connection import server_errors, settings
-from ..store.errors import ConfigurationError, ModelException, QueryException
+from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
 from ..store.keys import KeySpace
 from ..store.scripts import queue_script, run_script
+from ..store.validation import non_negative_int, positive_int, utf8_text
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
@@ -114,8 +115,7 @@ class EmbeddingField(Field):
             raise ModelException(f"dtype must be one of {list(DTYPES)}, not {dtype!r}")
         if provider is not None and not isinstance(provider, EmbeddingProvider):
             raise ModelException(f"provider {provider!r} lacks embed(), dimensions or max_batch_size")
-        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
-            raise ModelException(f"dimensions must be an int >= 1, not {dimensions!r}")
+        positive_int("dimensions", dimensions, none=True, error=ModelException)
         self.source = source
         self.dtype = dtype
         self._provider = provider
@@ -181,7 +181,9 @@ class EmbeddingField(Field):
         if self.source not in instance._meta.fields:
             raise ModelException(f"{self.label}: source {self.source!r} is not a field of the model")
         text = getattr(instance, self.source)
-        return text if isinstance(text, str) and text.strip() else None
+        if not isinstance(text, str) or not text.strip():
+            return None
+        return utf8_text(f"{type(instance).__name__}.{self.source}", text)
 
     def before_save(self, instance: Any, creating: bool) -> None:
         """Check an assigned vector, or embed the source text when it is known to need it."""
@@ -356,6 +358,7 @@ class VectorSearch:
         self, query: Query, text: Any, limit: int = 10, field: str | None = None, hydrate: bool = True,
     ) -> None:
         model = query.model
+        limit = non_negative_int("semantic_search: limit", limit, error=QueryArgumentError)
         self.query, self.limit, self.hydrate = query, limit, hydrate
         self.field = _search_field(model, field)
         if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):

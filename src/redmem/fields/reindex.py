@@ -26,6 +26,7 @@ from ..model.persistence import ALL_RECORDS, MAX_ATTEMPTS, decode_stored, instan
 from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
 from ..store.keys import KeySpace
+from ..store.validation import positive_int
 
 __all__ = ["reindex", "Progress"]
 
@@ -46,8 +47,7 @@ def reindex(
     ``batch_size`` below 1.
     """
     fields = _chosen_fields(model, field_names)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValidationError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    batch_size = positive_int("batch_size", batch_size)
     client = model._meta.client
     spaces = model.query.partitions()
     with server_errors(client), client.pipeline(transaction=False) as pipe:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..store.connection import server_errors
 from ..store.errors import ModelException, ValidationError
 from ..store.keys import KeySpace
+from ..store.validation import integer
 from .bloom import MAX_ARGS, TermField, term_hashes
 
 if TYPE_CHECKING:
@@ -91,8 +92,7 @@ class FrequencySketch(TermField):
     # -- direct use --------------------------------------------------------------------------
     def add(self, text: str, count: int = 1, **partition: Any) -> None:
         """Count every term of ``text`` ``count`` more times (negative: fewer) in a partition."""
-        if isinstance(count, bool) or not isinstance(count, int):
-            raise ValidationError(f"{self.label}: count must be an int, got {count!r}")
+        count = integer(f"{self.label}: count", count)
         counts = {term: n * count for term, n in Counter(self.text_terms(text)).items()}
         key, client = self.key(self.keyspace_of(partition)), self.model._meta.client
         with server_errors(client), client.pipeline(transaction=True) as pipe:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Callable
 
 from ..store.errors import ValidationError
+from ..store.validation import utf8_text
 
-__all__ = ["Codec", "codec_for", "finite_float", "timestamp"]
+__all__ = ["Codec", "codec_for", "finite_float"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def _fail(label: str, expected: str, value: Any) -> ValidationError:
 def _coerce_str(value: Any, label: str) -> str:
     if not isinstance(value, str):
         raise _fail(label, "str", value)
-    return value
+    return utf8_text(label, value)
 
 
 def _coerce_int(value: Any, label: str) -> int:
@@ -89,13 +90,6 @@ def _coerce_bytes(value: Any, label: str) -> bytes:
     if not isinstance(value, bytes):
         raise _fail(label, "bytes", value)
     return value
-
-
-def timestamp(value: datetime) -> float:
-    """Seconds since the epoch; a naive datetime is taken as UTC."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.timestamp()
 
 
 _CODECS: dict[type, Codec] = {

@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..store.errors import ModelException, ValidationError
-from .codecs import finite_float, timestamp
+from ..store.validation import epoch_of
+from .codecs import finite_float
 from .field import Field
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class SortedField(Field):
     def score(self, value: Any) -> float:
         """The sorted-set score of a value of this field."""
         if isinstance(value, datetime):
-            return timestamp(value)
+            return epoch_of(value)
         return finite_float(value, self.label)
 
     def index_key(self, batch: "SaveBatch") -> str:

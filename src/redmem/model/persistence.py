@@ -17,6 +17,7 @@ from redis.exceptions import WatchError
 from ..store.connection import is_cluster_transaction, server_errors
 from ..store.errors import ValidationError, WriteConflict
 from ..store.overlap import Request
+from ..store.validation import positive_int
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
@@ -217,8 +218,7 @@ def save_many(model: type, instances: list[Any], chunk_size: int = 1000) -> int:
     Each chunk of one partition is atomic (all or nothing) and writes each index key once
     (:func:`queue_new_records`). Returns how many were saved.
     """
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValidationError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
+    chunk_size = positive_int("chunk_size", chunk_size)
     meta = model._meta
     fresh_ok = not any(f.reads_before_write for f in meta.fields.values())
     autokeys = [n for n, f in meta.fields.items() if isinstance(f, AutoKeyField)]

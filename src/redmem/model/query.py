@@ -13,9 +13,10 @@ from functools import partial
 from typing import Any, Callable, Iterator
 
 from ..store.connection import server_errors
-from ..store.errors import QueryException
+from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException
 from ..store.keys import KeySpace
 from ..store.scripts import queue_script
+from ..store.validation import non_negative_int
 from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
 from .persistence import ALL_RECORDS, PARTITIONS, load_records
@@ -58,6 +59,8 @@ class Query:
 
     def order_by(self, field: str) -> "Query":
         """Order by a sorted field, ``"-field"`` for descending; ties go by record id."""
+        if not isinstance(field, str):
+            raise QueryArgumentTypeError(f"order_by: field must be a field name (a str), got {field!r}")
         name = field.lstrip("-")
         if not isinstance(self.model._meta.fields.get(name), SortedField):
             raise QueryException(f"{self.model.__name__} can only be ordered by a sorted field, not {name!r}")
@@ -65,8 +68,8 @@ class Query:
 
     def limit(self, count: int, offset: int = 0) -> "Query":
         """Return at most ``count`` records, skipping the first ``offset``."""
-        if count < 0 or offset < 0:
-            raise QueryException("limit and offset must be >= 0")
+        count = non_negative_int("limit: count", count, error=QueryArgumentError)
+        offset = non_negative_int("limit: offset", offset, error=QueryArgumentError)
         return replace(self, page_size=count, page_start=offset)
 
     def no_track(self) -> "Query":

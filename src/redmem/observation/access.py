@@ -22,7 +22,6 @@ Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``, same s
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from typing import Any, ClassVar
 
@@ -31,6 +30,7 @@ from ..model.dbkey import DbKey
 from ..store.connection import server_errors
 from ..store.keys import KeySpace
 from ..store.scripts import queue_script, run_script
+from ..store.validation import timestamp
 
 __all__ = ["AccessTrackerMixin", "STAGED_KIND", "STAGED_COUNT_KIND", "LOG_KIND", "COUNT_ENTRY", "LAST_ENTRY"]
 
@@ -87,7 +87,7 @@ class AccessTrackerMixin:
         by_partition: dict[KeySpace, list[str]] = defaultdict(list)
         for key in dict.fromkeys(keys):
             by_partition[key.keyspace] += [key.redis_key, staged_key(key), staged_count_key(key)]
-        at = repr(time.time() if now is None else now)
+        at = repr(timestamp("now", now))
         for script_keys in by_partition.values():
             args = [at, cls.access_staging_ttl, cls.access_log_size]
             queue_script(pipe, "access_stage", script_keys, args)
@@ -103,7 +103,7 @@ class AccessTrackerMixin:
         """
         key = stored_key(self)
         keys = [key.redis_key, staged_key(key), log_key(key), staged_count_key(key)]
-        args = [repr(time.time() if now is None else now), self.access_log_size, COUNT_ENTRY, LAST_ENTRY]
+        args = [repr(timestamp("now", now)), self.access_log_size, COUNT_ENTRY, LAST_ENTRY]
         if pipeline is not None:
             queue_script(pipeline, "access_confirm", keys, args)
             return None

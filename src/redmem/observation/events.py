@@ -37,6 +37,7 @@ from redis.cluster import RedisCluster
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
+from ..store.errors import ValidationError
 from ..store.keys import KeySpace
 
 __all__ = [
@@ -223,7 +224,7 @@ class EventStreamMixin:
         dict. Raises ValueError for a reserved or empty name.
         """
         if not isinstance(op, str) or not op or op in (CREATE, UPDATE, DELETE):
-            raise ValueError(f"a custom event needs a name other than create/update/delete, not {op!r}")
+            raise ValidationError(f"a custom event needs a name other than create/update/delete, not {op!r}")
         key = self._stored_key()
         fields = event_fields(self._meta.name, key.redis_key, op, time.time(), data=data or {})  # type: ignore[attr-defined]
         target = pipeline if pipeline is not None else self._meta.client  # type: ignore[attr-defined]

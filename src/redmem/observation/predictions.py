@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from numbers import Real
@@ -43,6 +42,7 @@ from ..store.connection import server_errors
 from ..store.errors import RecordNotFound, ValidationError
 from ..store.keys import KeySpace
 from ..store.scripts import queue_script, run_script
+from ..store.validation import timestamp
 from .events import CONFIDENCE_UPDATE, PREDICTION_RESOLVED, EventStreamMixin
 
 __all__ = [
@@ -145,7 +145,7 @@ def group_errors(
     if group_by is None:
         return summarize_errors([e.error for e in entries])
     if not callable(group_by) and group_by not in GROUPINGS:
-        raise ValueError(f"group_by is None, a callable or one of {GROUPINGS}, not {group_by!r}")
+        raise ValidationError(f"group_by is None, a callable or one of {GROUPINGS}, not {group_by!r}")
     groups: dict[Any, list[float]] = {}
     for entry in entries:
         groups.setdefault(group_key(entry, group_by), []).append(entry.error)
@@ -209,7 +209,7 @@ class PredictionLedgerMixin:
             raise ValidationError("a prediction needs at least one key")
         key = self._stored_key()
         keys = [key.redis_key, prediction_key(key)]
-        args = [_json_object(prediction, "a prediction"), repr(time.time() if now is None else now)]
+        args = [_json_object(prediction, "a prediction"), repr(timestamp("now", now))]
         if pipeline is not None:
             queue_script(pipeline, "prediction_record", keys, args)
             return None
@@ -276,7 +276,7 @@ class PredictionLedgerMixin:
         if outcome == "deferred":
             return None
         if outcome not in OUTCOME_ERRORS:
-            raise ValueError(f"unknown outcome {outcome!r}: expected one of {sorted([*OUTCOME_ERRORS, 'deferred'])}")
+            raise ValidationError(f"unknown outcome {outcome!r}: expected one of {sorted([*OUTCOME_ERRORS, 'deferred'])}")
         return OUTCOME_ERRORS[outcome]
 
     def stream_in_resolution(self) -> bool:
@@ -293,7 +293,7 @@ class PredictionLedgerMixin:
         if self.stream_in_resolution():
             keys.append(self.stream_key)  # type: ignore[attr-defined]
             maxlen = self.event_stream_maxlen  # type: ignore[attr-defined]
-        at = repr(time.time() if now is None else now)
+        at = repr(timestamp("now", now))
         args = [seq, repr(float(error)), at, actual, outcome, key.record_id, key.redis_key,
                 self.prediction_history_size, self._meta.name, maxlen]  # type: ignore[attr-defined]
         return keys, args

@@ -18,7 +18,6 @@ times (a resolved or expired proposal leaves it).
 
 from __future__ import annotations
 
-import time
 from typing import Any, Iterable
 
 from ..model.base import Model
@@ -28,6 +27,7 @@ from ..model.indexed import KeyField, SortedField
 from ..model.persistence import queue_new_record
 from ..store.connection import get_client, server_errors
 from ..store.scripts import queue_script
+from ..store.validation import finite_number, timestamp
 
 __all__ = ["RecallProposal", "PENDING", "EXPIRED", "DEFAULT_TTL", "proposal_partition"]
 
@@ -85,7 +85,7 @@ class RecallProposal(Model):
         ttl: float = DEFAULT_TTL, now: float | None = None,
     ) -> "RecallProposal":
         """Queue the write of a pending proposal for ``record`` (hash and indexes) on ``pipe``."""
-        at = time.time() if now is None else now
+        at, ttl = timestamp("now", now), finite_number("ttl", ttl, low=0)
         proposal = cls(
             partition=partition if partition is not None else proposal_partition(record),
             record_key=record_key_of(record), record_model=record._meta.name, reason=reason,
@@ -106,7 +106,7 @@ class RecallProposal(Model):
 
     @classmethod
     def _queue_close(cls, pipe: Any, key: DbKey, status: str, now: float | None) -> None:
-        at = cls._meta.fields["resolved_at"].encode(time.time() if now is None else now)
+        at = cls._meta.fields["resolved_at"].encode(timestamp("now", now))
         pending = key.keyspace.key("z", "expires_at")  # the SortedField index of expires_at
         queue_script(pipe, "proposal_resolve", [key.redis_key, pending],
                      [key.record_id, status, at, "status", "resolved_at", "expires_at"])
@@ -117,7 +117,7 @@ class RecallProposal(Model):
 
         Two round trips: one to find them, one to close them.
         """
-        at = time.time() if now is None else now
+        at = timestamp("now", now)
         stale = cls.query.filter(partition=partition, expires_at__lte=at).keys()
         if not stale:
             return 0
@@ -131,7 +131,7 @@ class RecallProposal(Model):
     @classmethod
     def list_pending(cls, partition: str, now: float | None = None) -> list["RecallProposal"]:
         """The partition's pending, unexpired proposals, soonest expiry first."""
-        at = time.time() if now is None else now
+        at = timestamp("now", now)
         query = cls.query.filter(partition=partition, expires_at__gt=at).order_by("expires_at")
         return query.no_track().all()
 

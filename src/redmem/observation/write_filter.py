@@ -26,8 +26,9 @@ from ..model.dbkey import DbKey
 from ..model.persistence import load_records
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
-from ..store.errors import QueryException
+from ..store.errors import QueryArgumentError, QueryException
 from ..store.keys import KeySpace
+from ..store.validation import integer
 
 __all__ = ["WriteFilterMixin", "top_by_priority", "PRIORITY_KIND"]
 
@@ -100,8 +101,7 @@ def top_by_priority(query: Query, n: int = 10) -> list[Any]:
     """
     if not issubclass(query.model, WriteFilterMixin):
         raise QueryException(f"top_by_priority: {query.model.__name__} has no WriteFilterMixin")
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise QueryException(f"top_by_priority: n must be an int, got {n!r}")
+    n = integer("top_by_priority: n", n, error=QueryArgumentError)
     space = query.partition()
     client = query.model._meta.client
     with server_errors(client):

@@ -31,6 +31,7 @@ from itertools import permutations
 from typing import Any
 
 from ..store.errors import ValidationError
+from ..store.validation import positive_int
 from .quality import RetrievalQuality
 
 __all__ = ["AdaptiveAssembler", "AdaptationStep", "default_metric", "perturbed", "MIN_WEIGHT", "MAX_WEIGHT"]
@@ -90,8 +91,7 @@ class AdaptiveAssembler:
     def __init__(
         self, inner: Any, window_size: int = 20, metric: Metric | None = None, weight_perturbation: float = 0.05,
     ) -> None:
-        if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 1:
-            raise ValidationError(f"window_size must be an int >= 1, got {window_size!r}")
+        positive_int("window_size", window_size)
         if isinstance(weight_perturbation, bool) or not isinstance(weight_perturbation, Real) or not (
             0.0 < weight_perturbation < 1.0
         ):

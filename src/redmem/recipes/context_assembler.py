@@ -20,10 +20,13 @@ from ..context.packing import Budget, pack
 from ..context.rendering import LINE_FORMATS, check_format, compose, frame_line, record_view, render_slice
 from ..context.retrieval import Capabilities, PullPlan, check_fusion, first_round, pull_candidates, resolve_mode
 from ..context.tokens import resolve_counter
+from ..fields.composite import signal_weights
+from ..model.base import Model
 from ..model.persistence import load_records
 from ..observation.protocol import ObservationProtocol
 from ..store.connection import settings
-from ..store.errors import QueryException
+from ..store.errors import QueryException, ValidationError
+from ..store.validation import finite_number, non_negative_int, positive_int, subclass_of, timestamp
 from .quality import RetrievalQuality, assess_retrieval
 
 __all__ = ["ContextAssembler", "AssemblyResult"]
@@ -60,6 +63,10 @@ class ContextAssembler:
     list (``keyword``, ``vector``, ``graph``, ``composite``; a list not named weighs 1) for every
     query; None (the default) takes :func:`~redmem.context.fusion.query_adaptive_weights` of
     the query text in hybrid mode and weighs every list 1 in the other modes.
+
+    Every option is checked here, not at the first query that needs it; each error names the
+    option and what it accepts. ``max_items`` and ``max_tokens`` must be >= 1: the first
+    candidate is always admitted, so a budget of 0 could not be honoured.
     """
 
     COMPETITIVE_SUPPRESSION_SIGNAL = 0.3
@@ -86,25 +93,25 @@ class ContextAssembler:
         fusion: str = "rrf",
         fusion_weights: dict[str, float] | None = None,
     ) -> None:
-        self.model_class = model_class
-        self.score_weights = dict(score_weights or {})
-        self.budget = Budget(max_items=max_items, max_tokens=max_tokens)
-        self.max_items, self.max_tokens = max_items, max_tokens
-        self.surfacing_threshold = float(surfacing_threshold)
-        self.propagation_depth = propagation_depth
+        self.model_class = subclass_of("model_class", model_class, Model, "a redmem Model class")
+        self.max_items = positive_int("max_items", max_items)
+        self.max_tokens = positive_int("max_tokens", max_tokens, none=True)
+        self.budget = Budget(max_items=self.max_items, max_tokens=self.max_tokens)
+        self.surfacing_threshold = finite_number("surfacing_threshold", surfacing_threshold)
+        self.propagation_depth = non_negative_int("propagation_depth", propagation_depth)
         self.output_format = check_format(output_format)
         counter = token_counter if token_counter is not None else settings().token_counter
         self.token_counter = resolve_counter(counter, stacklevel=3)
         self.render_fields = self._check_render_fields(render_fields)
-        if max_proactive is not None and (isinstance(max_proactive, bool) or not isinstance(max_proactive, int)
-                                          or max_proactive < 0):
-            raise ValueError(f"max_proactive must be a non-negative int or None, got {max_proactive!r}")
-        self.max_proactive = max(1, max_items // 5) if max_proactive is None else max_proactive
+        max_proactive = non_negative_int("max_proactive", max_proactive, none=True)
+        self.max_proactive = max(1, self.max_items // 5) if max_proactive is None else max_proactive
         self.fusion_weights = check_fusion(fusion, fusion_weights)
         self.fusion = fusion
         self.capabilities = Capabilities.of(model_class)
         self.retrieval_mode = retrieval_mode
-        self.mode = resolve_mode(self.capabilities, retrieval_mode, self.score_weights)
+        self.mode = resolve_mode(self.capabilities, retrieval_mode, score_weights or {})
+        self.score_weights = self._check_score_weights(score_weights)
+        self._text_fields = self._check_text_source()
 
     # -- the one call --------------------------------------------------------------------------
     def assemble(
@@ -117,7 +124,7 @@ class ContextAssembler:
         inside it. ``now`` (epoch seconds) fixes the clock for decay and cyclic scores.
         """
         started = time.perf_counter()
-        at = time.time() if now is None else now
+        at = timestamp("now", now)
         query = self._query(partition)
         space = query.partition()
         text = cue_text(query_cues)
@@ -208,12 +215,36 @@ class ContextAssembler:
             names = self.render_fields
         else:
             names = [f.name for f in meta.stored_fields() if f.shown and f.name not in meta.key_fields]
-        values = {name: getattr(record, name, None) for name in names}
-        return render_slice(self.output_format, record_view(values), self._text_of(record))
+        view = record_view({name: getattr(record, name, None) for name in names})
+        return render_slice(self.output_format, view, self._text_of(record, view))
+
+    def _check_score_weights(self, weights: dict[str, float] | None) -> dict[str, float]:
+        """``score_weights`` checked now, not at the first query that needs them: every name a
+        signal of the model that can score (see ``signal_names``), every weight a finite number >= 0."""
+        if weights is None or (isinstance(weights, dict) and not weights):
+            return {}
+        return signal_weights(self.model_class, weights, "score_weights")
+
+    def _check_text_source(self) -> list[str]:
+        """The fields the content format takes a record's text from, in order of preference (see
+        :meth:`_text_of`); the content format on a model that has none is refused."""
+        caps, fields = self.capabilities, self.model_class._meta.fields
+        named = (getattr(caps.bm25, "source", None), getattr(caps.embedding, "source", None), "content")
+        sources = [n for n in dict.fromkeys(named) if n in fields and fields[n].shown
+                   and getattr(fields[n], "python_type", None) is str]
+        if self.output_format == "content" and not sources:
+            raise ValidationError(
+                f"output_format='content' shows each record's memory text, and {self.model_class.__name__} "
+                "has no shown str field to take it from (the source of its BM25Field or EmbeddingField, "
+                "or a field named 'content'); use one of 'structured', 'xml', 'natural'"
+            )
+        return sources
 
     def _check_render_fields(self, names: list[str] | None) -> list[str] | None:
         if names is None:
             return None
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise ValidationError(f"render_fields must be a list of field names or None, got {names!r}")
         fields = self.model_class._meta.fields
         unknown = [n for n in names if n not in fields or not fields[n].stored]
         if unknown:
@@ -223,14 +254,14 @@ class ContextAssembler:
             )
         return list(names)
 
-    def _text_of(self, record: Any) -> str:
-        """The memory text of the content format: the first shown text among the search sources."""
-        caps, fields = self.capabilities, record._meta.fields
-        for source in (getattr(caps.bm25, "source", None), getattr(caps.embedding, "source", None), "content"):
-            shown = source in fields and fields[source].shown
-            if shown and isinstance(getattr(record, source, None), str):
+    def _text_of(self, record: Any, view: dict[str, Any]) -> str:
+        """The memory text of the content format: the first text set among the model's text fields
+        (its BM25Field's source, its EmbeddingField's, ``content``), else (a record whose text is
+        unset) its shown fields ``view`` as in the natural format."""
+        for source in self._text_fields:
+            if isinstance(getattr(record, source, None), str):
                 return getattr(record, source)
-        return str(record)
+        return render_slice("natural", view, "")
 
     def assess(
         self, query_cues: Any, *, candidates: list[Candidate] | None = None, now: float | None = None,

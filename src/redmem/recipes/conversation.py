@@ -44,6 +44,7 @@ from ..model.fields import FloatField, IntField, StringField
 from ..model.indexed import AutoKeyField, KeyField
 from ..observation.access import AccessTrackerMixin
 from ..store.errors import ValidationError
+from ..store.validation import non_negative_int, positive_int
 from ..text.analyzer import Analyzer
 from .context_assembler import ContextAssembler
 
@@ -71,8 +72,7 @@ class TurnContextAnalyzer(Analyzer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.turn_weight, bool) or not isinstance(self.turn_weight, int) or self.turn_weight < 1:
-            raise ValidationError(f"turn_weight must be an int >= 1, got {self.turn_weight!r}")
+        positive_int("turn_weight", self.turn_weight)
 
     def tokens(self, text: str) -> list[str]:
         """The weighted terms of a context: every line's terms, repeated by its weight."""
@@ -152,8 +152,7 @@ def build_contexts(turns: list[Turn], window: int = DEFAULT_WINDOW) -> list[str]
 
     Neighbours are turns of the same session (consecutive in ``turns``), marked by distance.
     """
-    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
-        raise ValidationError(f"window must be an int >= 0, got {window!r}")
+    window = non_negative_int("window", window)
     contexts = []
     for i, turn in enumerate(turns):
         lines = []

@@ -54,6 +54,7 @@ from ..observation.consumer import StreamConsumer
 from ..observation.events import CREATE, EventStreamMixin, StreamEvent
 from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
+from ..store.validation import timestamp
 
 __all__ = [
     "PolicyCache", "PolicyRules", "PolicyEvent", "PolicyEntry", "state_fingerprint",
@@ -281,7 +282,7 @@ class PolicyCache:
             raise ValidationError(f"an action is a non-empty str, not {action!r}")
         return PolicyEvent.create(
             agent_id=self.agent_id, fingerprint=state_fingerprint(state), features=state_features(state),
-            action=action, reward=reward, at=time.time() if at is None else at,
+            action=action, reward=reward, at=timestamp("at", at),
             next_fingerprint=None if next_state is None else state_fingerprint(next_state),
         )
 

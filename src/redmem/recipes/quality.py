@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +43,7 @@ from ..model.dbkey import DbKey
 from ..store.connection import server_errors
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
+from ..store.validation import timestamp
 
 __all__ = [
     "RetrievalQuality",
@@ -318,7 +318,7 @@ def assess_retrieval(
     model = assembler.model_class
     space = _partition(model, partition)
     cues = named_cues(query_cues)
-    at = time.time() if now is None else float(now)
+    at = timestamp("now", now)
     familiar = _familiarity(assembler, space, cues)
     if candidates is None:
         per_cue = _probe(assembler, space, cues, familiar, at)

@@ -2,8 +2,11 @@
 
 from .connection import configure, connect, get_client, server_address, settings
 from .errors import (
+    ArgumentTypeError,
     ConfigurationError,
     ModelException,
+    QueryArgumentError,
+    QueryArgumentTypeError,
     QueryException,
     RedmemError,
     ServerUnavailable,
@@ -19,9 +22,12 @@ __all__ = [
     "get_client",
     "server_address",
     "settings",
+    "ArgumentTypeError",
     "ConfigurationError",
     "ModelException",
     "QueryException",
+    "QueryArgumentError",
+    "QueryArgumentTypeError",
     "RedmemError",
     "ServerUnavailable",
     "ValidationError",

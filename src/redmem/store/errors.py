@@ -3,7 +3,10 @@
 __all__ = [
     "RedmemError",
     "ValidationError",
+    "ArgumentTypeError",
     "QueryException",
+    "QueryArgumentError",
+    "QueryArgumentTypeError",
     "ConfigurationError",
     "ModelException",
     "ServerUnavailable",
@@ -20,8 +23,21 @@ class ValidationError(RedmemError, ValueError):
     """A value does not fit its field (type, null, max_length, finite score...)."""
 
 
+class ArgumentTypeError(ValidationError, TypeError):
+    """An argument has the wrong type (``max_items=None``, ``limit="5"``); also a TypeError, so
+    ``except TypeError`` written for the builtin error keeps working."""
+
+
 class QueryException(RedmemError):
     """A query cannot be run as written (unknown field, missing partition, bad operator)."""
+
+
+class QueryArgumentError(QueryException, ValidationError):
+    """An argument of a query method is out of range (``limit=-1``): a QueryException and a ValidationError."""
+
+
+class QueryArgumentTypeError(QueryArgumentError, ArgumentTypeError):
+    """An argument of a query method has the wrong type (``limit=None``); also a TypeError."""
 
 
 class ConfigurationError(RedmemError):

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import ConfigurationError
+from .validation import utf8_text
 
 __all__ = ["escape", "unescape", "KeySpace", "GLOBAL_TAG", "EMPTY_VALUE"]
 
@@ -34,13 +35,17 @@ def _needs_escape(char: str) -> bool:
 
 
 def escape(value: str) -> str:
-    """Percent-encode the characters of ``value`` that could change a key's meaning."""
+    """Percent-encode the characters of ``value`` that could change a key's meaning.
+
+    ValidationError for a value that cannot be written as UTF-8 (a lone surrogate).
+    """
     if value == "":
         return EMPTY_VALUE
     if value.isascii() and _PLAIN_ASCII.fullmatch(value):
         return value
     if not any(_needs_escape(c) for c in value):
         return value
+    utf8_text("a key value", value)
     return "".join(
         "".join(f"%{b:02X}" for b in c.encode("utf-8")) if _needs_escape(c) else c
         for c in value

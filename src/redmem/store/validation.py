@@ -1,0 +1,149 @@
+"""Checks of public arguments, one per kind of value: each returns the value (normalised) or
+raises a typed error that names the argument and the values it accepts.
+
+A value of the wrong type raises :class:`ArgumentTypeError` (a ValidationError that is also a
+TypeError), a value of the right type out of range raises :class:`ValidationError`. ``error``
+picks another family: :class:`QueryArgumentError` for the arguments of query methods (its
+wrong-type flavour is :class:`QueryArgumentTypeError`), or a declaration error such as
+ModelException, raised for both failures.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Collection
+from datetime import datetime, timezone
+from numbers import Integral, Real
+from typing import Any
+
+from .errors import (
+    ArgumentTypeError,
+    QueryArgumentError,
+    QueryArgumentTypeError,
+    RedmemError,
+    ValidationError,
+)
+
+__all__ = [
+    "integer",
+    "positive_int",
+    "non_negative_int",
+    "finite_number",
+    "one_of",
+    "timestamp",
+    "epoch_of",
+    "utf8_text",
+    "subclass_of",
+]
+
+#: The wrong-type flavour of each value-error family (the others raise one class for both).
+_TYPE_ERRORS: dict[type[RedmemError], type[RedmemError]] = {
+    ValidationError: ArgumentTypeError,
+    QueryArgumentError: QueryArgumentTypeError,
+}
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {value!r:.60}" if not isinstance(value, (Real, type(None))) else repr(value)
+
+
+def _fail(error: type[RedmemError], name: str, accepted: str, value: Any, *, wrong_type: bool) -> RedmemError:
+    kind = _TYPE_ERRORS.get(error, error) if wrong_type else error
+    return kind(f"{name} must be {accepted}, got {_shown(value)}")
+
+
+def integer(
+    name: str, value: Any, *, low: int | None = None, none: bool = False,
+    error: type[RedmemError] = ValidationError,
+) -> int | None:
+    """``value`` as an int >= ``low`` (None too when ``none``); bools are not ints."""
+    accepted = "an int" + (f" >= {low}" if low is not None else "") + (" or None" if none else "")
+    if value is None and none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise _fail(error, name, accepted, value, wrong_type=True)
+    if low is not None and value < low:
+        raise _fail(error, name, accepted, value, wrong_type=False)
+    return int(value)
+
+
+def positive_int(name: str, value: Any, *, none: bool = False, error: type[RedmemError] = ValidationError) -> int | None:
+    """``value`` as an int >= 1 (see :func:`integer`)."""
+    return integer(name, value, low=1, none=none, error=error)
+
+
+def non_negative_int(
+    name: str, value: Any, *, none: bool = False, error: type[RedmemError] = ValidationError,
+) -> int | None:
+    """``value`` as an int >= 0 (see :func:`integer`)."""
+    return integer(name, value, low=0, none=none, error=error)
+
+
+def finite_number(
+    name: str, value: Any, *, low: float | None = None, high: float | None = None, none: bool = False,
+    error: type[RedmemError] = ValidationError,
+) -> float | None:
+    """``value`` as a finite float in [``low``, ``high``] (either bound optional; None too when ``none``)."""
+    bounds = " in [{}, {}]".format(low, high) if low is not None and high is not None else (
+        f" >= {low}" if low is not None else f" <= {high}" if high is not None else "")
+    accepted = f"a finite number{bounds}" + (" or None" if none else "")
+    if value is None and none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise _fail(error, name, accepted, value, wrong_type=True)
+    number = float(value)
+    if not math.isfinite(number) or (low is not None and number < low) or (high is not None and number > high):
+        raise _fail(error, name, accepted, value, wrong_type=False)
+    return number
+
+
+def one_of(name: str, value: Any, choices: Collection[Any], *, error: type[RedmemError] = ValidationError) -> Any:
+    """``value`` if it is one of ``choices``."""
+    try:
+        known = value in choices
+    except TypeError:  # unhashable: not one of the choices
+        known = False
+    if not known:
+        raise error(f"{name} must be one of {list(choices)}, got {_shown(value)}")
+    return value
+
+
+def timestamp(name: str, value: Any) -> float:
+    """Seconds since the epoch of ``value``: a datetime (naive taken as UTC) or a finite number;
+    None is the current time. NaN, infinities, bools and strings raise before anything is written."""
+    if value is None:
+        return time.time()
+    if isinstance(value, datetime):
+        return epoch_of(value)
+    accepted = "epoch seconds (a finite number), a datetime or None"
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise _fail(ValidationError, name, accepted, value, wrong_type=True)
+    if not math.isfinite(value):
+        raise _fail(ValidationError, name, accepted, value, wrong_type=False)
+    return float(value)
+
+
+def epoch_of(value: datetime) -> float:
+    """Seconds since the epoch of a datetime; a naive one is taken as UTC."""
+    return (value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def utf8_text(name: str, value: str) -> str:
+    """``value`` if it can be written as UTF-8: a lone surrogate (``"\\udcff"``) cannot."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValidationError(
+                f"{name} must be text encodable as UTF-8, got a lone surrogate {value[exc.start]!r} "
+                f"at position {exc.start}"
+            ) from None
+    return value
+
+
+def subclass_of(name: str, value: Any, base: type, accepted: str) -> type:
+    """``value`` if it is a class derived from ``base``; ``accepted`` says what that is in words."""
+    if not (isinstance(value, type) and issubclass(value, base)):
+        raise _fail(ValidationError, name, accepted, value, wrong_type=True)
+    return value
