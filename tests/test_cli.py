@@ -74,7 +74,8 @@ def test_url_after_the_command_reaches_the_server(redis_url, db, tmp_path):
     stored = redmem_cli("ingest", str(lines), "--agent", "ed", "--url", redis_url, "--prefix", settings().key_prefix,
                         "--embeddings", "hashing")
     assert f"key prefix {settings().key_prefix!r} on " in stored and "the server of --url or REDIS_URL" in stored
-    assert [m.content for m in ChatMemory.query.filter(agent_id="ed").no_track().all()] == ["Ed keeps bees on the roof."]
+    stored = ChatMemory.query.filter(agent_id="ed").no_track().all()
+    assert [m.content for m in stored] == ["Ed keeps bees on the roof."]
 
 
 def test_doctor_names_an_unreachable_server():

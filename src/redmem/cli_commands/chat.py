@@ -53,7 +53,8 @@ def run(console: Console, args: argparse.Namespace) -> None:
     chat_model = from_environment()
     assembler = assembler_from(args)
     chat = ChatSession(f"chat-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}")
-    console.print(f"[bold]redmem chat[/bold] with the memory of agent {escape(repr(args.agent))}, {escape(runtime.location)}; "
+    console.print(f"[bold]redmem chat[/bold] with the memory of agent {escape(repr(args.agent))}, "
+                  f"{escape(runtime.location)}; "
                   + (f"model {chat_model.describe()}" if chat_model else "no chat model (set OPENAI_BASE_URL / "
                      "OPENAI_API_KEY), so each turn shows what would be sent")
                   + f". Type {QUIT[0]} to leave.")

@@ -11,7 +11,9 @@ from rich.text import Text
 
 from .scores import Scores
 
-__all__ = ["number", "said", "tokens", "summary", "context_panel", "trace_table", "outcome_table", "turn_table", "SIGNALS"]
+__all__ = [
+    "number", "said", "tokens", "summary", "context_panel", "trace_table", "outcome_table", "turn_table", "SIGNALS",
+]
 
 #: Score components of the trace, in the order shown: pull signals, fusion, push.
 SIGNALS = ("bm25", "vector", "graph", "composite", "rrf", "cyclic")

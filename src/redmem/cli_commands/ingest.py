@@ -35,8 +35,8 @@ CHUNK = 32
 def memory_of(turn: Turn, agent: str) -> ChatMemory:
     """The (unsaved) memory of one turn, its id already drawn (so it can be recorded before the save)."""
     return ChatMemory(
-        memory_id=uuid.uuid4().hex, agent_id=agent, session=turn.session, date=turn.at.date().isoformat(), speaker=turn.speaker,
-        content=turn.text, importance=turn.importance, routine=1.0 if turn.recurring else 0.0,
+        memory_id=uuid.uuid4().hex, agent_id=agent, session=turn.session, date=turn.at.date().isoformat(),
+        speaker=turn.speaker, content=turn.text, importance=turn.importance, routine=1.0 if turn.recurring else 0.0,
     )
 
 

@@ -30,4 +30,5 @@ def run(console: Console, args: argparse.Namespace) -> None:
         done = reindex(model, names, args.batch_size,
                        progress=lambda finished, total: progress.update(task, completed=finished, total=total))
     fields = ", ".join(names) if names else "every field"
-    console.print(f"reindexed {done} {model.__name__} records ({fields}) under {escape(runtime.location)}", highlight=False)
+    console.print(f"reindexed {done} {model.__name__} records ({fields}) under {escape(runtime.location)}",
+                  highlight=False)
