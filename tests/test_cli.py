@@ -7,13 +7,19 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from openai_server import OpenAICompatibleServer
 
 import redmem
 from redmem import ObservationProtocol
+from redmem.cli import parser
+from redmem.cli_commands.demo_run import DemoRun
 from redmem.cli_commands.memory import ChatMemory
+from redmem.demo import DEMO_PREFIX
 from redmem.store import settings
+from redmem.store.local_server import LocalServer
 
 #: The environment of every run: wide tables, and no chat model unless a test gives one.
 BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
@@ -49,6 +55,29 @@ def test_doctor_on_a_cluster(cluster_url):
     assert "cluster (3 primaries)" in out
 
 
+def test_global_options_go_before_or_after_the_command():
+    before = parser().parse_args(["--url", "redis://a:1", "--prefix", "p", "--embeddings", "hashing", "ask", "q"])
+    after = parser().parse_args(["ask", "q", "--url", "redis://a:1", "--prefix", "p", "--embeddings", "hashing"])
+    assert (before.url, before.prefix, before.embeddings) == (after.url, after.prefix, after.embeddings) \
+        == ("redis://a:1", "p", "hashing")
+    mixed = parser().parse_args(["--url", "redis://a:1", "--prefix", "p", "ingest", "f", "--prefix", "q"])
+    assert (mixed.url, mixed.prefix, mixed.embeddings) == ("redis://a:1", "q", "auto")  # after wins, before kept
+    neither = parser().parse_args(["demo"])
+    assert (neither.url, neither.prefix, neither.embeddings, neither.verbose) == (None, None, "auto", False)
+
+
+def test_url_after_the_command_reaches_the_server(redis_url, db, tmp_path):
+    out = redmem_cli("doctor", "--url", redis_url)
+    assert db.info("server")["redis_version"] in out and "the server of --url or REDIS_URL" in out
+    lines = tmp_path / "ed.txt"
+    lines.write_text("Ed keeps bees on the roof.\n")
+    stored = redmem_cli("ingest", str(lines), "--agent", "ed", "--url", redis_url, "--prefix", settings().key_prefix,
+                        "--embeddings", "hashing")
+    assert f"key prefix {settings().key_prefix!r} on " in stored and "the server of --url or REDIS_URL" in stored
+    stored = ChatMemory.query.filter(agent_id="ed").no_track().all()
+    assert [m.content for m in stored] == ["Ed keeps bees on the roof."]
+
+
 def test_doctor_names_an_unreachable_server():
     result = run_cli("--url", "redis://127.0.0.1:1", "doctor")
     assert result.returncode == 1
@@ -63,11 +92,12 @@ def turns_of(out: str) -> list[str]:
 
 def test_demo_on_the_embedded_server_assembles_reports_and_moves_scores():
     env = {k: v for k, v in BASE_ENV.items() if k != "REDIS_URL"}
-    result = subprocess.run([sys.executable, "-m", "redmem.cli", "demo"], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "redmem.cli", "demo", "--verbose"], capture_output=True, text=True,
                             timeout=120, env={**env, "COLUMNS": "200"})
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
-    assert "private embedded server" in out and "chat model: none" in out
+    assert "private embedded server, gone when the command ends" in out and "chat model: none" in out
+    assert "outcomes are scripted, not chosen by an LLM" in out
     assert "stored 102 memories" in out
     turns = turns_of(out)
     assert len(turns) == 4
@@ -107,6 +137,51 @@ def test_demo_asks_the_configured_model(redis_url, db):
     system = chats[0]["messages"][0]
     assert system["role"] == "system" and "vegetarian" in system["content"]
     assert "redmem --url" in out and "inspect" in out  # memories kept on a server of the user's
+
+
+def sections_of(out: str) -> list[list[str]]:
+    """The demo's output cut at its rules (the start, each user turn, what the outcomes did)."""
+    sections: list[list[str]] = [[]]
+    for line in out.splitlines():
+        if line.startswith("──"):
+            sections.append([])
+        sections[-1].append(line)
+    return sections
+
+
+def test_demo_keeps_to_its_own_memories_and_one_screen_per_section(redis_url, db, tmp_path):
+    prefix, demo = settings().key_prefix, ChatMemory.query.filter(agent_id="demo").no_track()
+    first = on_test_server(redis_url, "--embeddings", "hashing", "demo")
+    assert "writes to agent 'demo', key prefix " + repr(prefix) in first and "stored 102 memories" in first
+    again = on_test_server(redis_url, "--embeddings", "hashing", "demo")
+    assert "removed the 102 memories an earlier demo run created" in again and demo.count() == 102
+    lines = tmp_path / "mem.txt"
+    lines.write_text("Fay's locker code is 4711.\nFay cycles to work.\nFay's cat is called Pixel.\n")
+    on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(lines))  # agent demo, as the report did
+    mixed = run_cli("--url", redis_url, "--prefix", prefix, "--embeddings", "hashing", "demo")
+    assert mixed.returncode == 1
+    assert f"agent 'demo' under key prefix {prefix!r} holds 3 memories the demo did not create" in mixed.stdout
+    assert demo.count() == 105  # the demo deleted nothing and added nothing
+    # by default the demo writes under its own prefix, apart from ingest / ask / chat
+    assert parser().parse_args(["ask", "q"]).prefix is None and DEMO_PREFIX != "rm"
+    try:
+        out = redmem_cli("--url", redis_url, "--embeddings", "hashing", "demo", env={"COLUMNS": "80"})
+        flat = " ".join(out.split())  # lines wrap at 80 columns
+        assert f"key prefix {DEMO_PREFIX!r} on " in flat and "(the server of --url or REDIS_URL)" in flat
+        assert f"under key prefix {DEMO_PREFIX!r}, agent 'demo'" in flat
+        assert f"redmem --url {redis_url} --prefix {DEMO_PREFIX} ask --agent demo" in flat
+        assert "outcomes are scripted, not chosen by an LLM" in flat
+        # piped at 80 columns: each section fits one screen (the trace and context need --verbose)
+        assert len(out.splitlines()) <= 100, out
+        assert max(len(section) for section in sections_of(out)) <= 24, out
+        assert len(sections_of(out)) == 6 and "╭─ context" not in out
+    finally:
+        redmem.configure(key_prefix=DEMO_PREFIX)
+        DemoRun("demo").clear()
+        redmem.configure(key_prefix=prefix)
+    found = on_test_server(redis_url, "--embeddings", "hashing", "ask", "What is the locker code?", "--agent", "demo",
+                           "--format", "content")
+    assert "- Fay's locker code is 4711." in found
 
 
 # -- ingest, ask, inspect ------------------------------------------------------------------------
@@ -150,6 +225,35 @@ def test_ingest_then_ask_finds_the_ingested_text_for_that_agent_only(redis_url, 
     assert {m.session for m in stored} == {"a1", "a2"} and {m.date for m in stored} == {"2026-01-10", "2026-02-01"}
     assert {m.speaker for m in stored} == {"Ana", "assistant"}
     assert [m.routine for m in stored if "four" in m.content] == [1.0]
+
+
+def test_ingest_then_ask_without_a_url_share_the_local_server(tmp_path):
+    env = {k: v for k, v in BASE_ENV.items() if k != "REDIS_URL"}
+    lines = tmp_path / "gus.txt"
+    lines.write_text("Gus grows chillies on the balcony.\nGus plays the cello.\nGus is allergic to cats.\n")
+    with tempfile.TemporaryDirectory(prefix="rm-cli-", dir="/tmp") as directory:
+        data = Path(directory) / "data"
+        local = LocalServer(data)
+        env["REDMEM_DATA_DIR"] = str(data)
+
+        def cli(*args: str) -> str:
+            result = subprocess.run([sys.executable, "-m", "redmem.cli", "--embeddings", "hashing", *args],
+                                    capture_output=True, text=True, timeout=120, env={**env, "COLUMNS": "200"})
+            assert result.returncode == 0, result.stdout + result.stderr
+            return result.stdout
+
+        try:
+            stored = cli("ingest", str(lines))
+            assert "ingested 3 memories for agent demo" in stored and f"local server, data in {data}" in stored
+            assert f"started the local server with its data in {data}" in stored
+            found = cli("ask", "What does Gus grow?", "--format", "content")
+            assert "- Gus grows chillies on the balcony." in found and "started the local server" not in found
+            assert "stopped the local server" in cli("server", "stop")
+            assert "not running" in cli("server", "status")
+            again = cli("ask", "Who plays the cello?", "--format", "content")  # started again from the same files
+            assert "started the local server" in again and "- Gus plays the cello." in again
+        finally:
+            local.stop()
 
 
 def test_ingest_names_a_malformed_file(redis_url, db, tmp_path):

@@ -2,7 +2,9 @@
 
 ``doctor`` checks the server; ``demo`` runs the main job on a bundled conversation; ``ingest``,
 ``ask``, ``chat`` and ``inspect`` work on the conversation memory of an agent; ``reindex``
-fills the indexes of any model. See docs/cli.md.
+fills the indexes of any model; ``server`` shows or stops the local server that keeps the data
+when no Redis URL is given. The global options (``--url``, ``--prefix``, ``--embeddings``) go
+before or after the subcommand. See docs/cli.md.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import demo
-from .cli_commands import ask, chat, doctor, ingest, inspect, reindex
+from .cli_commands import ask, chat, doctor, ingest, inspect, reindex, server
 from .cli_commands.memory import EMBEDDINGS
 from .store.errors import RedmemError
 
@@ -29,18 +31,33 @@ COMMANDS = {
     "chat": (chat, "talk with a memory-backed assistant (/quit to leave)"),
     "inspect": (inspect, "show everything stored about one memory (read-only)"),
     "reindex": (reindex, "re-run fields' index writes over every stored record of a model"),
+    "server": (server, "show or stop the local server that keeps the data when no Redis URL is given"),
 }
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
+    """``--url``, ``--prefix``, ``--embeddings``, declared on the top parser and again on each subcommand.
+
+    After the subcommand they default to ``argparse.SUPPRESS``: a value given there wins, and one
+    left out keeps the value given before the subcommand (or the top parser's default).
+    """
+    unset = {"default": argparse.SUPPRESS} if after_command else {}
+    parser.add_argument("--url", **unset,
+                        help="Redis URL (default: REDIS_URL, else the local server of the data directory)")
+    parser.add_argument("--prefix", **unset,
+                        help="key prefix of everything stored (default: rm; redmem-demo for the demo)")
+    parser.add_argument("--embeddings", **({"default": "auto"} | unset), choices=EMBEDDINGS,
+                        help="vectors from the offline MiniLM model, or hashing (default: auto, MiniLM if installed)")
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="redmem", description="Memory for LLM agents on Redis.")
-    top.add_argument("--url", help="Redis URL (default: REDIS_URL, else a private embedded server)")
-    top.add_argument("--prefix", default="rm", help="key prefix of everything stored (default: rm)")
-    top.add_argument("--embeddings", default="auto", choices=EMBEDDINGS,
-                     help="vectors from the offline MiniLM model, or hashing (default: auto, MiniLM if installed)")
+    add_global_options(top)
+    after = argparse.ArgumentParser(add_help=False)
+    add_global_options(after, after_command=True)
     commands = top.add_subparsers(dest="command", required=True)
     for name, (module, help_text) in COMMANDS.items():
-        module.add_arguments(commands.add_parser(name, help=help_text, description=help_text))
+        module.add_arguments(commands.add_parser(name, help=help_text, description=help_text, parents=[after]))
     return top
 
 

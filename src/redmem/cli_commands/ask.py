@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
+from rich.markup import escape
 
 from ..context.rendering import FORMATS
 from .display import context_panel, summary, trace_table
 from ..recipes.context_assembler import ContextAssembler
 from .memory import SCORE_WEIGHTS, SHOWN_FIELDS, ChatMemory
-from .runtime import start
+from .runtime import print_notes, start
 
 __all__ = ["add_arguments", "run", "assembler_from"]
 
@@ -40,8 +41,8 @@ def assembler_from(args: argparse.Namespace) -> ContextAssembler:
 
 def run(console: Console, args: argparse.Namespace) -> None:
     runtime = start(args)
-    if runtime.note:
-        console.print(f"[yellow]note:[/yellow] {runtime.note}")
+    console.print(f"memory of agent {escape(repr(args.agent))}, {escape(runtime.location)}", highlight=False)
+    print_notes(console, runtime)
     result = assembler_from(args).assemble(args.question, emit_trace=True, agent_id=args.agent)
     console.print(summary(result, args.max_tokens))
     console.print(context_panel(result, args.format, args.max_tokens))

@@ -23,7 +23,7 @@ from .display import summary, trace_table
 from .ingest import store_turns
 from .llm import ChatModel, from_environment, messages_for
 from .memory import ChatMemory
-from .runtime import start
+from .runtime import print_notes, start
 
 __all__ = ["add_arguments", "run", "QUIT", "HISTORY"]
 
@@ -49,12 +49,12 @@ class ChatSession:
 
 def run(console: Console, args: argparse.Namespace) -> None:
     runtime = start(args)
-    if runtime.note:
-        console.print(f"[yellow]note:[/yellow] {runtime.note}")
+    print_notes(console, runtime)
     chat_model = from_environment()
     assembler = assembler_from(args)
     chat = ChatSession(f"chat-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}")
-    console.print(f"[bold]redmem chat[/bold] with the memory of agent {escape(repr(args.agent))} on {runtime.address}; "
+    console.print(f"[bold]redmem chat[/bold] with the memory of agent {escape(repr(args.agent))}, "
+                  f"{escape(runtime.location)}; "
                   + (f"model {chat_model.describe()}" if chat_model else "no chat model (set OPENAI_BASE_URL / "
                      "OPENAI_API_KEY), so each turn shows what would be sent")
                   + f". Type {QUIT[0]} to leave.")

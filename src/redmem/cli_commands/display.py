@@ -11,12 +11,16 @@ from rich.text import Text
 
 from .scores import Scores
 
-__all__ = ["number", "said", "tokens", "summary", "context_panel", "trace_table", "outcome_table", "SIGNALS"]
+__all__ = [
+    "number", "said", "tokens", "summary", "context_panel", "trace_table", "outcome_table", "turn_table", "SIGNALS",
+]
 
 #: Score components of the trace, in the order shown: pull signals, fusion, push.
 SIGNALS = ("bm25", "vector", "graph", "composite", "rrf", "cyclic")
 #: Console width from which the trace also shows each record's relevance and confidence.
 WIDE = 120
+#: Width the columns of turn_table other than the memory's text take, padding included.
+TURN_COLUMNS = 52
 #: Digits shown per component (fused RRF scores are small: 1 / (60 + rank) per list).
 DIGITS = {"rrf": 4}
 
@@ -111,4 +115,22 @@ def outcome_table(
         rhythm = _moved(old.rhythm, new.rhythm) if record.routine else Text("-")
         table.add_row(outcomes[key], _moved(old.confidence, new.confidence),
                       _moved(old.relevance, new.relevance), rhythm, Text(said(record)))
+    return table
+
+
+def turn_table(
+    result: Any, outcomes: dict[str, str], before: dict[str, Scores], after: dict[str, Scores], width: int
+) -> Table:
+    """One line per selected record: rank, path, combined score, outcome, confidence before -> after, text.
+
+    The text is cut to what is left of ``width`` (the console's) after the other columns.
+    """
+    table = _compact("records chosen, outcome reported, confidence before -> after")
+    for name in ("rank", "source", "score", "outcome", "confidence"):
+        table.add_column(name, no_wrap=True, justify="right" if name in ("rank", "score") else "left")
+    table.add_column("memory", no_wrap=True, overflow="ellipsis", max_width=max(width - TURN_COLUMNS, 20))
+    for row, record in zip(result.metadata["trace"], result.records):
+        key = record.db_key.redis_key
+        table.add_row(str(row["rank"]), row["source"], number(row["score"]), outcomes.get(key, "-"),
+                      _moved(before[key].confidence, after[key].confidence), Text(said(record)))
     return table

@@ -8,6 +8,7 @@ sessions have decayed) and links consecutive turns of a session in the co-occurr
 from __future__ import annotations
 
 import argparse
+import uuid
 from typing import Callable
 
 from rich.console import Console
@@ -18,10 +19,10 @@ from ..fields.embedding import embed_many
 from ..store.connection import get_client, server_errors
 from .conversation import Conversation, Turn, read_conversation
 from .memory import ChatMemory
-from .runtime import start
+from .runtime import print_notes, start
 
 __all__ = [
-    "store_turns", "ingest_with_progress", "clear_agent", "progress_bar", "LINK_WEIGHT", "CHUNK",
+    "store_turns", "ingest_with_progress", "progress_bar", "LINK_WEIGHT", "CHUNK",
     "add_arguments", "run",
 ]
 
@@ -32,25 +33,28 @@ CHUNK = 32
 
 
 def memory_of(turn: Turn, agent: str) -> ChatMemory:
-    """The (unsaved) memory of one turn."""
+    """The (unsaved) memory of one turn, its id already drawn (so it can be recorded before the save)."""
     return ChatMemory(
-        agent_id=agent, session=turn.session, date=turn.at.date().isoformat(), speaker=turn.speaker,
-        content=turn.text, importance=turn.importance, routine=1.0 if turn.recurring else 0.0,
+        memory_id=uuid.uuid4().hex, agent_id=agent, session=turn.session, date=turn.at.date().isoformat(),
+        speaker=turn.speaker, content=turn.text, importance=turn.importance, routine=1.0 if turn.recurring else 0.0,
     )
 
 
 def store_turns(
     turns: list[Turn], agent: str, *, after: ChatMemory | None = None,
-    advance: Callable[[int], None] | None = None,
+    advance: Callable[[int], None] | None = None, before_save: Callable[[list[ChatMemory]], None] | None = None,
 ) -> list[ChatMemory]:
     """Save ``turns`` as memories of ``agent``; returns them (saved) in the order given.
 
     Consecutive turns of one session are linked, the first one to ``after`` (the memory said
-    just before, if any) too. ``advance(n)`` is called after each chunk of ``n`` turns.
+    just before, if any) too. ``before_save(chunk)`` is called before each chunk is saved,
+    ``advance(n)`` after each chunk of ``n`` turns.
     """
     memories = [memory_of(turn, agent) for turn in turns]
     for first in range(0, len(memories), CHUNK):
         chunk = memories[first : first + CHUNK]
+        if before_save is not None:
+            before_save(chunk)
         embed_many(chunk)
         ChatMemory.save_many(chunk)
         if advance is not None:
@@ -77,11 +81,6 @@ def backdate_and_link(memories: list[ChatMemory], turns: list[Turn], pairs: list
         pipe.execute()
 
 
-def clear_agent(agent: str) -> int:
-    """Delete every memory of ``agent`` (record and index entries); returns how many."""
-    return sum(memory.delete() for memory in ChatMemory.query.filter(agent_id=agent).no_track().all())
-
-
 def progress_bar(console: Console) -> Progress:
     """The progress bar of long CLI steps."""
     return Progress(
@@ -91,12 +90,14 @@ def progress_bar(console: Console) -> Progress:
 
 
 def ingest_with_progress(
-    console: Console, conversation: Conversation, agent: str, label: str
+    console: Console, conversation: Conversation, agent: str, label: str,
+    before_save: Callable[[list[ChatMemory]], None] | None = None,
 ) -> list[ChatMemory]:
-    """Store the conversation's turns for ``agent`` behind a progress bar."""
+    """Store the conversation's turns for ``agent`` behind a progress bar (``before_save`` as in store_turns)."""
     with progress_bar(console) as progress:
         task = progress.add_task(escape(label), total=len(conversation.turns))
-        return store_turns(conversation.turns, agent, advance=lambda n: progress.advance(task, n))
+        return store_turns(conversation.turns, agent, advance=lambda n: progress.advance(task, n),
+                           before_save=before_save)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,13 +107,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(console: Console, args: argparse.Namespace) -> None:
     """``redmem ingest FILE``: store a conversation (JSON) or one memory per line (text)."""
-    start(args)
+    runtime = start(args)
+    print_notes(console, runtime)
     conversation = read_conversation(args.file)
     memories = ingest_with_progress(console, conversation, args.agent, f"ingesting {args.file}")
     sessions = {m.session for m in memories if m.session}
     console.print(
         f"ingested {len(memories)} memories for agent {escape(args.agent)}"
-        + (f" from {len(sessions)} sessions" if sessions else ""), highlight=False,
+        + (f" from {len(sessions)} sessions" if sessions else "") + f", {escape(runtime.location)}",
+        highlight=False,
     )
     if memories:
         console.print(f"first memory: {escape(memories[0].db_key.redis_key)}", highlight=False)

@@ -32,7 +32,7 @@ from ..store.errors import QueryException, RecordNotFound
 from ..store.keys import unescape
 from .display import number
 from .memory import ChatMemory
-from .runtime import import_model, start
+from .runtime import import_model, print_notes, start
 
 __all__ = ["add_arguments", "run", "find_record", "parse_key"]
 
@@ -158,7 +158,7 @@ def _access(record: AccessTrackerMixin) -> Table:
 
 
 def run(console: Console, args: argparse.Namespace) -> None:
-    start(args)
+    print_notes(console, start(args))
     model = import_model(args.model) if args.model else ChatMemory
     record = find_record(model, args.key, args.agent)
     fields = _section(escape(record._saved_key.redis_key))

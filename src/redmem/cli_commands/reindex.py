@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
+from rich.markup import escape
 
 from ..fields.reindex import reindex
 from .ingest import progress_bar
-from .runtime import import_model, start
+from .runtime import import_model, print_notes, start
 
 __all__ = ["add_arguments", "run"]
 
@@ -20,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(console: Console, args: argparse.Namespace) -> None:
-    start(args)
+    runtime = start(args)
+    print_notes(console, runtime)
     model = import_model(args.model)
     names = [name.strip() for name in args.fields.split(",") if name.strip()] if args.fields else None
     with progress_bar(console) as progress:
@@ -28,4 +30,5 @@ def run(console: Console, args: argparse.Namespace) -> None:
         done = reindex(model, names, args.batch_size,
                        progress=lambda finished, total: progress.update(task, completed=finished, total=total))
     fields = ", ".join(names) if names else "every field"
-    console.print(f"reindexed {done} {model.__name__} records ({fields}) under key prefix {args.prefix!r}")
+    console.print(f"reindexed {done} {model.__name__} records ({fields}) under {escape(runtime.location)}",
+                  highlight=False)

@@ -36,6 +36,7 @@ __all__ = [
     "EmbeddedCluster",
     "EmbeddedServer",
     "find_server_binary",
+    "read_tail",
 ]
 
 logger = logging.getLogger("redmem.embedded")
@@ -202,7 +203,7 @@ def _make_workdir() -> str:
     return path
 
 
-def _read_tail(path: str | None, lines: int = 20) -> str:
+def read_tail(path: str | None, lines: int = 20) -> str:
     """Return the last lines of a log file, or an empty string when it cannot be read."""
     if not path:
         return ""
@@ -424,7 +425,7 @@ class EmbeddedServer:
 
     def _fail(self, what: str) -> None:
         """Raise ConfigurationError naming the binary, the problem and the server's log tail."""
-        tail = _read_tail(os.path.join(self._workdir, _LOG_NAME) if self._workdir else None)
+        tail = read_tail(os.path.join(self._workdir, _LOG_NAME) if self._workdir else None)
         raise ConfigurationError(f"Redis server {self._binary} {what}; log tail:\n{tail}")
 
     def _read_version(self) -> dict[str, str]:

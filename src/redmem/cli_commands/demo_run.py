@@ -1,0 +1,56 @@
+"""The memories a demo run created, listed so that the next run deletes those and nothing else.
+
+The list is a set of memory ids at ``<prefix>:ChatMemory:{<agent>}:demo-run`` (the agent's hash
+tag, so it sits on the agent's cluster slot). Ids are added before their memories are saved:
+a run that dies half-way still leaves every memory it saved listed.
+"""
+
+from __future__ import annotations
+
+from ..model.dbkey import DbKey
+from ..model.persistence import load_records
+from ..store.connection import get_client, server_errors
+from ..store.errors import ConfigurationError
+from .memory import ChatMemory
+
+__all__ = ["DemoRun"]
+
+
+class DemoRun:
+    """The demo's memories of one agent under the current key prefix."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.keyspace = ChatMemory._meta.keyspace((agent,))
+        self.key = self.keyspace.key("demo-run")
+
+    def created(self) -> set[str]:
+        """Ids of the memories earlier demo runs created (and did not delete yet)."""
+        client = get_client()
+        with server_errors(client):
+            return {member.decode() for member in client.smembers(self.key)}
+
+    def check_alone(self) -> None:
+        """ConfigurationError when the agent holds memories no demo run created (the demo would mix with them)."""
+        others = {key.record_id for key in ChatMemory.query.filter(agent_id=self.agent).keys()} - self.created()
+        if others:
+            raise ConfigurationError(
+                f"agent {self.agent!r} under key prefix {self.keyspace.prefix!r} holds {len(others)} memories "
+                "the demo did not create; the demo leaves them alone: run it with another --agent or --prefix "
+                "(default prefix: redmem-demo)"
+            )
+
+    def record(self, memories: list[ChatMemory]) -> None:
+        """List ``memories`` (ids set, not saved yet) as created by this run."""
+        client = get_client()
+        with server_errors(client):
+            client.sadd(self.key, *(memory.memory_id for memory in memories))
+
+    def clear(self) -> int:
+        """Delete the memories earlier runs created (records and index entries) and their list; how many."""
+        keys = [DbKey(self.keyspace, memory_id) for memory_id in sorted(self.created())]
+        removed = sum(memory.delete() for memory in load_records(ChatMemory, keys, track=False))
+        client = get_client()
+        with server_errors(client):
+            client.delete(self.key)
+        return removed
