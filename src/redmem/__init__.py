@@ -61,6 +61,7 @@ from .recipes import (
 from .store import (
     ConfigurationError,
     ModelException,
+    PermissionDenied,
     QueryException,
     RecordNotFound,
     RedmemError,
@@ -97,5 +98,5 @@ __all__ = [
     # connection and errors
     "connect", "configure", "get_client", "RedmemError", "ValidationError", "QueryException",
     "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict",
-    "RecordNotFound", "EmbeddingError",
+    "RecordNotFound", "PermissionDenied", "EmbeddingError",
 ]

@@ -205,6 +205,12 @@ class EmbeddingField(Field):
             state = _Embedded(None, digest, text)
         instance.__dict__[self._slot] = state
 
+    def before_save_many(self, instances: list[Any], creating: bool) -> None:
+        """Embed every instance's text first, in provider-sized batches (:meth:`embed_many`), even a
+        stored record's unchanged one: a bulk save computes every vector before its first write."""
+        self.embed_many(instances)
+        super().before_save_many(instances, creating)
+
     def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
         """What to write: a (vector, digest) pair, the removal marker, or None (nothing)."""
         state = self._state(batch.instance)

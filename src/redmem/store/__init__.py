@@ -4,6 +4,7 @@ from .connection import configure, connect, get_client, server_address, settings
 from .errors import (
     ConfigurationError,
     ModelException,
+    PermissionDenied,
     QueryException,
     RedmemError,
     ServerUnavailable,
@@ -21,6 +22,7 @@ __all__ = [
     "settings",
     "ConfigurationError",
     "ModelException",
+    "PermissionDenied",
     "QueryException",
     "RedmemError",
     "ServerUnavailable",
