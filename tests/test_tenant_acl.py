@@ -129,3 +129,14 @@ def test_the_acl_recipe_lets_the_user_read_no_key_name_of_another_tenant(tenant_
     for command in (("SCAN", 0), ("KEYS", "*"), ("RANDOMKEY",), ("SMEMBERS", f"{PREFIX}:TenantMemory:{{%g}}:partitions")):
         with pytest.raises(redis.exceptions.NoPermissionError):
             client.execute_command(*command)
+
+
+def test_a_user_refused_info_still_saves_and_searches_vectors(tenant_a):
+    """INFO (the rollback check of vector writes) is optional: without it writes go on."""
+    admin, _ = tenant_a
+    admin.execute_command("ACL", "SETUSER", "tenant-a", "-info")
+    notes = [TenantMemory.create(agent_id="A", content=f"harbour note {i}") for i in range(3)]
+    mine = TenantMemory.query.filter(agent_id="A")
+    assert mine.semantic_search(notes[1].content, limit=1)[0].memory_id == notes[1].memory_id
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        redmem.get_client().info("server")

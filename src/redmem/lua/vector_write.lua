@@ -9,14 +9,16 @@
 -- The version hash keeps the run_id of the server process that wrote it last ('run'): a write on
 -- another process (a restart, which may have loaded an older snapshot, or a failover to a replica,
 -- which may lag) starts a new epoch, because the changes a reader saw may have been rolled back and
--- n reused for other ones.
+-- n reused for other ones. A user whose ACL refuses INFO skips this check (and keeps the other
+-- one: a reader whose version is above n reloads).
 -- After each change the oldest log entries past the bound are dropped; floor = the newest n
 -- dropped: a reader whose version is below it reloads the whole set.
 local keep, fraction = tonumber(ARGV[1]), tonumber(ARGV[2])
-local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+local info = redis.pcall('INFO', 'server')  -- an ACL user without INFO: no run check
+local run = type(info) == 'string' and string.match(info, 'run_id:(%x+)') or false
 local state = redis.call('HMGET', KEYS[2], 'n', 'run')
 local n = tonumber(state[1] or '0')
-if n > 0 and state[2] ~= run then
+if run and n > 0 and state[2] ~= run then
   local now = redis.call('TIME')
   redis.call('HSET', KEYS[2], 'epoch', now[1] .. '.' .. now[2], 'run', run)
 end
@@ -36,7 +38,8 @@ for i = 3, #ARGV, 2 do
   else
     if n == 0 and redis.call('EXISTS', KEYS[2]) == 0 then
       local now = redis.call('TIME')
-      redis.call('HSET', KEYS[2], 'epoch', now[1] .. '.' .. now[2], 'n', 0, 'run', run)
+      redis.call('HSET', KEYS[2], 'epoch', now[1] .. '.' .. now[2], 'n', 0)
+      if run then redis.call('HSET', KEYS[2], 'run', run) end
     end
     vectors = vectors + redis.call('HSET', KEYS[1], id, value)
   end
