@@ -140,3 +140,11 @@ def test_a_user_refused_info_still_saves_and_searches_vectors(tenant_a):
     assert mine.semantic_search(notes[1].content, limit=1)[0].memory_id == notes[1].memory_id
     with pytest.raises(redis.exceptions.NoPermissionError):
         redmem.get_client().info("server")
+
+
+def test_a_command_refused_inside_a_script_is_permission_denied(tenant_a):
+    """A vector set's first write runs TIME in its script: refused by the ACL, it is typed too."""
+    admin, _ = tenant_a
+    admin.execute_command("ACL", "SETUSER", "tenant-a", "-time")
+    with pytest.raises(PermissionDenied, match="TIME|script"):
+        TenantMemory.create(agent_id="A", content="first vector of tenant A")

@@ -31,6 +31,8 @@ __all__ = [
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 _RETRIED = (redis.ConnectionError, redis.TimeoutError)
+#: How Redis words an ACL refusal of a command a Lua script runs (not a NOPERM error).
+_SCRIPT_REFUSED = "The user executing the script can't"
 
 
 @dataclass(frozen=True)
@@ -149,11 +151,16 @@ def is_cluster_transaction(pipe: Any) -> bool:
 @contextlib.contextmanager
 def server_errors(client: Any) -> Iterator[None]:
     """Turn redis-py connection failures into :class:`ServerUnavailable` and ACL refusals
-    (``NOPERM``) into :class:`PermissionDenied`, each naming the server."""
+    (``NOPERM``, or a script refused a command by the ACL) into :class:`PermissionDenied`, each
+    naming the server."""
     try:
         yield
     except redis.exceptions.NoPermissionError as exc:
         raise PermissionDenied(server_address(client), exc) from exc
+    except redis.exceptions.ResponseError as exc:
+        if _SCRIPT_REFUSED in str(exc):
+            raise PermissionDenied(server_address(client), exc) from exc
+        raise
     except _RETRIED as exc:
         raise ServerUnavailable(server_address(client), exc) from exc
     except redis.exceptions.ClusterError as exc:
