@@ -22,7 +22,6 @@ __all__ = [
     "connect",
     "configure",
     "embedded_server",
-    "is_cluster_transaction",
     "get_client",
     "settings",
     "server_address",
@@ -140,12 +139,6 @@ def server_address(client: Any) -> str:
     if "path" in kwargs:
         return f"unix:{kwargs['path']}"
     return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
-
-
-def is_cluster_transaction(pipe: Any) -> bool:
-    """True for a MULTI/EXEC pipeline of a cluster client (it may only touch one slot)."""
-    strategy = getattr(pipe, "_execution_strategy", None)
-    return type(strategy).__name__ == "TransactionStrategy"
 
 
 @contextlib.contextmanager
