@@ -544,3 +544,32 @@ def test_a_vector_of_the_wrong_length_from_embed_many_is_refused_at_save(db):
     with pytest.raises(ValidationError, match="16 dimensions, expected 8"):
         Narrow.save_many(notes)
     assert Narrow.query.filter(agent_id="a").count() == 0
+
+
+def test_save_many_with_a_provider_failing_on_its_fourth_call_stores_nothing(any_db):
+    """Every vector is computed before the first chunk is written: a provider that fails part way
+    through a bulk save leaves nothing stored (before, the chunks embedded in time were written)."""
+
+    class FailsFourth(Counting):
+        fail_at = 3
+
+        def embed(self, texts, input_type="document"):
+            self.broken = self.calls == self.fail_at
+            return super().embed(texts, input_type)
+
+    provider = FailsFourth(max_batch_size=2)
+
+    class Flaky(Model):
+        memory_id = AutoKeyField()
+        agent_id = KeyField()
+        content = StringField()
+        embedding = EmbeddingField(source="content", provider=provider, partition_by="agent_id")
+
+    records = [Flaky(agent_id=f"a{i % 2}", content=f"note {i}") for i in range(20)]
+    with pytest.raises(RuntimeError, match="provider down"):
+        Flaky.save_many(records, chunk_size=2)
+    assert provider.calls == 3
+    assert model_keys(any_db, Flaky) == set()
+    provider.fail_at = None
+    assert Flaky.save_many(records, chunk_size=2) == 20
+    assert len(Flaky.query.filter(agent_id="a0").semantic_search("note 4", limit=20)) == 10

@@ -250,18 +250,22 @@ def test_save_many_stores_what_saving_one_by_one_stores(any_db):
     assert stored_state(any_db, many, [r.memory_id for r in bulk]) == expected
 
 
-def test_save_many_stops_at_a_chunk_that_fails_to_build_after_writing_the_ones_before(db):
+@pytest.mark.parametrize("bad", [float("nan"), "heavy"])
+def test_save_many_stores_nothing_when_a_later_record_is_invalid(any_db, bad):
     class Fact(Model):
         fact_id = AutoKeyField()
         agent_id = KeyField(partition_by="agent_id")
-        weight = FloatField()
+        weight = SortedField(float)
 
-    facts = [Fact(agent_id="a", weight=i) for i in range(40)]
-    facts[20].weight = "heavy"  # in the seventh chunk (chunk_size 16: 1, 1, 2, 3, 5, 7, 2, 7, 5, 3, 2, 1, 1)
+    facts = [Fact(agent_id=f"a{i % 3}", weight=i) for i in range(100)]
+    facts[50].weight = bad  # chunk_size 16: the chunks before it would be written first
     with pytest.raises(redmem.ValidationError, match="weight"):
         Fact.save_many(facts, chunk_size=16)
-    stored = [f.fact_id is not None and db.exists(f.db_key.redis_key) == 1 for f in facts]
-    assert stored == [True] * 19 + [False] * 21  # chunks 1-6 written (the 6th while the 7th was built)
+    assert all_keys(any_db) <= {Fact._meta.global_keyspace().key("partitions")}
+    assert Fact.query.count() == 0
+    facts[50].weight = 50.0
+    assert Fact.save_many(facts, chunk_size=16) == 100
+    assert Fact.query.count() == 100
 
 
 def test_bulk_chunks_grow_by_half_from_a_sixteenth_at_both_ends():

@@ -63,6 +63,7 @@ from .store import (
     ArgumentTypeError,
     ConfigurationError,
     ModelException,
+    PermissionDenied,
     QueryArgumentError,
     QueryArgumentTypeError,
     QueryException,
@@ -102,5 +103,5 @@ __all__ = [
     "connect", "configure", "get_client", "RedmemError", "ValidationError", "ArgumentTypeError",
     "QueryException", "QueryArgumentError", "QueryArgumentTypeError",
     "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict",
-    "RecordNotFound", "EmbeddingError", "OutcomeError",
+    "RecordNotFound", "PermissionDenied", "EmbeddingError", "OutcomeError",
 ]

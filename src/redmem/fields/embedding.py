@@ -5,9 +5,10 @@ Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``, ``<f>`
 - ``<base>:v:<f>`` hash: record id -> the vector in the field's ``dtype`` (float16 unless told),
   led by a digest of the text (or vector) it came from, so re-saving a record whose text did
   not change does not embed it again (:mod:`~redmem.embeddings.codec`);
-- ``<base>:v:<f>:ver`` hash ``{epoch, n, floor}``: n counts the partition's vector changes, epoch
-  names the current life of the vector set (it starts again when the set is emptied), floor is
-  the newest change dropped from the log;
+- ``<base>:v:<f>:ver`` hash ``{epoch, n, floor, run}``: n counts the partition's vector changes,
+  epoch names the current life of the vector set (it starts again when the set is emptied, and
+  when a write lands on another server process than the last one, ``run`` being that process's
+  ``run_id``), floor is the newest change dropped from the log;
 - ``<base>:v:<f>:log`` sorted set: record id -> the n of its last change (removals included),
   the newest max(128, vectors / 8) only: a reader further behind reloads the whole set.
 
@@ -21,6 +22,13 @@ vectors as a float32 numpy matrix in the process (:class:`~redmem.embeddings.mat
 and ranks by exact cosine over the stored vectors, keeping cosine > 0. One pipelined round trip
 reads the changes since the cached version (``vector_changes.lua``) together with the hashes of
 the cached top-k; a second one loads the records that the changes brought into the top-k, if any.
+
+The cached matrix assumes the server's history only grows. A server that rolled back (restarted
+from an older snapshot, or failed over to a lagging replica) breaks that, so the matrix reloads
+the partition when the server's n is below the cached version (the rollback is seen before any
+new write), or when the epoch changed (the first write after a restart or failover starts a new
+one: the rollback may have been followed by more writes than it undid). Both checks ride in the
+search's existing round trip; the write pays one ``INFO server`` inside its script.
 """
 
 from __future__ import annotations
@@ -206,6 +214,12 @@ class EmbeddingField(Field):
         else:  # a loaded record: the stored digest tells whether the text changed (see prepare)
             state = _Embedded(None, digest, text)
         instance.__dict__[self._slot] = state
+
+    def before_save_many(self, instances: list[Any], creating: bool) -> None:
+        """Embed every instance's text first, in provider-sized batches (:meth:`embed_many`), even a
+        stored record's unchanged one: a bulk save computes every vector before its first write."""
+        self.embed_many(instances)
+        super().before_save_many(instances, creating)
 
     def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
         """What to write: a (vector, digest) pair, the removal marker, or None (nothing)."""

@@ -8,6 +8,10 @@ rewriting the records and without the model's other save effects (mixins' events
 Per page: WATCH the records, one pipelined read of their hashes, one MULTI/EXEC of the hooks'
 writes; a record changed concurrently makes the page start over.
 
+The partitions come from the partition registry, or from a keyspace scan when it is turned off
+(:mod:`redmem.model.registry`), so reindex runs as a user who may read the registry key (or run
+``SCAN``), not as a user confined to one tenant.
+
 A field may define ``reindex_read(pipe, batch)`` to queue one read of its own state per
 record; the reply becomes ``batch.prepared[field.name]`` (else its ``prepare`` runs, as in a
 save).

@@ -1,10 +1,11 @@
--- KEYS[1] version hash {epoch, n, floor}   KEYS[2] change log zset (record id -> n of its last change)   KEYS[3] vectors hash
+-- KEYS[1] version hash {epoch, n, floor, run}   KEYS[2] change log zset (record id -> n of its last change)   KEYS[3] vectors hash
 -- ARGV[1] the caller's epoch   ARGV[2] the caller's version n   ARGV[3] most vectors to return
 -- ARGV[4] the cursor of the caller's reload in progress ('' when none)
 -- returns {epoch or false, n, mode, position, id1, vector1 or false, id2, ...}:
 --   mode 'log': the changes after the caller's version, oldest first; position = the version
 --     they bring the caller to (n when none were left out);
---   mode 'reload' (the caller's epoch is not the set's, or its version is below the log's floor)
+--   mode 'reload' (the caller's epoch is not the set's, its version is below the log's floor, or
+--     above n: the server rolled back to an older state, e.g. restarted from an older snapshot)
 --     or 'more' (the next page of the caller's reload): one HSCAN page of the vectors;
 --     position = the next cursor ('0' at the end). A reload is exact once the changes logged
 --     after the n of its first page are applied.
@@ -18,7 +19,8 @@ local function scan(mode, cursor)
   return out
 end
 if ARGV[4] ~= '' and epoch == ARGV[1] then return scan('more', ARGV[4]) end
-if epoch ~= ARGV[1] or tonumber(ARGV[2]) < floor then return scan('reload', '0') end
+local known = tonumber(ARGV[2])
+if epoch ~= ARGV[1] or known < floor or known > n then return scan('reload', '0') end
 local log = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ARGV[2], '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
 local out = {epoch, n, 'log', n}
 if #log / 2 == limit then out[4] = tonumber(log[#log]) end

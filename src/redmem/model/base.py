@@ -79,7 +79,11 @@ class Model(metaclass=ModelMeta):
     @classmethod
     def save_many(cls, instances: list["Model"], chunk_size: int = 1000) -> int:
         """Save many records fast: new auto-keyed records go in one atomic batch per partition and chunk
-        of at most ``chunk_size`` records (the first chunks smaller), the others one by one."""
+        of at most ``chunk_size`` records (the first chunks smaller), the others one by one.
+
+        Every record is checked and embedded before the first write: an invalid record or a
+        failing embedding provider raises with nothing stored.
+        """
         return save_many(cls, list(instances), chunk_size)
 
     @property

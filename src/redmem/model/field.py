@@ -111,6 +111,11 @@ class Field:
     def before_save(self, instance: Any, creating: bool) -> None:
         """Adjust the instance's value just before it is validated and saved."""
 
+    def before_save_many(self, instances: list[Any], creating: bool) -> None:
+        """:meth:`before_save` of many instances before any is written (a field may batch the work)."""
+        for instance in instances:
+            self.before_save(instance, creating)
+
     # -- taking part in saves ----------------------------------------------------------------
     #: True when :meth:`prepare` reads Redis, so even a brand-new record's save must WATCH.
     reads_before_write = False

@@ -14,13 +14,14 @@ from typing import Any, Callable, Iterable
 
 from redis.exceptions import WatchError
 
-from ..store.connection import is_cluster_transaction, server_errors
+from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
 from ..store.overlap import Request
 from ..store.validation import positive_int
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
+from .registry import PARTITIONS, register
 
 __all__ = [
     "save_record",
@@ -32,6 +33,7 @@ __all__ = [
     "queue_record_write",
     "queue_new_record",
     "queue_new_records",
+    "checked_values",
     "queue_fields_save_many",
     "save_many",
     "ALL_RECORDS",
@@ -49,7 +51,6 @@ CHUNK_START = 16
 #: .. and each next chunk is this much larger, up to chunk_size (the last chunks mirror the first).
 CHUNK_GROWTH = 1.5
 ALL_RECORDS = "all"
-PARTITIONS = "partitions"
 
 
 def decode_stored(model: type, raw: dict[bytes, bytes]) -> dict[str, Any]:
@@ -108,19 +109,6 @@ def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict) ->
     return batch
 
 
-def _register_partition(instance: Any, pipe: Any, client: Any) -> None:
-    """Add the record's partition to the model's registry (inside the batch when one slot allows)."""
-    meta = instance._meta
-    if not meta.partition_fields:
-        return
-    registry = meta.global_keyspace().key(PARTITIONS)
-    tag = instance.db_key.keyspace.tag
-    if is_cluster_transaction(pipe):
-        client.sadd(registry, tag)  # another slot: before the batch, harmless if the batch fails
-    else:
-        pipe.sadd(registry, tag)
-
-
 def save_record(instance: Any) -> None:
     """Validate and write ``instance`` with all its indexes atomically."""
     meta = instance._meta
@@ -128,9 +116,7 @@ def save_record(instance: Any) -> None:
     generated = creating and any(
         isinstance(f, AutoKeyField) and getattr(instance, n) is None for n, f in meta.fields.items()
     )
-    for field in meta.fields.values():
-        field.before_save(instance, creating)
-    values = instance.validated_values()
+    values = checked_values(instance, creating)
     key = instance.db_key
     moved_from = instance._saved_key if instance._saved_key not in (None, key) else None
     if moved_from is not None and moved_from.keyspace != key.keyspace:
@@ -139,6 +125,7 @@ def save_record(instance: Any) -> None:
             "create a new record and delete this one"
         )
     client = meta.client
+    register(meta, client, [key.keyspace.tag])
 
     watched = [key.redis_key] + ([moved_from.redis_key] if moved_from else [])
     fresh = generated and not any(f.reads_before_write for f in meta.fields.values())
@@ -162,13 +149,12 @@ def save_record(instance: Any) -> None:
 
 
 def queue_record_write(batch: SaveBatch, values: dict[str, Any]) -> None:
-    """Queue the record hash, its id in the partition, the registry, and every field's writes."""
+    """Queue the record hash, its id in the partition, and every field's writes."""
     pipe, instance = batch.pipe, batch.instance
     key = DbKey(batch.keyspace, batch.record_id)
     _queue_hash_write(pipe, instance, key, values, hashes_present(batch))
     if batch.old is None:
         pipe.zadd(key.keyspace.key(ALL_RECORDS), {key.record_id: 0})
-        _register_partition(instance, pipe, batch.client)
     instance.queue_save(batch)
 
 
@@ -182,63 +168,90 @@ def queue_new_record(pipe: Any, client: Any, instance: Any) -> SaveBatch:
 
 
 def queue_new_records(
-    pipe: Any, client: Any, instances: list[Any], *, register: bool = True, fresh: bool = False
+    pipe: Any, client: Any, instances: list[Any], *, values: list[dict] | None = None, fresh: bool = False
 ) -> list[SaveBatch]:
     """Queue the unconditional writes of records known to be new, with merged index writes.
 
     One HSET per record; per partition one ZADD of the ids and each field's writes for the whole
     group (``Model.queue_save_many``), so the stored result is that of one save per record.
-    ``register=False`` leaves the partition registry to the caller (bulk saves register once);
-    ``fresh``: every key was just generated, so nothing is stored under it (``SaveBatch.fresh``).
+    ``values``: each instance's already validated values (:func:`checked_values`), else they are
+    checked here; ``fresh``: every key was just generated, so nothing is stored under it
+    (``SaveBatch.fresh``). The partitions go to the best-effort registry (:mod:`.registry`).
     """
+    if values is None:
+        values = [checked_values(instance, True) for instance in instances]
     groups: dict[Any, list[SaveBatch]] = {}
-    for instance in instances:
-        for field in instance._meta.fields.values():
-            field.before_save(instance, True)
-        values = instance.validated_values()
+    for instance, stored in zip(instances, values):
         key = instance.db_key
         batch = _batch(client, client, instance, key, {})
         batch.pipe, batch.fresh = pipe, fresh
-        _queue_hash_write(pipe, instance, key, values, set() if fresh else hashes_present(batch))
+        _queue_hash_write(pipe, instance, key, stored, set() if fresh else hashes_present(batch))
         groups.setdefault(key.keyspace, []).append(batch)
+    if groups:
+        register(instances[0]._meta, client, [space.tag for space in groups])
     for space, batches in groups.items():
         pipe.zadd(space.key(ALL_RECORDS), {batch.record_id: 0 for batch in batches})
         model = type(batches[0].instance)
-        if register:
-            _register_partition(batches[0].instance, pipe, client)
         model.queue_save_many(batches)
         for batch in batches:
             batch.instance._saved_key = DbKey(space, batch.record_id)
     return [batch for batches in groups.values() for batch in batches]
 
 
+def checked_values(instance: Any, creating: bool) -> dict[str, Any]:
+    """Run every field's ``before_save`` on ``instance``, then return its validated stored values."""
+    for field in instance._meta.fields.values():
+        field.before_save(instance, creating)
+    return instance.validated_values()
+
+
 def save_many(model: type, instances: list[Any], chunk_size: int = 1000) -> int:
     """Save many records: new auto-keyed ones in one MULTI/EXEC per partition and chunk, others one by one.
 
-    Each chunk of one partition is atomic (all or nothing) and writes each index key once
-    (:func:`queue_new_records`). Returns how many were saved.
+    Every record is checked and embedded before the first write (each field's ``before_save``,
+    batched per field, then validation), so an invalid record or a failing embedding provider
+    raises with nothing stored. Then each chunk of one partition is one atomic MULTI/EXEC (all
+    or nothing) that writes each index key once (:func:`queue_new_records`); a server failure
+    midway leaves the chunks before it stored. Returns how many were saved.
     """
     chunk_size = positive_int("chunk_size", chunk_size)
     meta = model._meta
     fresh_ok = not any(f.reads_before_write for f in meta.fields.values())
     autokeys = [n for n, f in meta.fields.items() if isinstance(f, AutoKeyField)]
-    by_partition: dict[Any, list[Any]] = {}
+    new, others = [], []
     for instance in instances:
         if type(instance) is not model:
             raise ValidationError(f"save_many of {model.__name__} got a {type(instance).__name__}")
-        if fresh_ok and instance._saved_key is None and any(getattr(instance, n) is None for n in autokeys):
-            partition = tuple(getattr(instance, n) for n in meta.partition_fields)
-            by_partition.setdefault(partition, []).append(instance)
-        else:
-            save_record(instance)
+        fresh = fresh_ok and instance._saved_key is None and any(getattr(instance, n) is None for n in autokeys)
+        (new if fresh else others).append(instance)
+    by_partition = _checked_by_partition(meta, new, others)
+    for instance in others:
+        save_record(instance)
     client = meta.client
     chunks = [chunk for group in by_partition.values() for chunk in _chunks(group, chunk_size)]
+    register(meta, client, [meta.keyspace(partition).tag for partition in by_partition])
     with server_errors(client), cyclic_gc_paused():
-        if meta.partition_fields and by_partition:
-            tags = {meta.keyspace(partition).tag for partition in by_partition}
-            client.sadd(meta.global_keyspace().key(PARTITIONS), *tags)
         _write_chunks(client, chunks)
     return len(instances)
+
+
+def _checked_by_partition(meta: Any, new: list[Any], others: list[Any]) -> dict[tuple, list[tuple[Any, dict]]]:
+    """Check every record of a bulk save before anything is written; the new ones' (instance,
+    validated values) pairs by partition."""
+    groups = [(new, True), ([i for i in others if i._saved_key is None], True),
+              ([i for i in others if i._saved_key is not None], False)]
+    for field in meta.fields.values():
+        for group, creating in groups:
+            if group:
+                field.before_save_many(group, creating)
+    by_partition: dict[tuple, list[tuple[Any, dict]]] = {}
+    for instance in new:
+        values = instance.validated_values()
+        partition = tuple(values[n] for n in meta.partition_fields)
+        by_partition.setdefault(partition, []).append((instance, values))
+    for instance in others:
+        instance.validated_values()
+    return by_partition
 
 
 @contextmanager
@@ -280,12 +293,11 @@ def _chunks(records: list[Any], chunk_size: int) -> list[list[Any]]:
 
 
 def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
-    """One MULTI/EXEC per chunk of new records, in order; none after one that failed.
+    """One MULTI/EXEC per chunk of checked new records, in order; none after one that failed.
 
     While the server executes a chunk's transaction the client builds and packs the next one
     (:class:`~redmem.store.overlap.Request`) and sends it once the first one's replies are read,
-    so the server's work overlaps the client's. A chunk that fails to build (a bad record) stops
-    the save after the chunks before it are written.
+    so the server's work overlaps the client's.
     """
     current = following = None
     try:
@@ -305,10 +317,10 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
                 request.abandon()
 
 
-def _chunk_transaction(client: Any, chunk: list[Any]) -> Any:
-    """A transaction pipeline holding the writes of a chunk of new records (not sent)."""
+def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict]]) -> Any:
+    """A transaction pipeline holding the writes of a chunk of checked new records (not sent)."""
     pipe = client.pipeline(transaction=True)
-    queue_new_records(pipe, client, chunk, register=False, fresh=True)
+    queue_new_records(pipe, client, [i for i, _ in chunk], values=[v for _, v in chunk], fresh=True)
     return pipe
 
 

@@ -19,7 +19,8 @@ from ..store.scripts import queue_script
 from ..store.validation import non_negative_int
 from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
-from .persistence import ALL_RECORDS, PARTITIONS, load_records
+from .persistence import ALL_RECORDS, load_records
+from .registry import listed_partitions
 
 __all__ = ["Query", "query_method"]
 
@@ -144,7 +145,8 @@ class Query:
         return meta.keyspace(tuple(given[n] for n in meta.partition_fields))
 
     def partitions(self) -> list[KeySpace]:
-        """The partitions the query covers: the one it names, else every registered one."""
+        """The partitions the query covers: the one it names, else every one the partition registry
+        lists (a SCAN of the keyspace when the registry is turned off; see :mod:`.registry`)."""
         meta = self.model._meta
         given = {n: v for n, op, v in self.conditions if n in meta.partition_fields}
         if len(given) == len(meta.partition_fields):
@@ -157,11 +159,7 @@ class Query:
                 f"{self.model.__name__} is partitioned by {list(meta.partition_fields)}: "
                 "sorted ranges and ordering need the partition in the filter"
             )
-        client = meta.client
-        with server_errors(client):
-            tags = client.smembers(meta.global_keyspace().key(PARTITIONS))
-        base = meta.global_keyspace()
-        return [KeySpace(base.prefix, base.model, tag.decode()) for tag in sorted(tags)]
+        return listed_partitions(meta, meta.client)
 
     def _plan(self, space: KeySpace, count: bool) -> tuple[list[str], dict]:
         meta = self.model._meta

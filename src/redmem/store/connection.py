@@ -15,14 +15,13 @@ from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from .embedded import EmbeddedServer
-from .errors import ConfigurationError, ServerUnavailable
+from .errors import ConfigurationError, PermissionDenied, ServerUnavailable
 from .keys import check_name
 
 __all__ = [
     "connect",
     "configure",
     "embedded_server",
-    "is_cluster_transaction",
     "get_client",
     "settings",
     "server_address",
@@ -31,6 +30,8 @@ __all__ = [
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 _RETRIED = (redis.ConnectionError, redis.TimeoutError)
+#: How Redis words an ACL refusal of a command a Lua script runs (not a NOPERM error).
+_SCRIPT_REFUSED = "The user executing the script can't"
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Settings:
     key_prefix: str = "rm"
     embedding_provider: Any = None
     token_counter: Any = None
+    partition_registry: bool = True
     extras: dict = field(default_factory=dict)
 
 
@@ -55,11 +57,16 @@ def settings() -> Settings:
 
 
 def configure(**options: Any) -> Settings:
-    """Change library-wide defaults: ``client``, ``key_prefix``, ``embedding_provider``, ``token_counter``."""
+    """Change library-wide defaults: ``client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
+    ``partition_registry`` (keep the best-effort registry of partitions; see :mod:`redmem.model.registry`)."""
     global _settings
-    unknown = set(options) - {"client", "key_prefix", "embedding_provider", "token_counter"}
+    unknown = set(options) - {"client", "key_prefix", "embedding_provider", "token_counter", "partition_registry"}
     if unknown:
         raise ConfigurationError(f"unknown redmem setting(s): {', '.join(sorted(unknown))}")
+    if not isinstance(options.get("partition_registry", True), bool):
+        raise ConfigurationError(
+            f"partition_registry must be True or False, got {options['partition_registry']!r}"
+        )
     if "key_prefix" in options:
         check_name(options["key_prefix"], "key_prefix")
     _settings = replace(_settings, **options)
@@ -134,17 +141,19 @@ def server_address(client: Any) -> str:
     return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
 
 
-def is_cluster_transaction(pipe: Any) -> bool:
-    """True for a MULTI/EXEC pipeline of a cluster client (it may only touch one slot)."""
-    strategy = getattr(pipe, "_execution_strategy", None)
-    return type(strategy).__name__ == "TransactionStrategy"
-
-
 @contextlib.contextmanager
 def server_errors(client: Any) -> Iterator[None]:
-    """Turn redis-py connection failures into :class:`ServerUnavailable` naming the server."""
+    """Turn redis-py connection failures into :class:`ServerUnavailable` and ACL refusals
+    (``NOPERM``, or a script refused a command by the ACL) into :class:`PermissionDenied`, each
+    naming the server."""
     try:
         yield
+    except redis.exceptions.NoPermissionError as exc:
+        raise PermissionDenied(server_address(client), exc) from exc
+    except redis.exceptions.ResponseError as exc:
+        if _SCRIPT_REFUSED in str(exc):
+            raise PermissionDenied(server_address(client), exc) from exc
+        raise
     except _RETRIED as exc:
         raise ServerUnavailable(server_address(client), exc) from exc
     except redis.exceptions.ClusterError as exc:

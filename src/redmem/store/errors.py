@@ -12,6 +12,7 @@ __all__ = [
     "ServerUnavailable",
     "WriteConflict",
     "RecordNotFound",
+    "PermissionDenied",
 ]
 
 
@@ -62,3 +63,12 @@ class WriteConflict(RedmemError):
 
 class RecordNotFound(RedmemError, LookupError):
     """An operation needs a stored record that does not exist (never saved, or deleted)."""
+
+
+class PermissionDenied(RedmemError, PermissionError):
+    """The server's ACL refused a command or key (``NOPERM``); the message names the server and,
+    when Redis reports it, the command and key that were refused."""
+
+    def __init__(self, address: str, reason: object) -> None:
+        super().__init__(f"Redis at {address} refused the command (ACL): {reason}")
+        self.address = address
