@@ -20,7 +20,10 @@ A skipped block is still compiled, so it must at least be valid Python.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,3 +119,16 @@ def test_page_examples_run(db, page):
         code = compile(padded, str(path), "exec", dont_inherit=True)
         if not block.skipped:
             exec(code, namespace)
+
+
+def test_docs_build_is_clean_under_strict(tmp_path):
+    """``mkdocs build --strict`` succeeds: no docstring (mkdocstrings), link or nav warning."""
+    root = DOCS.parent
+    path = os.pathsep.join(filter(None, [str(root / "src"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": path}
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )
+    warnings = [line for line in build.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
+    assert build.returncode == 0 and not warnings, build.stderr[-4000:]

@@ -160,7 +160,8 @@ class ExistenceFilter(TermField):
         error_rate: false-positive rate reached when ``capacity`` distinct terms are in.
         capacity: distinct terms per partition the filter is sized for (not records).
         fingerprint_fn: ``record -> str | list[str] | None``; default: the non-key string fields.
-        analyzer: the :class:`~redmem.text.Analyzer` turning texts into terms (default shared one).
+        **options: ``analyzer=`` the :class:`~redmem.text.Analyzer` turning texts into terms
+            (default: the shared one); ``partition_by=`` the fields naming a partition.
     """
 
     kind = "bf"
