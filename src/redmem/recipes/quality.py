@@ -44,6 +44,7 @@ from ..model.dbkey import DbKey
 from ..store.connection import server_errors
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
+from .tenant import require_tenant
 
 __all__ = [
     "RetrievalQuality",
@@ -175,12 +176,7 @@ def _first(model: type, kind: type) -> Any:
 
 
 def _partition(model: type, partition: dict[str, Any]) -> KeySpace:
-    expected = model._meta.partition_fields
-    if set(partition) != set(expected):
-        raise QueryException(
-            f"assess() needs exactly the partition fields {list(expected)} of {model.__name__} "
-            f"as keyword arguments, got {sorted(partition)}"
-        )
+    require_tenant(model, partition, "assess")
     return model.query.filter(**partition).partition()
 
 
