@@ -5,7 +5,7 @@ entry per record: a tentative access that expires after ``access_staging_ttl`` s
 (24 h). When the reader reports that the record was used, :meth:`confirm_access` moves the
 staged reads into the record's access log (newest first, capped at ``access_log_size`` = 100)
 and adds them to its access count; otherwise :meth:`discard_staged_access` drops them.
-Semantics and defaults as in the published AccessTrackerMixin (see REFERENCE.md).
+Semantics and defaults as in popoto's AccessTrackerMixin.
 
 Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``, same slot as the record):
 

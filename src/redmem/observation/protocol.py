@@ -4,7 +4,7 @@
 - ``on_surfaced(records, reason, partition)``: open a RecallProposal per pushed record;
 - ``on_context_used(records, outcome_map)``: apply each record's outcome (``outcome_map``
   maps ``record.db_key.redis_key`` to an outcome; a record missing from it is ``deferred``)
-  following :data:`OUTCOME_EFFECTS`, the matrix of the published design (REFERENCE.md):
+  following :data:`OUTCOME_EFFECTS`, the matrix of popoto's ObservationProtocol:
 
 | outcome | effects | prediction error |
 |---|---|---|

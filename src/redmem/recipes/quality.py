@@ -24,7 +24,7 @@ Metrics (n = number of candidates, ``max_items`` and ``surfacing_threshold`` the
 
 ``familiarity`` is the ExistenceFilter's answer for the cue's text: 1 may exist, 0 definitely
 missing, 0.5 when the model has no filter. The FOK weights and the familiarity values are those
-of the published implementation of this design (REFERENCE.md); "feeling of knowing" and the
+of popoto's ContextAssembler (``assess()`` / ``RetrievalQuality``); "feeling of knowing" and the
 weak term (found, but faintly: partial access) follow the accessibility account of Koriat
 (1993), "How do we know that we know?", Psychological Review 100(4).
 """
