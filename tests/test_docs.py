@@ -53,6 +53,7 @@ PAGES = [
     "recipes/policy-cache.md",
     "recipes/subconscious-memory.md",
     "recipes/llm-integration.md",
+    "operations.md",
 ]
 SKIP_MARKER = "<!-- skip -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
@@ -132,3 +133,20 @@ def test_docs_build_is_clean_under_strict(tmp_path):
     )
     warnings = [line for line in build.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
     assert build.returncode == 0 and not warnings, build.stderr[-4000:]
+
+
+_OUTSIDE_REFERENCE = re.compile(r"\b(?:REFERENCE|DESIGN)(?:\.md)?\b|\bseeds/|\bSTYLE\.md\b")
+
+
+def test_pages_and_sources_cite_no_file_outside_the_repository():
+    """Docs pages, the README and the library's sources state facts themselves: they never send
+    the reader to the project's planning files (REFERENCE.md, DESIGN.md, seeds/), which are not
+    shipped."""
+    root = DOCS.parent
+    files = [*DOCS.rglob("*.md"), root / "README.md", *(root / "src" / "redmem").rglob("*.py"),
+             *(root / "src" / "redmem").rglob("*.lua")]
+    found = [f"{path.relative_to(root)}:{number}: {line.strip()}"
+             for path in files
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if _OUTSIDE_REFERENCE.search(line)]
+    assert not found, "\n".join(found)
