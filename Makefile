@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/redmem demo
 
+# The docs build is strict and not --quiet: mkdocs --quiet drops the warnings before --strict counts them.
 test: $(STAMP)
 	$(BIN)/python -m pytest
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $$(mktemp -d)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 
 docs: $(STAMP)
 	$(BIN)/mkdocs serve

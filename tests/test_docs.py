@@ -20,7 +20,10 @@ A skipped block is still compiled, so it must at least be valid Python.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +53,7 @@ PAGES = [
     "recipes/policy-cache.md",
     "recipes/subconscious-memory.md",
     "recipes/llm-integration.md",
+    "operations.md",
 ]
 SKIP_MARKER = "<!-- skip -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
@@ -116,3 +120,33 @@ def test_page_examples_run(db, page):
         code = compile(padded, str(path), "exec", dont_inherit=True)
         if not block.skipped:
             exec(code, namespace)
+
+
+def test_docs_build_is_clean_under_strict(tmp_path):
+    """``mkdocs build --strict`` succeeds: no docstring (mkdocstrings), link or nav warning."""
+    root = DOCS.parent
+    path = os.pathsep.join(filter(None, [str(root / "src"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": path}
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )
+    warnings = [line for line in build.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
+    assert build.returncode == 0 and not warnings, build.stderr[-4000:]
+
+
+_OUTSIDE_REFERENCE = re.compile(r"\b(?:REFERENCE|DESIGN)(?:\.md)?\b|\bseeds/|\bSTYLE\.md\b")
+
+
+def test_pages_and_sources_cite_no_file_outside_the_repository():
+    """Docs pages, the README and the library's sources state facts themselves: they never send
+    the reader to the project's planning files (REFERENCE.md, DESIGN.md, seeds/), which are not
+    shipped."""
+    root = DOCS.parent
+    files = [*DOCS.rglob("*.md"), root / "README.md", *(root / "src" / "redmem").rglob("*.py"),
+             *(root / "src" / "redmem").rglob("*.lua")]
+    found = [f"{path.relative_to(root)}:{number}: {line.strip()}"
+             for path in files
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if _OUTSIDE_REFERENCE.search(line)]
+    assert not found, "\n".join(found)

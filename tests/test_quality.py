@@ -300,6 +300,19 @@ def test_the_partition_must_be_named(any_db):
         assess_retrieval(assembler, 42, agent_id="a")
 
 
+def test_a_missing_tenant_is_refused_with_the_call_to_write(any_db):
+    """No default tenant (one assembler serves many agents): the error names the keyword to add."""
+    assembler = ContextAssembler(Recollection, max_items=5)
+    for call in ("assess", "assemble"):
+        with pytest.raises(QueryException) as refused:
+            getattr(assembler, call)(CUES)
+        assert str(refused.value).startswith(
+            f'{call}() on Recollection needs its tenant: pass the partition field(s) [\'agent_id\'] as '
+            f'keyword arguments, e.g. assembler.{call}(query_cues, agent_id="<tenant>"); got none.')
+        with pytest.raises(QueryException, match=r"got \['agent'\]"):
+            getattr(assembler, call)(CUES, agent="a")
+
+
 # -- cost --------------------------------------------------------------------------------------
 def test_round_trips_of_the_probe_and_of_scoring(db, sent):
     records = remember(topic="deployment")

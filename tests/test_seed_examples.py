@@ -13,6 +13,10 @@ it with ``agent_id="agent-1"`` added to its two calls.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -34,7 +38,6 @@ from redmem import (
     QueryException,
     StringField,
 )
-from redmem.context.tokens import exact_counter
 from redmem.embeddings import HashingEmbeddings
 
 
@@ -208,8 +211,7 @@ def test_usage_example(memories):
 
 
 def test_counter_example(memories):
-    exact_counter("cl100k_base")  # seeds tiktoken's cache offline, so the next line needs no network
-    import tiktoken
+    import tiktoken  # importing redmem seeded the cache tiktoken reads: no network needed
 
     enc = tiktoken.encoding_for_model("gpt-4")
     namespace = run(COUNTER, enc=enc)
@@ -218,6 +220,34 @@ def test_counter_example(memories):
     result = assembler.assemble(query_cues={"topic": "deployment"}, agent_id="agent-1")
     expected = sum(len(enc.encode(assembler.render(r))) for r in result.records)
     assert result.metadata["token_count"] == expected > 0
+
+
+SEED_COUNTER_OFFLINE = """
+import json, sys
+import redmem, tiktoken
+enc = tiktoken.encoding_for_model("gpt-4")
+namespace = {"enc": enc}
+exec(sys.argv[1], namespace)
+print(json.dumps({"hello world": namespace["token_counter"]("hello world"), "name": enc.name}))
+"""
+
+
+@pytest.mark.parametrize("user_cache", [False, True])
+def test_counter_example_runs_offline_after_importing_redmem(tmp_path, user_cache):
+    """The seed's ``tiktoken.encoding_for_model("gpt-4")`` in a fresh process with no network: an
+    empty temp dir (tiktoken's default cache) or the user's own empty TIKTOKEN_CACHE_DIR."""
+    base = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
+    no_network = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+    (tmp_path / "tmp").mkdir()
+    env = {**base, **no_network, "TMPDIR": str(tmp_path / "tmp"), "REDMEM_CACHE_DIR": str(tmp_path / "redmem")}
+    if user_cache:
+        env["TIKTOKEN_CACHE_DIR"] = str(tmp_path / "mine")
+    done = subprocess.run([sys.executable, "-c", SEED_COUNTER_OFFLINE, COUNTER], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {"hello world": 2, "name": "cl100k_base"}
+    seeded = tmp_path / "mine" if user_cache else tmp_path / "tmp" / "data-gym-cache"
+    assert len(list(seeded.iterdir())) == 2  # cl100k_base and o200k_base, where tiktoken reads
 
 
 def llm_example(memories, monkeypatch, source: str) -> None:
@@ -258,9 +288,11 @@ def usage_assembler():
 
 
 def test_quality_example_as_written_needs_the_partition(memories):
+    """No tenant named: refused, not searched across tenants, with the keyword argument to add."""
     probe = run(quality_probe(QUALITY), assembler=usage_assembler())["probe"]
-    with pytest.raises(QueryException, match="agent_id"):  # no tenant named: refused, not searched across
+    with pytest.raises(QueryException) as refused:
         probe()
+    assert 'e.g. assembler.assess(query_cues, agent_id="<tenant>"); got none' in str(refused.value)
 
 
 def test_quality_example_with_the_partition(memories):

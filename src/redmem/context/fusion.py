@@ -50,7 +50,7 @@ __all__ = [
     "FIRST_PERSON",
 ]
 
-#: The RRF constant of Cormack et al. (and of the reference implementation).
+#: The RRF constant of Cormack et al. (2009), also popoto's ContextAssembler's.
 RRF_K = 60
 #: Words that make a query first-person (about the user's own memories).
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
@@ -192,7 +192,7 @@ def query_adaptive_weights(query_text: str) -> dict[str, float]:
       figures) are what lexical search finds and embeddings blur;
     - else keyword 1, vector 1.
 
-    The graph list always weighs 1.
+    The graph list always weighs 1. Rule as in popoto's ContextAssembler.
     """
     shouted = query_text.isupper()
     if any(_first_person(word, shouted) for word in _WORD.findall(query_text)):

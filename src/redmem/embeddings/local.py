@@ -67,7 +67,8 @@ class MiniLMEmbeddings:
         max_batch_size: texts per ONNX run (texts are grouped by length to limit padding).
         threads: onnxruntime intra-op threads (None: one per core).
         max_tokens: word pieces kept per text (the model was trained with 256).
-        model_path / tokenizer_path: other copies of the two files (default: the packaged ones).
+        model_path: another copy of the ONNX model file (default: the packaged one).
+        tokenizer_path: another copy of the tokenizer JSON file (default: the packaged one).
     """
 
     dimensions = 384

@@ -1,7 +1,7 @@
 """ExistenceFilter: a Bloom filter per partition over the terms of every record's fingerprint.
 
 Sizing for ``capacity`` n distinct terms at false-positive rate p (Bloom 1970; the usual
-optimum, as in REFERENCE.md)::
+optimum)::
 
     m = int(-n ln p / (ln 2)^2)        bits          (n = 100,000, p = 0.01: m = 958,505)
     k = max(1, int(m / n * ln 2))      bit positions  (k = 6)
@@ -160,7 +160,8 @@ class ExistenceFilter(TermField):
         error_rate: false-positive rate reached when ``capacity`` distinct terms are in.
         capacity: distinct terms per partition the filter is sized for (not records).
         fingerprint_fn: ``record -> str | list[str] | None``; default: the non-key string fields.
-        analyzer: the :class:`~redmem.text.Analyzer` turning texts into terms (default shared one).
+        **options: ``analyzer=`` the :class:`~redmem.text.Analyzer` turning texts into terms
+            (default: the shared one); ``partition_by=`` the fields naming a partition.
     """
 
     kind = "bf"

@@ -1,7 +1,7 @@
 """BM25Field: a per-partition inverted index over one text field, and ``keyword_search``.
 
 Scores are Okapi BM25 with the non-negative idf (formulas in :mod:`redmem.fields.bm25_math`,
-defaults k1 = 1.2, b = 0.75 as in REFERENCE.md); ties go by record id ascending.
+defaults k1 = 1.2, b = 0.75, the usual ones); ties go by record id ascending.
 
 Every record of the partition is a document (a record whose text is None or has no terms has
 length 0). The index lives in Redis beside the records and is rewritten inside each record's

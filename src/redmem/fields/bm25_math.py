@@ -1,8 +1,8 @@
 """The BM25 formulas of :class:`~redmem.fields.bm25.BM25Field`, as pure functions of plain values.
 
 Okapi BM25 (Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework: BM25 and
-Beyond"), with the non-negative idf of Lucene's ``BM25Similarity`` (the variant REFERENCE.md
-gives)::
+Beyond"), with the non-negative idf of Lucene's ``BM25Similarity`` (the variant popoto's
+BM25Field uses)::
 
     idf(t)     = ln((N - df + 0.5) / (df + 0.5) + 1)
     tf_norm    = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))

@@ -9,8 +9,8 @@ was borne out, 0: it was contradicted) moves the confidence c toward s:
 so the first update gives (c0 + s) / 2 and, once ``evidence_cap`` updates are in, each new signal
 weighs 1 / (evidence_cap + 1): an exponential moving average that never freezes. s >= 0.5 counts
 as a corroboration, s < 0.5 as a contradiction; ``evidence_count`` counts every update (the cap
-limits only n). Formula and defaults as in the published ConfidenceField of the design this
-library follows (see REFERENCE.md).
+limits only n). Formula and defaults as in popoto's
+ConfidenceField.
 
 Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``):
 

@@ -1,8 +1,8 @@
 """CoOccurrenceField: a weighted association graph between the records and named entities of a partition.
 
 Nodes are records of the model (an instance or a :class:`~redmem.DbKey`) or named entities
-(:class:`Entity`). Edge weights lie in (0, 1]. Operations follow the published CoOccurrenceField
-of the design this library follows (REFERENCE.md): ``link`` (an existing edge keeps its weight),
+(:class:`Entity`). Edge weights lie in (0, 1]. Operations follow popoto's
+CoOccurrenceField: ``link`` (an existing edge keeps its weight),
 ``strengthen`` (capped at 1.0), ``weaken_all`` (multiply, drop below 0.001), ``get_linked`` and
 ``propagate`` (spreading activation, see :func:`propagation_weights`).
 

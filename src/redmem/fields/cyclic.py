@@ -6,7 +6,7 @@ With ``d = max((now - t) / 86400, 0.01)`` days since the record was created or t
           + sum(amplitude_i * cos(2 * pi * (now - phase_i) / period_i))
           + pressure_rate * max((now - last_resolved) / 86400, 0)
 
-as in the published CyclicDecayField of the design this library follows (REFERENCE.md). A
+as in popoto's CyclicDecayField. A
 cycle peaks at ``phase`` (epoch seconds) and every ``period`` seconds after. Each record learns
 its own amplitude per cycle: it starts at the declared amplitude and is scaled by
 :meth:`CyclicDecayField.strengthen_cycle` / :meth:`CyclicDecayField.weaken_cycle`, keeping the

@@ -13,8 +13,8 @@ Exponential curve (``half_life`` seconds)::
 
     score = base * 2 ** (-(now - t) / half_life)
 
-Both formulas and their defaults are those of the published ORM of the ContextAssembler design
-(see REFERENCE.md); the exponential curve is redmem's addition.
+The power curve, its confidence modulation and their defaults are those of popoto's
+DecayingSortedField; the exponential curve is redmem's addition.
 
 Top-k never reads the whole partition. The exponential curve ranks records at any time as the
 static key ``log2(base) + t / half_life`` does, so it is a sorted-set range. The power curve has

@@ -60,7 +60,8 @@ class FrequencySketch(TermField):
         epsilon: over-count bound as a fraction of the partition's total term count.
         delta: probability that an estimate exceeds that bound.
         fingerprint_fn: ``record -> str | list[str] | None``; default: the non-key string fields.
-        analyzer: the :class:`~redmem.text.Analyzer` turning texts into terms (default shared one).
+        **options: ``analyzer=`` the :class:`~redmem.text.Analyzer` turning texts into terms
+            (default: the shared one); ``partition_by=`` the fields naming a partition.
     """
 
     kind = "cm"

@@ -6,7 +6,8 @@ consumers read, ``key`` the name earlier redmem entries carry), ``op`` (``create
 ``delete`` or a custom name), ``ts`` (seconds since the epoch), ``changed_fields`` (JSON list of
 field names: the non-None fields of a created or deleted record, the fields whose value changed
 in an update) and, for custom events, ``data`` (JSON object). Streams are capped with
-``MAXLEN ~ event_stream_maxlen`` (10000).
+``MAXLEN ~ event_stream_maxlen`` (10000). Entry shape and cap as in popoto's
+EventStreamMixin.
 
 Where the stream lives:
 

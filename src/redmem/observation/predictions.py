@@ -1,7 +1,7 @@
 """PredictionLedgerMixin: a record predicts, the outcome resolves it once, errors are summarised.
 
-Error of a prediction (a dict) against the actual values (a dict), as in the published
-PredictionLedgerMixin (see REFERENCE.md), the mean over the predicted keys of:
+Error of a prediction (a dict) against the actual values (a dict), as in popoto's
+PredictionLedgerMixin, the mean over the predicted keys of:
 
 - 1 when the key is missing from the actual values;
 - ``|p - a| / max(|p|, |a|, 1)`` when both values are numbers (bools are not numbers);

@@ -6,7 +6,7 @@ unpartitioned model), so it shares the record's slot and is resolved where it wa
 There is one proposal per (partition, record): surfacing a record again re-opens its proposal.
 
 A proposal is ``pending`` until an outcome closes it (its status becomes the outcome) or it
-expires ``ttl`` seconds (3600, as in the published design, see REFERENCE.md) after surfacing:
+expires ``ttl`` seconds (default 3600, as in popoto's RecallProposal) after surfacing:
 :meth:`RecallProposal.expire_stale` marks pending proposals past their expiry ``expired``;
 :meth:`RecallProposal.list_pending` never lists them. Closing is a compare-and-set in Lua, so
 a proposal is closed once.

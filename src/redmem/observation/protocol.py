@@ -3,8 +3,8 @@
 - ``on_read(records)``: stage a read of each AccessTracker record (to be confirmed or discarded);
 - ``on_surfaced(records, reason, partition)``: open a RecallProposal per pushed record;
 - ``on_context_used(records, outcome_map)``: apply each record's outcome following
-  :data:`OUTCOME_EFFECTS`. ``outcome_map`` is one outcome for every record (``"acted"``) or a
-  mapping naming records by the record itself, its ``db_key.redis_key`` or its record id
+  :data:`OUTCOME_EFFECTS`, the matrix of popoto's ObservationProtocol. ``outcome_map`` is one
+  outcome for every record (``"acted"``) or a mapping naming records by the record itself, its ``db_key.redis_key`` or its record id
   (see :mod:`redmem.observation.outcome_map`); a record it does not name is ``deferred``:
 
 | outcome | effects | prediction error |

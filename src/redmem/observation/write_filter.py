@@ -9,8 +9,8 @@ The model defines ``compute_filter_score()`` (a number, usually in [0, 1]). ``sa
   (0.7), or taken out of it when the score is lower.
 
 ``save(skip_write_filter=True)`` saves whatever the score (which still decides the priority
-index). Thresholds are class attributes, overridable per model. Defaults as in the published
-WriteFilterMixin (see REFERENCE.md).
+index). Thresholds are class attributes, overridable per model. Defaults as in popoto's
+WriteFilterMixin.
 
 Where it lives in Redis: ``<prefix>:<Model>:{<partition>}:wp``, a sorted set of filter scores
 by record id (priority records only), in the records' slot.

@@ -15,8 +15,8 @@ order of ``score_weights``. A move never takes the donor below ``MIN_WEIGHT`` no
 above ``MAX_WEIGHT``: the amount moved is ``min(p, w_donor - 0.05, 0.9 - w_receiver)``, so
 the sum of the weights never changes; a pair that cannot move is passed over. With fewer than
 two keys there is nothing to tune and calls are only recorded. The default metric is
-``fok_score * avg_confidence``. Defaults as in REFERENCE.md; the keep/revert rule is that of the
-published implementation of this design. Not thread-safe: share one per worker.
+``fok_score * avg_confidence``. Defaults (``window_size`` 20, ``weight_perturbation`` 0.05) and
+the keep/revert rule are those of popoto's AdaptiveAssembler. Not thread-safe: share one per worker.
 """
 
 from __future__ import annotations

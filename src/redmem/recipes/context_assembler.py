@@ -28,6 +28,7 @@ from ..store.connection import settings
 from ..store.errors import QueryException, ValidationError
 from ..store.validation import finite_number, non_negative_int, positive_int, subclass_of, timestamp
 from .quality import RetrievalQuality, assess_retrieval
+from .tenant import require_tenant
 
 __all__ = ["ContextAssembler", "AssemblyResult"]
 
@@ -164,12 +165,7 @@ class ContextAssembler:
 
     # -- stages ------------------------------------------------------------------------------------
     def _query(self, partition: dict[str, Any]) -> Any:
-        meta = self.model_class._meta
-        if set(partition) != set(meta.partition_fields):
-            raise QueryException(
-                f"assemble() needs exactly the partition fields {list(meta.partition_fields)} "
-                f"of {self.model_class.__name__} as keyword arguments, got {sorted(partition)}"
-            )
+        require_tenant(self.model_class, partition, "assemble")
         return self.model_class.query.filter(**partition).no_track()
 
     def _plan(self) -> PullPlan:

@@ -20,7 +20,7 @@ transaction as the fold):
   when the test stops rejecting.
 
 States are fingerprinted with SHA-256 over their sorted features (:func:`state_fingerprint`).
-Constants and rules as in the published PolicyCache of this design (REFERENCE.md); the
+Constants and rules as in popoto's PolicyCache recipe; the
 chi-square survival function is computed here from the regularized gamma function.
 
 Everything lives in the agent's partition (one hash tag, one cluster slot): PolicyEvent and

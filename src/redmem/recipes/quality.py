@@ -24,7 +24,7 @@ Metrics (n = number of candidates, ``max_items`` and ``surfacing_threshold`` the
 
 ``familiarity`` is the ExistenceFilter's answer for the cue's text: 1 may exist, 0 definitely
 missing, 0.5 when the model has no filter. The FOK weights and the familiarity values are those
-of the published implementation of this design (REFERENCE.md); "feeling of knowing" and the
+of popoto's ContextAssembler (``assess()`` / ``RetrievalQuality``); "feeling of knowing" and the
 weak term (found, but faintly: partial access) follow the accessibility account of Koriat
 (1993), "How do we know that we know?", Psychological Review 100(4).
 """
@@ -44,6 +44,7 @@ from ..store.connection import server_errors
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
 from ..store.validation import timestamp
+from .tenant import require_tenant
 
 __all__ = [
     "RetrievalQuality",
@@ -175,12 +176,7 @@ def _first(model: type, kind: type) -> Any:
 
 
 def _partition(model: type, partition: dict[str, Any]) -> KeySpace:
-    expected = model._meta.partition_fields
-    if set(partition) != set(expected):
-        raise QueryException(
-            f"assess() needs exactly the partition fields {list(expected)} of {model.__name__} "
-            f"as keyword arguments, got {sorted(partition)}"
-        )
+    require_tenant(model, partition, "assess")
     return model.query.filter(**partition).partition()
 
 

@@ -15,7 +15,8 @@ Around each chat turn of one agent:
 3. ``report_outcomes(result, outcome)`` feeds what the agent did with the injected memories back
    through :meth:`ObservationProtocol.on_context_used` (confidence, access, cycles, proposals).
 
-Defaults as in the published Subconscious Memory recipe of this design (REFERENCE.md).
+Defaults (``max_items`` 10, ``max_tokens`` 4000, ``output_format`` "content", entity links of
+weight 0.1) as in popoto's Subconscious Memory recipe.
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ class SubconsciousMemory:
         agent_id: the agent; its memories are the model's partition of that value.
         model: a memory model with one partition field and a text field (its BM25Field's
             source, else ``content``); DefaultMemory by default.
-        max_items, max_tokens, output_format: the ContextAssembler's budget and format.
+        max_items: the ContextAssembler's record budget.
+        max_tokens: the ContextAssembler's token budget (None: no token limit).
+        output_format: the ContextAssembler's format of the injected context.
         extractor: ``callable(text) -> list[ExtractedMemory | str]``; default HeuristicExtractor.
     """
 

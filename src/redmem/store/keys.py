@@ -1,6 +1,6 @@
 """Key schema: every key of a partition shares one hash tag, user values are escaped.
 
-Layout (DESIGN.md)::
+Layout::
 
     <prefix>:<Model>:{<partition>}:<kind>[:<part>...]
 
