@@ -67,6 +67,7 @@ from .store import (
     ServerUnavailable,
     ValidationError,
     WriteConflict,
+    WriteOutcomeUnknown,
     configure,
     connect,
     get_client,
@@ -96,6 +97,6 @@ __all__ = [
     "SubconsciousMemory", "DefaultMemory", "HybridMemory",
     # connection and errors
     "connect", "configure", "get_client", "RedmemError", "ValidationError", "QueryException",
-    "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict",
+    "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict", "WriteOutcomeUnknown",
     "RecordNotFound", "EmbeddingError",
 ]

@@ -16,6 +16,7 @@ from redis.exceptions import WatchError
 
 from ..store.connection import is_cluster_transaction, server_errors
 from ..store.errors import ValidationError, WriteConflict
+from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
 from ..store.overlap import Request
 from .batch import SaveBatch
 from .dbkey import DbKey
@@ -36,6 +37,7 @@ __all__ = [
     "ALL_RECORDS",
     "PARTITIONS",
     "MAX_ATTEMPTS",
+    "LOST_REPLY_REBUILDS",
     "CHUNK_START",
     "CHUNK_GROWTH",
     "cyclic_gc_paused",
@@ -43,6 +45,8 @@ __all__ = [
 
 #: How often a write is rebuilt after losing a WATCH race before giving up.
 MAX_ATTEMPTS = 20
+#: A write rebuilt this many times in a row after its EXEC's reply was lost reports its outcome unknown.
+LOST_REPLY_REBUILDS = 3
 #: The first chunk of a bulk save is its chunk_size divided by this (at least one record) ..
 CHUNK_START = 16
 #: .. and each next chunk is this much larger, up to chunk_size (the last chunks mirror the first).
@@ -76,26 +80,46 @@ def _transact(
     write: Callable[[Any, Any], None],
     *,
     fresh: bool = False,
-) -> list:
+) -> bool:
     """WATCH ``keys``, ``prepare(reader, stored_hashes)``, then ``write(pipe, prepared)`` in MULTI/EXEC.
 
     A lost race (another client wrote a watched key) rebuilds the whole batch. ``fresh``: the keys
     were just generated and cannot exist, so nothing is watched and ``prepare`` reads directly.
+    The EXEC also sets an operation key (:mod:`redmem.store.outcome`): a batch rebuilt after an
+    EXEC whose reply was lost first checks it, so an applied batch is never applied again.
+    Returns False when the batch found already applied, else True; after ``LOST_REPLY_REBUILDS``
+    lost replies in a row raises WriteOutcomeUnknown.
     """
-    with server_errors(client), client.pipeline(transaction=True) as pipe:
+    marker = operation_key(keys[0])
+    sent: list[str] = []  # the marker, once an EXEC carrying it was sent
+    with server_errors(client), unknown_outcome(client, sent), client.pipeline(transaction=True) as pipe:
         if fresh:
             write(pipe, prepare(client, [{} for _ in keys]))
-            return pipe.execute()
+            _send(pipe, marker, sent)
+            return True
+        lost = 0
         for _ in range(MAX_ATTEMPTS):
             try:
-                pipe.watch(*keys)
+                pipe.watch(*keys, marker)
+                if sent and pipe.exists(marker):
+                    return False
                 prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
                 pipe.multi()
                 write(pipe, prepared)
-                return pipe.execute()
-            except WatchError:
-                continue
+                _send(pipe, marker, sent)
+                return True
+            except WatchError as exc:
+                lost = lost + 1 if isinstance(exc.__context__, LOST_REPLY) and sent else 0
+                if lost == LOST_REPLY_REBUILDS:
+                    raise exc.__context__ from None
     raise WriteConflict(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
+
+
+def _send(pipe: Any, marker: str, sent: list[str]) -> None:
+    """Queue the operation key ``marker`` and EXEC the transaction."""
+    pipe.set(marker, 1, ex=OP_TTL_SECONDS)
+    sent[:] = [marker]
+    pipe.execute()
 
 
 def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict) -> SaveBatch:
@@ -335,18 +359,20 @@ def delete_record(instance: Any) -> bool:
     """Remove the record and its index entries atomically; False when nothing was stored."""
     key = instance._saved_key or instance.db_key
     client = instance._meta.client
+    found = []  # whether the batch that ran (the last one built) found the record
 
     def prepare(reader: Any, hashes: list[dict]) -> SaveBatch | None:
         return _batch(reader, client, instance, key, hashes[0]) if hashes[0] else None
 
     def write(pipe: Any, batch: SaveBatch | None) -> None:
+        found[:] = [batch is not None]
         if batch is not None:
             batch.pipe = pipe
             instance.queue_delete(batch)
 
-    replies = _transact(client, [key.redis_key], prepare, write)
+    _transact(client, [key.redis_key], prepare, write)
     instance._saved_key = None
-    return bool(replies)
+    return found[0]
 
 
 def queue_removal(batch: SaveBatch) -> None:

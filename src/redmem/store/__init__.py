@@ -9,6 +9,7 @@ from .errors import (
     ServerUnavailable,
     ValidationError,
     WriteConflict,
+    WriteOutcomeUnknown,
     RecordNotFound,
 )
 from .keys import KeySpace, escape, unescape
@@ -26,6 +27,7 @@ __all__ = [
     "ServerUnavailable",
     "ValidationError",
     "WriteConflict",
+    "WriteOutcomeUnknown",
     "RecordNotFound",
     "KeySpace",
     "escape",

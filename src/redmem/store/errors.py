@@ -9,6 +9,7 @@ __all__ = [
     "ServerUnavailable",
     "WriteConflict",
     "RecordNotFound",
+    "WriteOutcomeUnknown",
 ]
 
 
@@ -46,3 +47,20 @@ class WriteConflict(RedmemError):
 
 class RecordNotFound(RedmemError, LookupError):
     """An operation needs a stored record that does not exist (never saved, or deleted)."""
+
+
+class WriteOutcomeUnknown(ServerUnavailable, TimeoutError):
+    """A write was sent but no reply came back after every retry: it ran once or not at all.
+
+    Never twice: each write carries operation ids (``operations``) that the server remembers for
+    ``OP_TTL_SECONDS`` (:mod:`redmem.store.scripts`). Read the state back before writing again.
+    """
+
+    def __init__(self, address: str, reason: object, operations: list[str]) -> None:
+        super().__init__(address, reason)
+        self.args = (
+            f"a write to Redis at {address} got no reply ({reason}): it was applied once or not "
+            f"at all, never twice; read the state back before retrying "
+            f"(operation id(s): {', '.join(operations) or 'none'})",
+        )
+        self.operations = list(operations)
