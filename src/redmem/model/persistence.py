@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterable
 
 from redis.exceptions import WatchError
 
-from ..store.connection import is_cluster_transaction, server_errors
-from ..store.errors import ValidationError, WriteConflict
+from ..store.connection import is_cluster_transaction, server_address, server_errors
+from ..store.errors import ValidationError, WriteConflict, WriteOutcomeUnknown
 from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
 from ..store.overlap import Request
 from .batch import SaveBatch
@@ -109,17 +109,32 @@ def _transact(
                 _send(pipe, marker, sent)
                 return True
             except WatchError as exc:
-                lost = lost + 1 if isinstance(exc.__context__, LOST_REPLY) and sent else 0
+                reason = exc.__cause__ or exc.__context__
+                lost = lost + 1 if isinstance(reason, LOST_REPLY) and sent else 0
                 if lost == LOST_REPLY_REBUILDS:
-                    raise exc.__context__ from None
+                    raise reason from None
     raise WriteConflict(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
 
 
 def _send(pipe: Any, marker: str, sent: list[str]) -> None:
-    """Queue the operation key ``marker`` and EXEC the transaction."""
+    """Queue the operation key ``marker`` and EXEC the transaction.
+
+    A lost EXEC reply under WATCH is a WatchError (redis-py does not resend it); when redis-py
+    then fails to reconnect for its UNWATCH, that WatchError is raised still, so the caller rebuilds.
+    """
     pipe.set(marker, 1, ex=OP_TTL_SECONDS)
     sent[:] = [marker]
-    pipe.execute()
+    try:
+        pipe.execute()
+    except LOST_REPLY as exc:
+        cause = exc.__context__
+        while cause is not None and not isinstance(cause, WatchError):
+            cause = cause.__context__
+        if cause is None:
+            raise
+        pipe.watching = False  # its connection is closed, and its WATCH gone with it:
+        pipe.reset()  # finish the reset redis-py's UNWATCH could not
+        raise cause from exc
 
 
 def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict) -> SaveBatch:
@@ -306,16 +321,20 @@ def _chunks(records: list[Any], chunk_size: int) -> list[list[Any]]:
 def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
     """One MULTI/EXEC per chunk of new records, in order; none after one that failed.
 
+    A chunk is never resent after it left: a lost reply raises WriteOutcomeUnknown naming each
+    chunk's operation key (it exists iff that chunk was applied).
+
     While the server executes a chunk's transaction the client builds and packs the next one
     (:class:`~redmem.store.overlap.Request`) and sends it once the first one's replies are read,
     so the server's work overlaps the client's. A chunk that fails to build (a bad record) stops
     the save after the chunks before it are written.
     """
     current = following = None
+    markers: list[str] = []
     try:
         for chunk in chunks:
             try:
-                following = Request(client, _chunk_transaction(client, chunk))
+                following = Request(client, _chunk_transaction(client, chunk, markers))
             finally:  # built, or not, while the chunk before ran: that one's replies first
                 if current is not None:
                     current.replies()
@@ -323,16 +342,20 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
             current.send()
         if current is not None:
             current.replies()
+    except LOST_REPLY as exc:
+        raise WriteOutcomeUnknown(server_address(client), exc, markers) from exc
     finally:
         for request in (current, following):
             if request is not None:
                 request.abandon()
 
 
-def _chunk_transaction(client: Any, chunk: list[Any]) -> Any:
-    """A transaction pipeline holding the writes of a chunk of new records (not sent)."""
+def _chunk_transaction(client: Any, chunk: list[Any], markers: list[str]) -> Any:
+    """A transaction pipeline holding the writes of a chunk of new records and its operation key (not sent)."""
     pipe = client.pipeline(transaction=True)
-    queue_new_records(pipe, client, chunk, register=False, fresh=True)
+    batches = queue_new_records(pipe, client, chunk, register=False, fresh=True)
+    markers.append(operation_key(batches[0].record_key))
+    pipe.set(markers[-1], 1, ex=OP_TTL_SECONDS)
     return pipe
 
 
