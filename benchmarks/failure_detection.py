@@ -8,8 +8,10 @@ Every scenario runs on loopback against a private server (``EmbeddedServer``) or
 - ``silent``: a port that accepts connections and never answers.
 
 Each figure is the median of ``--repeats`` runs of the time from the call to the
-``ServerUnavailable`` it raises. ``python benchmarks/failure_detection.py`` writes
-``benchmarks/results/failure_detection.json``.
+``ServerUnavailable`` it raises. It also measures the server memory one write's operation key
+holds while it lives (``OP_TTL_SECONDS``): the growth of ``used_memory`` over 1,000
+``update_confidence`` calls on one record, per call. ``python benchmarks/failure_detection.py``
+writes ``benchmarks/results/failure_detection.json``.
 """
 
 from __future__ import annotations
@@ -97,6 +99,23 @@ def exited(options: dict) -> float:
     return _elapsed(_read(client))
 
 
+def operation_key_bytes(calls: int = 1000) -> float:
+    """Server memory per write held by its operation key (one record updated ``calls`` times)."""
+
+    class Belief(redmem.Model):
+        belief_id = redmem.KeyField()
+        confidence = redmem.ConfidenceField()
+
+    with EmbeddedServer() as server:
+        client = redmem.connect(server.url)
+        belief = Belief.create(belief_id="b")
+        redmem.ConfidenceField.update_confidence(belief, "confidence", 0.5)
+        before = client.info("memory")["used_memory"]
+        for _ in range(calls):
+            redmem.ConfidenceField.update_confidence(belief, "confidence", 0.5)
+        return (client.info("memory")["used_memory"] - before) / calls
+
+
 SCENARIOS = {"refused": refused, "stopped": stopped, "exited": exited, "silent": silent}
 
 
@@ -113,6 +132,8 @@ def main() -> None:
             row[name] = round(statistics.median(scenario(options) for _ in range(args.repeats)), 2)
         results["seconds"][label] = row
         print(label, row, flush=True)
+    results["operation_key_bytes"] = round(operation_key_bytes())
+    print("operation key bytes", results["operation_key_bytes"], flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2) + "\n")
 
