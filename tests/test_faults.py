@@ -113,6 +113,7 @@ class Linked(Model):
     item_id = AutoKeyField()
     agent_id = KeyField()
     associations = CoOccurrenceField(partition_by="agent_id")
+    stall = StallBeforeExec()
 
 
 class Note(AccessTrackerMixin, Model):
@@ -260,6 +261,16 @@ def test_delete_once(client):
     doc = Doc.create(agent_id="a", doc_id="d", body="alpha")
     assert stalled(doc.delete, at_exec=True) is True
     assert events(Doc, agent_id="a") == ["create", "delete"]
+
+
+def test_delete_of_a_linked_record_once(client):  # graph_remove_node inside the delete
+    one, two = Linked.create(agent_id="a"), Linked.create(agent_id="a")
+    graph = Linked.associations.graph(agent_id="a")
+    graph.link(one, two)
+    graph.link(one, Entity("topic"))
+    assert stalled(one.delete, at_exec=True) is True
+    assert (graph.get_linked(two), graph.get_linked(Entity("topic"))) == ([], [])
+    assert [r.item_id for r in Linked.query.filter(agent_id="a").all()] == [two.item_id]
 
 
 def test_new_auto_keyed_record_once(client):  # no WATCH: redis-py resends the whole MULTI/EXEC
