@@ -118,7 +118,8 @@ def test_unreachable_server_names_its_address():
     started = time.perf_counter()
     with pytest.raises(ServerUnavailable, match=f"cannot reach Redis at 127.0.0.1:{port}"):
         redmem.connect(f"redis://127.0.0.1:{port}")
-    assert time.perf_counter() - started > 0.5  # it retried with backoff before giving up
+    elapsed = time.perf_counter() - started
+    assert 0.2 < elapsed < 3  # it retried after a 0.25 s pause, and gave up within the bound
 
 
 def test_operations_on_a_stopped_server_raise_server_unavailable():

@@ -72,6 +72,7 @@ from .store import (
     ServerUnavailable,
     ValidationError,
     WriteConflict,
+    WriteOutcomeUnknown,
     configure,
     connect,
     get_client,
@@ -102,6 +103,6 @@ __all__ = [
     # connection and errors
     "connect", "configure", "get_client", "RedmemError", "ValidationError", "ArgumentTypeError",
     "QueryException", "QueryArgumentError", "QueryArgumentTypeError",
-    "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict",
+    "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict", "WriteOutcomeUnknown",
     "RecordNotFound", "PermissionDenied", "EmbeddingError", "OutcomeError",
 ]

@@ -260,12 +260,7 @@ class ExistenceFilter(TermField):
             return []
         key, client = self.key(space), self.model._meta.client
         with server_errors(client):
-            if len(calls) == 1:
-                return [run_script(script, [key], calls[0], client)]
-            with client.pipeline(transaction=False) as pipe:
-                for args in calls:
-                    queue_script(pipe, script, [key], args)
-                return pipe.execute()
+            return run_calls(client, [ScriptCall(script, [key], args) for args in calls])
 
 
 def _existence_filter(model: type, name: str | None) -> ExistenceFilter:

@@ -14,8 +14,9 @@ from typing import Any, Callable, Iterable
 
 from redis.exceptions import WatchError
 
-from ..store.connection import server_errors
-from ..store.errors import ValidationError, WriteConflict
+from ..store.connection import server_address, server_errors
+from ..store.errors import ValidationError, WriteConflict, WriteOutcomeUnknown
+from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
 from ..store.overlap import Request
 from ..store.validation import positive_int
 from .batch import SaveBatch
@@ -39,6 +40,7 @@ __all__ = [
     "ALL_RECORDS",
     "PARTITIONS",
     "MAX_ATTEMPTS",
+    "LOST_REPLY_REBUILDS",
     "CHUNK_START",
     "CHUNK_GROWTH",
     "cyclic_gc_paused",
@@ -46,6 +48,8 @@ __all__ = [
 
 #: How often a write is rebuilt after losing a WATCH race before giving up.
 MAX_ATTEMPTS = 20
+#: A write rebuilt this many times in a row after its EXEC's reply was lost reports its outcome unknown.
+LOST_REPLY_REBUILDS = 3
 #: The first chunk of a bulk save is its chunk_size divided by this (at least one record) ..
 CHUNK_START = 16
 #: .. and each next chunk is this much larger, up to chunk_size (the last chunks mirror the first).
@@ -78,26 +82,61 @@ def _transact(
     write: Callable[[Any, Any], None],
     *,
     fresh: bool = False,
-) -> list:
+) -> bool:
     """WATCH ``keys``, ``prepare(reader, stored_hashes)``, then ``write(pipe, prepared)`` in MULTI/EXEC.
 
     A lost race (another client wrote a watched key) rebuilds the whole batch. ``fresh``: the keys
     were just generated and cannot exist, so nothing is watched and ``prepare`` reads directly.
+    The EXEC also sets an operation key (:mod:`redmem.store.outcome`): a batch rebuilt after an
+    EXEC whose reply was lost first checks it, so an applied batch is never applied again.
+    Returns False when the batch found already applied, else True; after ``LOST_REPLY_REBUILDS``
+    lost replies in a row raises WriteOutcomeUnknown.
     """
-    with server_errors(client), client.pipeline(transaction=True) as pipe:
+    marker = operation_key(keys[0])
+    sent: list[str] = []  # the marker, once an EXEC carrying it was sent
+    with server_errors(client), unknown_outcome(client, sent), client.pipeline(transaction=True) as pipe:
         if fresh:
             write(pipe, prepare(client, [{} for _ in keys]))
-            return pipe.execute()
+            _send(pipe, marker, sent)
+            return True
+        lost = 0
         for _ in range(MAX_ATTEMPTS):
             try:
-                pipe.watch(*keys)
+                pipe.watch(*keys, marker)
+                if sent and pipe.exists(marker):
+                    return False
                 prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
                 pipe.multi()
                 write(pipe, prepared)
-                return pipe.execute()
-            except WatchError:
-                continue
+                _send(pipe, marker, sent)
+                return True
+            except WatchError as exc:
+                reason = exc.__cause__ or exc.__context__
+                lost = lost + 1 if isinstance(reason, LOST_REPLY) and sent else 0
+                if lost == LOST_REPLY_REBUILDS:
+                    raise reason from None
     raise WriteConflict(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
+
+
+def _send(pipe: Any, marker: str, sent: list[str]) -> None:
+    """Queue the operation key ``marker`` and EXEC the transaction.
+
+    A lost EXEC reply under WATCH is a WatchError (redis-py does not resend it); when redis-py
+    then fails to reconnect for its UNWATCH, that WatchError is raised still, so the caller rebuilds.
+    """
+    pipe.set(marker, 1, ex=OP_TTL_SECONDS)
+    sent[:] = [marker]
+    try:
+        pipe.execute()
+    except LOST_REPLY as exc:
+        cause = exc.__context__
+        while cause is not None and not isinstance(cause, WatchError):
+            cause = cause.__context__
+        if cause is None:
+            raise
+        pipe.watching = False  # its connection is closed, and its WATCH gone with it:
+        pipe.reset()  # finish the reset redis-py's UNWATCH could not
+        raise cause from exc
 
 
 def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict) -> SaveBatch:
@@ -295,15 +334,19 @@ def _chunks(records: list[Any], chunk_size: int) -> list[list[Any]]:
 def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
     """One MULTI/EXEC per chunk of checked new records, in order; none after one that failed.
 
+    A chunk is never resent after it left: a lost reply raises WriteOutcomeUnknown naming each
+    chunk's operation key (it exists iff that chunk was applied).
+
     While the server executes a chunk's transaction the client builds and packs the next one
     (:class:`~redmem.store.overlap.Request`) and sends it once the first one's replies are read,
     so the server's work overlaps the client's.
     """
     current = following = None
+    markers: list[str] = []
     try:
         for chunk in chunks:
             try:
-                following = Request(client, _chunk_transaction(client, chunk))
+                following = Request(client, _chunk_transaction(client, chunk, markers))
             finally:  # built, or not, while the chunk before ran: that one's replies first
                 if current is not None:
                     current.replies()
@@ -311,16 +354,21 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
             current.send()
         if current is not None:
             current.replies()
+    except LOST_REPLY as exc:
+        raise WriteOutcomeUnknown(server_address(client), exc, markers) from exc
     finally:
         for request in (current, following):
             if request is not None:
                 request.abandon()
 
 
-def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict]]) -> Any:
-    """A transaction pipeline holding the writes of a chunk of checked new records (not sent)."""
+def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict]], markers: list[str]) -> Any:
+    """A transaction pipeline holding the writes of a chunk of checked new records and its operation key (not sent)."""
     pipe = client.pipeline(transaction=True)
-    queue_new_records(pipe, client, [i for i, _ in chunk], values=[v for _, v in chunk], fresh=True)
+    instances, values = [i for i, _ in chunk], [v for _, v in chunk]
+    batches = queue_new_records(pipe, client, instances, values=values, fresh=True)
+    markers.append(operation_key(batches[0].record_key))
+    pipe.set(markers[-1], 1, ex=OP_TTL_SECONDS)
     return pipe
 
 
@@ -347,18 +395,20 @@ def delete_record(instance: Any) -> bool:
     """Remove the record and its index entries atomically; False when nothing was stored."""
     key = instance._saved_key or instance.db_key
     client = instance._meta.client
+    found = []  # whether the batch that ran (the last one built) found the record
 
     def prepare(reader: Any, hashes: list[dict]) -> SaveBatch | None:
         return _batch(reader, client, instance, key, hashes[0]) if hashes[0] else None
 
     def write(pipe: Any, batch: SaveBatch | None) -> None:
+        found[:] = [batch is not None]
         if batch is not None:
             batch.pipe = pipe
             instance.queue_delete(batch)
 
-    replies = _transact(client, [key.redis_key], prepare, write)
+    _transact(client, [key.redis_key], prepare, write)
     instance._saved_key = None
-    return bool(replies)
+    return found[0]
 
 
 def queue_removal(batch: SaveBatch) -> None:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable
 
 from redis.exceptions import ResponseError
 
-from ..store.connection import get_client, server_errors
+from ..store.connection import get_client, reply_timeout, server_errors
 from .events import StreamEvent
 
 __all__ = ["StreamConsumer"]
@@ -77,15 +78,25 @@ class StreamConsumer:
         self._group_ready = True
 
     def read(self, count: int | None = None, block_ms: int | None = None) -> list[StreamEvent]:
-        """New entries for this consumer (now pending until acknowledged), oldest first."""
+        """New entries for this consumer (now pending until acknowledged), oldest first.
+
+        A wait longer than half the client's reply timeout is made of several shorter blocking
+        reads, so an idle stream is not mistaken for a dead server.
+        """
         self.ensure_group()
         block = self.block_ms if block_ms is None else block_ms
-        with server_errors(self.client):
-            reply = self.client.xreadgroup(
-                self.group, self.consumer, {self.stream: ">"},
-                count=count or self.batch_size, block=block or None,
-            )
-        return [StreamEvent.from_entry(i, raw) for _, entries in reply or [] for i, raw in entries]
+        timeout = reply_timeout(self.client)
+        longest = block if timeout is None else max(1, min(block, int(timeout * 500)))
+        deadline = time.monotonic() + block / 1000
+        while True:
+            with server_errors(self.client):
+                reply = self.client.xreadgroup(
+                    self.group, self.consumer, {self.stream: ">"},
+                    count=count or self.batch_size, block=min(block, longest) or None,
+                )
+            block = int((deadline - time.monotonic()) * 1000)
+            if reply or block <= 0:
+                return [StreamEvent.from_entry(i, raw) for _, entries in reply or [] for i, raw in entries]
 
     def claim_stale(self, count: int | None = None) -> list[StreamEvent]:
         """Take over entries left unacknowledged for ``claim_idle_ms`` by any consumer of the group.

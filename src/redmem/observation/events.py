@@ -40,6 +40,7 @@ from ..model.dbkey import DbKey
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
 from ..store.keys import KeySpace
+from ..store.scripts import ScriptCall, queue_script, run_calls, run_script
 
 __all__ = [
     "EventStreamMixin",
@@ -201,7 +202,7 @@ class EventStreamMixin:
         fields = event_fields(self._meta.name, batch.record_key, op, time.time(), changed)  # type: ignore[attr-defined]
         stream = self.stream_key_for(batch.keyspace)
         if self.stream_shares_slot(batch.client, batch.keyspace):
-            batch.pipe.xadd(stream, fields, maxlen=self.event_stream_maxlen, approximate=True)
+            batch.script("stream_add", [stream], self._stream_args(fields))
         else:  # keyed by record: a save rebuilt after a lost WATCH race replaces its entry
             self._events_after_write[batch.record_key] = fields
 
@@ -210,12 +211,14 @@ class EventStreamMixin:
         if not events:
             return
         client = self._meta.client  # type: ignore[attr-defined]
-        stream = self.stream_key
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
-            for fields in events.values():
-                pipe.xadd(stream, fields, maxlen=self.event_stream_maxlen, approximate=True)
-            pipe.execute()
+        calls = [ScriptCall("stream_add", [self.stream_key], self._stream_args(f)) for f in events.values()]
+        with server_errors(client):
+            run_calls(client, calls)
         events.clear()
+
+    def _stream_args(self, fields: dict) -> list:
+        """ARGV of ``stream_add.lua``: the length cap (0: none), then the entry's field/value pairs."""
+        return [self.event_stream_maxlen or 0, *(item for pair in fields.items() for item in pair)]
 
     # -- custom events --------------------------------------------------------------------------
     def emit_event(self, op: str, data: dict | None = None, pipeline: Any = None) -> str | None:
@@ -228,10 +231,13 @@ class EventStreamMixin:
             raise ValidationError(f"a custom event needs a name other than create/update/delete, not {op!r}")
         key = self._stored_key()
         fields = event_fields(self._meta.name, key.redis_key, op, time.time(), data=data or {})  # type: ignore[attr-defined]
-        target = pipeline if pipeline is not None else self._meta.client  # type: ignore[attr-defined]
-        with server_errors(self._meta.client):  # type: ignore[attr-defined]
-            entry = target.xadd(self.stream_key, fields, maxlen=self.event_stream_maxlen, approximate=True)
-        return None if pipeline is not None else entry.decode()
+        if pipeline is not None:
+            queue_script(pipeline, "stream_add", [self.stream_key], self._stream_args(fields))
+            return None
+        client = self._meta.client  # type: ignore[attr-defined]
+        with server_errors(client):
+            entry = run_script("stream_add", [self.stream_key], self._stream_args(fields), client)
+        return entry.decode()
 
     # -- reading ---------------------------------------------------------------------------------
     @classmethod

@@ -13,6 +13,7 @@ from .errors import (
     ServerUnavailable,
     ValidationError,
     WriteConflict,
+    WriteOutcomeUnknown,
     RecordNotFound,
 )
 from .keys import KeySpace, escape, unescape
@@ -34,6 +35,7 @@ __all__ = [
     "ServerUnavailable",
     "ValidationError",
     "WriteConflict",
+    "WriteOutcomeUnknown",
     "RecordNotFound",
     "KeySpace",
     "escape",

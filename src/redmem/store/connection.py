@@ -1,4 +1,16 @@
-"""Connecting to Redis: explicit URL, else ``REDIS_URL``, else a private embedded server."""
+"""Connecting to Redis: explicit URL, else ``REDIS_URL``, else a private embedded server.
+
+Default timeouts bound how long a dead server takes to be reported (``ServerUnavailable``):
+a command is tried ``1 + RETRIES`` times, each attempt waiting at most ``SOCKET_TIMEOUT`` for a
+reply (``CONNECT_TIMEOUT`` for a TCP connect), with a ``0.25`` s pause in between:
+``2 * 1.2 + 0.25 = 2.65`` s at worst, about 0.25 s for a refused connection
+(``benchmarks/failure_detection.py`` measures it). A reconnect inside a retried command is
+tried once, so attempts add up instead of multiplying. ``SOCKET_TIMEOUT`` is also the longest
+a single read may run on the server (a write's resent copy returns the first copy's stored
+reply, so a write may run until the second attempt's timeout: about 2.6 s).
+Retried commands are safe: reads may run twice, writes carry operation keys
+(:mod:`redmem.store.outcome`). Options given to :func:`connect` win over these defaults.
+"""
 
 from __future__ import annotations
 
@@ -26,12 +38,20 @@ __all__ = [
     "settings",
     "server_address",
     "server_errors",
+    "reply_timeout",
 ]
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 _RETRIED = (redis.ConnectionError, redis.TimeoutError)
 #: How Redis words an ACL refusal of a command a Lua script runs (not a NOPERM error).
 _SCRIPT_REFUSED = "The user executing the script can't"
+#: Seconds a command waits for its reply, and a TCP connect for its answer, before a retry.
+SOCKET_TIMEOUT = 1.2
+CONNECT_TIMEOUT = 1.0
+#: Retries after the first attempt, pausing BACKOFF_BASE * 2**n s (n = 1, 2..) up to BACKOFF_CAP.
+RETRIES = 1
+BACKOFF_BASE = 0.125
+BACKOFF_CAP = 0.5
 
 
 @dataclass(frozen=True)
@@ -73,9 +93,33 @@ def configure(**options: Any) -> Settings:
     return _settings
 
 
+class FlatRetry(Retry):
+    """A redis-py ``Retry`` whose nested uses try once: attempts of one command add up, not multiply.
+
+    redis-py retries a reconnect (and its handshake) by the same policy inside a retried command,
+    so ``r`` retries would cost ``(r + 1) ** 2`` timeouts against a server that stopped answering.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._running = threading.local()
+
+    def __deepcopy__(self, memo: dict) -> FlatRetry:
+        return FlatRetry(self._backoff, self._retries, self._supported_errors)
+
+    def call_with_retry(self, do: Any, fail: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self._running, "active", False):
+            return do()
+        self._running.active = True
+        try:
+            return super().call_with_retry(do, fail, *args, **kwargs)
+        finally:
+            self._running.active = False
+
+
 def _retry() -> Retry:
-    """Retry connection errors 5 times, backing off 0.05 s doubling to 1 s (about 1.5 s in all)."""
-    return Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=5, supported_errors=_RETRIED)
+    """Retry connection errors and timeouts RETRIES times, pausing 0.25 s."""
+    return FlatRetry(ExponentialBackoff(cap=BACKOFF_CAP, base=BACKOFF_BASE), retries=RETRIES, supported_errors=_RETRIED)
 
 
 def _client_for(url: str, cluster: bool, options: dict) -> Any:
@@ -87,7 +131,12 @@ def _client_for(url: str, cluster: bool, options: dict) -> Any:
             f"unsupported Redis URL scheme {scheme!r}: use redis://, rediss://, unix:// "
             "or redis+cluster://"
         )
-    options = {"retry": _retry(), **options}
+    options = {
+        "retry": _retry(),
+        "socket_timeout": SOCKET_TIMEOUT,
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        **options,
+    }
     if cluster:
         if scheme == "unix":
             raise ConfigurationError("a Redis Cluster cannot be reached through a unix socket")
@@ -114,7 +163,10 @@ def connect(url: str | None = None, *, cluster: bool = False, **options: Any) ->
 
     ``url`` wins, then the ``REDIS_URL`` environment variable, then a private embedded server
     started on first use and stopped at interpreter exit. ``redis+cluster://host:port`` or
-    ``cluster=True`` gives a ``RedisCluster``; other ``options`` go to redis-py.
+    ``cluster=True`` gives a ``RedisCluster``; other ``options`` go to redis-py and win over
+    the defaults (``socket_timeout=0.6``, ``socket_connect_timeout=0.6``, 2 retries): a dead
+    server is reported within about 2.6 s. Raise ``socket_timeout`` for commands that may run
+    longer than that on the server.
     """
     with _lock:
         url = url or os.environ.get("REDIS_URL") or _embedded_url()
@@ -139,6 +191,13 @@ def server_address(client: Any) -> str:
     if "path" in kwargs:
         return f"unix:{kwargs['path']}"
     return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+
+
+def reply_timeout(client: Any) -> float | None:
+    """The seconds ``client`` waits for a reply before it retries (None: no limit)."""
+    if isinstance(client, RedisCluster):
+        return client.nodes_manager.connection_kwargs.get("socket_timeout")
+    return client.connection_pool.connection_kwargs.get("socket_timeout")
 
 
 @contextlib.contextmanager

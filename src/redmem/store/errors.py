@@ -13,6 +13,7 @@ __all__ = [
     "WriteConflict",
     "RecordNotFound",
     "PermissionDenied",
+    "WriteOutcomeUnknown",
 ]
 
 
@@ -72,3 +73,20 @@ class PermissionDenied(RedmemError, PermissionError):
     def __init__(self, address: str, reason: object) -> None:
         super().__init__(f"Redis at {address} refused the command (ACL): {reason}")
         self.address = address
+
+
+class WriteOutcomeUnknown(ServerUnavailable, TimeoutError):
+    """A write was sent but no reply came back after every retry: it ran once or not at all.
+
+    Never twice: each write carries operation ids (``operations``) that the server remembers for
+    ``OP_TTL_SECONDS`` (:mod:`redmem.store.scripts`). Read the state back before writing again.
+    """
+
+    def __init__(self, address: str, reason: object, operations: list[str]) -> None:
+        super().__init__(address, reason)
+        self.args = (
+            f"a write to Redis at {address} got no reply ({reason}): it was applied once or not "
+            f"at all, never twice; read the state back before retrying "
+            f"(operation id(s): {', '.join(operations) or 'none'})",
+        )
+        self.operations = list(operations)

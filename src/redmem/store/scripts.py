@@ -3,6 +3,11 @@
 Run alone, a script goes by EVALSHA (loaded on NOSCRIPT). Queued in a pipeline or a MULTI/EXEC
 batch it goes by EVAL with its source: a NOSCRIPT error inside EXEC would not stop the other
 queued writes, so a batch never depends on the server's script cache.
+
+Every script that writes (``WRITE_SCRIPTS``) is loaded guarded by an operation key
+(:mod:`redmem.store.outcome`): each call adds a fresh one as its last KEY, and redis-py resends
+the same key when it retries after a timeout, so the write is applied once; the guard adds no
+round trip. Read-only scripts run as written and may be retried freely.
 """
 
 from __future__ import annotations
@@ -16,36 +21,61 @@ from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
-__all__ = ["script", "run_script", "queue_script", "ScriptCall", "run_calls"]
+from .outcome import guarded_source, operation_key, unknown_outcome
+
+__all__ = ["script", "run_script", "queue_script", "ScriptCall", "run_calls", "WRITE_SCRIPTS"]
+
+#: The scripts that change data: each runs at most once per call, whatever the retries.
+WRITE_SCRIPTS = frozenset({
+    "access_confirm", "access_stage", "bloom_add", "bm25_write", "confidence_init",
+    "confidence_update", "cyclic_adjust", "decay_order_key", "decay_stamp", "graph_add",
+    "graph_remove_node", "graph_unlink", "graph_weaken", "prediction_record", "prediction_resolve",
+    "proposal_resolve", "stream_add", "vector_write",
+})
 
 
 @cache
 def script(name: str) -> Script:
-    """The ``Script`` built from ``redmem/lua/<name>.lua``."""
+    """The ``Script`` built from ``redmem/lua/<name>.lua`` (guarded when it is a write script)."""
     source = resources.files("redmem.lua").joinpath(f"{name}.lua").read_bytes()
-    return Script(None, source)
+    return Script(None, guarded_source(source) if name in WRITE_SCRIPTS else source)
+
+
+def _operations(name: str, keys: list) -> list[str]:
+    """The operation key a call of ``name`` adds to its KEYS: one for a write script, else none."""
+    return [operation_key(keys[0])] if name in WRITE_SCRIPTS else []
 
 
 def run_script(name: str, keys: list, args: list, client: Any) -> Any:
-    """Run a script now by EVALSHA, loading it on NOSCRIPT; ``keys`` lists every key it touches."""
+    """Run a script now by EVALSHA, loading it on NOSCRIPT; ``keys`` lists every key it touches.
+
+    A write whose reply is lost after every retry raises :class:`WriteOutcomeUnknown`.
+    """
     lua = script(name)
-    try:
-        return client.evalsha(lua.sha, len(keys), *keys, *args)
-    except NoScriptError:
-        client.script_load(lua.script)
-        return client.evalsha(lua.sha, len(keys), *keys, *args)
+    operations = _operations(name, keys)
+    keys = [*keys, *operations]
+    with unknown_outcome(client, operations):
+        try:
+            return client.evalsha(lua.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            client.script_load(lua.script)
+            return client.evalsha(lua.sha, len(keys), *keys, *args)
 
 
-def queue_script(pipe: Any, name: str, keys: list, args: list) -> None:
+def queue_script(pipe: Any, name: str, keys: list, args: list) -> list[str]:
     """Queue a script on a pipeline or transaction (EVAL with source: no cache dependence).
 
-    On a cluster pipeline the target node is named from the first key: left to itself,
-    redis-py would ask the server (COMMAND GETKEYS) where each queued EVAL belongs.
+    Returns the operation keys the call carries (one for a write script). On a cluster pipeline
+    the target node is named from the first key: left to itself, redis-py would ask the server
+    (COMMAND GETKEYS) where each queued EVAL belongs.
     """
     options = {}
     if isinstance(pipe, ClusterPipeline) and keys:
         options["target_nodes"] = pipe.get_node_from_key(keys[0])
+    operations = _operations(name, keys)
+    keys = [*keys, *operations]
     pipe.execute_command("EVAL", script(name).script, len(keys), *keys, *args, **options)
+    return operations
 
 
 @dataclass(frozen=True)
@@ -59,8 +89,8 @@ class ScriptCall:
     def run(self, client: Any) -> Any:
         return run_script(self.name, self.keys, self.args, client)
 
-    def queue(self, pipe: Any) -> None:
-        queue_script(pipe, self.name, self.keys, self.args)
+    def queue(self, pipe: Any) -> list[str]:
+        return queue_script(pipe, self.name, self.keys, self.args)
 
 
 def run_calls(client: Any, calls: list[ScriptCall]) -> list[Any]:
@@ -69,7 +99,8 @@ def run_calls(client: Any, calls: list[ScriptCall]) -> list[Any]:
         return [calls[0].run(client)]
     if not calls:
         return []
-    with client.pipeline(transaction=False) as pipe:
+    operations: list[str] = []
+    with unknown_outcome(client, operations), client.pipeline(transaction=False) as pipe:
         for call in calls:
-            call.queue(pipe)
+            operations += call.queue(pipe)
         return pipe.execute()

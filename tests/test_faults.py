@@ -1,0 +1,330 @@
+"""Writes under timeouts: each is applied exactly once, or reported WriteOutcomeUnknown -- never twice.
+
+A second client sends ``DEBUG SLEEP`` so the server stalls while a write is on its way: the
+client (``socket_timeout=0.2``) times out, redis-py resends, and the server, once awake, runs
+the first copy and the resent one. Every write script of ``redmem/lua`` is driven this way
+through the public call that uses it; saves and deletes stall right before their EXEC. Each
+script is run once before its stalled call: a first call finds the script missing from the
+server's cache (NOSCRIPT) and would hide a double application.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from importlib import resources
+
+import pytest
+import redis
+
+import redmem
+from redmem import (
+    AutoKeyField,
+    BM25Field,
+    CoOccurrenceField,
+    ConfidenceField,
+    CyclicDecayField,
+    DecayingSortedField,
+    ExistenceFilter,
+    FloatField,
+    KeyField,
+    Model,
+    StringField,
+    TemporalPeriod,
+    WriteOutcomeUnknown,
+)
+from redmem.fields import Entity
+from redmem.observation import AccessTrackerMixin, EventStreamMixin, PredictionLedgerMixin
+from redmem.store.connection import settings
+from redmem.store.embedded import EmbeddedServer
+from redmem.store.scripts import WRITE_SCRIPTS
+
+STALL_SECONDS = 0.5
+TIMEOUT = 0.2
+
+
+class Staller:
+    """Makes the server sleep (DEBUG SLEEP from its own connection) when fired, once per arming."""
+
+    def __init__(self) -> None:
+        self.url, self.seconds, self.threads = None, 0.0, []
+
+    def arm(self, seconds: float = STALL_SECONDS) -> None:
+        self.seconds = seconds
+
+    def fire(self) -> None:
+        if not self.seconds:
+            return
+        sleeper = redis.Redis.from_url(self.url)
+        thread = threading.Thread(target=sleeper.execute_command, args=("DEBUG", "SLEEP", self.seconds))
+        self.seconds = 0.0
+        thread.start()
+        self.threads.append(thread)
+        time.sleep(0.05)  # the server is asleep before the write leaves
+
+    def wait(self) -> None:
+        for thread in self.threads:
+            thread.join(10)
+        self.threads.clear()
+
+
+staller = Staller()
+
+
+class StallBeforeExec(StringField):
+    """A field whose save and delete hooks stall the server: the EXEC that follows times out."""
+
+    def on_save(self, batch, old) -> None:
+        staller.fire()
+
+    def on_save_many(self, batches) -> None:
+        staller.fire()
+
+    def on_delete(self, batch, old) -> None:
+        staller.fire()
+
+
+class Doc(EventStreamMixin, Model):
+    agent_id = KeyField()
+    doc_id = KeyField()
+    body = StringField()
+    words = BM25Field(source="body", partition_by="agent_id")
+    seen = ExistenceFilter(capacity=1000, partition_by="agent_id")
+    stall = StallBeforeExec()
+
+
+class Draft(EventStreamMixin, Model):
+    """Auto-keyed: a new record is written without WATCH (its key was just generated)."""
+
+    draft_id = AutoKeyField()
+    agent_id = KeyField()
+    body = StringField()
+    stall = StallBeforeExec()
+
+
+class Belief(Model):
+    belief_id = AutoKeyField()
+    agent_id = KeyField()
+    confidence = ConfidenceField(partition_by="agent_id")
+
+
+class Linked(Model):
+    item_id = AutoKeyField()
+    agent_id = KeyField()
+    associations = CoOccurrenceField(partition_by="agent_id")
+    stall = StallBeforeExec()
+
+
+class Note(AccessTrackerMixin, Model):
+    note_id = KeyField()
+    agent_id = KeyField()
+
+
+class Habit(Model):
+    habit_id = AutoKeyField()
+    agent_id = KeyField()
+    weight = FloatField(default=1.0)
+    rhythm = CyclicDecayField(base_score_field="weight", cycles=[(TemporalPeriod.DAILY, 0.5)],
+                              partition_by="agent_id")
+    relevance = DecayingSortedField(half_life=3600.0, partition_by="agent_id")
+
+
+class Forecast(PredictionLedgerMixin, Model):
+    agent_id = KeyField()
+    forecast_id = KeyField()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with EmbeddedServer(unix_socket=False, extra_args=["--enable-debug-command", "local"]) as server:
+        staller.url = server.url
+        yield server
+
+
+@pytest.fixture
+def client(server):
+    saved = settings()
+    client = redmem.connect(server.url, socket_timeout=TIMEOUT)
+    client.flushdb()
+    yield client
+    staller.wait()
+    redmem.configure(client=saved.client, key_prefix=saved.key_prefix)
+
+
+def stalled(call, at_exec: bool = False):
+    """``call()`` sent while the server sleeps; its reply, or the WriteOutcomeUnknown it raised.
+
+    ``at_exec``: the sleep starts when the save's hooks run, right before its EXEC is sent.
+    """
+    staller.arm()
+    if not at_exec:
+        staller.fire()
+    try:
+        return call()
+    except WriteOutcomeUnknown as exc:
+        return exc
+    finally:
+        staller.wait()
+
+
+def events(model, **partition) -> list[str]:
+    return [e.op for e in model.read_events(**partition)]
+
+
+# -- one public call per write script ------------------------------------------------------------
+def test_update_confidence_once(client):  # confidence_update
+    belief = Belief.create(agent_id="a")
+    ConfidenceField.update_confidence(belief, "confidence", 0.9)
+    reply = stalled(lambda: ConfidenceField.update_confidence(belief, "confidence", 0.9))
+    assert not isinstance(reply, WriteOutcomeUnknown)
+    assert ConfidenceField.get_confidence_data(belief, "confidence")["evidence_count"] == 2
+
+
+def test_strengthen_and_weaken_all_once(client):  # graph_add, graph_weaken, graph_unlink
+    graph = Linked.associations.graph(agent_id="a")
+    graph.link(Entity("x"), Entity("y"), initial_weight=0.1)
+    graph.weaken_all(Entity("z"))
+    graph.unlink(Entity("x"), Entity("z"))
+    assert stalled(lambda: graph.strengthen(Entity("x"), Entity("y"), delta=0.05)) == pytest.approx(0.15)
+    assert graph.get_linked(Entity("x")) == [(Entity("y"), pytest.approx(0.15))]
+    assert stalled(lambda: graph.weaken_all(Entity("x"), factor=0.5)) == 0  # none dropped
+    assert graph.get_linked(Entity("x")) == [(Entity("y"), pytest.approx(0.075))]
+    assert stalled(lambda: graph.unlink(Entity("x"), Entity("y"))) is True
+
+
+def test_confirm_access_and_staged_reads_once(client):  # access_stage, access_confirm
+    def reads_then_confirm(note_id, stall):
+        note = Note.create(agent_id="a", note_id=note_id)
+        note.confirm_access(now=5.0)
+        Note.query.get(agent_id="a", note_id=note_id)
+        stall(lambda: Note.query.get(agent_id="a", note_id=note_id))
+        staged = len(note.staged_accesses)
+        return staged, stall(lambda: note.confirm_access(now=10.0)), note.access_count, len(note.access_log)
+
+    unstalled = reads_then_confirm("calm", lambda call: call())
+    assert unstalled[:3] == (2, 2, 2)  # confirmed: the 2 staged reads (the first confirm had none)
+    assert reads_then_confirm("stalled", stalled) == unstalled
+
+
+def test_cyclic_and_decay_touches_once(client):  # cyclic_adjust, decay_stamp, decay_order_key
+    habit = Habit.create(agent_id="a")
+    Habit.rhythm.weaken_cycle(habit, 1.0)
+    Habit.rhythm.touch(habit, now=50.0)
+    Habit.relevance.touch(habit, now=50.0)
+    assert list(stalled(lambda: Habit.rhythm.strengthen_cycle(habit, 1.5)).values()) == [pytest.approx(0.75)]
+    assert list(Habit.rhythm.amplitudes_of(habit).values()) == [pytest.approx(0.75)]  # 0.5 * 1.5 once
+    assert stalled(lambda: Habit.rhythm.touch(habit, now=100.0)) is True
+    assert stalled(lambda: Habit.relevance.touch(habit, now=100.0)) is True
+
+
+def test_prediction_record_and_resolve_once(client):  # prediction_record, prediction_resolve
+    forecast = Forecast.create(agent_id="a", forecast_id="f")
+    assert forecast.record_prediction({"rain": 1.0}, now=1.0) == 1
+    forecast.resolve_prediction({"rain": 1.0}, now=1.5)
+    assert stalled(lambda: forecast.record_prediction({"rain": 1.0}, now=2.0)) == 2
+    assert forecast.record_prediction({"rain": 1.0}, now=2.5) == 3  # the counter moved by one each
+    assert stalled(lambda: forecast.resolve_prediction({"rain": 0.0}, now=3.0)) == pytest.approx(1.0)
+    assert forecast.resolve_prediction({"rain": 0.0}, now=4.0) is None  # resolved once, not twice
+
+
+def test_bloom_add_once(client):  # bloom_add: the resent call answers as the first did
+    Doc.seen.add("eta", agent_id="a")
+    assert stalled(lambda: Doc.seen.add("zeta", agent_id="a")) == 1
+    assert Doc.seen.might_exist("zeta", agent_id="a")
+
+
+def test_custom_event_once(client):  # stream_add
+    doc = Doc.create(agent_id="a", doc_id="d", body="hello")
+    doc.emit_event("seen")
+    stalled(lambda: doc.emit_event("opened"))
+    assert events(Doc, agent_id="a") == ["create", "seen", "opened"]
+
+
+# -- saves and deletes: the EXEC itself times out ------------------------------------------------
+def test_save_once_with_its_index_and_event(client):  # bm25_write in a WATCH + MULTI/EXEC save
+    doc = Doc(agent_id="a", doc_id="d", body="alpha beta")
+    reply = stalled(doc.save, at_exec=True)
+    assert not isinstance(reply, WriteOutcomeUnknown)
+    assert events(Doc, agent_id="a") == ["create"]
+    space = Doc.query.filter(agent_id="a").partition()
+    keys = Doc.words.keys_in(space)
+    assert (client.hlen(keys.lengths), client.hget(keys.totals, "total")) == (1, b"2")
+    assert Doc.seen.might_exist("beta", agent_id="a")
+    doc.body = "gamma"
+    assert stalled(doc.save, at_exec=True) is True
+    assert events(Doc, agent_id="a") == ["create", "update"]
+    assert (client.hlen(keys.lengths), client.hget(keys.totals, "total")) == (1, b"1")
+
+
+def test_delete_once(client):
+    doc = Doc.create(agent_id="a", doc_id="d", body="alpha")
+    assert stalled(doc.delete, at_exec=True) is True
+    assert events(Doc, agent_id="a") == ["create", "delete"]
+
+
+def test_delete_of_a_linked_record_once(client):  # graph_remove_node inside the delete
+    one, two = Linked.create(agent_id="a"), Linked.create(agent_id="a")
+    graph = Linked.associations.graph(agent_id="a")
+    graph.link(one, two)
+    graph.link(one, Entity("topic"))
+    assert stalled(one.delete, at_exec=True) is True
+    assert (graph.get_linked(two), graph.get_linked(Entity("topic"))) == ([], [])
+    assert [r.item_id for r in Linked.query.filter(agent_id="a").all()] == [two.item_id]
+
+
+def test_new_auto_keyed_record_once(client):  # no WATCH: redis-py resends the whole MULTI/EXEC
+    stalled(lambda: Draft.create(agent_id="a", body="x"), at_exec=True)
+    assert events(Draft, agent_id="a") == ["create"]
+    assert len(Draft.query.filter(agent_id="a").all()) == 1
+
+
+def test_bulk_save_once_or_unknown(client):  # a chunk's reply lost: never resent
+    staller.arm()
+    try:
+        Draft.save_many([Draft(agent_id="a", body=str(i)) for i in range(5)])
+        outcome = "applied"
+    except WriteOutcomeUnknown:
+        outcome = "unknown"
+    staller.wait()
+    assert outcome in ("applied", "unknown")
+    assert len(Draft.query.filter(agent_id="a").all()) in ((0, 5) if outcome == "unknown" else (5,))
+    assert events(Draft, agent_id="a") == ["create"] * len(Draft.query.filter(agent_id="a").all())
+
+
+# -- no reply after every retry: WriteOutcomeUnknown, and still once -----------------------------
+def test_lost_reply_raises_write_outcome_unknown_and_applies_once(client):
+    belief = Belief.create(agent_id="a")
+    staller.arm(2.5)
+    staller.fire()  # longer than 3 attempts of 0.2 s with 0.25 s and 0.5 s pauses
+    with pytest.raises(WriteOutcomeUnknown, match="applied once or not at all") as caught:
+        ConfidenceField.update_confidence(belief, "confidence", 0.9)
+    staller.wait()
+    assert isinstance(caught.value, TimeoutError) and isinstance(caught.value, redmem.ServerUnavailable)
+    (operation,) = caught.value.operations
+    applied = client.exists(operation)  # the op key exists iff the write was applied ..
+    assert ConfidenceField.get_confidence_data(belief, "confidence")["evidence_count"] == applied  # .. once
+
+
+def test_lost_exec_reply_of_a_save_raises_write_outcome_unknown(client):
+    doc = Doc(agent_id="a", doc_id="d", body="alpha")
+    staller.arm(2.5)  # the EXEC and the reconnects after it (about 1.8 s) lose their replies
+    with pytest.raises(WriteOutcomeUnknown) as caught:
+        doc.save()
+    staller.wait()
+    applied = sum(client.exists(operation) for operation in caught.value.operations)
+    assert events(Doc, agent_id="a") == ["create"] * applied
+    assert len(Doc.query.filter(agent_id="a").all()) == applied
+
+
+# -- the guard covers every script that writes ---------------------------------------------------
+def test_every_script_that_writes_is_guarded(client):
+    lua, table = resources.files("redmem.lua"), client.command()
+    writes = set()
+    for path in lua.iterdir():
+        if not path.name.endswith(".lua"):
+            continue
+        commands = set(re.findall(r"redis\.p?call\(\s*[\"'](\w+)[\"']", path.read_text()))
+        if any("write" in table[c.lower()]["flags"] for c in commands):
+            writes.add(path.name.removesuffix(".lua"))
+    assert writes == WRITE_SCRIPTS
