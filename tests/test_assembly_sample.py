@@ -65,3 +65,17 @@ def test_the_default_counter_never_under_counts_an_assembled_context(sample, out
         assert result.metadata["token_count"] >= sum(map(exact, pieces)), question.text
         if output_format in LINE_FORMATS:  # the framing is inside the lines: the whole text
             assert result.metadata["token_count"] >= exact(result.formatted), question.text
+
+
+def test_a_routine_never_ranks_above_what_the_question_found(sample):
+    """The glucosamine routine is on the push path; it used to rank second for Lisbon and billing."""
+    assembler = demo_assembler()
+    for question in sample.questions:
+        result = assembler.assemble(question.text, agent_id="demo", now=NOW.timestamp(), emit_trace=True)
+        sources = [entry["source"] for entry in result.metadata["trace"]]
+        found = [i for i, source in enumerate(sources) if source != "push"]
+        assert found == list(range(len(found))), (question.text, sources)  # push-only records come last
+        assert sources.count("push") <= assembler.max_proactive
+    lisbon = next(q for q in sample.questions if "Lisbon" in q.text)
+    result = assembler.assemble(lisbon.text, agent_id="demo", now=NOW.timestamp())
+    assert "glucosamine" not in " ".join(r.content for r in result.records[:2])

@@ -656,10 +656,21 @@ def push_list(*pairs: tuple[str, float]) -> list[Candidate]:
     return [Candidate(DbKey(SPACE, name), push=score) for name, score in pairs]
 
 
-def merged_names(max_proactive, both: bool = False) -> list[str]:
+def merged_names(max_proactive, both: bool = False, asked: bool = False) -> list[str]:
     """Pull p1..p3 (0.05, 0.04, 0.03 -> 1.0, 0.8, 0.6) and push q1..q3 (2.0, 1.9, 1.8 -> 1.0, 0.95, 0.9)."""
     pushed = push_list(("q1", 2.0), ("q2", 1.9), ("q3", 1.8)) + (push_list(("p2", 1.0)) if both else [])
-    return [c.key.record_id for c in merge_paths(pull_list(0.05, 0.04, 0.03), pushed, max_proactive)]
+    merged = merge_paths(pull_list(0.05, 0.04, 0.03), pushed, max_proactive, asked=asked)
+    return [c.key.record_id for c in merged]
+
+
+@pytest.mark.parametrize(("max_proactive", "expected"), [
+    (None, ["p1", "p2", "p3", "q1", "q2", "q3"]),
+    (2, ["p1", "p2", "p3", "q1", "q2"]),
+    (0, ["p1", "p2", "p3"]),
+])
+def test_for_a_question_push_only_records_follow_the_pull_candidates_up_to_max_proactive(max_proactive, expected):
+    assert merged_names(max_proactive, asked=True) == expected
+    assert merged_names(max_proactive, both=True, asked=True) == ["p2", "p1", "p3"] + expected[3:]
 
 
 @pytest.mark.parametrize(("max_proactive", "expected"), [
@@ -677,6 +688,24 @@ def test_records_found_by_both_paths_are_not_held_back_by_max_proactive():
     # p2 is also a push record: 0.8 + 1.0 / 2.0 = 1.3, the best combined score
     assert merged_names(0, both=True) == ["p2", "p1", "p3", "q1", "q2", "q3"]
     assert merged_names(1, both=True) == ["p2", "p1", "q1", "p3", "q2", "q3"]
+
+
+@given(
+    pull=st.lists(st.floats(0.001, 1.0), max_size=6),
+    push=st.lists(st.tuples(st.integers(0, 9), st.floats(0.001, 5.0)), max_size=8,
+                  unique_by=lambda pair: pair[0]),
+    max_proactive=st.integers(0, 4),
+)
+def test_merge_invariants_for_a_question(pull, push, max_proactive):
+    """Every pull candidate (found by both paths too) comes before every push-only record."""
+    pushed = push_list(*((f"p{i + 1}" if i < len(pull) else f"q{i}", score) for i, score in push))
+    merged = merge_paths(pull_list(*pull), pushed, max_proactive, asked=True)
+    found = [c for c in merged if c.pull is not None]
+    assert merged[: len(found)] == found and len(found) == len(pull)
+    assert [c.combined for c in found] == sorted((c.combined for c in found), reverse=True)
+    proactive = merged[len(found):]
+    assert all(c.pull is None for c in proactive) and len(proactive) <= max_proactive
+    assert [c.combined for c in proactive] == sorted((c.combined for c in proactive), reverse=True)
 
 
 @given(
@@ -717,23 +746,72 @@ def proactive_setup() -> tuple[list[Note], list[Note]]:
 
 
 @pytest.mark.parametrize(("max_proactive", "chosen"), [
-    (None, "p1 q1 p2 p3 q2"),  # default max(1, 5 // 5) = 1: q2 fills the slot the pull path left
-    (0, "p1 p2 p3 q1 q2"),
-    (4, "p1 q1 q2 q3 q4"),     # every push-only record competes: they outscore p2 and p3
+    (None, "p1 p2 p3 q1"),     # default max(1, 5 // 5) = 1 proactive record, after every pull hit
+    (0, "p1 p2 p3"),
+    (4, "p1 p2 p3 q1 q2"),     # they fill the slots the pull path leaves, no more
 ])
-def test_proactive_surfacing_adds_to_the_answer_instead_of_replacing_it(any_db, max_proactive, chosen):
+def test_proactive_records_follow_every_pull_hit_of_a_question(any_db, max_proactive, chosen):
     pulled, pushed = proactive_setup()
     names = {**{f"p{i}": r for i, r in enumerate(pulled, 1)}, **{f"q{i}": r for i, r in enumerate(pushed, 1)}}
     result = ContextAssembler(Note, max_items=5, max_proactive=max_proactive).assemble("alpha", agent_id="a")
     assert result.records == [names[n] for n in chosen.split()]
     assert result.proactive == [names[n] for n in chosen.split() if n.startswith("q")]
-    expected_pull = sum(n.startswith("p") for n in chosen.split())
-    assert (result.metadata["pull_count"], result.metadata["push_count"]) == (expected_pull, 5 - expected_pull)
-    assert result.metadata["total_candidates"] == 7
-    assert result.metadata["suppressed_count"] == 3 - expected_pull
-    for record in pulled:
-        lost = record not in result.records
-        assert ConfidenceField.get_confidence_data(record, "confidence")["contradictions"] == int(lost)
+    expected_push = sum(n.startswith("q") for n in chosen.split())
+    assert (result.metadata["pull_count"], result.metadata["push_count"]) == (3, expected_push)
+    assert result.metadata["total_candidates"] == 3 + min(4, 1 if max_proactive is None else max_proactive)
+    assert result.metadata["suppressed_count"] == 0
+
+
+def test_a_full_pull_path_leaves_no_slot_to_proactive_records(any_db):
+    pulled, pushed = proactive_setup()
+    result = ContextAssembler(Note, max_items=3, max_proactive=3).assemble("alpha", agent_id="a")
+    assert result.records == pulled and result.proactive == []
+
+
+@pytest.mark.parametrize(("max_proactive", "chosen"), [
+    (None, "q1 q2 q3 q4"),     # no question: the push path alone fills the slots
+    (0, "q1 q2 q3 q4"),
+])
+def test_without_a_question_the_push_path_fills_the_context(any_db, max_proactive, chosen):
+    _, pushed = proactive_setup()
+    result = ContextAssembler(Note, max_items=5, max_proactive=max_proactive).assemble(agent_id="a")
+    assert result.records == pushed == result.proactive
+
+
+class Seeded(AccessTrackerMixin, Model):
+    """The seed's Memory with a CyclicDecayField on importance: every fresh record is above 0.5."""
+
+    memory_id = AutoKeyField()
+    agent_id = KeyField()
+    topic = StringField()
+    content = StringField()
+    importance = FloatField(default=1.0)
+    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
+    rhythm = CyclicDecayField(base_score_field="importance", partition_by="agent_id")
+    confidence = ConfidenceField()
+    associations = CoOccurrenceField()
+    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
+    content_bm25 = BM25Field(source="content")
+    embedding = EmbeddingField(source="content", provider=HashingEmbeddings(64))
+
+
+def test_a_question_matching_nothing_gets_at_most_max_proactive_records(any_db):
+    for n, topic in enumerate(["deployment", "deployment", "lunch", "billing", "travel"]):
+        Seeded.create(agent_id="a", topic=topic, content=f"{topic} note number {n}")
+    result = ContextAssembler(Seeded, max_items=10).assemble({"topic": "kubernetes"}, agent_id="a")
+    assert result.metadata["pull_count"] == 0  # the filter says no topic matches
+    assert len(result.proactive) == len(result.records) == 2  # max(1, 10 // 5), not all 5
+    high = ContextAssembler(Seeded, max_items=10, surfacing_threshold=5.0)
+    assert high.assemble({"topic": "kubernetes"}, agent_id="a").records == []  # nothing above the bar
+
+
+def test_a_proactive_record_never_ranks_above_a_pull_hit(any_db):
+    for n, topic in enumerate(["deployment", "deployment", "lunch", "billing", "travel"]):
+        Seeded.create(agent_id="a", topic=topic, content=f"{topic} note number {n}")
+    result = ContextAssembler(Seeded, max_items=10).assemble({"topic": "deployment"}, agent_id="a", emit_trace=True)
+    sources = [t["source"] for t in trace_of(result)]
+    assert "push" in sources and sources.index("push") > max(i for i, s in enumerate(sources) if s != "push")
+    assert set(ids(result.records)[:2]) == {"deployment note number 0", "deployment note number 1"}
 
 
 # -- result and metadata ------------------------------------------------------------------------

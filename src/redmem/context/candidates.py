@@ -7,9 +7,14 @@ before they are added:
     combined(d) = pull(d) / max pull  +  push(d) / max push
 
 A record found by both paths therefore outranks one found by either alone, and the best of
-each path scores 1.0. Ties keep pull order, then push order. Only the best ``max_proactive`` push-only records
-compete at their combined score; the rest queue behind the pull candidates, so proactive
-surfacing adds to the answer instead of replacing it.
+each path scores 1.0. Ties keep pull order, then push order.
+
+Push-only records (proactive: found by the cyclic scan alone, not by the query) never outrank
+what the query found. When a question was asked, every pull candidate comes first and at most
+``max_proactive`` push-only records follow, best first: they fill only the slots the pull path
+leaves, and the others are dropped. With no question (nothing for a pull candidate to answer)
+the best ``max_proactive`` push-only records compete at their combined score and the rest queue
+behind the pull candidates.
 """
 
 from __future__ import annotations
@@ -46,12 +51,15 @@ def _normaliser(scores: list[float]) -> float:
     return top if top > 0 else 1.0
 
 
-def merge_paths(pull: list[Candidate], push: list[Candidate], max_proactive: int | None = None) -> list[Candidate]:
+def merge_paths(
+    pull: list[Candidate], push: list[Candidate], max_proactive: int | None = None, asked: bool = False,
+) -> list[Candidate]:
     """Deduplicate by key and sort by the combined score (module docstring), best first.
 
-    Push-only records past the best ``max_proactive`` move behind every pull candidate, so
-    proactive surfacing cannot crowd out what the query asked for, yet fills slots the pull
-    path leaves empty. Records found by both paths rank by their combined score.
+    ``asked`` (the query has text): every push-only record comes after every pull candidate,
+    and only the best ``max_proactive`` of them are kept. Otherwise push-only records past the
+    best ``max_proactive`` move behind every pull candidate, yet fill slots the pull path leaves
+    empty. Records found by both paths are pull candidates and rank by their combined score.
     """
     pull_top = _normaliser([c.pull for c in pull if c.pull is not None])
     push_top = _normaliser([c.push for c in push if c.push is not None])
@@ -70,6 +78,10 @@ def merge_paths(pull: list[Candidate], push: list[Candidate], max_proactive: int
         candidate.combined = (candidate.pull or 0.0) / pull_top + (candidate.push or 0.0) / push_top
     order = {key: i for i, key in enumerate(merged)}
     ranked = sorted(merged.values(), key=lambda c: (-c.combined, order[c.key]))
+    if asked:
+        found = [c for c in ranked if c.pull is not None]
+        proactive = [c for c in ranked if c.pull is None]
+        return found + (proactive if max_proactive is None else proactive[:max_proactive])
     if max_proactive is None:
         return ranked
     overflow = {id(c) for c in [c for c in ranked if c.pull is None][max_proactive:]}

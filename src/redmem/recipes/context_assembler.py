@@ -115,7 +115,7 @@ class ContextAssembler:
                                          first.keyword, first.vector, first.composite, at, first.graph_empty)
         else:  # nothing in this partition shares a term with the query
             pull, mode = [], self.mode
-        merged = self._load(merge_paths(pull, first.push, self.max_proactive))
+        merged = self._load(merge_paths(pull, first.push, self.max_proactive, asked=bool(text)))
         chosen, slices, token_count = self._pack(merged)
         selected = [c.record for c in chosen]
         proactive = [c.record for c in chosen if c.push is not None]
