@@ -160,7 +160,7 @@ def test_max_items_zero_selects_nothing(any_db):
 )
 def test_selection_is_skip_not_break_over_the_ranked_candidates(any_db, sizes, max_tokens, max_items):
     agent = f"agent-{next(AGENTS)}"  # a fresh partition per example
-    made = cards(agent, *[(1.0 - i / 100, "x" * size) for i, size in enumerate(sizes)])
+    made = cards(agent, *[(1.0 - i / 100, "abcdefgh"[i] * size) for i, size in enumerate(sizes)])  # distinct
     assembler = ContextAssembler(Card, max_items=max_items, max_tokens=max_tokens, output_format="content",
                                  token_counter=chars)
     result = assembler.assemble(agent_id=agent)

@@ -543,7 +543,8 @@ def test_fused_list_keeps_twice_max_items(any_db):
     for text in ladder(30):
         Ranked.create(agent_id="a", content=text)
     for max_items in (1, 3, 4):
-        result = ContextAssembler(Ranked, max_items=max_items).assemble("alpha", agent_id="a")
+        # every text outside NEAR has the same vector: keep these near duplicates
+        result = ContextAssembler(Ranked, max_items=max_items, duplicate_cosine=None).assemble("alpha", agent_id="a")
         assert result.metadata["total_candidates"] == 2 * max_items
         assert len(result.records) == max_items
 
@@ -580,7 +581,8 @@ def test_fusion_weights_replace_the_query_adaptive_weights(any_db, query, weight
 
 def convex_setup() -> None:
     """A keyword hit far ahead on BM25 that five records outrank by a little on cosine, and the
-    vector list's best, which BM25 ranks second far behind."""
+    vector list's best, which BM25 ranks second far behind. (Two-dimensional vectors this close
+    are near duplicates: the assemblers here keep them, with ``duplicate_cosine=None``.)"""
     COSINES.update({"alpha": 1.0, "alpha alpha alpha alpha": 0.9, "alpha pad pad pad pad pad pad pad": 1.0,
                     "near apple": 0.99, "near pear": 0.98, "near plum": 0.97})
     for text in COSINES:
@@ -590,9 +592,10 @@ def convex_setup() -> None:
 
 def test_convex_fusion_keeps_a_keyword_lead_that_rrf_gives_away(any_db):
     convex_setup()
-    rrf = ContextAssembler(Scored, max_items=3).assemble("alpha", agent_id="a")
+    rrf = ContextAssembler(Scored, duplicate_cosine=None, max_items=3).assemble("alpha", agent_id="a")
     assert ids(rrf.records)[0] == "alpha pad pad pad pad pad pad pad"  # 1/62 + 1/61 > 1/61 + 1/65
-    convex = ContextAssembler(Scored, max_items=3, fusion="convex").assemble("alpha", agent_id="a", emit_trace=True)
+    convex = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex").assemble(
+        "alpha", agent_id="a", emit_trace=True)
     assert ids(convex.records) == ["alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad", "near apple"]
     trace = trace_of(convex)
     top_bm25 = max(t["signals"].get("bm25", 0.0) for t in trace)
@@ -607,9 +610,11 @@ def test_convex_fusion_keeps_a_keyword_lead_that_rrf_gives_away(any_db):
 def test_convex_fusion_with_fixed_weights_weighs_the_vector_list_for_specific_queries(any_db):
     convex_setup()
     COSINES["alpha for Bob"] = 1.0
-    lexical_only = ContextAssembler(Scored, max_items=3, fusion="convex").assemble("alpha for Bob", agent_id="a")
+    lexical_only = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex").assemble(
+        "alpha for Bob", agent_id="a")
     assert ids(lexical_only.records) == ["alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad"]
-    both = ContextAssembler(Scored, max_items=3, fusion="convex", fusion_weights={"keyword": 1.0, "vector": 1.0})
+    both = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex",
+                            fusion_weights={"keyword": 1.0, "vector": 1.0})
     assert ids(both.assemble("alpha for Bob", agent_id="a").records) == [
         "alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad", "near apple"]
 
@@ -816,6 +821,7 @@ def test_a_proactive_record_never_ranks_above_a_pull_hit(any_db):
 
 # -- result and metadata ------------------------------------------------------------------------
 BASE_KEYS = {"pull_count", "push_count", "token_count", "timing_ms", "total_candidates", "retrieval_mode",
+             "duplicates_collapsed",
              "suppressed_count"}
 
 

@@ -2,7 +2,7 @@
 
 ``assemble()`` runs the pull path (query-driven: BM25 + vector + graph fused by RRF or by convex
 score fusion, or the composite score), the push path (cyclic surfacing), merges and re-ranks
-both, packs them into ``max_items`` / ``max_tokens`` (rank order, skip-not-break, first record
+both, keeps one copy of each memory text (exact or near duplicates), packs them into ``max_items`` / ``max_tokens`` (rank order, skip-not-break, first record
 always admitted), renders exactly the slices it counted, and sends the post-effects in one round
 trip.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..context.candidates import Candidate, merge_paths
+from ..context.duplicates import DUPLICATE_COSINE, collapse_duplicates
 from ..context.effects import apply_post_effects
 from ..context.packing import Budget, pack
 from ..context.rendering import LINE_FORMATS, check_format, compose, frame_line, record_view, render_slice
@@ -21,7 +22,7 @@ from ..context.retrieval import Capabilities, PullPlan, check_fusion, first_roun
 from ..context.tokens import resolve_counter
 from ..model.persistence import load_records
 from ..store.connection import settings
-from ..store.errors import QueryException
+from ..store.errors import QueryException, ValidationError
 from .quality import RetrievalQuality, assess_retrieval
 
 __all__ = ["ContextAssembler", "AssemblyResult"]
@@ -46,6 +47,9 @@ class ContextAssembler:
     list (``keyword``, ``vector``, ``graph``, ``composite``; a list not named weighs 1) for every
     query; None (the default) takes :func:`~redmem.context.fusion.query_adaptive_weights` of
     the query text in hybrid mode and weighs every list 1 in the other modes.
+    ``duplicate_cosine``: two memories whose vectors (when the vector search ran) have at least
+    this cosine are near duplicates, and only the better-ranked one is kept; None keeps near
+    duplicates (exact ones, the same text after normalisation, always collapse).
     """
 
     COMPETITIVE_SUPPRESSION_SIGNAL = 0.3
@@ -71,6 +75,7 @@ class ContextAssembler:
         max_proactive: int | None = None,
         fusion: str = "rrf",
         fusion_weights: dict[str, float] | None = None,
+        duplicate_cosine: float | None = DUPLICATE_COSINE,
     ) -> None:
         self.model_class = model_class
         self.score_weights = dict(score_weights or {})
@@ -86,6 +91,7 @@ class ContextAssembler:
                                           or max_proactive < 0):
             raise ValueError(f"max_proactive must be a non-negative int or None, got {max_proactive!r}")
         self.max_proactive = max(1, max_items // 5) if max_proactive is None else max_proactive
+        self.duplicate_cosine = _check_cosine(duplicate_cosine)
         self.fusion_weights = check_fusion(fusion, fusion_weights)
         self.fusion = fusion
         self.capabilities = Capabilities.of(model_class)
@@ -115,7 +121,8 @@ class ContextAssembler:
                                          first.keyword, first.vector, first.composite, at, first.graph_empty)
         else:  # nothing in this partition shares a term with the query
             pull, mode = [], self.mode
-        merged = self._load(merge_paths(pull, first.push, self.max_proactive, asked=bool(text)))
+        found = self._load(merge_paths(pull, first.push, self.max_proactive, asked=bool(text)))
+        merged, duplicates = self._distinct(found, first.matrix)
         chosen, slices, token_count = self._pack(merged)
         selected = [c.record for c in chosen]
         proactive = [c.record for c in chosen if c.push is not None]
@@ -128,9 +135,10 @@ class ContextAssembler:
             "push_count": len(proactive),
             "token_count": token_count,
             "timing_ms": (time.perf_counter() - started) * 1000,
-            "total_candidates": len(merged),
+            "total_candidates": len(found),
             "retrieval_mode": mode,
             "suppressed_count": len(suppressed),
+            "duplicates_collapsed": len(duplicates),
         }
         if emit_trace:
             metadata["trace"] = [
@@ -164,6 +172,14 @@ class ContextAssembler:
         for candidate in missing:
             candidate.record = loaded.get(candidate.key)
         return [c for c in candidates if c.record is not None]
+
+    def _distinct(self, candidates: list[Candidate], matrix: Any) -> tuple[list[Candidate], list[Candidate]]:
+        """(kept, collapsed): one copy of each memory text, the best-ranked (see
+        :mod:`redmem.context.duplicates`); near duplicates by the vectors the vector search holds."""
+        near = matrix is not None and self.duplicate_cosine is not None
+        vectors = matrix.unit_vectors(c.key.record_id for c in candidates) if near else None
+        return collapse_duplicates(candidates, lambda c: self._text_of(c.record), vectors,
+                                   lambda c: c.key.record_id, self.duplicate_cosine if near else 1.0)
 
     def _pack(self, candidates: list[Candidate]) -> tuple[list[Candidate], list[str], int]:
         """Render each candidate's slice, count it, and pack skip-not-break into the budget.
@@ -227,6 +243,15 @@ class ContextAssembler:
         Without ``candidates`` it is the cheap pre-retrieval probe (no propagation, no push path).
         """
         return assess_retrieval(self, query_cues, candidates=candidates, now=now, **partition)
+
+
+def _check_cosine(value: float | None) -> float | None:
+    """``duplicate_cosine`` as given: None, or a number in (0, 1] (ValidationError otherwise)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ValidationError(f"duplicate_cosine must be a number in (0, 1] or None, got {value!r}")
+    return float(value)
 
 
 def cue_text(query_cues: dict[str, Any] | str | None) -> str:
