@@ -68,13 +68,16 @@ def test_the_default_counter_never_under_counts_an_assembled_context(sample, out
 
 
 def test_a_routine_never_ranks_above_what_the_question_found(sample):
-    """The glucosamine routine is on the push path; it used to rank second for Lisbon and billing."""
+    """The glucosamine routine is on the push path; it used to rank second for Lisbon and billing,
+    and first for dinner (a weak keyword hit lifted by its push term)."""
     assembler = demo_assembler()
     for question in sample.questions:
         result = assembler.assemble(question.text, agent_id="demo", now=NOW.timestamp(), emit_trace=True)
         sources = [entry["source"] for entry in result.metadata["trace"]]
         found = [i for i, source in enumerate(sources) if source != "push"]
         assert found == list(range(len(found))), (question.text, sources)  # push-only records come last
+        fused = [entry["signals"]["rrf"] for entry in result.metadata["trace"] if entry["source"] != "push"]
+        assert fused == sorted(fused, reverse=True), question.text  # a routine's push term adds no rank
         assert sources.count("push") <= assembler.max_proactive
     lisbon = next(q for q in sample.questions if "Lisbon" in q.text)
     result = assembler.assemble(lisbon.text, agent_id="demo", now=NOW.timestamp())

@@ -628,26 +628,33 @@ def merge_setup() -> dict[str, Note]:
     }
 
 
-def test_a_record_found_by_both_paths_is_kept_once_and_ranks_first(any_db):
+def test_a_record_found_by_both_paths_is_kept_once_and_ranks_by_what_the_query_found(any_db):
     notes = merge_setup()
     result = ContextAssembler(Note).assemble("alpha", agent_id="a", emit_trace=True)
-    assert result.records == [notes["both"], notes["pull_first"], notes["push_only"]]
-    assert [t["source"] for t in trace_of(result)] == ["both", "pull", "push"]
+    assert result.records == [notes["pull_first"], notes["both"], notes["push_only"]]
+    assert [t["source"] for t in trace_of(result)] == ["pull", "both", "push"]
     assert result.proactive == [notes["both"], notes["push_only"]]
     assert (result.metadata["pull_count"], result.metadata["push_count"]) == (2, 2)
     assert result.metadata["total_candidates"] == 3
 
 
-def test_combined_score_is_the_sum_of_each_paths_normalised_score(any_db):
+def test_for_a_question_the_score_is_each_paths_normalised_score(any_db):
     merge_setup()
     trace = trace_of(ContextAssembler(Note).assemble("alpha", agent_id="a", emit_trace=True))
     top_pull = max(t["signals"].get("rrf", 0.0) for t in trace)
     top_push = max(t["signals"].get("cyclic", 0.0) for t in trace)
     for entry in trace:
         signals = entry["signals"]
-        expected = signals.get("rrf", 0.0) / top_pull + signals.get("cyclic", 0.0) / top_push
+        expected = signals["rrf"] / top_pull if "rrf" in signals else signals["cyclic"] / top_push
         assert entry["score"] == pytest.approx(expected)
-    assert [t["score"] for t in trace] == pytest.approx([61 / 62 + 0.5, 1.0, 1.0])
+    assert [t["score"] for t in trace] == pytest.approx([1.0, 61 / 62, 1.0])  # the push record comes last
+
+
+def test_the_push_term_breaks_ties_between_pull_hits():
+    pulled = pull_list(0.05, 0.05, 0.04)
+    merged = merge_paths(pulled, push_list(("p2", 1.0), ("q1", 2.0)), 1, asked=True)
+    assert [c.key.record_id for c in merged] == ["p2", "p1", "p3", "q1"]
+    assert [c.combined for c in merged] == pytest.approx([1.0, 1.0, 0.8, 1.0])
 
 
 SPACE = Note._meta.keyspace(("a",))
@@ -675,7 +682,7 @@ def merged_names(max_proactive, both: bool = False, asked: bool = False) -> list
 ])
 def test_for_a_question_push_only_records_follow_the_pull_candidates_up_to_max_proactive(max_proactive, expected):
     assert merged_names(max_proactive, asked=True) == expected
-    assert merged_names(max_proactive, both=True, asked=True) == ["p2", "p1", "p3"] + expected[3:]
+    assert merged_names(max_proactive, both=True, asked=True) == ["p1", "p2", "p3"] + expected[3:]  # p2: 0.8
 
 
 @pytest.mark.parametrize(("max_proactive", "expected"), [
@@ -849,8 +856,8 @@ def test_emit_trace_adds_one_entry_per_record_in_rank_order(any_db):
     assert [t["key"] for t in trace] == [r.db_key.redis_key for r in result.records]
     assert [t["rank"] for t in trace] == [1, 2, 3]
     assert all({"key", "rank", "score", "source"} <= set(t) for t in trace)
-    scores = [t["score"] for t in trace]
-    assert scores == sorted(scores, reverse=True)
+    scores = [t["score"] for t in trace if t["source"] != "push"]  # push-only records follow, whatever their score
+    assert scores == sorted(scores, reverse=True) and trace[-1]["source"] == "push"
 
 
 def test_assess_quality_adds_the_quality_key(any_db):

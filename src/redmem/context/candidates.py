@@ -1,20 +1,23 @@
 """Candidates: records found by a retrieval path, and the merge that re-ranks both paths together.
 
 A pull candidate (query-driven) scores by fusion; a push candidate (proactive) by its cyclic
-score. The two scales differ, so each path's scores are divided by that path's best score
-before they are added:
+score. The two scales differ, so each path's scores are divided by that path's best score.
+
+When a question was asked (the query has text), what the query found ranks by its own score
+and proactive surfacing never outranks it:
+
+    combined(d) = pull(d) / max pull          (the push term only breaks ties)
+
+every pull candidate (found by both paths too) comes first, and at most ``max_proactive``
+push-only records (found by the cyclic scan alone) follow, best first, with
+``combined = push / max push``: they fill only the slots the pull path leaves, and the others
+are dropped. With no question (nothing for a pull candidate to answer) both terms add up,
 
     combined(d) = pull(d) / max pull  +  push(d) / max push
 
-A record found by both paths therefore outranks one found by either alone, and the best of
-each path scores 1.0. Ties keep pull order, then push order.
-
-Push-only records (proactive: found by the cyclic scan alone, not by the query) never outrank
-what the query found. When a question was asked, every pull candidate comes first and at most
-``max_proactive`` push-only records follow, best first: they fill only the slots the pull path
-leaves, and the others are dropped. With no question (nothing for a pull candidate to answer)
-the best ``max_proactive`` push-only records compete at their combined score and the rest queue
-behind the pull candidates.
+so a record found by both paths outranks one found by either alone; the best
+``max_proactive`` push-only records compete at their combined score and the rest queue behind
+the pull candidates. Ties keep pull order, then push order.
 """
 
 from __future__ import annotations
@@ -54,12 +57,12 @@ def _normaliser(scores: list[float]) -> float:
 def merge_paths(
     pull: list[Candidate], push: list[Candidate], max_proactive: int | None = None, asked: bool = False,
 ) -> list[Candidate]:
-    """Deduplicate by key and sort by the combined score (module docstring), best first.
+    """Deduplicate by key and rank by the combined score (module docstring), best first.
 
-    ``asked`` (the query has text): every push-only record comes after every pull candidate,
-    and only the best ``max_proactive`` of them are kept. Otherwise push-only records past the
-    best ``max_proactive`` move behind every pull candidate, yet fill slots the pull path leaves
-    empty. Records found by both paths are pull candidates and rank by their combined score.
+    ``asked`` (the query has text): pull candidates by their pull score (the push score breaks
+    ties), then the best ``max_proactive`` push-only records. Otherwise push-only records past
+    the best ``max_proactive`` move behind every pull candidate, yet fill slots the pull path
+    leaves empty.
     """
     pull_top = _normaliser([c.pull for c in pull if c.pull is not None])
     push_top = _normaliser([c.push for c in push if c.push is not None])
@@ -74,14 +77,17 @@ def merge_paths(
             found.push = candidate.push
             found.signals.update(candidate.signals)
             found.record = found.record or candidate.record
+    order = {key: i for i, key in enumerate(merged)}
+    if asked:
+        for candidate in merged.values():
+            candidate.combined = candidate.pull / pull_top if candidate.pull is not None else candidate.push / push_top
+        found = sorted((c for c in merged.values() if c.pull is not None),
+                       key=lambda c: (-c.combined, -(c.push or 0.0), order[c.key]))
+        proactive = sorted((c for c in merged.values() if c.pull is None), key=lambda c: (-c.combined, order[c.key]))
+        return found + (proactive if max_proactive is None else proactive[:max_proactive])
     for candidate in merged.values():
         candidate.combined = (candidate.pull or 0.0) / pull_top + (candidate.push or 0.0) / push_top
-    order = {key: i for i, key in enumerate(merged)}
     ranked = sorted(merged.values(), key=lambda c: (-c.combined, order[c.key]))
-    if asked:
-        found = [c for c in ranked if c.pull is not None]
-        proactive = [c for c in ranked if c.pull is None]
-        return found + (proactive if max_proactive is None else proactive[:max_proactive])
     if max_proactive is None:
         return ranked
     overflow = {id(c) for c in [c for c in ranked if c.pull is None][max_proactive:]}
