@@ -2,9 +2,10 @@
 
 ``assemble()`` runs the pull path (query-driven: BM25 + vector + graph fused by RRF or by convex
 score fusion, or the composite score), the push path (cyclic surfacing), merges and re-ranks
-both, keeps one copy of each memory text (exact or near duplicates), packs them into ``max_items`` / ``max_tokens`` (rank order, skip-not-break, first record
-always admitted), renders exactly the slices it counted, and sends the post-effects in one round
-trip.
+both (proactive records never above what a question found), keeps one copy of each memory text
+(exact or near duplicates), packs them into ``max_items`` / ``max_tokens`` (rank order,
+skip-not-break, first record always admitted), renders exactly the slices it counted, and
+sends the post-effects in one round trip.
 """
 
 from __future__ import annotations
