@@ -16,6 +16,11 @@ Systems (same server, same run; popoto in its own venv, see popoto_bridge.py):
 
 - ``redmem``: the seed's Memory model, one turn's text per memory; modes lexical, hybrid
   (MiniLM int8), composite (``score_weights`` relevance 0.6 / confidence 0.3, fused with BM25).
+- ``push``: the same model plus a CyclicDecayField on ``importance``, so every memory is above
+  the surfacing threshold and the push path offers memories unrelated to the question; modes
+  lexical and hybrid. Scored as the others, plus the proactive items of each context (the
+  records ``result.proactive`` returns): how many there are, and the share that are evidence
+  turns of the question.
 - ``conversation``: ``redmem.recipes.conversation.ConversationMemory`` via
   ``ingest_conversation(turns, agent_id, window=2)``; modes lexical, hybrid (RRF with the
   query-adaptive weights) and ``convex`` (the recipe's ``conversation_assembler()``: hybrid,
@@ -103,16 +108,32 @@ def scores(hits: list[int | None]) -> dict[str, float]:
     }
 
 
+def proactive_share(rows: list[dict], questions: list[dict]) -> dict[str, float]:
+    """Proactive items per context, and how many of them are evidence turns of their question."""
+    shown = evidence = 0
+    for row, question in zip(rows, questions):
+        wanted = set(question["evidence"])
+        shown += len(row["proactive_dia_ids"])
+        evidence += sum(dia in wanted for dia in row["proactive_dia_ids"])
+    n = len(rows) or 1
+    return {"items": shown, "per_context": shown / n, "evidence": evidence, "not_evidence": shown - evidence,
+            "evidence_share": evidence / shown if shown else 0.0,
+            "not_evidence_per_context": (shown - evidence) / n}
+
+
 def evaluate(rows: list[dict], questions: list[dict], count_tokens: Any) -> dict[str, Any]:
-    """Overall and per-category scores, tokens and latency of one system's answers."""
+    """Overall and per-category scores, tokens and latency of one system's answers (and its proactive
+    items, for a system that reports them)."""
     hits, by_category = [], defaultdict(list)
     for row, question in zip(rows, questions):
         hit = first_hit(row["dia_ids"], question["evidence"])
         hits.append(hit)
         by_category[CATEGORIES[question["category"]]].append(hit)
     tokens = [count_tokens(row["formatted"]) for row in rows]
+    pushed = {"proactive": proactive_share(rows, questions)} if rows and "proactive_dia_ids" in rows[0] else {}
     return {
         **scores(hits),
+        **pushed,
         "by_category": {name: scores(found) for name, found in sorted(by_category.items())},
         "tokens_per_context": {"mean": statistics.fmean(tokens), "p50": statistics.median(tokens)},
         "assemble_ms": summary([row["ms"] for row in rows]),
@@ -121,8 +142,9 @@ def evaluate(rows: list[dict], questions: list[dict], count_tokens: Any) -> dict
 
 
 # ----------------------------------------------------------------------------- systems
-def run_redmem(conversations: list[dict], provider: TimedProvider, modes: list[str]) -> dict[str, list[dict]]:
-    hybrid_model = memory_model("LocomoMemory", provider)
+def run_redmem(conversations: list[dict], provider: TimedProvider, modes: list[str],
+               push: bool = False) -> dict[str, list[dict]]:
+    hybrid_model = memory_model("LocomoPushMemory" if push else "LocomoMemory", provider, push=push)
     answers: dict[str, list[dict]] = {mode: [] for mode in modes}
     for talk in conversations:
         records = [hybrid_model(agent_id=talk["agent_id"], content=t["text"]) for t in talk["turns"]]
@@ -150,6 +172,7 @@ def _ask(answers: dict, model: type, talk: dict, to_dia: dict, modes: list[str],
         for row in assemble_many(model, mode, talk["agent_id"], queries, provider=provider, formatted=True,
                                  assembler=recipe):
             row["dia_ids"] = [to_dia[i] for i in row["ids"]]
+            row["proactive_dia_ids"] = [to_dia[i] for i in row["proactive"]]
             answers[mode].append(row)
 
 
@@ -181,7 +204,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="first conversation only")
     parser.add_argument("--conversations", type=int, default=None, help="use the first N conversations")
     parser.add_argument("--max-questions", type=int, default=None, help="ask at most N questions per conversation")
-    parser.add_argument("--systems", default="redmem,conversation,popoto")
+    parser.add_argument("--systems", default="redmem,conversation,popoto",
+                        help="comma-separated: redmem, push, conversation, popoto")
     parser.add_argument("--no-hybrid", action="store_true", help="skip the embedding model (lexical/composite only)")
     parser.add_argument("--out", default="locomo", help="results/<out>.json ('' writes nothing)")
     args = parser.parse_args(argv)
@@ -202,6 +226,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         runs: dict[str, dict[str, list[dict]]] = {}
         if "redmem" in systems:
             runs["redmem"] = run_redmem(conversations, provider, ["lexical", *hybrid, "composite"])
+        if "push" in systems:
+            runs["redmem push"] = run_redmem(conversations, provider, ["lexical", *hybrid], push=True)
         if "conversation" in systems:
             convex = ["convex"] if hybrid else []
             runs["redmem ConversationMemory"] = run_conversation(conversations, provider, ["lexical", *hybrid, *convex])

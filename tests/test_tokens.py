@@ -23,8 +23,10 @@ from redmem.context import token_estimate, tokens
 from redmem.context.rendering import render_slice
 from redmem.context.token_estimate import estimate_tokens, pieces
 from redmem.context.tokens import (
+    DEFAULT_ENCODING,
     ExactCounter,
     GuardedCounter,
+    default_counter,
     exact_counter,
     resolve_counter,
 )
@@ -107,8 +109,10 @@ def cl100k() -> ExactCounter:
 
 
 # ----------------------------------------------------------------------------- counter contract
-def test_none_resolves_to_the_estimator():
-    assert resolve_counter(None) is estimate_tokens
+def test_none_resolves_to_the_exact_default_counter():
+    counter = resolve_counter(None)
+    assert isinstance(counter, ExactCounter) and counter.encoding.name == DEFAULT_ENCODING == "cl100k_base"
+    assert counter is not estimate_tokens and resolve_counter(counter) is counter
 
 
 def test_encoding_names_resolve_to_exact_counters(cl100k):
@@ -146,22 +150,22 @@ def test_a_text_counter_is_probed_with_a_string_and_used_as_given():
 def test_an_old_record_counter_warns_at_resolution_and_falls_back_on_every_call(old):
     with pytest.warns(DeprecationWarning, match="callable\\(text: str\\) -> int"):
         resolved = resolve_counter(old)
-    assert resolved is estimate_tokens
+    assert resolved is default_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert resolved("some memory text") == estimate_tokens("some memory text")
+        assert resolved("some memory text") == exact_counter("cl100k_base")("some memory text")
 
 
 @pytest.mark.parametrize("bad", [True, False, -1, 2.0, "7", None])
-def test_a_bad_return_warns_once_and_uses_the_estimator(bad):
+def test_a_bad_return_warns_once_and_uses_the_default_counter(bad):
     resolved = resolve_counter(lambda text: bad)
     assert isinstance(resolved, GuardedCounter)
     text = "Alice moved the launch to Friday."
     with pytest.warns(RuntimeWarning, match="not a non-negative int"):
-        assert resolved(text) == estimate_tokens(text)
+        assert resolved(text) == default_counter()(text)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert resolved("again") == estimate_tokens("again")
+        assert resolved("again") == default_counter()("again")
 
 
 def test_a_counter_raising_at_call_time_warns_and_falls_back():
@@ -173,7 +177,7 @@ def test_a_counter_raising_at_call_time_warns_and_falls_back():
     resolved = resolve_counter(flaky)
     assert resolved("fine") == 1
     with pytest.warns(RuntimeWarning, match="ValueError: tokenizer crashed"):
-        assert resolved("boom goes the text") == estimate_tokens("boom goes the text")
+        assert resolved("boom goes the text") == default_counter()("boom goes the text")
 
 
 def test_a_counter_failing_the_probe_otherwise_is_judged_at_call_time():
@@ -184,7 +188,7 @@ def test_a_counter_failing_the_probe_otherwise_is_judged_at_call_time():
         warnings.simplefilter("error")
         resolved = resolve_counter(picky)
     with pytest.warns(RuntimeWarning):
-        assert resolved("x y z") == estimate_tokens("x y z")
+        assert resolved("x y z") == default_counter()("x y z")
 
 
 def test_integral_results_of_other_types_are_accepted():

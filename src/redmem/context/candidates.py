@@ -1,15 +1,23 @@
 """Candidates: records found by a retrieval path, and the merge that re-ranks both paths together.
 
 A pull candidate (query-driven) scores by fusion; a push candidate (proactive) by its cyclic
-score. The two scales differ, so each path's scores are divided by that path's best score
-before they are added:
+score. The two scales differ, so each path's scores are divided by that path's best score.
+
+When a question was asked (the query has text), what the query found ranks by its own score
+and proactive surfacing never outranks it:
+
+    combined(d) = pull(d) / max pull          (the push term only breaks ties)
+
+every pull candidate (found by both paths too) comes first, and at most ``max_proactive``
+push-only records (found by the cyclic scan alone) follow, best first, with
+``combined = push / max push``: they fill only the slots the pull path leaves, and the others
+are dropped. With no question (nothing for a pull candidate to answer) both terms add up,
 
     combined(d) = pull(d) / max pull  +  push(d) / max push
 
-A record found by both paths therefore outranks one found by either alone, and the best of
-each path scores 1.0. Ties keep pull order, then push order. Only the best ``max_proactive`` push-only records
-compete at their combined score; the rest queue behind the pull candidates, so proactive
-surfacing adds to the answer instead of replacing it.
+so a record found by both paths outranks one found by either alone; the best
+``max_proactive`` push-only records compete at their combined score and the rest queue behind
+the pull candidates. Ties keep pull order, then push order.
 """
 
 from __future__ import annotations
@@ -46,12 +54,15 @@ def _normaliser(scores: list[float]) -> float:
     return top if top > 0 else 1.0
 
 
-def merge_paths(pull: list[Candidate], push: list[Candidate], max_proactive: int | None = None) -> list[Candidate]:
-    """Deduplicate by key and sort by the combined score (module docstring), best first.
+def merge_paths(
+    pull: list[Candidate], push: list[Candidate], max_proactive: int | None = None, asked: bool = False,
+) -> list[Candidate]:
+    """Deduplicate by key and rank by the combined score (module docstring), best first.
 
-    Push-only records past the best ``max_proactive`` move behind every pull candidate, so
-    proactive surfacing cannot crowd out what the query asked for, yet fills slots the pull
-    path leaves empty. Records found by both paths rank by their combined score.
+    ``asked`` (the query has text): pull candidates by their pull score (the push score breaks
+    ties), then the best ``max_proactive`` push-only records. Otherwise push-only records past
+    the best ``max_proactive`` move behind every pull candidate, yet fill slots the pull path
+    leaves empty.
     """
     pull_top = _normaliser([c.pull for c in pull if c.pull is not None])
     push_top = _normaliser([c.push for c in push if c.push is not None])
@@ -66,9 +77,16 @@ def merge_paths(pull: list[Candidate], push: list[Candidate], max_proactive: int
             found.push = candidate.push
             found.signals.update(candidate.signals)
             found.record = found.record or candidate.record
+    order = {key: i for i, key in enumerate(merged)}
+    if asked:
+        for candidate in merged.values():
+            candidate.combined = candidate.pull / pull_top if candidate.pull is not None else candidate.push / push_top
+        found = sorted((c for c in merged.values() if c.pull is not None),
+                       key=lambda c: (-c.combined, -(c.push or 0.0), order[c.key]))
+        proactive = sorted((c for c in merged.values() if c.pull is None), key=lambda c: (-c.combined, order[c.key]))
+        return found + (proactive if max_proactive is None else proactive[:max_proactive])
     for candidate in merged.values():
         candidate.combined = (candidate.pull or 0.0) / pull_top + (candidate.push or 0.0) / push_top
-    order = {key: i for i, key in enumerate(merged)}
     ranked = sorted(merged.values(), key=lambda c: (-c.combined, order[c.key]))
     if max_proactive is None:
         return ranked

@@ -20,6 +20,7 @@ from ..fields.composite import CompositeSearch, Ranked, composite_search
 from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField, Graph
 from ..fields.cyclic import CyclicDecayField
+from ..embeddings.matrix import VectorMatrix
 from ..fields.embedding import EmbeddingField, VectorSearch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
@@ -169,7 +170,8 @@ def _graph_ranking(caps: Capabilities, space: KeySpace, seeds: list[str], depth:
 
 @dataclass
 class FirstRound:
-    """What the independent first searches found: filter verdict, BM25, vector and composite hits, push."""
+    """What the independent first searches found: filter verdict, BM25, vector and composite hits, push,
+    and the partition's vector matrix when the vector search ran (current as of this round)."""
 
     may_exist: bool
     keyword: list[tuple[str, float]] | None
@@ -177,6 +179,7 @@ class FirstRound:
     push: list[Candidate]
     composite: list[tuple[str, float]] | None = None
     graph_empty: bool = False
+    matrix: VectorMatrix | None = None
 
 
 def first_round(
@@ -224,7 +227,7 @@ def first_round(
     ]
     graph_empty = graph_at is not None and int(replies[graph_at]) == 0
     return FirstRound(may_exist, keyword, vector_hits, push_candidates(space, rankings, push_limit), ranked,
-                      graph_empty)
+                      graph_empty, vector.matrix if vector is not None else None)
 
 
 def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:

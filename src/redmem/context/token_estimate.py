@@ -1,4 +1,5 @@
-"""The default token estimator: cl100k_base's pre-tokenizer, mirrored, and a cost per piece.
+"""The token estimator: cl100k_base's pre-tokenizer, mirrored, and a cost per piece (opt-in; the
+default counter is the exact one, :func:`redmem.context.tokens.default_counter`).
 
 tiktoken encodes in two steps: a regular expression splits the text into *pieces* (a letter run
 with one optional leading non-letter, a group of 1-3 digits, a punctuation run, a whitespace
@@ -237,7 +238,8 @@ _costs = _PieceCosts()
 def estimate_tokens(text: str) -> int:
     """Estimated cl100k_base token count of ``text``: pure Python, no dependencies.
 
-    A few percent over the exact count on every content class measured (docs/tokens.md); 0 for
-    the empty string.
+    A few percent over the exact count summed over each content class measured, but not an upper
+    bound: a short text can be under-counted by up to a third (docs/tokens.md), which is why the
+    default counter is the exact one. 0 for the empty string.
     """
     return int(MARGIN * sum(map(_costs.__getitem__, pieces(text))) + 0.5)

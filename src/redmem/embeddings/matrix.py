@@ -158,6 +158,11 @@ class VectorMatrix:
         if kept:
             self._append([added[n][0] for n in kept], unit_rows(rows))
 
+    def unit_vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The unit vector of each id that has a row (a copy, read under the lock)."""
+        with self.lock:
+            return {i: self._rows[self._position[i]].copy() for i in ids if i in self._position}
+
     def search(self, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """Ids of the ``limit`` rows of highest cosine with ``query`` (cosine > 0), best first."""
         return self.rank(query, limit).hits

@@ -2,9 +2,10 @@
 
 ``assemble()`` runs the pull path (query-driven: BM25 + vector + graph fused by RRF or by convex
 score fusion, or the composite score), the push path (cyclic surfacing), merges and re-ranks
-both, packs them into ``max_items`` / ``max_tokens`` (rank order, skip-not-break, first record
-always admitted), renders exactly the slices it counted, and sends the post-effects in one round
-trip.
+both (proactive records never above what a question found), keeps one copy of each memory text
+(exact or near duplicates), packs them into ``max_items`` / ``max_tokens`` (rank order,
+skip-not-break, first record always admitted), renders exactly the slices it counted, and
+sends the post-effects in one round trip.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..context.candidates import Candidate, merge_paths
+from ..context.duplicates import DUPLICATE_COSINE, collapse_duplicates
 from ..context.effects import apply_post_effects
 from ..context.packing import Budget, pack
 from ..context.rendering import LINE_FORMATS, check_format, compose, frame_line, record_view, render_slice
@@ -68,6 +70,9 @@ class ContextAssembler:
     Every option is checked here, not at the first query that needs it; each error names the
     option and what it accepts. ``max_items`` and ``max_tokens`` must be >= 1: the first
     candidate is always admitted, so a budget of 0 could not be honoured.
+    ``duplicate_cosine``: two memories whose vectors (when the vector search ran) have at least
+    this cosine are near duplicates, and only the better-ranked one is kept; None keeps near
+    duplicates (exact ones, the same text after normalisation, always collapse).
     """
 
     COMPETITIVE_SUPPRESSION_SIGNAL = 0.3
@@ -93,6 +98,7 @@ class ContextAssembler:
         max_proactive: int | None = None,
         fusion: str = "rrf",
         fusion_weights: dict[str, float] | None = None,
+        duplicate_cosine: float | None = DUPLICATE_COSINE,
     ) -> None:
         self.model_class = subclass_of("model_class", model_class, Model, "a redmem Model class")
         self.max_items = positive_int("max_items", max_items)
@@ -106,6 +112,7 @@ class ContextAssembler:
         self.render_fields = self._check_render_fields(render_fields)
         max_proactive = non_negative_int("max_proactive", max_proactive, none=True)
         self.max_proactive = max(1, self.max_items // 5) if max_proactive is None else max_proactive
+        self.duplicate_cosine = _check_cosine(duplicate_cosine)
         self.fusion_weights = check_fusion(fusion, fusion_weights)
         self.fusion = fusion
         self.capabilities = Capabilities.of(model_class)
@@ -137,7 +144,8 @@ class ContextAssembler:
                                          first.keyword, first.vector, first.composite, at, first.graph_empty)
         else:  # nothing in this partition shares a term with the query
             pull, mode = [], self.mode
-        merged = self._load(merge_paths(pull, first.push, self.max_proactive))
+        found = self._load(merge_paths(pull, first.push, self.max_proactive, asked=bool(text)))
+        merged, duplicates = self._distinct(found, first.matrix)
         chosen, slices, token_count = self._pack(merged)
         selected = [c.record for c in chosen]
         proactive = [c.record for c in chosen if c.push is not None]
@@ -150,9 +158,10 @@ class ContextAssembler:
             "push_count": len(proactive),
             "token_count": token_count,
             "timing_ms": (time.perf_counter() - started) * 1000,
-            "total_candidates": len(merged),
+            "total_candidates": len(found),
             "retrieval_mode": mode,
             "suppressed_count": len(suppressed),
+            "duplicates_collapsed": len(duplicates),
         }
         if emit_trace:
             metadata["trace"] = [
@@ -181,6 +190,14 @@ class ContextAssembler:
         for candidate in missing:
             candidate.record = loaded.get(candidate.key)
         return [c for c in candidates if c.record is not None]
+
+    def _distinct(self, candidates: list[Candidate], matrix: Any) -> tuple[list[Candidate], list[Candidate]]:
+        """(kept, collapsed): one copy of each memory text, the best-ranked (see
+        :mod:`redmem.context.duplicates`); near duplicates by the vectors the vector search holds."""
+        near = matrix is not None and self.duplicate_cosine is not None
+        vectors = matrix.unit_vectors(c.key.record_id for c in candidates) if near else None
+        return collapse_duplicates(candidates, lambda c: self._text_of(c.record), vectors,
+                                   lambda c: c.key.record_id, self.duplicate_cosine if near else 1.0)
 
     def _pack(self, candidates: list[Candidate]) -> tuple[list[Candidate], list[str], int]:
         """Render each candidate's slice, count it, and pack skip-not-break into the budget.
@@ -268,6 +285,14 @@ class ContextAssembler:
         Without ``candidates`` it is the cheap pre-retrieval probe (no propagation, no push path).
         """
         return assess_retrieval(self, query_cues, candidates=candidates, now=now, **partition)
+
+
+def _check_cosine(value: float | None) -> float | None:
+    """``duplicate_cosine`` as given: None, or a number in (0, 1] (ValidationError otherwise)."""
+    cosine = finite_number("duplicate_cosine", value, low=0.0, high=1.0, none=True)
+    if cosine == 0.0:
+        raise ValidationError(f"duplicate_cosine must be a number in (0, 1] or None, got {value!r}")
+    return cosine
 
 
 def cue_text(query_cues: dict[str, Any] | str | None) -> str:
