@@ -112,8 +112,9 @@ def test_identical_memories_fill_one_slot(db, provider, sent):
 
 def test_the_copy_found_by_both_paths_ranks_first_and_stays(db, provider):
     provider(HashingEmbeddings(64))
-    Note.create(agent_id="a", content="Water the plants on Sunday")
-    routine = Note.create(agent_id="a", content="water the plants on sunday.", salience=1.0)
+    # The two texts tie on BM25, so their ranks follow their ids: the routine's id ranks first.
+    Note.create(agent_id="a", note_id="f" * 32, content="Water the plants on Sunday")
+    routine = Note.create(agent_id="a", note_id="0" * 32, content="water the plants on sunday.", salience=1.0)
     result = ContextAssembler(Note, max_items=5, retrieval_mode="lexical").assemble("plants", agent_id="a")
     assert result.records == [routine] == result.proactive
     assert result.metadata["duplicates_collapsed"] == 1

@@ -196,7 +196,7 @@ class ContextAssembler:
         :mod:`redmem.context.duplicates`); near duplicates by the vectors the vector search holds."""
         near = matrix is not None and self.duplicate_cosine is not None
         vectors = matrix.unit_vectors(c.key.record_id for c in candidates) if near else None
-        return collapse_duplicates(candidates, lambda c: self._text_of(c.record), vectors,
+        return collapse_duplicates(candidates, lambda c: self._text_of(c.record, self._view(c.record)), vectors,
                                    lambda c: c.key.record_id, self.duplicate_cosine if near else 1.0)
 
     def _pack(self, candidates: list[Candidate]) -> tuple[list[Candidate], list[str], int]:
@@ -223,13 +223,17 @@ class ContextAssembler:
         Shown fields: ``render_fields`` if given, else every stored field that is not a key and
         not a primitive's bookkeeping (``Field.shown`` False, e.g. cyclic amplitudes).
         """
+        view = self._view(record)
+        return render_slice(self.output_format, view, self._text_of(record, view))
+
+    def _view(self, record: Any) -> dict[str, Any]:
+        """The shown fields of ``record`` (see :meth:`render`), by name, as they are rendered."""
         meta = record._meta
         if self.render_fields is not None:
             names = self.render_fields
         else:
             names = [f.name for f in meta.stored_fields() if f.shown and f.name not in meta.key_fields]
-        view = record_view({name: getattr(record, name, None) for name in names})
-        return render_slice(self.output_format, view, self._text_of(record, view))
+        return record_view({name: getattr(record, name, None) for name in names})
 
     def _check_score_weights(self, weights: dict[str, float] | None) -> dict[str, float]:
         """``score_weights`` checked now, not at the first query that needs them: every name a
