@@ -164,9 +164,9 @@ def connect(url: str | None = None, *, cluster: bool = False, **options: Any) ->
     ``url`` wins, then the ``REDIS_URL`` environment variable, then a private embedded server
     started on first use and stopped at interpreter exit. ``redis+cluster://host:port`` or
     ``cluster=True`` gives a ``RedisCluster``; other ``options`` go to redis-py and win over
-    the defaults (``socket_timeout=0.6``, ``socket_connect_timeout=0.6``, 2 retries): a dead
-    server is reported within about 2.6 s. Raise ``socket_timeout`` for commands that may run
-    longer than that on the server.
+    the defaults (``socket_timeout=1.2``, ``socket_connect_timeout=1.0``, 1 retry): a dead
+    server is reported within about 2.7 s. Raise ``socket_timeout`` for reads that may run
+    longer than 1.2 s on the server.
     """
     with _lock:
         url = url or os.environ.get("REDIS_URL") or _embedded_url()

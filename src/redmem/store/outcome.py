@@ -14,7 +14,7 @@ and resent unchanged with every retry:
 The key is declared in the script's KEYS and shares the hash tag (so the slot, the tenant's key
 prefix and its ACL patterns) of the write's first key. The server keeps it ``OP_TTL_SECONDS``:
 the guarantee holds while one call's retries span less than that, i.e.
-``(retries + 1) * socket_timeout + pauses < OP_TTL_SECONDS`` (defaults: 3 * 0.6 + 0.75 s).
+``(retries + 1) * socket_timeout + pauses < OP_TTL_SECONDS`` (defaults: 2 * 1.2 + 0.25 s).
 When the retries run out the outcome cannot be known and :class:`WriteOutcomeUnknown` is raised:
 each of its ``operations`` is a key that exists (for ``OP_TTL_SECONDS``) iff the write was applied.
 """
