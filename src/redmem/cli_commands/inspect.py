@@ -11,7 +11,7 @@ log and staged reads; the record's pending recall proposal. Records are loaded w
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -91,7 +91,7 @@ def find_record(model: type, key: str, agent: str | None) -> Any:
 
 
 def _when(seconds: float | None) -> str:
-    return "-" if seconds is None else datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "-" if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _section(title: str) -> Table:

@@ -9,14 +9,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, Union
+from typing import TypeAlias
 
 __all__ = ["Budget", "Packed", "pack", "STRATEGIES", "Costs"]
 
 #: Token costs in rank order, or ``cost(index, position)`` when an item's cost depends on the
 #: 1-based position it would take (numbered lines).
-Costs = Union[Sequence[int], Callable[[int, int], int]]
+Costs: TypeAlias = Sequence[int] | Callable[[int, int], int]
 
 
 @dataclass(frozen=True)

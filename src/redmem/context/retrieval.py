@@ -14,13 +14,13 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from ..embeddings.matrix import VectorMatrix
 from ..fields.bloom import ExistenceFilter
 from ..fields.bm25 import BM25Field, search_result
 from ..fields.composite import CompositeSearch, Ranked, composite_search
 from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField, Graph
 from ..fields.cyclic import CyclicDecayField
-from ..embeddings.matrix import VectorMatrix
 from ..fields.embedding import EmbeddingField, VectorSearch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
@@ -69,7 +69,7 @@ class Capabilities:
     confidence: tuple[ConfidenceField, ...]
 
     @classmethod
-    def of(cls, model: type) -> "Capabilities":
+    def of(cls, model: type) -> Capabilities:
         fields = model._meta.fields.values()
         return cls(
             _only(model, BM25Field), _only(model, EmbeddingField), _only(model, CoOccurrenceField),

@@ -30,7 +30,7 @@ from ..model.query import query_method
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
 from ..store.keys import KeySpace
-from ..store.scripts import ScriptCall, queue_script, run_calls, run_script
+from ..store.scripts import ScriptCall, run_calls
 from ..text import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ class ExistenceFilter(TermField):
         self.m, self.k = bloom_size(capacity, error_rate)
 
     # -- saves -------------------------------------------------------------------------------
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         key = self.key(batch.keyspace)
         for args in self._script_args(list(dict.fromkeys(self.terms(batch.instance)))):
             batch.script("bloom_add", [key], args)

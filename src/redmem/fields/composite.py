@@ -62,7 +62,11 @@ from ..store.validation import finite_number, non_negative_int
 from .confidence import ConfidenceField
 from .cyclic import CyclicDecayField, cycle_weight
 from .decay import (
-    MODULATION_STRENGTH, SELECTION_EPS, DecayingSortedField, best_first, epoch_seconds,
+    MODULATION_STRENGTH,
+    SELECTION_EPS,
+    DecayingSortedField,
+    best_first,
+    epoch_seconds,
 )
 from .search import partition_of
 
@@ -366,7 +370,7 @@ def _number(raw: bytes) -> float | None:
     return float(raw) if raw else None
 
 
-def parse_reply(plan: Plan, reply: list) -> tuple[dict[str, tuple[float, float]], list[tuple[str, dict]]]:
+def parse_reply(plan: Plan, reply: list[Any]) -> tuple[dict[str, tuple[float, float]], list[tuple[str, dict[str, Any]]]]:
     """The sorted fields' (min, max) and the candidate rows of a ``composite_select.lua`` reply."""
     ranges = {}
     for i, key in enumerate(plan.ranges):
@@ -407,7 +411,7 @@ class CompositeSearch:
     def call(self) -> ScriptCall:
         return ScriptCall("composite_select", self.plan.keys, [json.dumps(self.plan.plan)])
 
-    def ranked(self, reply: list) -> list[Ranked]:
+    def ranked(self, reply: list[Any]) -> list[Ranked]:
         ranges, rows = parse_reply(self.plan, reply)
         mapped = {rid: {s.name: s.value(row, ranges) for s in self.signals} for rid, row in rows}
         scored = [(rid, composite(self.weights, values)) for rid, values in mapped.items()]

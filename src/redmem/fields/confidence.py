@@ -108,14 +108,14 @@ class ConfidenceField(Field):
         self.hash_fields: tuple[str, ...] = (name, *(f"{name}.{count}" for count in _COUNTS))
 
     # -- taking part in saves ------------------------------------------------------------------
-    def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
+    def prepare(self, reader: Any, batch: SaveBatch) -> Any:
         """When a record moves to a new key, read its evidence at the old key (watched by the save)."""
         source = batch.instance._saved_key
         if batch.old is not None or source is None or source == DbKey(batch.keyspace, batch.record_id):
             return None
         return reader.hmget(source.redis_key, *self.hash_fields)
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         """Index the record's confidence: its own entry, else ``initial_confidence``; evidence
         carried over a key change is copied first where the record has none."""
         if batch.fresh:
@@ -125,7 +125,7 @@ class ConfidenceField(Field):
         carried = [x for pair in self._carried(batch).items() for x in pair]
         batch.script("confidence_init", keys, [batch.record_id, self._initial, self.name, *carried])
 
-    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+    def on_save_many(self, batches: list[SaveBatch]) -> None:
         """Records under freshly generated keys have no evidence (no entry reads as none): one ZADD
         indexes them all at ``initial_confidence``; the others go through :meth:`on_save`."""
         scores = {}
@@ -137,12 +137,12 @@ class ConfidenceField(Field):
         if scores:
             batches[0].pipe.zadd(self.index_key(batches[0].keyspace), scores)
 
-    def _carried(self, batch: "SaveBatch") -> dict[str, Any]:
+    def _carried(self, batch: SaveBatch) -> dict[str, Any]:
         """The evidence entries read at the record's old key (``prepare``) that it had, by entry name."""
         carried = batch.prepared.get(self.name) or ()
         return {name: value for name, value in zip(self.hash_fields, carried) if value is not None}
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         batch.pipe.zrem(self.index_key(batch.keyspace), batch.record_id)
 
     # -- evidence ------------------------------------------------------------------------------

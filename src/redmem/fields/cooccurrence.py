@@ -29,7 +29,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Real
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
@@ -73,7 +73,7 @@ class Entity:
         utf8_text("Entity name", self.name)
 
 
-Node = Union[DbKey, Entity]
+Node: TypeAlias = DbKey | Entity
 
 
 def weight_rank(weight: float) -> str:
@@ -134,7 +134,7 @@ def _check(value: Any, name: str, low: float, high: float, *, open_low: bool = F
 class Graph:
     """The co-occurrence graph of one field in one partition; every method is one round trip."""
 
-    def __init__(self, field: "CoOccurrenceField", keyspace: KeySpace) -> None:
+    def __init__(self, field: CoOccurrenceField, keyspace: KeySpace) -> None:
         self.field = field
         self.keyspace = keyspace
 
@@ -362,7 +362,7 @@ class CoOccurrenceField(Field):
         return self.graph_of(*seeds).propagate(seeds, depth, decay_per_hop, threshold)
 
     # -- taking part in deletes ----------------------------------------------------------------
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         """Remove the record's edges in both directions, in the delete's own MULTI/EXEC."""
         keys = Graph(self, batch.keyspace).keys
         batch.script("graph_remove_node", keys, [RECORD_PREFIX + batch.record_id, self.symmetric_flag])

@@ -178,7 +178,7 @@ def stored_key(instance: Any) -> DbKey:
 Row = tuple[str, list[float | None]]
 
 
-def _rows(reply: list, width: int) -> list[Row]:
+def _rows(reply: list[Any], width: int) -> list[Row]:
     """Parse ``{id, s1..s_width, id, ..}`` into (record id, floats or None)."""
     rows = []
     for i in range(0, len(reply), width + 1):
@@ -187,17 +187,17 @@ def _rows(reply: list, width: int) -> list[Row]:
     return rows
 
 
-def select_call(keys: list[str], plan: dict) -> ScriptCall:
+def select_call(keys: list[str], plan: dict[str, Any]) -> ScriptCall:
     """The ``decay_select.lua`` call for ``plan`` (its reply goes to :func:`select_rows`)."""
     return ScriptCall("decay_select", keys, [json.dumps({"eps": SELECTION_EPS, **plan})])
 
 
-def select_rows(reply: list, keys: list[str]) -> list[Row]:
+def select_rows(reply: list[Any], keys: list[str]) -> list[Row]:
     """Rows of a ``decay_select`` reply: (record id, one value per key)."""
     return _rows(reply, len(keys))
 
 
-def select_candidates(client: Any, keys: list[str], plan: dict) -> list[Row]:
+def select_candidates(client: Any, keys: list[str], plan: dict[str, Any]) -> list[Row]:
     """Run ``decay_select.lua`` (one round trip): a superset of the answer, values per key."""
     plan = {"eps": SELECTION_EPS, **plan}
     with server_errors(client):
@@ -295,7 +295,7 @@ class DecayingSortedField(Field):
     def before_save(self, instance: Any, creating: bool) -> None:
         base_score(instance, self.base_score_field, self.label)
 
-    def on_save(self, batch: Any, old: dict | None) -> None:
+    def on_save(self, batch: Any, old: dict[str, Any] | None) -> None:
         """Stamp the creation time (kept on later saves) and the current base score."""
         keys, record_id, now = self.keys_in(batch.keyspace), batch.record_id, time.time()
         base = base_score(batch.instance, self.base_score_field, self.label)
@@ -318,7 +318,7 @@ class DecayingSortedField(Field):
             pipe.zadd(keys.base, {batch.record_id: base_score(batch.instance, self.base_score_field, self.label)
                                   for batch in batches})
 
-    def on_delete(self, batch: Any, old: dict) -> None:
+    def on_delete(self, batch: Any, old: dict[str, Any]) -> None:
         keys = self.keys_in(batch.keyspace)
         for key in (keys.updated, keys.base, keys.order):
             batch.pipe.zrem(key, batch.record_id)
@@ -371,7 +371,7 @@ class DecayingSortedField(Field):
             rows = select_candidates(client, script_keys, plan)
         return best_first([(rid, self._row_score(values, now)) for rid, values in rows], n)
 
-    def _selection(self, space: KeySpace, keys: DecayKeys, now: float, n: int) -> tuple[list[str], dict]:
+    def _selection(self, space: KeySpace, keys: DecayKeys, now: float, n: int) -> tuple[list[str], dict[str, Any]]:
         """Keys and plan of ``decay_select.lua``: lists t, then base and confidence when present."""
         script_keys, lists, defaults = [keys.updated], [[1, True, True]], [False]
         plan = {"now": now, "rate": self.decay_rate, "n": n, "base": 0, "confidence": 0,

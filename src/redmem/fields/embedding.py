@@ -221,7 +221,7 @@ class EmbeddingField(Field):
         self.embed_many(instances)
         super().before_save_many(instances, creating)
 
-    def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
+    def prepare(self, reader: Any, batch: SaveBatch) -> Any:
         """What to write: a (vector, digest) pair, the removal marker, or None (nothing)."""
         state = self._state(batch.instance)
         if state is None and self.source is not None:  # not through save(): a reindex of a stored record
@@ -240,17 +240,17 @@ class EmbeddingField(Field):
             state.vector, state.text = self.embed_texts([state.text])[0], None
         return state.vector, state.digest
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         self._write(batch, self._stored_value(batch))
 
-    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+    def on_save_many(self, batches: list[SaveBatch]) -> None:
         """Write the vectors of a chunk of records (of one partition) in one script call."""
         self._write(batches[0], [x for batch in batches for x in self._stored_value(batch)])
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         self._write(batch, [batch.record_id, b""])
 
-    def _stored_value(self, batch: "SaveBatch") -> list[Any]:
+    def _stored_value(self, batch: SaveBatch) -> list[Any]:
         """``[record id, stored vector]`` to write (``b""``: remove it), or ``[]`` for nothing."""
         action = batch.prepared.get(self.name)
         if action is None:
@@ -260,7 +260,7 @@ class EmbeddingField(Field):
         vector, origin = action
         return [batch.record_id, encode_stored(vector, self.dtype, origin)]
 
-    def _write(self, batch: "SaveBatch", changes: list[Any]) -> None:
+    def _write(self, batch: SaveBatch, changes: list[Any]) -> None:
         """Queue ``vector_write.lua`` for ``changes`` (record id, stored vector or ``b""``, ..), if any."""
         if changes:
             batch.script("vector_write", self.keys(batch.keyspace), [LOG_KEEP, LOG_FRACTION, *changes])
@@ -326,7 +326,7 @@ def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | No
     return len(vector) if isinstance(text, str) else field.known_dimensions()
 
 
-def _apply_changes(matrix: VectorMatrix, reply: list, changed: set[str], dimensions: int | None) -> bool:
+def _apply_changes(matrix: VectorMatrix, reply: list[Any], changed: set[str], dimensions: int | None) -> bool:
     """Apply one ``vector_changes.lua`` reply, adding the ids it changed to ``changed``; True
     when the matrix is now at the partition's version.
 
@@ -351,7 +351,7 @@ def _apply_changes(matrix: VectorMatrix, reply: list, changed: set[str], dimensi
     return matrix.version == version
 
 
-def _changes_args(matrix: VectorMatrix) -> list:
+def _changes_args(matrix: VectorMatrix) -> list[Any]:
     cursor = matrix.loading[1] if matrix.loading is not None else ""
     return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL, cursor]
 
@@ -413,7 +413,7 @@ class VectorSearch:
             self.ranking = self.matrix.rank(self.vector, self.limit)
         return self.ranking
 
-    def finish(self, replies: list) -> list[Any]:
+    def finish(self, replies: list[Any]) -> list[Any]:
         """The records, best first, from the replies of what :meth:`queue` queued (``hydrate=False``:
         the (record id, cosine) pairs)."""
         try:
@@ -448,7 +448,7 @@ class VectorSearch:
             self._locked = False
             self.matrix.lock.release()
 
-    def _catch_up(self, reply: list) -> list[tuple[str, float]]:
+    def _catch_up(self, reply: list[Any]) -> list[tuple[str, float]]:
         """The hits once the matrix has caught up with the partition's changes."""
         matrix = self.matrix
         generation, changed = matrix.generation, set()
@@ -483,14 +483,14 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     return search.finish(replies)
 
 
-def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> list:
+def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> list[Any]:
     """The ranking's hits, brought up to date with the changes just applied."""
     if matrix.generation != generation:
         return matrix.search(ranking.query, ranking.limit)
     return matrix.rerank(ranking, changed) if changed else ranking.hits
 
 
-def _hydrate(model: type, space: KeySpace, hits: list[tuple[str, float]], fetched: dict) -> list[Any]:
+def _hydrate(model: type, space: KeySpace, hits: list[tuple[str, float]], fetched: dict[str, Any]) -> list[Any]:
     records = []
     for record_id, score in hits:
         raw = fetched.get(record_id)

@@ -19,7 +19,8 @@ save).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from redis.exceptions import WatchError
 

@@ -80,13 +80,13 @@ class FrequencySketch(TermField):
         self.width, self.depth = sketch_size(epsilon, delta)
 
     # -- saves -------------------------------------------------------------------------------
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         counts = Counter(self.terms(batch.instance))
         if old is not None:
             counts.subtract(self.terms(_record_view(self.model, old)))
         self._queue(batch.pipe, self.key(batch.keyspace), counts)
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         counts = Counter(self.terms(_record_view(self.model, old)))
         self._queue(batch.pipe, self.key(batch.keyspace), {t: -n for t, n in counts.items()})
 
@@ -143,7 +143,7 @@ class FrequencySketch(TermField):
             return [int(value) for reply in pipe.execute() for value in reply]
 
 
-def _chunks(items: list, size: int) -> Iterator[list]:
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..store.errors import ModelException, ValidationError
+from .batch import SaveBatch
 from .dbkey import DbKey
 from .field import Field
 from .options import Options
-from .batch import SaveBatch
-from .persistence import (delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_many,
-                          save_record)
+from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_many, save_record
 from .query import Query
 
 __all__ = ["Model", "ModelMeta"]
@@ -19,7 +18,7 @@ __all__ = ["Model", "ModelMeta"]
 class ModelMeta(type):
     """Collects fields (from mixins and bases too) in declaration order and builds ``_meta``."""
 
-    def __new__(mcs, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> "ModelMeta":
+    def __new__(mcs, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwargs: Any) -> ModelMeta:
         meta = namespace.pop("Meta", None)
         cls = super().__new__(mcs, name, bases, namespace, **kwargs)
         if not any(isinstance(base, ModelMeta) for base in bases):
@@ -70,14 +69,14 @@ class Model(metaclass=ModelMeta):
         self._saved_key: DbKey | None = None
 
     @classmethod
-    def create(cls, **values: Any) -> "Model":
+    def create(cls, **values: Any) -> Model:
         """Build and save a record in one call."""
         instance = cls(**values)
         instance.save()
         return instance
 
     @classmethod
-    def save_many(cls, instances: list["Model"], chunk_size: int = 1000) -> int:
+    def save_many(cls, instances: list[Model], chunk_size: int = 1000) -> int:
         """Save many records fast: new auto-keyed records go in one atomic batch per partition and chunk
         of at most ``chunk_size`` records (the first chunks smaller), the others one by one.
 

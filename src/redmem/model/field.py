@@ -66,7 +66,7 @@ class Field:
         """Record which model attribute this field is (called by the metaclass)."""
         self.model, self.name = model, name
 
-    def clone(self) -> "Field":
+    def clone(self) -> Field:
         """A copy for a subclass that inherits this field (so ``bind`` does not clash)."""
         return copy.copy(self)
 
@@ -120,17 +120,17 @@ class Field:
     #: True when :meth:`prepare` reads Redis, so even a brand-new record's save must WATCH.
     reads_before_write = False
 
-    def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
+    def prepare(self, reader: Any, batch: SaveBatch) -> Any:
         """Read what the write will need, under the record's WATCH; the result is ``batch.prepared[name]``.
 
         ``reader`` executes immediately; call ``reader.watch(*keys)`` first to guard more keys.
         """
         return None
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         """Queue this field's index writes for the record being saved (``old``: stored values)."""
 
-    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+    def on_save_many(self, batches: list[SaveBatch]) -> None:
         """Queue the index writes of many records of one partition saved in one transaction.
 
         Fields override it to merge the writes (one command or script per index key instead of
@@ -139,7 +139,7 @@ class Field:
         for batch in batches:
             self.on_save(batch, batch.old)
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         """Queue the removal of this field's index entries for a record being deleted."""
 
     def __repr__(self) -> str:

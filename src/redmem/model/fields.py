@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .field import Field
@@ -73,4 +73,4 @@ class DatetimeField(Field):
 
     def before_save(self, instance: Any, creating: bool) -> None:
         if self.auto_now or (self.auto_now_add and creating and getattr(instance, self.name) is None):
-            setattr(instance, self.name, datetime.now(timezone.utc))
+            setattr(instance, self.name, datetime.now(UTC))

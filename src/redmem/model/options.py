@@ -26,10 +26,10 @@ class Options:
     key_fields: tuple[str, ...] = ()
     partition_fields: tuple[str, ...] = ()
     id_fields: tuple[str, ...] = field(default=())
-    _spaces: dict = field(default_factory=dict, repr=False, compare=False)
+    _spaces: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def build(cls, model_name: str, fields: dict[str, Field], meta: Any) -> "Options":
+    def build(cls, model_name: str, fields: dict[str, Field], meta: Any) -> Options:
         """Collect keys and the single partition of a model, rejecting inconsistent declarations."""
         abstract = bool(getattr(meta, "abstract", False))
         name = check_name(getattr(meta, "name", model_name), "model name")

@@ -8,9 +8,9 @@ concurrent write to the same record aborts the EXEC and the whole batch is rebui
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from redis.exceptions import WatchError
 
@@ -78,7 +78,7 @@ def instance_from_stored(model: type, key: DbKey, raw: dict[bytes, bytes]) -> An
 def _transact(
     client: Any,
     keys: list[str],
-    prepare: Callable[[Any, list[dict]], Any],
+    prepare: Callable[[Any, list[dict[str, Any]]], Any],
     write: Callable[[Any, Any], None],
     *,
     fresh: bool = False,
@@ -139,7 +139,7 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
         raise cause from exc
 
 
-def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict) -> SaveBatch:
+def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict[str, Any]) -> SaveBatch:
     """A batch for the record at ``key`` with its stored values and every field's prepared reads."""
     old = decode_stored(type(instance), stored) if stored else None
     batch = SaveBatch(None, client, key.keyspace, key.record_id, instance, old)
@@ -169,7 +169,7 @@ def save_record(instance: Any) -> None:
     watched = [key.redis_key] + ([moved_from.redis_key] if moved_from else [])
     fresh = generated and not any(f.reads_before_write for f in meta.fields.values())
 
-    def prepare(reader: Any, hashes: list[dict]) -> tuple[SaveBatch, SaveBatch | None]:
+    def prepare(reader: Any, hashes: list[dict[str, Any]]) -> tuple[SaveBatch, SaveBatch | None]:
         batch = _batch(reader, client, instance, key, hashes[0])
         batch.fresh = generated
         moved = _batch(reader, client, instance, moved_from, hashes[1]) if moved_from and hashes[1] else None
@@ -207,7 +207,7 @@ def queue_new_record(pipe: Any, client: Any, instance: Any) -> SaveBatch:
 
 
 def queue_new_records(
-    pipe: Any, client: Any, instances: list[Any], *, values: list[dict] | None = None, fresh: bool = False
+    pipe: Any, client: Any, instances: list[Any], *, values: list[dict[str, Any]] | None = None, fresh: bool = False
 ) -> list[SaveBatch]:
     """Queue the unconditional writes of records known to be new, with merged index writes.
 
@@ -274,7 +274,7 @@ def save_many(model: type, instances: list[Any], chunk_size: int = 1000) -> int:
     return len(instances)
 
 
-def _checked_by_partition(meta: Any, new: list[Any], others: list[Any]) -> dict[tuple, list[tuple[Any, dict]]]:
+def _checked_by_partition(meta: Any, new: list[Any], others: list[Any]) -> dict[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]]:
     """Check every record of a bulk save before anything is written; the new ones' (instance,
     validated values) pairs by partition."""
     groups = [(new, True), ([i for i in others if i._saved_key is None], True),
@@ -283,7 +283,7 @@ def _checked_by_partition(meta: Any, new: list[Any], others: list[Any]) -> dict[
         for group, creating in groups:
             if group:
                 field.before_save_many(group, creating)
-    by_partition: dict[tuple, list[tuple[Any, dict]]] = {}
+    by_partition: dict[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]] = {}
     for instance in new:
         values = instance.validated_values()
         partition = tuple(values[n] for n in meta.partition_fields)
@@ -362,7 +362,7 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
                 request.abandon()
 
 
-def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict]], markers: list[str]) -> Any:
+def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict[str, Any]]], markers: list[str]) -> Any:
     """A transaction pipeline holding the writes of a chunk of checked new records and its operation key (not sent)."""
     pipe = client.pipeline(transaction=True)
     instances, values = [i for i, _ in chunk], [v for _, v in chunk]
@@ -379,7 +379,7 @@ def hashes_present(batch: SaveBatch) -> set[str]:
     return {name for name, value in batch.old.items() if value is not None}
 
 
-def _queue_hash_write(pipe: Any, instance: Any, key: DbKey, values: dict, present: set[str]) -> None:
+def _queue_hash_write(pipe: Any, instance: Any, key: DbKey, values: dict[str, Any], present: set[str]) -> None:
     fields = instance._meta.fields
     mapping = {n: fields[n].encode(v) for n, v in values.items() if v is not None}
     cleared = [n for n, v in values.items() if v is None and n in present]
@@ -397,7 +397,7 @@ def delete_record(instance: Any) -> bool:
     client = instance._meta.client
     found = []  # whether the batch that ran (the last one built) found the record
 
-    def prepare(reader: Any, hashes: list[dict]) -> SaveBatch | None:
+    def prepare(reader: Any, hashes: list[dict[str, Any]]) -> SaveBatch | None:
         return _batch(reader, client, instance, key, hashes[0]) if hashes[0] else None
 
     def write(pipe: Any, batch: SaveBatch | None) -> None:

@@ -151,7 +151,7 @@ class AccessTrackerMixin:
     @property
     def staged_access_count(self) -> int:
         """How many reads wait for confirmation: what :meth:`confirm_access` would count now."""
-        def both(client: Any, key: DbKey) -> list:
+        def both(client: Any, key: DbKey) -> list[Any]:
             return client.pipeline(transaction=False).get(staged_count_key(key)).llen(staged_key(key)).execute()
 
         counted, kept = self._read(both)

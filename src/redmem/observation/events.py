@@ -76,7 +76,7 @@ class StreamEvent:
     fields: dict[str, str]
 
     @classmethod
-    def from_entry(cls, entry_id: bytes | str, raw: dict) -> "StreamEvent":
+    def from_entry(cls, entry_id: bytes | str, raw: dict[str, Any]) -> StreamEvent:
         def text(value: bytes | str) -> str:
             return value.decode() if isinstance(value, bytes) else value
 
@@ -109,12 +109,12 @@ class StreamEvent:
         return json.loads(self.fields.get("changed_fields", "[]"))
 
     @property
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         return json.loads(self.fields.get("data", "{}"))
 
 
 def event_fields(
-    model: str, key: str, op: str, ts: float, changed: list[str] | None = None, data: dict | None = None
+    model: str, key: str, op: str, ts: float, changed: list[str] | None = None, data: dict[str, Any] | None = None
 ) -> dict[str, str]:
     """The stream entry of one event (``data`` only for custom events); ``key`` goes in as ``pk`` and ``key``."""
     fields = {"model": model, "pk": key, "key": key, "op": op, "ts": repr(ts),
@@ -124,7 +124,7 @@ def event_fields(
     return fields
 
 
-def changed_field_names(instance: Any, old: dict | None, new: dict | None) -> list[str]:
+def changed_field_names(instance: Any, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
     """Declaration-ordered names of the stored fields that differ between ``old`` and ``new``."""
     names = [f.name for f in instance._meta.stored_fields()]
     old, new = old or {}, new or {}
@@ -216,12 +216,12 @@ class EventStreamMixin:
             run_calls(client, calls)
         events.clear()
 
-    def _stream_args(self, fields: dict) -> list:
+    def _stream_args(self, fields: dict[str, Any]) -> list[Any]:
         """ARGV of ``stream_add.lua``: the length cap (0: none), then the entry's field/value pairs."""
         return [self.event_stream_maxlen or 0, *(item for pair in fields.items() for item in pair)]
 
     # -- custom events --------------------------------------------------------------------------
-    def emit_event(self, op: str, data: dict | None = None, pipeline: Any = None) -> str | None:
+    def emit_event(self, op: str, data: dict[str, Any] | None = None, pipeline: Any = None) -> str | None:
         """Write a custom event about this record; returns its entry id, or None when queued.
 
         ``op`` is the event's name (not ``create``/``update``/``delete``); ``data`` a JSON-ready

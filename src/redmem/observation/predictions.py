@@ -30,10 +30,11 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from numbers import Real
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from ..fields.confidence import ConfidenceField
 from ..model.batch import SaveBatch
@@ -75,7 +76,7 @@ def value_error(predicted: Any, actual: Any) -> float:
     return 0.0 if same_kind and predicted == actual else 1.0
 
 
-def prediction_error(predicted: dict, actual: dict) -> float:
+def prediction_error(predicted: dict[str, Any], actual: dict[str, Any]) -> float:
     """Mean of :func:`value_error` over the predicted keys, a key missing from ``actual`` counting 1."""
     if not predicted:
         raise ValidationError("a prediction needs at least one key")
@@ -114,14 +115,14 @@ class ResolvedPrediction:
     id: str
     key: str
     error: float
-    prediction: dict
-    actual: dict | None
+    prediction: dict[str, Any]
+    actual: dict[str, Any] | None
     outcome: str | None
     predicted_at: float
     resolved_at: float
 
     @classmethod
-    def from_json(cls, raw: bytes | str) -> "ResolvedPrediction":
+    def from_json(cls, raw: bytes | str) -> ResolvedPrediction:
         return cls(**json.loads(raw))
 
 
@@ -130,7 +131,7 @@ def group_key(entry: ResolvedPrediction, group_by: str | Callable[[ResolvedPredi
     of its resolution time in UTC, or what a callable returns for it."""
     if callable(group_by):
         return group_by(entry)
-    moment = datetime.fromtimestamp(entry.resolved_at, tz=timezone.utc)
+    moment = datetime.fromtimestamp(entry.resolved_at, tz=UTC)
     if group_by == "hour":
         return moment.hour
     if group_by == "weekday":
@@ -175,7 +176,7 @@ class LedgerKeys:
     details: str
 
     @classmethod
-    def of(cls, space: KeySpace) -> "LedgerKeys":
+    def of(cls, space: KeySpace) -> LedgerKeys:
         return cls(space.key("pe"), space.key("pt"), space.key("ph"))
 
 
@@ -199,7 +200,7 @@ class PredictionLedgerMixin:
         return self._saved_key or self.db_key  # type: ignore[attr-defined]
 
     # -- recording -------------------------------------------------------------------------------
-    def record_prediction(self, prediction: dict, pipeline: Any = None, now: float | None = None) -> int | None:
+    def record_prediction(self, prediction: dict[str, Any], pipeline: Any = None, now: float | None = None) -> int | None:
         """Open a prediction (replacing an unresolved one); returns its sequence number, None when queued.
 
         Raises ValidationError for an empty or non-JSON prediction, RecordNotFound when the record
@@ -236,7 +237,7 @@ class PredictionLedgerMixin:
         return state
 
     # -- resolving ---------------------------------------------------------------------------------
-    def resolve_prediction(self, actual: dict, now: float | None = None) -> float | None:
+    def resolve_prediction(self, actual: dict[str, Any], now: float | None = None) -> float | None:
         """Resolve the open prediction against ``actual``; returns its error, or None when there
         was no open prediction or a concurrent resolver won. Two round trips (read, compare-and-set)."""
         actual_json = _json_object(actual, "the actual values")
@@ -285,7 +286,7 @@ class PredictionLedgerMixin:
             return False
         return self.stream_shares_slot(self._meta.client, self._stored_key().keyspace)  # type: ignore[attr-defined]
 
-    def _resolution(self, error: float, now: float | None, actual: str, outcome: str, seq: str) -> tuple[list, list]:
+    def _resolution(self, error: float, now: float | None, actual: str, outcome: str, seq: str) -> tuple[list[Any], list[Any]]:
         key = self._stored_key()
         ledger = LedgerKeys.of(key.keyspace)
         keys = [prediction_key(key), ledger.errors, ledger.times, ledger.details]

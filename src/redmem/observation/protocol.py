@@ -32,8 +32,9 @@ touch several partitions (cluster slots).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..fields.confidence import ConfidenceField
 from ..fields.cyclic import CyclicDecayField
@@ -109,7 +110,7 @@ class _Call:
     #: (reply index, record, error, outcome) of resolutions whose event the script cannot write.
     late_events: list[tuple[int, Any, float, str]]
 
-    def emit(self, record: Any, op: str, data: dict) -> None:
+    def emit(self, record: Any, op: str, data: dict[str, Any]) -> None:
         if isinstance(record, EventStreamMixin):
             record.emit_event(op, data, pipeline=self.pipe)
 
@@ -154,7 +155,7 @@ class _Call:
         if isinstance(record, EventStreamMixin) and not record.stream_in_resolution():
             self.late_events.append((len(self.pipe) - 1, record, error, outcome))
 
-    def write_late_events(self, replies: list, client: Any) -> None:
+    def write_late_events(self, replies: list[Any], client: Any) -> None:
         """Events of resolutions that happened, for streams the resolution script could not reach."""
         resolved = [(r, e, o) for i, r, e, o in self.late_events if replies[i] == 1]
         if not resolved:

@@ -25,9 +25,9 @@ import logging
 import math
 import statistics
 from collections.abc import Callable
-from numbers import Real
 from dataclasses import dataclass, field
 from itertools import permutations
+from numbers import Real
 from typing import Any
 
 from ..store.errors import ValidationError

@@ -126,7 +126,7 @@ class Turn:
     said_at: str = ""
 
     @classmethod
-    def of(cls, turn: "Turn | Mapping[str, Any]") -> "Turn":
+    def of(cls, turn: Turn | Mapping[str, Any]) -> Turn:
         """A Turn from a Turn or a mapping with ``speaker``, ``text`` and optional ``session``, ``said_at``."""
         if isinstance(turn, Turn):
             return turn

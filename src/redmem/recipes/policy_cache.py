@@ -342,7 +342,7 @@ class PolicyCache:
         pipe.execute()
         return True
 
-    def _queue_entry(self, pipe: Any, client: Any, entry: PolicyEntry, old: dict | None) -> None:
+    def _queue_entry(self, pipe: Any, client: Any, entry: PolicyEntry, old: dict[str, Any] | None) -> None:
         """Queue the entry's record write, its Q indexes and the cycles switched on or off."""
         if old is None:
             batch = queue_new_record(pipe, client, entry)

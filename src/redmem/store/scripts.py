@@ -41,12 +41,12 @@ def script(name: str) -> Script:
     return Script(None, guarded_source(source) if name in WRITE_SCRIPTS else source)
 
 
-def _operations(name: str, keys: list) -> list[str]:
+def _operations(name: str, keys: list[Any]) -> list[str]:
     """The operation key a call of ``name`` adds to its KEYS: one for a write script, else none."""
     return [operation_key(keys[0])] if name in WRITE_SCRIPTS else []
 
 
-def run_script(name: str, keys: list, args: list, client: Any) -> Any:
+def run_script(name: str, keys: list[Any], args: list[Any], client: Any) -> Any:
     """Run a script now by EVALSHA, loading it on NOSCRIPT; ``keys`` lists every key it touches.
 
     A write whose reply is lost after every retry raises :class:`WriteOutcomeUnknown`.
@@ -62,7 +62,7 @@ def run_script(name: str, keys: list, args: list, client: Any) -> Any:
             return client.evalsha(lua.sha, len(keys), *keys, *args)
 
 
-def queue_script(pipe: Any, name: str, keys: list, args: list) -> list[str]:
+def queue_script(pipe: Any, name: str, keys: list[Any], args: list[Any]) -> list[str]:
     """Queue a script on a pipeline or transaction (EVAL with source: no cache dependence).
 
     Returns the operation keys the call carries (one for a write script). On a cluster pipeline
@@ -83,8 +83,8 @@ class ScriptCall:
     """One script invocation, built before it runs so independent calls can share a round trip."""
 
     name: str
-    keys: list
-    args: list
+    keys: list[Any]
+    args: list[Any]
 
     def run(self, client: Any) -> Any:
         return run_script(self.name, self.keys, self.args, client)

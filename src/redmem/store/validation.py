@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Collection
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from numbers import Integral, Real
 from typing import Any
 
@@ -85,7 +85,7 @@ def finite_number(
     error: type[RedmemError] = ValidationError,
 ) -> float | None:
     """``value`` as a finite float in [``low``, ``high``] (either bound optional; None too when ``none``)."""
-    bounds = " in [{}, {}]".format(low, high) if low is not None and high is not None else (
+    bounds = f" in [{low}, {high}]" if low is not None and high is not None else (
         f" >= {low}" if low is not None else f" <= {high}" if high is not None else "")
     accepted = f"a finite number{bounds}" + (" or None" if none else "")
     if value is None and none:
@@ -126,7 +126,7 @@ def timestamp(name: str, value: Any) -> float:
 
 def epoch_of(value: datetime) -> float:
     """Seconds since the epoch of a datetime; a naive one is taken as UTC."""
-    return (value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)).timestamp()
+    return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
 
 
 def utf8_text(name: str, value: str) -> str:
