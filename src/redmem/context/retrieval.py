@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..embeddings.matrix import VectorMatrix
 from ..fields.bloom import ExistenceFilter
@@ -30,6 +30,9 @@ from ..store.overlap import execute_while
 from ..store.scripts import ScriptCall, run_calls
 from .candidates import Candidate
 from .fusion import RRF_K, checked_weights, convex_fusion, query_adaptive_weights, reciprocal_rank_fusion
+
+if TYPE_CHECKING:
+    from ..model.base import Model
 
 __all__ = [
     "Capabilities",
@@ -52,7 +55,7 @@ FUSIONS = ("rrf", "convex")
 LIST_NAMES = ("keyword", "vector", "graph", "composite")
 
 
-def _only(model: type, kind: type) -> Any:
+def _only(model: type[Model], kind: type) -> Any:
     found = [f for f in model._meta.fields.values() if isinstance(f, kind)]
     return found[0] if found else None
 
@@ -69,7 +72,7 @@ class Capabilities:
     confidence: tuple[ConfidenceField, ...]
 
     @classmethod
-    def of(cls, model: type) -> Capabilities:
+    def of(cls, model: type[Model]) -> Capabilities:
         fields = model._meta.fields.values()
         return cls(
             _only(model, BM25Field), _only(model, EmbeddingField), _only(model, CoOccurrenceField),
@@ -247,7 +250,7 @@ def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
 
 
 def pull_candidates(
-    model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
+    model: type[Model], caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
     keyword: list[tuple[str, float]] | None = None, vector: list[tuple[str, float]] | None = None,
     composite: list[tuple[str, float]] | None = None, now: float | None = None, graph_empty: bool = False,
 ) -> tuple[list[Candidate], str]:
@@ -298,7 +301,7 @@ def pull_candidates(
 
 
 def _composite_lists(
-    model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
+    model: type[Model], caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
     signals: dict[str, dict[str, float]], keyword: list[tuple[str, float]] | None,
     composite: list[tuple[str, float]] | None, now: float | None,
 ) -> dict[str, list[tuple[str, float]]]:

@@ -156,7 +156,7 @@ class VectorMatrix:
             left_out = [i for n, (i, _) in enumerate(added) if n not in decoded]
             logger.warning("%d vector(s) are not of %s dimensions: left out of search (e.g. %s)",
                            len(left_out), width, left_out[0])
-        if kept:
+        if kept and rows is not None:
             self._append([added[n][0] for n in kept], unit_rows(rows))
 
     def unit_vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:

@@ -34,6 +34,7 @@ from ..store.scripts import ScriptCall, run_calls
 from ..text import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
+    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = [
@@ -78,7 +79,7 @@ def bit_positions(term: str, m: int, k: int) -> list[int]:
     return [(h1 + i * step) % m for i in range(k)]
 
 
-class TermField(Field):
+class TermField(Field[Any]):
     """Base of the fields that index the analysed terms of a record's fingerprint.
 
     It keeps no entry in the record hash. ``fingerprint_fn(record)`` returns a text, a list of
@@ -134,7 +135,7 @@ class TermField(Field):
             )
         return self.model.query.filter(**partition).partition()
 
-    def _text_fields(self) -> list[Field]:
+    def _text_fields(self) -> list[Field[Any]]:
         fields = [
             f for f in self.model._meta.fields.values() if f.stored and not f.is_key and f.python_type is str
         ]
@@ -263,7 +264,7 @@ class ExistenceFilter(TermField):
             return run_calls(client, [ScriptCall(script, [key], args) for args in calls])
 
 
-def _existence_filter(model: type, name: str | None) -> ExistenceFilter:
+def _existence_filter(model: type[Model], name: str | None) -> ExistenceFilter:
     """The model's ExistenceFilter called ``name``, or its only one when ``name`` is None."""
     filters = {n: f for n, f in model._meta.fields.items() if isinstance(f, ExistenceFilter)}
     if name is None and len(filters) == 1:

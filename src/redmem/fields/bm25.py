@@ -81,7 +81,7 @@ class SearchResult:
     records_scored: int
 
 
-class BM25Field(Field):
+class BM25Field(Field[Any]):
     """Okapi BM25 over the terms of the ``source`` text field, searchable per partition.
 
     Args:

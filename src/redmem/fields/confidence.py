@@ -68,7 +68,7 @@ def updated_confidence(confidence: float, evidence_count: int, signal: float, ev
     return min(1.0, max(0.0, confidence + (signal - confidence) / (n + 1)))
 
 
-class ConfidenceField(Field):
+class ConfidenceField(Field[Any]):
     """A per-record confidence in [0, 1], moved by evidence signals, indexed per partition.
 
     Args:

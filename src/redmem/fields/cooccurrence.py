@@ -270,7 +270,7 @@ class Graph:
             return run_script(script, keys, args, client)
 
 
-class CoOccurrenceField(Field):
+class CoOccurrenceField(Field[Any]):
     """A weighted association graph over the model's records and named entities, per partition.
 
     Use it through :meth:`graph` (``Memory.associations.graph(agent_id="a")``) or directly on the

@@ -156,7 +156,7 @@ class CyclicKeys:
         return self.part("a", escape(cycle_key))
 
 
-class CyclicDecayField(Field):
+class CyclicDecayField(Field[dict[str, Any]]):
     """A decaying score with learned cyclic peaks and unresolved pressure (see the module doc).
 
     The record hash holds ``{cycle key: declared amplitude}`` as saved, so a re-save keeps the

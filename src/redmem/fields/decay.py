@@ -221,7 +221,7 @@ class DecayKeys:
     order: str
 
 
-class DecayingSortedField(Field):
+class DecayingSortedField(Field[Any]):
     """A score that decays from a base with the time since the record was created or touched.
 
     Nothing is stored in the record hash: the field keeps per-partition sorted sets (member =

@@ -53,6 +53,7 @@ from ..store.scripts import queue_script, run_script
 from ..store.validation import non_negative_int, positive_int, utf8_text
 
 if TYPE_CHECKING:
+    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = ["EmbeddingField", "embed_many", "semantic_search", "text_digest", "VECTOR_KIND", "matrices"]
@@ -89,7 +90,7 @@ class _Embedded:
     explicit: bool = False
 
 
-class EmbeddingField(Field):
+class EmbeddingField(Field[Any]):
     """A vector per record: embedded from the ``source`` field's text, or assigned directly.
 
     Args:
@@ -289,7 +290,7 @@ class EmbeddingField(Field):
         return len(texts)
 
 
-def embedding_fields(model: type) -> list[EmbeddingField]:
+def embedding_fields(model: type[Model]) -> list[EmbeddingField]:
     """The model's embedding fields, in declaration order."""
     return [f for f in model._meta.fields.values() if isinstance(f, EmbeddingField)]
 
@@ -303,7 +304,7 @@ def embed_many(instances: Iterable[Any]) -> int:
 
 
 # -- search ------------------------------------------------------------------------------------
-def _search_field(model: type, name: str | None) -> EmbeddingField:
+def _search_field(model: type[Model], name: str | None) -> EmbeddingField:
     fields = [f for f in embedding_fields(model) if name is None or f.name == name]
     if not fields:
         raise QueryException(f"{model.__name__} has no EmbeddingField" + (f" {name!r}" if name else ""))
@@ -490,7 +491,7 @@ def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, chang
     return matrix.rerank(ranking, changed) if changed else ranking.hits
 
 
-def _hydrate(model: type, space: KeySpace, hits: list[tuple[str, float]], fetched: dict[str, Any]) -> list[Any]:
+def _hydrate(model: type[Model], space: KeySpace, hits: list[tuple[str, float]], fetched: dict[str, Any]) -> list[Any]:
     records = []
     for record_id, score in hits:
         raw = fetched.get(record_id)

@@ -34,6 +34,7 @@ from ..store.validation import integer
 from .bloom import MAX_ARGS, TermField, term_hashes
 
 if TYPE_CHECKING:
+    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = ["FrequencySketch", "sketch_size", "counter_indexes"]
@@ -148,7 +149,7 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start : start + size]
 
 
-def _record_view(model: type, values: dict[str, Any]) -> Any:
+def _record_view(model: type[Model], values: dict[str, Any]) -> Any:
     """An unsaved instance holding ``values`` (a record's stored fields), for fingerprint_fn."""
     view = model.__new__(model)
     for name, value in values.items():

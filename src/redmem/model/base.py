@@ -18,12 +18,14 @@ __all__ = ["Model", "ModelMeta"]
 class ModelMeta(type):
     """Collects fields (from mixins and bases too) in declaration order and builds ``_meta``."""
 
+    _meta: Options
+
     def __new__(mcs, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwargs: Any) -> ModelMeta:
         meta = namespace.pop("Meta", None)
         cls = super().__new__(mcs, name, bases, namespace, **kwargs)
         if not any(isinstance(base, ModelMeta) for base in bases):
             return cls  # the Model base class itself
-        fields: dict[str, Field] = {}
+        fields: dict[str, Field[Any]] = {}
         for klass in reversed(cls.__mro__[1:]):
             for attr, value in vars(klass).items():
                 if isinstance(value, Field):
@@ -42,7 +44,7 @@ class ModelMeta(type):
 class _QueryAccessor:
     """``Model.query``: a fresh :class:`Query` over the model."""
 
-    def __get__(self, instance: Any, owner: type) -> Query:
+    def __get__(self, instance: Any, owner: type[Model]) -> Query:
         if instance is not None:
             raise AttributeError("query is reached through the model class, not an instance")
         if owner._meta.abstract:
@@ -124,7 +126,7 @@ class Model(metaclass=ModelMeta):
         if unknown:
             raise ValidationError(f"{type(self).__name__} has no field(s) {unknown}")
         chosen = [fields[n] for n in field_names] or list(fields.values())
-        touchable = [f for f in chosen if callable(getattr(f, "touch", None))]
+        touchable: list[Any] = [f for f in chosen if callable(getattr(f, "touch", None))]
         if field_names and len(touchable) != len(chosen):
             untouchable = [f.name for f in chosen if f not in touchable]
             raise ValidationError(f"{type(self).__name__} field(s) {untouchable} cannot be touched")
@@ -159,7 +161,7 @@ class Model(metaclass=ModelMeta):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.to_dict() == other.to_dict()  # type: ignore[union-attr]
+        return self.to_dict() == other.to_dict()
 
     def __hash__(self) -> int:
         """Hash of the class and the key field values, so records can key a dict or fill a set.

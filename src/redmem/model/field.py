@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from ..store.errors import ModelException, ValidationError
 from .codecs import Codec, codec_for
@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from .batch import SaveBatch
 
 __all__ = ["Field", "MISSING"]
+
+#: The Python type of a field's value on a record (``str`` for a StringField).
+T = TypeVar("T")
 
 
 class _Missing:
@@ -23,13 +26,24 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-class Field:
+class Field(Generic[T]):
     """A model attribute stored as one entry of the record's Redis hash.
 
     Subclasses set ``python_type`` and may override :meth:`coerce`, :meth:`encode`,
     :meth:`decode`, and the save hooks :meth:`on_save` / :meth:`on_delete` that add index writes
     to the record's atomic batch (and :meth:`on_save_many`, the same for a chunk of records).
+    ``T`` is the value's type on a record: ``record.content`` is a ``str`` for a StringField.
     """
+
+    if TYPE_CHECKING:
+        # For type checkers only: a record holds its values as instance attributes, which shadow
+        # the class's field, so at run time a Field is no descriptor; on the class it is the field.
+        @overload
+        def __get__(self, instance: None, owner: type[Any]) -> Self: ...
+        @overload
+        def __get__(self, instance: object, owner: type[Any]) -> T: ...
+        def __get__(self, instance: object, owner: type[Any]) -> Self | T: ...
+        def __set__(self, instance: object, value: T | None) -> None: ...
 
     python_type: type = str
     #: False for fields whose state lives outside the record hash (indexes, filters).
@@ -66,7 +80,7 @@ class Field:
         """Record which model attribute this field is (called by the metaclass)."""
         self.model, self.name = model, name
 
-    def clone(self) -> Field:
+    def clone(self) -> Self:
         """A copy for a subclass that inherits this field (so ``bind`` does not clash)."""
         return copy.copy(self)
 

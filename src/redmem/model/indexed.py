@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["KeyField", "AutoKeyField", "SortedField", "TagField"]
 
 
-class KeyField(Field):
+class KeyField(Field[Any]):
     """Part of the record's identity (and of its Redis key); never None.
 
     When a model has several non-partition key fields, each is also indexed by value so that
@@ -66,7 +66,7 @@ class AutoKeyField(KeyField):
             setattr(instance, self.name, uuid.uuid4().hex)
 
 
-class SortedField(Field):
+class SortedField(Field[Any]):
     """A number or datetime kept in a sorted set per partition, for range filters and ordering.
 
     The score is the number itself, or seconds since the epoch for a datetime; NaN and
@@ -104,7 +104,7 @@ class SortedField(Field):
         batch.pipe.zrem(self.index_key(batch), batch.record_id)
 
 
-class TagField(Field):
+class TagField(Field[list[str]]):
     """A set of string tags, stored as a sorted JSON list, one Redis set per tag value."""
 
     python_type = list

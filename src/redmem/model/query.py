@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException
@@ -22,6 +22,9 @@ from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
 from .persistence import ALL_RECORDS, load_records
 from .registry import listed_partitions
+
+if TYPE_CHECKING:
+    from .base import Model
 
 __all__ = ["Query", "query_method"]
 
@@ -45,7 +48,7 @@ TAG_OPS = {"any", "all", "eq"}
 class Query:
     """Records of ``model`` matching every condition; each chained call returns a new query."""
 
-    model: type
+    model: type[Model]
     conditions: tuple[tuple[str, str, Any], ...] = ()
     ordering: str | None = None
     descending: bool = False
@@ -179,7 +182,7 @@ class Query:
             if name in meta.partition_fields:
                 continue
             if name in id_values and "ids" not in plan:
-                plan["sets"].append(slot(space.value_key("k", name, meta.fields[name].key_text(value))))
+                plan["sets"].append(slot(space.value_key("k", name, meta.key_field(name).key_text(value))))
             elif op == "all":
                 plan["sets"].extend(slot(space.value_key("t", name, tag)) for tag in value)
             elif op == "any":

@@ -85,7 +85,7 @@ class ContextAssembler:
 
     def __init__(
         self,
-        model_class: type,
+        model_class: type[Model],
         score_weights: dict[str, float] | None = None,
         max_items: int = DEFAULT_MAX_ITEMS,
         max_tokens: int | None = None,

@@ -185,7 +185,7 @@ def get_client() -> Any:
 def server_address(client: Any) -> str:
     """A human-readable address of the server(s) behind ``client``."""
     if isinstance(client, RedisCluster):
-        nodes = client.get_nodes() or []
+        nodes = client.get_nodes() or []  # type: ignore[no-untyped-call]  # redis-py: unannotated
         return "cluster " + ",".join(f"{n.host}:{n.port}" for n in nodes[:3])
     kwargs = client.connection_pool.connection_kwargs
     if "path" in kwargs:
@@ -197,7 +197,8 @@ def reply_timeout(client: Any) -> float | None:
     """The seconds ``client`` waits for a reply before it retries (None: no limit)."""
     if isinstance(client, RedisCluster):
         return client.nodes_manager.connection_kwargs.get("socket_timeout")
-    return client.connection_pool.connection_kwargs.get("socket_timeout")
+    timeout: float | None = client.connection_pool.connection_kwargs.get("socket_timeout")
+    return timeout
 
 
 @contextlib.contextmanager

@@ -37,7 +37,8 @@ class Request:
 
     def __init__(self, client: Any, pipe: Any) -> None:
         self.client, self.pipe = client, pipe
-        self.connection, self.sent, self.done = None, False, None
+        self.connection, self.sent = None, False
+        self.done: list[Any] = []
         if not sendable(client, pipe):
             return
         self.commands = list(pipe.command_stack)

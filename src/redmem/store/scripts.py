@@ -38,7 +38,8 @@ WRITE_SCRIPTS = frozenset({
 def script(name: str) -> Script:
     """The ``Script`` built from ``redmem/lua/<name>.lua`` (guarded when it is a write script)."""
     source = resources.files("redmem.lua").joinpath(f"{name}.lua").read_bytes()
-    return Script(None, guarded_source(source) if name in WRITE_SCRIPTS else source)
+    # redis-py runs a Script with no client of its own when each call passes one; its annotation omits None.
+    return Script(None, guarded_source(source) if name in WRITE_SCRIPTS else source)  # type: ignore[arg-type]
 
 
 def _operations(name: str, keys: list[Any]) -> list[str]:
@@ -71,7 +72,7 @@ def queue_script(pipe: Any, name: str, keys: list[Any], args: list[Any]) -> list
     """
     options = {}
     if isinstance(pipe, ClusterPipeline) and keys:
-        options["target_nodes"] = pipe.get_node_from_key(keys[0])
+        options["target_nodes"] = pipe.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]  # redis-py: unannotated
     operations = _operations(name, keys)
     keys = [*keys, *operations]
     pipe.execute_command("EVAL", script(name).script, len(keys), *keys, *args, **options)
@@ -103,4 +104,5 @@ def run_calls(client: Any, calls: list[ScriptCall]) -> list[Any]:
     with unknown_outcome(client, operations), client.pipeline(transaction=False) as pipe:
         for call in calls:
             operations += call.queue(pipe)
-        return pipe.execute()
+        replies: list[Any] = pipe.execute()
+        return replies

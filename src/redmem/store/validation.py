@@ -15,7 +15,7 @@ import time
 from collections.abc import Collection
 from datetime import UTC, datetime
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Literal, overload
 
 from .errors import (
     ArgumentTypeError,
@@ -53,6 +53,14 @@ def _fail(error: type[RedmemError], name: str, accepted: str, value: Any, *, wro
     return kind(f"{name} must be {accepted}, got {_shown(value)}")
 
 
+@overload
+def integer(
+    name: str, value: Any, *, low: int | None = ..., none: Literal[False] = ..., error: type[RedmemError] = ...,
+) -> int: ...
+@overload
+def integer(
+    name: str, value: Any, *, low: int | None = ..., none: bool, error: type[RedmemError] = ...,
+) -> int | None: ...
 def integer(
     name: str, value: Any, *, low: int | None = None, none: bool = False,
     error: type[RedmemError] = ValidationError,
@@ -68,11 +76,27 @@ def integer(
     return int(value)
 
 
+@overload
+def positive_int(
+    name: str, value: Any, *, none: Literal[False] = ..., error: type[RedmemError] = ...,
+) -> int: ...
+@overload
+def positive_int(
+    name: str, value: Any, *, none: bool, error: type[RedmemError] = ...,
+) -> int | None: ...
 def positive_int(name: str, value: Any, *, none: bool = False, error: type[RedmemError] = ValidationError) -> int | None:
     """``value`` as an int >= 1 (see :func:`integer`)."""
     return integer(name, value, low=1, none=none, error=error)
 
 
+@overload
+def non_negative_int(
+    name: str, value: Any, *, none: Literal[False] = ..., error: type[RedmemError] = ...,
+) -> int: ...
+@overload
+def non_negative_int(
+    name: str, value: Any, *, none: bool, error: type[RedmemError] = ...,
+) -> int | None: ...
 def non_negative_int(
     name: str, value: Any, *, none: bool = False, error: type[RedmemError] = ValidationError,
 ) -> int | None:
@@ -80,6 +104,14 @@ def non_negative_int(
     return integer(name, value, low=0, none=none, error=error)
 
 
+@overload
+def finite_number(
+    name: str, value: Any, *, low: float | None = ..., high: float | None = ..., none: Literal[False] = ..., error: type[RedmemError] = ...,
+) -> float: ...
+@overload
+def finite_number(
+    name: str, value: Any, *, low: float | None = ..., high: float | None = ..., none: bool, error: type[RedmemError] = ...,
+) -> float | None: ...
 def finite_number(
     name: str, value: Any, *, low: float | None = None, high: float | None = None, none: bool = False,
     error: type[RedmemError] = ValidationError,
