@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..embeddings.matrix import VectorMatrix
 from ..fields.bloom import ExistenceFilter
@@ -223,7 +223,7 @@ def first_round(
     may_exist = check_finish(replies[check_span[0]:check_span[1]])[0] if check_finish else True
     keyword = search_result(replies[bm25_at]).ranked if bm25_at is not None else None
     vector_hits = vector.finish(replies[len(calls):]) if vector is not None else None
-    ranked = _composite_pairs(composite.ranked(replies[composite_at])) if composite is not None else None
+    ranked = _composite_pairs(composite.ranked(replies[composite_at])) if composite_at is not None and composite else None
     rankings = [
         field.ranked_from(reply, space, now, threshold, push_limit)
         for field, reply in zip(caps.cyclic, replies[push_at:])
@@ -271,7 +271,7 @@ def pull_candidates(
     elif mode != "composite":
         if mode != "semantic":
             if keyword is None:
-                keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
+                keyword = cast(BM25Field, caps.bm25).search(space, text, plan.candidate_limit).ranked  # lexical modes need one
             lists["keyword"] = _ranking(keyword, "bm25", signals)
         if mode != "lexical":
             if vector is None:

@@ -133,7 +133,8 @@ class TermField(Field[Any]):
                 f"{self.label} needs exactly the partition {list(expected)} as keyword arguments, "
                 f"got {sorted(partition)}"
             )
-        return self.model.query.filter(**partition).partition()
+        space: KeySpace = self.model.query.filter(**partition).partition()
+        return space
 
     def _text_fields(self) -> list[Field[Any]]:
         fields = [
@@ -216,7 +217,8 @@ class ExistenceFilter(TermField):
         """
         client = self.model._meta.client
         with server_errors(client):
-            return client.bitcount(self.key(self.keyspace_of(partition))) / self.m
+            ones: int = client.bitcount(self.key(self.keyspace_of(partition)))
+            return ones / self.m
 
     def check(self, space: KeySpace, texts: Iterable[str]) -> list[bool]:
         """Per text: may any of its terms be in the filter of ``space``? One round trip for all.
@@ -228,7 +230,8 @@ class ExistenceFilter(TermField):
         calls, finish = self.check_calls(space, texts)
         client = self.model._meta.client
         with server_errors(client):
-            return finish(run_calls(client, calls))
+            present: list[bool] = finish(run_calls(client, calls))
+            return present
 
     def check_calls(self, space: KeySpace, texts: Iterable[str]) -> tuple[list[ScriptCall], Any]:
         """The script calls of :meth:`check` and a function turning their replies into its answer."""

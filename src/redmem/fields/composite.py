@@ -47,7 +47,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
@@ -249,7 +249,7 @@ class ConfidenceSignal(OneSetSignal):
 
     def value(self, row: Row, ranges: Mapping[str, tuple[float, float]]) -> float:
         confidence = row[self.key]
-        return self.default if confidence is None else confidence
+        return cast(float, self.default) if confidence is None else confidence
 
 
 class SortedSignal(OneSetSignal):
@@ -280,7 +280,7 @@ class PrioritySignal(OneSetSignal):
         return 0.0 if value is None else clamp01(value)
 
 
-_FIELD_SIGNALS: list[tuple[type, type]] = [
+_FIELD_SIGNALS: list[tuple[type[Field[Any]], type[Signal]]] = [
     (DecayingSortedField, DecaySignal),
     (CyclicDecayField, CyclicSignal),
     (ConfidenceField, ConfidenceSignal),
@@ -345,7 +345,9 @@ class Plan:
 
 def build_plan(signals: list[Signal], space: KeySpace, now: float, n: int, min_score: float | None) -> Plan:
     """KEYS and plan of ``composite_select.lua``; a column shared by signals is read once."""
-    keys, defaults, walks = [space.key(ALL_RECORDS)], [False], {}
+    keys = [space.key(ALL_RECORDS)]
+    defaults: list[bool | float] = [False]
+    walks: dict[int, tuple[bool, bool]] = {}
 
     def slot(key: str) -> int:
         return keys.index(key) + 1
@@ -375,11 +377,12 @@ def _number(raw: bytes) -> float | None:
 
 def parse_reply(plan: Plan, reply: list[Any]) -> tuple[dict[str, tuple[float, float]], list[tuple[str, dict[str, Any]]]]:
     """The sorted fields' (min, max) and the candidate rows of a ``composite_select.lua`` reply."""
-    ranges = {}
+    ranges: dict[str, tuple[float, float]] = {}
     for i, key in enumerate(plan.ranges):
         low, high = _number(reply[2 * i]), _number(reply[2 * i + 1])
-        ranges[key] = (0.0, 0.0) if low is None else (low, high)
-    columns, width, rows = plan.keys[1:], len(plan.keys), []
+        ranges[key] = (0.0, 0.0) if low is None else (low, cast(float, high))  # a set with a min has a max
+    columns, width = plan.keys[1:], len(plan.keys)
+    rows: list[tuple[str, dict[str, Any]]] = []
     for i in range(2 * len(plan.ranges), len(reply), width):
         values = [_number(raw) for raw in reply[i + 1 : i + width]]
         rows.append((reply[i].decode(), dict(zip(columns, values))))

@@ -37,6 +37,7 @@ from ..store.scripts import queue_script, run_script
 from ..store.validation import positive_int
 
 if TYPE_CHECKING:
+    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = ["ConfidenceField", "validate_signal", "updated_confidence", "CONFIDENCE_KIND"]
@@ -93,9 +94,9 @@ class ConfidenceField(Field[Any]):
         ):
             raise ModelException(f"initial_confidence must be a number in [0, 1], not {initial_confidence!r}")
         positive_int("evidence_cap", evidence_cap, error=ModelException)
-        self.initial_confidence = float(initial_confidence)
-        self.evidence_cap = evidence_cap
-        self._initial = repr(self.initial_confidence)
+        self.initial_confidence: float = float(initial_confidence)
+        self.evidence_cap: int = evidence_cap
+        self._initial: str = repr(self.initial_confidence)
 
     # -- keys ----------------------------------------------------------------------------------
     def index_key(self, keyspace: KeySpace) -> str:
@@ -174,7 +175,8 @@ class ConfidenceField(Field[Any]):
     @staticmethod
     def get_confidence(instance: Any, field_name: str) -> float:
         """The record's confidence (``initial_confidence`` before any evidence)."""
-        return ConfidenceField.get_confidence_data(instance, field_name)["confidence"]
+        confidence: float = ConfidenceField.get_confidence_data(instance, field_name)["confidence"]
+        return confidence
 
     @staticmethod
     def get_confidence_data(instance: Any, field_name: str) -> dict[str, Any]:
@@ -203,6 +205,6 @@ def _field_of(instance: Any, field_name: str) -> ConfidenceField:
     return field
 
 
-def _stored_key(instance: Any) -> DbKey:
+def _stored_key(instance: Model) -> DbKey:
     """Where the instance was loaded from or last saved (else where its key fields point)."""
     return instance._saved_key or instance.db_key

@@ -83,7 +83,8 @@ def weight_rank(weight: float) -> str:
 
 def rank_weight(rank: str) -> float:
     """The weight :func:`weight_rank` encoded."""
-    return struct.unpack(">d", bytes(255 - b for b in bytes.fromhex(rank)))[0]
+    weight: float = struct.unpack(">d", bytes(255 - b for b in bytes.fromhex(rank)))[0]
+    return weight
 
 
 def propagation_weights(
@@ -125,10 +126,10 @@ def _check(value: Any, name: str, low: float, high: float, *, open_low: bool = F
     """``value`` as a float in [low, high] (or (low, high]); ValidationError otherwise."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ValidationError(f"{name} must be a number, not {value!r}")
-    value = float(value) + 0.0  # -0.0 becomes 0.0 (its rank would sort after every weight)
-    if not (low < value if open_low else low <= value) or not value <= high:
-        raise ValidationError(f"{name} must lie in {'(' if open_low else '['}{low}, {high}], got {value!r}")
-    return value
+    number = float(value) + 0.0  # -0.0 becomes 0.0 (its rank would sort after every weight)
+    if not (low < number if open_low else low <= number) or not number <= high:
+        raise ValidationError(f"{name} must lie in {'(' if open_low else '['}{low}, {high}], got {number!r}")
+    return number
 
 
 class Graph:
@@ -373,7 +374,8 @@ def _keyspace_of(node: Any) -> KeySpace:
     if isinstance(node, DbKey):
         return node.keyspace
     if hasattr(node, "db_key"):
-        return (node._saved_key or node.db_key).keyspace
+        space: KeySpace = (node._saved_key or node.db_key).keyspace
+        return space
     raise ValidationError(_not_a_node(node))
 
 

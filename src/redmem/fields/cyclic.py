@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
-from typing import Any
+from typing import Any, cast
 
 from ..model.codecs import finite_float
 from ..model.field import Field
@@ -299,7 +299,7 @@ class CyclicDecayField(Field[dict[str, Any]]):
         """The score from the values of :meth:`_index_keys` (defaults for the missing ones)."""
         last_updated, base, resolved, *learned = values
         amplitudes = [c.amplitude if a is None else a for c, a in zip(self.cycles, learned)]
-        return self.score(1.0 if base is None else base, last_updated, resolved, amplitudes, now)
+        return self.score(1.0 if base is None else base, cast(float, last_updated), resolved, amplitudes, now)
 
     # -- search --------------------------------------------------------------------------------
     def ranked(self, space: KeySpace, now: float, threshold: float, limit: int | None) -> list[tuple[str, float]]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -149,7 +149,8 @@ class EmbeddingField(Field[Any]):
         return f"_embedding_{self.name}"
 
     def _state(self, instance: Any) -> _Embedded | None:
-        return instance.__dict__.get(self._slot)
+        state: _Embedded | None = instance.__dict__.get(self._slot)
+        return state
 
     # -- provider and dimensions ---------------------------------------------------------------
     @property
@@ -168,9 +169,10 @@ class EmbeddingField(Field[Any]):
         """The length every vector of this field must have."""
         if self._dimensions is not None:
             return self._dimensions
-        return self.provider.dimensions
+        dimensions: int = self.provider.dimensions
+        return dimensions
 
-    def embed_texts(self, texts: Sequence[str], input_type: str = "document") -> np.ndarray:
+    def embed_texts(self, texts: Sequence[str], input_type: Literal["document", "query"] = "document") -> np.ndarray:
         """Vectors of ``texts`` from the provider, in batches of its ``max_batch_size``."""
         return embed_in_batches(self.provider, list(texts), input_type)
 
@@ -189,7 +191,7 @@ class EmbeddingField(Field[Any]):
     def _source_text(self, instance: Any) -> str | None:
         if self.source not in instance._meta.fields:
             raise ModelException(f"{self.label}: source {self.source!r} is not a field of the model")
-        text = getattr(instance, self.source)
+        text = getattr(instance, cast(str, self.source))  # called for fields with a source
         if not isinstance(text, str) or not text.strip():
             return None
         return utf8_text(f"{type(instance).__name__}.{self.source}", text)
@@ -238,7 +240,7 @@ class EmbeddingField(Field[Any]):
             if stored is not None and stored_digest(stored) == state.digest:
                 return None
         if state.vector is None:
-            state.vector, state.text = self.embed_texts([state.text])[0], None
+            state.vector, state.text = self.embed_texts([cast(str, state.text)])[0], None  # text until embedded
         return state.vector, state.digest
 
     def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
@@ -316,7 +318,8 @@ def _search_field(model: type[Model], name: str | None) -> EmbeddingField:
 def _query_vector(field: EmbeddingField, text: Any) -> np.ndarray | None:
     if isinstance(text, str):
         return field.embed_texts([text], "query")[0] if text.strip() else None
-    return as_matrix(text, field.known_dimensions(), 1, "query vector")[0]
+    vector: np.ndarray = as_matrix(text, field.known_dimensions(), 1, "query vector")[0]
+    return vector
 
 
 def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | None) -> int | None:
@@ -345,10 +348,10 @@ def _apply_changes(matrix: VectorMatrix, reply: list[Any], changed: set[str], di
     if mode == b"log":
         matrix.version = int(position)
     elif position != b"0":
-        matrix.loading = (matrix.loading[0], position)
+        matrix.loading = (cast(tuple[int, bytes], matrix.loading)[0], position)  # a load is under way
         return False
     else:
-        matrix.version, matrix.loading = matrix.loading[0], None
+        matrix.version, matrix.loading = cast(tuple[int, bytes], matrix.loading)[0], None
     return matrix.version == version
 
 
@@ -411,7 +414,7 @@ class VectorSearch:
     def rank(self) -> Ranking:
         """Rank the locked matrix as it was when :meth:`queue` read its version (once)."""
         if self.ranking is None:
-            self.ranking = self.matrix.rank(self.vector, self.limit)
+            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), self.limit)  # not empty: a vector
         return self.ranking
 
     def finish(self, replies: list[Any]) -> list[Any]:
@@ -425,7 +428,7 @@ class VectorSearch:
             self._release()
         if not self.hydrate:
             return hits
-        fetched = {record_id: raw for (record_id, _), raw in zip(self.ranking.hits, replies[1:])}
+        fetched = {record_id: raw for (record_id, _), raw in zip(self.rank().hits, replies[1:])}
         missing = [record_id for record_id, _ in hits if record_id not in fetched]
         if missing:
             with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
@@ -452,12 +455,12 @@ class VectorSearch:
     def _catch_up(self, reply: list[Any]) -> list[tuple[str, float]]:
         """The hits once the matrix has caught up with the partition's changes."""
         matrix = self.matrix
-        generation, changed = matrix.generation, set()
+        generation, changed = matrix.generation, set[str]()
         current = _apply_changes(matrix, reply, changed, self.dimensions)
         while not current:
             reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
             current = _apply_changes(matrix, reply, changed, self.dimensions)
-        return _current_hits(matrix, self.ranking, generation, changed)
+        return _current_hits(matrix, self.rank(), generation, changed)
 
 
 @query_method

@@ -121,7 +121,7 @@ def _reindex_page(model: type[Model], keys: list[DbKey], fields: list[Field[Any]
 
 def _read(model: type[Model], client: Any, watching: Any, keys: list[DbKey], fields: list[Field[Any]]) -> list[SaveBatch]:
     """One pipelined read of the records and the fields' own state; batches of the records that exist."""
-    readers = [f for f in fields if callable(getattr(f, "reindex_read", None))]
+    readers: list[Any] = [f for f in fields if callable(getattr(f, "reindex_read", None))]
     batches = [SaveBatch(None, client, key.keyspace, key.record_id, None) for key in keys]
     with client.pipeline(transaction=False) as reads:
         for key, batch in zip(keys, batches):

@@ -112,7 +112,7 @@ class FrequencySketch(TermField):
         """Estimated count of each of ``words`` (each analysed to its first term), in one round trip."""
         if isinstance(words, str):
             raise ValidationError(f"{self.label}: give a list of words, not one str")
-        terms = [(self.text_terms(w) or [None])[0] for w in words]
+        terms: list[str | None] = [next(iter(self.text_terms(w)), None) for w in words]
         indexes = [counter_indexes(t, self.width, self.depth) if t else [] for t in terms]
         values = iter(self._read(self.keyspace_of(partition), [i for group in indexes for i in group]))
         return [max(0, min(next(values) for _ in group)) if group else 0 for group in indexes]
