@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..store.errors import ModelException, ValidationError
 from .batch import SaveBatch
@@ -12,7 +12,7 @@ from .options import Options
 from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_many, save_record
 from .query import Query
 
-__all__ = ["Model", "ModelMeta"]
+__all__ = ["Model", "ModelMeta", "RecordMixin"]
 
 
 class ModelMeta(type):
@@ -180,3 +180,11 @@ class Model(metaclass=ModelMeta):
     def __repr__(self) -> str:
         keys = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._meta.key_fields)
         return f"<{type(self).__name__} {keys}>"
+
+
+if TYPE_CHECKING:
+    #: Base of the record mixins: Model for type checkers (a mixin's ``self`` is a record), plain
+    #: ``object`` at run time so a mixin stays out of the model hierarchy until a model lists it.
+    RecordMixin = Model
+else:
+    RecordMixin = object

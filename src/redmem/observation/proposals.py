@@ -46,7 +46,7 @@ def proposal_partition(record: Any) -> str:
     return ":".join(key.partition) or UNPARTITIONED
 
 
-def record_key_of(record: Any) -> str:
+def record_key_of(record: Model) -> str:
     return (record._saved_key or record.db_key).redis_key
 
 
@@ -140,4 +140,5 @@ class RecallProposal(Model):
     def for_record(cls, record: Any, partition: str | None = None) -> RecallProposal | None:
         """The proposal of ``record`` in ``partition`` (default: the record's own), or None."""
         chosen = partition if partition is not None else proposal_partition(record)
-        return cls.query.no_track().get(partition=chosen, record_key=record_key_of(record))
+        proposal: RecallProposal | None = cls.query.no_track().get(partition=chosen, record_key=record_key_of(record))
+        return proposal

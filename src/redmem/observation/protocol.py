@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..fields.confidence import ConfidenceField
 from ..fields.cyclic import CyclicDecayField
@@ -52,6 +52,10 @@ from .outcome_map import DEFAULT_OUTCOME, OutcomeError, check_records
 from .outcome_map import outcomes_for as outcomes_of
 from .predictions import OUTCOME_ERRORS, PredictionLedgerMixin
 from .proposals import DEFAULT_TTL, RecallProposal
+
+if TYPE_CHECKING:
+    from ..model.base import Model
+    from ..model.dbkey import DbKey
 
 __all__ = ["ObservationProtocol", "OutcomeEffects", "OUTCOME_EFFECTS", "DEFAULT_OUTCOME", "OutcomeError"]
 
@@ -83,7 +87,7 @@ OUTCOME_EFFECTS: dict[str, OutcomeEffects] = {
 }
 
 
-def _key(record: Any) -> str:
+def _key(record: Model) -> str:
     return (record._saved_key or record.db_key).redis_key
 
 
@@ -150,7 +154,7 @@ class _Call:
             field.resolve_pressure(record, pipeline=self.pipe, now=self.now)
             self.emit(record, PRESSURE_RESOLVED, {"field": field.name})
 
-    def queue_prediction(self, record: Any, error: float, outcome: str) -> None:
+    def queue_prediction(self, record: PredictionLedgerMixin, error: float, outcome: str) -> None:
         record.queue_resolution(self.pipe, error, outcome, now=self.now)
         if isinstance(record, EventStreamMixin) and not record.stream_in_resolution():
             self.late_events.append((len(self.pipe) - 1, record, error, outcome))
@@ -176,7 +180,7 @@ class ObservationProtocol:
         Returns how many records had a read staged. Records loaded by a tracking query were
         staged by that query already: load them with ``no_track()`` when you call this.
         """
-        by_model: dict[type, list[Any]] = {}
+        by_model: dict[type[AccessTrackerMixin], list[DbKey]] = {}
         for record in _distinct(records):
             if isinstance(record, AccessTrackerMixin):
                 by_model.setdefault(type(record), []).append(record._saved_key or record.db_key)
