@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ..store.errors import ModelException, ValidationError
 from .batch import SaveBatch
@@ -71,14 +71,14 @@ class Model(metaclass=ModelMeta):
         self._saved_key: DbKey | None = None
 
     @classmethod
-    def create(cls, **values: Any) -> Model:
+    def create(cls, **values: Any) -> Self:
         """Build and save a record in one call."""
         instance = cls(**values)
         instance.save()
         return instance
 
     @classmethod
-    def save_many(cls, instances: list[Model], chunk_size: int = 1000) -> int:
+    def save_many(cls, instances: list[Self], chunk_size: int = 1000) -> int:
         """Save many records fast: new auto-keyed records go in one atomic batch per partition and chunk
         of at most ``chunk_size`` records (the first chunks smaller), the others one by one.
 

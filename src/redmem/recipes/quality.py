@@ -223,16 +223,17 @@ def _read_scores(model: type[Model], keys: list[DbKey], conf: Any, decay: Any) -
 def _strengths(model: type[Model], conf: Any, decay: DecayingSortedField | None, keys: list[DbKey], now: float) -> _Strengths:
     """Confidence, decayed score and freshness of each key (module docstring)."""
     if not keys or (conf is None and decay is None):
-        empty = None if decay is None else {}
+        empty: dict[DbKey, float] | None = None if decay is None else {}
         return _Strengths(None if conf is None else {}, empty, empty)
     confidence, updated, base, modulating = _read_scores(model, keys, conf, decay)
     modulating = modulating or confidence
-    confidences = None
+    confidences: dict[DbKey, float] | None = None
     if conf is not None:
-        confidences = {k: conf.initial_confidence if confidence[k] is None else confidence[k] for k in keys}
+        confidences = {k: conf.initial_confidence if (c := confidence[k]) is None else c for k in keys}
     if decay is None:
         return _Strengths(confidences, None, None)
-    scores, fresh = {}, {}
+    scores: dict[DbKey, float] = {}
+    fresh: dict[DbKey, float] = {}
     for key in keys:
         t = updated.get(key)
         if t is None:

@@ -103,7 +103,7 @@ class SubconsciousMemory:
         if len(partition) != 1:
             raise ModelException(f"{model.__name__} must be partitioned by one field (the agent), not {partition}")
         self.agent_id, self.model = agent_id, model
-        self.partition = {partition[0]: agent_id}
+        self.partition: dict[str, Any] = {partition[0]: agent_id}
         self.assembler = ContextAssembler(model, max_items=max_items, max_tokens=max_tokens, output_format=output_format)
         self.extractor = extractor if extractor is not None else HeuristicExtractor()
         bm25 = next((f for f in model._meta.fields.values() if isinstance(f, BM25Field)), None)

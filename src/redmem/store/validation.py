@@ -15,7 +15,7 @@ import time
 from collections.abc import Collection
 from datetime import UTC, datetime
 from numbers import Integral, Real
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 from .errors import (
     ArgumentTypeError,
@@ -42,6 +42,10 @@ _TYPE_ERRORS: dict[type[RedmemError], type[RedmemError]] = {
     ValidationError: ArgumentTypeError,
     QueryArgumentError: QueryArgumentTypeError,
 }
+
+
+#: The class a :func:`subclass_of` check asks for.
+_T = TypeVar("_T")
 
 
 def _shown(value: Any) -> str:
@@ -174,7 +178,7 @@ def utf8_text(name: str, value: str) -> str:
     return value
 
 
-def subclass_of(name: str, value: Any, base: type, accepted: str) -> type:
+def subclass_of(name: str, value: Any, base: type[_T], accepted: str) -> type[_T]:
     """``value`` if it is a class derived from ``base``; ``accepted`` says what that is in words."""
     if not (isinstance(value, type) and issubclass(value, base)):
         raise _fail(ValidationError, name, accepted, value, wrong_type=True)
