@@ -45,7 +45,7 @@ def fill(policy: str) -> dict[str, Any]:
         for i in range(LIMIT):
             try:
                 Note(agent_id="a", content=f"memory {i} about the deployment of service{i}").save()
-            except Exception as exc:
+            except Exception as exc:  # the point is which error a full server gives
                 error = f"{type(exc).__module__}.{type(exc).__name__}"
                 break
             saved += 1

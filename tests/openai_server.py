@@ -124,7 +124,7 @@ def _handler_for(server: OpenAICompatibleServer) -> type:
     routes = {"/v1/embeddings": server.embeddings, "/v1/chat/completions": server.chat_completions}
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
+        def do_POST(self) -> None:  # http.server's naming
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             server.requests.append((self.path, body, {k.lower(): v for k, v in self.headers.items()}))

@@ -223,7 +223,7 @@ def first_round(
     may_exist = check_finish(replies[check_span[0]:check_span[1]])[0] if check_finish else True
     keyword = search_result(replies[bm25_at]).ranked if bm25_at is not None else None
     vector_hits = vector.finish(replies[len(calls):]) if vector is not None else None
-    ranked = _composite_pairs(composite.ranked(replies[composite_at])) if composite_at is not None and composite else None
+    ranked = _composite_pairs(composite.ranked(replies[composite_at])) if composite is not None and composite_at is not None else None
     rankings = [
         field.ranked_from(reply, space, now, threshold, push_limit)
         for field, reply in zip(caps.cyclic, replies[push_at:])
