@@ -18,6 +18,8 @@ demo: $(STAMP)
 
 # The docs build is strict and not --quiet: mkdocs --quiet drops the warnings before --strict counts them.
 test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 

@@ -27,11 +27,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import redmem  # noqa: E402
-from common import machine, synthetic_texts, write_json  # noqa: E402
-from redmem.model import persistence  # noqa: E402
-from redmem.store.embedded import EmbeddedServer  # noqa: E402
-from redmem_driver import memory_model  # noqa: E402
+import redmem
+from common import machine, synthetic_texts, write_json
+from redmem.model import persistence
+from redmem.store.embedded import EmbeddedServer
+from redmem_driver import memory_model
 
 #: (first chunk = chunk_size / start, growth, shape): the default first, then the ones it was chosen over.
 SCHEDULES = [(16, 1.5, "both ends"), (8, 1.5, "both ends"), (8, 2.0, "both ends"), (16, 1.25, "both ends"),

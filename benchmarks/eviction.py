@@ -17,12 +17,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import machine, write_json  # noqa: E402
-
-import redmem  # noqa: E402
-from redmem import AutoKeyField, BM25Field, DecayingSortedField, FloatField, KeyField, Model, StringField  # noqa: E402
-from redmem.recipes.context_assembler import ContextAssembler  # noqa: E402
-from redmem.store.embedded import EmbeddedServer  # noqa: E402
+import redmem
+from common import machine, write_json
+from redmem import AutoKeyField, BM25Field, DecayingSortedField, FloatField, KeyField, Model, StringField
+from redmem.recipes.context_assembler import ContextAssembler
+from redmem.store.embedded import EmbeddedServer
 
 POLICIES = ("noeviction", "allkeys-lru", "volatile-lru")
 LIMIT = 20_000
@@ -46,7 +45,7 @@ def fill(policy: str) -> dict[str, Any]:
         for i in range(LIMIT):
             try:
                 Note(agent_id="a", content=f"memory {i} about the deployment of service{i}").save()
-            except Exception as exc:  # noqa: BLE001 - the point is which error a full server gives
+            except Exception as exc:  # the point is which error a full server gives
                 error = f"{type(exc).__module__}.{type(exc).__name__}"
                 break
             saved += 1

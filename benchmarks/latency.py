@@ -35,17 +35,18 @@ import logging
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import redmem  # noqa: E402
-from common import machine, median_of, summary, synthetic_queries, synthetic_texts, write_json  # noqa: E402
-from popoto_bridge import PopotoProcess  # noqa: E402
-from redmem.store.embedded import EmbeddedCluster, EmbeddedServer  # noqa: E402
-from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model  # noqa: E402
+import redmem
+from common import machine, median_of, summary, synthetic_queries, synthetic_texts, write_json
+from popoto_bridge import PopotoProcess
+from redmem.store.embedded import EmbeddedCluster, EmbeddedServer
+from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model
 
 log = logging.getLogger("benchmarks.latency")
 

@@ -45,16 +45,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import json  # noqa: E402
+import json
 
-import redmem  # noqa: E402
-from common import hash_vectors, machine, summary, write_json  # noqa: E402
-from popoto_bridge import PopotoProcess  # noqa: E402
-from redmem.context.tokens import exact_counter  # noqa: E402
-from redmem.embeddings.local import bundled_model_path, bundled_tokenizer_path  # noqa: E402
-from redmem.recipes.conversation import ConversationMemory, conversation_assembler, ingest_conversation  # noqa: E402
-from redmem.store.embedded import EmbeddedServer  # noqa: E402
-from redmem_driver import TimedProvider, assemble_many, memory_model, minilm_function  # noqa: E402
+import redmem
+from common import hash_vectors, machine, summary, write_json
+from popoto_bridge import PopotoProcess
+from redmem.context.tokens import exact_counter
+from redmem.embeddings.local import bundled_model_path, bundled_tokenizer_path
+from redmem.recipes.conversation import ConversationMemory, conversation_assembler, ingest_conversation
+from redmem.store.embedded import EmbeddedServer
+from redmem_driver import TimedProvider, assemble_many, memory_model, minilm_function
 
 log = logging.getLogger("benchmarks.locomo")
 

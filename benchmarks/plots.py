@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, read_json  # noqa: E402
+from common import RESULTS, read_json
 
 
 # ----------------------------------------------------------------------------- plots

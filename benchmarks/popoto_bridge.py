@@ -93,7 +93,7 @@ class PopotoProcess:
                 self.process.wait()
         self.content_dir.cleanup()
 
-    def __enter__(self) -> "PopotoProcess":
+    def __enter__(self) -> PopotoProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -34,14 +34,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
+import numpy as np
+import popoto
+from popoto.embeddings import AbstractEmbeddingProvider
+from popoto.fields.embedding_field import EmbeddingField
+from popoto.recipes.context_assembler import ContextAssembler
 
-from common import CommandCounter, hash_vectors  # noqa: E402
-
-import popoto  # noqa: E402
-from popoto.embeddings import AbstractEmbeddingProvider  # noqa: E402
-from popoto.fields.embedding_field import EmbeddingField  # noqa: E402
-from popoto.recipes.context_assembler import ContextAssembler  # noqa: E402
+from common import CommandCounter, hash_vectors
 
 log = logging.getLogger("benchmarks.popoto_runner")
 

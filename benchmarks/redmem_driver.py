@@ -14,9 +14,21 @@ from typing import Any
 
 import numpy as np
 
-from common import CommandCounter, HASH_DIMENSIONS, hash_vectors
-from redmem import (AccessTrackerMixin, AutoKeyField, BM25Field, ConfidenceField, CoOccurrenceField,
-                    CyclicDecayField, DecayingSortedField, EmbeddingField, FloatField, KeyField, Model, StringField)
+from common import HASH_DIMENSIONS, CommandCounter, hash_vectors
+from redmem import (
+    AccessTrackerMixin,
+    AutoKeyField,
+    BM25Field,
+    ConfidenceField,
+    CoOccurrenceField,
+    CyclicDecayField,
+    DecayingSortedField,
+    EmbeddingField,
+    FloatField,
+    KeyField,
+    Model,
+    StringField,
+)
 from redmem.recipes.context_assembler import ContextAssembler
 
 __all__ = ["TimedProvider", "memory_model", "assemble_many", "COMPOSITE_WEIGHTS", "minilm_function"]

@@ -33,11 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import hash_vectors, machine, synthetic_texts, write_json  # noqa: E402
-from redmem_driver import memory_model  # noqa: E402
-
-import redmem  # noqa: E402
-from redmem.store.embedded import EmbeddedServer  # noqa: E402
+import redmem
+from common import hash_vectors, machine, synthetic_texts, write_json
+from redmem.store.embedded import EmbeddedServer
+from redmem_driver import memory_model
 
 
 class HashProvider:

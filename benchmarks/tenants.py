@@ -25,12 +25,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import redmem  # noqa: E402
-from common import machine, synthetic_texts, write_json  # noqa: E402
-from latency import ingest_figures, latency_figures, used_memory  # noqa: E402
-from popoto_bridge import PopotoProcess  # noqa: E402
-from redmem.store.embedded import EmbeddedServer  # noqa: E402
-from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model  # noqa: E402
+import redmem
+from common import machine, synthetic_texts, write_json
+from latency import ingest_figures, latency_figures, used_memory
+from popoto_bridge import PopotoProcess
+from redmem.store.embedded import EmbeddedServer
+from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model
 
 log = logging.getLogger("benchmarks.tenants")
 

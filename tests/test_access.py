@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import all_keys
 
+from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, SortedField, StringField
 from redmem.observation import AccessTrackerMixin, ObservationProtocol
 from redmem.observation.access import COUNT_ENTRY, LAST_ENTRY, log_key, staged_count_key, staged_key

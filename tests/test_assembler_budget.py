@@ -24,9 +24,9 @@ from redmem import (
     AccessTrackerMixin,
     AutoKeyField,
     BM25Field,
-    CoOccurrenceField,
     ConfidenceField,
     ConfigurationError,
+    CoOccurrenceField,
     CyclicDecayField,
     DecayingSortedField,
     EmbeddingField,
@@ -41,8 +41,8 @@ from redmem import (
 from redmem.context.rendering import LINE_FORMATS, compose, frame_line
 from redmem.context.tokens import default_counter, exact_counter
 from redmem.embeddings import HashingEmbeddings
-from redmem.recipes.conversation import SearchText
 from redmem.recipes.context_assembler import ContextAssembler
+from redmem.recipes.conversation import SearchText
 
 FORMATS = ["structured", "xml", "natural", "content"]
 

@@ -19,8 +19,8 @@ from redmem import (
     AccessTrackerMixin,
     AutoKeyField,
     BM25Field,
-    CoOccurrenceField,
     ConfidenceField,
+    CoOccurrenceField,
     CyclicDecayField,
     DecayingSortedField,
     EmbeddingField,
@@ -35,7 +35,6 @@ from redmem import (
 from redmem.context.effects import SURFACING_REASON
 from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
-
 
 
 class Memory(AccessTrackerMixin, Model):
@@ -267,7 +266,7 @@ WEIGHTS = {"relevance": 0.6, "confidence": 0.3}
     pytest.param("composite", "deploy checklist bravo", WEIGHTS),
 ], ids=["hybrid", "lexical", "semantic", "push-only", "no-text-composite", "composite"])
 def test_no_record_of_another_agent_ever_appears(any_db, mode, cues, weights):
-    a, b = two_tenants()
+    _, b = two_tenants()
     assembler = ContextAssembler(Memory, score_weights=weights, retrieval_mode=mode, max_items=20)
     result = assembler.assemble(cues, agent_id="agent-a", emit_trace=True)
     assert result.metadata["retrieval_mode"] == ("composite" if cues is None else assembler.mode)

@@ -8,7 +8,7 @@ tokens). Vectors come from ``HashingEmbeddings`` so the test needs no model file
 from __future__ import annotations
 
 from argparse import Namespace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -16,7 +16,7 @@ import redmem
 from redmem.cli_commands.ask import assembler_from
 from redmem.cli_commands.conversation import parse_conversation
 from redmem.cli_commands.ingest import store_turns
-from redmem.cli_commands.memory import DIMENSIONS, ChatMemory
+from redmem.cli_commands.memory import DIMENSIONS
 from redmem.context.rendering import LINE_FORMATS, frame_line
 from redmem.context.tokens import exact_counter
 from redmem.embeddings import HashingEmbeddings
@@ -24,7 +24,7 @@ from redmem.samples import load_sample
 
 FORMATS = ["structured", "xml", "natural", "content"]
 #: The demo's clock: the conversation is replayed so that its last session was the day before.
-NOW = datetime(2026, 11, 24, 19, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 24, 19, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -15,8 +15,15 @@ import pytest
 
 import redmem
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.recipes.conversation import (ConversationMemory, Turn, TurnContextAnalyzer, build_contexts,
-                                         build_passages, conversation_assembler, ingest_conversation)
+from redmem.recipes.conversation import (
+    ConversationMemory,
+    Turn,
+    TurnContextAnalyzer,
+    build_contexts,
+    build_passages,
+    conversation_assembler,
+    ingest_conversation,
+)
 from redmem.store.errors import ValidationError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -242,8 +242,7 @@ def test_a_repeated_query_word_counts_twice(any_db):
 
 
 # -- rankings against the references -----------------------------------------------------------
-WORDS = ("deploy redis cluster memory agent python vector search index lua script key value "
-         "latency budget token prompt context window retrieval ranking summary tenant shard").split()
+WORDS = ["deploy", "redis", "cluster", "memory", "agent", "python", "vector", "search", "index", "lua", "script", "key", "value", "latency", "budget", "token", "prompt", "context", "window", "retrieval", "ranking", "summary", "tenant", "shard"]
 
 
 def random_corpus(rng: random.Random, size: int, common: float = 1.1) -> list[str]:

@@ -10,9 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from openai_server import OpenAICompatibleServer
-
 import redmem
+from openai_server import OpenAICompatibleServer
 from redmem import ObservationProtocol
 from redmem.cli import parser
 from redmem.cli_commands.demo_run import DemoRun
@@ -365,20 +364,7 @@ def test_chat_with_a_model_shows_its_replies_and_remembers_both_sides(redis_url,
     assert len(linked) == 1  # linked to its reply
 
 
-PUBLIC_NAMES = """
-AccessTrackerMixin Analyzer AutoKeyField BM25Field BooleanField BytesField CoOccurrenceField
-ConfidenceField ConfigurationError CyclicDecayField DatetimeField DbKey DecayingSortedField
-DictField EmbeddingError EmbeddingField Entity EventStreamMixin ExistenceFilter Field FloatField
-FrequencySketch HashingEmbeddings IntField KeyField ListField MiniLMEmbeddings Model
-ModelException ObservationProtocol OpenAIEmbeddings OutcomeError PermissionDenied PredictionLedgerMixin QueryException
-RecallProposal RecordNotFound RedmemError ServerUnavailable SortedField StreamConsumer
-StreamEvent StringField TagField TemporalPeriod ValidationError WriteConflict WriteFilterMixin
-ArgumentTypeError QueryArgumentError QueryArgumentTypeError WriteOutcomeUnknown
-configure connect default_analyzer estimate_tokens exact_counter get_client
-query_adaptive_weights reciprocal_rank_fusion reindex resolve_counter
-ContextAssembler AssemblyResult RetrievalQuality AdaptiveAssembler PolicyCache SubconsciousMemory
-DefaultMemory HybridMemory
-""".split()
+PUBLIC_NAMES = ["AccessTrackerMixin", "Analyzer", "AutoKeyField", "BM25Field", "BooleanField", "BytesField", "CoOccurrenceField", "ConfidenceField", "ConfigurationError", "CyclicDecayField", "DatetimeField", "DbKey", "DecayingSortedField", "DictField", "EmbeddingError", "EmbeddingField", "Entity", "EventStreamMixin", "ExistenceFilter", "Field", "FloatField", "FrequencySketch", "HashingEmbeddings", "IntField", "KeyField", "ListField", "MiniLMEmbeddings", "Model", "ModelException", "ObservationProtocol", "OpenAIEmbeddings", "OutcomeError", "PermissionDenied", "PredictionLedgerMixin", "QueryException", "RecallProposal", "RecordNotFound", "RedmemError", "ServerUnavailable", "SortedField", "StreamConsumer", "StreamEvent", "StringField", "TagField", "TemporalPeriod", "ValidationError", "WriteConflict", "WriteFilterMixin", "ArgumentTypeError", "QueryArgumentError", "QueryArgumentTypeError", "WriteOutcomeUnknown", "configure", "connect", "default_analyzer", "estimate_tokens", "exact_counter", "get_client", "query_adaptive_weights", "reciprocal_rank_fusion", "reindex", "resolve_counter", "ContextAssembler", "AssemblyResult", "RetrievalQuality", "AdaptiveAssembler", "PolicyCache", "SubconsciousMemory", "DefaultMemory", "HybridMemory"]
 
 
 def test_public_names_are_pinned():

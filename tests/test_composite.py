@@ -13,8 +13,16 @@ from hypothesis import strategies as st
 
 from redmem import AutoKeyField, FloatField, KeyField, Model, QueryException, SortedField, ValidationError
 from redmem.fields import ConfidenceField, CyclicDecayField, DecayingSortedField, TemporalPeriod
-from redmem.fields.composite import (clamp01, composite, composite_search, logistic, min_max, parse_reply, saturate,
-                                     signal_names)
+from redmem.fields.composite import (
+    clamp01,
+    composite,
+    composite_search,
+    logistic,
+    min_max,
+    parse_reply,
+    saturate,
+    signal_names,
+)
 from redmem.observation import AccessTrackerMixin, WriteFilterMixin
 from redmem.observation.write_filter import priority_key
 

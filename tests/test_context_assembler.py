@@ -25,8 +25,8 @@ from redmem import (
     AccessTrackerMixin,
     AutoKeyField,
     BM25Field,
-    CoOccurrenceField,
     ConfidenceField,
+    CoOccurrenceField,
     CyclicDecayField,
     DecayingSortedField,
     EmbeddingField,
@@ -42,7 +42,6 @@ from redmem.context.candidates import Candidate, merge_paths
 from redmem.embeddings import HashingEmbeddings
 from redmem.model.dbkey import DbKey
 from redmem.recipes.context_assembler import AssemblyResult, ContextAssembler
-
 
 
 class Memory(AccessTrackerMixin, Model):
@@ -775,7 +774,7 @@ def test_proactive_records_follow_every_pull_hit_of_a_question(any_db, max_proac
 
 
 def test_a_full_pull_path_leaves_no_slot_to_proactive_records(any_db):
-    pulled, pushed = proactive_setup()
+    pulled, _ = proactive_setup()
     result = ContextAssembler(Note, max_items=3, max_proactive=3).assemble("alpha", agent_id="a")
     assert result.records == pulled and result.proactive == []
 

@@ -6,12 +6,12 @@ import multiprocessing
 from typing import Any
 
 import pytest
-from conftest import all_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
 import redmem
+from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, RecordNotFound, StringField, ValidationError
 from redmem.fields import CoOccurrenceField, Entity
 from redmem.fields.cooccurrence import propagation_weights, rank_weight, weight_rank

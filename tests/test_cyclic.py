@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import all_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import redmem
+from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, ModelException, QueryException
 from redmem.fields import CyclicDecayField, TemporalPeriod
 from redmem.fields.cyclic import Cycle, cycle_weight, cyclic_score, pressure, scale_amplitude

@@ -6,15 +6,23 @@ import itertools
 import math
 import random
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-from conftest import all_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redmem import AutoKeyField, FloatField, KeyField, Model, ModelException, QueryException, StringField
-from redmem import ValidationError
+from conftest import all_keys
+from redmem import (
+    AutoKeyField,
+    FloatField,
+    KeyField,
+    Model,
+    ModelException,
+    QueryException,
+    StringField,
+    ValidationError,
+)
 from redmem.fields import ConfidenceField, DecayingSortedField
 from redmem.fields.decay import (
     confidence_modulation,
@@ -124,7 +132,7 @@ def test_exponential_curve_and_its_static_key():
 
 
 def test_as_of_accepts_datetimes_and_numbers():
-    moment = datetime(2025, 6, 15, 15, 6, 40, tzinfo=timezone.utc)
+    moment = datetime(2025, 6, 15, 15, 6, 40, tzinfo=UTC)
     assert epoch_seconds(moment) == T0
     assert epoch_seconds(moment.replace(tzinfo=None)) == T0
     assert epoch_seconds(T0) == T0
@@ -422,7 +430,7 @@ def test_a_record_without_confidence_is_bounded_by_the_initial_confidence(any_db
     data = {"000": (0.95, None)}  # X: 0.95 * 1000 ** -0.1 = 0.476
     data.update({f"c{i}": (0.9, 1.0) for i in range(5)})  # 0.9 * 1000 ** -0.0707 = 0.553
     data.update({f"b{i:03d}": (1.0, 0.05 * i / 100) for i in range(100)})  # at most 0.389
-    for memory_id, (base, confidence) in data.items():
+    for memory_id, (base, _confidence) in data.items():
         Believed.create(agent_id="x", memory_id=memory_id, importance=base)
     space = Believed._meta.keyspace(("x",))
     with any_db.pipeline(transaction=False) as pipe:

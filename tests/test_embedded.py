@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -260,7 +261,7 @@ def test_slot_ranges_cover_every_slot_once(masters: int) -> None:
     ranges = embedded._slot_ranges(masters)
     assert len(ranges) == masters
     assert ranges[0][0] == 0 and ranges[-1][1] == CLUSTER_SLOTS - 1
-    assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))
     sizes = [hi - lo + 1 for lo, hi in ranges]
     assert max(sizes) - min(sizes) <= 1
 

@@ -7,10 +7,10 @@ import random
 import numpy as np
 import pytest
 import redis
-from conftest import all_keys
-from openai_server import OpenAICompatibleServer
 
 import redmem
+from conftest import all_keys
+from openai_server import OpenAICompatibleServer
 from redmem import (
     AutoKeyField,
     ConfigurationError,
@@ -374,7 +374,7 @@ def test_an_assembler_catches_up_inside_its_first_request(db, sent):
 def test_tenants_never_see_each_other(any_db):
     rng = random.Random(5)
     words = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
-    for i in range(40):
+    for _ in range(40):
         Memory.create(agent_id=rng.choice(["a", "b"]), content=" ".join(rng.sample(words, 3)))
     for agent in ("a", "b"):
         for _ in range(5):
@@ -408,7 +408,7 @@ def test_the_default_provider_comes_from_configure(any_db):
         Doc.create(doc_id="1", owner="o", text="hello world")
         Doc.create(doc_id="2", owner="o", text="goodbye moon")
         found = Doc.query.filter(owner="o").semantic_search("hello there world")
-        assert [d.doc_id for d in found][0] == "1"
+        assert next(d.doc_id for d in found) == "1"
         assert [body["input"] for body in server.embedding_requests()] == [
             ["hello world"], ["goodbye moon"], ["hello there world"]]
 
@@ -435,7 +435,7 @@ def test_reindex_embeds_records_saved_before_the_field(any_db):
         Before.create(item_id=str(i), owner="o", content=text)
     assert After.query.filter(owner="o").semantic_search("ocean") == []
     assert reindex(After, ["embedding"]) == 3
-    assert [r.item_id for r in After.query.filter(owner="o").semantic_search("blue ocean")][0] == "0"
+    assert next(r.item_id for r in After.query.filter(owner="o").semantic_search("blue ocean")) == "0"
     calls = PROVIDER.calls
     reindex(After, ["embedding"])  # digests match now: nothing is embedded again
     assert PROVIDER.calls == calls

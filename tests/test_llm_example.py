@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from openai_server import OpenAICompatibleServer
 from redis.cluster import RedisCluster
 
 import redmem
+from openai_server import OpenAICompatibleServer
 from redmem.recipes.default_memory import DefaultMemory
 
 SCRIPT = Path(__file__).resolve().parent.parent / "recipes" / "llm_integration.py"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -51,7 +51,7 @@ EDGE_VALUES = {
     "items": [[], [1, "two", None, [3.5]], ["日本"]],
     "data": [{}, {"nested": {"a": [1, 2]}, "ü": None}],
     "blob": [b"", b"\x00\xff\x80", bytes(range(256))],
-    "when": [datetime(2024, 2, 29, 12, 0, tzinfo=timezone.utc),
+    "when": [datetime(2024, 2, 29, 12, 0, tzinfo=UTC),
              datetime(1999, 12, 31, 23, 59, 59, 999999),
              datetime(2030, 1, 1, tzinfo=timezone(timedelta(hours=-5)))],
     "generic": [0, 7],
@@ -83,7 +83,7 @@ def test_none_values_round_trip_and_clear_stored_fields(any_db):
 def test_records_are_readable_in_redis_cli(any_db):
     record = Everything.create(owner="o", text="héllo", count=3, ratio=0.5, flag=True,
                                items=[1, "a"], data={"k": "v"},
-                               when=datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
+                               when=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC))
     stored = any_db.hgetall(record.db_key.redis_key)
     assert stored[b"text"] == "héllo".encode()
     assert stored[b"count"] == b"3"
@@ -149,7 +149,7 @@ def test_datetime_auto_now_and_auto_now_add(db):
 
     event = Event.create()
     created, updated = event.created, event.updated
-    assert created.tzinfo is not None and abs((datetime.now(timezone.utc) - created).total_seconds()) < 60
+    assert created.tzinfo is not None and abs((datetime.now(UTC) - created).total_seconds()) < 60
     event.save()
     assert event.created == created and event.updated >= updated
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import all_keys
 
-from redmem import AutoKeyField, FloatField, IntField, KeyField, Model, OutcomeError, StringField, ValidationError
+from conftest import all_keys
+from redmem import AutoKeyField, FloatField, KeyField, Model, OutcomeError, StringField, ValidationError
 from redmem.fields import ConfidenceField, CyclicDecayField, DecayingSortedField
 from redmem.observation import (
     OUTCOME_EFFECTS,

@@ -13,14 +13,26 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import all_keys
-from consistency import assert_consistent
-from workload import Note, random_write
 
 import redmem
-from redmem import (AccessTrackerMixin, AutoKeyField, BM25Field, ConfidenceField, CoOccurrenceField,
-                    DecayingSortedField, FloatField, KeyField, Model, SortedField, StringField, TagField)
+from conftest import all_keys
+from consistency import assert_consistent
+from redmem import (
+    AccessTrackerMixin,
+    AutoKeyField,
+    BM25Field,
+    ConfidenceField,
+    CoOccurrenceField,
+    DecayingSortedField,
+    FloatField,
+    KeyField,
+    Model,
+    SortedField,
+    StringField,
+    TagField,
+)
 from redmem.model.field import Field
+from workload import Note, random_write
 
 HERE = Path(__file__).parent
 
@@ -227,7 +239,7 @@ def stored_state(client, model: type, ids: list[str]) -> dict:
 def test_save_many_stores_what_saving_one_by_one_stores(any_db):
     """Two partitions, updated and new records, chunks of 7: every key and value as one save() per record."""
     rng = random.Random(3)
-    words = "redis cluster memory agent vector deploy lua script python index".split()
+    words = ["redis", "cluster", "memory", "agent", "vector", "deploy", "lua", "script", "python", "index"]
 
     def records(model: type) -> list:
         made = [model.create(agent_id=f"a{i % 2}", content=" ".join(rng.choices(words, k=8)), rank=i)

@@ -9,10 +9,10 @@ import math
 import threading
 
 import pytest
-from conftest import all_keys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import all_keys
 from redmem import ObservationProtocol, ValidationError
 from redmem.recipes.policy_cache import (
     PolicyCache,

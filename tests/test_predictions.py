@@ -14,7 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -95,7 +95,7 @@ def test_percentile_agrees_with_the_standard_library(errors, q):
 
 def test_grouping_by_time_and_by_callable():
     def entry(error, when, key="k"):
-        at = when.replace(tzinfo=timezone.utc).timestamp()
+        at = when.replace(tzinfo=UTC).timestamp()
         return ResolvedPrediction("i", key, error, {"a": 1}, None, "acted", at, at)
 
     entries = [entry(0.2, datetime(2025, 1, 6, 9)), entry(0.4, datetime(2025, 1, 6, 17)),

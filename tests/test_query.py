@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -36,7 +36,7 @@ def memories(any_db):
     for i in range(12):
         made.append(Memory.create(
             agent_id="a" if i % 3 else "b", content=f"m{i}", importance=i % 5,
-            created=datetime(2025, 1, 1 + i, tzinfo=timezone.utc),
+            created=datetime(2025, 1, 1 + i, tzinfo=UTC),
             tags=[["red"], ["blue"], ["red", "blue"], []][i % 4],
         ))
     return made
@@ -58,7 +58,7 @@ def test_sorted_ranges(memories):
     assert sorted(contents(q.filter(importance__gt=3))) == ["m4"]
     assert sorted(contents(q.filter(importance=1))) == ["m1", "m11"]
     assert sorted(contents(q.filter(importance__lte=0))) == ["m10", "m5"]
-    jan5 = datetime(2025, 1, 5, tzinfo=timezone.utc)
+    jan5 = datetime(2025, 1, 5, tzinfo=UTC)
     assert sorted(contents(q.filter(created__lte=jan5))) == ["m1", "m2", "m4"]
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import all_keys
 
 import redmem
+from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, StringField, TagField
 from redmem.fields.reindex import reindex
 from redmem.model.registry import rebuild_registry, scan_partitions

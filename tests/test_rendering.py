@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from redmem.context.tokens import exact_counter
 from redmem.context.rendering import compose, frame_line, record_view, render_slice
+from redmem.context.tokens import exact_counter
 
 VIEW = {"topic": "deploy", "content": "Ship <b> & roll back", "tags": ["ops", "日本"]}
 

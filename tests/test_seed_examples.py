@@ -20,15 +20,15 @@ import sys
 import textwrap
 
 import pytest
-from openai_server import OpenAICompatibleServer
 
 import redmem
+from openai_server import OpenAICompatibleServer
 from redmem import (
     AccessTrackerMixin,
     AutoKeyField,
     BM25Field,
-    CoOccurrenceField,
     ConfidenceField,
+    CoOccurrenceField,
     DecayingSortedField,
     EmbeddingField,
     ExistenceFilter,

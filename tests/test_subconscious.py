@@ -8,9 +8,9 @@ import json
 
 import openai
 import pytest
-from openai_server import OpenAICompatibleServer
 
 import redmem
+from openai_server import OpenAICompatibleServer
 from redmem import AutoKeyField, Entity, HashingEmbeddings, Model, ModelException, StringField, ValidationError
 from redmem.recipes.default_memory import DefaultMemory, HybridMemory
 from redmem.recipes.extractors import (

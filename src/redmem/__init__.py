@@ -10,8 +10,8 @@ from .context import (
 from .embeddings import EmbeddingError, HashingEmbeddings, MiniLMEmbeddings, OpenAIEmbeddings
 from .fields import (
     BM25Field,
-    CoOccurrenceField,
     ConfidenceField,
+    CoOccurrenceField,
     CyclicDecayField,
     DecayingSortedField,
     EmbeddingField,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -41,7 +42,7 @@ def add_global_options(parser: argparse.ArgumentParser, *, after_command: bool =
     After the subcommand they default to ``argparse.SUPPRESS``: a value given there wins, and one
     left out keeps the value given before the subcommand (or the top parser's default).
     """
-    unset = {"default": argparse.SUPPRESS} if after_command else {}
+    unset: dict[str, Any] = {"default": argparse.SUPPRESS} if after_command else {}
     parser.add_argument("--url", **unset,
                         help="Redis URL (default: REDIS_URL, else the local server of the data directory)")
     parser.add_argument("--prefix", **unset,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 from rich.markup import escape
@@ -36,10 +36,10 @@ from .cli_commands.ingest import ingest_with_progress
 from .cli_commands.llm import ChatModel, from_environment, messages_for
 from .cli_commands.memory import ChatMemory
 from .cli_commands.runtime import DEFAULT_PREFIX, Runtime, print_notes, start
-from .recipes.context_assembler import ContextAssembler
 from .cli_commands.scores import Scores, decide_outcomes, snapshot
 from .context.rendering import FORMATS
 from .observation import ObservationProtocol
+from .recipes.context_assembler import ContextAssembler
 from .samples import load_sample
 
 __all__ = ["run", "add_arguments", "sample_conversation", "DEMO_PREFIX", "SCRIPTED"]
@@ -89,7 +89,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     removed = demo_run.clear()
     if removed:
         console.print(f"removed the {removed} memories an earlier demo run created")
-    conversation = sample_conversation(datetime.now(timezone.utc))
+    conversation = sample_conversation(datetime.now(UTC))
     memories = _ingest(console, conversation, demo_run)
     assembler = assembler_from(args)
     moved: list[tuple[str, Scores, Scores]] = []

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..context.rendering import FORMATS
-from .display import context_panel, summary, trace_table
 from ..recipes.context_assembler import ContextAssembler
+from .display import context_panel, summary, trace_table
 from .memory import SCORE_WEIGHTS, SHOWN_FIELDS, ChatMemory
 from .runtime import print_notes, start
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 from rich.markup import escape
@@ -52,7 +52,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     print_notes(console, runtime)
     chat_model = from_environment()
     assembler = assembler_from(args)
-    chat = ChatSession(f"chat-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}")
+    chat = ChatSession(f"chat-{datetime.now(UTC):%Y%m%d-%H%M%S}")
     console.print(f"[bold]redmem chat[/bold] with the memory of agent {escape(repr(args.agent))}, "
                   f"{escape(runtime.location)}; "
                   + (f"model {chat_model.describe()}" if chat_model else "no chat model (set OPENAI_BASE_URL / "
@@ -75,7 +75,7 @@ def _exchange(
     text: str, args: argparse.Namespace,
 ) -> None:
     """One turn: context, reply (or what would be sent), then the turn remembered."""
-    said = datetime.now(timezone.utc)
+    said = datetime.now(UTC)
     result = assembler.assemble(text, emit_trace=True, agent_id=args.agent)
     console.print(summary(result, args.max_tokens))
     if result.records:

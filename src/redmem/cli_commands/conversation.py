@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ class Conversation:
     turns: list[Turn]
     questions: list[Question] = field(default_factory=list)
 
-    def shifted_to(self, last: datetime) -> "Conversation":
+    def shifted_to(self, last: datetime) -> Conversation:
         """The same conversation moved in time so that its last turn was said at ``last``."""
         if not self.turns:
             return self
@@ -71,10 +71,10 @@ def parse_when(value: Any, where: str) -> datetime:
         raise ValidationError(f"{where}: {value!r} is not an ISO 8601 date") from None
     if len(value) == 10:
         parsed = datetime.combine(date.fromisoformat(value), time(12))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _turn(raw: Any, session: dict, where: str, at: datetime) -> Turn:
+def _turn(raw: Any, session: dict[str, Any], where: str, at: datetime) -> Turn:
     if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not raw["text"].strip():
         raise ValidationError(f"{where}: a turn is an object with a non-empty \"text\"")
     importance = raw.get("importance", 1.0)
@@ -97,7 +97,7 @@ def parse_conversation(data: Any, now: datetime | None = None) -> Conversation:
     sessions = data.get("sessions") if isinstance(data, dict) else None
     if not isinstance(sessions, list):
         raise ValidationError("a conversation is a JSON object with a \"sessions\" list")
-    start = now or datetime.now(timezone.utc)
+    start = now or datetime.now(UTC)
     turns = []
     for s, session in enumerate(sessions, 1):
         if not isinstance(session, dict) or not isinstance(session.get("turns"), list):
@@ -114,7 +114,7 @@ def parse_conversation(data: Any, now: datetime | None = None) -> Conversation:
 
 def from_lines(text: str, now: datetime | None = None) -> Conversation:
     """One turn per non-blank line, all said at ``now``, without speaker or session."""
-    at = now or datetime.now(timezone.utc)
+    at = now or datetime.now(UTC)
     return Conversation([Turn(line.strip(), at) for line in text.splitlines() if line.strip()])
 
 

@@ -49,7 +49,7 @@ class DemoRun:
     def clear(self) -> int:
         """Delete the memories earlier runs created (records and index entries) and their list; how many."""
         keys = [DbKey(self.keyspace, memory_id) for memory_id in sorted(self.created())]
-        removed = sum(memory.delete() for memory in load_records(ChatMemory, keys, track=False))
+        removed: int = sum(memory.delete() for memory in load_records(ChatMemory, keys, track=False))
         client = get_client()
         with server_errors(client):
             client.delete(self.key)

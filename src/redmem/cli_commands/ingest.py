@@ -8,8 +8,9 @@ sessions have decayed) and links consecutive turns of a session in the co-occurr
 from __future__ import annotations
 
 import argparse
+import itertools
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -60,7 +61,7 @@ def store_turns(
         if advance is not None:
             advance(len(chunk))
     chain = ([after] if after is not None else []) + memories
-    backdate_and_link(memories, turns, list(zip(chain, chain[1:])))
+    backdate_and_link(memories, turns, list(itertools.pairwise(chain)))
     return memories
 
 

@@ -11,8 +11,8 @@ log and staged reads; the record's pending recall proposal. Records are loaded w
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -34,6 +34,9 @@ from .display import number
 from .memory import ChatMemory
 from .runtime import import_model, print_notes, start
 
+if TYPE_CHECKING:
+    from ..model.base import Model
+
 __all__ = ["add_arguments", "run", "find_record", "parse_key"]
 
 #: Shortest id start accepted in place of a whole id.
@@ -47,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="MODULE:Class of the record (default: the CLI's ChatMemory)")
 
 
-def parse_key(key: str, model: type) -> DbKey | None:
+def parse_key(key: str, model: type[Model]) -> DbKey | None:
     """The DbKey a Redis key names, None if ``key`` is not a record key; QueryException for another model."""
     parsed = DbKey.parse(key)
     if parsed is not None and parsed.keyspace.model != model._meta.name:
@@ -56,7 +59,7 @@ def parse_key(key: str, model: type) -> DbKey | None:
     return parsed
 
 
-def _key_values(model: type, key: DbKey) -> dict[str, Any]:
+def _key_values(model: type[Model], key: DbKey) -> dict[str, Any]:
     """The key field values a DbKey encodes, decoded by their fields."""
     meta = model._meta
     parts = list(key.keyspace.partition_values) + [unescape(p) for p in key.record_id.split(":")]
@@ -64,7 +67,7 @@ def _key_values(model: type, key: DbKey) -> dict[str, Any]:
     return {name: meta.fields[name].decode(part.encode()) for name, part in zip(names, parts)}
 
 
-def _by_id_prefix(model: type, agent: str, start: str) -> DbKey:
+def _by_id_prefix(model: type[Model], agent: str, start: str) -> DbKey:
     """The one record of the partition whose id is, or starts with, ``start``."""
     space = model.query.filter(**{model._meta.partition_fields[0]: agent}).partition()
     client = model._meta.client
@@ -77,7 +80,7 @@ def _by_id_prefix(model: type, agent: str, start: str) -> DbKey:
     raise RecordNotFound(f"{start!r} in agent {agent!r}: {reason} (give at least {MIN_ID_PREFIX} characters)")
 
 
-def find_record(model: type, key: str, agent: str | None) -> Any:
+def find_record(model: type[Model], key: str, agent: str | None) -> Any:
     """The record ``key`` names (module docstring), loaded without tracking; RecordNotFound if none."""
     db_key = parse_key(key, model)
     if db_key is None:
@@ -91,7 +94,7 @@ def find_record(model: type, key: str, agent: str | None) -> Any:
 
 
 def _when(seconds: float | None) -> str:
-    return "-" if seconds is None else datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "-" if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _section(title: str) -> Table:

@@ -23,8 +23,8 @@ from typing import Any
 from ..embeddings import HashingEmbeddings, MiniLMEmbeddings
 from ..fields import (
     BM25Field,
-    CoOccurrenceField,
     ConfidenceField,
+    CoOccurrenceField,
     CyclicDecayField,
     DecayingSortedField,
     EmbeddingField,

@@ -110,7 +110,7 @@ def print_notes(console: Console, runtime: Runtime) -> None:
         console.print(f"[yellow]note:[/yellow] {runtime.note}")
 
 
-def import_model(spec: str) -> type:
+def import_model(spec: str) -> type[Model]:
     """The Model class named ``MODULE:Class`` (the module is imported, so it may declare others)."""
     module_name, _, class_name = spec.partition(":")
     if not module_name or not class_name:

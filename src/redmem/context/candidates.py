@@ -23,7 +23,7 @@ the pull candidates. Ties keep pull order, then push order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..model.dbkey import DbKey
 
@@ -80,11 +80,12 @@ def merge_paths(
     order = {key: i for i, key in enumerate(merged)}
     if asked:
         for candidate in merged.values():
-            candidate.combined = candidate.pull / pull_top if candidate.pull is not None else candidate.push / push_top
-        found = sorted((c for c in merged.values() if c.pull is not None),
+            candidate.combined = (candidate.pull / pull_top if candidate.pull is not None
+                                  else cast(float, candidate.push) / push_top)  # each candidate has pull or push
+        pulled = sorted((c for c in merged.values() if c.pull is not None),
                        key=lambda c: (-c.combined, -(c.push or 0.0), order[c.key]))
         proactive = sorted((c for c in merged.values() if c.pull is None), key=lambda c: (-c.combined, order[c.key]))
-        return found + (proactive if max_proactive is None else proactive[:max_proactive])
+        return pulled + (proactive if max_proactive is None else proactive[:max_proactive])
     for candidate in merged.values():
         candidate.combined = (candidate.pull or 0.0) / pull_top + (candidate.push or 0.0) / push_top
     ranked = sorted(merged.values(), key=lambda c: (-c.combined, order[c.key]))

@@ -8,9 +8,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..fields.confidence import ConfidenceField
+from ..model.dbkey import DbKey
 from ..observation.access import AccessTrackerMixin
 from ..observation.proposals import RecallProposal
 from ..store.connection import get_client, server_errors
@@ -31,7 +32,8 @@ def apply_post_effects(
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         readers = [r for r in selected if isinstance(r, AccessTrackerMixin)]
         if readers:
-            type(readers[0]).queue_stage_reads(pipe, [r._saved_key for r in readers], at)
+            read_keys = [r._saved_key for r in readers]  # records that were read: each has its saved key
+            type(readers[0]).queue_stage_reads(pipe, cast(list[DbKey], read_keys), at)
         for record in surfaced:
             RecallProposal.queue_surface(pipe, record, SURFACING_REASON, now=at)
         for record in suppressed:

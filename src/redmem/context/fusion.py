@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..fields.bm25 import SearchResult
 from ..model.dbkey import DbKey
@@ -50,6 +50,9 @@ __all__ = [
     "FIRST_PERSON",
 ]
 
+#: An item being ranked: a record key, a record id, anything hashable.
+K = TypeVar("K", bound=Hashable)
+
 #: The RRF constant of Cormack et al. (2009), also popoto's ContextAssembler's.
 RRF_K = 60
 #: Words that make a query first-person (about the user's own memories).
@@ -65,11 +68,11 @@ _MONTHS_AND_DAYS = re.compile(
 
 
 def reciprocal_rank_fusion(
-    ranked_lists: Mapping[str, Sequence[Hashable]],
+    ranked_lists: Mapping[str, Sequence[K]],
     k: float = RRF_K,
     weights: Mapping[str, float] | None = None,
     limit: int | None = 10,
-) -> list[tuple[Hashable, float]]:
+) -> list[tuple[K, float]]:
     """Fuse ranked lists of ids into one list of ``(id, score)``, best first.
 
     ``rrf(d) = sum_L w_L / (k + rank_L(d))`` with ranks from :func:`distinct_ranks`; a list
@@ -81,7 +84,7 @@ def reciprocal_rank_fusion(
         raise ValidationError(f"k must be a finite number > 0, not {k!r}")
     _check_limit(limit)
     weights = checked_weights(weights)
-    terms: dict[Hashable, list[float]] = {}
+    terms: dict[K, list[float]] = {}
     for name, items in ranked_lists.items():
         weight = weights.get(name, 1.0)
         for item, rank in distinct_ranks(items).items():
@@ -92,11 +95,11 @@ def reciprocal_rank_fusion(
 
 
 def convex_fusion(
-    scored_lists: Mapping[str, Sequence[tuple[Hashable, float]]],
+    scored_lists: Mapping[str, Sequence[tuple[K, float]]],
     weights: Mapping[str, float] | None = None,
     limits: Mapping[str, int] | None = None,
     limit: int | None = 10,
-) -> list[tuple[Hashable, float]]:
+) -> list[tuple[K, float]]:
     """Fuse lists of ``(id, score)``, each best first, into one list of ``(id, score)``, best first.
 
     ``convex(d) = sum_L w_L * s_L(d) / top_L / sum_L w_L`` over the lists whose best score
@@ -114,8 +117,8 @@ def convex_fusion(
     limits = dict(limits or {})
     for name, cut in limits.items():
         positive_int(f"limit of list {name!r}", cut)
-    found: dict[Hashable, None] = {}
-    columns: list[tuple[float, dict[Hashable, float], float]] = []
+    found: dict[K, None] = {}
+    columns: list[tuple[float, dict[K, float], float]] = []
     for name, pairs in scored_lists.items():
         scores = _first_scores(name, pairs)
         weight = weights.get(name, 1.0)
@@ -132,7 +135,7 @@ def convex_fusion(
     return fused if limit is None else fused[:limit]
 
 
-def _convex_score(item: Hashable, columns: list[tuple[float, dict[Hashable, float], float]]) -> float:
+def _convex_score(item: K, columns: list[tuple[float, dict[K, float], float]]) -> float:
     """``sum w * s(item) / sum w`` over columns ``(w, {id: normalised score}, score of a missing id)``;
     0 without columns."""
     if not columns:
@@ -141,9 +144,9 @@ def _convex_score(item: Hashable, columns: list[tuple[float, dict[Hashable, floa
     return math.fsum(weight * scores.get(item, missing) for weight, scores, missing in columns) / total
 
 
-def _first_scores(name: str, pairs: Sequence[tuple[Hashable, float]]) -> dict[Hashable, float]:
+def _first_scores(name: str, pairs: Sequence[tuple[K, float]]) -> dict[K, float]:
     """``{id: score}`` of one scored list, each id at its first score, negative scores as 0."""
-    scores: dict[Hashable, float] = {}
+    scores: dict[K, float] = {}
     for item, score in pairs:
         if isinstance(score, bool) or not (isinstance(score, (int, float)) and math.isfinite(score)):
             raise ValidationError(f"score of {item!r} in list {name!r} must be a finite number, not {score!r}")
@@ -161,10 +164,10 @@ def checked_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
     return {name: finite_number(f"weight of list {name!r}", weight, low=0) for name, weight in checked.items()}
 
 
-def distinct_ranks(items: Sequence[Hashable]) -> dict[Hashable, int]:
+def distinct_ranks(items: Sequence[K]) -> dict[K, int]:
     """1-based rank of each distinct item, in list order; a repeated item keeps its first rank
     and takes no rank of its own (``[a, a, b]`` ranks b second)."""
-    ranks: dict[Hashable, int] = {}
+    ranks: dict[K, int] = {}
     for item in items:
         ranks.setdefault(item, len(ranks) + 1)
     return ranks
@@ -240,7 +243,7 @@ def _identity(query: Query, item: Any) -> DbKey:
         if (parsed.keyspace.prefix, parsed.keyspace.model) != (space.prefix, space.model):
             raise QueryException(f"fuse() on {query.model.__name__} got {item!r}, the key of another model's record")
         return parsed
-    saved = getattr(item, "_saved_key", None)
+    saved: DbKey | None = getattr(item, "_saved_key", None)
     if saved is None:
         raise QueryException(f"fuse() ranks {FUSABLE}, not {item!r}")
     return saved

@@ -9,14 +9,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, Union
+from typing import TypeAlias, cast
 
 __all__ = ["Budget", "Packed", "pack", "STRATEGIES", "Costs"]
 
 #: Token costs in rank order, or ``cost(index, position)`` when an item's cost depends on the
 #: 1-based position it would take (numbered lines).
-Costs = Union[Sequence[int], Callable[[int, int], int]]
+Costs: TypeAlias = Sequence[int] | Callable[[int, int], int]
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,10 @@ def skip_not_break(costs: Costs, budget: Budget, *, count: int | None = None) ->
 
     With callable ``costs``, ``count`` gives the number of items.
     """
-    selected, skipped, used = [], [], 0
-    total = len(costs) if count is None else count
+    selected: list[int] = []
+    skipped: list[int] = []
+    used = 0
+    total = len(cast(Sequence[int], costs)) if count is None else count
     for index in range(total):
         if _full(len(selected), budget):
             break
@@ -92,7 +95,9 @@ def greedy_knapsack(
     if len(utilities) != len(costs):
         raise ValueError("greedy_knapsack needs one utility per item")
     order = sorted(range(len(costs)), key=lambda i: (-utilities[i] / max(costs[i], 1), i))
-    selected, skipped, used = [], [], 0
+    selected: list[int] = []
+    skipped: list[int] = []
+    used = 0
     for index in order:
         if _full(len(selected), budget):
             break
@@ -104,14 +109,14 @@ def greedy_knapsack(
     return Packed(selected, used, skipped)
 
 
-STRATEGIES = {
+STRATEGIES: dict[str, Callable[..., Packed]] = {
     "skip_not_break": skip_not_break,
     "stop_at_first_miss": stop_at_first_miss,
     "greedy_knapsack": greedy_knapsack,
 }
 
 
-def pack(costs: Sequence[int], budget: Budget, strategy: str = "skip_not_break", **options: object) -> Packed:
+def pack(costs: Costs, budget: Budget, strategy: str = "skip_not_break", **options: object) -> Packed:
     """Pack items whose token costs are ``costs`` (in rank order) with the named strategy."""
     try:
         chosen = STRATEGIES[strategy]

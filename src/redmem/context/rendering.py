@@ -18,7 +18,8 @@ that is counted, and :func:`compose` only joins lines.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from xml.sax.saxutils import escape
 
 from ..store.errors import ValidationError

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from ..embeddings.matrix import VectorMatrix
 from ..fields.bloom import ExistenceFilter
 from ..fields.bm25 import BM25Field, search_result
 from ..fields.composite import CompositeSearch, Ranked, composite_search
 from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField, Graph
 from ..fields.cyclic import CyclicDecayField
-from ..embeddings.matrix import VectorMatrix
 from ..fields.embedding import EmbeddingField, VectorSearch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
@@ -30,6 +30,9 @@ from ..store.overlap import execute_while
 from ..store.scripts import ScriptCall, run_calls
 from .candidates import Candidate
 from .fusion import RRF_K, checked_weights, convex_fusion, query_adaptive_weights, reciprocal_rank_fusion
+
+if TYPE_CHECKING:
+    from ..model.base import Model
 
 __all__ = [
     "Capabilities",
@@ -52,7 +55,7 @@ FUSIONS = ("rrf", "convex")
 LIST_NAMES = ("keyword", "vector", "graph", "composite")
 
 
-def _only(model: type, kind: type) -> Any:
+def _only(model: type[Model], kind: type) -> Any:
     found = [f for f in model._meta.fields.values() if isinstance(f, kind)]
     return found[0] if found else None
 
@@ -69,7 +72,7 @@ class Capabilities:
     confidence: tuple[ConfidenceField, ...]
 
     @classmethod
-    def of(cls, model: type) -> "Capabilities":
+    def of(cls, model: type[Model]) -> Capabilities:
         fields = model._meta.fields.values()
         return cls(
             _only(model, BM25Field), _only(model, EmbeddingField), _only(model, CoOccurrenceField),
@@ -220,7 +223,7 @@ def first_round(
     may_exist = check_finish(replies[check_span[0]:check_span[1]])[0] if check_finish else True
     keyword = search_result(replies[bm25_at]).ranked if bm25_at is not None else None
     vector_hits = vector.finish(replies[len(calls):]) if vector is not None else None
-    ranked = _composite_pairs(composite.ranked(replies[composite_at])) if composite is not None else None
+    ranked = _composite_pairs(composite.ranked(replies[composite_at])) if composite is not None and composite_at is not None else None
     rankings = [
         field.ranked_from(reply, space, now, threshold, push_limit)
         for field, reply in zip(caps.cyclic, replies[push_at:])
@@ -247,7 +250,7 @@ def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
 
 
 def pull_candidates(
-    model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
+    model: type[Model], caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
     keyword: list[tuple[str, float]] | None = None, vector: list[tuple[str, float]] | None = None,
     composite: list[tuple[str, float]] | None = None, now: float | None = None, graph_empty: bool = False,
 ) -> tuple[list[Candidate], str]:
@@ -268,7 +271,7 @@ def pull_candidates(
     elif mode != "composite":
         if mode != "semantic":
             if keyword is None:
-                keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
+                keyword = cast(BM25Field, caps.bm25).search(space, text, plan.candidate_limit).ranked  # lexical modes need one
             lists["keyword"] = _ranking(keyword, "bm25", signals)
         if mode != "lexical":
             if vector is None:
@@ -298,7 +301,7 @@ def pull_candidates(
 
 
 def _composite_lists(
-    model: type, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
+    model: type[Model], caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
     signals: dict[str, dict[str, float]], keyword: list[tuple[str, float]] | None,
     composite: list[tuple[str, float]] | None, now: float | None,
 ) -> dict[str, list[tuple[str, float]]]:

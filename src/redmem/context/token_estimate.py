@@ -220,7 +220,7 @@ def estimate_features(text: str) -> list[float]:
     return total
 
 
-class _PieceCosts(dict):
+class _PieceCosts(dict[str, float]):
     """piece -> weighted cost, computed on first sight; emptied when CACHE_LIMIT is reached."""
 
     def __missing__(self, piece: str) -> float:

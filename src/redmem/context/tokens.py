@@ -278,7 +278,7 @@ class GuardedCounter:
     def __call__(self, text: str) -> int:
         try:
             n = self.counter(text)
-        except Exception as exc:  # noqa: BLE001 - any failure of user code falls back
+        except Exception as exc:  # any failure of user code falls back
             return self._fallback(text, f"raised {type(exc).__name__}: {exc}")
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
             return self._fallback(text, f"returned {n!r}, not a non-negative int")
@@ -328,7 +328,7 @@ def resolve_counter(counter: TokenCounter | str | None, *, stacklevel: int = 2) 
             stacklevel=stacklevel,
         )
         return default_counter()
-    except Exception:  # noqa: BLE001 - judged again, with a warning, at call time
+    except Exception:  # judged again, with a warning, at call time
         pass
     return GuardedCounter(counter)
 

@@ -82,7 +82,8 @@ def as_matrix(vectors: Any, dimensions: int | None, rows: int | None = None, lab
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """Each row divided by its L2 norm; all-zero rows stay zero (their cosine with anything is 0)."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    units: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return units
 
 
 def _embed(provider: Any, texts: list[str], input_type: InputType) -> Any:

@@ -61,7 +61,8 @@ def encode_stored(vector: np.ndarray, dtype: str, origin: bytes) -> bytes:
     largest = float(np.abs(vector).max(initial=0.0))
     scale = np.float32(largest / _INT8_MAX)
     codes = np.rint(vector / scale) if scale > 0 else np.zeros_like(vector)
-    return header + scale.astype("<f4").tobytes() + np.clip(codes, -_INT8_MAX, _INT8_MAX).astype(np.int8).tobytes()
+    encoded: bytes = header + scale.astype("<f4").tobytes() + np.clip(codes, -_INT8_MAX, _INT8_MAX).astype(np.int8).tobytes()
+    return encoded
 
 
 def stored_dimensions(raw: bytes) -> int | None:

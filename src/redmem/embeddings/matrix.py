@@ -18,6 +18,7 @@ here: callers feed changes in and read top-k lists out.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -63,7 +64,7 @@ def cosines(rows: np.ndarray, unit: np.ndarray) -> np.ndarray:
     slices = min(SCAN_THREADS, max(1, rows.size // SLICE_MIN))
     bounds = [rows.shape[0] * k // slices for k in range(slices + 1)]
     futures = [_executor().submit(np.einsum, "ij,j->i", rows[a:b], unit, out=out[a:b])
-               for a, b in zip(bounds[1:-1], bounds[2:])]
+               for a, b in itertools.pairwise(bounds[1:])]
     np.einsum("ij,j->i", rows[: bounds[1]], unit, out=out[: bounds[1]])
     for future in futures:
         future.result()
@@ -155,7 +156,7 @@ class VectorMatrix:
             left_out = [i for n, (i, _) in enumerate(added) if n not in decoded]
             logger.warning("%d vector(s) are not of %s dimensions: left out of search (e.g. %s)",
                            len(left_out), width, left_out[0])
-        if kept:
+        if kept and rows is not None:
             self._append([added[n][0] for n in kept], unit_rows(rows))
 
     def unit_vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
@@ -167,7 +168,7 @@ class VectorMatrix:
         """Ids of the ``limit`` rows of highest cosine with ``query`` (cosine > 0), best first."""
         return self.rank(query, limit).hits
 
-    def rank(self, query: np.ndarray, limit: int) -> "Ranking":
+    def rank(self, query: np.ndarray, limit: int) -> Ranking:
         """:meth:`search`, keeping every row's score so :meth:`rerank` can follow later changes."""
         if not self.ids or query.shape[-1] != self.dimensions:
             return Ranking(query, None, np.zeros(0, dtype=np.float32), [], limit, [])
@@ -182,7 +183,7 @@ class VectorMatrix:
         scores = cosines(self._rows[:count], unit)
         return Ranking(query, unit, scores, self.ids, limit, top_k(scores, self.ids, limit))
 
-    def rerank(self, ranking: "Ranking", changed: set[str]) -> list[tuple[str, float]]:
+    def rerank(self, ranking: Ranking, changed: set[str]) -> list[tuple[str, float]]:
         """The top ``ranking.limit`` now that the ``changed`` ids were set or removed since ``ranking``.
 
         Exact without rescoring every row: the best unchanged rows are among the previous top

@@ -20,7 +20,7 @@ import numpy as np
 try:
     import numkong
 except ImportError:  # pragma: no cover - numkong is a declared dependency; a partial install still works
-    numkong = None
+    numkong = None  # type: ignore[assignment]  # None marks numkong as missing (see available())
 
 __all__ = ["available", "quantize", "shortlist", "kth_largest_floor", "PRESCAN_MIN_ROWS", "BLOCK_ROWS"]
 

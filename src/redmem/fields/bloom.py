@@ -30,10 +30,11 @@ from ..model.query import query_method
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
 from ..store.keys import KeySpace
-from ..store.scripts import ScriptCall, queue_script, run_calls, run_script
+from ..store.scripts import ScriptCall, run_calls
 from ..text import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
+    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = [
@@ -78,7 +79,7 @@ def bit_positions(term: str, m: int, k: int) -> list[int]:
     return [(h1 + i * step) % m for i in range(k)]
 
 
-class TermField(Field):
+class TermField(Field[Any]):
     """Base of the fields that index the analysed terms of a record's fingerprint.
 
     It keeps no entry in the record hash. ``fingerprint_fn(record)`` returns a text, a list of
@@ -132,9 +133,10 @@ class TermField(Field):
                 f"{self.label} needs exactly the partition {list(expected)} as keyword arguments, "
                 f"got {sorted(partition)}"
             )
-        return self.model.query.filter(**partition).partition()
+        space: KeySpace = self.model.query.filter(**partition).partition()
+        return space
 
-    def _text_fields(self) -> list[Field]:
+    def _text_fields(self) -> list[Field[Any]]:
         fields = [
             f for f in self.model._meta.fields.values() if f.stored and not f.is_key and f.python_type is str
         ]
@@ -182,7 +184,7 @@ class ExistenceFilter(TermField):
         self.m, self.k = bloom_size(capacity, error_rate)
 
     # -- saves -------------------------------------------------------------------------------
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         key = self.key(batch.keyspace)
         for args in self._script_args(list(dict.fromkeys(self.terms(batch.instance)))):
             batch.script("bloom_add", [key], args)
@@ -215,7 +217,8 @@ class ExistenceFilter(TermField):
         """
         client = self.model._meta.client
         with server_errors(client):
-            return client.bitcount(self.key(self.keyspace_of(partition))) / self.m
+            ones: int = client.bitcount(self.key(self.keyspace_of(partition)))
+            return ones / self.m
 
     def check(self, space: KeySpace, texts: Iterable[str]) -> list[bool]:
         """Per text: may any of its terms be in the filter of ``space``? One round trip for all.
@@ -227,7 +230,8 @@ class ExistenceFilter(TermField):
         calls, finish = self.check_calls(space, texts)
         client = self.model._meta.client
         with server_errors(client):
-            return finish(run_calls(client, calls))
+            present: list[bool] = finish(run_calls(client, calls))
+            return present
 
     def check_calls(self, space: KeySpace, texts: Iterable[str]) -> tuple[list[ScriptCall], Any]:
         """The script calls of :meth:`check` and a function turning their replies into its answer."""
@@ -263,7 +267,7 @@ class ExistenceFilter(TermField):
             return run_calls(client, [ScriptCall(script, [key], args) for args in calls])
 
 
-def _existence_filter(model: type, name: str | None) -> ExistenceFilter:
+def _existence_filter(model: type[Model], name: str | None) -> ExistenceFilter:
     """The model's ExistenceFilter called ``name``, or its only one when ``name`` is None."""
     filters = {n: f for n, f in model._meta.fields.items() if isinstance(f, ExistenceFilter)}
     if name is None and len(filters) == 1:

@@ -35,9 +35,9 @@ from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeySpace, escape
 from ..store.scripts import ScriptCall
 from ..store.validation import non_negative_int
+from ..text.analyzer import Analyzer, default_analyzer
 from .bm25_math import impact_unit
 from .search import hydrate, partition_of, pick_field
-from ..text.analyzer import Analyzer, default_analyzer
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
@@ -81,7 +81,7 @@ class SearchResult:
     records_scored: int
 
 
-class BM25Field(Field):
+class BM25Field(Field[Any]):
     """Okapi BM25 over the terms of the ``source`` text field, searchable per partition.
 
     Args:
@@ -136,18 +136,18 @@ class BM25Field(Field):
         return BM25Keys(*(space.key("b", self.name, self.version, part) for part in parts))
 
     # -- saves -------------------------------------------------------------------------------
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         """Replace the record's postings and length; the stored text tells which lists it was in."""
         self._queue_saves(batch, [(batch, old)])
 
-    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+    def on_save_many(self, batches: list[SaveBatch]) -> None:
         """Replace the postings and lengths of a chunk of records: one script call for all of them."""
         self._queue_saves(batches[0], [(batch, batch.old) for batch in batches])
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         self._queue_write(batch, [batch.record_id, ""], {term: [] for term in self._indexed_terms(batch, old)})
 
-    def reindex_read(self, pipe: Any, batch: "SaveBatch") -> None:
+    def reindex_read(self, pipe: Any, batch: SaveBatch) -> None:
         """Queue the read of the record's stored entry; its reply becomes ``batch.prepared[name]``.
 
         ``redmem.fields.reindex`` calls this, so a reindex also clears postings the stored text
@@ -155,7 +155,7 @@ class BM25Field(Field):
         """
         pipe.hget(self.keys_in(batch.keyspace).entries, batch.record_id)
 
-    def _queue_saves(self, batch: "SaveBatch", saves: list[tuple["SaveBatch", dict | None]]) -> None:
+    def _queue_saves(self, batch: SaveBatch, saves: list[tuple[SaveBatch, dict[str, Any] | None]]) -> None:
         """One ``bm25_write`` call, queued on ``batch``'s transaction, for ``saves`` (of one partition)."""
         records: list[str] = []
         joining: dict[str, list[int]] = {}  # term -> [record position, tf, ..] of the new entries
@@ -168,7 +168,7 @@ class BM25Field(Field):
                 joining.setdefault(term, [])
         self._queue_write(batch, records, joining)
 
-    def _indexed_terms(self, batch: "SaveBatch", old: dict | None) -> set[str]:
+    def _indexed_terms(self, batch: SaveBatch, old: dict[str, Any] | None) -> set[str]:
         stored = batch.prepared.get(self.name)
         if old is None and not stored:
             return set()
@@ -177,7 +177,7 @@ class BM25Field(Field):
             terms.update(json.loads(stored)[2::2])
         return terms
 
-    def _queue_write(self, batch: "SaveBatch", records: list[str], joining: dict[str, list[int]]) -> None:
+    def _queue_write(self, batch: SaveBatch, records: list[str], joining: dict[str, list[int]]) -> None:
         """Queue ``bm25_write`` for ``records`` (id, entry, id, entry, ..) over the lists of ``joining``'s terms.
 
         ``joining`` maps each term whose list the write may touch to the ``[record position, tf, ..]``
@@ -223,7 +223,7 @@ class BM25Field(Field):
         )
 
 
-def search_result(reply: list) -> SearchResult:
+def search_result(reply: list[Any]) -> SearchResult:
     """A :class:`SearchResult` from the reply of ``bm25_search.lua``."""
     ranked = [(reply[i].decode(), float(reply[i + 1])) for i in range(3, len(reply), 2)]
     return SearchResult(ranked, reply[0].decode(), int(reply[1]), int(reply[2]))

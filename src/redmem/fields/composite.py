@@ -47,7 +47,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
@@ -62,9 +62,16 @@ from ..store.validation import finite_number, non_negative_int
 from .confidence import ConfidenceField
 from .cyclic import CyclicDecayField, cycle_weight
 from .decay import (
-    MODULATION_STRENGTH, SELECTION_EPS, DecayingSortedField, best_first, epoch_seconds,
+    MODULATION_STRENGTH,
+    SELECTION_EPS,
+    DecayingSortedField,
+    best_first,
+    epoch_seconds,
 )
 from .search import partition_of
+
+if TYPE_CHECKING:
+    from ..model.base import Model
 
 __all__ = ["composite_score", "composite_search", "CompositeSearch", "Ranked", "composite", "saturate", "logistic",
            "min_max", "clamp01", "signal_names", "signal_weights", "PRIORITY_SIGNAL"]
@@ -242,7 +249,7 @@ class ConfidenceSignal(OneSetSignal):
 
     def value(self, row: Row, ranges: Mapping[str, tuple[float, float]]) -> float:
         confidence = row[self.key]
-        return self.default if confidence is None else confidence
+        return cast(float, self.default) if confidence is None else confidence
 
 
 class SortedSignal(OneSetSignal):
@@ -273,7 +280,7 @@ class PrioritySignal(OneSetSignal):
         return 0.0 if value is None else clamp01(value)
 
 
-_FIELD_SIGNALS: list[tuple[type, type]] = [
+_FIELD_SIGNALS: list[tuple[type[Field[Any]], type[Signal]]] = [
     (DecayingSortedField, DecaySignal),
     (CyclicDecayField, CyclicSignal),
     (ConfidenceField, ConfidenceSignal),
@@ -281,12 +288,12 @@ _FIELD_SIGNALS: list[tuple[type, type]] = [
 ]
 
 
-def _has_write_filter(model: type) -> bool:
+def _has_write_filter(model: type[Model]) -> bool:
     """Whether the model has WriteFilterMixin (recognised by its hook, so fields need not import it)."""
     return callable(getattr(model, "compute_filter_score", None))
 
 
-def signal_names(model: type) -> list[str]:
+def signal_names(model: type[Model]) -> list[str]:
     """The names ``composite_score`` accepts for ``model``, in declaration order."""
     fields = model._meta.fields
     names = [n for n, f in fields.items() if any(isinstance(f, kind) for kind, _ in _FIELD_SIGNALS)]
@@ -295,7 +302,7 @@ def signal_names(model: type) -> list[str]:
     return names
 
 
-def _signal(model: type, name: str, weight: float, space: KeySpace, now: float) -> Signal:
+def _signal(model: type[Model], name: str, weight: float, space: KeySpace, now: float) -> Signal:
     field = model._meta.fields.get(name)
     for kind, signal in _FIELD_SIGNALS:
         if isinstance(field, kind):
@@ -304,7 +311,7 @@ def _signal(model: type, name: str, weight: float, space: KeySpace, now: float) 
 
 
 # -- checking the call ---------------------------------------------------------------------------
-def signal_weights(model: type, indexes: Any, what: str = "composite_score: indexes") -> dict[str, float]:
+def signal_weights(model: type[Model], indexes: Any, what: str = "composite_score: indexes") -> dict[str, float]:
     """``indexes`` as {signal name: weight}; QueryException for unknown names, ValidationError for
     weights. ``what`` names the argument in the errors."""
     if not isinstance(indexes, Mapping) or not indexes:
@@ -338,7 +345,9 @@ class Plan:
 
 def build_plan(signals: list[Signal], space: KeySpace, now: float, n: int, min_score: float | None) -> Plan:
     """KEYS and plan of ``composite_select.lua``; a column shared by signals is read once."""
-    keys, defaults, walks = [space.key(ALL_RECORDS)], [False], {}
+    keys = [space.key(ALL_RECORDS)]
+    defaults: list[bool | float] = [False]
+    walks: dict[int, tuple[bool, bool]] = {}
 
     def slot(key: str) -> int:
         return keys.index(key) + 1
@@ -366,13 +375,14 @@ def _number(raw: bytes) -> float | None:
     return float(raw) if raw else None
 
 
-def parse_reply(plan: Plan, reply: list) -> tuple[dict[str, tuple[float, float]], list[tuple[str, dict]]]:
+def parse_reply(plan: Plan, reply: list[Any]) -> tuple[dict[str, tuple[float, float]], list[tuple[str, dict[str, Any]]]]:
     """The sorted fields' (min, max) and the candidate rows of a ``composite_select.lua`` reply."""
-    ranges = {}
+    ranges: dict[str, tuple[float, float]] = {}
     for i, key in enumerate(plan.ranges):
         low, high = _number(reply[2 * i]), _number(reply[2 * i + 1])
-        ranges[key] = (0.0, 0.0) if low is None else (low, high)
-    columns, width, rows = plan.keys[1:], len(plan.keys), []
+        ranges[key] = (0.0, 0.0) if low is None else (low, cast(float, high))  # a set with a min has a max
+    columns, width = plan.keys[1:], len(plan.keys)
+    rows: list[tuple[str, dict[str, Any]]] = []
     for i in range(2 * len(plan.ranges), len(reply), width):
         values = [_number(raw) for raw in reply[i + 1 : i + width]]
         rows.append((reply[i].decode(), dict(zip(columns, values))))
@@ -407,7 +417,7 @@ class CompositeSearch:
     def call(self) -> ScriptCall:
         return ScriptCall("composite_select", self.plan.keys, [json.dumps(self.plan.plan)])
 
-    def ranked(self, reply: list) -> list[Ranked]:
+    def ranked(self, reply: list[Any]) -> list[Ranked]:
         ranges, rows = parse_reply(self.plan, reply)
         mapped = {rid: {s.name: s.value(row, ranges) for s in self.signals} for rid, row in rows}
         scored = [(rid, composite(self.weights, values)) for rid, values in mapped.items()]

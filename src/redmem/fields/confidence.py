@@ -37,6 +37,7 @@ from ..store.scripts import queue_script, run_script
 from ..store.validation import positive_int
 
 if TYPE_CHECKING:
+    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = ["ConfidenceField", "validate_signal", "updated_confidence", "CONFIDENCE_KIND"]
@@ -68,7 +69,7 @@ def updated_confidence(confidence: float, evidence_count: int, signal: float, ev
     return min(1.0, max(0.0, confidence + (signal - confidence) / (n + 1)))
 
 
-class ConfidenceField(Field):
+class ConfidenceField(Field[Any]):
     """A per-record confidence in [0, 1], moved by evidence signals, indexed per partition.
 
     Args:
@@ -93,9 +94,9 @@ class ConfidenceField(Field):
         ):
             raise ModelException(f"initial_confidence must be a number in [0, 1], not {initial_confidence!r}")
         positive_int("evidence_cap", evidence_cap, error=ModelException)
-        self.initial_confidence = float(initial_confidence)
-        self.evidence_cap = evidence_cap
-        self._initial = repr(self.initial_confidence)
+        self.initial_confidence: float = float(initial_confidence)
+        self.evidence_cap: int = evidence_cap
+        self._initial: str = repr(self.initial_confidence)
 
     # -- keys ----------------------------------------------------------------------------------
     def index_key(self, keyspace: KeySpace) -> str:
@@ -108,14 +109,14 @@ class ConfidenceField(Field):
         self.hash_fields: tuple[str, ...] = (name, *(f"{name}.{count}" for count in _COUNTS))
 
     # -- taking part in saves ------------------------------------------------------------------
-    def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
+    def prepare(self, reader: Any, batch: SaveBatch) -> Any:
         """When a record moves to a new key, read its evidence at the old key (watched by the save)."""
         source = batch.instance._saved_key
         if batch.old is not None or source is None or source == DbKey(batch.keyspace, batch.record_id):
             return None
         return reader.hmget(source.redis_key, *self.hash_fields)
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         """Index the record's confidence: its own entry, else ``initial_confidence``; evidence
         carried over a key change is copied first where the record has none."""
         if batch.fresh:
@@ -125,7 +126,7 @@ class ConfidenceField(Field):
         carried = [x for pair in self._carried(batch).items() for x in pair]
         batch.script("confidence_init", keys, [batch.record_id, self._initial, self.name, *carried])
 
-    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+    def on_save_many(self, batches: list[SaveBatch]) -> None:
         """Records under freshly generated keys have no evidence (no entry reads as none): one ZADD
         indexes them all at ``initial_confidence``; the others go through :meth:`on_save`."""
         scores = {}
@@ -137,12 +138,12 @@ class ConfidenceField(Field):
         if scores:
             batches[0].pipe.zadd(self.index_key(batches[0].keyspace), scores)
 
-    def _carried(self, batch: "SaveBatch") -> dict[str, Any]:
+    def _carried(self, batch: SaveBatch) -> dict[str, Any]:
         """The evidence entries read at the record's old key (``prepare``) that it had, by entry name."""
         carried = batch.prepared.get(self.name) or ()
         return {name: value for name, value in zip(self.hash_fields, carried) if value is not None}
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         batch.pipe.zrem(self.index_key(batch.keyspace), batch.record_id)
 
     # -- evidence ------------------------------------------------------------------------------
@@ -174,7 +175,8 @@ class ConfidenceField(Field):
     @staticmethod
     def get_confidence(instance: Any, field_name: str) -> float:
         """The record's confidence (``initial_confidence`` before any evidence)."""
-        return ConfidenceField.get_confidence_data(instance, field_name)["confidence"]
+        confidence: float = ConfidenceField.get_confidence_data(instance, field_name)["confidence"]
+        return confidence
 
     @staticmethod
     def get_confidence_data(instance: Any, field_name: str) -> dict[str, Any]:
@@ -203,6 +205,6 @@ def _field_of(instance: Any, field_name: str) -> ConfidenceField:
     return field
 
 
-def _stored_key(instance: Any) -> DbKey:
+def _stored_key(instance: Model) -> DbKey:
     """Where the instance was loaded from or last saved (else where its key fields point)."""
     return instance._saved_key or instance.db_key

@@ -29,7 +29,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Real
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
@@ -73,7 +73,7 @@ class Entity:
         utf8_text("Entity name", self.name)
 
 
-Node = Union[DbKey, Entity]
+Node: TypeAlias = DbKey | Entity
 
 
 def weight_rank(weight: float) -> str:
@@ -83,7 +83,8 @@ def weight_rank(weight: float) -> str:
 
 def rank_weight(rank: str) -> float:
     """The weight :func:`weight_rank` encoded."""
-    return struct.unpack(">d", bytes(255 - b for b in bytes.fromhex(rank)))[0]
+    weight: float = struct.unpack(">d", bytes(255 - b for b in bytes.fromhex(rank)))[0]
+    return weight
 
 
 def propagation_weights(
@@ -125,16 +126,16 @@ def _check(value: Any, name: str, low: float, high: float, *, open_low: bool = F
     """``value`` as a float in [low, high] (or (low, high]); ValidationError otherwise."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ValidationError(f"{name} must be a number, not {value!r}")
-    value = float(value) + 0.0  # -0.0 becomes 0.0 (its rank would sort after every weight)
-    if not (low < value if open_low else low <= value) or not value <= high:
-        raise ValidationError(f"{name} must lie in {'(' if open_low else '['}{low}, {high}], got {value!r}")
-    return value
+    number = float(value) + 0.0  # -0.0 becomes 0.0 (its rank would sort after every weight)
+    if not (low < number if open_low else low <= number) or not number <= high:
+        raise ValidationError(f"{name} must lie in {'(' if open_low else '['}{low}, {high}], got {number!r}")
+    return number
 
 
 class Graph:
     """The co-occurrence graph of one field in one partition; every method is one round trip."""
 
-    def __init__(self, field: "CoOccurrenceField", keyspace: KeySpace) -> None:
+    def __init__(self, field: CoOccurrenceField, keyspace: KeySpace) -> None:
         self.field = field
         self.keyspace = keyspace
 
@@ -270,7 +271,7 @@ class Graph:
             return run_script(script, keys, args, client)
 
 
-class CoOccurrenceField(Field):
+class CoOccurrenceField(Field[Any]):
     """A weighted association graph over the model's records and named entities, per partition.
 
     Use it through :meth:`graph` (``Memory.associations.graph(agent_id="a")``) or directly on the
@@ -362,7 +363,7 @@ class CoOccurrenceField(Field):
         return self.graph_of(*seeds).propagate(seeds, depth, decay_per_hop, threshold)
 
     # -- taking part in deletes ----------------------------------------------------------------
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         """Remove the record's edges in both directions, in the delete's own MULTI/EXEC."""
         keys = Graph(self, batch.keyspace).keys
         batch.script("graph_remove_node", keys, [RECORD_PREFIX + batch.record_id, self.symmetric_flag])
@@ -373,7 +374,8 @@ def _keyspace_of(node: Any) -> KeySpace:
     if isinstance(node, DbKey):
         return node.keyspace
     if hasattr(node, "db_key"):
-        return (node._saved_key or node.db_key).keyspace
+        space: KeySpace = (node._saved_key or node.db_key).keyspace
+        return space
     raise ValidationError(_not_a_node(node))
 
 

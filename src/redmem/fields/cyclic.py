@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
-from typing import Any, Iterable, Sequence
+from typing import Any, cast
 
 from ..model.codecs import finite_float
 from ..model.field import Field
@@ -110,7 +111,7 @@ class Cycle:
     phase: float = 0.0
 
     @classmethod
-    def parse(cls, spec: Any) -> "Cycle":
+    def parse(cls, spec: Any) -> Cycle:
         """A cycle from ``(period, amplitude[, phase])``; ModelException when malformed."""
         if isinstance(spec, Cycle):
             return spec
@@ -155,7 +156,7 @@ class CyclicKeys:
         return self.part("a", escape(cycle_key))
 
 
-class CyclicDecayField(Field):
+class CyclicDecayField(Field[dict[str, Any]]):
     """A decaying score with learned cyclic peaks and unresolved pressure (see the module doc).
 
     The record hash holds ``{cycle key: declared amplitude}`` as saved, so a re-save keeps the
@@ -207,7 +208,7 @@ class CyclicDecayField(Field):
         base_score(instance, self.base_score_field, self.label)
         setattr(instance, self.name, self.declared())
 
-    def on_save(self, batch: Any, old: dict | None) -> None:
+    def on_save(self, batch: Any, old: dict[str, Any] | None) -> None:
         """Stamp t and last_resolved on the first save; reset the amplitudes of changed cycles."""
         keys, record_id, pipe, now = self.keys_in(batch.keyspace), batch.record_id, batch.pipe, time.time()
         pipe.zadd(keys.updated, {record_id: now}, nx=True)
@@ -221,7 +222,7 @@ class CyclicDecayField(Field):
         for stale in set(before) - set(self.declared()):
             pipe.zrem(keys.amplitude(stale), record_id)
 
-    def on_delete(self, batch: Any, old: dict) -> None:
+    def on_delete(self, batch: Any, old: dict[str, Any]) -> None:
         keys, record_id = self.keys_in(batch.keyspace), batch.record_id
         cycle_keys = set(old.get(self.name) or {}) | set(self.declared())
         for key in [keys.updated, keys.resolved, keys.base, *map(keys.amplitude, sorted(cycle_keys))]:
@@ -298,7 +299,7 @@ class CyclicDecayField(Field):
         """The score from the values of :meth:`_index_keys` (defaults for the missing ones)."""
         last_updated, base, resolved, *learned = values
         amplitudes = [c.amplitude if a is None else a for c, a in zip(self.cycles, learned)]
-        return self.score(1.0 if base is None else base, last_updated, resolved, amplitudes, now)
+        return self.score(1.0 if base is None else base, cast(float, last_updated), resolved, amplitudes, now)
 
     # -- search --------------------------------------------------------------------------------
     def ranked(self, space: KeySpace, now: float, threshold: float, limit: int | None) -> list[tuple[str, float]]:
@@ -322,16 +323,16 @@ class CyclicDecayField(Field):
         return select_call(self._index_keys(space), plan)
 
     def ranked_from(
-        self, reply: list, space: KeySpace, now: float, threshold: float, limit: int | None
+        self, reply: list[Any], space: KeySpace, now: float, threshold: float, limit: int | None
     ) -> list[tuple[str, float]]:
         """:meth:`ranked`'s answer from the reply of :meth:`ranked_call`."""
         rows = select_rows(reply, self._index_keys(space))
         scored = [(record_id, self._stored_score(values, now)) for record_id, values in rows]
         return best_first([pair for pair in scored if pair[1] >= threshold], limit)
 
-    def _lists(self, weights: list[float]) -> list[list]:
+    def _lists(self, weights: list[float]) -> list[list[Any]]:
         """Sorted lists to walk: t and base (complete), each weighted cycle and last_resolved (with defaults)."""
-        lists: list[list] = [[1, True, True]]
+        lists: list[list[Any]] = [[1, True, True]]
         if self.base_score_field:
             lists.append([2, True, True])
         if self.pressure_rate > 0:

@@ -30,7 +30,7 @@ import math
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from ..model.codecs import finite_float
 from ..model.dbkey import DbKey
@@ -42,6 +42,9 @@ from ..store.keys import KeySpace
 from ..store.scripts import ScriptCall, queue_script, run_script
 from ..store.validation import integer, timestamp
 from .search import hydrate, partition_of, pick_field
+
+if TYPE_CHECKING:
+    from ..model.base import Model
 
 __all__ = [
     "DecayingSortedField",
@@ -78,7 +81,8 @@ def elapsed_days(last_updated: float, now: float) -> float:
 
 def power_decay(base: float, last_updated: float, now: float, decay_rate: float) -> float:
     """``base * elapsed_days ** -decay_rate``; at rate 0.1: 1.0 at 1 day, 0.87 at 4, 0.63 at 100."""
-    return base * elapsed_days(last_updated, now) ** (-decay_rate)
+    decayed: float = base * elapsed_days(last_updated, now) ** (-decay_rate)
+    return decayed
 
 
 def confidence_modulation(
@@ -89,7 +93,8 @@ def confidence_modulation(
     Confidence above ``center`` slows the decay, below it speeds it up; inert during the first day.
     """
     effective = decay_rate * 2 ** (strength * 2 * (center - confidence))
-    return max(days, 1.0) ** (-(effective - decay_rate))
+    factor: float = max(days, 1.0) ** (-(effective - decay_rate))
+    return factor
 
 
 def exponential_decay(base: float, last_updated: float, now: float, half_life: float) -> float:
@@ -169,7 +174,7 @@ def stamp(key: DbKey, zsets: list[str], value: float, pipeline: Any, client: Any
     return None if pipeline is not None else bool(reply)
 
 
-def stored_key(instance: Any) -> DbKey:
+def stored_key(instance: Model) -> DbKey:
     """Where the record was loaded from or saved to (else where its key fields put it)."""
     return instance._saved_key or instance.db_key
 
@@ -178,7 +183,7 @@ def stored_key(instance: Any) -> DbKey:
 Row = tuple[str, list[float | None]]
 
 
-def _rows(reply: list, width: int) -> list[Row]:
+def _rows(reply: list[Any], width: int) -> list[Row]:
     """Parse ``{id, s1..s_width, id, ..}`` into (record id, floats or None)."""
     rows = []
     for i in range(0, len(reply), width + 1):
@@ -187,17 +192,17 @@ def _rows(reply: list, width: int) -> list[Row]:
     return rows
 
 
-def select_call(keys: list[str], plan: dict) -> ScriptCall:
+def select_call(keys: list[str], plan: dict[str, Any]) -> ScriptCall:
     """The ``decay_select.lua`` call for ``plan`` (its reply goes to :func:`select_rows`)."""
     return ScriptCall("decay_select", keys, [json.dumps({"eps": SELECTION_EPS, **plan})])
 
 
-def select_rows(reply: list, keys: list[str]) -> list[Row]:
+def select_rows(reply: list[Any], keys: list[str]) -> list[Row]:
     """Rows of a ``decay_select`` reply: (record id, one value per key)."""
     return _rows(reply, len(keys))
 
 
-def select_candidates(client: Any, keys: list[str], plan: dict) -> list[Row]:
+def select_candidates(client: Any, keys: list[str], plan: dict[str, Any]) -> list[Row]:
     """Run ``decay_select.lua`` (one round trip): a superset of the answer, values per key."""
     plan = {"eps": SELECTION_EPS, **plan}
     with server_errors(client):
@@ -221,7 +226,7 @@ class DecayKeys:
     order: str
 
 
-class DecayingSortedField(Field):
+class DecayingSortedField(Field[Any]):
     """A score that decays from a base with the time since the record was created or touched.
 
     Nothing is stored in the record hash: the field keeps per-partition sorted sets (member =
@@ -265,14 +270,15 @@ class DecayingSortedField(Field):
         """The field whose confidence modulates the power curve, if any (found once per model)."""
         if self._source is MISSING:
             self._source = self._find_confidence_source()
-        return self._source
+        source: ConfidenceSource | None = self._source
+        return source
 
     def _find_confidence_source(self) -> ConfidenceSource | None:
         if self.half_life is not None:
             return None
         fields = self.model._meta.fields
         if self.confidence_modulation_field is not None:
-            return fields[self.confidence_modulation_field]
+            return cast(ConfidenceSource, fields[self.confidence_modulation_field])  # bind() checked it
         found = [f for f in fields.values() if isinstance(f, ConfidenceSource)]
         return found[0] if len(found) == 1 else None
 
@@ -295,7 +301,7 @@ class DecayingSortedField(Field):
     def before_save(self, instance: Any, creating: bool) -> None:
         base_score(instance, self.base_score_field, self.label)
 
-    def on_save(self, batch: Any, old: dict | None) -> None:
+    def on_save(self, batch: Any, old: dict[str, Any] | None) -> None:
         """Stamp the creation time (kept on later saves) and the current base score."""
         keys, record_id, now = self.keys_in(batch.keyspace), batch.record_id, time.time()
         base = base_score(batch.instance, self.base_score_field, self.label)
@@ -318,7 +324,7 @@ class DecayingSortedField(Field):
             pipe.zadd(keys.base, {batch.record_id: base_score(batch.instance, self.base_score_field, self.label)
                                   for batch in batches})
 
-    def on_delete(self, batch: Any, old: dict) -> None:
+    def on_delete(self, batch: Any, old: dict[str, Any]) -> None:
         keys = self.keys_in(batch.keyspace)
         for key in (keys.updated, keys.base, keys.order):
             batch.pipe.zrem(key, batch.record_id)
@@ -371,9 +377,10 @@ class DecayingSortedField(Field):
             rows = select_candidates(client, script_keys, plan)
         return best_first([(rid, self._row_score(values, now)) for rid, values in rows], n)
 
-    def _selection(self, space: KeySpace, keys: DecayKeys, now: float, n: int) -> tuple[list[str], dict]:
+    def _selection(self, space: KeySpace, keys: DecayKeys, now: float, n: int) -> tuple[list[str], dict[str, Any]]:
         """Keys and plan of ``decay_select.lua``: lists t, then base and confidence when present."""
-        script_keys, lists, defaults = [keys.updated], [[1, True, True]], [False]
+        script_keys, lists = [keys.updated], [[1, True, True]]
+        defaults: list[bool | float] = [False]
         plan = {"now": now, "rate": self.decay_rate, "n": n, "base": 0, "confidence": 0,
                 "center": 0.5, "spread": 2 * MODULATION_STRENGTH, "linear": []}
         if self.base_score_field:
@@ -394,7 +401,7 @@ class DecayingSortedField(Field):
         """Score of a selected row: values are t, then base (with a base field), then confidence."""
         base = values[1] if self.base_score_field and values[1] is not None else 1.0
         confidence = values[-1] if self.confidence_source() is not None else None
-        return self.score(base, values[0], confidence, now)
+        return self.score(base, cast(float, values[0]), confidence, now)  # every selected row has its time
 
 
 @query_method

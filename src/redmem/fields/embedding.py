@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -53,6 +53,7 @@ from ..store.scripts import queue_script, run_script
 from ..store.validation import non_negative_int, positive_int, utf8_text
 
 if TYPE_CHECKING:
+    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = ["EmbeddingField", "embed_many", "semantic_search", "text_digest", "VECTOR_KIND", "matrices"]
@@ -89,7 +90,7 @@ class _Embedded:
     explicit: bool = False
 
 
-class EmbeddingField(Field):
+class EmbeddingField(Field[Any]):
     """A vector per record: embedded from the ``source`` field's text, or assigned directly.
 
     Args:
@@ -148,7 +149,8 @@ class EmbeddingField(Field):
         return f"_embedding_{self.name}"
 
     def _state(self, instance: Any) -> _Embedded | None:
-        return instance.__dict__.get(self._slot)
+        state: _Embedded | None = instance.__dict__.get(self._slot)
+        return state
 
     # -- provider and dimensions ---------------------------------------------------------------
     @property
@@ -167,9 +169,10 @@ class EmbeddingField(Field):
         """The length every vector of this field must have."""
         if self._dimensions is not None:
             return self._dimensions
-        return self.provider.dimensions
+        dimensions: int = self.provider.dimensions
+        return dimensions
 
-    def embed_texts(self, texts: Sequence[str], input_type: str = "document") -> np.ndarray:
+    def embed_texts(self, texts: Sequence[str], input_type: Literal["document", "query"] = "document") -> np.ndarray:
         """Vectors of ``texts`` from the provider, in batches of its ``max_batch_size``."""
         return embed_in_batches(self.provider, list(texts), input_type)
 
@@ -188,7 +191,7 @@ class EmbeddingField(Field):
     def _source_text(self, instance: Any) -> str | None:
         if self.source not in instance._meta.fields:
             raise ModelException(f"{self.label}: source {self.source!r} is not a field of the model")
-        text = getattr(instance, self.source)
+        text = getattr(instance, cast(str, self.source))  # called for fields with a source
         if not isinstance(text, str) or not text.strip():
             return None
         return utf8_text(f"{type(instance).__name__}.{self.source}", text)
@@ -221,7 +224,7 @@ class EmbeddingField(Field):
         self.embed_many(instances)
         super().before_save_many(instances, creating)
 
-    def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
+    def prepare(self, reader: Any, batch: SaveBatch) -> Any:
         """What to write: a (vector, digest) pair, the removal marker, or None (nothing)."""
         state = self._state(batch.instance)
         if state is None and self.source is not None:  # not through save(): a reindex of a stored record
@@ -237,20 +240,20 @@ class EmbeddingField(Field):
             if stored is not None and stored_digest(stored) == state.digest:
                 return None
         if state.vector is None:
-            state.vector, state.text = self.embed_texts([state.text])[0], None
+            state.vector, state.text = self.embed_texts([cast(str, state.text)])[0], None  # text until embedded
         return state.vector, state.digest
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         self._write(batch, self._stored_value(batch))
 
-    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+    def on_save_many(self, batches: list[SaveBatch]) -> None:
         """Write the vectors of a chunk of records (of one partition) in one script call."""
         self._write(batches[0], [x for batch in batches for x in self._stored_value(batch)])
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         self._write(batch, [batch.record_id, b""])
 
-    def _stored_value(self, batch: "SaveBatch") -> list[Any]:
+    def _stored_value(self, batch: SaveBatch) -> list[Any]:
         """``[record id, stored vector]`` to write (``b""``: remove it), or ``[]`` for nothing."""
         action = batch.prepared.get(self.name)
         if action is None:
@@ -260,7 +263,7 @@ class EmbeddingField(Field):
         vector, origin = action
         return [batch.record_id, encode_stored(vector, self.dtype, origin)]
 
-    def _write(self, batch: "SaveBatch", changes: list[Any]) -> None:
+    def _write(self, batch: SaveBatch, changes: list[Any]) -> None:
         """Queue ``vector_write.lua`` for ``changes`` (record id, stored vector or ``b""``, ..), if any."""
         if changes:
             batch.script("vector_write", self.keys(batch.keyspace), [LOG_KEEP, LOG_FRACTION, *changes])
@@ -289,7 +292,7 @@ class EmbeddingField(Field):
         return len(texts)
 
 
-def embedding_fields(model: type) -> list[EmbeddingField]:
+def embedding_fields(model: type[Model]) -> list[EmbeddingField]:
     """The model's embedding fields, in declaration order."""
     return [f for f in model._meta.fields.values() if isinstance(f, EmbeddingField)]
 
@@ -303,7 +306,7 @@ def embed_many(instances: Iterable[Any]) -> int:
 
 
 # -- search ------------------------------------------------------------------------------------
-def _search_field(model: type, name: str | None) -> EmbeddingField:
+def _search_field(model: type[Model], name: str | None) -> EmbeddingField:
     fields = [f for f in embedding_fields(model) if name is None or f.name == name]
     if not fields:
         raise QueryException(f"{model.__name__} has no EmbeddingField" + (f" {name!r}" if name else ""))
@@ -315,7 +318,8 @@ def _search_field(model: type, name: str | None) -> EmbeddingField:
 def _query_vector(field: EmbeddingField, text: Any) -> np.ndarray | None:
     if isinstance(text, str):
         return field.embed_texts([text], "query")[0] if text.strip() else None
-    return as_matrix(text, field.known_dimensions(), 1, "query vector")[0]
+    vector: np.ndarray = as_matrix(text, field.known_dimensions(), 1, "query vector")[0]
+    return vector
 
 
 def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | None) -> int | None:
@@ -326,7 +330,7 @@ def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | No
     return len(vector) if isinstance(text, str) else field.known_dimensions()
 
 
-def _apply_changes(matrix: VectorMatrix, reply: list, changed: set[str], dimensions: int | None) -> bool:
+def _apply_changes(matrix: VectorMatrix, reply: list[Any], changed: set[str], dimensions: int | None) -> bool:
     """Apply one ``vector_changes.lua`` reply, adding the ids it changed to ``changed``; True
     when the matrix is now at the partition's version.
 
@@ -344,14 +348,14 @@ def _apply_changes(matrix: VectorMatrix, reply: list, changed: set[str], dimensi
     if mode == b"log":
         matrix.version = int(position)
     elif position != b"0":
-        matrix.loading = (matrix.loading[0], position)
+        matrix.loading = (cast(tuple[int, bytes], matrix.loading)[0], position)  # a load is under way
         return False
     else:
-        matrix.version, matrix.loading = matrix.loading[0], None
+        matrix.version, matrix.loading = cast(tuple[int, bytes], matrix.loading)[0], None
     return matrix.version == version
 
 
-def _changes_args(matrix: VectorMatrix) -> list:
+def _changes_args(matrix: VectorMatrix) -> list[Any]:
     cursor = matrix.loading[1] if matrix.loading is not None else ""
     return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL, cursor]
 
@@ -410,10 +414,10 @@ class VectorSearch:
     def rank(self) -> Ranking:
         """Rank the locked matrix as it was when :meth:`queue` read its version (once)."""
         if self.ranking is None:
-            self.ranking = self.matrix.rank(self.vector, self.limit)
+            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), self.limit)  # not empty: a vector
         return self.ranking
 
-    def finish(self, replies: list) -> list[Any]:
+    def finish(self, replies: list[Any]) -> list[Any]:
         """The records, best first, from the replies of what :meth:`queue` queued (``hydrate=False``:
         the (record id, cosine) pairs)."""
         try:
@@ -424,7 +428,7 @@ class VectorSearch:
             self._release()
         if not self.hydrate:
             return hits
-        fetched = {record_id: raw for (record_id, _), raw in zip(self.ranking.hits, replies[1:])}
+        fetched = {record_id: raw for (record_id, _), raw in zip(self.rank().hits, replies[1:])}
         missing = [record_id for record_id, _ in hits if record_id not in fetched]
         if missing:
             with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
@@ -448,15 +452,15 @@ class VectorSearch:
             self._locked = False
             self.matrix.lock.release()
 
-    def _catch_up(self, reply: list) -> list[tuple[str, float]]:
+    def _catch_up(self, reply: list[Any]) -> list[tuple[str, float]]:
         """The hits once the matrix has caught up with the partition's changes."""
         matrix = self.matrix
-        generation, changed = matrix.generation, set()
+        generation, changed = matrix.generation, set[str]()
         current = _apply_changes(matrix, reply, changed, self.dimensions)
         while not current:
             reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
             current = _apply_changes(matrix, reply, changed, self.dimensions)
-        return _current_hits(matrix, self.ranking, generation, changed)
+        return _current_hits(matrix, self.rank(), generation, changed)
 
 
 @query_method
@@ -483,14 +487,14 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     return search.finish(replies)
 
 
-def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> list:
+def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> list[Any]:
     """The ranking's hits, brought up to date with the changes just applied."""
     if matrix.generation != generation:
         return matrix.search(ranking.query, ranking.limit)
     return matrix.rerank(ranking, changed) if changed else ranking.hits
 
 
-def _hydrate(model: type, space: KeySpace, hits: list[tuple[str, float]], fetched: dict) -> list[Any]:
+def _hydrate(model: type[Model], space: KeySpace, hits: list[tuple[str, float]], fetched: dict[str, Any]) -> list[Any]:
     records = []
     for record_id, score in hits:
         raw = fetched.get(record_id)

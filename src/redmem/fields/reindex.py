@@ -19,7 +19,8 @@ save).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import WatchError
 
@@ -32,6 +33,9 @@ from ..store.errors import ValidationError, WriteConflict
 from ..store.keys import KeySpace
 from ..store.validation import positive_int
 
+if TYPE_CHECKING:
+    from ..model.base import Model
+
 __all__ = ["reindex", "Progress"]
 
 #: ``progress(done, total)``: records processed so far, and the records known to exist.
@@ -39,7 +43,7 @@ Progress = Callable[[int, int], None]
 
 
 def reindex(
-    model: type,
+    model: type[Model],
     field_names: list[str] | tuple[str, ...] | None = None,
     batch_size: int = 500,
     progress: Progress | None = None,
@@ -70,7 +74,7 @@ def reindex(
     return done
 
 
-def _chosen_fields(model: type, names: list[str] | tuple[str, ...] | None) -> list[Field]:
+def _chosen_fields(model: type[Model], names: list[str] | tuple[str, ...] | None) -> list[Field[Any]]:
     fields = model._meta.fields
     if names is None:
         return list(fields.values())
@@ -95,7 +99,7 @@ def _pages(client: Any, space: KeySpace, size: int) -> Any:
         start = "(" + ids[-1]
 
 
-def _reindex_page(model: type, keys: list[DbKey], fields: list[Field]) -> None:
+def _reindex_page(model: type[Model], keys: list[DbKey], fields: list[Field[Any]]) -> None:
     client = model._meta.client
     with server_errors(client), client.pipeline(transaction=True) as pipe:
         for _ in range(MAX_ATTEMPTS):
@@ -115,9 +119,9 @@ def _reindex_page(model: type, keys: list[DbKey], fields: list[Field]) -> None:
     raise WriteConflict(f"gave up reindexing {keys[0]}.. after {MAX_ATTEMPTS} conflicting concurrent writes")
 
 
-def _read(model: type, client: Any, watching: Any, keys: list[DbKey], fields: list[Field]) -> list[SaveBatch]:
+def _read(model: type[Model], client: Any, watching: Any, keys: list[DbKey], fields: list[Field[Any]]) -> list[SaveBatch]:
     """One pipelined read of the records and the fields' own state; batches of the records that exist."""
-    readers = [f for f in fields if callable(getattr(f, "reindex_read", None))]
+    readers: list[Any] = [f for f in fields if callable(getattr(f, "reindex_read", None))]
     batches = [SaveBatch(None, client, key.keyspace, key.record_id, None) for key in keys]
     with client.pipeline(transaction=False) as reads:
         for key, batch in zip(keys, batches):

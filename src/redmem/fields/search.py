@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model.dbkey import DbKey
 from ..model.persistence import load_records
@@ -10,10 +10,13 @@ from ..model.query import Query
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
 
+if TYPE_CHECKING:
+    from ..model.base import Model
+
 __all__ = ["pick_field", "partition_of", "hydrate"]
 
 
-def pick_field(model: type, kind: type, name: str | None, method: str) -> Any:
+def pick_field(model: type[Model], kind: type, name: str | None, method: str) -> Any:
     """The model's field of class ``kind`` named ``name``, or its only one when ``name`` is None."""
     fields = model._meta.fields
     if name is not None:

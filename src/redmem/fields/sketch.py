@@ -34,6 +34,7 @@ from ..store.validation import integer
 from .bloom import MAX_ARGS, TermField, term_hashes
 
 if TYPE_CHECKING:
+    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = ["FrequencySketch", "sketch_size", "counter_indexes"]
@@ -80,13 +81,13 @@ class FrequencySketch(TermField):
         self.width, self.depth = sketch_size(epsilon, delta)
 
     # -- saves -------------------------------------------------------------------------------
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         counts = Counter(self.terms(batch.instance))
         if old is not None:
             counts.subtract(self.terms(_record_view(self.model, old)))
         self._queue(batch.pipe, self.key(batch.keyspace), counts)
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         counts = Counter(self.terms(_record_view(self.model, old)))
         self._queue(batch.pipe, self.key(batch.keyspace), {t: -n for t, n in counts.items()})
 
@@ -111,7 +112,7 @@ class FrequencySketch(TermField):
         """Estimated count of each of ``words`` (each analysed to its first term), in one round trip."""
         if isinstance(words, str):
             raise ValidationError(f"{self.label}: give a list of words, not one str")
-        terms = [(self.text_terms(w) or [None])[0] for w in words]
+        terms: list[str | None] = [next(iter(self.text_terms(w)), None) for w in words]
         indexes = [counter_indexes(t, self.width, self.depth) if t else [] for t in terms]
         values = iter(self._read(self.keyspace_of(partition), [i for group in indexes for i in group]))
         return [max(0, min(next(values) for _ in group)) if group else 0 for group in indexes]
@@ -143,12 +144,12 @@ class FrequencySketch(TermField):
             return [int(value) for reply in pipe.execute() for value in reply]
 
 
-def _chunks(items: list, size: int) -> Iterator[list]:
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
 
-def _record_view(model: type, values: dict[str, Any]) -> Any:
+def _record_view(model: type[Model], values: dict[str, Any]) -> Any:
     """An unsaved instance holding ``values`` (a record's stored fields), for fingerprint_fn."""
     view = model.__new__(model)
     for name, value in values.items():

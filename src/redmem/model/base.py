@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ..store.errors import ModelException, ValidationError
+from .batch import SaveBatch
 from .dbkey import DbKey
 from .field import Field
 from .options import Options
-from .batch import SaveBatch
-from .persistence import (delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_many,
-                          save_record)
+from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_many, save_record
 from .query import Query
 
-__all__ = ["Model", "ModelMeta"]
+__all__ = ["Model", "ModelMeta", "RecordMixin"]
 
 
 class ModelMeta(type):
     """Collects fields (from mixins and bases too) in declaration order and builds ``_meta``."""
 
-    def __new__(mcs, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> "ModelMeta":
+    _meta: Options
+
+    def __new__(mcs, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwargs: Any) -> ModelMeta:
         meta = namespace.pop("Meta", None)
         cls = super().__new__(mcs, name, bases, namespace, **kwargs)
         if not any(isinstance(base, ModelMeta) for base in bases):
             return cls  # the Model base class itself
-        fields: dict[str, Field] = {}
+        fields: dict[str, Field[Any]] = {}
         for klass in reversed(cls.__mro__[1:]):
             for attr, value in vars(klass).items():
                 if isinstance(value, Field):
@@ -43,7 +44,7 @@ class ModelMeta(type):
 class _QueryAccessor:
     """``Model.query``: a fresh :class:`Query` over the model."""
 
-    def __get__(self, instance: Any, owner: type) -> Query:
+    def __get__(self, instance: Any, owner: type[Model]) -> Query:
         if instance is not None:
             raise AttributeError("query is reached through the model class, not an instance")
         if owner._meta.abstract:
@@ -70,14 +71,14 @@ class Model(metaclass=ModelMeta):
         self._saved_key: DbKey | None = None
 
     @classmethod
-    def create(cls, **values: Any) -> "Model":
+    def create(cls, **values: Any) -> Self:
         """Build and save a record in one call."""
         instance = cls(**values)
         instance.save()
         return instance
 
     @classmethod
-    def save_many(cls, instances: list["Model"], chunk_size: int = 1000) -> int:
+    def save_many(cls, instances: list[Self], chunk_size: int = 1000) -> int:
         """Save many records fast: new auto-keyed records go in one atomic batch per partition and chunk
         of at most ``chunk_size`` records (the first chunks smaller), the others one by one.
 
@@ -125,7 +126,7 @@ class Model(metaclass=ModelMeta):
         if unknown:
             raise ValidationError(f"{type(self).__name__} has no field(s) {unknown}")
         chosen = [fields[n] for n in field_names] or list(fields.values())
-        touchable = [f for f in chosen if callable(getattr(f, "touch", None))]
+        touchable: list[Any] = [f for f in chosen if callable(getattr(f, "touch", None))]
         if field_names and len(touchable) != len(chosen):
             untouchable = [f.name for f in chosen if f not in touchable]
             raise ValidationError(f"{type(self).__name__} field(s) {untouchable} cannot be touched")
@@ -160,7 +161,7 @@ class Model(metaclass=ModelMeta):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.to_dict() == other.to_dict()  # type: ignore[union-attr]
+        return self.to_dict() == other.to_dict()
 
     def __hash__(self) -> int:
         """Hash of the class and the key field values, so records can key a dict or fill a set.
@@ -179,3 +180,11 @@ class Model(metaclass=ModelMeta):
     def __repr__(self) -> str:
         keys = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._meta.key_fields)
         return f"<{type(self).__name__} {keys}>"
+
+
+if TYPE_CHECKING:
+    #: Base of the record mixins: Model for type checkers (a mixin's ``self`` is a record), plain
+    #: ``object`` at run time so a mixin stays out of the model hierarchy until a model lists it.
+    RecordMixin = Model
+else:
+    RecordMixin = object

@@ -25,7 +25,7 @@ class SaveBatch:
     record_id: str
     instance: Any
     #: The record's stored field values before this write (None: it did not exist).
-    old: dict | None = None
+    old: dict[str, Any] | None = None
     #: What each field's ``prepare`` read, by field name.
     prepared: dict[str, Any] = field(default_factory=dict)
     #: The record's key was generated for this write: nothing at all is stored under it.

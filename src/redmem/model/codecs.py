@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from ..store.errors import ValidationError
 from ..store.validation import utf8_text
@@ -47,10 +48,10 @@ def finite_float(value: Any, label: str) -> float:
     """``value`` as a float; bools, non-numbers, NaN and infinities raise ValidationError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(label, "a number", value)
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValidationError(f"{label} must be a finite number, got {value}")
-    return value
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValidationError(f"{label} must be a finite number, got {number}")
+    return number
 
 
 def _coerce_bool(value: Any, label: str) -> bool:

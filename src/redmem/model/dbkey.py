@@ -31,7 +31,7 @@ class DbKey:
         return self.keyspace.partition_values
 
     @classmethod
-    def parse(cls, redis_key: str) -> "DbKey | None":
+    def parse(cls, redis_key: str) -> DbKey | None:
         """The DbKey whose ``redis_key`` is ``redis_key``; None when it names no record hash."""
         match = _RECORD_KEY.match(redis_key)
         if match is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from ..store.errors import ModelException, ValidationError
 from .codecs import Codec, codec_for
@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from .batch import SaveBatch
 
 __all__ = ["Field", "MISSING"]
+
+#: The Python type of a field's value on a record (``str`` for a StringField).
+T = TypeVar("T")
 
 
 class _Missing:
@@ -23,13 +26,24 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-class Field:
+class Field(Generic[T]):
     """A model attribute stored as one entry of the record's Redis hash.
 
     Subclasses set ``python_type`` and may override :meth:`coerce`, :meth:`encode`,
     :meth:`decode`, and the save hooks :meth:`on_save` / :meth:`on_delete` that add index writes
     to the record's atomic batch (and :meth:`on_save_many`, the same for a chunk of records).
+    ``T`` is the value's type on a record: ``record.content`` is a ``str`` for a StringField.
     """
+
+    if TYPE_CHECKING:
+        # For type checkers only: a record holds its values as instance attributes, which shadow
+        # the class's field, so at run time a Field is no descriptor; on the class it is the field.
+        @overload
+        def __get__(self, instance: None, owner: type[Any]) -> Self: ...
+        @overload
+        def __get__(self, instance: object, owner: type[Any]) -> T: ...
+        def __get__(self, instance: object, owner: type[Any]) -> Self | T: ...
+        def __set__(self, instance: object, value: T | None) -> None: ...
 
     python_type: type = str
     #: False for fields whose state lives outside the record hash (indexes, filters).
@@ -66,7 +80,7 @@ class Field:
         """Record which model attribute this field is (called by the metaclass)."""
         self.model, self.name = model, name
 
-    def clone(self) -> "Field":
+    def clone(self) -> Self:
         """A copy for a subclass that inherits this field (so ``bind`` does not clash)."""
         return copy.copy(self)
 
@@ -120,17 +134,17 @@ class Field:
     #: True when :meth:`prepare` reads Redis, so even a brand-new record's save must WATCH.
     reads_before_write = False
 
-    def prepare(self, reader: Any, batch: "SaveBatch") -> Any:
+    def prepare(self, reader: Any, batch: SaveBatch) -> Any:
         """Read what the write will need, under the record's WATCH; the result is ``batch.prepared[name]``.
 
         ``reader`` executes immediately; call ``reader.watch(*keys)`` first to guard more keys.
         """
         return None
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         """Queue this field's index writes for the record being saved (``old``: stored values)."""
 
-    def on_save_many(self, batches: list["SaveBatch"]) -> None:
+    def on_save_many(self, batches: list[SaveBatch]) -> None:
         """Queue the index writes of many records of one partition saved in one transaction.
 
         Fields override it to merge the writes (one command or script per index key instead of
@@ -139,7 +153,7 @@ class Field:
         for batch in batches:
             self.on_save(batch, batch.old)
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         """Queue the removal of this field's index entries for a record being deleted."""
 
     def __repr__(self) -> str:

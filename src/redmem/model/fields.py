@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .field import Field
@@ -19,49 +19,49 @@ __all__ = [
 ]
 
 
-class StringField(Field):
+class StringField(Field[str]):
     """Text, stored as UTF-8."""
 
     python_type = str
 
 
-class IntField(Field):
+class IntField(Field[int]):
     """An integer, stored as decimal text."""
 
     python_type = int
 
 
-class FloatField(Field):
+class FloatField(Field[float]):
     """A finite float (ints are accepted), stored as its shortest round-tripping text."""
 
     python_type = float
 
 
-class BooleanField(Field):
+class BooleanField(Field[bool]):
     """True or False, stored as ``true`` / ``false``."""
 
     python_type = bool
 
 
-class ListField(Field):
+class ListField(Field[list[Any]]):
     """A JSON-serialisable list (tuples become lists), stored as JSON."""
 
     python_type = list
 
 
-class DictField(Field):
+class DictField(Field[dict[str, Any]]):
     """A JSON-serialisable dict, stored as JSON."""
 
     python_type = dict
 
 
-class BytesField(Field):
+class BytesField(Field[bytes]):
     """Raw bytes, stored as they are."""
 
     python_type = bytes
 
 
-class DatetimeField(Field):
+class DatetimeField(Field[datetime]):
     """A datetime stored as ISO 8601; ``auto_now`` stamps every save, ``auto_now_add`` the first."""
 
     python_type = datetime
@@ -73,4 +73,4 @@ class DatetimeField(Field):
 
     def before_save(self, instance: Any, creating: bool) -> None:
         if self.auto_now or (self.auto_now_add and creating and getattr(instance, self.name) is None):
-            setattr(instance, self.name, datetime.now(timezone.utc))
+            setattr(instance, self.name, datetime.now(UTC))

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["KeyField", "AutoKeyField", "SortedField", "TagField"]
 
 
-class KeyField(Field):
+class KeyField(Field[Any]):
     """Part of the record's identity (and of its Redis key); never None.
 
     When a model has several non-partition key fields, each is also indexed by value so that
@@ -42,15 +42,15 @@ class KeyField(Field):
         meta = self.model._meta
         return self.name not in meta.partition_fields and len(meta.id_fields) > 1
 
-    def value_index_key(self, batch: "SaveBatch", value: Any) -> str:
+    def value_index_key(self, batch: SaveBatch, value: Any) -> str:
         return batch.keyspace.value_key("k", self.name, self.key_text(value))
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         if self.value_indexed and old is None:
             value = getattr(batch.instance, self.name)
             batch.pipe.sadd(self.value_index_key(batch, value), batch.record_id)
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         if self.value_indexed:
             batch.pipe.srem(self.value_index_key(batch, old[self.name]), batch.record_id)
 
@@ -66,7 +66,7 @@ class AutoKeyField(KeyField):
             setattr(instance, self.name, uuid.uuid4().hex)
 
 
-class SortedField(Field):
+class SortedField(Field[Any]):
     """A number or datetime kept in a sorted set per partition, for range filters and ordering.
 
     The score is the number itself, or seconds since the epoch for a datetime; NaN and
@@ -89,10 +89,10 @@ class SortedField(Field):
             return epoch_of(value)
         return finite_float(value, self.label)
 
-    def index_key(self, batch: "SaveBatch") -> str:
+    def index_key(self, batch: SaveBatch) -> str:
         return batch.keyspace.key("z", self.name)
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         value = getattr(batch.instance, self.name)
         if value is None:
             if old is not None and old.get(self.name) is not None:
@@ -100,11 +100,11 @@ class SortedField(Field):
         else:
             batch.pipe.zadd(self.index_key(batch), {batch.record_id: self.score(value)})
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         batch.pipe.zrem(self.index_key(batch), batch.record_id)
 
 
-class TagField(Field):
+class TagField(Field[list[str]]):
     """A set of string tags, stored as a sorted JSON list, one Redis set per tag value."""
 
     python_type = list
@@ -116,10 +116,10 @@ class TagField(Field):
             raise ValidationError(f"{self.label} tags must all be str")
         return sorted(set(value))
 
-    def tag_key(self, batch: "SaveBatch", tag: str) -> str:
+    def tag_key(self, batch: SaveBatch, tag: str) -> str:
         return batch.keyspace.value_key("t", self.name, tag)
 
-    def on_save(self, batch: "SaveBatch", old: dict | None) -> None:
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         new_tags = set(getattr(batch.instance, self.name) or ())
         old_tags = set((old or {}).get(self.name) or ())
         for tag in old_tags - new_tags:
@@ -127,6 +127,6 @@ class TagField(Field):
         for tag in new_tags - old_tags:
             batch.pipe.sadd(self.tag_key(batch, tag), batch.record_id)
 
-    def on_delete(self, batch: "SaveBatch", old: dict) -> None:
+    def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         for tag in old.get(self.name) or ():
             batch.pipe.srem(self.tag_key(batch, tag), batch.record_id)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..store.connection import get_client, settings
 from ..store.errors import ModelException
 from ..store.keys import GLOBAL_TAG, KeySpace, check_name, escape
 from .field import Field
+
+if TYPE_CHECKING:
+    from .indexed import KeyField
 
 __all__ = ["Options"]
 
@@ -21,15 +24,15 @@ class Options:
     """Per-model facts, available as ``Model._meta``."""
 
     name: str
-    fields: dict[str, Field]
+    fields: dict[str, Field[Any]]
     abstract: bool = False
     key_fields: tuple[str, ...] = ()
     partition_fields: tuple[str, ...] = ()
     id_fields: tuple[str, ...] = field(default=())
-    _spaces: dict = field(default_factory=dict, repr=False, compare=False)
+    _spaces: dict[tuple[str, tuple[Any, ...]], KeySpace] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def build(cls, model_name: str, fields: dict[str, Field], meta: Any) -> "Options":
+    def build(cls, model_name: str, fields: dict[str, Field[Any]], meta: Any) -> Options:
         """Collect keys and the single partition of a model, rejecting inconsistent declarations."""
         abstract = bool(getattr(meta, "abstract", False))
         name = check_name(getattr(meta, "name", model_name), "model name")
@@ -60,7 +63,7 @@ class Options:
         prefix = settings().key_prefix
         space = self._spaces.get((prefix, partition_values))
         if space is None:
-            texts = tuple(self.fields[n].key_text(v) for n, v in zip(self.partition_fields, partition_values))
+            texts = tuple(self.key_field(n).key_text(v) for n, v in zip(self.partition_fields, partition_values))
             space = KeySpace.for_partition(prefix, self.name, texts)
             if len(self._spaces) >= _KEPT_SPACES:
                 self._spaces.clear()
@@ -73,7 +76,11 @@ class Options:
 
     def record_id(self, values: dict[str, Any]) -> str:
         """The escaped non-partition key values, joined: the record's name inside its partition."""
-        return ":".join(escape(self.fields[n].key_text(values[n])) for n in self.id_fields)
+        return ":".join(escape(self.key_field(n).key_text(values[n])) for n in self.id_fields)
 
-    def stored_fields(self) -> list[Field]:
+    def key_field(self, name: str) -> KeyField:
+        """The key field ``name`` (a partition or id field: the metaclass checked it is a KeyField)."""
+        return cast("KeyField", self.fields[name])
+
+    def stored_fields(self) -> list[Field[Any]]:
         return [f for f in self.fields.values() if f.stored]

@@ -8,9 +8,9 @@ concurrent write to the same record aborts the EXEC and the whole batch is rebui
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import WatchError
 
@@ -23,6 +23,9 @@ from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
 from .registry import PARTITIONS, register
+
+if TYPE_CHECKING:
+    from .base import Model
 
 __all__ = [
     "save_record",
@@ -57,7 +60,7 @@ CHUNK_GROWTH = 1.5
 ALL_RECORDS = "all"
 
 
-def decode_stored(model: type, raw: dict[bytes, bytes]) -> dict[str, Any]:
+def decode_stored(model: type[Model], raw: dict[bytes, bytes]) -> dict[str, Any]:
     """Field values of a stored hash, by field name (absent fields are None)."""
     values = {}
     for field in model._meta.stored_fields():
@@ -66,7 +69,7 @@ def decode_stored(model: type, raw: dict[bytes, bytes]) -> dict[str, Any]:
     return values
 
 
-def instance_from_stored(model: type, key: DbKey, raw: dict[bytes, bytes]) -> Any:
+def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> Any:
     """A model instance holding the values of a stored hash."""
     instance = model.__new__(model)
     for name, value in decode_stored(model, raw).items():
@@ -78,7 +81,7 @@ def instance_from_stored(model: type, key: DbKey, raw: dict[bytes, bytes]) -> An
 def _transact(
     client: Any,
     keys: list[str],
-    prepare: Callable[[Any, list[dict]], Any],
+    prepare: Callable[[Any, list[dict[bytes, bytes]]], Any],
     write: Callable[[Any, Any], None],
     *,
     fresh: bool = False,
@@ -113,7 +116,7 @@ def _transact(
             except WatchError as exc:
                 reason = exc.__cause__ or exc.__context__
                 lost = lost + 1 if isinstance(reason, LOST_REPLY) and sent else 0
-                if lost == LOST_REPLY_REBUILDS:
+                if lost == LOST_REPLY_REBUILDS and reason is not None:
                     raise reason from None
     raise WriteConflict(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
 
@@ -139,7 +142,7 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
         raise cause from exc
 
 
-def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict) -> SaveBatch:
+def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict[bytes, bytes]) -> SaveBatch:
     """A batch for the record at ``key`` with its stored values and every field's prepared reads."""
     old = decode_stored(type(instance), stored) if stored else None
     batch = SaveBatch(None, client, key.keyspace, key.record_id, instance, old)
@@ -169,7 +172,7 @@ def save_record(instance: Any) -> None:
     watched = [key.redis_key] + ([moved_from.redis_key] if moved_from else [])
     fresh = generated and not any(f.reads_before_write for f in meta.fields.values())
 
-    def prepare(reader: Any, hashes: list[dict]) -> tuple[SaveBatch, SaveBatch | None]:
+    def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> tuple[SaveBatch, SaveBatch | None]:
         batch = _batch(reader, client, instance, key, hashes[0])
         batch.fresh = generated
         moved = _batch(reader, client, instance, moved_from, hashes[1]) if moved_from and hashes[1] else None
@@ -207,7 +210,7 @@ def queue_new_record(pipe: Any, client: Any, instance: Any) -> SaveBatch:
 
 
 def queue_new_records(
-    pipe: Any, client: Any, instances: list[Any], *, values: list[dict] | None = None, fresh: bool = False
+    pipe: Any, client: Any, instances: list[Any], *, values: list[dict[str, Any]] | None = None, fresh: bool = False
 ) -> list[SaveBatch]:
     """Queue the unconditional writes of records known to be new, with merged index writes.
 
@@ -237,14 +240,15 @@ def queue_new_records(
     return [batch for batches in groups.values() for batch in batches]
 
 
-def checked_values(instance: Any, creating: bool) -> dict[str, Any]:
+def checked_values(instance: Model, creating: bool) -> dict[str, Any]:
     """Run every field's ``before_save`` on ``instance``, then return its validated stored values."""
     for field in instance._meta.fields.values():
         field.before_save(instance, creating)
-    return instance.validated_values()
+    values: dict[str, Any] = instance.validated_values()
+    return values
 
 
-def save_many(model: type, instances: list[Any], chunk_size: int = 1000) -> int:
+def save_many(model: type[Model], instances: list[Any], chunk_size: int = 1000) -> int:
     """Save many records: new auto-keyed ones in one MULTI/EXEC per partition and chunk, others one by one.
 
     Every record is checked and embedded before the first write (each field's ``before_save``,
@@ -257,7 +261,8 @@ def save_many(model: type, instances: list[Any], chunk_size: int = 1000) -> int:
     meta = model._meta
     fresh_ok = not any(f.reads_before_write for f in meta.fields.values())
     autokeys = [n for n, f in meta.fields.items() if isinstance(f, AutoKeyField)]
-    new, others = [], []
+    new: list[Any] = []
+    others: list[Any] = []
     for instance in instances:
         if type(instance) is not model:
             raise ValidationError(f"save_many of {model.__name__} got a {type(instance).__name__}")
@@ -274,7 +279,7 @@ def save_many(model: type, instances: list[Any], chunk_size: int = 1000) -> int:
     return len(instances)
 
 
-def _checked_by_partition(meta: Any, new: list[Any], others: list[Any]) -> dict[tuple, list[tuple[Any, dict]]]:
+def _checked_by_partition(meta: Any, new: list[Any], others: list[Any]) -> dict[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]]:
     """Check every record of a bulk save before anything is written; the new ones' (instance,
     validated values) pairs by partition."""
     groups = [(new, True), ([i for i in others if i._saved_key is None], True),
@@ -283,7 +288,7 @@ def _checked_by_partition(meta: Any, new: list[Any], others: list[Any]) -> dict[
         for group, creating in groups:
             if group:
                 field.before_save_many(group, creating)
-    by_partition: dict[tuple, list[tuple[Any, dict]]] = {}
+    by_partition: dict[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]] = {}
     for instance in new:
         values = instance.validated_values()
         partition = tuple(values[n] for n in meta.partition_fields)
@@ -362,7 +367,7 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
                 request.abandon()
 
 
-def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict]], markers: list[str]) -> Any:
+def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict[str, Any]]], markers: list[str]) -> Any:
     """A transaction pipeline holding the writes of a chunk of checked new records and its operation key (not sent)."""
     pipe = client.pipeline(transaction=True)
     instances, values = [i for i, _ in chunk], [v for _, v in chunk]
@@ -379,7 +384,7 @@ def hashes_present(batch: SaveBatch) -> set[str]:
     return {name for name, value in batch.old.items() if value is not None}
 
 
-def _queue_hash_write(pipe: Any, instance: Any, key: DbKey, values: dict, present: set[str]) -> None:
+def _queue_hash_write(pipe: Any, instance: Any, key: DbKey, values: dict[str, Any], present: set[str]) -> None:
     fields = instance._meta.fields
     mapping = {n: fields[n].encode(v) for n, v in values.items() if v is not None}
     cleared = [n for n, v in values.items() if v is None and n in present]
@@ -395,9 +400,9 @@ def delete_record(instance: Any) -> bool:
     """Remove the record and its index entries atomically; False when nothing was stored."""
     key = instance._saved_key or instance.db_key
     client = instance._meta.client
-    found = []  # whether the batch that ran (the last one built) found the record
+    found: list[bool] = []  # whether the batch that ran (the last one built) found the record
 
-    def prepare(reader: Any, hashes: list[dict]) -> SaveBatch | None:
+    def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> SaveBatch | None:
         return _batch(reader, client, instance, key, hashes[0]) if hashes[0] else None
 
     def write(pipe: Any, batch: SaveBatch | None) -> None:
@@ -431,7 +436,7 @@ def queue_fields_save_many(batches: list[SaveBatch]) -> None:
         field.on_save_many(batches)
 
 
-def load_records(model: type, keys: Iterable[DbKey], *, track: bool = True) -> list[Any]:
+def load_records(model: type[Model], keys: Iterable[DbKey], *, track: bool = True) -> list[Any]:
     """Hydrate records in one pipelined round trip; keys with no stored hash are skipped.
 
     With ``track`` the model's read effects (``Model.queue_read_effects``, e.g. staging an

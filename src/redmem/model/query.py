@@ -8,9 +8,10 @@ fields (ranges) and tag fields.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException
@@ -21,6 +22,9 @@ from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
 from .persistence import ALL_RECORDS, load_records
 from .registry import listed_partitions
+
+if TYPE_CHECKING:
+    from .base import Model
 
 __all__ = ["Query", "query_method"]
 
@@ -44,7 +48,7 @@ TAG_OPS = {"any", "all", "eq"}
 class Query:
     """Records of ``model`` matching every condition; each chained call returns a new query."""
 
-    model: type
+    model: type[Model]
     conditions: tuple[tuple[str, str, Any], ...] = ()
     ordering: str | None = None
     descending: bool = False
@@ -53,12 +57,12 @@ class Query:
     tracking: bool = True
 
     # -- building ----------------------------------------------------------------------------
-    def filter(self, **conditions: Any) -> "Query":
+    def filter(self, **conditions: Any) -> Query:
         """Add conditions: ``key=v``, ``sorted__gte=x`` (gt/gte/lt/lte), ``tags__any=[..]`` / ``__all``."""
         parsed = tuple(self._parse(name, value) for name, value in conditions.items())
         return replace(self, conditions=self.conditions + parsed)
 
-    def order_by(self, field: str) -> "Query":
+    def order_by(self, field: str) -> Query:
         """Order by a sorted field, ``"-field"`` for descending; ties go by record id."""
         if not isinstance(field, str):
             raise QueryArgumentTypeError(f"order_by: field must be a field name (a str), got {field!r}")
@@ -67,13 +71,13 @@ class Query:
             raise QueryException(f"{self.model.__name__} can only be ordered by a sorted field, not {name!r}")
         return replace(self, ordering=name, descending=field.startswith("-"))
 
-    def limit(self, count: int, offset: int = 0) -> "Query":
+    def limit(self, count: int, offset: int = 0) -> Query:
         """Return at most ``count`` records, skipping the first ``offset``."""
         count = non_negative_int("limit: count", count, error=QueryArgumentError)
         offset = non_negative_int("limit: offset", offset, error=QueryArgumentError)
         return replace(self, page_size=count, page_start=offset)
 
-    def no_track(self) -> "Query":
+    def no_track(self) -> Query:
         """Read without read effects (no access staging): for inspection and maintenance."""
         return replace(self, tracking=False)
 
@@ -161,7 +165,7 @@ class Query:
             )
         return listed_partitions(meta, meta.client)
 
-    def _plan(self, space: KeySpace, count: bool) -> tuple[list[str], dict]:
+    def _plan(self, space: KeySpace, count: bool) -> tuple[list[str], dict[str, Any]]:
         meta = self.model._meta
         keys = [space.key(ALL_RECORDS)]
         plan: dict[str, Any] = {"sets": [], "any": [], "ranges": [], "count": count}
@@ -178,7 +182,7 @@ class Query:
             if name in meta.partition_fields:
                 continue
             if name in id_values and "ids" not in plan:
-                plan["sets"].append(slot(space.value_key("k", name, meta.fields[name].key_text(value))))
+                plan["sets"].append(slot(space.value_key("k", name, meta.key_field(name).key_text(value))))
             elif op == "all":
                 plan["sets"].extend(slot(space.value_key("t", name, tag)) for tag in value)
             elif op == "any":
@@ -242,7 +246,7 @@ def _tighter(current: str, candidate: str, pick: Any) -> str:
         return float(bound.lstrip("(")), bound.startswith("(")
 
     cur_value, cur_open = number(current)
-    new_value, new_open = number(candidate)
+    new_value, _ = number(candidate)
     if cur_value == new_value:
         return current if cur_open else candidate
     return current if pick(cur_value, new_value) == cur_value else candidate

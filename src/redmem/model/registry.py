@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from redis.cluster import RedisCluster
@@ -33,6 +33,10 @@ from redis.exceptions import RedisClusterException, RedisError
 from ..store.connection import server_errors, settings
 from ..store.errors import PermissionDenied
 from ..store.keys import GLOBAL_TAG, KeySpace
+
+if TYPE_CHECKING:
+    from .base import Model
+    from .options import Options
 
 __all__ = ["PARTITIONS", "REFRESH", "RETRY_AFTER", "register", "listed_partitions", "scan_partitions", "rebuild_registry"]
 
@@ -53,7 +57,7 @@ _added: WeakKeyDictionary[Any, dict[tuple[str, str], float]] = WeakKeyDictionary
 _paused_until: WeakKeyDictionary[Any, float] = WeakKeyDictionary()
 
 
-def registry_key(meta: Any) -> str:
+def registry_key(meta: Options) -> str:
     """The registry set of the model described by ``meta``."""
     return meta.global_keyspace().key(PARTITIONS)
 
@@ -128,7 +132,7 @@ def scan_partitions(meta: Any, client: Any) -> list[KeySpace]:
     return [KeySpace(base.prefix, base.model, tag) for tag in sorted(tags)]
 
 
-def rebuild_registry(model: type) -> int:
+def rebuild_registry(model: type[Model]) -> int:
     """Add every partition found by :func:`scan_partitions` to the registry; returns how many.
 
     For an operator after a rollback lost registry entries, or when turning the registry on

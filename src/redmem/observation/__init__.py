@@ -8,6 +8,7 @@ fields; nothing below it imports it.
 from .access import AccessTrackerMixin
 from .consumer import StreamConsumer
 from .events import EventStreamMixin, StreamEvent
+from .outcome_map import OutcomeError
 from .predictions import (
     OUTCOME_ERRORS,
     PredictionLedgerMixin,
@@ -16,7 +17,6 @@ from .predictions import (
     summarize_errors,
 )
 from .proposals import RecallProposal
-from .outcome_map import OutcomeError
 from .protocol import OUTCOME_EFFECTS, ObservationProtocol, OutcomeEffects
 from .write_filter import WriteFilterMixin, top_by_priority
 

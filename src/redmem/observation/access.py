@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, ClassVar
 
+from ..model.base import Model, RecordMixin
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
@@ -57,12 +58,12 @@ def log_key(key: DbKey) -> str:
     return key.keyspace.key(LOG_KIND, key.record_id)
 
 
-def stored_key(instance: Any) -> DbKey:
+def stored_key(instance: Model) -> DbKey:
     """Where the instance was loaded from or last saved (else where its key fields point)."""
     return instance._saved_key or instance.db_key
 
 
-class AccessTrackerMixin:
+class AccessTrackerMixin(RecordMixin):
     """Stage reads of a model's records and count the ones confirmed as used.
 
     Put it before ``Model`` in the bases: ``class Memory(AccessTrackerMixin, Model)``.
@@ -78,7 +79,7 @@ class AccessTrackerMixin:
     @classmethod
     def queue_read_effects(cls, pipe: Any, keys: list[DbKey]) -> None:
         """Stage one read of each distinct stored record among ``keys``, one script per partition."""
-        super().queue_read_effects(pipe, keys)  # type: ignore[misc]
+        super().queue_read_effects(pipe, keys)
         cls.queue_stage_reads(pipe, keys)
 
     @classmethod
@@ -107,7 +108,7 @@ class AccessTrackerMixin:
         if pipeline is not None:
             queue_script(pipeline, "access_confirm", keys, args)
             return None
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         with server_errors(client):
             return int(run_script("access_confirm", keys, args, client))
 
@@ -119,7 +120,7 @@ class AccessTrackerMixin:
             for name in keys:  # one DEL each: a cluster pipeline refuses a multi-key DEL
                 pipeline.delete(name)
             return
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         with server_errors(client):
             client.delete(*keys)
 
@@ -151,20 +152,21 @@ class AccessTrackerMixin:
     @property
     def staged_access_count(self) -> int:
         """How many reads wait for confirmation: what :meth:`confirm_access` would count now."""
-        def both(client: Any, key: DbKey) -> list:
-            return client.pipeline(transaction=False).get(staged_count_key(key)).llen(staged_key(key)).execute()
+        def both(client: Any, key: DbKey) -> list[Any]:
+            replies: list[Any] = client.pipeline(transaction=False).get(staged_count_key(key)).llen(staged_key(key)).execute()
+            return replies
 
         counted, kept = self._read(both)
-        return max(int(counted or 0), kept)
+        return max(int(counted or 0), int(kept))
 
     def _read(self, command: Any) -> Any:
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         with server_errors(client):
             return command(client, stored_key(self))
 
     # -- the record's lifecycle ------------------------------------------------------------------
     def queue_delete(self, batch: SaveBatch) -> None:
         """Delete the record's staged reads and access log with it."""
-        super().queue_delete(batch)  # type: ignore[misc]
+        super().queue_delete(batch)
         key = DbKey(batch.keyspace, batch.record_id)
         batch.pipe.delete(staged_key(key), staged_count_key(key), log_key(key))

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from redis.exceptions import ResponseError
 
@@ -117,7 +118,8 @@ class StreamConsumer:
         if not ids:
             return 0
         with server_errors(self.client):
-            return self.client.xack(self.stream, self.group, *ids)
+            acked: int = self.client.xack(self.stream, self.group, *ids)
+            return acked
 
     def pending_count(self) -> int:
         """Entries of the group read by some consumer and not yet acknowledged."""

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from redis.cluster import RedisCluster
 
+from ..model.base import RecordMixin
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
@@ -76,7 +77,7 @@ class StreamEvent:
     fields: dict[str, str]
 
     @classmethod
-    def from_entry(cls, entry_id: bytes | str, raw: dict) -> "StreamEvent":
+    def from_entry(cls, entry_id: bytes | str, raw: dict[str, Any]) -> StreamEvent:
         def text(value: bytes | str) -> str:
             return value.decode() if isinstance(value, bytes) else value
 
@@ -106,15 +107,17 @@ class StreamEvent:
 
     @property
     def changed_fields(self) -> list[str]:
-        return json.loads(self.fields.get("changed_fields", "[]"))
+        changed: list[str] = json.loads(self.fields.get("changed_fields", "[]"))
+        return changed
 
     @property
-    def data(self) -> dict:
-        return json.loads(self.fields.get("data", "{}"))
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.fields.get("data", "{}"))
+        return data
 
 
 def event_fields(
-    model: str, key: str, op: str, ts: float, changed: list[str] | None = None, data: dict | None = None
+    model: str, key: str, op: str, ts: float, changed: list[str] | None = None, data: dict[str, Any] | None = None
 ) -> dict[str, str]:
     """The stream entry of one event (``data`` only for custom events); ``key`` goes in as ``pk`` and ``key``."""
     fields = {"model": model, "pk": key, "key": key, "op": op, "ts": repr(ts),
@@ -124,14 +127,14 @@ def event_fields(
     return fields
 
 
-def changed_field_names(instance: Any, old: dict | None, new: dict | None) -> list[str]:
+def changed_field_names(instance: Any, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
     """Declaration-ordered names of the stored fields that differ between ``old`` and ``new``."""
     names = [f.name for f in instance._meta.stored_fields()]
     old, new = old or {}, new or {}
     return [n for n in names if old.get(n) != new.get(n)]
 
 
-class EventStreamMixin:
+class EventStreamMixin(RecordMixin):
     """Write a stream entry for each create, update and delete of the model's records.
 
     Put it before ``Model`` in the bases: ``class Memory(EventStreamMixin, Model)``.
@@ -146,7 +149,7 @@ class EventStreamMixin:
     @classmethod
     def stream_key_for(cls, keyspace: KeySpace) -> str:
         """The stream receiving the events of records in ``keyspace``."""
-        space = cls._meta.global_keyspace() if cls.event_stream_per_model else keyspace  # type: ignore[attr-defined]
+        space = cls._meta.global_keyspace() if cls.event_stream_per_model else keyspace
         return space.key(EVENT_KIND)
 
     @classmethod
@@ -154,15 +157,15 @@ class EventStreamMixin:
         """The stream of the partition named by ``partition`` (e.g. ``agent_id="a"``; none needed
         with ``event_stream_per_model``)."""
         if cls.event_stream_per_model and not partition:
-            return cls._meta.global_keyspace().key(EVENT_KIND)  # type: ignore[attr-defined]
-        return cls.stream_key_for(cls.query.filter(**partition).partition())  # type: ignore[attr-defined]
+            return cls._meta.global_keyspace().key(EVENT_KIND)
+        return cls.stream_key_for(cls.query.filter(**partition).partition())
 
     @classmethod
     def stream_shares_slot(cls, client: Any, keyspace: KeySpace) -> bool:
         """True when the stream of ``keyspace`` can be written in the same MULTI or script as its records."""
         if not isinstance(client, RedisCluster):
             return True
-        return not cls.event_stream_per_model or keyspace.tag == cls._meta.global_keyspace().tag  # type: ignore[attr-defined]
+        return not cls.event_stream_per_model or keyspace.tag == cls._meta.global_keyspace().tag
 
     @property
     def stream_key(self) -> str:
@@ -170,36 +173,36 @@ class EventStreamMixin:
         return self.stream_key_for(self._stored_key().keyspace)
 
     def _stored_key(self) -> DbKey:
-        return self._saved_key or self.db_key  # type: ignore[attr-defined]
+        return self._saved_key or self.db_key
 
     # -- events of saves and deletes ------------------------------------------------------------
     def save(self, **options: Any) -> bool:
         """Save (``options`` go to the next ``save`` in the bases) and write the save's event."""
         self._events_after_write: dict[str, dict[str, str]] = {}
-        written = super().save(**options)  # type: ignore[misc]
+        written = super().save(**options)
         self._write_deferred_events()
         return written
 
     def delete(self) -> bool:
         """Delete the record and write its ``delete`` event."""
         self._events_after_write = {}
-        deleted = super().delete()  # type: ignore[misc]
+        deleted = super().delete()
         self._write_deferred_events()
         return deleted
 
     def queue_save(self, batch: SaveBatch) -> None:
-        super().queue_save(batch)  # type: ignore[misc]
-        new = {f.name: getattr(self, f.name) for f in self._meta.stored_fields()}  # type: ignore[attr-defined]
+        super().queue_save(batch)
+        new = {f.name: getattr(self, f.name) for f in self._meta.stored_fields()}
         op = CREATE if batch.old is None else UPDATE
         self._queue_event(batch, op, changed_field_names(self, batch.old, new))
 
     def queue_delete(self, batch: SaveBatch) -> None:
-        super().queue_delete(batch)  # type: ignore[misc]
+        super().queue_delete(batch)
         self._queue_event(batch, DELETE, changed_field_names(self, batch.old, None))
 
     def _queue_event(self, batch: SaveBatch, op: str, changed: list[str]) -> None:
         """XADD in the batch when the stream shares the record's slot, else after the EXEC."""
-        fields = event_fields(self._meta.name, batch.record_key, op, time.time(), changed)  # type: ignore[attr-defined]
+        fields = event_fields(self._meta.name, batch.record_key, op, time.time(), changed)
         stream = self.stream_key_for(batch.keyspace)
         if self.stream_shares_slot(batch.client, batch.keyspace):
             batch.script("stream_add", [stream], self._stream_args(fields))
@@ -210,18 +213,18 @@ class EventStreamMixin:
         events = getattr(self, "_events_after_write", None)
         if not events:
             return
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         calls = [ScriptCall("stream_add", [self.stream_key], self._stream_args(f)) for f in events.values()]
         with server_errors(client):
             run_calls(client, calls)
         events.clear()
 
-    def _stream_args(self, fields: dict) -> list:
+    def _stream_args(self, fields: dict[str, Any]) -> list[Any]:
         """ARGV of ``stream_add.lua``: the length cap (0: none), then the entry's field/value pairs."""
         return [self.event_stream_maxlen or 0, *(item for pair in fields.items() for item in pair)]
 
     # -- custom events --------------------------------------------------------------------------
-    def emit_event(self, op: str, data: dict | None = None, pipeline: Any = None) -> str | None:
+    def emit_event(self, op: str, data: dict[str, Any] | None = None, pipeline: Any = None) -> str | None:
         """Write a custom event about this record; returns its entry id, or None when queued.
 
         ``op`` is the event's name (not ``create``/``update``/``delete``); ``data`` a JSON-ready
@@ -230,20 +233,20 @@ class EventStreamMixin:
         if not isinstance(op, str) or not op or op in (CREATE, UPDATE, DELETE):
             raise ValidationError(f"a custom event needs a name other than create/update/delete, not {op!r}")
         key = self._stored_key()
-        fields = event_fields(self._meta.name, key.redis_key, op, time.time(), data=data or {})  # type: ignore[attr-defined]
+        fields = event_fields(self._meta.name, key.redis_key, op, time.time(), data=data or {})
         if pipeline is not None:
             queue_script(pipeline, "stream_add", [self.stream_key], self._stream_args(fields))
             return None
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         with server_errors(client):
-            entry = run_script("stream_add", [self.stream_key], self._stream_args(fields), client)
+            entry: bytes = run_script("stream_add", [self.stream_key], self._stream_args(fields), client)
         return entry.decode()
 
     # -- reading ---------------------------------------------------------------------------------
     @classmethod
     def read_events(cls, count: int | None = None, **partition: Any) -> list[StreamEvent]:
         """The oldest ``count`` (all when None) events of a partition's stream, oldest first."""
-        client = cls._meta.client  # type: ignore[attr-defined]
+        client = cls._meta.client
         with server_errors(client):
             entries = client.xrange(cls.event_stream_key(**partition), count=count)
         return [StreamEvent.from_entry(entry_id, raw) for entry_id, raw in entries]

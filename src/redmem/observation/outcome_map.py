@@ -40,11 +40,11 @@ def check_records(records: Any) -> list[Any]:
     """``records`` as a list of model records; OutcomeError for anything else (a str, a lone record)."""
     if isinstance(records, (str, bytes, Mapping, Model)) or not hasattr(records, "__iter__"):
         raise OutcomeError(f"records must be a list of model records, not {type(records).__name__}")
-    records = list(records)
-    for record in records:
+    listed: list[Any] = list(records)
+    for record in listed:
         if not isinstance(record, Model):
             raise OutcomeError(f"records must hold model records, not {record!r}")
-    return records
+    return listed
 
 
 def check_outcome(outcome: Any, known: Mapping[str, Any], about: str) -> str:

@@ -30,12 +30,14 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from numbers import Real
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from ..fields.confidence import ConfidenceField
+from ..model.base import RecordMixin
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
@@ -70,12 +72,13 @@ def value_error(predicted: Any, actual: Any) -> float:
     """``|p - a| / max(|p|, |a|, 1)`` for two numbers, else 0.0 when equal and 1.0 when not
     (a bool equals only a bool: ``True`` vs ``1`` is an error of 1)."""
     if _is_number(predicted) and _is_number(actual):
-        return abs(predicted - actual) / max(abs(predicted), abs(actual), 1)
+        error: float = abs(predicted - actual) / max(abs(predicted), abs(actual), 1)
+        return error
     same_kind = isinstance(predicted, bool) == isinstance(actual, bool)
     return 0.0 if same_kind and predicted == actual else 1.0
 
 
-def prediction_error(predicted: dict, actual: dict) -> float:
+def prediction_error(predicted: dict[str, Any], actual: dict[str, Any]) -> float:
     """Mean of :func:`value_error` over the predicted keys, a key missing from ``actual`` counting 1."""
     if not predicted:
         raise ValidationError("a prediction needs at least one key")
@@ -114,14 +117,14 @@ class ResolvedPrediction:
     id: str
     key: str
     error: float
-    prediction: dict
-    actual: dict | None
+    prediction: dict[str, Any]
+    actual: dict[str, Any] | None
     outcome: str | None
     predicted_at: float
     resolved_at: float
 
     @classmethod
-    def from_json(cls, raw: bytes | str) -> "ResolvedPrediction":
+    def from_json(cls, raw: bytes | str) -> ResolvedPrediction:
         return cls(**json.loads(raw))
 
 
@@ -130,7 +133,7 @@ def group_key(entry: ResolvedPrediction, group_by: str | Callable[[ResolvedPredi
     of its resolution time in UTC, or what a callable returns for it."""
     if callable(group_by):
         return group_by(entry)
-    moment = datetime.fromtimestamp(entry.resolved_at, tz=timezone.utc)
+    moment = datetime.fromtimestamp(entry.resolved_at, tz=UTC)
     if group_by == "hour":
         return moment.hour
     if group_by == "weekday":
@@ -175,7 +178,7 @@ class LedgerKeys:
     details: str
 
     @classmethod
-    def of(cls, space: KeySpace) -> "LedgerKeys":
+    def of(cls, space: KeySpace) -> LedgerKeys:
         return cls(space.key("pe"), space.key("pt"), space.key("ph"))
 
 
@@ -183,7 +186,7 @@ def prediction_key(key: DbKey) -> str:
     return key.keyspace.key("pr", key.record_id)
 
 
-class PredictionLedgerMixin:
+class PredictionLedgerMixin(RecordMixin):
     """Let records make predictions that outcomes resolve once; keep a ledger of the errors.
 
     Put it before ``Model`` in the bases: ``class Memory(PredictionLedgerMixin, Model)``.
@@ -196,10 +199,10 @@ class PredictionLedgerMixin:
     prediction_history_size: ClassVar[int] = 10000
 
     def _stored_key(self) -> DbKey:
-        return self._saved_key or self.db_key  # type: ignore[attr-defined]
+        return self._saved_key or self.db_key
 
     # -- recording -------------------------------------------------------------------------------
-    def record_prediction(self, prediction: dict, pipeline: Any = None, now: float | None = None) -> int | None:
+    def record_prediction(self, prediction: dict[str, Any], pipeline: Any = None, now: float | None = None) -> int | None:
         """Open a prediction (replacing an unresolved one); returns its sequence number, None when queued.
 
         Raises ValidationError for an empty or non-JSON prediction, RecordNotFound when the record
@@ -213,7 +216,7 @@ class PredictionLedgerMixin:
         if pipeline is not None:
             queue_script(pipeline, "prediction_record", keys, args)
             return None
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         with server_errors(client):
             seq = int(run_script("prediction_record", keys, args, client))
         if not seq:
@@ -225,7 +228,7 @@ class PredictionLedgerMixin:
         """The record's latest prediction: ``state`` (None, "open", "resolved"), ``seq``,
         ``prediction``, ``predicted_at`` and, once resolved, ``actual``, ``error``, ``outcome``,
         ``resolved_at``. One round trip."""
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         with server_errors(client):
             raw = {k.decode(): v.decode() for k, v in client.hgetall(prediction_key(self._stored_key())).items()}
         state: dict[str, Any] = {"state": raw.get("state")}
@@ -236,7 +239,7 @@ class PredictionLedgerMixin:
         return state
 
     # -- resolving ---------------------------------------------------------------------------------
-    def resolve_prediction(self, actual: dict, now: float | None = None) -> float | None:
+    def resolve_prediction(self, actual: dict[str, Any], now: float | None = None) -> float | None:
         """Resolve the open prediction against ``actual``; returns its error, or None when there
         was no open prediction or a concurrent resolver won. Two round trips (read, compare-and-set)."""
         actual_json = _json_object(actual, "the actual values")
@@ -283,24 +286,24 @@ class PredictionLedgerMixin:
         """True when the resolution script itself writes the ``prediction_resolved`` event."""
         if not isinstance(self, EventStreamMixin):
             return False
-        return self.stream_shares_slot(self._meta.client, self._stored_key().keyspace)  # type: ignore[attr-defined]
+        return self.stream_shares_slot(self._meta.client, self._stored_key().keyspace)
 
-    def _resolution(self, error: float, now: float | None, actual: str, outcome: str, seq: str) -> tuple[list, list]:
+    def _resolution(self, error: float, now: float | None, actual: str, outcome: str, seq: str) -> tuple[list[Any], list[Any]]:
         key = self._stored_key()
         ledger = LedgerKeys.of(key.keyspace)
         keys = [prediction_key(key), ledger.errors, ledger.times, ledger.details]
         maxlen = 0
-        if self.stream_in_resolution():
-            keys.append(self.stream_key)  # type: ignore[attr-defined]
-            maxlen = self.event_stream_maxlen  # type: ignore[attr-defined]
+        if self.stream_in_resolution() and isinstance(self, EventStreamMixin):
+            keys.append(self.stream_key)
+            maxlen = self.event_stream_maxlen
         at = repr(timestamp("now", now))
         args = [seq, repr(float(error)), at, actual, outcome, key.record_id, key.redis_key,
-                self.prediction_history_size, self._meta.name, maxlen]  # type: ignore[attr-defined]
+                self.prediction_history_size, self._meta.name, maxlen]
         return keys, args
 
     def _resolve(self, error: float, now: float | None, actual: str, outcome: str, seq: str) -> bool:
         keys, args = self._resolution(error, now, actual, outcome, seq)
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         with server_errors(client):
             won = bool(run_script("prediction_resolve", keys, args, client))
         if won and isinstance(self, EventStreamMixin) and not self.stream_in_resolution():
@@ -310,11 +313,11 @@ class PredictionLedgerMixin:
     def _low_confidence_feedback(self, error: float) -> None:
         """Send ``low_confidence_signal`` to each ConfidenceField when ``error`` is above the
         threshold: one pipeline after the resolution (a crash between the two loses the signal)."""
-        fields = [f for f in self._meta.fields.values() if isinstance(f, ConfidenceField)]  # type: ignore[attr-defined]
+        fields = [f for f in self._meta.fields.values() if isinstance(f, ConfidenceField)]
         if error <= self.prediction_error_threshold or not fields:
             return
         signal = self.low_confidence_signal
-        client = self._meta.client  # type: ignore[attr-defined]
+        client = self._meta.client
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             for field in fields:
                 ConfidenceField.update_confidence(self, field.name, signal, pipeline=pipe)
@@ -328,8 +331,8 @@ class PredictionLedgerMixin:
         """The ``n`` resolutions of a partition with the highest errors, highest first (one round trip)."""
         if n <= 0:
             return []
-        ledger = LedgerKeys.of(cls.query.filter(**partition).partition())  # type: ignore[attr-defined]
-        client = cls._meta.client  # type: ignore[attr-defined]
+        ledger = LedgerKeys.of(cls.query.filter(**partition).partition())
+        client = cls._meta.client
         with server_errors(client):
             rows = run_script("prediction_top", [ledger.errors, ledger.details], [n], client)
         return [ResolvedPrediction.from_json(row) for row in rows if row is not None]
@@ -337,8 +340,8 @@ class PredictionLedgerMixin:
     @classmethod
     def resolved_predictions(cls, **partition: Any) -> list[ResolvedPrediction]:
         """Every resolution kept in a partition's ledger, oldest first (one round trip)."""
-        ledger = LedgerKeys.of(cls.query.filter(**partition).partition())  # type: ignore[attr-defined]
-        client = cls._meta.client  # type: ignore[attr-defined]
+        ledger = LedgerKeys.of(cls.query.filter(**partition).partition())
+        client = cls._meta.client
         with server_errors(client):
             raw = client.hvals(ledger.details)
         return sorted((ResolvedPrediction.from_json(r) for r in raw), key=lambda e: (e.resolved_at, e.id))
@@ -354,5 +357,5 @@ class PredictionLedgerMixin:
     # -- the record's lifecycle ----------------------------------------------------------------------
     def queue_delete(self, batch: SaveBatch) -> None:
         """Delete the record's prediction with it (its ledger entries stay)."""
-        super().queue_delete(batch)  # type: ignore[misc]
+        super().queue_delete(batch)
         batch.pipe.delete(prediction_key(DbKey(batch.keyspace, batch.record_id)))

@@ -18,7 +18,8 @@ times (a resolved or expired proposal leaves it).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..model.base import Model
 from ..model.dbkey import DbKey
@@ -45,7 +46,7 @@ def proposal_partition(record: Any) -> str:
     return ":".join(key.partition) or UNPARTITIONED
 
 
-def record_key_of(record: Any) -> str:
+def record_key_of(record: Model) -> str:
     return (record._saved_key or record.db_key).redis_key
 
 
@@ -66,7 +67,7 @@ class RecallProposal(Model):
     def surface(
         cls, records: Iterable[Any], reason: str, partition: str | None = None,
         ttl: float = DEFAULT_TTL, now: float | None = None,
-    ) -> list["RecallProposal"]:
+    ) -> list[RecallProposal]:
         """Open (or re-open) a proposal per record, all in one pipeline; returns the proposals."""
         records = list(records)
         if not records:
@@ -83,7 +84,7 @@ class RecallProposal(Model):
     def queue_surface(
         cls, pipe: Any, record: Any, reason: str, partition: str | None = None,
         ttl: float = DEFAULT_TTL, now: float | None = None,
-    ) -> "RecallProposal":
+    ) -> RecallProposal:
         """Queue the write of a pending proposal for ``record`` (hash and indexes) on ``pipe``."""
         at, ttl = timestamp("now", now), finite_number("ttl", ttl, low=0)
         proposal = cls(
@@ -129,14 +130,15 @@ class RecallProposal(Model):
 
     # -- reading ------------------------------------------------------------------------------------
     @classmethod
-    def list_pending(cls, partition: str, now: float | None = None) -> list["RecallProposal"]:
+    def list_pending(cls, partition: str, now: float | None = None) -> list[RecallProposal]:
         """The partition's pending, unexpired proposals, soonest expiry first."""
         at = timestamp("now", now)
         query = cls.query.filter(partition=partition, expires_at__gt=at).order_by("expires_at")
         return query.no_track().all()
 
     @classmethod
-    def for_record(cls, record: Any, partition: str | None = None) -> "RecallProposal | None":
+    def for_record(cls, record: Any, partition: str | None = None) -> RecallProposal | None:
         """The proposal of ``record`` in ``partition`` (default: the record's own), or None."""
         chosen = partition if partition is not None else proposal_partition(record)
-        return cls.query.no_track().get(partition=chosen, record_key=record_key_of(record))
+        proposal: RecallProposal | None = cls.query.no_track().get(partition=chosen, record_key=record_key_of(record))
+        return proposal

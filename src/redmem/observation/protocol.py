@@ -32,8 +32,9 @@ touch several partitions (cluster slots).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..fields.confidence import ConfidenceField
 from ..fields.cyclic import CyclicDecayField
@@ -51,6 +52,10 @@ from .outcome_map import DEFAULT_OUTCOME, OutcomeError, check_records
 from .outcome_map import outcomes_for as outcomes_of
 from .predictions import OUTCOME_ERRORS, PredictionLedgerMixin
 from .proposals import DEFAULT_TTL, RecallProposal
+
+if TYPE_CHECKING:
+    from ..model.base import Model
+    from ..model.dbkey import DbKey
 
 __all__ = ["ObservationProtocol", "OutcomeEffects", "OUTCOME_EFFECTS", "DEFAULT_OUTCOME", "OutcomeError"]
 
@@ -82,7 +87,7 @@ OUTCOME_EFFECTS: dict[str, OutcomeEffects] = {
 }
 
 
-def _key(record: Any) -> str:
+def _key(record: Model) -> str:
     return (record._saved_key or record.db_key).redis_key
 
 
@@ -109,7 +114,7 @@ class _Call:
     #: (reply index, record, error, outcome) of resolutions whose event the script cannot write.
     late_events: list[tuple[int, Any, float, str]]
 
-    def emit(self, record: Any, op: str, data: dict) -> None:
+    def emit(self, record: Any, op: str, data: dict[str, Any]) -> None:
         if isinstance(record, EventStreamMixin):
             record.emit_event(op, data, pipeline=self.pipe)
 
@@ -149,12 +154,12 @@ class _Call:
             field.resolve_pressure(record, pipeline=self.pipe, now=self.now)
             self.emit(record, PRESSURE_RESOLVED, {"field": field.name})
 
-    def queue_prediction(self, record: Any, error: float, outcome: str) -> None:
+    def queue_prediction(self, record: PredictionLedgerMixin, error: float, outcome: str) -> None:
         record.queue_resolution(self.pipe, error, outcome, now=self.now)
         if isinstance(record, EventStreamMixin) and not record.stream_in_resolution():
             self.late_events.append((len(self.pipe) - 1, record, error, outcome))
 
-    def write_late_events(self, replies: list, client: Any) -> None:
+    def write_late_events(self, replies: list[Any], client: Any) -> None:
         """Events of resolutions that happened, for streams the resolution script could not reach."""
         resolved = [(r, e, o) for i, r, e, o in self.late_events if replies[i] == 1]
         if not resolved:
@@ -175,7 +180,7 @@ class ObservationProtocol:
         Returns how many records had a read staged. Records loaded by a tracking query were
         staged by that query already: load them with ``no_track()`` when you call this.
         """
-        by_model: dict[type, list[Any]] = {}
+        by_model: dict[type[AccessTrackerMixin], list[DbKey]] = {}
         for record in _distinct(records):
             if isinstance(record, AccessTrackerMixin):
                 by_model.setdefault(type(record), []).append(record._saved_key or record.db_key)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..model.base import RecordMixin
 from ..model.batch import SaveBatch
 from ..model.codecs import finite_float
 from ..model.dbkey import DbKey
@@ -40,7 +41,7 @@ def priority_key(keyspace: KeySpace) -> str:
     return keyspace.key(PRIORITY_KIND)
 
 
-class WriteFilterMixin:
+class WriteFilterMixin(RecordMixin):
     """Skip saving records whose ``compute_filter_score()`` is below a minimum; index high scorers.
 
     Put it before ``Model`` in the bases: ``class Memory(WriteFilterMixin, Model)``.
@@ -65,11 +66,11 @@ class WriteFilterMixin:
         if score < self.write_filter_min_score and not skip_write_filter:
             return False
         self._write_filter_score = score
-        return super().save()  # type: ignore[misc]
+        return super().save()
 
     def queue_save(self, batch: SaveBatch) -> None:
         """Add or remove the record in the priority index, in the save's batch."""
-        super().queue_save(batch)  # type: ignore[misc]
+        super().queue_save(batch)
         score = getattr(self, "_write_filter_score", None)
         if score is None:
             score = self.filter_score()
@@ -80,16 +81,17 @@ class WriteFilterMixin:
             batch.pipe.zrem(key, batch.record_id)
 
     def queue_delete(self, batch: SaveBatch) -> None:
-        super().queue_delete(batch)  # type: ignore[misc]
+        super().queue_delete(batch)
         batch.pipe.zrem(priority_key(batch.keyspace), batch.record_id)
 
     @property
     def priority_score(self) -> float | None:
         """The record's score in the priority index, None when it is not a priority record."""
-        key = self._saved_key or self.db_key  # type: ignore[attr-defined]
-        client = self._meta.client  # type: ignore[attr-defined]
+        key = self._saved_key or self.db_key
+        client = self._meta.client
         with server_errors(client):
-            return client.zscore(priority_key(key.keyspace), key.record_id)
+            score: float | None = client.zscore(priority_key(key.keyspace), key.record_id)
+            return score
 
 
 @query_method

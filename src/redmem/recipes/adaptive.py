@@ -25,9 +25,9 @@ import logging
 import math
 import statistics
 from collections.abc import Callable
-from numbers import Real
 from dataclasses import dataclass, field
 from itertools import permutations
+from numbers import Real
 from typing import Any
 
 from ..store.errors import ValidationError
@@ -98,15 +98,15 @@ class AdaptiveAssembler:
             raise ValidationError(f"weight_perturbation must lie in (0, 1), got {weight_perturbation!r}")
         if metric is not None and not callable(metric):
             raise ValidationError(f"metric must be callable, got {type(metric).__name__}")
-        self.inner = inner
-        self.window_size = window_size
-        self.metric = metric or default_metric
-        self.weight_perturbation = float(weight_perturbation)
+        self.inner: Any = inner
+        self.window_size: int = window_size
+        self.metric: Metric = metric or default_metric
+        self.weight_perturbation: float = float(weight_perturbation)
         self.history: list[AdaptationStep] = []
         self._window: list[float] = []
         self._trial: _Trial | None = None
-        self._pairs = list(permutations(inner.score_weights, 2))
-        self._next_pair = 0
+        self._pairs: list[tuple[str, str]] = list(permutations(inner.score_weights, 2))
+        self._next_pair: int = 0
 
     @property
     def phase(self) -> str:

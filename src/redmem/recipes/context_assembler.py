@@ -85,7 +85,7 @@ class ContextAssembler:
 
     def __init__(
         self,
-        model_class: type,
+        model_class: type[Model],
         score_weights: dict[str, float] | None = None,
         max_items: int = DEFAULT_MAX_ITEMS,
         max_tokens: int | None = None,
@@ -197,7 +197,8 @@ class ContextAssembler:
         near = matrix is not None and self.duplicate_cosine is not None
         vectors = matrix.unit_vectors(c.key.record_id for c in candidates) if near else None
         return collapse_duplicates(candidates, lambda c: self._text_of(c.record, self._view(c.record)), vectors,
-                                   lambda c: c.key.record_id, self.duplicate_cosine if near else 1.0)
+                                   lambda c: c.key.record_id,
+                                   self.duplicate_cosine if near and self.duplicate_cosine is not None else 1.0)
 
     def _pack(self, candidates: list[Candidate]) -> tuple[list[Candidate], list[str], int]:
         """Render each candidate's slice, count it, and pack skip-not-break into the budget.
@@ -247,7 +248,7 @@ class ContextAssembler:
         :meth:`_text_of`); the content format on a model that has none is refused."""
         caps, fields = self.capabilities, self.model_class._meta.fields
         named = (getattr(caps.bm25, "source", None), getattr(caps.embedding, "source", None), "content")
-        sources = [n for n in dict.fromkeys(named) if n in fields and fields[n].shown
+        sources = [n for n in dict.fromkeys(named) if isinstance(n, str) and n in fields and fields[n].shown
                    and getattr(fields[n], "python_type", None) is str]
         if self.output_format == "content" and not sources:
             raise ValidationError(
@@ -276,8 +277,9 @@ class ContextAssembler:
         (its BM25Field's source, its EmbeddingField's, ``content``), else (a record whose text is
         unset) its shown fields ``view`` as in the natural format."""
         for source in self._text_fields:
-            if isinstance(getattr(record, source, None), str):
-                return getattr(record, source)
+            text = getattr(record, source, None)
+            if isinstance(text, str):
+                return text
         return render_slice("natural", view, "")
 
     def assess(

@@ -126,7 +126,7 @@ class Turn:
     said_at: str = ""
 
     @classmethod
-    def of(cls, turn: "Turn | Mapping[str, Any]") -> "Turn":
+    def of(cls, turn: Turn | Mapping[str, Any]) -> Turn:
         """A Turn from a Turn or a mapping with ``speaker``, ``text`` and optional ``session``, ``said_at``."""
         if isinstance(turn, Turn):
             return turn
@@ -177,7 +177,7 @@ def build_passages(turns: list[Turn]) -> list[str]:
 
 def ingest_conversation(
     turns: Iterable[Turn | Mapping[str, Any]], agent_id: str, window: int = DEFAULT_WINDOW,
-    model: type = ConversationMemory,
+    model: type[Model] = ConversationMemory,
 ) -> list[Any]:
     """Save every turn as one memory of ``agent_id`` (in order) and return the saved records.
 
@@ -197,7 +197,7 @@ def ingest_conversation(
     return records
 
 
-def conversation_assembler(model: type = ConversationMemory, **options: Any) -> ContextAssembler:
+def conversation_assembler(model: type[Model] = ConversationMemory, **options: Any) -> ContextAssembler:
     """A ContextAssembler over ``model`` with the settings measured best for dialog turns.
 
     Hybrid retrieval, convex score fusion (:func:`~redmem.context.fusion.convex_fusion`) and

@@ -26,8 +26,6 @@ subclass one and declare a CyclicDecayField with the cycles you want.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..fields.bloom import ExistenceFilter
 from ..fields.bm25 import BM25Field
 from ..fields.confidence import ConfidenceField
@@ -42,7 +40,7 @@ from ..observation.access import AccessTrackerMixin
 __all__ = ["DefaultMemory", "HybridMemory", "memory_text"]
 
 
-def memory_text(memory: Any) -> str | None:
+def memory_text(memory: DefaultMemory) -> str | None:
     """What the ExistenceFilter of a memory records: its content."""
     return memory.content
 

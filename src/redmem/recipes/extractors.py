@@ -45,19 +45,14 @@ SKIPPED_OPENERS = (
     "please", "note that", "in summary", "to summarize",
 )
 SUBJECT_WORDS = frozenset(
-    "i we you he she they it my our your his her their its this that these those the a an "
-    "there each every all some most many both one".split()
+    ["i", "we", "you", "he", "she", "they", "it", "my", "our", "your", "his", "her", "their", "its", "this", "that", "these", "those", "the", "a", "an", "there", "each", "every", "all", "some", "most", "many", "both", "one"]
 )
 #: Capitalised words that open sentences without naming anything.
 FUNCTION_WORDS = SUBJECT_WORDS | frozenset(
-    "and but or so then also however if when while after before because since yes no not "
-    "in on at for with from by to of as".split()
+    ["and", "but", "or", "so", "then", "also", "however", "if", "when", "while", "after", "before", "because", "since", "yes", "no", "not", "in", "on", "at", "for", "with", "from", "by", "to", "of", "as"]
 )
 COMMON_VERBS = frozenset(
-    "am is are was were be been being has have had do does did can could will would shall should "
-    "may might must use like love prefer need want live work run own hate know think get go make "
-    "keep take meet call move play study teach speak write read eat drink drive build plan deploy "
-    "ship store host support require include contain mean belong depend".split()
+    ["am", "is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "can", "could", "will", "would", "shall", "should", "may", "might", "must", "use", "like", "love", "prefer", "need", "want", "live", "work", "run", "own", "hate", "know", "think", "get", "go", "make", "keep", "take", "meet", "call", "move", "play", "study", "teach", "speak", "write", "read", "eat", "drink", "drive", "build", "plan", "deploy", "ship", "store", "host", "support", "require", "include", "contain", "mean", "belong", "depend"]
 )
 MIN_WORDS, MAX_WORDS = 3, 60
 #: The most entities kept per memory (every pair of them is linked).

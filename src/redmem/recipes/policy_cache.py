@@ -342,7 +342,7 @@ class PolicyCache:
         pipe.execute()
         return True
 
-    def _queue_entry(self, pipe: Any, client: Any, entry: PolicyEntry, old: dict | None) -> None:
+    def _queue_entry(self, pipe: Any, client: Any, entry: PolicyEntry, old: dict[str, Any] | None) -> None:
         """Queue the entry's record write, its Q indexes and the cycles switched on or off."""
         if old is None:
             batch = queue_new_record(pipe, client, entry)
@@ -395,7 +395,8 @@ class PolicyCache:
 
     def entry(self, state: Any, action: str) -> PolicyEntry | None:
         """The entry of (state, action), or None before its first folded event."""
-        return PolicyEntry.query.get(agent_id=self.agent_id, fingerprint=state_fingerprint(state), action=action)
+        entry: PolicyEntry | None = PolicyEntry.query.get(agent_id=self.agent_id, fingerprint=state_fingerprint(state), action=action)
+        return entry
 
     def due_actions(self, as_of: float | None = None, threshold: float = 1.0, limit: int | None = None) -> list[PolicyEntry]:
         """Entries whose timing score at ``as_of`` is >= ``threshold``, best first (``_cyclic_score``).
@@ -404,4 +405,5 @@ class PolicyCache:
         pair is due around its peak hour (and weekday), an unproven one only at a double peak.
         """
         query = PolicyEntry.query.filter(agent_id=self.agent_id).no_track()
-        return query.above_cyclic_threshold(threshold, as_of=as_of, limit=limit)
+        due: list[PolicyEntry] = query.above_cyclic_threshold(threshold, as_of=as_of, limit=limit)
+        return due

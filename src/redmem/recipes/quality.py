@@ -35,7 +35,7 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context.candidates import Candidate
 from ..fields.decay import DecayingSortedField
@@ -45,6 +45,9 @@ from ..store.errors import QueryException
 from ..store.keys import KeySpace
 from ..store.validation import timestamp
 from .tenant import require_tenant
+
+if TYPE_CHECKING:
+    from ..model.base import Model
 
 __all__ = [
     "RetrievalQuality",
@@ -171,11 +174,11 @@ class _Strengths:
     freshness: dict[DbKey, float] | None
 
 
-def _first(model: type, kind: type) -> Any:
+def _first(model: type[Model], kind: type) -> Any:
     return next((f for f in model._meta.fields.values() if isinstance(f, kind)), None)
 
 
-def _partition(model: type, partition: dict[str, Any]) -> KeySpace:
+def _partition(model: type[Model], partition: dict[str, Any]) -> KeySpace:
     require_tenant(model, partition, "assess")
     return model.query.filter(**partition).partition()
 
@@ -200,7 +203,7 @@ def _index_keys(conf: Any, decay: DecayingSortedField | None, space: KeySpace) -
             modulating if modulating != own else None]
 
 
-def _read_scores(model: type, keys: list[DbKey], conf: Any, decay: Any) -> list[dict[DbKey, float | None]]:
+def _read_scores(model: type[Model], keys: list[DbKey], conf: Any, decay: Any) -> list[dict[DbKey, float | None]]:
     """ZMSCORE of the four sorted sets of :func:`_index_keys` for ``keys``: one round trip."""
     found: list[dict[DbKey, float | None]] = [{}, {}, {}, {}]
     plan = []
@@ -217,19 +220,20 @@ def _read_scores(model: type, keys: list[DbKey], conf: Any, decay: Any) -> list[
     return found
 
 
-def _strengths(model: type, conf: Any, decay: DecayingSortedField | None, keys: list[DbKey], now: float) -> _Strengths:
+def _strengths(model: type[Model], conf: Any, decay: DecayingSortedField | None, keys: list[DbKey], now: float) -> _Strengths:
     """Confidence, decayed score and freshness of each key (module docstring)."""
     if not keys or (conf is None and decay is None):
-        empty = None if decay is None else {}
+        empty: dict[DbKey, float] | None = None if decay is None else {}
         return _Strengths(None if conf is None else {}, empty, empty)
     confidence, updated, base, modulating = _read_scores(model, keys, conf, decay)
     modulating = modulating or confidence
-    confidences = None
+    confidences: dict[DbKey, float] | None = None
     if conf is not None:
-        confidences = {k: conf.initial_confidence if confidence[k] is None else confidence[k] for k in keys}
+        confidences = {k: conf.initial_confidence if (c := confidence[k]) is None else c for k in keys}
     if decay is None:
         return _Strengths(confidences, None, None)
-    scores, fresh = {}, {}
+    scores: dict[DbKey, float] = {}
+    fresh: dict[DbKey, float] = {}
     for key in keys:
         t = updated.get(key)
         if t is None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..fields.bm25 import BM25Field
 from ..fields.cooccurrence import CoOccurrenceField, Entity
@@ -34,6 +34,9 @@ from ..store.errors import ModelException, ValidationError
 from .context_assembler import AssemblyResult, ContextAssembler
 from .default_memory import DefaultMemory
 from .extractors import ExtractedMemory, HeuristicExtractor, find_entities
+
+if TYPE_CHECKING:
+    from ..model.base import Model
 
 __all__ = ["SubconsciousMemory", "CONTEXT_HEADER", "ENTITY_LINK_WEIGHT", "last_user_text", "with_context"]
 
@@ -91,7 +94,7 @@ class SubconsciousMemory:
     """
 
     def __init__(
-        self, agent_id: str, model: type = DefaultMemory, max_items: int = 10, max_tokens: int | None = 4000,
+        self, agent_id: str, model: type[Model] = DefaultMemory, max_items: int = 10, max_tokens: int | None = 4000,
         output_format: str = "content", extractor: Extractor | None = None,
     ) -> None:
         if not isinstance(agent_id, str) or not agent_id:
@@ -100,7 +103,7 @@ class SubconsciousMemory:
         if len(partition) != 1:
             raise ModelException(f"{model.__name__} must be partitioned by one field (the agent), not {partition}")
         self.agent_id, self.model = agent_id, model
-        self.partition = {partition[0]: agent_id}
+        self.partition: dict[str, Any] = {partition[0]: agent_id}
         self.assembler = ContextAssembler(model, max_items=max_items, max_tokens=max_tokens, output_format=output_format)
         self.extractor = extractor if extractor is not None else HeuristicExtractor()
         bm25 = next((f for f in model._meta.fields.values() if isinstance(f, BM25Field)), None)

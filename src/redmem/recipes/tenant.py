@@ -7,14 +7,17 @@ memories. A call that names no tenant, or the wrong fields, is refused with the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store.errors import QueryException
+
+if TYPE_CHECKING:
+    from ..model.base import Model
 
 __all__ = ["require_tenant"]
 
 
-def require_tenant(model: type, partition: dict[str, Any], call: str) -> None:
+def require_tenant(model: type[Model], partition: dict[str, Any], call: str) -> None:
     """Raise QueryException, naming the keyword arguments to add, unless ``partition`` gives
     exactly the partition fields of ``model`` (none for an unpartitioned model)."""
     expected = list(model._meta.partition_fields)

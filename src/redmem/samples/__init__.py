@@ -20,4 +20,5 @@ SAMPLE_CONVERSATION = "conversation.json"
 
 def load_sample() -> dict[str, Any]:
     """The bundled conversation, parsed."""
-    return json.loads(files(__name__).joinpath(SAMPLE_CONVERSATION).read_text(encoding="utf-8"))
+    sample: dict[str, Any] = json.loads(files(__name__).joinpath(SAMPLE_CONVERSATION).read_text(encoding="utf-8"))
+    return sample

@@ -9,12 +9,12 @@ from .errors import (
     QueryArgumentError,
     QueryArgumentTypeError,
     QueryException,
+    RecordNotFound,
     RedmemError,
     ServerUnavailable,
     ValidationError,
     WriteConflict,
     WriteOutcomeUnknown,
-    RecordNotFound,
 )
 from .keys import KeySpace, escape, unescape
 

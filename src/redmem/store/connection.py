@@ -63,7 +63,7 @@ class Settings:
     embedding_provider: Any = None
     token_counter: Any = None
     partition_registry: bool = True
-    extras: dict = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
 
 
 _settings = Settings()
@@ -104,7 +104,7 @@ class FlatRetry(Retry):
         super().__init__(*args, **kwargs)
         self._running = threading.local()
 
-    def __deepcopy__(self, memo: dict) -> FlatRetry:
+    def __deepcopy__(self, memo: dict[str, Any]) -> FlatRetry:
         return FlatRetry(self._backoff, self._retries, self._supported_errors)
 
     def call_with_retry(self, do: Any, fail: Any, *args: Any, **kwargs: Any) -> Any:
@@ -122,7 +122,7 @@ def _retry() -> Retry:
     return FlatRetry(ExponentialBackoff(cap=BACKOFF_CAP, base=BACKOFF_BASE), retries=RETRIES, supported_errors=_RETRIED)
 
 
-def _client_for(url: str, cluster: bool, options: dict) -> Any:
+def _client_for(url: str, cluster: bool, options: dict[str, Any]) -> Any:
     scheme, _, rest = url.partition("://")
     if scheme in CLUSTER_SCHEMES:
         url, cluster = f"{CLUSTER_SCHEMES[scheme]}://{rest}", True
@@ -185,7 +185,7 @@ def get_client() -> Any:
 def server_address(client: Any) -> str:
     """A human-readable address of the server(s) behind ``client``."""
     if isinstance(client, RedisCluster):
-        nodes = client.get_nodes() or []
+        nodes = client.get_nodes() or []  # type: ignore[no-untyped-call]  # redis-py: unannotated
         return "cluster " + ",".join(f"{n.host}:{n.port}" for n in nodes[:3])
     kwargs = client.connection_pool.connection_kwargs
     if "path" in kwargs:
@@ -197,7 +197,8 @@ def reply_timeout(client: Any) -> float | None:
     """The seconds ``client`` waits for a reply before it retries (None: no limit)."""
     if isinstance(client, RedisCluster):
         return client.nodes_manager.connection_kwargs.get("socket_timeout")
-    return client.connection_pool.connection_kwargs.get("socket_timeout")
+    timeout: float | None = client.connection_pool.connection_kwargs.get("socket_timeout")
+    return timeout
 
 
 @contextlib.contextmanager

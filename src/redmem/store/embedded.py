@@ -185,7 +185,7 @@ def _free_port(cluster: bool = False) -> int:
     for _ in range(100):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind((_HOST, 0))
-            port = sock.getsockname()[1]
+            port: int = sock.getsockname()[1]
         if not cluster:
             return port
         bus = port + _CLUSTER_BUS_OFFSET
@@ -372,7 +372,7 @@ class EmbeddedServer:
     def _command(self) -> list[str]:
         """Build the server's argv for the current workdir and port."""
         argv = [self._binary, "--save", "", "--appendonly", "no", "--daemonize", "no"]
-        argv += ["--dir", self._workdir, "--bind", _HOST]  # type: ignore[list-item]
+        argv += ["--dir", self._workdir, "--bind", _HOST]
         if self._unix:
             argv += ["--port", "0", "--unixsocket", self._socket_file(), "--unixsocketperm", "700"]
         else:
@@ -461,7 +461,7 @@ def _slot_ranges(masters: int) -> list[tuple[int, int]]:
 def _add_slots(client: redis.Redis, first: int, last: int) -> None:
     """Assign slots first..last to the node: ADDSLOTSRANGE (7.0+), else ADDSLOTS in chunks."""
     try:
-        client.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+        client.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)  # type: ignore[no-untyped-call]  # redis-py: unannotated
         return
     except redis.exceptions.ResponseError as exc:
         if "unknown" not in str(exc).lower():
@@ -474,12 +474,12 @@ def _add_slots_chunked(client: redis.Redis, first: int, last: int) -> None:
     """Assign slots first..last with CLUSTER ADDSLOTS, 1000 slots per call (Redis < 7.0)."""
     for start in range(first, last + 1, _ADDSLOTS_CHUNK):
         chunk = range(start, min(start + _ADDSLOTS_CHUNK, last + 1))
-        client.execute_command("CLUSTER", "ADDSLOTS", *chunk)
+        client.execute_command("CLUSTER", "ADDSLOTS", *chunk)  # type: ignore[no-untyped-call]  # redis-py: unannotated
 
 
 def _cluster_info(client: redis.Redis) -> dict[str, str]:
     """Return CLUSTER INFO as a dict of strings."""
-    raw = client.execute_command("CLUSTER", "INFO")
+    raw = client.execute_command("CLUSTER", "INFO")  # type: ignore[no-untyped-call]  # redis-py: unannotated
     if isinstance(raw, dict):
         return {str(k): str(v) for k, v in raw.items()}
     if isinstance(raw, bytes):

@@ -89,7 +89,7 @@ class KeySpace:
     tag: str = GLOBAL_TAG
 
     @classmethod
-    def for_partition(cls, prefix: str, model: str, values: tuple[str, ...]) -> "KeySpace":
+    def for_partition(cls, prefix: str, model: str, values: tuple[str, ...]) -> KeySpace:
         """The key space of the partition whose field values are ``values`` (empty: unpartitioned)."""
         tag = ":".join(escape(v) for v in values) if values else GLOBAL_TAG
         return cls(prefix, model, tag)

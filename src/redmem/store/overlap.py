@@ -37,7 +37,8 @@ class Request:
 
     def __init__(self, client: Any, pipe: Any) -> None:
         self.client, self.pipe = client, pipe
-        self.connection, self.sent, self.done = None, False, None
+        self.connection, self.sent = None, False
+        self.done: list[Any] = []
         if not sendable(client, pipe):
             return
         self.commands = list(pipe.command_stack)
@@ -110,7 +111,7 @@ def execute_while(client: Any, pipe: Any, work: Callable[[], T]) -> tuple[list[A
     return request.replies(), result
 
 
-def _reply(client: Any, connection: Any, args: tuple, options: dict) -> Any:
+def _reply(client: Any, connection: Any, args: tuple[Any, ...], options: dict[str, Any]) -> Any:
     """One parsed reply (the error itself when the server answered with one)."""
     try:
         return client.parse_response(connection, args[0], **options)
@@ -118,7 +119,7 @@ def _reply(client: Any, connection: Any, args: tuple, options: dict) -> Any:
         return error
 
 
-def _read_transaction(client: Any, connection: Any, commands: list[tuple[tuple, dict]]) -> list[Any]:
+def _read_transaction(client: Any, connection: Any, commands: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
     """The replies of a sent MULTI / commands / EXEC, each through its command's response callback.
 
     A command refused while queued aborts the whole transaction: its error is raised. A

@@ -38,15 +38,16 @@ WRITE_SCRIPTS = frozenset({
 def script(name: str) -> Script:
     """The ``Script`` built from ``redmem/lua/<name>.lua`` (guarded when it is a write script)."""
     source = resources.files("redmem.lua").joinpath(f"{name}.lua").read_bytes()
-    return Script(None, guarded_source(source) if name in WRITE_SCRIPTS else source)
+    # redis-py runs a Script with no client of its own when each call passes one; its annotation omits None.
+    return Script(None, guarded_source(source) if name in WRITE_SCRIPTS else source)  # type: ignore[arg-type]
 
 
-def _operations(name: str, keys: list) -> list[str]:
+def _operations(name: str, keys: list[Any]) -> list[str]:
     """The operation key a call of ``name`` adds to its KEYS: one for a write script, else none."""
     return [operation_key(keys[0])] if name in WRITE_SCRIPTS else []
 
 
-def run_script(name: str, keys: list, args: list, client: Any) -> Any:
+def run_script(name: str, keys: list[Any], args: list[Any], client: Any) -> Any:
     """Run a script now by EVALSHA, loading it on NOSCRIPT; ``keys`` lists every key it touches.
 
     A write whose reply is lost after every retry raises :class:`WriteOutcomeUnknown`.
@@ -62,7 +63,7 @@ def run_script(name: str, keys: list, args: list, client: Any) -> Any:
             return client.evalsha(lua.sha, len(keys), *keys, *args)
 
 
-def queue_script(pipe: Any, name: str, keys: list, args: list) -> list[str]:
+def queue_script(pipe: Any, name: str, keys: list[Any], args: list[Any]) -> list[str]:
     """Queue a script on a pipeline or transaction (EVAL with source: no cache dependence).
 
     Returns the operation keys the call carries (one for a write script). On a cluster pipeline
@@ -71,7 +72,7 @@ def queue_script(pipe: Any, name: str, keys: list, args: list) -> list[str]:
     """
     options = {}
     if isinstance(pipe, ClusterPipeline) and keys:
-        options["target_nodes"] = pipe.get_node_from_key(keys[0])
+        options["target_nodes"] = pipe.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]  # redis-py: unannotated
     operations = _operations(name, keys)
     keys = [*keys, *operations]
     pipe.execute_command("EVAL", script(name).script, len(keys), *keys, *args, **options)
@@ -83,8 +84,8 @@ class ScriptCall:
     """One script invocation, built before it runs so independent calls can share a round trip."""
 
     name: str
-    keys: list
-    args: list
+    keys: list[Any]
+    args: list[Any]
 
     def run(self, client: Any) -> Any:
         return run_script(self.name, self.keys, self.args, client)
@@ -103,4 +104,5 @@ def run_calls(client: Any, calls: list[ScriptCall]) -> list[Any]:
     with unknown_outcome(client, operations), client.pipeline(transaction=False) as pipe:
         for call in calls:
             operations += call.queue(pipe)
-        return pipe.execute()
+        replies: list[Any] = pipe.execute()
+        return replies

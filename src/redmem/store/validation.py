@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Collection
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from .errors import (
     ArgumentTypeError,
@@ -44,6 +44,10 @@ _TYPE_ERRORS: dict[type[RedmemError], type[RedmemError]] = {
 }
 
 
+#: The class a :func:`subclass_of` check asks for.
+_T = TypeVar("_T")
+
+
 def _shown(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.60}" if not isinstance(value, (Real, type(None))) else repr(value)
 
@@ -53,6 +57,14 @@ def _fail(error: type[RedmemError], name: str, accepted: str, value: Any, *, wro
     return kind(f"{name} must be {accepted}, got {_shown(value)}")
 
 
+@overload
+def integer(
+    name: str, value: Any, *, low: int | None = ..., none: Literal[False] = ..., error: type[RedmemError] = ...,
+) -> int: ...
+@overload
+def integer(
+    name: str, value: Any, *, low: int | None = ..., none: bool, error: type[RedmemError] = ...,
+) -> int | None: ...
 def integer(
     name: str, value: Any, *, low: int | None = None, none: bool = False,
     error: type[RedmemError] = ValidationError,
@@ -68,11 +80,27 @@ def integer(
     return int(value)
 
 
+@overload
+def positive_int(
+    name: str, value: Any, *, none: Literal[False] = ..., error: type[RedmemError] = ...,
+) -> int: ...
+@overload
+def positive_int(
+    name: str, value: Any, *, none: bool, error: type[RedmemError] = ...,
+) -> int | None: ...
 def positive_int(name: str, value: Any, *, none: bool = False, error: type[RedmemError] = ValidationError) -> int | None:
     """``value`` as an int >= 1 (see :func:`integer`)."""
     return integer(name, value, low=1, none=none, error=error)
 
 
+@overload
+def non_negative_int(
+    name: str, value: Any, *, none: Literal[False] = ..., error: type[RedmemError] = ...,
+) -> int: ...
+@overload
+def non_negative_int(
+    name: str, value: Any, *, none: bool, error: type[RedmemError] = ...,
+) -> int | None: ...
 def non_negative_int(
     name: str, value: Any, *, none: bool = False, error: type[RedmemError] = ValidationError,
 ) -> int | None:
@@ -80,12 +108,20 @@ def non_negative_int(
     return integer(name, value, low=0, none=none, error=error)
 
 
+@overload
+def finite_number(
+    name: str, value: Any, *, low: float | None = ..., high: float | None = ..., none: Literal[False] = ..., error: type[RedmemError] = ...,
+) -> float: ...
+@overload
+def finite_number(
+    name: str, value: Any, *, low: float | None = ..., high: float | None = ..., none: bool, error: type[RedmemError] = ...,
+) -> float | None: ...
 def finite_number(
     name: str, value: Any, *, low: float | None = None, high: float | None = None, none: bool = False,
     error: type[RedmemError] = ValidationError,
 ) -> float | None:
     """``value`` as a finite float in [``low``, ``high``] (either bound optional; None too when ``none``)."""
-    bounds = " in [{}, {}]".format(low, high) if low is not None and high is not None else (
+    bounds = f" in [{low}, {high}]" if low is not None and high is not None else (
         f" >= {low}" if low is not None else f" <= {high}" if high is not None else "")
     accepted = f"a finite number{bounds}" + (" or None" if none else "")
     if value is None and none:
@@ -126,7 +162,7 @@ def timestamp(name: str, value: Any) -> float:
 
 def epoch_of(value: datetime) -> float:
     """Seconds since the epoch of a datetime; a naive one is taken as UTC."""
-    return (value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)).timestamp()
+    return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
 
 
 def utf8_text(name: str, value: str) -> str:
@@ -142,7 +178,7 @@ def utf8_text(name: str, value: str) -> str:
     return value
 
 
-def subclass_of(name: str, value: Any, base: type, accepted: str) -> type:
+def subclass_of(name: str, value: Any, base: type[_T], accepted: str) -> type[_T]:
     """``value`` if it is a class derived from ``base``; ``accepted`` says what that is in words."""
     if not (isinstance(value, type) and issubclass(value, base)):
         raise _fail(ValidationError, name, accepted, value, wrong_type=True)

@@ -26,6 +26,7 @@ import re
 import threading
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING, ClassVar
 
 import Stemmer
 
@@ -79,6 +80,8 @@ class Analyzer:
     lowercase: bool = True
     min_length: int = 1
     cjk_bigrams: bool = True
+    if TYPE_CHECKING:  # per instance, set in __post_init__; ClassVar keeps it out of the options
+        _words: ClassVar[dict[str, tuple[str, ...]]]
 
     def __post_init__(self) -> None:
         if isinstance(self.stopwords, str):
