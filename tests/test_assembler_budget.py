@@ -20,18 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import redmem
+from models import Card, Memory
 from redmem import (
-    AccessTrackerMixin,
     AutoKeyField,
     BM25Field,
-    ConfidenceField,
     ConfigurationError,
-    CoOccurrenceField,
     CyclicDecayField,
-    DecayingSortedField,
-    EmbeddingField,
-    ExistenceFilter,
-    FloatField,
     KeyField,
     Model,
     QueryException,
@@ -45,32 +39,6 @@ from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.conversation import SearchText
 
 FORMATS = ["structured", "xml", "natural", "content"]
-
-
-class Card(Model):
-    """Push-only (no BM25Field, no EmbeddingField, no score_weights): ranked by ``salience``."""
-
-    card_id = AutoKeyField()
-    agent_id = KeyField()
-    content = StringField()
-    salience = FloatField(default=1.0)
-    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
-
-
-class Memory(AccessTrackerMixin, Model):
-    """The model of DESIGN.md "Public API"."""
-
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    topic = StringField()
-    content = StringField()
-    importance = FloatField(default=1.0)
-    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
-    confidence = ConfidenceField()
-    associations = CoOccurrenceField()
-    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
-    content_bm25 = BM25Field(source="content")
-    embedding = EmbeddingField(source="content")
 
 
 @pytest.fixture(autouse=True)
@@ -421,7 +389,10 @@ def test_slices_show_data_fields_only(any_db):
 
 
 class Routine(Model):
-    """A CyclicDecayField keeps learned amplitudes in the record: bookkeeping (``shown = False``)."""
+    """A CyclicDecayField keeps learned amplitudes in the record: bookkeeping (``shown = False``).
+
+    Local: a cyclic field with no base score and nothing else, so the slice shows ``content`` alone.
+    """
 
     routine_id = AutoKeyField()
     agent_id = KeyField()

@@ -15,17 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import redmem
+from models import RhythmicMemory as Memory
 from redmem import (
-    AccessTrackerMixin,
     AutoKeyField,
-    BM25Field,
     ConfidenceField,
-    CoOccurrenceField,
     CyclicDecayField,
-    DecayingSortedField,
-    EmbeddingField,
     Entity,
-    ExistenceFilter,
     FloatField,
     KeyField,
     Model,
@@ -37,29 +32,11 @@ from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
 
 
-class Memory(AccessTrackerMixin, Model):
-    """DESIGN.md's Memory plus a CyclicDecayField over ``salience`` (push path).
-
-    Every record is fresh, so its cyclic score is ``salience * 0.01 ** -0.1 = 1.585 * salience``.
-    """
-
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    topic = StringField()
-    content = StringField()
-    importance = FloatField(default=1.0)
-    salience = FloatField(default=0.0)
-    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
-    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
-    confidence = ConfidenceField()
-    associations = CoOccurrenceField()
-    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
-    content_bm25 = BM25Field(source="content")
-    embedding = EmbeddingField(source="content")
-
-
 class Routine(Model):
-    """A daily cycle of amplitude 1 peaking at midnight UTC, on a small base."""
+    """A daily cycle of amplitude 1 peaking at midnight UTC, on a small base.
+
+    Local: the push-path tests need this one cycle and base, unlike ``models.Card``'s default cycles.
+    """
 
     routine_id = AutoKeyField()
     agent_id = KeyField()
@@ -266,7 +243,7 @@ WEIGHTS = {"relevance": 0.6, "confidence": 0.3}
     pytest.param("composite", "deploy checklist bravo", WEIGHTS),
 ], ids=["hybrid", "lexical", "semantic", "push-only", "no-text-composite", "composite"])
 def test_no_record_of_another_agent_ever_appears(any_db, mode, cues, weights):
-    _, b = two_tenants()
+    _a, b = two_tenants()
     assembler = ContextAssembler(Memory, score_weights=weights, retrieval_mode=mode, max_items=20)
     result = assembler.assemble(cues, agent_id="agent-a", emit_trace=True)
     assert result.metadata["retrieval_mode"] == ("composite" if cues is None else assembler.mode)

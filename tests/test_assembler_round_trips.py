@@ -16,16 +16,14 @@ from contextlib import nullcontext
 import pytest
 
 import redmem
+from models import Card, Note
+from models import RhythmicMemory as Memory
 from redmem import (
     AccessTrackerMixin,
     AutoKeyField,
-    BM25Field,
-    ConfidenceField,
     CoOccurrenceField,
     CyclicDecayField,
-    DecayingSortedField,
     EmbeddingField,
-    ExistenceFilter,
     FloatField,
     KeyField,
     Model,
@@ -35,41 +33,13 @@ from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
 
 
-class Memory(AccessTrackerMixin, Model):
-    """DESIGN.md's Memory plus a CyclicDecayField (every path of the assembler is in use)."""
-
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    topic = StringField()
-    content = StringField()
-    importance = FloatField(default=1.0)
-    salience = FloatField(default=0.0)
-    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
-    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
-    confidence = ConfidenceField()
-    associations = CoOccurrenceField()
-    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
-    content_bm25 = BM25Field(source="content")
-    embedding = EmbeddingField(source="content")
-
-
-class Note(Model):
-    """Lexical (BM25Field, no EmbeddingField, no ExistenceFilter), graph and push."""
-
-    note_id = AutoKeyField()
-    agent_id = KeyField()
-    content = StringField()
-    salience = FloatField(default=0.0)
-    confidence = ConfidenceField(partition_by="agent_id")
-    links = CoOccurrenceField()
-    content_bm25 = BM25Field(source="content")
-    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
-
-
 class Vectors(AccessTrackerMixin, Model):
     """Semantic (EmbeddingField, no BM25Field), graph and push; access tracking, so the selected
     records always have a post-effect to send (with 600 records the vector hits fill every slot
-    and no push record, whose RecallProposal would be one, is selected)."""
+    and no push record, whose RecallProposal would be one, is selected).
+
+    Local: semantic only (no BM25Field) with access tracking and a push path, a shape no shared model has.
+    """
 
     vector_id = AutoKeyField()
     agent_id = KeyField()
@@ -77,16 +47,6 @@ class Vectors(AccessTrackerMixin, Model):
     salience = FloatField(default=0.0)
     links = CoOccurrenceField()
     embedding = EmbeddingField(source="content", partition_by="agent_id")
-    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
-
-
-class Card(Model):
-    """Push path only."""
-
-    card_id = AutoKeyField()
-    agent_id = KeyField()
-    content = StringField()
-    salience = FloatField(default=1.0)
     rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
 
 

@@ -363,10 +363,3 @@ def test_chat_with_a_model_shows_its_replies_and_remembers_both_sides(redis_url,
     linked = ChatMemory.associations.get_linked(first)
     assert len(linked) == 1  # linked to its reply
 
-
-PUBLIC_NAMES = ["AccessTrackerMixin", "Analyzer", "AutoKeyField", "BM25Field", "BooleanField", "BytesField", "CoOccurrenceField", "ConfidenceField", "ConfigurationError", "CyclicDecayField", "DatetimeField", "DbKey", "DecayingSortedField", "DictField", "EmbeddingError", "EmbeddingField", "Entity", "EventStreamMixin", "ExistenceFilter", "Field", "FloatField", "FrequencySketch", "HashingEmbeddings", "IntField", "KeyField", "ListField", "MiniLMEmbeddings", "Model", "ModelException", "ObservationProtocol", "OpenAIEmbeddings", "OutcomeError", "PermissionDenied", "PredictionLedgerMixin", "QueryException", "RecallProposal", "RecordNotFound", "RedmemError", "ServerUnavailable", "SortedField", "StreamConsumer", "StreamEvent", "StringField", "TagField", "TemporalPeriod", "ValidationError", "WriteConflict", "WriteFilterMixin", "ArgumentTypeError", "QueryArgumentError", "QueryArgumentTypeError", "WriteOutcomeUnknown", "configure", "connect", "default_analyzer", "estimate_tokens", "exact_counter", "get_client", "query_adaptive_weights", "reciprocal_rank_fusion", "reindex", "resolve_counter", "ContextAssembler", "AssemblyResult", "RetrievalQuality", "AdaptiveAssembler", "PolicyCache", "SubconsciousMemory", "DefaultMemory", "HybridMemory"]
-
-
-def test_public_names_are_pinned():
-    assert sorted(redmem.__all__) == sorted(PUBLIC_NAMES)
-    assert all(hasattr(redmem, name) for name in redmem.__all__)

@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import redmem
+from models import Memory, Note
 from redmem import (
     AccessTrackerMixin,
     AutoKeyField,
@@ -42,35 +43,6 @@ from redmem.context.candidates import Candidate, merge_paths
 from redmem.embeddings import HashingEmbeddings
 from redmem.model.dbkey import DbKey
 from redmem.recipes.context_assembler import AssemblyResult, ContextAssembler
-
-
-class Memory(AccessTrackerMixin, Model):
-    """The model of DESIGN.md "Public API": BM25Field + EmbeddingField, so auto -> hybrid."""
-
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    topic = StringField()
-    content = StringField()
-    importance = FloatField(default=1.0)
-    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
-    confidence = ConfidenceField()
-    associations = CoOccurrenceField()
-    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
-    content_bm25 = BM25Field(source="content")
-    embedding = EmbeddingField(source="content")
-
-
-class Note(Model):
-    """BM25Field without an EmbeddingField: auto -> lexical. No ExistenceFilter."""
-
-    note_id = AutoKeyField()
-    agent_id = KeyField()
-    content = StringField()
-    salience = FloatField(default=0.0)
-    confidence = ConfidenceField(partition_by="agent_id")
-    links = CoOccurrenceField()
-    content_bm25 = BM25Field(source="content")
-    rhythm = CyclicDecayField(base_score_field="salience", partition_by="agent_id")
 
 
 class Fact(Model):
@@ -774,7 +746,7 @@ def test_proactive_records_follow_every_pull_hit_of_a_question(any_db, max_proac
 
 
 def test_a_full_pull_path_leaves_no_slot_to_proactive_records(any_db):
-    pulled, _ = proactive_setup()
+    pulled, _pushed = proactive_setup()
     result = ContextAssembler(Note, max_items=3, max_proactive=3).assemble("alpha", agent_id="a")
     assert result.records == pulled and result.proactive == []
 

@@ -24,7 +24,10 @@ from redmem.recipes.context_assembler import ContextAssembler
 
 
 class Note(Model):
-    """Hybrid (BM25 + vectors from the configured provider) with a push path."""
+    """Hybrid (BM25 + vectors from the configured provider) with a push path.
+
+    Local: unlike ``models.Note`` (lexical only) it has vectors, which the near-duplicate tests need.
+    """
 
     note_id = AutoKeyField()
     agent_id = KeyField()

@@ -32,6 +32,9 @@ from redmem.recipes.quality import (
 
 
 class Recollection(Model):
+    """``models.Memory`` without vectors, graph or access tracking: the probe's numbers come from
+    BM25, decay, confidence and the topic filter alone (local for that reason)."""
+
     memory_id = AutoKeyField()
     agent_id = KeyField()
     topic = StringField()

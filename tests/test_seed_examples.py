@@ -4,7 +4,7 @@ Each block below is copied from the seed character for character. Two kinds of c
 ``from popoto... import`` becomes ``from redmem... import`` (checked by :func:`redmem_import`), and
 the quality-probe block, whose indentation the seed's text lost, gets its one ``return`` line
 indented again and is run as the body of a function (a ``return`` needs one). The model the
-examples assume is the ``Memory`` of DESIGN.md "Public API", defined here.
+examples assume is the documented ``Memory`` (DESIGN.md "Public API"), shared from ``tests/models.py``.
 
 The quality block names no tenant, and ``Memory`` is partitioned by ``agent_id``: as written it
 is refused with QueryException (redmem never searches across tenants), so a second test runs
@@ -22,16 +22,12 @@ import textwrap
 import pytest
 
 import redmem
+from models import Memory
 from openai_server import OpenAICompatibleServer
 from redmem import (
-    AccessTrackerMixin,
     AutoKeyField,
-    BM25Field,
     ConfidenceField,
-    CoOccurrenceField,
     DecayingSortedField,
-    EmbeddingField,
-    ExistenceFilter,
     FloatField,
     KeyField,
     Model,
@@ -39,20 +35,6 @@ from redmem import (
     StringField,
 )
 from redmem.embeddings import HashingEmbeddings
-
-
-class Memory(AccessTrackerMixin, Model):
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    topic = StringField()
-    content = StringField()
-    importance = FloatField(default=1.0)
-    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
-    confidence = ConfidenceField()
-    associations = CoOccurrenceField()
-    topics_seen = ExistenceFilter(fingerprint_fn=lambda m: m.topic)
-    content_bm25 = BM25Field(source="content")
-    embedding = EmbeddingField(source="content")
 
 
 class Bare(Model):
