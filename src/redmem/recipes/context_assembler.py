@@ -18,8 +18,8 @@ from typing import Any
 from ..context.candidates import Candidate, merge_paths
 from ..context.duplicates import DUPLICATE_COSINE, collapse_duplicates
 from ..context.effects import apply_post_effects
-from ..context.packing import Budget, pack
-from ..context.rendering import LINE_FORMATS, check_format, compose, frame_line, record_view, render_slice
+from ..context.packing import Budget, pack_slices
+from ..context.rendering import Renderer, check_format
 from ..context.retrieval import Capabilities, PullPlan, check_fusion, first_round, pull_candidates, resolve_mode
 from ..context.tokens import resolve_counter
 from ..fields.composite import signal_weights
@@ -109,7 +109,8 @@ class ContextAssembler:
         self.output_format = check_format(output_format)
         counter = token_counter if token_counter is not None else settings().token_counter
         self.token_counter = resolve_counter(counter, stacklevel=3)
-        self.render_fields = self._check_render_fields(render_fields)
+        self.renderer = Renderer(model_class, self.output_format, render_fields)
+        self.render_fields = None if render_fields is None else list(render_fields)
         max_proactive = non_negative_int("max_proactive", max_proactive, none=True)
         self.max_proactive = max(1, self.max_items // 5) if max_proactive is None else max_proactive
         self.duplicate_cosine = _check_cosine(duplicate_cosine)
@@ -119,7 +120,6 @@ class ContextAssembler:
         self.retrieval_mode = retrieval_mode
         self.mode = resolve_mode(self.capabilities, retrieval_mode, score_weights or {})
         self.score_weights = self._check_score_weights(score_weights)
-        self._text_fields = self._check_text_source()
 
     # -- the one call --------------------------------------------------------------------------
     def assemble(
@@ -146,7 +146,7 @@ class ContextAssembler:
             pull, mode = [], self.mode
         found = self._load(merge_paths(pull, first.push, self.max_proactive, asked=bool(text)))
         merged, duplicates = self._distinct(found, first.matrix)
-        chosen, slices, token_count = self._pack(merged)
+        chosen, pieces, token_count = self._pack(merged)
         selected = [c.record for c in chosen]
         proactive = [c.record for c in chosen if c.push is not None]
         chosen_keys = {c.key for c in chosen}
@@ -170,7 +170,7 @@ class ContextAssembler:
             ]
         if quality is not None:
             metadata["quality"] = quality
-        return AssemblyResult(selected, proactive, compose(self.output_format, slices), metadata)
+        return AssemblyResult(selected, proactive, self.renderer.compose(pieces), metadata)
 
     # -- stages ------------------------------------------------------------------------------------
     def _query(self, partition: dict[str, Any]) -> Any:
@@ -196,45 +196,25 @@ class ContextAssembler:
         :mod:`redmem.context.duplicates`); near duplicates by the vectors the vector search holds."""
         near = matrix is not None and self.duplicate_cosine is not None
         vectors = matrix.unit_vectors(c.key.record_id for c in candidates) if near else None
-        return collapse_duplicates(candidates, lambda c: self._text_of(c.record, self._view(c.record)), vectors,
+        return collapse_duplicates(candidates, lambda c: self.renderer.text_of(c.record), vectors,
                                    lambda c: c.key.record_id,
                                    self.duplicate_cosine if near and self.duplicate_cosine is not None else 1.0)
 
     def _pack(self, candidates: list[Candidate]) -> tuple[list[Candidate], list[str], int]:
-        """Render each candidate's slice, count it, and pack skip-not-break into the budget.
-
-        In the line formats a record is counted as the line it becomes at the position it would
-        take, line break included (the last line's break is not emitted: at most one token over).
-        """
+        """Render each candidate's slice and pack them (:func:`~redmem.context.packing.pack_slices`):
+        the admitted candidates, their framed pieces, their token count."""
         slices = [self.render(c.record) for c in candidates]
-        fmt = self.output_format
-        if fmt in LINE_FORMATS:
-            def cost(index: int, position: int) -> int:
-                return self.token_counter(frame_line(fmt, position, slices[index]) + "\n")
-
-            packed = pack(cost, self.budget, "skip_not_break", count=len(slices))
-        else:
-            packed = pack([self.token_counter(piece) for piece in slices], self.budget, "skip_not_break")
-        lines = [frame_line(fmt, position, slices[i]) for position, i in enumerate(packed.selected, 1)]
-        return [candidates[i] for i in packed.selected], lines, packed.token_count
+        packed, pieces = pack_slices(slices, self.output_format, self.token_counter, self.budget)
+        return [candidates[i] for i in packed.selected], pieces, packed.token_count
 
     def render(self, record: Any) -> str:
         """The slice of ``record`` in the output format: exactly the text counted and emitted.
 
         Shown fields: ``render_fields`` if given, else every stored field that is not a key and
-        not a primitive's bookkeeping (``Field.shown`` False, e.g. cyclic amplitudes).
+        not a primitive's bookkeeping (``Field.shown`` False, e.g. cyclic amplitudes); see
+        :class:`~redmem.context.rendering.Renderer`.
         """
-        view = self._view(record)
-        return render_slice(self.output_format, view, self._text_of(record, view))
-
-    def _view(self, record: Any) -> dict[str, Any]:
-        """The shown fields of ``record`` (see :meth:`render`), by name, as they are rendered."""
-        meta = record._meta
-        if self.render_fields is not None:
-            names = self.render_fields
-        else:
-            names = [f.name for f in meta.stored_fields() if f.shown and f.name not in meta.key_fields]
-        return record_view({name: getattr(record, name, None) for name in names})
+        return self.renderer.render(record)
 
     def _check_score_weights(self, weights: dict[str, float] | None) -> dict[str, float]:
         """``score_weights`` checked now, not at the first query that needs them: every name a
@@ -242,45 +222,6 @@ class ContextAssembler:
         if weights is None or (isinstance(weights, dict) and not weights):
             return {}
         return signal_weights(self.model_class, weights, "score_weights")
-
-    def _check_text_source(self) -> list[str]:
-        """The fields the content format takes a record's text from, in order of preference (see
-        :meth:`_text_of`); the content format on a model that has none is refused."""
-        caps, fields = self.capabilities, self.model_class._meta.fields
-        named = (getattr(caps.bm25, "source", None), getattr(caps.embedding, "source", None), "content")
-        sources = [n for n in dict.fromkeys(named) if isinstance(n, str) and n in fields and fields[n].shown
-                   and getattr(fields[n], "python_type", None) is str]
-        if self.output_format == "content" and not sources:
-            raise ValidationError(
-                f"output_format='content' shows each record's memory text, and {self.model_class.__name__} "
-                "has no shown str field to take it from (the source of its BM25Field or EmbeddingField, "
-                "or a field named 'content'); use one of 'structured', 'xml', 'natural'"
-            )
-        return sources
-
-    def _check_render_fields(self, names: list[str] | None) -> list[str] | None:
-        if names is None:
-            return None
-        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-            raise ValidationError(f"render_fields must be a list of field names or None, got {names!r}")
-        fields = self.model_class._meta.fields
-        unknown = [n for n in names if n not in fields or not fields[n].stored]
-        if unknown:
-            raise QueryException(
-                f"render_fields names field(s) {unknown} that {self.model_class.__name__} does not store "
-                "in its records (only stored fields can be shown)"
-            )
-        return list(names)
-
-    def _text_of(self, record: Any, view: dict[str, Any]) -> str:
-        """The memory text of the content format: the first text set among the model's text fields
-        (its BM25Field's source, its EmbeddingField's, ``content``), else (a record whose text is
-        unset) its shown fields ``view`` as in the natural format."""
-        for source in self._text_fields:
-            text = getattr(record, source, None)
-            if isinstance(text, str):
-                return text
-        return render_slice("natural", view, "")
 
     def assess(
         self, query_cues: Any, *, candidates: list[Candidate] | None = None, now: float | None = None,
