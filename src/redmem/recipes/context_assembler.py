@@ -5,7 +5,8 @@ score fusion, or the composite score), the push path (cyclic surfacing), merges 
 both (proactive records never above what a question found), keeps one copy of each memory text
 (exact or near duplicates), packs them into ``max_items`` / ``max_tokens`` (rank order,
 skip-not-break, first record always admitted), renders exactly the slices it counted, and
-sends the post-effects in one round trip.
+sends the post-effects in one round trip. Its options are an :class:`AssemblerConfig`; each
+stage is a module of :mod:`redmem.context`.
 """
 
 from __future__ import annotations
@@ -16,19 +17,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..context.candidates import Candidate, merge_paths
-from ..context.duplicates import DUPLICATE_COSINE, collapse_duplicates
+from ..context.duplicates import collapse_duplicates
 from ..context.effects import apply_post_effects
 from ..context.packing import Budget, pack_slices
-from ..context.rendering import Renderer, check_format
-from ..context.retrieval import Capabilities, PullPlan, check_fusion, first_round, pull_candidates, resolve_mode
-from ..context.tokens import resolve_counter
+from ..context.rendering import Renderer
+from ..context.retrieval import Capabilities, PullPlan, first_round, pull_candidates, resolve_mode
+from ..context.tokens import TokenCounter, resolve_counter
 from ..fields.composite import signal_weights
 from ..model.base import Model
 from ..model.persistence import load_records
 from ..observation.protocol import ObservationProtocol
 from ..store.connection import settings
-from ..store.errors import QueryException, ValidationError
-from ..store.validation import finite_number, non_negative_int, positive_int, subclass_of, timestamp
+from ..store.errors import ArgumentTypeError, QueryException
+from ..store.validation import subclass_of, timestamp
+from .assembler_config import (
+    DEFAULT_MAX_ITEMS,
+    DEFAULT_PROPAGATION_DEPTH,
+    DEFAULT_SURFACING_THRESHOLD,
+    AssemblerConfig,
+)
 from .quality import RetrievalQuality, assess_retrieval
 from .tenant import require_tenant
 
@@ -60,65 +67,101 @@ class AssemblyResult:
 class ContextAssembler:
     """Assemble LLM-ready context from a model's memories (see the module docstring).
 
+    ``ContextAssembler(model, config=AssemblerConfig(...))``, or the config's options as keyword
+    arguments, ``ContextAssembler(model, max_items=5, ...)`` (``score_weights`` may come second,
+    positionally); not both. Every option is checked here, not at the first query that needs
+    it (see :class:`AssemblerConfig`); the options are read-only attributes of the assembler,
+    except ``score_weights``, which may be replaced by checked weights (the adaptive loop does).
+
     ``fusion`` says how the pull path fuses its lists: ``"rrf"`` (reciprocal rank fusion, the
     default) or ``"convex"`` (a convex combination of each list's scores divided by its best,
     :func:`~redmem.context.fusion.convex_fusion`). ``fusion_weights`` fixes the weight of each
     list (``keyword``, ``vector``, ``graph``, ``composite``; a list not named weighs 1) for every
     query; None (the default) takes :func:`~redmem.context.fusion.query_adaptive_weights` of
     the query text in hybrid mode and weighs every list 1 in the other modes.
-
-    Every option is checked here, not at the first query that needs it; each error names the
-    option and what it accepts. ``max_items`` and ``max_tokens`` must be >= 1: the first
-    candidate is always admitted, so a budget of 0 could not be honoured.
-    ``duplicate_cosine``: two memories whose vectors (when the vector search ran) have at least
-    this cosine are near duplicates, and only the better-ranked one is kept; None keeps near
-    duplicates (exact ones, the same text after normalisation, always collapse).
     """
 
     COMPETITIVE_SUPPRESSION_SIGNAL = 0.3
-    DEFAULT_SURFACING_THRESHOLD = 0.5
-    DEFAULT_MAX_ITEMS = 10
-    DEFAULT_PROPAGATION_DEPTH = 2
+    DEFAULT_SURFACING_THRESHOLD = DEFAULT_SURFACING_THRESHOLD
+    DEFAULT_MAX_ITEMS = DEFAULT_MAX_ITEMS
+    DEFAULT_PROPAGATION_DEPTH = DEFAULT_PROPAGATION_DEPTH
     CANDIDATE_MULTIPLIER = 5
     GRAPH_SEEDS = 5
 
     def __init__(
-        self,
-        model_class: type[Model],
-        score_weights: dict[str, float] | None = None,
-        max_items: int = DEFAULT_MAX_ITEMS,
-        max_tokens: int | None = None,
-        surfacing_threshold: float = DEFAULT_SURFACING_THRESHOLD,
-        propagation_depth: int = DEFAULT_PROPAGATION_DEPTH,
-        output_format: str = "structured",
-        token_counter: Any = None,
-        retrieval_mode: str = "auto",
-        render_fields: list[str] | None = None,
-        max_proactive: int | None = None,
-        fusion: str = "rrf",
-        fusion_weights: dict[str, float] | None = None,
-        duplicate_cosine: float | None = DUPLICATE_COSINE,
+        self, model_class: type[Model], score_weights: dict[Any, float] | None = None, *,
+        config: AssemblerConfig | None = None, **options: Any,
     ) -> None:
         self.model_class = subclass_of("model_class", model_class, Model, "a redmem Model class")
-        self.max_items = positive_int("max_items", max_items)
-        self.max_tokens = positive_int("max_tokens", max_tokens, none=True)
-        self.budget = Budget(max_items=self.max_items, max_tokens=self.max_tokens)
-        self.surfacing_threshold = finite_number("surfacing_threshold", surfacing_threshold)
-        self.propagation_depth = non_negative_int("propagation_depth", propagation_depth)
-        self.output_format = check_format(output_format)
-        counter = token_counter if token_counter is not None else settings().token_counter
-        self.token_counter = resolve_counter(counter, stacklevel=3)
-        self.renderer = Renderer(model_class, self.output_format, render_fields)
-        self.render_fields = None if render_fields is None else list(render_fields)
-        max_proactive = non_negative_int("max_proactive", max_proactive, none=True)
-        self.max_proactive = max(1, self.max_items // 5) if max_proactive is None else max_proactive
-        self.duplicate_cosine = _check_cosine(duplicate_cosine)
-        self.fusion_weights = check_fusion(fusion, fusion_weights)
-        self.fusion = fusion
+        if config is None:  # the counter is resolved here so that a DeprecationWarning points at the caller
+            counter = options.pop("token_counter", None)
+            counter = resolve_counter(counter if counter is not None else settings().token_counter, stacklevel=3)
+            config = AssemblerConfig(score_weights, token_counter=counter, **options)
+        elif score_weights is not None or options:
+            raise TypeError(
+                "ContextAssembler takes a config or its options as keyword arguments, not both; "
+                "vary a config with dataclasses.replace(config, ...)"
+            )
+        elif not isinstance(config, AssemblerConfig):
+            raise ArgumentTypeError(f"config must be an AssemblerConfig or None, got {type(config).__name__}")
+        self.config = config
         self.capabilities = Capabilities.of(model_class)
-        self.retrieval_mode = retrieval_mode
-        self.mode = resolve_mode(self.capabilities, retrieval_mode, score_weights or {})
-        self.score_weights = self._check_score_weights(score_weights)
+        self.mode = resolve_mode(self.capabilities, config.retrieval_mode, config.score_weights or {})
+        self.score_weights = self._check_score_weights(config.score_weights)
+        self.renderer = Renderer(model_class, config.output_format, config.render_fields)
+
+    # -- the options, read from the config ---------------------------------------------------------
+    @property
+    def max_items(self) -> int:
+        return self.config.max_items
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self.config.max_tokens
+
+    @property
+    def budget(self) -> Budget:
+        return self.config.budget
+
+    @property
+    def surfacing_threshold(self) -> float:
+        return self.config.surfacing_threshold
+
+    @property
+    def propagation_depth(self) -> int:
+        return self.config.propagation_depth
+
+    @property
+    def output_format(self) -> str:
+        return self.config.output_format
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self.config.counter
+
+    @property
+    def retrieval_mode(self) -> str:
+        return self.config.retrieval_mode
+
+    @property
+    def render_fields(self) -> list[str] | None:
+        return self.config.render_fields
+
+    @property
+    def max_proactive(self) -> int:
+        return self.config.proactive_limit
+
+    @property
+    def fusion(self) -> str:
+        return self.config.fusion
+
+    @property
+    def fusion_weights(self) -> dict[str, float] | None:
+        return self.config.fusion_weights
+
+    @property
+    def duplicate_cosine(self) -> float | None:
+        return self.config.duplicate_cosine
 
     # -- the one call --------------------------------------------------------------------------
     def assemble(
@@ -215,7 +258,7 @@ class ContextAssembler:
         """
         return self.renderer.render(record)
 
-    def _check_score_weights(self, weights: dict[str, float] | None) -> dict[str, float]:
+    def _check_score_weights(self, weights: dict[Any, float] | None) -> dict[str, float]:
         """``score_weights`` checked now, not at the first query that needs them: every name a
         signal of the model that can score (see ``signal_names``), every weight a finite number >= 0."""
         if weights is None or (isinstance(weights, dict) and not weights):
@@ -231,14 +274,6 @@ class ContextAssembler:
         Without ``candidates`` it is the cheap pre-retrieval probe (no propagation, no push path).
         """
         return assess_retrieval(self, query_cues, candidates=candidates, now=now, **partition)
-
-
-def _check_cosine(value: float | None) -> float | None:
-    """``duplicate_cosine`` as given: None, or a number in (0, 1] (ValidationError otherwise)."""
-    cosine = finite_number("duplicate_cosine", value, low=0.0, high=1.0, none=True)
-    if cosine == 0.0:
-        raise ValidationError(f"duplicate_cosine must be a number in (0, 1] or None, got {value!r}")
-    return cosine
 
 
 def cue_text(query_cues: dict[str, Any] | str | None) -> str:
