@@ -28,7 +28,8 @@ from ..model.base import Model
 from ..model.persistence import load_records
 from ..observation.protocol import ObservationProtocol
 from ..store.connection import settings
-from ..store.errors import ArgumentTypeError, QueryException
+from ..store.errors import ArgumentTypeError
+from ..store.keys import KeySpace
 from ..store.validation import subclass_of, timestamp
 from .assembler_config import (
     DEFAULT_MAX_ITEMS,
@@ -36,7 +37,7 @@ from .assembler_config import (
     DEFAULT_SURFACING_THRESHOLD,
     AssemblerConfig,
 )
-from .quality import RetrievalQuality, assess_retrieval
+from .quality import RetrievalQuality, assess_retrieval, named_cues
 from .tenant import require_tenant
 
 __all__ = ["ContextAssembler", "AssemblyResult"]
@@ -193,7 +194,7 @@ class ContextAssembler:
         proactive = [c.record for c in chosen if c.push is not None]
         chosen_keys = {c.key for c in chosen}
         suppressed = [c.record for c in merged if c.pull is not None and c.key not in chosen_keys]
-        quality = self.assess(query_cues, candidates=merged, now=at, **partition) if assess_quality else None
+        quality = self._assess(space, named_cues(query_cues), merged, at) if assess_quality else None
         apply_post_effects(selected, proactive, suppressed, self.COMPETITIVE_SUPPRESSION_SIGNAL, at)
         metadata = {
             "pull_count": sum(1 for c in chosen if c.pull is not None),
@@ -215,8 +216,8 @@ class ContextAssembler:
         return AssemblyResult(selected, proactive, self.renderer.compose(pieces), metadata)
 
     # -- stages ------------------------------------------------------------------------------------
-    def _query(self, partition: dict[str, Any]) -> Any:
-        require_tenant(self.model_class, partition, "assemble")
+    def _query(self, partition: dict[str, Any], call: str = "assemble") -> Any:
+        require_tenant(self.model_class, partition, call)
         return self.model_class.query.filter(**partition).no_track()
 
     def _plan(self) -> PullPlan:
@@ -273,15 +274,18 @@ class ContextAssembler:
 
         Without ``candidates`` it is the cheap pre-retrieval probe (no propagation, no push path).
         """
-        return assess_retrieval(self, query_cues, candidates=candidates, now=now, **partition)
+        space = self._query(partition, "assess").partition()
+        return self._assess(space, named_cues(query_cues), candidates, now)
+
+    def _assess(
+        self, space: KeySpace, cues: dict[str, str], candidates: list[Candidate] | None, now: float | None,
+    ) -> RetrievalQuality:
+        return assess_retrieval(self.model_class, self.capabilities, self.config, space, cues,
+                                candidates=candidates, now=now)
 
 
 def cue_text(query_cues: dict[str, Any] | str | None) -> str:
-    """The query text of the cues: a str as given, else the cue values joined by spaces."""
-    if query_cues is None:
-        return ""
+    """The query text of the cues: a str stripped, else the values of :func:`named_cues` joined by spaces."""
     if isinstance(query_cues, str):
         return query_cues.strip()
-    if not isinstance(query_cues, dict):
-        raise QueryException(f"query_cues must be a dict or a str, got {type(query_cues).__name__}")
-    return " ".join(str(v) for v in query_cues.values() if v is not None and str(v).strip())
+    return " ".join(named_cues(query_cues).values())
