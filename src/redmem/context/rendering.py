@@ -1,8 +1,8 @@
 """Rendering selected records for the prompt: per-record slices, then one composition.
 
-:class:`Renderer` is the stage a recipe holds: one model's shown fields and memory text, in one
-format, checked once. The token budget is checked against each record's slice, and the final text is composed from
-exactly those slices, so what was counted is what is sent. Formats:
+The token budget is checked against each record's slice, and the final text is composed from
+exactly those slices, so what was counted is what is sent. :class:`Renderer` is the stage a
+recipe holds: one model's shown fields and memory text in one format, checked once. Formats:
 
 | format | slice of one record | composition | empty |
 |---|---|---|---|
