@@ -11,6 +11,7 @@ from ..model.dbkey import DbKey
 from ..model.persistence import load_records
 from ..store.connection import get_client, server_errors
 from ..store.errors import ConfigurationError
+from ..store.keys import KeyKind
 from .memory import ChatMemory
 
 __all__ = ["DemoRun"]
@@ -22,7 +23,7 @@ class DemoRun:
     def __init__(self, agent: str) -> None:
         self.agent = agent
         self.keyspace = ChatMemory._meta.keyspace((agent,))
-        self.key = self.keyspace.key("demo-run")
+        self.key = self.keyspace.key(KeyKind.DEMO_RUN)
 
     def created(self) -> set[str]:
         """Ids of the memories earlier demo runs created (and did not delete yet)."""

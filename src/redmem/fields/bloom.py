@@ -29,7 +29,7 @@ from ..model.field import Field
 from ..model.query import query_method
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall, run_calls
 from ..text import Analyzer, default_analyzer
 
@@ -166,7 +166,7 @@ class ExistenceFilter(TermField):
             (default: the shared one); ``partition_by=`` the fields naming a partition.
     """
 
-    kind = "bf"
+    kind = KeyKind.BLOOM
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ from ..model.field import Field
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
-from ..store.keys import KeySpace, escape
+from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
 from ..store.validation import non_negative_int
 from ..text.analyzer import Analyzer, default_analyzer
@@ -133,7 +133,7 @@ class BM25Field(Field[Any]):
 
     def keys_in(self, space: KeySpace) -> BM25Keys:
         parts = ("len", "doc", "sum", "ref", "p")
-        return BM25Keys(*(space.key("b", self.name, self.version, part) for part in parts))
+        return BM25Keys(*(space.key(KeyKind.BM25, self.name, self.version, part) for part in parts))
 
     # -- saves -------------------------------------------------------------------------------
     def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:

@@ -56,7 +56,7 @@ from ..model.persistence import ALL_RECORDS, load_records
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryException
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall
 from ..store.validation import finite_number, non_negative_int
 from .confidence import ConfidenceField
@@ -78,8 +78,6 @@ __all__ = ["composite_score", "composite_search", "CompositeSearch", "Ranked", "
 
 #: The name of the write filter's priority signal in ``indexes``.
 PRIORITY_SIGNAL = "priority"
-#: Key kind of ``WriteFilterMixin``'s per-partition priority index (``<base>:wp``).
-PRIORITY_KIND = "wp"
 
 
 # -- the maps into [0, 1] ----------------------------------------------------------------------
@@ -259,7 +257,7 @@ class SortedSignal(OneSetSignal):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.key = self.space.key("z", self.field.name)
+        self.key = self.space.key(KeyKind.SORTED, self.field.name)
 
     def value(self, row: Row, ranges: Mapping[str, tuple[float, float]]) -> float:
         value = row[self.key]
@@ -273,7 +271,7 @@ class PrioritySignal(OneSetSignal):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.key = self.space.key(PRIORITY_KIND)
+        self.key = self.space.key(KeyKind.PRIORITY)
 
     def value(self, row: Row, ranges: Mapping[str, tuple[float, float]]) -> float:
         value = row[self.key]

@@ -32,7 +32,7 @@ from ..model.field import Field
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
-from ..store.keys import KeySpace, escape
+from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
 from ..store.validation import finite_number, non_negative_int
 from .decay import (
@@ -138,7 +138,7 @@ class CyclicKeys:
     name: str
 
     def part(self, *parts: str) -> str:
-        return self.space.key("y", self.name, *parts)
+        return self.space.key(KeyKind.CYCLIC, self.name, *parts)
 
     @property
     def updated(self) -> str:

@@ -38,7 +38,7 @@ from ..model.field import MISSING, Field
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall, queue_script, run_script
 from ..store.validation import integer, timestamp
 from .search import hydrate, partition_of, pick_field
@@ -283,7 +283,7 @@ class DecayingSortedField(Field[Any]):
         return found[0] if len(found) == 1 else None
 
     def keys_in(self, space: KeySpace) -> DecayKeys:
-        return DecayKeys(*(space.key("d", self.name, part) for part in ("t", "b", "x")))
+        return DecayKeys(*(space.key(KeyKind.DECAY, self.name, part) for part in ("t", "b", "x")))
 
     def score(self, base: float, last_updated: float, confidence: float | None, now: float) -> float:
         """The decayed score from stored values (``confidence`` None: the initial confidence)."""

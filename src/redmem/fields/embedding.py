@@ -48,7 +48,7 @@ from ..model.persistence import instance_from_stored
 from ..model.query import Query, query_method
 from ..store.connection import server_errors, settings
 from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script, run_script
 from ..store.validation import non_negative_int, positive_int, utf8_text
 
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["EmbeddingField", "embed_many", "semantic_search", "text_digest", "VECTOR_KIND", "matrices"]
 
 #: Key kind of the per-partition vector keys: ``<base>:v:<field>[:ver|:log]``.
-VECTOR_KIND = "v"
+VECTOR_KIND = KeyKind.VECTOR
 #: Changes (vectors) read per ``vector_changes.lua`` call while a matrix catches up.
 CHANGES_PER_CALL = 5000
 #: The change log keeps the newest max(LOG_KEEP, vectors / LOG_FRACTION) entries: a reader further

@@ -16,6 +16,7 @@ from redis.exceptions import WatchError
 
 from ..store.connection import server_address, server_errors
 from ..store.errors import ValidationError, WriteConflict, WriteOutcomeUnknown
+from ..store.keys import KeyKind
 from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
 from ..store.overlap import Request
 from ..store.validation import positive_int
@@ -57,7 +58,8 @@ LOST_REPLY_REBUILDS = 3
 CHUNK_START = 16
 #: .. and each next chunk is this much larger, up to chunk_size (the last chunks mirror the first).
 CHUNK_GROWTH = 1.5
-ALL_RECORDS = "all"
+#: Key kind of the sorted set of every record id of a partition.
+ALL_RECORDS = KeyKind.ALL_RECORDS
 
 
 def decode_stored(model: type[Model], raw: dict[bytes, bytes]) -> dict[str, Any]:

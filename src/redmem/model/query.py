@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script
 from ..store.validation import non_negative_int
 from .dbkey import DbKey
@@ -182,16 +182,16 @@ class Query:
             if name in meta.partition_fields:
                 continue
             if name in id_values and "ids" not in plan:
-                plan["sets"].append(slot(space.value_key("k", name, meta.key_field(name).key_text(value))))
+                plan["sets"].append(slot(space.value_key(KeyKind.KEY_VALUE, name, meta.key_field(name).key_text(value))))
             elif op == "all":
-                plan["sets"].extend(slot(space.value_key("t", name, tag)) for tag in value)
+                plan["sets"].extend(slot(space.value_key(KeyKind.TAG, name, tag)) for tag in value)
             elif op == "any":
-                plan["any"].append([slot(space.value_key("t", name, tag)) for tag in value])
+                plan["any"].append([slot(space.value_key(KeyKind.TAG, name, tag)) for tag in value])
             elif name not in id_values:
                 _narrow(ranges.setdefault(name, ["-inf", "+inf"]), op, value)
-        order_slot = slot(space.key("z", self.ordering)) if self.ordering else 0
+        order_slot = slot(space.key(KeyKind.SORTED, self.ordering)) if self.ordering else 0
         for name, (low, high) in ranges.items():
-            index = order_slot if name == self.ordering else slot(space.key("z", name))
+            index = order_slot if name == self.ordering else slot(space.key(KeyKind.SORTED, name))
             plan["ranges"].append([index, low, high])
         plan.update(order=order_slot, desc=self.descending)
         return keys, plan

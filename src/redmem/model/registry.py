@@ -32,7 +32,7 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from ..store.connection import server_errors, settings
 from ..store.errors import PermissionDenied
-from ..store.keys import GLOBAL_TAG, KeySpace
+from ..store.keys import GLOBAL_TAG, KeyKind, KeySpace
 
 if TYPE_CHECKING:
     from .base import Model
@@ -43,13 +43,11 @@ __all__ = ["PARTITIONS", "REFRESH", "RETRY_AFTER", "register", "listed_partition
 logger = logging.getLogger(__name__)
 
 #: Key kind of the registry under the model's ``{%g}`` tag.
-PARTITIONS = "partitions"
+PARTITIONS = KeyKind.PARTITIONS
 #: A process adds a given partition to the registry at most once per this many seconds.
 REFRESH = 60.0
 #: After a failed registry update, updates through that client pause this many seconds.
 RETRY_AFTER = 30.0
-#: The key of each partition that SCAN looks for: the sorted set of its record ids.
-_ALL_RECORDS = "all"
 _KEPT = 100_000
 
 _lock = threading.Lock()
@@ -122,7 +120,7 @@ def scan_partitions(meta: Any, client: Any) -> list[KeySpace]:
     cannot hold ``}``, so the pattern matches exactly one key per partition.
     """
     base = meta.global_keyspace()
-    head, tail = f"{base.prefix}:{base.model}:{{", f"}}:{_ALL_RECORDS}"
+    head, tail = f"{base.prefix}:{base.model}:{{", f"}}:{KeyKind.ALL_RECORDS}"
     options: dict[str, Any] = {"match": f"{head}*{tail}", "count": 1000, "_type": "zset"}
     if isinstance(client, RedisCluster):
         options["target_nodes"] = RedisCluster.PRIMARIES

@@ -27,6 +27,7 @@ from ..model.fields import FloatField, StringField
 from ..model.indexed import KeyField, SortedField
 from ..model.persistence import queue_new_record
 from ..store.connection import get_client, server_errors
+from ..store.keys import KeyKind
 from ..store.scripts import queue_script
 from ..store.validation import finite_number, timestamp
 
@@ -108,7 +109,7 @@ class RecallProposal(Model):
     @classmethod
     def _queue_close(cls, pipe: Any, key: DbKey, status: str, now: float | None) -> None:
         at = cls._meta.fields["resolved_at"].encode(timestamp("now", now))
-        pending = key.keyspace.key("z", "expires_at")  # the SortedField index of expires_at
+        pending = key.keyspace.key(KeyKind.SORTED, "expires_at")  # the SortedField index of expires_at
         queue_script(pipe, "proposal_resolve", [key.redis_key, pending],
                      [key.record_id, status, at, "status", "resolved_at", "expires_at"])
 

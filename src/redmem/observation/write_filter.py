@@ -28,13 +28,13 @@ from ..model.persistence import load_records
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryException
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.validation import integer
 
 __all__ = ["WriteFilterMixin", "top_by_priority", "PRIORITY_KIND"]
 
 #: Key kind of the per-partition priority index: ``<base>:wp``.
-PRIORITY_KIND = "wp"
+PRIORITY_KIND = KeyKind.PRIORITY
 
 
 def priority_key(keyspace: KeySpace) -> str:
