@@ -37,8 +37,7 @@ def apply_post_effects(
         for record in surfaced:
             RecallProposal.queue_surface(pipe, record, SURFACING_REASON, now=at)
         for record in suppressed:
-            for field in record._meta.fields.values():
-                if isinstance(field, ConfidenceField):
-                    ConfidenceField.update_confidence(record, field.name, suppression_signal, pipeline=pipe)
+            for field in record._meta.fields_of(ConfidenceField):
+                ConfidenceField.update_confidence(record, field.name, suppression_signal, pipeline=pipe)
         if len(pipe):
             pipe.execute()

@@ -269,7 +269,7 @@ class ExistenceFilter(TermField):
 
 def _existence_filter(model: type[Model], name: str | None) -> ExistenceFilter:
     """The model's ExistenceFilter called ``name``, or its only one when ``name`` is None."""
-    filters = {n: f for n, f in model._meta.fields.items() if isinstance(f, ExistenceFilter)}
+    filters = {f.name: f for f in model._meta.fields_of(ExistenceFilter)}
     if name is None and len(filters) == 1:
         return next(iter(filters.values()))
     if name in filters:

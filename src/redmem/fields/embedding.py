@@ -294,7 +294,7 @@ class EmbeddingField(Field[Any]):
 
 def embedding_fields(model: type[Model]) -> list[EmbeddingField]:
     """The model's embedding fields, in declaration order."""
-    return [f for f in model._meta.fields.values() if isinstance(f, EmbeddingField)]
+    return list(model._meta.fields_of(EmbeddingField))
 
 
 def embed_many(instances: Iterable[Any]) -> int:

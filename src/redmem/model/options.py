@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..store.connection import get_client, settings
 from ..store.errors import ModelException
@@ -17,6 +17,8 @@ __all__ = ["Options"]
 
 #: How many partitions' key spaces a model keeps (saves and queries of one tenant reuse them).
 _KEPT_SPACES = 1024
+#: A kind of field looked up with :meth:`Options.fields_of`.
+F = TypeVar("F")
 
 
 @dataclass
@@ -30,6 +32,7 @@ class Options:
     partition_fields: tuple[str, ...] = ()
     id_fields: tuple[str, ...] = field(default=())
     _spaces: dict[tuple[str, tuple[Any, ...]], KeySpace] = field(default_factory=dict, repr=False, compare=False)
+    _by_kind: dict[type, tuple[Any, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, model_name: str, fields: dict[str, Field[Any]], meta: Any) -> Options:
@@ -81,6 +84,13 @@ class Options:
     def key_field(self, name: str) -> KeyField:
         """The key field ``name`` (a partition or id field: the metaclass checked it is a KeyField)."""
         return cast("KeyField", self.fields[name])
+
+    def fields_of(self, kind: type[F]) -> tuple[F, ...]:
+        """The model's fields of class ``kind`` (subclasses too), in declaration order; found once per kind."""
+        found = self._by_kind.get(kind)
+        if found is None:
+            found = self._by_kind[kind] = tuple(f for f in self.fields.values() if isinstance(f, kind))
+        return found
 
     def stored_fields(self) -> list[Field[Any]]:
         return [f for f in self.fields.values() if f.stored]

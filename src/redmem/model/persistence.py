@@ -157,9 +157,7 @@ def save_record(instance: Any) -> None:
     """Validate and write ``instance`` with all its indexes atomically."""
     meta = instance._meta
     creating = instance._saved_key is None
-    generated = creating and any(
-        isinstance(f, AutoKeyField) and getattr(instance, n) is None for n, f in meta.fields.items()
-    )
+    generated = creating and any(getattr(instance, f.name) is None for f in meta.fields_of(AutoKeyField))
     values = checked_values(instance, creating)
     key = instance.db_key
     moved_from = instance._saved_key if instance._saved_key not in (None, key) else None
@@ -262,7 +260,7 @@ def save_many(model: type[Model], instances: list[Any], chunk_size: int = 1000) 
     chunk_size = positive_int("chunk_size", chunk_size)
     meta = model._meta
     fresh_ok = not any(f.reads_before_write for f in meta.fields.values())
-    autokeys = [n for n, f in meta.fields.items() if isinstance(f, AutoKeyField)]
+    autokeys = [f.name for f in meta.fields_of(AutoKeyField)]
     new: list[Any] = []
     others: list[Any] = []
     for instance in instances:

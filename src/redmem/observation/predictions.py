@@ -314,7 +314,7 @@ class PredictionLedgerMixin(RecordMixin):
     def _low_confidence_feedback(self, error: float) -> None:
         """Send ``low_confidence_signal`` to each ConfidenceField when ``error`` is above the
         threshold: one pipeline after the resolution (a crash between the two loses the signal)."""
-        fields = [f for f in self._meta.fields.values() if isinstance(f, ConfidenceField)]
+        fields = self._meta.fields_of(ConfidenceField)
         if error <= self.prediction_error_threshold or not fields:
             return
         signal = self.low_confidence_signal

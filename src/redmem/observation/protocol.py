@@ -121,9 +121,8 @@ class _Call:
     def queue(self, record: Any, outcome: str) -> None:
         """Queue every effect of ``outcome`` on ``record``."""
         effects = OUTCOME_EFFECTS[outcome]
-        fields = list(record._meta.fields.values())
         if effects.touch:
-            for field in fields:
+            for field in record._meta.fields.values():
                 if callable(getattr(field, "touch", None)):
                     field.touch(record, pipeline=self.pipe, now=self.now)
         if isinstance(record, AccessTrackerMixin):
@@ -131,10 +130,10 @@ class _Call:
                 record.confirm_access(pipeline=self.pipe, now=self.now)
             if effects.discard_staged:
                 record.discard_staged_access(pipeline=self.pipe)
-        for field in (f for f in fields if isinstance(f, CyclicDecayField)):
+        for field in record._meta.fields_of(CyclicDecayField):
             self.queue_cycles(record, field, effects)
         if effects.confidence_signal is not None:
-            for field in (f for f in fields if isinstance(f, ConfidenceField)):
+            for field in record._meta.fields_of(ConfidenceField):
                 ConfidenceField.update_confidence(record, field.name, effects.confidence_signal, pipeline=self.pipe)
                 self.emit(record, CONFIDENCE_UPDATE, {"field": field.name, "signal": effects.confidence_signal})
         if effects.prediction_error is not None and isinstance(record, PredictionLedgerMixin):
