@@ -53,7 +53,8 @@ from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.indexed import SortedField
 from ..model.persistence import ALL_RECORDS, load_records
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import every_model_query
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryException
 from ..store.keys import KeyKind, KeySpace
@@ -444,7 +445,7 @@ def composite_search(
     return CompositeSearch(space, signals, weights, build_plan(signals, space, now, n, floor), n, floor)
 
 
-@query_method
+@every_model_query  # any model: a plain SortedField is a signal
 def composite_score(
     query: Query,
     indexes: Mapping[Any, float],

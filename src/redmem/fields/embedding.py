@@ -33,7 +33,7 @@ search's existing round trip; the write pays one ``INFO server`` inside its scri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -45,7 +45,8 @@ from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
 from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.persistence import instance_from_stored
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors, settings
 from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
 from ..store.keys import KeyKind, KeySpace
@@ -109,6 +110,11 @@ class EmbeddingField(Field[Any]):
 
     stored = False
     python_type = bytes
+
+    @classmethod
+    def query_methods(cls) -> Mapping[str, QueryMethod]:
+        """``query.semantic_search(text)``: the records whose vectors are nearest a text."""
+        return {"semantic_search": semantic_search}
 
     def __init__(
         self,
@@ -463,7 +469,6 @@ class VectorSearch:
         return _current_hits(matrix, self.rank(), generation, changed)
 
 
-@query_method
 def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None = None) -> list[Any]:
     """The ``limit`` records of the query's partition whose vectors are nearest ``text``.
 

@@ -9,6 +9,7 @@ from ..store.connection import get_client, settings
 from ..store.errors import ModelException
 from ..store.keys import GLOBAL_TAG, KeySpace, check_name, escape
 from .field import Field
+from .query_methods import QueryMethod, collect_query_methods
 
 if TYPE_CHECKING:
     from .indexed import KeyField
@@ -31,12 +32,16 @@ class Options:
     key_fields: tuple[str, ...] = ()
     partition_fields: tuple[str, ...] = ()
     id_fields: tuple[str, ...] = field(default=())
+    #: The operations its queries offer (``query.keyword_search(..)``), from its fields and classes.
+    query_methods: dict[str, QueryMethod] = field(default_factory=dict)
     _spaces: dict[tuple[str, tuple[Any, ...]], KeySpace] = field(default_factory=dict, repr=False, compare=False)
     _by_kind: dict[type, tuple[Any, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def build(cls, model_name: str, fields: dict[str, Field[Any]], meta: Any) -> Options:
-        """Collect keys and the single partition of a model, rejecting inconsistent declarations."""
+    def build(cls, model: type, fields: dict[str, Field[Any]], meta: Any) -> Options:
+        """Collect keys, the single partition and the query methods of a model, rejecting
+        inconsistent declarations."""
+        model_name = model.__name__
         abstract = bool(getattr(meta, "abstract", False))
         name = check_name(getattr(meta, "name", model_name), "model name")
         keys = tuple(n for n, f in fields.items() if f.is_key)
@@ -55,7 +60,7 @@ class Options:
         if not abstract and not keys:
             raise ModelException(f"{model_name} needs a KeyField or AutoKeyField")
         ids = tuple(k for k in keys if k not in partition)
-        return cls(name, fields, abstract, keys, partition, ids)
+        return cls(name, fields, abstract, keys, partition, ids, collect_query_methods(model, fields.values()))
 
     @property
     def client(self) -> Any:
