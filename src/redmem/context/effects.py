@@ -12,9 +12,10 @@ from typing import Any, cast
 
 from ..fields.confidence import ConfidenceField
 from ..model.dbkey import DbKey
+from ..model.options import shared_client
 from ..observation.access import AccessTrackerMixin
 from ..observation.proposals import RecallProposal
-from ..store.connection import get_client, server_errors
+from ..store.connection import server_errors
 from ..store.validation import timestamp
 
 __all__ = ["apply_post_effects", "SURFACING_REASON"]
@@ -28,7 +29,8 @@ def apply_post_effects(
 ) -> None:
     """Queue the three effects above for these records and send them in one round trip."""
     at = timestamp("now", now)
-    client = get_client()
+    written = [record._meta for record in (*selected, *suppressed)] + ([RecallProposal._meta] if surfaced else [])
+    client = shared_client(written)
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         readers = [r for r in selected if isinstance(r, AccessTrackerMixin)]
         if readers:

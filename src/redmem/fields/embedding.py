@@ -161,14 +161,20 @@ class EmbeddingField(Field[Any]):
     # -- provider and dimensions ---------------------------------------------------------------
     @property
     def provider(self) -> Any:
-        """This field's provider, else the configured default; ConfigurationError when neither."""
-        provider = self._provider or settings().embedding_provider
+        """This field's provider, else its model's default (Meta or configure); ConfigurationError when none."""
+        provider = self._default_provider()
         if provider is None:
             raise ConfigurationError(
                 f"{self.label} has no embedding provider: pass EmbeddingField(provider=...) "
                 "or call redmem.configure(embedding_provider=...)"
             )
         return provider
+
+    def _default_provider(self) -> Any:
+        """The field's own provider, else its model's default (its Meta's, else the configured one)."""
+        if self._provider:
+            return self._provider
+        return self.model._meta.embedding_provider if self.model is not None else settings().embedding_provider
 
     @property
     def dimensions(self) -> int:
@@ -190,7 +196,7 @@ class EmbeddingField(Field[Any]):
 
     def known_dimensions(self) -> int | None:
         """The dimensions the field or its provider states (None when neither can say)."""
-        known = self._provider or settings().embedding_provider
+        known = self._default_provider()
         return self._dimensions or (known.dimensions if known is not None else None)
 
     # -- taking part in saves ------------------------------------------------------------------

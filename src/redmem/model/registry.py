@@ -13,7 +13,7 @@ seconds (a registry that was lost, e.g. in a rollback, is filled again by the ne
 at once by :func:`rebuild_registry`).
 
 ``redmem.configure(partition_registry=False)`` turns the registry off (per-tenant ACL users
-cannot write it): saves then never touch it, and partition-less queries and reindex find the
+cannot write it; ``partition_registry = False`` in a model's ``Meta`` turns it off for that model): saves then never touch it, and partition-less queries and reindex find the
 partitions by ``SCAN`` of ``<prefix>:<Model>:{*}:all`` on every node, which reads the whole
 keyspace, so keep them for administration.
 """
@@ -30,7 +30,7 @@ from weakref import WeakKeyDictionary
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
-from ..store.connection import server_errors, settings
+from ..store.connection import server_errors
 from ..store.errors import PermissionDenied
 from ..store.keys import GLOBAL_TAG, KeyKind, KeySpace
 
@@ -66,7 +66,7 @@ def register(meta: Any, client: Any, tags: Iterable[str]) -> None:
     Does nothing for an unpartitioned model, with the registry turned off, for tags this process
     added less than :data:`REFRESH` seconds ago, or while updates through ``client`` are paused.
     """
-    if not meta.partition_fields or not settings().partition_registry:
+    if not meta.partition_fields or not meta.partition_registry:
         return
     key, now = registry_key(meta), time.monotonic()
     with _lock:
@@ -98,7 +98,7 @@ def listed_partitions(meta: Any, client: Any) -> list[KeySpace]:
     Reading the registry needs read access to its key (an ACL covering one tenant's keys does
     not give it): PermissionDenied says so.
     """
-    if not settings().partition_registry:
+    if not meta.partition_registry:
         return scan_partitions(meta, client)
     key = registry_key(meta)
     try:

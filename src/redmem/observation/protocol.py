@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..fields.confidence import ConfidenceField
 from ..fields.cyclic import CyclicDecayField
-from ..store.connection import get_client, server_errors
+from ..model.options import shared_client
+from ..store.connection import server_errors
 from .access import AccessTrackerMixin
 from .events import (
     CONFIDENCE_UPDATE,
@@ -185,7 +186,7 @@ class ObservationProtocol:
                 by_model.setdefault(type(record), []).append(record._saved_key or record.db_key)
         if not by_model:
             return 0
-        client = get_client()
+        client = shared_client(model._meta for model in by_model)
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             for model, keys in by_model.items():
                 model.queue_stage_reads(pipe, keys, now)
@@ -220,7 +221,8 @@ class ObservationProtocol:
         outcomes = outcomes_for(records, outcome_map)
         if not records:
             return {}
-        client = get_client()
+        closing = any(OUTCOME_EFFECTS[outcome].closes_proposal for outcome in outcomes)
+        client = shared_client([record._meta for record in records] + ([RecallProposal._meta] if closing else []))
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             call = _Call(pipe, time.time() if now is None else now, partition, [])
             for record, outcome in zip(records, outcomes):

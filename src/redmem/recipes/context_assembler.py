@@ -26,7 +26,6 @@ from ..fields.composite import signal_weights
 from ..model.base import Model
 from ..model.persistence import load_records
 from ..observation.protocol import ObservationProtocol
-from ..store.connection import settings
 from ..store.errors import QueryException, ValidationError
 from ..store.validation import finite_number, non_negative_int, positive_int, subclass_of, timestamp
 from .quality import RetrievalQuality, assess_retrieval
@@ -107,7 +106,7 @@ class ContextAssembler:
         self.surfacing_threshold = finite_number("surfacing_threshold", surfacing_threshold)
         self.propagation_depth = non_negative_int("propagation_depth", propagation_depth)
         self.output_format = check_format(output_format)
-        counter = token_counter if token_counter is not None else settings().token_counter
+        counter = token_counter if token_counter is not None else self.model_class._meta.token_counter
         self.token_counter = resolve_counter(counter, stacklevel=3)
         self.render_fields = self._check_render_fields(render_fields)
         max_proactive = non_negative_int("max_proactive", max_proactive, none=True)
