@@ -45,8 +45,8 @@ class Options:
     id_fields: tuple[str, ...] = field(default=())
     #: The operations its queries offer (``query.keyword_search(..)``), from its fields and classes.
     query_methods: dict[str, QueryMethod] = field(default_factory=dict)
-    #: The library settings its ``Meta`` or a base model's sets, by name (the others: the defaults).
-    settings: dict[str, Any] = field(default_factory=dict)
+    #: The library settings its ``Meta`` or a base model's overrides, by name (the others: the defaults).
+    overrides: dict[str, Any] = field(default_factory=dict)
     _spaces: dict[tuple[str, tuple[Any, ...]], KeySpace] = field(default_factory=dict, repr=False, compare=False)
     _by_kind: dict[type, tuple[Any, ...]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -75,21 +75,25 @@ class Options:
             raise ModelException(f"{model_name} needs a KeyField or AutoKeyField")
         ids = tuple(k for k in keys if k not in partition)
         own = {n: v for n, v in declared.items() if n in SETTING_NAMES and v is not None}
-        return cls(name, fields, abstract, keys, partition, ids, collect_query_methods(model, fields.values()),
-                   {**_inherited_settings(model), **own})
+        return cls(
+            name, fields, abstract, keys, partition, ids,
+            query_methods=collect_query_methods(model, fields.values()),
+            overrides={**_inherited_overrides(model), **own},
+        )
 
     def setting(self, name: str) -> Any:
         """The model's value of library setting ``name``: its Meta's (or a base model's), else the default."""
-        return self.settings[name] if name in self.settings else getattr(settings(), name)
+        return self.overrides[name] if name in self.overrides else getattr(settings(), name)
 
     @property
     def client(self) -> Any:
         """The Redis client of the model's records: Meta ``client``, else the default client."""
-        client = self.settings.get("client")
+        client = self.overrides.get("client")
         return client if client is not None else get_client()
 
     @property
     def key_prefix(self) -> str:
+        """The first part of every key of the model."""
         prefix: str = self.setting("key_prefix")
         return prefix
 
@@ -172,11 +176,11 @@ def _declared(model_name: str, meta: Any) -> dict[str, Any]:
     return declared
 
 
-def _inherited_settings(model: type) -> dict[str, Any]:
-    """The settings of ``model``'s base models, the nearer base winning."""
+def _inherited_overrides(model: type) -> dict[str, Any]:
+    """The settings ``model``'s base models override, the nearer base winning."""
     inherited: dict[str, Any] = {}
     for base in reversed(model.__mro__[1:]):
         options = vars(base).get("_meta")
         if isinstance(options, Options):
-            inherited.update(options.settings)
+            inherited.update(options.overrides)
     return inherited
