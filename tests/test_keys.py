@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.crc import key_slot
 
 from redmem.store.errors import ConfigurationError
-from redmem.store.keys import GLOBAL_TAG, KeySpace, check_name, escape, unescape
+from redmem.store.keys import GLOBAL_TAG, KeyKind, KeySpace, check_name, escape, unescape
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 HOSTILE = ["{", "}", "{x}", "a}b{c", ":", "*", "?", "[a-z]", "\\", "%", "%25", "%_", "%g", "",
            " ", "\n", "line\nbreak", "tab\there", "\x00", "\x7f", "\u00a0", "ü", "日本語",
@@ -76,3 +80,14 @@ def test_readable_values_stay_readable():
 def test_bad_prefixes_and_model_names_are_rejected(name):
     with pytest.raises(ConfigurationError):
         check_name(name, "key_prefix")
+
+
+def test_every_key_kind_is_one_member_of_one_table_and_documented():
+    assert len({kind.value for kind in KeyKind}) == len(KeyKind)  # @unique: no kind taken twice
+    table = (DOCS / "models.md").read_text().split("| kind | key | member | written by |")[1].split("\n\n")[0]
+    rows = [line.split("|") for line in table.splitlines()[2:]]
+    documented = {member.strip(" `") for row in rows for member in row[3].split(",")}
+    assert documented == {kind.name for kind in KeyKind}
+    space = KeySpace("rm", "Memory", "a")
+    assert space.key(KeyKind.CONFIDENCE, "trust") == "rm:Memory:{a}:cf:trust"
+    assert space.record("1") == f"rm:Memory:{{a}}:{KeyKind.RECORD}:1"

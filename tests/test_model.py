@@ -204,6 +204,14 @@ def test_fields_keep_declaration_order_and_come_from_mixins(db):
     assert Doc.query.get(doc_id="d") is None  # a subclass is its own model
 
 
+def test_fields_of_a_kind_come_in_declaration_order_subclasses_included():
+    assert [f.name for f in Everything._meta.fields_of(KeyField)] == ["record_id", "owner"]  # AutoKeyField too
+    assert Everything._meta.fields_of(AutoKeyField) == (Everything.record_id,)
+    assert Everything._meta.fields_of(SortedField) is Everything._meta.fields_of(SortedField)  # found once
+    assert Everything._meta.fields_of(TagField) == (Everything.labels,)
+    assert Everything._meta.fields_of(ModelException) == ()
+
+
 def test_abstract_models_have_no_records():
     class Base(Model):
         body = StringField()

@@ -9,7 +9,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redmem import AutoKeyField, KeyField, Model, QueryException, SortedField, StringField, TagField
+from redmem import (
+    AutoKeyField,
+    Field,
+    KeyField,
+    Model,
+    ModelException,
+    QueryException,
+    SortedField,
+    StringField,
+    TagField,
+)
+from redmem.model.query_methods import MissingQueryMethod
 
 
 class Memory(Model):
@@ -165,22 +176,83 @@ def test_queries_match_brute_force(any_db, rows, conditions, tag, descending, li
     assert query.count() == len(expected)
 
 
+def loudest(query, n=1):
+    """A toy search: the partition's records with the longest content."""
+    records = query.model.query.filter(agent_id=query.partition().partition_values[0]).all()
+    return sorted(records, key=lambda m: -len(m.content))[:n]
+
+
+class LoudnessIndex(Field):
+    """A toy primitive: stores nothing, offers ``loudest`` to its model's queries."""
+
+    stored = False
+
+    @classmethod
+    def query_methods(cls):
+        return {"loudest": loudest}
+
+
+class Loud(Model):
+    memory_id = AutoKeyField()
+    agent_id = KeyField(partition_by="agent_id")
+    content = StringField()
+    loudness = LoudnessIndex()
+
+
 def test_primitives_can_add_query_methods(any_db):
-    from redmem.model.query import query_method
-
-    @query_method
-    def loudest(query, n=1):
-        """A toy search: the partition's records with the longest content."""
-        records = Memory.query.filter(agent_id=query.partition().partition_values[0]).all()
-        return sorted(records, key=lambda m: -len(m.content))[:n]
-
-    Memory.create(agent_id="q", content="short", importance=1)
-    Memory.create(agent_id="q", content="much longer text", importance=1)
-    assert [m.content for m in Memory.query.filter(agent_id="q").loudest()] == ["much longer text"]
+    Loud.create(agent_id="q", content="short")
+    Loud.create(agent_id="q", content="much longer text")
+    assert [m.content for m in Loud.query.filter(agent_id="q").loudest()] == ["much longer text"]
     with pytest.raises(QueryException, match="needs the partition"):
-        Memory.query.loudest()
+        Loud.query.loudest()
     with pytest.raises(AttributeError):
+        Loud.query.no_such_method()
+
+
+def test_a_query_offers_the_methods_of_its_own_models_fields_only():
+    assert Loud._meta.query_methods == {"loudest": loudest}
+    assert "loudest" in dir(Loud.query) and "loudest" not in dir(Memory.query)
+    assert {"fuse", "composite_score", "filter"} <= set(dir(Memory.query))  # every model's, and the builder's
+    assert Loud.query.loudest.__func__ is loudest
+    with pytest.raises(MissingQueryMethod, match="Memory queries have no method 'loudest': it comes with "
+                                                 "LoudnessIndex, which Memory does not have") as missing:
+        Memory.query.loudest()
+    assert isinstance(missing.value, AttributeError) and isinstance(missing.value, QueryException)
+    assert not hasattr(Memory.query, "loudest")
+    with pytest.raises(MissingQueryMethod, match=r"no method 'keyword_search': it comes with BM25Field"):
+        Memory.query.filter(agent_id="a").keyword_search("x")
+    with pytest.raises(AttributeError, match="no method 'no_such_method' .query methods: composite_score, fuse"):
         Memory.query.no_such_method()
+
+
+def test_model_classes_offer_query_methods_and_subclasses_inherit_them():
+    class Rated(Model):
+        item_id = KeyField()
+        agent_id = KeyField(partition_by="agent_id")
+        content = StringField()
+
+        @classmethod
+        def query_methods(cls):
+            return {"loudest": loudest}
+
+    class Subclass(Rated):
+        pass
+
+    assert Subclass._meta.query_methods == {"loudest": loudest}
+    assert Loud.query.loudest.__func__ is Subclass.query.loudest.__func__
+
+
+def test_two_classes_offering_different_methods_under_one_name_are_refused():
+    class Other(LoudnessIndex):
+        @classmethod
+        def query_methods(cls):
+            return {"loudest": lambda query: []}
+
+    with pytest.raises(ModelException, match="LoudnessIndex and Other both offer a different query method 'loudest'"):
+        class Both(Model):
+            key = KeyField()
+            one = LoudnessIndex()
+            two = Other()
 
 
 def test_read_effects_ride_with_hydration_unless_no_track(any_db):

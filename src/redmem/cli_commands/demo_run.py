@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from ..model.dbkey import DbKey
 from ..model.persistence import load_records
-from ..store.connection import get_client, server_errors
+from ..store.connection import server_errors
 from ..store.errors import ConfigurationError
+from ..store.keys import KeyKind
 from .memory import ChatMemory
 
 __all__ = ["DemoRun"]
@@ -22,11 +23,11 @@ class DemoRun:
     def __init__(self, agent: str) -> None:
         self.agent = agent
         self.keyspace = ChatMemory._meta.keyspace((agent,))
-        self.key = self.keyspace.key("demo-run")
+        self.key = self.keyspace.key(KeyKind.DEMO_RUN)
 
     def created(self) -> set[str]:
         """Ids of the memories earlier demo runs created (and did not delete yet)."""
-        client = get_client()
+        client = ChatMemory._meta.client
         with server_errors(client):
             return {member.decode() for member in client.smembers(self.key)}
 
@@ -42,7 +43,7 @@ class DemoRun:
 
     def record(self, memories: list[ChatMemory]) -> None:
         """List ``memories`` (ids set, not saved yet) as created by this run."""
-        client = get_client()
+        client = ChatMemory._meta.client
         with server_errors(client):
             client.sadd(self.key, *(memory.memory_id for memory in memories))
 
@@ -50,7 +51,7 @@ class DemoRun:
         """Delete the memories earlier runs created (records and index entries) and their list; how many."""
         keys = [DbKey(self.keyspace, memory_id) for memory_id in sorted(self.created())]
         removed: int = sum(memory.delete() for memory in load_records(ChatMemory, keys, track=False))
-        client = get_client()
+        client = ChatMemory._meta.client
         with server_errors(client):
             client.delete(self.key)
         return removed

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..fields.embedding import embed_many
-from ..store.connection import get_client, server_errors
+from ..store.connection import server_errors
 from .conversation import Conversation, Turn, read_conversation
 from .memory import ChatMemory
 from .runtime import print_notes, start
@@ -70,7 +70,7 @@ Pair = tuple[ChatMemory, ChatMemory]
 
 def backdate_and_link(memories: list[ChatMemory], turns: list[Turn], pairs: list[Pair]) -> None:
     """One pipeline: decay clocks set to when each turn was said; each pair of one session linked."""
-    client = get_client()
+    client = ChatMemory._meta.client
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         for memory, turn in zip(memories, turns):
             said = turn.at.timestamp()

@@ -169,8 +169,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
         fields.add_row(name, Text("-" if value is None else str(value)))
     console.print(fields)
     console.print(_primitives(record))
-    for field in record._meta.fields.values():
-        if isinstance(field, CoOccurrenceField):
-            console.print(_edges(record, field))
+    for field in record._meta.fields_of(CoOccurrenceField):
+        console.print(_edges(record, field))
     if isinstance(record, AccessTrackerMixin):
         console.print(_access(record))

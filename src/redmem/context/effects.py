@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..fields.confidence import ConfidenceField
+from ..model.options import shared_client
+from ..observation.proposals import RecallProposal
 from ..observation.protocol import ObservationProtocol
-from ..store.connection import get_client, server_errors
+from ..store.connection import server_errors
 from ..store.validation import timestamp
 
 __all__ = ["apply_post_effects", "SURFACING_REASON"]
@@ -26,13 +28,13 @@ def apply_post_effects(
 ) -> None:
     """Queue the three effects above for these records and send them in one round trip."""
     at = timestamp("now", now)
-    client = get_client()
+    written = [record._meta for record in (*selected, *suppressed)] + ([RecallProposal._meta] if surfaced else [])
+    client = shared_client(written)
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         ObservationProtocol.queue_read(pipe, selected, at)
         ObservationProtocol.queue_surfaced(pipe, surfaced, SURFACING_REASON, now=at)
         for record in suppressed:
-            for field in record._meta.fields.values():
-                if isinstance(field, ConfidenceField):
-                    ConfidenceField.update_confidence(record, field.name, suppression_signal, pipeline=pipe)
+            for field in record._meta.fields_of(ConfidenceField):
+                ConfidenceField.update_confidence(record, field.name, suppression_signal, pipeline=pipe)
         if len(pipe):
             pipe.execute()

@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 from ..fields.bm25 import SearchResult
 from ..model.dbkey import DbKey
 from ..model.persistence import load_records
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import every_model_query
 from ..store.errors import QueryException, ValidationError
 from ..store.validation import finite_number, non_negative_int, positive_int
 
@@ -249,7 +250,7 @@ def _identity(query: Query, item: Any) -> DbKey:
     return saved
 
 
-@query_method
+@every_model_query  # any model: ranked lists of any records
 def fuse(
     query: Query,
     k: float = RRF_K,

@@ -56,8 +56,7 @@ LIST_NAMES = ("keyword", "vector", "graph", "composite")
 
 
 def _only(model: type[Model], kind: type) -> Any:
-    found = [f for f in model._meta.fields.values() if isinstance(f, kind)]
-    return found[0] if found else None
+    return next(iter(model._meta.fields_of(kind)), None)
 
 
 @dataclass(frozen=True)
@@ -73,12 +72,11 @@ class Capabilities:
 
     @classmethod
     def of(cls, model: type[Model]) -> Capabilities:
-        fields = model._meta.fields.values()
         return cls(
             _only(model, BM25Field), _only(model, EmbeddingField), _only(model, CoOccurrenceField),
             _only(model, ExistenceFilter),
-            tuple(f for f in fields if isinstance(f, CyclicDecayField)),
-            tuple(f for f in fields if isinstance(f, ConfidenceField)),
+            model._meta.fields_of(CyclicDecayField),
+            model._meta.fields_of(ConfidenceField),
         )
 
 

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..model.field import Field
-from ..model.query import query_method
+from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall, run_calls
 from ..text import Analyzer, default_analyzer
 
@@ -166,7 +166,7 @@ class ExistenceFilter(TermField):
             (default: the shared one); ``partition_by=`` the fields naming a partition.
     """
 
-    kind = "bf"
+    kind = KeyKind.BLOOM
 
     def __init__(
         self,
@@ -182,6 +182,11 @@ class ExistenceFilter(TermField):
         super().__init__(fingerprint_fn, **options)
         self.error_rate, self.capacity = error_rate, capacity
         self.m, self.k = bloom_size(capacity, error_rate)
+
+    @classmethod
+    def query_methods(cls) -> Mapping[str, QueryMethod]:
+        """``query.might_exist(text)``, ``definitely_missing(text)``, ``might_exist_many(texts)``."""
+        return {"might_exist": might_exist, "definitely_missing": definitely_missing, "might_exist_many": might_exist_many}
 
     # -- saves -------------------------------------------------------------------------------
     def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
@@ -269,7 +274,7 @@ class ExistenceFilter(TermField):
 
 def _existence_filter(model: type[Model], name: str | None) -> ExistenceFilter:
     """The model's ExistenceFilter called ``name``, or its only one when ``name`` is None."""
-    filters = {n: f for n, f in model._meta.fields.items() if isinstance(f, ExistenceFilter)}
+    filters = {f.name: f for f in model._meta.fields_of(ExistenceFilter)}
     if name is None and len(filters) == 1:
         return next(iter(filters.values()))
     if name in filters:
@@ -279,19 +284,16 @@ def _existence_filter(model: type[Model], name: str | None) -> ExistenceFilter:
     )
 
 
-@query_method
 def might_exist(query: Any, text: str, field: str | None = None) -> bool:
     """``Model.query.filter(<partition>).might_exist(text)``: may any term of ``text`` be there?"""
     return _existence_filter(query.model, field).check(query.partition(), [text])[0]
 
 
-@query_method
 def definitely_missing(query: Any, text: str, field: str | None = None) -> bool:
     """``Model.query.filter(<partition>).definitely_missing(text)``: negation of ``might_exist``."""
     return not might_exist(query, text, field)
 
 
-@query_method
 def might_exist_many(query: Any, texts: Iterable[str], field: str | None = None) -> list[bool]:
     """``Model.query.filter(<partition>).might_exist_many(texts)``: one answer per text, one round trip."""
     return _existence_filter(query.model, field).check(query.partition(), texts)

@@ -24,15 +24,17 @@ import hashlib
 import json
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..model.field import Field
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
-from ..store.keys import KeySpace, escape
+from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
 from ..store.validation import non_negative_int
 from ..text.analyzer import Analyzer, default_analyzer
@@ -120,6 +122,11 @@ class BM25Field(Field[Any]):
         self.unit = impact_unit(self.k1)
         self._write_options = (repr(self.k1), repr(self.b), repr(REBASE_DRIFT), int(self.unit))
 
+    @classmethod
+    def query_methods(cls) -> Mapping[str, QueryMethod]:
+        """``query.keyword_search(text)``: the records that best match a text by BM25."""
+        return {"keyword_search": keyword_search}
+
     def bind(self, model: Any, name: str) -> None:
         super().bind(model, name)
         field = getattr(model, self.source, None)
@@ -133,7 +140,7 @@ class BM25Field(Field[Any]):
 
     def keys_in(self, space: KeySpace) -> BM25Keys:
         parts = ("len", "doc", "sum", "ref", "p")
-        return BM25Keys(*(space.key("b", self.name, self.version, part) for part in parts))
+        return BM25Keys(*(space.key(KeyKind.BM25, self.name, self.version, part) for part in parts))
 
     # -- saves -------------------------------------------------------------------------------
     def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
@@ -229,7 +236,6 @@ def search_result(reply: list[Any]) -> SearchResult:
     return SearchResult(ranked, reply[0].decode(), int(reply[1]), int(reply[2]))
 
 
-@query_method
 def keyword_search(
     query: Query, text: str, limit: int = 10, *, field: str | None = None, exhaustive: bool = False
 ) -> list[Any]:

@@ -53,10 +53,11 @@ from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.indexed import SortedField
 from ..model.persistence import ALL_RECORDS, load_records
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import every_model_query
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryException
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall
 from ..store.validation import finite_number, non_negative_int
 from .confidence import ConfidenceField
@@ -78,8 +79,6 @@ __all__ = ["composite_score", "composite_search", "CompositeSearch", "Ranked", "
 
 #: The name of the write filter's priority signal in ``indexes``.
 PRIORITY_SIGNAL = "priority"
-#: Key kind of ``WriteFilterMixin``'s per-partition priority index (``<base>:wp``).
-PRIORITY_KIND = "wp"
 
 
 # -- the maps into [0, 1] ----------------------------------------------------------------------
@@ -259,7 +258,7 @@ class SortedSignal(OneSetSignal):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.key = self.space.key("z", self.field.name)
+        self.key = self.space.key(KeyKind.SORTED, self.field.name)
 
     def value(self, row: Row, ranges: Mapping[str, tuple[float, float]]) -> float:
         value = row[self.key]
@@ -273,7 +272,7 @@ class PrioritySignal(OneSetSignal):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.key = self.space.key(PRIORITY_KIND)
+        self.key = self.space.key(KeyKind.PRIORITY)
 
     def value(self, row: Row, ranges: Mapping[str, tuple[float, float]]) -> float:
         value = row[self.key]
@@ -446,7 +445,7 @@ def composite_search(
     return CompositeSearch(space, signals, weights, build_plan(signals, space, now, n, floor), n, floor)
 
 
-@query_method
+@every_model_query  # any model: a plain SortedField is a signal
 def composite_score(
     query: Query,
     indexes: Mapping[Any, float],

@@ -32,7 +32,7 @@ from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script, run_script
 from ..store.validation import positive_int
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["ConfidenceField", "validate_signal", "updated_confidence", "CONFIDENCE_KIND"]
 
 #: Key kind of the per-partition confidence index: ``<base>:cf:<field>``.
-CONFIDENCE_KIND = "cf"
+CONFIDENCE_KIND = KeyKind.CONFIDENCE
 #: A signal at or above this counts as a corroboration, below it as a contradiction.
 CORROBORATION_THRESHOLD = 0.5
 _COUNTS = ("evidence_count", "corroborations", "contradictions")

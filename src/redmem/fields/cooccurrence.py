@@ -36,7 +36,7 @@ from ..model.field import Field
 from ..model.persistence import load_records
 from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
-from ..store.keys import KeySpace, escape, unescape
+from ..store.keys import KeyKind, KeySpace, escape, unescape
 from ..store.scripts import ScriptCall, queue_script, run_script
 from ..store.validation import non_negative_int, positive_int, utf8_text
 
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 #: Key kind of the graph keys: ``<base>:co:<field>:{w,adj,in}``.
-GRAPH_KIND = "co"
+GRAPH_KIND = KeyKind.GRAPH
 RECORD_PREFIX = "r:"
 ENTITY_PREFIX = "e:"
 #: ``weaken_all`` removes edges whose weight falls below this.

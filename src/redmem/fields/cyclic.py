@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
@@ -29,10 +29,11 @@ from typing import Any, cast
 
 from ..model.codecs import finite_float
 from ..model.field import Field
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
-from ..store.keys import KeySpace, escape
+from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
 from ..store.validation import finite_number, non_negative_int
 from .decay import (
@@ -138,7 +139,7 @@ class CyclicKeys:
     name: str
 
     def part(self, *parts: str) -> str:
-        return self.space.key("y", self.name, *parts)
+        return self.space.key(KeyKind.CYCLIC, self.name, *parts)
 
     @property
     def updated(self) -> str:
@@ -184,6 +185,11 @@ class CyclicDecayField(Field[dict[str, Any]]):
         names = [cycle.key for cycle in self.cycles]
         if len(set(names)) != len(names):
             raise ModelException(f"two cycles share a period and phase: {names}")
+
+    @classmethod
+    def query_methods(cls) -> Mapping[str, QueryMethod]:
+        """``query.above_cyclic_threshold(threshold)``: the records whose cyclic score reaches a threshold."""
+        return {"above_cyclic_threshold": above_cyclic_threshold}
 
     def bind(self, model: Any, name: str) -> None:
         super().bind(model, name)
@@ -341,7 +347,6 @@ class CyclicDecayField(Field[dict[str, Any]]):
         return lists
 
 
-@query_method
 def above_cyclic_threshold(
     query: Query,
     threshold: float,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -35,10 +36,11 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 from ..model.codecs import finite_float
 from ..model.dbkey import DbKey
 from ..model.field import MISSING, Field
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall, queue_script, run_script
 from ..store.validation import integer, timestamp
 from .search import hydrate, partition_of, pick_field
@@ -258,6 +260,11 @@ class DecayingSortedField(Field[Any]):
         self.base_score_field = base_score_field
         self.confidence_modulation_field = confidence_modulation_field
 
+    @classmethod
+    def query_methods(cls) -> Mapping[str, QueryMethod]:
+        """``query.top_by_decay(n)``: the records with the highest decayed score."""
+        return {"top_by_decay": top_by_decay}
+
     def bind(self, model: Any, name: str) -> None:
         super().bind(model, name)
         self._source: Any = MISSING
@@ -283,7 +290,7 @@ class DecayingSortedField(Field[Any]):
         return found[0] if len(found) == 1 else None
 
     def keys_in(self, space: KeySpace) -> DecayKeys:
-        return DecayKeys(*(space.key("d", self.name, part) for part in ("t", "b", "x")))
+        return DecayKeys(*(space.key(KeyKind.DECAY, self.name, part) for part in ("t", "b", "x")))
 
     def score(self, base: float, last_updated: float, confidence: float | None, now: float) -> float:
         """The decayed score from stored values (``confidence`` None: the initial confidence)."""
@@ -404,7 +411,6 @@ class DecayingSortedField(Field[Any]):
         return self.score(base, cast(float, values[0]), confidence, now)  # every selected row has its time
 
 
-@query_method
 def top_by_decay(
     query: Query, n: int = 10, as_of: datetime | float | None = None, field: str | None = None
 ) -> list[Any]:

@@ -33,7 +33,7 @@ search's existing round trip; the write pays one ``INFO server`` inside its scri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -45,10 +45,11 @@ from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
 from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.persistence import instance_from_stored
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors, settings
 from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script, run_script
 from ..store.validation import non_negative_int, positive_int, utf8_text
 
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["EmbeddingField", "embed_many", "semantic_search", "text_digest", "VECTOR_KIND", "matrices"]
 
 #: Key kind of the per-partition vector keys: ``<base>:v:<field>[:ver|:log]``.
-VECTOR_KIND = "v"
+VECTOR_KIND = KeyKind.VECTOR
 #: Changes (vectors) read per ``vector_changes.lua`` call while a matrix catches up.
 CHANGES_PER_CALL = 5000
 #: The change log keeps the newest max(LOG_KEEP, vectors / LOG_FRACTION) entries: a reader further
@@ -110,6 +111,11 @@ class EmbeddingField(Field[Any]):
     stored = False
     python_type = bytes
 
+    @classmethod
+    def query_methods(cls) -> Mapping[str, QueryMethod]:
+        """``query.semantic_search(text)``: the records whose vectors are nearest a text."""
+        return {"semantic_search": semantic_search}
+
     def __init__(
         self,
         source: str | None = None,
@@ -155,14 +161,20 @@ class EmbeddingField(Field[Any]):
     # -- provider and dimensions ---------------------------------------------------------------
     @property
     def provider(self) -> Any:
-        """This field's provider, else the configured default; ConfigurationError when neither."""
-        provider = self._provider or settings().embedding_provider
+        """This field's provider, else its model's default (Meta or configure); ConfigurationError when none."""
+        provider = self._default_provider()
         if provider is None:
             raise ConfigurationError(
                 f"{self.label} has no embedding provider: pass EmbeddingField(provider=...) "
                 "or call redmem.configure(embedding_provider=...)"
             )
         return provider
+
+    def _default_provider(self) -> Any:
+        """The field's own provider, else its model's default (its Meta's, else the configured one)."""
+        if self._provider:
+            return self._provider
+        return self.model._meta.embedding_provider if self.model is not None else settings().embedding_provider
 
     @property
     def dimensions(self) -> int:
@@ -184,7 +196,7 @@ class EmbeddingField(Field[Any]):
 
     def known_dimensions(self) -> int | None:
         """The dimensions the field or its provider states (None when neither can say)."""
-        known = self._provider or settings().embedding_provider
+        known = self._default_provider()
         return self._dimensions or (known.dimensions if known is not None else None)
 
     # -- taking part in saves ------------------------------------------------------------------
@@ -294,7 +306,7 @@ class EmbeddingField(Field[Any]):
 
 def embedding_fields(model: type[Model]) -> list[EmbeddingField]:
     """The model's embedding fields, in declaration order."""
-    return [f for f in model._meta.fields.values() if isinstance(f, EmbeddingField)]
+    return list(model._meta.fields_of(EmbeddingField))
 
 
 def embed_many(instances: Iterable[Any]) -> int:
@@ -463,7 +475,6 @@ class VectorSearch:
         return _current_hits(matrix, self.rank(), generation, changed)
 
 
-@query_method
 def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None = None) -> list[Any]:
     """The ``limit`` records of the query's partition whose vectors are nearest ``text``.
 

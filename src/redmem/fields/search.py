@@ -23,7 +23,7 @@ def pick_field(model: type[Model], kind: type, name: str | None, method: str) ->
         if not isinstance(fields.get(name), kind):
             raise QueryException(f"{model.__name__}.{name} is not a {kind.__name__}")
         return fields[name]
-    found = [f for f in fields.values() if isinstance(f, kind)]
+    found: tuple[Any, ...] = model._meta.fields_of(kind)
     if len(found) != 1:
         raise QueryException(f"{method}: {model.__name__} has {len(found)} {kind.__name__}s; name one with field=")
     return found[0]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
 from ..store.errors import ModelException, ValidationError
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.validation import integer
 from .bloom import MAX_ARGS, TermField, term_hashes
 
@@ -65,7 +65,7 @@ class FrequencySketch(TermField):
             (default: the shared one); ``partition_by=`` the fields naming a partition.
     """
 
-    kind = "cm"
+    kind = KeyKind.SKETCH
 
     def __init__(
         self,

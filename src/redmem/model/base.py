@@ -11,6 +11,7 @@ from .field import Field
 from .options import Options
 from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_many, save_record
 from .query import Query
+from .query_methods import QueryMethodProvider
 
 __all__ = ["Model", "ModelMeta", "RecordMixin"]
 
@@ -37,7 +38,7 @@ class ModelMeta(type):
                 setattr(cls, attr, field)
                 fields[attr] = field
             field.bind(cls, attr)
-        cls._meta = Options.build(name, fields, meta)
+        cls._meta = Options.build(cls, fields, meta)
         return cls
 
 
@@ -183,8 +184,10 @@ class Model(metaclass=ModelMeta):
 
 
 if TYPE_CHECKING:
-    #: Base of the record mixins: Model for type checkers (a mixin's ``self`` is a record), plain
-    #: ``object`` at run time so a mixin stays out of the model hierarchy until a model lists it.
+    #: Base of the record mixins: Model for type checkers (a mixin's ``self`` is a record), a
+    #: plain class at run time so a mixin stays out of the model hierarchy until a model lists it.
     RecordMixin = Model
 else:
-    RecordMixin = object
+
+    class RecordMixin(QueryMethodProvider):
+        """Base of the record mixins; a mixin's ``query_methods()`` go to the models that list it."""

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 
 __all__ = ["DbKey"]
 
 #: ``<prefix>:<Model>:{<tag>}:r[:<record id>]``: prefix and model name hold none of ``:{}``, the
 #: tag (escaped partition values) no brace.
-_RECORD_KEY = re.compile(r"^(?P<prefix>[^:{}]+):(?P<model>[^:{}]+):\{(?P<tag>[^{}]*)\}:r(?::(?P<id>.*))?$")
+_RECORD_KEY = re.compile(
+    r"^(?P<prefix>[^:{}]+):(?P<model>[^:{}]+):\{(?P<tag>[^{}]*)\}:" + re.escape(KeyKind.RECORD) + r"(?::(?P<id>.*))?$"
+)
 
 
 @dataclass(frozen=True, order=True)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from ..store.errors import ModelException, ValidationError
 from .codecs import Codec, codec_for
+from .query_methods import QueryMethodProvider
 
 if TYPE_CHECKING:
     from .batch import SaveBatch
@@ -26,12 +27,13 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-class Field(Generic[T]):
+class Field(QueryMethodProvider, Generic[T]):
     """A model attribute stored as one entry of the record's Redis hash.
 
     Subclasses set ``python_type`` and may override :meth:`coerce`, :meth:`encode`,
     :meth:`decode`, and the save hooks :meth:`on_save` / :meth:`on_delete` that add index writes
-    to the record's atomic batch (and :meth:`on_save_many`, the same for a chunk of records).
+    to the record's atomic batch (and :meth:`on_save_many`, the same for a chunk of records);
+    :meth:`query_methods` offers the searches of a primitive to its model's queries.
     ``T`` is the value's type on a record: ``record.content`` is a ``str`` for a StringField.
     """
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..store.errors import ModelException, ValidationError
+from ..store.keys import KeyKind
 from ..store.validation import epoch_of
 from .codecs import finite_float
 from .field import Field
@@ -43,7 +44,7 @@ class KeyField(Field[Any]):
         return self.name not in meta.partition_fields and len(meta.id_fields) > 1
 
     def value_index_key(self, batch: SaveBatch, value: Any) -> str:
-        return batch.keyspace.value_key("k", self.name, self.key_text(value))
+        return batch.keyspace.value_key(KeyKind.KEY_VALUE, self.name, self.key_text(value))
 
     def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         if self.value_indexed and old is None:
@@ -90,7 +91,7 @@ class SortedField(Field[Any]):
         return finite_float(value, self.label)
 
     def index_key(self, batch: SaveBatch) -> str:
-        return batch.keyspace.key("z", self.name)
+        return batch.keyspace.key(KeyKind.SORTED, self.name)
 
     def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         value = getattr(batch.instance, self.name)
@@ -117,7 +118,7 @@ class TagField(Field[list[str]]):
         return sorted(set(value))
 
     def tag_key(self, batch: SaveBatch, tag: str) -> str:
-        return batch.keyspace.value_key("t", self.name, tag)
+        return batch.keyspace.value_key(KeyKind.TAG, self.name, tag)
 
     def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
         new_tags = set(getattr(batch.instance, self.name) or ())

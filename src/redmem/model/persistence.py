@@ -16,6 +16,7 @@ from redis.exceptions import WatchError
 
 from ..store.connection import server_address, server_errors
 from ..store.errors import ValidationError, WriteConflict, WriteOutcomeUnknown
+from ..store.keys import KeyKind
 from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
 from ..store.overlap import Request
 from ..store.validation import positive_int
@@ -57,7 +58,8 @@ LOST_REPLY_REBUILDS = 3
 CHUNK_START = 16
 #: .. and each next chunk is this much larger, up to chunk_size (the last chunks mirror the first).
 CHUNK_GROWTH = 1.5
-ALL_RECORDS = "all"
+#: Key kind of the sorted set of every record id of a partition.
+ALL_RECORDS = KeyKind.ALL_RECORDS
 
 
 def decode_stored(model: type[Model], raw: dict[bytes, bytes]) -> dict[str, Any]:
@@ -155,9 +157,7 @@ def save_record(instance: Any) -> None:
     """Validate and write ``instance`` with all its indexes atomically."""
     meta = instance._meta
     creating = instance._saved_key is None
-    generated = creating and any(
-        isinstance(f, AutoKeyField) and getattr(instance, n) is None for n, f in meta.fields.items()
-    )
+    generated = creating and any(getattr(instance, f.name) is None for f in meta.fields_of(AutoKeyField))
     values = checked_values(instance, creating)
     key = instance.db_key
     moved_from = instance._saved_key if instance._saved_key not in (None, key) else None
@@ -260,7 +260,7 @@ def save_many(model: type[Model], instances: list[Any], chunk_size: int = 1000) 
     chunk_size = positive_int("chunk_size", chunk_size)
     meta = model._meta
     fresh_ok = not any(f.reads_before_write for f in meta.fields.values())
-    autokeys = [n for n, f in meta.fields.items() if isinstance(f, AutoKeyField)]
+    autokeys = [f.name for f in meta.fields_of(AutoKeyField)]
     new: list[Any] = []
     others: list[Any] = []
     for instance in instances:

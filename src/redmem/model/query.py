@@ -2,43 +2,33 @@
 
 A query runs as one Lua call per partition (all partitions in one pipelined round trip), then
 one pipelined round trip to hydrate the page. Filters use indexes only: key fields, sorted
-fields (ranges) and tag fields.
+fields (ranges) and tag fields. The searches of the primitives (``keyword_search``,
+``top_by_decay``...) are the query methods the model's fields offer (:mod:`.query_methods`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script
 from ..store.validation import non_negative_int
 from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
 from .persistence import ALL_RECORDS, load_records
+from .query_methods import every_model_query_methods, find_query_method
 from .registry import listed_partitions
 
 if TYPE_CHECKING:
     from .base import Model
 
-__all__ = ["Query", "query_method"]
-
-#: Methods that primitives add to queries (``top_by_decay``, ``keyword_search``...), by name.
-_QUERY_METHODS: dict[str, Callable[..., Any]] = {}
-
-
-def query_method(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Make ``function(query, ...)`` callable as ``Model.query.filter(...).<function name>(...)``.
-
-    This is how a primitive's module adds its searches without the query builder knowing it.
-    """
-    _QUERY_METHODS[function.__name__] = function
-    return function
+__all__ = ["Query"]
 
 RANGE_OPS = {"gt", "gte", "lt", "lte", "eq"}
 TAG_OPS = {"any", "all", "eq"}
@@ -132,10 +122,19 @@ class Query:
         return iter(self.all())
 
     def __getattr__(self, name: str) -> Any:
-        function = _QUERY_METHODS.get(name)
-        if function is None or name.startswith("_"):
+        """A query method of the model (``keyword_search`` with a BM25Field...), bound to this query.
+
+        :class:`~.query_methods.MissingQueryMethod` (an AttributeError and a QueryException)
+        names the fields or mixins that offer ``name`` when the model has none of them.
+        """
+        model = vars(self).get("model")
+        if model is None or name.startswith("_"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return partial(function, self)
+        return MethodType(find_query_method(model, model._meta.query_methods, name), self)
+
+    def __dir__(self) -> list[str]:
+        """The attributes of a query, the model's query methods and every model's included."""
+        return sorted({*super().__dir__(), *self.model._meta.query_methods, *every_model_query_methods()})
 
     def partition(self) -> KeySpace:
         """The one partition this query names; QueryException when the filter does not name it."""
@@ -182,16 +181,16 @@ class Query:
             if name in meta.partition_fields:
                 continue
             if name in id_values and "ids" not in plan:
-                plan["sets"].append(slot(space.value_key("k", name, meta.key_field(name).key_text(value))))
+                plan["sets"].append(slot(space.value_key(KeyKind.KEY_VALUE, name, meta.key_field(name).key_text(value))))
             elif op == "all":
-                plan["sets"].extend(slot(space.value_key("t", name, tag)) for tag in value)
+                plan["sets"].extend(slot(space.value_key(KeyKind.TAG, name, tag)) for tag in value)
             elif op == "any":
-                plan["any"].append([slot(space.value_key("t", name, tag)) for tag in value])
+                plan["any"].append([slot(space.value_key(KeyKind.TAG, name, tag)) for tag in value])
             elif name not in id_values:
                 _narrow(ranges.setdefault(name, ["-inf", "+inf"]), op, value)
-        order_slot = slot(space.key("z", self.ordering)) if self.ordering else 0
+        order_slot = slot(space.key(KeyKind.SORTED, self.ordering)) if self.ordering else 0
         for name, (low, high) in ranges.items():
-            index = order_slot if name == self.ordering else slot(space.key("z", name))
+            index = order_slot if name == self.ordering else slot(space.key(KeyKind.SORTED, name))
             plan["ranges"].append([index, low, high])
         plan.update(order=order_slot, desc=self.descending)
         return keys, plan

@@ -13,7 +13,7 @@ seconds (a registry that was lost, e.g. in a rollback, is filled again by the ne
 at once by :func:`rebuild_registry`).
 
 ``redmem.configure(partition_registry=False)`` turns the registry off (per-tenant ACL users
-cannot write it): saves then never touch it, and partition-less queries and reindex find the
+cannot write it; ``partition_registry = False`` in a model's ``Meta`` turns it off for that model): saves then never touch it, and partition-less queries and reindex find the
 partitions by ``SCAN`` of ``<prefix>:<Model>:{*}:all`` on every node, which reads the whole
 keyspace, so keep them for administration.
 """
@@ -30,9 +30,9 @@ from weakref import WeakKeyDictionary
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
-from ..store.connection import server_errors, settings
+from ..store.connection import server_errors
 from ..store.errors import PermissionDenied
-from ..store.keys import GLOBAL_TAG, KeySpace
+from ..store.keys import GLOBAL_TAG, KeyKind, KeySpace
 
 if TYPE_CHECKING:
     from .base import Model
@@ -43,13 +43,11 @@ __all__ = ["PARTITIONS", "REFRESH", "RETRY_AFTER", "register", "listed_partition
 logger = logging.getLogger(__name__)
 
 #: Key kind of the registry under the model's ``{%g}`` tag.
-PARTITIONS = "partitions"
+PARTITIONS = KeyKind.PARTITIONS
 #: A process adds a given partition to the registry at most once per this many seconds.
 REFRESH = 60.0
 #: After a failed registry update, updates through that client pause this many seconds.
 RETRY_AFTER = 30.0
-#: The key of each partition that SCAN looks for: the sorted set of its record ids.
-_ALL_RECORDS = "all"
 _KEPT = 100_000
 
 _lock = threading.Lock()
@@ -68,7 +66,7 @@ def register(meta: Any, client: Any, tags: Iterable[str]) -> None:
     Does nothing for an unpartitioned model, with the registry turned off, for tags this process
     added less than :data:`REFRESH` seconds ago, or while updates through ``client`` are paused.
     """
-    if not meta.partition_fields or not settings().partition_registry:
+    if not meta.partition_fields or not meta.partition_registry:
         return
     key, now = registry_key(meta), time.monotonic()
     with _lock:
@@ -100,7 +98,7 @@ def listed_partitions(meta: Any, client: Any) -> list[KeySpace]:
     Reading the registry needs read access to its key (an ACL covering one tenant's keys does
     not give it): PermissionDenied says so.
     """
-    if not settings().partition_registry:
+    if not meta.partition_registry:
         return scan_partitions(meta, client)
     key = registry_key(meta)
     try:
@@ -122,7 +120,7 @@ def scan_partitions(meta: Any, client: Any) -> list[KeySpace]:
     cannot hold ``}``, so the pattern matches exactly one key per partition.
     """
     base = meta.global_keyspace()
-    head, tail = f"{base.prefix}:{base.model}:{{", f"}}:{_ALL_RECORDS}"
+    head, tail = f"{base.prefix}:{base.model}:{{", f"}}:{KeyKind.ALL_RECORDS}"
     options: dict[str, Any] = {"match": f"{head}*{tail}", "count": 1000, "_type": "zset"}
     if isinstance(client, RedisCluster):
         options["target_nodes"] = RedisCluster.PRIMARIES

@@ -29,18 +29,18 @@ from ..model.base import Model, RecordMixin
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script, run_script
 from ..store.validation import timestamp
 
 __all__ = ["AccessTrackerMixin", "STAGED_KIND", "STAGED_COUNT_KIND", "LOG_KIND", "COUNT_ENTRY", "LAST_ENTRY"]
 
 #: Key kind of a record's staged read times: ``<base>:as:<record id>``.
-STAGED_KIND = "as"
+STAGED_KIND = KeyKind.STAGED_READS
 #: Key kind of a record's staged read count: ``<base>:asc:<record id>``.
-STAGED_COUNT_KIND = "asc"
+STAGED_COUNT_KIND = KeyKind.STAGED_COUNT
 #: Key kind of a record's access log: ``<base>:al:<record id>``.
-LOG_KIND = "al"
+LOG_KIND = KeyKind.ACCESS_LOG
 #: Record-hash entries kept by the tracker (dotted, so no field name can collide with them).
 COUNT_ENTRY = "access.count"
 LAST_ENTRY = "access.last"

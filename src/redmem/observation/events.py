@@ -40,7 +40,7 @@ from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall, queue_script, run_calls, run_script
 
 __all__ = [
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 #: Key kind of an event stream: ``<base>:ev``.
-EVENT_KIND = "ev"
+EVENT_KIND = KeyKind.EVENTS
 CREATE, UPDATE, DELETE = "create", "update", "delete"
 #: Custom events written by the observation layer.
 CONFIDENCE_UPDATE = "confidence_update"

@@ -42,7 +42,7 @@ from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
 from ..store.errors import RecordNotFound, ValidationError
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script, run_script
 from ..store.validation import timestamp
 from .events import CONFIDENCE_UPDATE, PREDICTION_RESOLVED, EventStreamMixin
@@ -179,11 +179,12 @@ class LedgerKeys:
 
     @classmethod
     def of(cls, space: KeySpace) -> LedgerKeys:
-        return cls(space.key("pe"), space.key("pt"), space.key("ph"))
+        return cls(space.key(KeyKind.PREDICTION_ERRORS), space.key(KeyKind.PREDICTION_TIMES),
+                   space.key(KeyKind.PREDICTION_DETAILS))
 
 
 def prediction_key(key: DbKey) -> str:
-    return key.keyspace.key("pr", key.record_id)
+    return key.keyspace.key(KeyKind.PREDICTION, key.record_id)
 
 
 class PredictionLedgerMixin(RecordMixin):
@@ -313,7 +314,7 @@ class PredictionLedgerMixin(RecordMixin):
     def _low_confidence_feedback(self, error: float) -> None:
         """Send ``low_confidence_signal`` to each ConfidenceField when ``error`` is above the
         threshold: one pipeline after the resolution (a crash between the two loses the signal)."""
-        fields = [f for f in self._meta.fields.values() if isinstance(f, ConfidenceField)]
+        fields = self._meta.fields_of(ConfidenceField)
         if error <= self.prediction_error_threshold or not fields:
             return
         signal = self.low_confidence_signal

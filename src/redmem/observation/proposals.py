@@ -26,7 +26,8 @@ from ..model.dbkey import DbKey
 from ..model.fields import FloatField, StringField
 from ..model.indexed import KeyField, SortedField
 from ..model.persistence import queue_new_record
-from ..store.connection import get_client, server_errors
+from ..store.connection import server_errors
+from ..store.keys import KeyKind
 from ..store.scripts import queue_script
 from ..store.validation import finite_number, timestamp
 
@@ -72,7 +73,7 @@ class RecallProposal(Model):
         records = list(records)
         if not records:
             return []
-        client = get_client()
+        client = cls._meta.client
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             proposals = [cls.queue_surface(pipe, r, reason, partition, ttl, now) for r in records]
             pipe.execute()
@@ -92,7 +93,7 @@ class RecallProposal(Model):
             record_key=record_key_of(record), record_model=record._meta.name, reason=reason,
             surfaced_at=at, expires_at=at + ttl,
         )
-        queue_new_record(pipe, get_client(), proposal)
+        queue_new_record(pipe, cls._meta.client, proposal)
         return proposal
 
     # -- closing ------------------------------------------------------------------------------------
@@ -108,7 +109,7 @@ class RecallProposal(Model):
     @classmethod
     def _queue_close(cls, pipe: Any, key: DbKey, status: str, now: float | None) -> None:
         at = cls._meta.fields["resolved_at"].encode(timestamp("now", now))
-        pending = key.keyspace.key("z", "expires_at")  # the SortedField index of expires_at
+        pending = key.keyspace.key(KeyKind.SORTED, "expires_at")  # the SortedField index of expires_at
         queue_script(pipe, "proposal_resolve", [key.redis_key, pending],
                      [key.record_id, status, at, "status", "resolved_at", "expires_at"])
 
@@ -122,7 +123,7 @@ class RecallProposal(Model):
         stale = cls.query.filter(partition=partition, expires_at__lte=at).keys()
         if not stale:
             return 0
-        client = get_client()
+        client = cls._meta.client
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             for key in stale:
                 cls._queue_close(pipe, key, EXPIRED, at)

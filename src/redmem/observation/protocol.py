@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..fields.confidence import ConfidenceField
 from ..fields.cyclic import CyclicDecayField
-from ..store.connection import get_client, server_errors
+from ..model.options import shared_client
+from ..store.connection import server_errors
 from .access import AccessTrackerMixin
 from .events import (
     CONFIDENCE_UPDATE,
@@ -123,9 +124,8 @@ class _Call:
     def queue(self, record: Any, outcome: str) -> None:
         """Queue every effect of ``outcome`` on ``record``."""
         effects = OUTCOME_EFFECTS[outcome]
-        fields = list(record._meta.fields.values())
         if effects.touch:
-            for field in fields:
+            for field in record._meta.fields.values():
                 if callable(getattr(field, "touch", None)):
                     field.touch(record, pipeline=self.pipe, now=self.now)
         if isinstance(record, AccessTrackerMixin):
@@ -133,10 +133,10 @@ class _Call:
                 record.confirm_access(pipeline=self.pipe, now=self.now)
             if effects.discard_staged:
                 record.discard_staged_access(pipeline=self.pipe)
-        for field in (f for f in fields if isinstance(f, CyclicDecayField)):
+        for field in record._meta.fields_of(CyclicDecayField):
             self.queue_cycles(record, field, effects)
         if effects.confidence_signal is not None:
-            for field in (f for f in fields if isinstance(f, ConfidenceField)):
+            for field in record._meta.fields_of(ConfidenceField):
                 ConfidenceField.update_confidence(record, field.name, effects.confidence_signal, pipeline=self.pipe)
                 self.emit(record, CONFIDENCE_UPDATE, {"field": field.name, "signal": effects.confidence_signal})
         if effects.prediction_error is not None and isinstance(record, PredictionLedgerMixin):
@@ -183,9 +183,10 @@ class ObservationProtocol:
         staged by that query already: load them with ``no_track()`` when you call this.
         """
         records = _distinct(records)
-        if not any(isinstance(record, AccessTrackerMixin) for record in records):
+        readers = [record for record in records if isinstance(record, AccessTrackerMixin)]
+        if not readers:
             return 0
-        client = get_client()
+        client = shared_client(type(record)._meta for record in readers)
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             ObservationProtocol.queue_read(pipe, records, now)
             return sum(pipe.execute())
@@ -237,7 +238,8 @@ class ObservationProtocol:
         outcomes = outcomes_for(records, outcome_map)
         if not records:
             return {}
-        client = get_client()
+        closing = any(OUTCOME_EFFECTS[outcome].closes_proposal for outcome in outcomes)
+        client = shared_client([record._meta for record in records] + ([RecallProposal._meta] if closing else []))
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             call = _Call(pipe, time.time() if now is None else now, partition, [])
             for record, outcome in zip(records, outcomes):

@@ -18,6 +18,7 @@ by record id (priority records only), in the records' slot.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..model.base import RecordMixin
@@ -25,16 +26,17 @@ from ..model.batch import SaveBatch
 from ..model.codecs import finite_float
 from ..model.dbkey import DbKey
 from ..model.persistence import load_records
-from ..model.query import Query, query_method
+from ..model.query import Query
+from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryException
-from ..store.keys import KeySpace
+from ..store.keys import KeyKind, KeySpace
 from ..store.validation import integer
 
 __all__ = ["WriteFilterMixin", "top_by_priority", "PRIORITY_KIND"]
 
 #: Key kind of the per-partition priority index: ``<base>:wp``.
-PRIORITY_KIND = "wp"
+PRIORITY_KIND = KeyKind.PRIORITY
 
 
 def priority_key(keyspace: KeySpace) -> str:
@@ -51,6 +53,11 @@ class WriteFilterMixin(RecordMixin):
     write_filter_min_score: ClassVar[float] = 0.1
     #: At or above this score the record is in the partition's priority index.
     write_filter_priority_threshold: ClassVar[float] = 0.7
+
+    @classmethod
+    def query_methods(cls) -> Mapping[str, QueryMethod]:
+        """``query.top_by_priority(n)``: the priority records, highest filter score first."""
+        return {"top_by_priority": top_by_priority}
 
     def compute_filter_score(self) -> float:
         """How much this record deserves to be stored; override it (default 1.0: keep everything)."""
@@ -94,7 +101,6 @@ class WriteFilterMixin(RecordMixin):
             return score
 
 
-@query_method
 def top_by_priority(query: Query, n: int = 10) -> list[Any]:
     """The ``n`` priority records of the query's partition, highest filter score first.
 

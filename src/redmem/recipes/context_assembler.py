@@ -27,7 +27,6 @@ from ..fields.composite import signal_weights
 from ..model.base import Model
 from ..model.persistence import load_records
 from ..observation.protocol import ObservationProtocol
-from ..store.connection import settings
 from ..store.errors import ArgumentTypeError
 from ..store.keys import KeySpace
 from ..store.validation import subclass_of, timestamp
@@ -96,7 +95,7 @@ class ContextAssembler:
         self.model_class = subclass_of("model_class", model_class, Model, "a redmem Model class")
         if config is None:  # the counter is resolved here so that a DeprecationWarning points at the caller
             counter = options.pop("token_counter", None)
-            counter = resolve_counter(counter if counter is not None else settings().token_counter, stacklevel=3)
+            counter = resolve_counter(counter if counter is not None else model_class._meta.token_counter, stacklevel=3)
             config = AssemblerConfig(score_weights, token_counter=counter, **options)
         elif score_weights is not None or options:
             raise TypeError(

@@ -190,9 +190,8 @@ def ingest_conversation(
     for position, (turn, context, passage) in enumerate(texts):
         records.append(model(agent_id=agent_id, speaker=turn.speaker, content=turn.text, session=turn.session,
                              position=position, said_at=turn.said_at, context=context, passage=passage))
-    for field in model._meta.fields.values():
-        if isinstance(field, EmbeddingField):
-            field.embed_many(records)
+    for field in model._meta.fields_of(EmbeddingField):
+        field.embed_many(records)
     model.save_many(records)
     return records
 

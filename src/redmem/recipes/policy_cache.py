@@ -54,6 +54,7 @@ from ..observation.consumer import StreamConsumer
 from ..observation.events import CREATE, EventStreamMixin, StreamEvent
 from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
+from ..store.keys import KeyKind
 from ..store.validation import timestamp
 
 __all__ = [
@@ -330,7 +331,7 @@ class PolicyCache:
             return False
         event = decode_stored(PolicyEvent, raw)
         entry_key = DbKey(self.entry_space, PolicyEntry._meta.record_id(event))
-        next_index = self._q_key("pq", event["next_fingerprint"]) if event["next_fingerprint"] else None
+        next_index = self._q_key(KeyKind.POLICY_Q, event["next_fingerprint"]) if event["next_fingerprint"] else None
         pipe.watch(entry_key.redis_key, *([next_index] if next_index else []))
         stored = pipe.hgetall(entry_key.redis_key)
         best_next = pipe.zrevrange(next_index, 0, 0, withscores=True) if next_index else []
@@ -353,8 +354,8 @@ class PolicyCache:
             batch = SaveBatch(pipe, client, key.keyspace, key.record_id, entry, old)
             queue_record_write(batch, entry.validated_values())
             entry._saved_key = key
-        pipe.zadd(self._q_key("pq", entry.fingerprint), {entry.action: entry.q})
-        crystallised = self._q_key("pc", entry.fingerprint)
+        pipe.zadd(self._q_key(KeyKind.POLICY_Q, entry.fingerprint), {entry.action: entry.q})
+        crystallised = self._q_key(KeyKind.POLICY_CRYSTALLISED, entry.fingerprint)
         if entry.crystallised:
             pipe.zadd(crystallised, {entry.action: entry.q})
         else:
@@ -376,13 +377,13 @@ class PolicyCache:
                 batch.pipe.zadd(keys.amplitude(cycle.key), {batch.record_id: cycle.amplitude if on else 0.0})
 
     # -- reading ----------------------------------------------------------------------------------
-    def _q_key(self, kind: str, fingerprint: str) -> str:
+    def _q_key(self, kind: KeyKind, fingerprint: str) -> str:
         return self.entry_space.value_key(kind, "q", fingerprint)
 
     def best_action(self, state: Any, *, crystallised_only: bool = True) -> str | None:
         """The crystallised action with the highest Q in ``state`` (any action when not
         ``crystallised_only``), None when there is none: one ZREVRANGE."""
-        key = self._q_key("pc" if crystallised_only else "pq", state_fingerprint(state))
+        key = self._q_key(KeyKind.POLICY_CRYSTALLISED if crystallised_only else KeyKind.POLICY_Q, state_fingerprint(state))
         client = PolicyEntry._meta.client
         with server_errors(client):
             top = client.zrevrange(key, 0, 0)

@@ -179,7 +179,7 @@ class _Strengths:
 
 
 def _first(model: type[Model], kind: type) -> Any:
-    return next((f for f in model._meta.fields.values() if isinstance(f, kind)), None)
+    return next(iter(model._meta.fields_of(kind)), None)
 
 
 def _by_space(keys: Iterable[DbKey]) -> dict[KeySpace, list[DbKey]]:

@@ -106,10 +106,10 @@ class SubconsciousMemory:
         self.partition: dict[str, Any] = {partition[0]: agent_id}
         self.assembler = ContextAssembler(model, max_items=max_items, max_tokens=max_tokens, output_format=output_format)
         self.extractor = extractor if extractor is not None else HeuristicExtractor()
-        bm25 = next((f for f in model._meta.fields.values() if isinstance(f, BM25Field)), None)
+        bm25 = next(iter(model._meta.fields_of(BM25Field)), None)
         self.text_field = bm25.source if bm25 is not None else "content"
-        self.graph_field = next((f for f in model._meta.fields.values() if isinstance(f, CoOccurrenceField)), None)
-        self.id_field = next((n for n, f in model._meta.fields.items() if isinstance(f, AutoKeyField)), None)
+        self.graph_field = next(iter(model._meta.fields_of(CoOccurrenceField)), None)
+        self.id_field = next((f.name for f in model._meta.fields_of(AutoKeyField)), None)
 
     # -- before the model call ---------------------------------------------------------------------
     def inject_context(self, messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], AssemblyResult]:

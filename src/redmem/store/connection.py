@@ -36,6 +36,8 @@ __all__ = [
     "embedded_server",
     "get_client",
     "settings",
+    "checked_settings",
+    "SETTING_NAMES",
     "server_address",
     "server_errors",
     "reply_timeout",
@@ -54,9 +56,14 @@ BACKOFF_BASE = 0.125
 BACKOFF_CAP = 0.5
 
 
+#: The settings :func:`configure` changes, which a model's ``Meta`` may also set for that model.
+SETTING_NAMES = ("client", "key_prefix", "embedding_provider", "token_counter", "partition_registry")
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Library-wide defaults that models and recipes read when not told otherwise."""
+    """Library-wide defaults that models and recipes read when neither they nor the model's
+    ``Meta`` say otherwise."""
 
     client: Any = None
     key_prefix: str = "rm"
@@ -76,11 +83,10 @@ def settings() -> Settings:
     return _settings
 
 
-def configure(**options: Any) -> Settings:
-    """Change library-wide defaults: ``client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
-    ``partition_registry`` (keep the best-effort registry of partitions; see :mod:`redmem.model.registry`)."""
-    global _settings
-    unknown = set(options) - {"client", "key_prefix", "embedding_provider", "token_counter", "partition_registry"}
+def checked_settings(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` once checked as settings: ConfigurationError for an unknown name, a key prefix
+    that would break the key layout or a ``partition_registry`` that is not a bool."""
+    unknown = set(options) - set(SETTING_NAMES)
     if unknown:
         raise ConfigurationError(f"unknown redmem setting(s): {', '.join(sorted(unknown))}")
     if not isinstance(options.get("partition_registry", True), bool):
@@ -89,7 +95,17 @@ def configure(**options: Any) -> Settings:
         )
     if "key_prefix" in options:
         check_name(options["key_prefix"], "key_prefix")
-    _settings = replace(_settings, **options)
+    return options
+
+
+def configure(**options: Any) -> Settings:
+    """Change library-wide defaults: ``client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
+    ``partition_registry`` (keep the best-effort registry of partitions; see :mod:`redmem.model.registry`).
+
+    A model's ``Meta`` may set any of them for that model (and its subclasses) alone.
+    """
+    global _settings
+    _settings = replace(_settings, **checked_settings(options))
     return _settings
 
 

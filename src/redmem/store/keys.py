@@ -7,18 +7,20 @@ Layout::
 ``<partition>`` is the escaped value of the model's partition field(s) joined by ``:``; models
 without a partition use the fixed tag ``{%g}`` (one slot for the whole model). Escaping is
 percent-encoding of the bytes that carry meaning in a key name, so it is injective: no user
-value can leave its slot, collide with another key or act as a glob pattern.
+value can leave its slot, collide with another key or act as a glob pattern. Every ``<kind>``
+the library writes is one member of :class:`KeyKind`, so no two primitives can share one.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum, unique
 
 from .errors import ConfigurationError
 from .validation import utf8_text
 
-__all__ = ["escape", "unescape", "KeySpace", "GLOBAL_TAG", "EMPTY_VALUE"]
+__all__ = ["escape", "unescape", "KeySpace", "KeyKind", "GLOBAL_TAG", "EMPTY_VALUE"]
 
 #: Characters with a meaning in key names: hash tags, our separator, glob patterns, the escape.
 _SPECIAL = set("{}:*?[]\\%^")
@@ -28,6 +30,70 @@ _PLAIN_ASCII = re.compile(r"[^\x00-\x20\x7f" + re.escape("".join(sorted(_SPECIAL
 EMPTY_VALUE = "%_"
 #: Tag of keys that belong to no partition (unpartitioned models, model-wide registries).
 GLOBAL_TAG = "%g"
+
+
+@unique
+class KeyKind(StrEnum):
+    """Every kind of key: the part after the hash tag, ``<prefix>:<Model>:{<tag>}:<kind>[:...]``.
+
+    One table for the whole library (``@unique``: a kind cannot be taken twice); each module
+    builds its keys from its member, e.g. ``space.key(KeyKind.CONFIDENCE, field_name)``.
+    """
+
+    #: hash: one record's fields (``r:<record id>``)
+    RECORD = "r"
+    #: sorted set: every record id of the partition, all scores 0
+    ALL_RECORDS = "all"
+    #: sorted set: a SortedField's index (``z:<field>``)
+    SORTED = "z"
+    #: set: ids of the records carrying a tag (``t:<field>:<tag>``)
+    TAG = "t"
+    #: set: ids of the records whose key field holds a value (``k:<field>:<value>``)
+    KEY_VALUE = "k"
+    #: set: the partition registry of a partitioned model (under ``{%g}``)
+    PARTITIONS = "partitions"
+    #: string: the stored reply of one write, so a resent write is applied once (``op:<uuid>``)
+    OPERATION = "op"
+    #: sorted sets: a DecayingSortedField's times, base scores and order keys (``d:<field>:<part>``)
+    DECAY = "d"
+    #: sorted sets: a CyclicDecayField's indexes (``y:<field>:<part>``)
+    CYCLIC = "y"
+    #: sorted set: a ConfidenceField's confidence by record id (``cf:<field>``)
+    CONFIDENCE = "cf"
+    #: hash and sorted sets: a CoOccurrenceField's graph (``co:<field>:w|adj|in``)
+    GRAPH = "co"
+    #: sorted sets, hashes: a BM25Field's postings and statistics (``b:<field>:<version>:<part>``)
+    BM25 = "b"
+    #: hash and stream: an EmbeddingField's vectors and change log (``v:<field>[:<part>]``)
+    VECTOR = "v"
+    #: string (bitmap): an ExistenceFilter (``bf:<field>``)
+    BLOOM = "bf"
+    #: string (BITFIELD): a FrequencySketch (``cm:<field>``)
+    SKETCH = "cm"
+    #: sorted set: WriteFilterMixin's priority records by filter score
+    PRIORITY = "wp"
+    #: list: AccessTrackerMixin's staged read times (``as:<record id>``)
+    STAGED_READS = "as"
+    #: string: how many reads of a record are staged (``asc:<record id>``)
+    STAGED_COUNT = "asc"
+    #: list: AccessTrackerMixin's confirmed access times (``al:<record id>``)
+    ACCESS_LOG = "al"
+    #: stream: EventStreamMixin's events
+    EVENTS = "ev"
+    #: hash: a record's open prediction (``pr:<record id>``)
+    PREDICTION = "pr"
+    #: sorted set: PredictionLedgerMixin's resolved errors by entry
+    PREDICTION_ERRORS = "pe"
+    #: sorted set: PredictionLedgerMixin's entries by resolution time
+    PREDICTION_TIMES = "pt"
+    #: hash: PredictionLedgerMixin's entry details (JSON)
+    PREDICTION_DETAILS = "ph"
+    #: sorted set: PolicyCache's Q of every action of a state (``pq:q:<fingerprint>``)
+    POLICY_Q = "pq"
+    #: sorted set: PolicyCache's Q of the crystallised actions of a state (``pc:q:<fingerprint>``)
+    POLICY_CRYSTALLISED = "pc"
+    #: set: ids of the memories the ``redmem demo`` command created
+    DEMO_RUN = "demo-run"
 
 
 def _needs_escape(char: str) -> bool:
@@ -111,8 +177,8 @@ class KeySpace:
 
     def record(self, record_id: str) -> str:
         """The hash holding one record, ``record_id`` being its escaped key values."""
-        return f"{self.base}:r:{record_id}" if record_id else f"{self.base}:r"
+        return f"{self.base}:{KeyKind.RECORD}:{record_id}" if record_id else f"{self.base}:{KeyKind.RECORD}"
 
-    def value_key(self, kind: str, field: str, value: str) -> str:
+    def value_key(self, kind: KeyKind, field: str, value: str) -> str:
         """A per-value index key, e.g. the set of records whose tag field holds ``value``."""
         return f"{self.base}:{kind}:{field}:{escape(value)}"

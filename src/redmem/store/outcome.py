@@ -31,6 +31,7 @@ from redis.exceptions import ClusterError
 
 from .connection import server_address
 from .errors import WriteOutcomeUnknown
+from .keys import KeyKind
 
 __all__ = ["OP_TTL_SECONDS", "LOST_REPLY", "operation_key", "guarded_source", "unknown_outcome"]
 
@@ -61,7 +62,7 @@ def operation_key(first_key: str) -> str:
     start = first_key.find("{")
     end = first_key.find("}", start + 1) if start >= 0 else -1
     head = first_key[: end + 1] if end > start + 1 else "{" + first_key + "}"
-    return f"{head}:op:{uuid.uuid4().hex}"
+    return f"{head}:{KeyKind.OPERATION}:{uuid.uuid4().hex}"
 
 
 def guarded_source(source: bytes) -> bytes:
