@@ -61,13 +61,8 @@ from ..store.scripts import ScriptCall
 from ..store.validation import finite_number, non_negative_int
 from .confidence import ConfidenceField
 from .cyclic import CyclicDecayField, cycle_weight
-from .decay import (
-    MODULATION_STRENGTH,
-    SELECTION_EPS,
-    DecayingSortedField,
-    best_first,
-    epoch_seconds,
-)
+from .decay import MODULATION_STRENGTH, DecayingSortedField
+from .scoring import SELECTION_EPS, best_first, epoch_seconds
 from .search import partition_of
 
 if TYPE_CHECKING:
