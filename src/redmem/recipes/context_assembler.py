@@ -64,7 +64,7 @@ class ContextAssembler:
     default) or ``"convex"`` (a convex combination of each list's scores divided by its best,
     :func:`~redmem.context.fusion.convex_fusion`). ``fusion_weights`` fixes the weight of each
     list (``keyword``, ``vector``, ``graph``, ``composite``; a list not named weighs 1) for every
-    query; None (the default) takes :func:`~redmem.context.fusion.query_adaptive_weights` of
+    query; None (the default) takes :func:`~redmem.context.query_weights.query_adaptive_weights` of
     the query text in hybrid mode and weighs every list 1 in the other modes.
 
     Every option is checked here, not at the first query that needs it; each error names the
