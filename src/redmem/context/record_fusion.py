@@ -12,7 +12,7 @@ from typing import Any
 
 from ..fields.bm25 import SearchResult
 from ..model.dbkey import DbKey
-from ..model.persistence import load_records
+from ..model.loading import load_records
 from ..model.query import Query, query_method
 from ..store.errors import QueryException
 from .fusion import RRF_K, distinct_ranks, reciprocal_rank_fusion

@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.indexed import SortedField
-from ..model.persistence import ALL_RECORDS, load_records
+from ..model.loading import load_records
+from ..model.persistence import ALL_RECORDS
 from ..model.query import Query, query_method
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryException

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.persistence import load_records
+from ..model.loading import load_records
 from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeySpace, escape, unescape

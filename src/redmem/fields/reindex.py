@@ -27,7 +27,8 @@ from redis.exceptions import WatchError
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.persistence import ALL_RECORDS, MAX_ATTEMPTS, decode_stored, instance_from_stored
+from ..model.loading import decode_stored, instance_from_stored
+from ..model.persistence import ALL_RECORDS, MAX_ATTEMPTS
 from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
 from ..store.keys import KeySpace

@@ -24,7 +24,7 @@ from ..context.retrieval import Capabilities, PullPlan, check_fusion, first_roun
 from ..context.tokens import resolve_counter
 from ..fields.composite import signal_weights
 from ..model.base import Model
-from ..model.persistence import load_records
+from ..model.loading import load_records
 from ..observation.protocol import ObservationProtocol
 from ..store.connection import settings
 from ..store.errors import QueryException, ValidationError

@@ -49,7 +49,8 @@ from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..model.fields import BooleanField, FloatField, IntField, ListField, StringField
 from ..model.indexed import AutoKeyField, KeyField, SortedField
-from ..model.persistence import MAX_ATTEMPTS, decode_stored, queue_new_record, queue_record_write
+from ..model.loading import decode_stored
+from ..model.persistence import MAX_ATTEMPTS, queue_new_record, queue_record_write
 from ..observation.consumer import StreamConsumer
 from ..observation.events import CREATE, EventStreamMixin, StreamEvent
 from ..store.connection import server_errors
