@@ -16,6 +16,7 @@ from redis.exceptions import WatchError
 from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
 from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
+from ..store.watch import MAX_ATTEMPTS
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
@@ -36,12 +37,9 @@ __all__ = [
     "checked_values",
     "queue_fields_save_many",
     "ALL_RECORDS",
-    "MAX_ATTEMPTS",
     "LOST_REPLY_REBUILDS",
 ]
 
-#: How often a write is rebuilt after losing a WATCH race before giving up.
-MAX_ATTEMPTS = 20
 #: A write rebuilt this many times in a row after its EXEC's reply was lost reports its outcome unknown.
 LOST_REPLY_REBUILDS = 3
 ALL_RECORDS = "all"

@@ -50,12 +50,13 @@ from ..model.dbkey import DbKey
 from ..model.fields import BooleanField, FloatField, IntField, ListField, StringField
 from ..model.indexed import AutoKeyField, KeyField, SortedField
 from ..model.loading import decode_stored
-from ..model.persistence import MAX_ATTEMPTS, queue_new_record, queue_record_write
+from ..model.persistence import queue_new_record, queue_record_write
 from ..observation.consumer import StreamConsumer
 from ..observation.events import CREATE, EventStreamMixin, StreamEvent
 from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
 from ..store.validation import timestamp
+from ..store.watch import MAX_ATTEMPTS
 
 __all__ = [
     "PolicyCache", "PolicyRules", "PolicyEvent", "PolicyEntry", "state_fingerprint",
