@@ -34,7 +34,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
 from ..store.errors import ValidationError
-from ..store.validation import finite_number, non_negative_int, positive_int
+from ..store.validation import finite_number, is_finite_number, non_negative_int, positive_int
 
 __all__ = [
     "reciprocal_rank_fusion",
@@ -64,7 +64,7 @@ def reciprocal_rank_fusion(
     Ties keep first-seen order. ``limit`` None returns every id. Raises ValidationError for
     k <= 0, a negative or non-finite weight, or a negative limit.
     """
-    if isinstance(k, bool) or not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+    if not (is_finite_number(k) and k > 0):
         raise ValidationError(f"k must be a finite number > 0, not {k!r}")
     _check_limit(limit)
     weights = checked_weights(weights)
@@ -132,7 +132,7 @@ def _first_scores(name: str, pairs: Sequence[tuple[K, float]]) -> dict[K, float]
     """``{id: score}`` of one scored list, each id at its first score, negative scores as 0."""
     scores: dict[K, float] = {}
     for item, score in pairs:
-        if isinstance(score, bool) or not (isinstance(score, (int, float)) and math.isfinite(score)):
+        if not is_finite_number(score):
             raise ValidationError(f"score of {item!r} in list {name!r} must be a finite number, not {score!r}")
         scores.setdefault(item, max(float(score), 0.0))
     return scores

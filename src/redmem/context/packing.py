@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias, cast
 
+from ..store.validation import is_int
+
 __all__ = ["Budget", "Packed", "pack", "STRATEGIES", "Costs"]
 
 #: Token costs in rank order, or ``cost(index, position)`` when an item's cost depends on the
@@ -30,7 +32,7 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("max_items", "max_tokens"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            if value is not None and (not is_int(value) or value < 0):
                 raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
 
 

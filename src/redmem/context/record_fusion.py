@@ -15,6 +15,7 @@ from ..model.dbkey import DbKey
 from ..model.loading import load_records
 from ..model.query import Query, query_method
 from ..store.errors import QueryException
+from ..store.validation import is_int_or_float
 from .fusion import RRF_K, distinct_ranks, reciprocal_rank_fusion
 
 __all__ = ["fuse"]
@@ -28,7 +29,7 @@ def _unscored(item: Any) -> Any:
     """The item of an ``(item, score)`` pair (as Popoto's ``fuse`` and BM25 search give them), else ``item``."""
     if isinstance(item, (tuple, list)) and len(item) == 2:
         score = item[1]
-        if not isinstance(score, bool) and isinstance(score, (int, float)):
+        if is_int_or_float(score):
             return item[0]
     return item
 
