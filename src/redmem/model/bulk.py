@@ -37,7 +37,7 @@ def save_many(model: type[Model], instances: list[Any], chunk_size: int = 1000) 
     Every record is checked and embedded before the first write (each field's ``before_save``,
     batched per field, then validation), so an invalid record or a failing embedding provider
     raises with nothing stored. Then each chunk of one partition is one atomic MULTI/EXEC (all
-    or nothing) that writes each index key once (:func:`queue_new_records`); a server failure
+    or nothing) that writes each index key once (:func:`~redmem.model.persistence.queue_new_records`); a server failure
     midway leaves the chunks before it stored. Returns how many were saved.
     """
     chunk_size = positive_int("chunk_size", chunk_size)
