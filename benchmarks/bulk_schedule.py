@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bulk_schedule.py            # writes results/bulk_schedule.{json,md}
 
 ``save_many`` sends one MULTI/EXEC per chunk and builds the next chunk while the server runs
-the one before (redmem.model.persistence). The first chunk is ``chunk_size / start`` records
+the one before (redmem.model.bulk). The first chunk is ``chunk_size / start`` records
 and each next one ``growth`` times larger, up to ``chunk_size`` (1000); the library mirrors the
 sizes at the end ("both ends"), the alternative measured here grows only ("rising"). A small
 first chunk lets the server start early, a small last one leaves little unoverlapped at the
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
 from common import machine, synthetic_texts, write_json
-from redmem.model import persistence
+from redmem.model import bulk
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import memory_model
 
@@ -37,24 +37,24 @@ from redmem_driver import memory_model
 SCHEDULES = [(16, 1.5, "both ends"), (8, 1.5, "both ends"), (8, 2.0, "both ends"), (16, 1.25, "both ends"),
              (16, 1.5, "rising"), (8, 1.5, "rising"), (8, 2.0, "rising"), (4, 1.5, "rising")]
 CASES = [(1000, 200), (10000, 2000)]
-DEFAULT = (persistence.CHUNK_START, persistence.CHUNK_GROWTH, "both ends")
+DEFAULT = (bulk.CHUNK_START, bulk.CHUNK_GROWTH, "both ends")
 
 
 def rising(records: list[Any], chunk_size: int) -> list[list[Any]]:
     """The library's chunks without the mirrored end: sizes only grow, up to ``chunk_size``."""
-    chunks, start, size = [], 0, max(1.0, chunk_size / persistence.CHUNK_START)
+    chunks, start, size = [], 0, max(1.0, chunk_size / bulk.CHUNK_START)
     while start < len(records):
         chunks.append(records[start : start + int(size)])
         start += int(size)
-        size = min(size * persistence.CHUNK_GROWTH, chunk_size)
+        size = min(size * bulk.CHUNK_GROWTH, chunk_size)
     return chunks
 
 
 def run(total: int, single: int, schedule: tuple[int, float, str]) -> float:
     """Bulk memories/s of one save_many after ``single`` saves, with ``schedule`` (in this process)."""
-    persistence.CHUNK_START, persistence.CHUNK_GROWTH, shape = schedule
+    bulk.CHUNK_START, bulk.CHUNK_GROWTH, shape = schedule
     if shape == "rising":
-        persistence._chunks = rising
+        bulk._chunks = rising
     with EmbeddedServer() as server:
         redmem.connect(server.url)
         model = memory_model("BulkSchedule")

@@ -45,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import redmem
 from common import machine, median_of, summary, synthetic_queries, synthetic_texts, write_json
 from popoto_bridge import PopotoProcess
-from redmem.store.embedded import EmbeddedCluster, EmbeddedServer
+from redmem.store.embedded import EmbeddedServer
+from redmem.store.embedded_cluster import EmbeddedCluster
 from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model
 
 log = logging.getLogger("benchmarks.latency")

@@ -11,7 +11,8 @@ import redis
 from hypothesis import settings as hypothesis_settings
 
 import redmem
-from redmem.store.embedded import EmbeddedCluster, EmbeddedServer
+from redmem.store.embedded import EmbeddedServer
+from redmem.store.embedded_cluster import EmbeddedCluster
 
 _prefixes = itertools.count(1)
 

@@ -26,11 +26,11 @@ from redmem import (
 from redmem.fields import ConfidenceField, DecayingSortedField
 from redmem.fields.decay import (
     confidence_modulation,
-    epoch_seconds,
     exponential_decay,
     exponential_order_key,
     power_decay,
 )
+from redmem.fields.scoring import epoch_seconds
 from redmem.model.field import Field
 
 DAY = 86400.0

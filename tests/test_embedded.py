@@ -1,4 +1,5 @@
-"""Real-server tests of redmem.store.embedded: single servers, the parent-death guarantee, the cluster."""
+"""Real-server tests of redmem.store.embedded (single servers, the parent-death guarantee) and
+redmem.store.embedded_cluster (the cluster)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
-from redmem.store import embedded
-from redmem.store.embedded import (
-    CLUSTER_SLOTS,
-    EmbeddedCluster,
-    EmbeddedServer,
-    find_server_binary,
-)
+from redmem.store import embedded, embedded_cluster
+from redmem.store.embedded import EmbeddedServer, find_server_binary
+from redmem.store.embedded_cluster import CLUSTER_SLOTS, EmbeddedCluster
 from redmem.store.errors import ConfigurationError
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -258,7 +255,7 @@ def test_nothing_found_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch,
 
 @given(st.integers(min_value=1, max_value=300))
 def test_slot_ranges_cover_every_slot_once(masters: int) -> None:
-    ranges = embedded._slot_ranges(masters)
+    ranges = embedded_cluster._slot_ranges(masters)
     assert len(ranges) == masters
     assert ranges[0][0] == 0 and ranges[-1][1] == CLUSTER_SLOTS - 1
     assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))
@@ -269,8 +266,8 @@ def test_slot_ranges_cover_every_slot_once(masters: int) -> None:
 def test_addslots_fallback_assigns_in_chunks() -> None:
     """The Redis 6.2 path (no ADDSLOTSRANGE), run on whatever server is here."""
     with EmbeddedServer(unix_socket=False, cluster=True) as node, node.client() as client:
-        embedded._add_slots_chunked(client, 100, 2600)
-        info = embedded._cluster_info(client)
+        embedded_cluster._add_slots_chunked(client, 100, 2600)
+        info = embedded_cluster._cluster_info(client)
         assert info["cluster_slots_assigned"] == "2501"
 
 
@@ -291,7 +288,7 @@ def test_cluster_is_ok_with_three_masters(cluster: EmbeddedCluster) -> None:
     assert len(cluster.servers) == 3
     for server in cluster.servers:
         with server.client(decode_responses=True) as client:
-            info = embedded._cluster_info(client)
+            info = embedded_cluster._cluster_info(client)
             assert info["cluster_state"] == "ok"
             assert info["cluster_known_nodes"] == "3"
             assert info["cluster_size"] == "3"

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem import AutoKeyField, BM25Field, KeyField, Model, QueryException, StringField, ValidationError
-from redmem.context.fusion import convex_fusion, distinct_ranks, query_adaptive_weights, reciprocal_rank_fusion
+from redmem.context.fusion import convex_fusion, distinct_ranks, reciprocal_rank_fusion
+from redmem.context.query_weights import query_adaptive_weights
 from redmem.model.dbkey import DbKey
 
 

@@ -14,19 +14,9 @@ from hypothesis import strategies as st
 
 from conftest import all_keys
 from redmem import ObservationProtocol, ValidationError
-from redmem.recipes.policy_cache import (
-    PolicyCache,
-    PolicyEntry,
-    PolicyEvent,
-    PolicyRules,
-    chi_square_sf,
-    chi_square_statistic,
-    fold_event,
-    state_fingerprint,
-    td_update,
-    timing_peak,
-    wilson_lower_bound,
-)
+from redmem.recipes.policy_cache import PolicyCache
+from redmem.recipes.policy_models import PolicyEntry, PolicyEvent, PolicyRules, fold_event, state_fingerprint
+from redmem.recipes.policy_stats import chi_square_sf, chi_square_statistic, td_update, timing_peak, wilson_lower_bound
 
 DAY, HOUR = 86400.0, 3600.0
 MONDAY = 20_255 * DAY  # 2025-06-16, a Monday, 00:00 UTC

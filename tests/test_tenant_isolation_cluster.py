@@ -11,7 +11,7 @@ import pytest
 import redmem
 from redmem import AutoKeyField, FloatField, KeyField, Model, RedmemError, SortedField, StringField
 from redmem.store.connection import settings
-from redmem.store.embedded import EmbeddedCluster
+from redmem.store.embedded_cluster import EmbeddedCluster
 from redmem.store.errors import ServerUnavailable
 
 pytestmark = pytest.mark.cluster

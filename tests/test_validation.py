@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -42,8 +43,15 @@ from redmem import (
 )
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.validation import (
+    finite,
     finite_number,
+    instance_of,
     integer,
+    is_finite_number,
+    is_int,
+    is_int_or_float,
+    is_integral,
+    is_real,
     non_negative_int,
     one_of,
     positive_int,
@@ -110,6 +118,21 @@ def test_the_error_types_are_redmem_errors_and_the_builtins_they_replace():
     assert issubclass(ValidationError, RedmemError) and issubclass(ValidationError, ValueError)
     assert issubclass(QueryArgumentError, QueryException) and issubclass(QueryArgumentError, ValueError)
     assert issubclass(QueryArgumentTypeError, QueryArgumentError) and issubclass(QueryArgumentTypeError, TypeError)
+
+
+def test_kind_checks_take_no_bool_for_a_number():
+    assert [check(True) or check(False) for check in (is_int, is_integral, is_real, is_int_or_float, is_finite_number)] == [False] * 5
+    assert is_int(3) and not is_int(np.int64(3)) and is_integral(np.int64(3)) and not is_integral(3.0)
+    assert is_real(Fraction(1, 3)) and not is_int_or_float(Fraction(1, 3)) and is_int_or_float(np.float64(0.5))
+    assert is_int_or_float(math.inf) and not is_finite_number(math.inf) and not is_finite_number(math.nan)
+    assert not is_real("1") and not is_real(None)
+
+
+def test_instance_of_composes():
+    record_name = instance_of(str, int)
+    assert record_name("k") and record_name(7) and not record_name(True) and not record_name(b"k")
+    assert instance_of(bool, exclude=())(True) and not instance_of(int, exclude=(bool,))(True)
+    assert finite(instance_of(float))(0.5) and not finite(instance_of(float))(math.nan) and not finite(instance_of(float))(1)
 
 
 @pytest.mark.parametrize(("value", "error"), [

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store.errors import ValidationError
+from ..store.validation import is_int_or_float
 
 __all__ = ["Turn", "Question", "Conversation", "parse_conversation", "read_conversation", "from_lines"]
 
@@ -78,7 +79,7 @@ def _turn(raw: Any, session: dict[str, Any], where: str, at: datetime) -> Turn:
     if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not raw["text"].strip():
         raise ValidationError(f"{where}: a turn is an object with a non-empty \"text\"")
     importance = raw.get("importance", 1.0)
-    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or importance < 0:
+    if not is_int_or_float(importance) or importance < 0:
         raise ValidationError(f"{where}: importance must be a number >= 0, got {importance!r}")
     speaker = raw.get("speaker")
     return Turn(

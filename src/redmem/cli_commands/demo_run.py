@@ -8,7 +8,7 @@ a run that dies half-way still leaves every memory it saved listed.
 from __future__ import annotations
 
 from ..model.dbkey import DbKey
-from ..model.persistence import load_records
+from ..model.loading import load_records
 from ..store.connection import server_errors
 from ..store.errors import ConfigurationError
 from ..store.keys import KeyKind

@@ -24,7 +24,8 @@ from ..fields.cooccurrence import CoOccurrenceField
 from ..fields.cyclic import CyclicDecayField
 from ..fields.decay import DecayingSortedField
 from ..model.dbkey import DbKey
-from ..model.persistence import ALL_RECORDS, load_records
+from ..model.loading import load_records
+from ..model.persistence import ALL_RECORDS
 from ..observation.access import AccessTrackerMixin
 from ..observation.proposals import RecallProposal
 from ..store.connection import server_errors

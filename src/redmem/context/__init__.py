@@ -1,7 +1,9 @@
 """Pipeline stages shared by the recipes: candidates, fusion, packing, rendering, token counting."""
 
-from .fusion import convex_fusion, fuse, query_adaptive_weights, reciprocal_rank_fusion
+from .fusion import convex_fusion, reciprocal_rank_fusion
 from .packing import Budget, Packed, pack
+from .query_weights import query_adaptive_weights
+from .record_fusion import fuse
 from .rendering import FORMATS, compose, record_view, render_slice
 from .token_estimate import estimate_tokens
 from .tokens import TokenCounter, exact_counter, resolve_counter

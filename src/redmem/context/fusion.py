@@ -1,4 +1,4 @@
-"""List fusion: weighted reciprocal rank fusion (RRF), convex score fusion, query-adaptive list weights.
+"""List fusion: weighted reciprocal rank fusion (RRF) and convex score fusion, pure functions.
 
 Reciprocal rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009) scores each item of the union
 of several ranked lists as
@@ -22,33 +22,26 @@ An item missing from a list that was cut at its search limit takes that list's l
 (the most it can have scored there, as unseen objects are bounded in Fagin's threshold
 algorithm); missing from a list that ended before its limit, it scored 0.
 
-The pure functions here do no I/O; ``Model.query.filter(...).fuse(...)`` applies RRF to records.
+The functions here do no I/O; ``Model.query.filter(...).fuse(...)``
+(:mod:`~redmem.context.record_fusion`) applies RRF to records, and
+:func:`~redmem.context.query_weights.query_adaptive_weights` weighs the lists for a query.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from ..fields.bm25 import SearchResult
-from ..model.dbkey import DbKey
-from ..model.persistence import load_records
-from ..model.query import Query
-from ..model.query_methods import every_model_query
-from ..store.errors import QueryException, ValidationError
-from ..store.validation import finite_number, non_negative_int, positive_int
+from ..store.errors import ValidationError
+from ..store.validation import finite_number, is_finite_number, non_negative_int, positive_int
 
 __all__ = [
     "reciprocal_rank_fusion",
     "convex_fusion",
     "checked_weights",
     "distinct_ranks",
-    "query_adaptive_weights",
-    "fuse",
     "RRF_K",
-    "FIRST_PERSON",
 ]
 
 #: An item being ranked: a record key, a record id, anything hashable.
@@ -56,16 +49,6 @@ K = TypeVar("K", bound=Hashable)
 
 #: The RRF constant of Cormack et al. (2009), also popoto's ContextAssembler's.
 RRF_K = 60
-#: Words that make a query first-person (about the user's own memories).
-FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
-
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-_QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|(?<!\w)'[^']+'(?!\w)")
-_MONTHS_AND_DAYS = re.compile(
-    r"\b(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
-    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?|"
-    r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
-)
 
 
 def reciprocal_rank_fusion(
@@ -81,7 +64,7 @@ def reciprocal_rank_fusion(
     Ties keep first-seen order. ``limit`` None returns every id. Raises ValidationError for
     k <= 0, a negative or non-finite weight, or a negative limit.
     """
-    if isinstance(k, bool) or not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+    if not (is_finite_number(k) and k > 0):
         raise ValidationError(f"k must be a finite number > 0, not {k!r}")
     _check_limit(limit)
     weights = checked_weights(weights)
@@ -149,7 +132,7 @@ def _first_scores(name: str, pairs: Sequence[tuple[K, float]]) -> dict[K, float]
     """``{id: score}`` of one scored list, each id at its first score, negative scores as 0."""
     scores: dict[K, float] = {}
     for item, score in pairs:
-        if isinstance(score, bool) or not (isinstance(score, (int, float)) and math.isfinite(score)):
+        if not is_finite_number(score):
             raise ValidationError(f"score of {item!r} in list {name!r} must be a finite number, not {score!r}")
         scores.setdefault(item, max(float(score), 0.0))
     return scores
@@ -172,124 +155,3 @@ def distinct_ranks(items: Sequence[K]) -> dict[K, int]:
     for item in items:
         ranks.setdefault(item, len(ranks) + 1)
     return ranks
-
-
-def _capitalised_after_start(text: str) -> bool:
-    """True when a word other than a sentence's first starts with a capital letter."""
-    previous_end = None
-    for match in _WORD.finditer(text):
-        initial = previous_end is None or any(c in ".!?" for c in text[previous_end : match.start()])
-        if not initial and match.group()[0].isupper():
-            return True
-        previous_end = match.end()
-    return False
-
-
-def query_adaptive_weights(query_text: str) -> dict[str, float]:
-    """Weights of the ``keyword``, ``vector`` and ``graph`` lists for one query.
-
-    - first-person (I, me, my, we, our, ...): keyword 1, vector 1 — personal recall is often
-      paraphrased, so the semantic list helps (a pronoun written in capitals, "US", is an
-      acronym unless the whole query is);
-    - else a quoted span, a number, a date (digits, month or weekday name) or a capitalised
-      word that does not start a sentence: keyword 1, vector 0 — exact tokens (names, ids,
-      figures) are what lexical search finds and embeddings blur;
-    - else keyword 1, vector 1.
-
-    The graph list always weighs 1. Rule as in popoto's ContextAssembler.
-    """
-    shouted = query_text.isupper()
-    if any(_first_person(word, shouted) for word in _WORD.findall(query_text)):
-        return {"keyword": 1.0, "vector": 1.0, "graph": 1.0}
-    specific = (
-        bool(_QUOTED.search(query_text))
-        or any(ch.isdigit() for ch in query_text)
-        or bool(_MONTHS_AND_DAYS.search(query_text))
-        or _capitalised_after_start(query_text)
-    )
-    return {"keyword": 1.0, "vector": 0.0 if specific else 1.0, "graph": 1.0}
-
-
-def _first_person(word: str, shouted: bool) -> bool:
-    """A first-person pronoun, not an acronym spelled like one ("US" the country, in a query not
-    written all in capitals)."""
-    return word.lower() in FIRST_PERSON and (shouted or len(word) == 1 or not word.isupper())
-
-
-#: What a list given to ``fuse`` may hold (quoted in error messages).
-FUSABLE = "records, Redis keys, DbKeys or record ids, each alone or as an (item, score) pair"
-
-
-def _unscored(item: Any) -> Any:
-    """The item of an ``(item, score)`` pair (as Popoto's ``fuse`` and BM25 search give them), else ``item``."""
-    if isinstance(item, (tuple, list)) and len(item) == 2:
-        score = item[1]
-        if not isinstance(score, bool) and isinstance(score, (int, float)):
-            return item[0]
-    return item
-
-
-def _identity(query: Query, item: Any) -> DbKey:
-    """The DbKey of a record, a DbKey, a Redis key (``db_key.redis_key``) or a record id (of the
-    query's partition); QueryException for a Redis key of another model."""
-    if isinstance(item, bytes):
-        item = item.decode()
-    if isinstance(item, DbKey):
-        return item
-    if isinstance(item, str):
-        parsed = DbKey.parse(item)
-        if parsed is None:
-            return DbKey(query.partition(), item)
-        space = query.partition()
-        if (parsed.keyspace.prefix, parsed.keyspace.model) != (space.prefix, space.model):
-            raise QueryException(f"fuse() on {query.model.__name__} got {item!r}, the key of another model's record")
-        return parsed
-    saved: DbKey | None = getattr(item, "_saved_key", None)
-    if saved is None:
-        raise QueryException(f"fuse() ranks {FUSABLE}, not {item!r}")
-    return saved
-
-
-@every_model_query  # any model: ranked lists of any records
-def fuse(
-    query: Query,
-    k: float = RRF_K,
-    limit: int = 10,
-    weights: Mapping[str, float] | None = None,
-    **ranked_lists: Sequence[Any],
-) -> list[Any]:
-    """Weighted RRF of named ranked lists of the query's partition.
-
-    ``Memory.query.filter(agent_id="a").fuse(keyword=bm25_hits, vector=vector_hits,
-    weights=query_adaptive_weights(text))``. A list holds records, DbKeys, record ids or Redis
-    keys (``db_key.redis_key``), each alone or as an ``(item, score)`` pair, best first (as
-    Popoto's ``fuse`` takes them; scores are ignored: RRF uses ranks), or is a BM25
-    ``SearchResult``. Items of another partition are left out (the tenant filter applies to fused
-    lists too). Returns records, best first, each with ``_rrf_score`` and ``_rrf_ranks`` ({list
-    name: 1-based rank}); records passed in are returned as they are, ids and keys are loaded in
-    one round trip (those with no stored record are dropped).
-    """
-    space = query.partition()
-    given: dict[DbKey, Any] = {}
-    keyed: dict[str, list[DbKey]] = {}
-    for name, items in ranked_lists.items():
-        keys = keyed[name] = []
-        for item in items.ranked if isinstance(items, SearchResult) else items:
-            item = _unscored(item)
-            key = _identity(query, item)
-            if key.keyspace == space:
-                keys.append(key)
-                if not isinstance(item, (str, bytes, DbKey)):
-                    given.setdefault(key, item)
-    fused = reciprocal_rank_fusion(keyed, k=k, weights=weights, limit=limit)
-    missing = [key for key, _ in fused if key not in given]
-    given.update((record._saved_key, record) for record in load_records(query.model, missing))
-    ranks = {name: distinct_ranks(keys) for name, keys in keyed.items()}
-    records = []
-    for key, score in fused:
-        record = given.get(key)
-        if record is not None:
-            record._rrf_score = score
-            record._rrf_ranks = {name: found[key] for name, found in ranks.items() if key in found}
-            records.append(record)
-    return records

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias, cast
 
+from ..store.validation import is_int
 from .rendering import LINE_FORMATS, frame_line
 
 __all__ = ["Budget", "Packed", "pack", "pack_slices", "STRATEGIES", "Costs"]
@@ -35,7 +36,7 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("max_items", "max_tokens"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            if value is not None and (not is_int(value) or value < 0):
                 raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
 
 

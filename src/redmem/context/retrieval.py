@@ -29,7 +29,8 @@ from ..store.keys import KeySpace
 from ..store.overlap import execute_while
 from ..store.scripts import ScriptCall, run_calls
 from .candidates import Candidate
-from .fusion import RRF_K, checked_weights, convex_fusion, query_adaptive_weights, reciprocal_rank_fusion
+from .fusion import RRF_K, checked_weights, convex_fusion, reciprocal_rank_fusion
+from .query_weights import query_adaptive_weights
 
 if TYPE_CHECKING:
     from ..model.base import Model

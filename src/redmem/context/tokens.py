@@ -38,7 +38,6 @@ import hashlib
 import importlib
 import importlib.resources
 import logging
-import numbers
 import os
 import re
 import tempfile
@@ -52,6 +51,7 @@ from typing import Any
 
 from redmem.context.token_estimate import estimate_tokens
 from redmem.store.errors import ConfigurationError
+from redmem.store.validation import is_integral
 
 __all__ = [
     "ENCODINGS",
@@ -280,7 +280,7 @@ class GuardedCounter:
             n = self.counter(text)
         except Exception as exc:  # any failure of user code falls back
             return self._fallback(text, f"raised {type(exc).__name__}: {exc}")
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        if not is_integral(n) or n < 0:
             return self._fallback(text, f"returned {n!r}, not a non-negative int")
         return int(n)
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
-from ..store.validation import non_negative_int
+from ..store.validation import is_finite_number, non_negative_int
 from ..text.analyzer import Analyzer, default_analyzer
 from .bm25_math import impact_unit
 from .search import hydrate, partition_of, pick_field
@@ -110,9 +109,9 @@ class BM25Field(Field[Any]):
         partition_by: str | tuple[str, ...] | None = None,
     ) -> None:
         super().__init__(str, partition_by=partition_by)
-        if not _finite(k1) or k1 <= 0:
+        if not is_finite_number(k1) or k1 <= 0:
             raise ModelException(f"BM25Field k1 must be a finite number > 0, got {k1!r}")
-        if not _finite(b) or not 0 <= b <= 1:
+        if not is_finite_number(b) or not 0 <= b <= 1:
             raise ModelException(f"BM25Field b must be in [0, 1], got {b!r}")
         if analyzer is not None and not isinstance(analyzer, Analyzer):
             raise ModelException(f"BM25Field analyzer must be a redmem.text.Analyzer, got {type(analyzer).__name__}")
@@ -259,10 +258,6 @@ def _entry(counts: Counter[str]) -> str:
 def _escaped(term: str) -> str:
     """A term as it appears in its posting list's key (terms repeat: escaping is memoised)."""
     return escape(term)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _version(source: str, k1: float, b: float, analyzer: Analyzer) -> str:

@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.indexed import SortedField
-from ..model.persistence import ALL_RECORDS, load_records
+from ..model.loading import load_records
+from ..model.persistence import ALL_RECORDS
 from ..model.query import Query
 from ..model.query_methods import every_model_query
 from ..store.connection import server_errors
@@ -62,13 +63,8 @@ from ..store.scripts import ScriptCall
 from ..store.validation import finite_number, non_negative_int
 from .confidence import ConfidenceField
 from .cyclic import CyclicDecayField, cycle_weight
-from .decay import (
-    MODULATION_STRENGTH,
-    SELECTION_EPS,
-    DecayingSortedField,
-    best_first,
-    epoch_seconds,
-)
+from .decay import MODULATION_STRENGTH, DecayingSortedField
+from .scoring import SELECTION_EPS, best_first, epoch_seconds
 from .search import partition_of
 
 if TYPE_CHECKING:

@@ -25,7 +25,6 @@ Where it lives in Redis (``<base>`` = ``<prefix>:<Model>:{<partition>}``):
 from __future__ import annotations
 
 import math
-from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 from ..model.dbkey import DbKey
@@ -34,7 +33,7 @@ from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script, run_script
-from ..store.validation import positive_int
+from ..store.validation import is_real, positive_int
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -51,7 +50,7 @@ _COUNTS = ("evidence_count", "corroborations", "contradictions")
 
 def validate_signal(signal: Any) -> float:
     """``signal`` as a float in [0, 1]; ValidationError for None, bools, non-numbers, NaN or out of range."""
-    if isinstance(signal, bool) or not isinstance(signal, Real):
+    if not is_real(signal):
         raise ValidationError(f"a confidence signal is a number in [0, 1], not {signal!r}")
     value = float(signal)
     if math.isnan(value) or not 0.0 <= value <= 1.0:
@@ -89,9 +88,7 @@ class ConfidenceField(Field[Any]):
         partition_by: str | tuple[str, ...] = (),
     ) -> None:
         super().__init__(partition_by=partition_by or None)
-        if isinstance(initial_confidence, bool) or not isinstance(initial_confidence, Real) or not (
-            0.0 <= initial_confidence <= 1.0
-        ):
+        if not is_real(initial_confidence) or not 0.0 <= initial_confidence <= 1.0:
             raise ModelException(f"initial_confidence must be a number in [0, 1], not {initial_confidence!r}")
         positive_int("evidence_cap", evidence_cap, error=ModelException)
         self.initial_confidence: float = float(initial_confidence)

@@ -28,17 +28,16 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from numbers import Real
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.persistence import load_records
+from ..model.loading import load_records
 from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape, unescape
 from ..store.scripts import ScriptCall, queue_script, run_script
-from ..store.validation import non_negative_int, positive_int, utf8_text
+from ..store.validation import is_real, non_negative_int, positive_int, utf8_text
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
@@ -124,7 +123,7 @@ def by_weight(weights: Mapping[str, float]) -> list[tuple[str, float]]:
 
 def _check(value: Any, name: str, low: float, high: float, *, open_low: bool = False) -> float:
     """``value`` as a float in [low, high] (or (low, high]); ValidationError otherwise."""
-    if isinstance(value, bool) or not isinstance(value, Real):
+    if not is_real(value):
         raise ValidationError(f"{name} must be a number, not {value!r}")
     number = float(value) + 0.0  # -0.0 becomes 0.0 (its rank would sort after every weight)
     if not (low < number if open_low else low <= number) or not number <= high:

@@ -36,15 +36,14 @@ from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
 from ..store.validation import finite_number, non_negative_int
-from .decay import (
-    SECONDS_PER_DAY,
+from .decay import SECONDS_PER_DAY, power_decay
+from .scoring import (
     base_score,
     best_first,
     check_base_field,
     declared_float,
     epoch_seconds,
     non_negative,
-    power_decay,
     run_or_queue,
     select_call,
     select_rows,

@@ -25,28 +25,35 @@ reading only the heads of the lists (``decay_select.lua``).
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
-from ..model.codecs import finite_float
-from ..model.dbkey import DbKey
 from ..model.field import MISSING, Field
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
-from ..store.errors import ModelException, QueryArgumentError, ValidationError
+from ..store.errors import ModelException, QueryArgumentError
 from ..store.keys import KeyKind, KeySpace
-from ..store.scripts import ScriptCall, queue_script, run_script
-from ..store.validation import integer, timestamp
+from ..store.scripts import run_script
+from ..store.validation import integer
+from .scoring import (
+    SELECTION_EPS,
+    base_score,
+    best_first,
+    check_base_field,
+    epoch_seconds,
+    non_negative,
+    rows_of,
+    run_or_queue,
+    select_candidates,
+    stamp,
+    stored_key,
+)
 from .search import hydrate, partition_of, pick_field
-
-if TYPE_CHECKING:
-    from ..model.base import Model
 
 __all__ = [
     "DecayingSortedField",
@@ -56,26 +63,14 @@ __all__ = [
     "confidence_modulation",
     "exponential_decay",
     "exponential_order_key",
-    "epoch_seconds",
 ]
 
 SECONDS_PER_DAY = 86400.0
 MIN_ELAPSED_DAYS = 0.01
 MODULATION_STRENGTH = 0.5
-#: Slack of the Lua candidate selection, relative to ``1 + |score|``: the Lua keeps every record
-#: that could rank within it, Python then ranks the candidates by the exact formulas below.
-SELECTION_EPS = 1e-9
 
 
 # -- formulas ----------------------------------------------------------------------------------
-def epoch_seconds(value: datetime | float | int | None = None, name: str = "as_of") -> float:
-    """Seconds since the epoch of a datetime (naive taken as UTC) or a finite number; now for None.
-
-    ``name`` is the argument's name in the error a bad value raises (see :func:`~redmem.store.validation.timestamp`).
-    """
-    return timestamp(name, value)
-
-
 def elapsed_days(last_updated: float, now: float) -> float:
     """``max((now - last_updated) / 86400, 0.01)``: a touch counts as at least 0.01 days old."""
     return max((now - last_updated) / SECONDS_PER_DAY, MIN_ELAPSED_DAYS)
@@ -109,7 +104,7 @@ def exponential_order_key(base: float, last_updated: float, half_life: float) ->
     return math.log(base) / math.log(2) + last_updated / half_life if base > 0 else -math.inf
 
 
-# -- fields that take part in modulation and in selection ----------------------------------------
+# -- the confidence that modulates the power curve --------------------------------------------
 @runtime_checkable
 class ConfidenceSource(Protocol):
     """What modulation needs of a confidence field: the zset of confidences (member = record id)
@@ -118,104 +113,6 @@ class ConfidenceSource(Protocol):
     initial_confidence: float
 
     def index_key(self, keyspace: KeySpace) -> str: ...
-
-
-def check_base_field(model: Any, name: str | None, label: str) -> None:
-    """A base score field must be a stored int or float field of the model."""
-    if name is None:
-        return
-    field = getattr(model, name, None)
-    if not isinstance(field, Field) or not field.stored or field.python_type not in (int, float):
-        raise ModelException(f"{label}: base_score_field {name!r} must name an int or float field")
-
-
-def base_score(instance: Any, name: str | None, label: str) -> float:
-    """The record's base score: its ``name`` field (None: 1.0); must be finite and >= 0.
-
-    A bad value raises ValidationError naming that field, the one the caller set (``label``,
-    the scoring field, is said second).
-    """
-    value = getattr(instance, name) if name else None
-    if value is None:
-        return 1.0
-    where = f"{type(instance).__name__}.{name} (the base score of {label})"
-    base = finite_float(value, where)
-    if base < 0:
-        raise ValidationError(f"{where} must be >= 0, got {base}")
-    return base
-
-
-def declared_float(value: Any, what: str) -> float:
-    """A declared parameter as a finite float, else ModelException."""
-    try:
-        return finite_float(value, what)
-    except ValidationError as exc:
-        raise ModelException(str(exc)) from exc
-
-
-def non_negative(value: Any, what: str) -> float:
-    """A declared parameter as a finite float >= 0, else ModelException."""
-    number = declared_float(value, what)
-    if number < 0:
-        raise ModelException(f"{what} must be >= 0, got {number}")
-    return number
-
-
-def run_or_queue(name: str, keys: list[str], args: list[Any], pipeline: Any, client: Any) -> Any:
-    """Run a script now and return its reply, or queue it on ``pipeline`` and return None."""
-    if pipeline is not None:
-        queue_script(pipeline, name, keys, args)
-        return None
-    with server_errors(client):
-        return run_script(name, keys, args, client)
-
-
-def stamp(key: DbKey, zsets: list[str], value: float, pipeline: Any, client: Any) -> bool | None:
-    """Set the record's score in ``zsets`` if it exists: True/False, or None when queued."""
-    reply = run_or_queue("decay_stamp", [key.redis_key, *zsets], [key.record_id, repr(value)], pipeline, client)
-    return None if pipeline is not None else bool(reply)
-
-
-def stored_key(instance: Model) -> DbKey:
-    """Where the record was loaded from or saved to (else where its key fields put it)."""
-    return instance._saved_key or instance.db_key
-
-
-# -- queries -------------------------------------------------------------------------------------
-Row = tuple[str, list[float | None]]
-
-
-def _rows(reply: list[Any], width: int) -> list[Row]:
-    """Parse ``{id, s1..s_width, id, ..}`` into (record id, floats or None)."""
-    rows = []
-    for i in range(0, len(reply), width + 1):
-        values = [float(raw) if raw else None for raw in reply[i + 1 : i + 1 + width]]
-        rows.append((reply[i].decode(), values))
-    return rows
-
-
-def select_call(keys: list[str], plan: dict[str, Any]) -> ScriptCall:
-    """The ``decay_select.lua`` call for ``plan`` (its reply goes to :func:`select_rows`)."""
-    return ScriptCall("decay_select", keys, [json.dumps({"eps": SELECTION_EPS, **plan})])
-
-
-def select_rows(reply: list[Any], keys: list[str]) -> list[Row]:
-    """Rows of a ``decay_select`` reply: (record id, one value per key)."""
-    return _rows(reply, len(keys))
-
-
-def select_candidates(client: Any, keys: list[str], plan: dict[str, Any]) -> list[Row]:
-    """Run ``decay_select.lua`` (one round trip): a superset of the answer, values per key."""
-    plan = {"eps": SELECTION_EPS, **plan}
-    with server_errors(client):
-        reply = run_script("decay_select", keys, [json.dumps(plan)], client)
-    return _rows(reply, len(keys))
-
-
-def best_first(scored: list[tuple[str, float]], n: int | None) -> list[tuple[str, float]]:
-    """Highest score first, ties by record id ascending, cut to ``n``."""
-    scored.sort(key=lambda pair: (-pair[1], pair[0]))
-    return scored if n is None else scored[:n]
 
 
 # -- the field -----------------------------------------------------------------------------------
@@ -378,7 +275,7 @@ class DecayingSortedField(Field[Any]):
             with server_errors(client):
                 args = [n, repr(SELECTION_EPS), repr(now / self.half_life)]
                 reply = run_script("decay_order", script_keys, args, client)
-            rows = _rows(reply, len(script_keys) - 1)
+            rows = rows_of(reply, len(script_keys) - 1)
         else:
             script_keys, plan = self._selection(space, keys, now, n)
             rows = select_candidates(client, script_keys, plan)

@@ -44,7 +44,7 @@ from ..embeddings.codec import DTYPES, digest, encode_stored, encode_vector, sto
 from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
 from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.persistence import instance_from_stored
+from ..model.loading import instance_from_stored
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors, settings

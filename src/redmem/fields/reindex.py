@@ -22,16 +22,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import WatchError
-
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.persistence import ALL_RECORDS, MAX_ATTEMPTS, decode_stored, instance_from_stored
+from ..model.loading import decode_stored, instance_from_stored
+from ..model.persistence import ALL_RECORDS
 from ..store.connection import server_errors
-from ..store.errors import ValidationError, WriteConflict
+from ..store.errors import ValidationError
 from ..store.keys import KeySpace
 from ..store.validation import positive_int
+from ..store.watch import MAX_ATTEMPTS, watched_transaction
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -101,22 +101,20 @@ def _pages(client: Any, space: KeySpace, size: int) -> Any:
 
 def _reindex_page(model: type[Model], keys: list[DbKey], fields: list[Field[Any]]) -> None:
     client = model._meta.client
-    with server_errors(client), client.pipeline(transaction=True) as pipe:
-        for _ in range(MAX_ATTEMPTS):
-            try:
-                pipe.watch(*(key.redis_key for key in keys))
-                batches = _read(model, client, pipe, keys, fields)
-                pipe.multi()
-                for batch in batches:
-                    batch.pipe = pipe
-                if batches:
-                    for field in fields:
-                        field.on_save_many(batches)
-                pipe.execute()
-                return
-            except WatchError:
-                continue
-    raise WriteConflict(f"gave up reindexing {keys[0]}.. after {MAX_ATTEMPTS} conflicting concurrent writes")
+
+    def attempt(pipe: Any) -> None:
+        pipe.watch(*(key.redis_key for key in keys))
+        batches = _read(model, client, pipe, keys, fields)
+        pipe.multi()
+        for batch in batches:
+            batch.pipe = pipe
+        if batches:
+            for field in fields:
+                field.on_save_many(batches)
+        pipe.execute()
+
+    conflict = f"gave up reindexing {keys[0]}.. after {MAX_ATTEMPTS} conflicting concurrent writes"
+    watched_transaction(client, attempt, conflict)
 
 
 def _read(model: type[Model], client: Any, watching: Any, keys: list[DbKey], fields: list[Field[Any]]) -> list[SaveBatch]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..model.dbkey import DbKey
-from ..model.persistence import load_records
+from ..model.loading import load_records
 from ..model.query import Query
 from ..store.errors import QueryException
 from ..store.keys import KeySpace

@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ..store.errors import ModelException, ValidationError
 from .batch import SaveBatch
+from .bulk import save_many
 from .dbkey import DbKey
 from .field import Field
 from .options import Options
-from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_many, save_record
+from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_record
 from .query import Query
 from .query_methods import QueryMethodProvider
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..store.errors import ValidationError
-from ..store.validation import utf8_text
+from ..store.validation import is_int, is_int_or_float, utf8_text
 
 __all__ = ["Codec", "codec_for", "finite_float"]
 
@@ -39,14 +39,15 @@ def _coerce_str(value: Any, label: str) -> str:
 
 
 def _coerce_int(value: Any, label: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise _fail(label, "int", value)
-    return value
+    checked: int = value
+    return checked
 
 
 def finite_float(value: Any, label: str) -> float:
     """``value`` as a float; bools, non-numbers, NaN and infinities raise ValidationError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_int_or_float(value):
         raise _fail(label, "a number", value)
     number = float(value)
     if not math.isfinite(number):

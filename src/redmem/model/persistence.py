@@ -1,29 +1,28 @@
-"""Saving, deleting and loading records: one atomic MULTI/EXEC per write, pipelined reads.
+"""Saving and deleting records: one atomic MULTI/EXEC per write, and the queued writes of new records.
 
 A write WATCHes the record hash, reads the stored values (so fields can drop stale index
 entries), then queues the hash write and every field's index writes in one MULTI/EXEC. A
-concurrent write to the same record aborts the EXEC and the whole batch is rebuilt.
+concurrent write to the same record aborts the EXEC and the whole batch is rebuilt. Bulk saves
+(:mod:`.bulk`) and recipes that write in their own transaction queue new records here too.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import WatchError
 
-from ..store.connection import server_address, server_errors
-from ..store.errors import ValidationError, WriteConflict, WriteOutcomeUnknown
+from ..store.connection import server_errors
+from ..store.errors import ValidationError, WriteConflict
 from ..store.keys import KeyKind
 from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
-from ..store.overlap import Request
-from ..store.validation import positive_int
+from ..store.watch import MAX_ATTEMPTS
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
-from .registry import PARTITIONS, register
+from .loading import decode_stored
+from .registry import register
 
 if TYPE_CHECKING:
     from .base import Model
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
 __all__ = [
     "save_record",
     "delete_record",
-    "load_records",
-    "decode_stored",
     "queue_removal",
     "queue_fields_save",
     "queue_record_write",
@@ -40,44 +37,14 @@ __all__ = [
     "queue_new_records",
     "checked_values",
     "queue_fields_save_many",
-    "save_many",
     "ALL_RECORDS",
-    "PARTITIONS",
-    "MAX_ATTEMPTS",
     "LOST_REPLY_REBUILDS",
-    "CHUNK_START",
-    "CHUNK_GROWTH",
-    "cyclic_gc_paused",
 ]
 
-#: How often a write is rebuilt after losing a WATCH race before giving up.
-MAX_ATTEMPTS = 20
 #: A write rebuilt this many times in a row after its EXEC's reply was lost reports its outcome unknown.
 LOST_REPLY_REBUILDS = 3
-#: The first chunk of a bulk save is its chunk_size divided by this (at least one record) ..
-CHUNK_START = 16
-#: .. and each next chunk is this much larger, up to chunk_size (the last chunks mirror the first).
-CHUNK_GROWTH = 1.5
 #: Key kind of the sorted set of every record id of a partition.
 ALL_RECORDS = KeyKind.ALL_RECORDS
-
-
-def decode_stored(model: type[Model], raw: dict[bytes, bytes]) -> dict[str, Any]:
-    """Field values of a stored hash, by field name (absent fields are None)."""
-    values = {}
-    for field in model._meta.stored_fields():
-        encoded = raw.get(field.name.encode())
-        values[field.name] = None if encoded is None else field.decode(encoded)
-    return values
-
-
-def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> Any:
-    """A model instance holding the values of a stored hash."""
-    instance = model.__new__(model)
-    for name, value in decode_stored(model, raw).items():
-        setattr(instance, name, value)
-    instance._saved_key = key
-    return instance
 
 
 def _transact(
@@ -248,135 +215,6 @@ def checked_values(instance: Model, creating: bool) -> dict[str, Any]:
     return values
 
 
-def save_many(model: type[Model], instances: list[Any], chunk_size: int = 1000) -> int:
-    """Save many records: new auto-keyed ones in one MULTI/EXEC per partition and chunk, others one by one.
-
-    Every record is checked and embedded before the first write (each field's ``before_save``,
-    batched per field, then validation), so an invalid record or a failing embedding provider
-    raises with nothing stored. Then each chunk of one partition is one atomic MULTI/EXEC (all
-    or nothing) that writes each index key once (:func:`queue_new_records`); a server failure
-    midway leaves the chunks before it stored. Returns how many were saved.
-    """
-    chunk_size = positive_int("chunk_size", chunk_size)
-    meta = model._meta
-    fresh_ok = not any(f.reads_before_write for f in meta.fields.values())
-    autokeys = [f.name for f in meta.fields_of(AutoKeyField)]
-    new: list[Any] = []
-    others: list[Any] = []
-    for instance in instances:
-        if type(instance) is not model:
-            raise ValidationError(f"save_many of {model.__name__} got a {type(instance).__name__}")
-        fresh = fresh_ok and instance._saved_key is None and any(getattr(instance, n) is None for n in autokeys)
-        (new if fresh else others).append(instance)
-    by_partition = _checked_by_partition(meta, new, others)
-    for instance in others:
-        save_record(instance)
-    client = meta.client
-    chunks = [chunk for group in by_partition.values() for chunk in _chunks(group, chunk_size)]
-    register(meta, client, [meta.keyspace(partition).tag for partition in by_partition])
-    with server_errors(client), cyclic_gc_paused():
-        _write_chunks(client, chunks)
-    return len(instances)
-
-
-def _checked_by_partition(meta: Any, new: list[Any], others: list[Any]) -> dict[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]]:
-    """Check every record of a bulk save before anything is written; the new ones' (instance,
-    validated values) pairs by partition."""
-    groups = [(new, True), ([i for i in others if i._saved_key is None], True),
-              ([i for i in others if i._saved_key is not None], False)]
-    for field in meta.fields.values():
-        for group, creating in groups:
-            if group:
-                field.before_save_many(group, creating)
-    by_partition: dict[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]] = {}
-    for instance in new:
-        values = instance.validated_values()
-        partition = tuple(values[n] for n in meta.partition_fields)
-        by_partition.setdefault(partition, []).append((instance, values))
-    for instance in others:
-        instance.validated_values()
-    return by_partition
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector inside the block (reference counting goes on).
-
-    Building chunks allocates many short-lived containers, which start full collections, each
-    walking every object of the process (measured: two of ~8 ms while 210 records were built,
-    a fifth of a 1,000-record bulk save). A collector the caller had disabled stays disabled.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _chunks(records: list[Any], chunk_size: int) -> list[list[Any]]:
-    """Consecutive chunks of at most ``chunk_size`` records, small at both ends.
-
-    Sizes start at ``chunk_size / CHUNK_START`` and grow by ``CHUNK_GROWTH``, from the front and,
-    mirrored, from the back (1000: 62, 93, 140, 210, 316, 474, 711, 1000, .., 1000, 711, .., 62):
-    the server starts early, each chunk the client builds takes about as long as the server's
-    work on the one before, and the last one, which nothing overlaps, is short
-    (``benchmarks/bulk_schedule.py`` measures the choice).
-    """
-    front, back = [], []
-    start, end, size = 0, len(records), max(1.0, chunk_size / CHUNK_START)
-    while start < end:
-        front.append(records[start : min(start + int(size), end)])
-        start += len(front[-1])
-        if start < end:
-            back.append(records[max(end - int(size), start) : end])
-            end -= len(back[-1])
-        size = min(size * CHUNK_GROWTH, chunk_size)
-    return front + back[::-1]
-
-
-def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
-    """One MULTI/EXEC per chunk of checked new records, in order; none after one that failed.
-
-    A chunk is never resent after it left: a lost reply raises WriteOutcomeUnknown naming each
-    chunk's operation key (it exists iff that chunk was applied).
-
-    While the server executes a chunk's transaction the client builds and packs the next one
-    (:class:`~redmem.store.overlap.Request`) and sends it once the first one's replies are read,
-    so the server's work overlaps the client's.
-    """
-    current = following = None
-    markers: list[str] = []
-    try:
-        for chunk in chunks:
-            try:
-                following = Request(client, _chunk_transaction(client, chunk, markers))
-            finally:  # built, or not, while the chunk before ran: that one's replies first
-                if current is not None:
-                    current.replies()
-            current, following = following, None
-            current.send()
-        if current is not None:
-            current.replies()
-    except LOST_REPLY as exc:
-        raise WriteOutcomeUnknown(server_address(client), exc, markers) from exc
-    finally:
-        for request in (current, following):
-            if request is not None:
-                request.abandon()
-
-
-def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict[str, Any]]], markers: list[str]) -> Any:
-    """A transaction pipeline holding the writes of a chunk of checked new records and its operation key (not sent)."""
-    pipe = client.pipeline(transaction=True)
-    instances, values = [i for i, _ in chunk], [v for _, v in chunk]
-    batches = queue_new_records(pipe, client, instances, values=values, fresh=True)
-    markers.append(operation_key(batches[0].record_key))
-    pipe.set(markers[-1], 1, ex=OP_TTL_SECONDS)
-    return pipe
-
-
 def hashes_present(batch: SaveBatch) -> set[str]:
     """Names of the fields the stored record may hold (all of them when it was not read first)."""
     if batch.old is None:
@@ -434,22 +272,3 @@ def queue_fields_save_many(batches: list[SaveBatch]) -> None:
     """Queue every field's index writes for records of one partition, merged per field."""
     for field in batches[0].instance._meta.fields.values():
         field.on_save_many(batches)
-
-
-def load_records(model: type[Model], keys: Iterable[DbKey], *, track: bool = True) -> list[Any]:
-    """Hydrate records in one pipelined round trip; keys with no stored hash are skipped.
-
-    With ``track`` the model's read effects (``Model.queue_read_effects``, e.g. staging an
-    access) ride in the same round trip.
-    """
-    keys = list(keys)
-    if not keys:
-        return []
-    client = model._meta.client
-    with server_errors(client), client.pipeline(transaction=False) as pipe:
-        for key in keys:
-            pipe.hgetall(key.redis_key)
-        if track:
-            model.queue_read_effects(pipe, keys)
-        raws = pipe.execute()[: len(keys)]
-    return [instance_from_stored(model, key, raw) for key, raw in zip(keys, raws) if raw]

@@ -21,7 +21,8 @@ from ..store.scripts import queue_script
 from ..store.validation import non_negative_int
 from .dbkey import DbKey
 from .indexed import KeyField, SortedField, TagField
-from .persistence import ALL_RECORDS, load_records
+from .loading import load_records
+from .persistence import ALL_RECORDS
 from .query_methods import every_model_query_methods, find_query_method
 from .registry import listed_partitions
 

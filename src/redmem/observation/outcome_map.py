@@ -22,6 +22,7 @@ from typing import Any
 from ..model.base import Model
 from ..model.dbkey import DbKey
 from ..store.errors import ValidationError
+from ..store.validation import instance_of
 from .access import stored_key
 
 __all__ = ["OutcomeError", "outcomes_for", "check_records", "ACCEPTED_KEYS", "DEFAULT_OUTCOME"]
@@ -76,6 +77,10 @@ def outcomes_for(records: list[Any], outcome_map: Any, known: Mapping[str, Any])
     return [chosen.get(i, DEFAULT_OUTCOME) for i in range(len(records))]
 
 
+#: A record name: a Redis key, or a record id (a str, or an int but not a bool).
+_is_record_name = instance_of(str, int)
+
+
 class _RecordIndex:
     """Where each accepted name of a record points: its position in the context's records."""
 
@@ -96,7 +101,7 @@ class _RecordIndex:
         name = stored_key(given) if isinstance(given, Model) else given
         if isinstance(name, DbKey):
             name = name.redis_key
-        if isinstance(name, bool) or not isinstance(name, (str, int)):
+        if not _is_record_name(name):
             raise OutcomeError(f"outcome_map key {given!r} ({type(given).__name__}) is no record name: use {ACCEPTED_KEYS}")
         if name in self.by_key:
             return self.by_key[name]

@@ -33,7 +33,6 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from numbers import Real
 from typing import Any, ClassVar
 
 from ..fields.confidence import ConfidenceField
@@ -44,7 +43,7 @@ from ..store.connection import server_errors
 from ..store.errors import RecordNotFound, ValidationError
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script, run_script
-from ..store.validation import timestamp
+from ..store.validation import is_real, timestamp
 from .events import CONFIDENCE_UPDATE, PREDICTION_RESOLVED, EventStreamMixin
 
 __all__ = [
@@ -64,14 +63,10 @@ GROUPINGS = ("hour", "weekday", "day")
 
 
 # -- formulas ----------------------------------------------------------------------------------
-def _is_number(value: Any) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool)
-
-
 def value_error(predicted: Any, actual: Any) -> float:
     """``|p - a| / max(|p|, |a|, 1)`` for two numbers, else 0.0 when equal and 1.0 when not
     (a bool equals only a bool: ``True`` vs ``1`` is an error of 1)."""
-    if _is_number(predicted) and _is_number(actual):
+    if is_real(predicted) and is_real(actual):
         error: float = abs(predicted - actual) / max(abs(predicted), abs(actual), 1)
         return error
     same_kind = isinstance(predicted, bool) == isinstance(actual, bool)

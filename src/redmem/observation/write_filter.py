@@ -25,7 +25,7 @@ from ..model.base import RecordMixin
 from ..model.batch import SaveBatch
 from ..model.codecs import finite_float
 from ..model.dbkey import DbKey
-from ..model.persistence import load_records
+from ..model.loading import load_records
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors

@@ -27,11 +27,10 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import permutations
-from numbers import Real
 from typing import Any
 
 from ..store.errors import ValidationError
-from ..store.validation import positive_int
+from ..store.validation import is_real, positive_int
 from .quality import RetrievalQuality
 
 __all__ = ["AdaptiveAssembler", "AdaptationStep", "default_metric", "perturbed", "MIN_WEIGHT", "MAX_WEIGHT"]
@@ -92,9 +91,7 @@ class AdaptiveAssembler:
         self, inner: Any, window_size: int = 20, metric: Metric | None = None, weight_perturbation: float = 0.05,
     ) -> None:
         positive_int("window_size", window_size)
-        if isinstance(weight_perturbation, bool) or not isinstance(weight_perturbation, Real) or not (
-            0.0 < weight_perturbation < 1.0
-        ):
+        if not is_real(weight_perturbation) or not 0.0 < weight_perturbation < 1.0:
             raise ValidationError(f"weight_perturbation must lie in (0, 1), got {weight_perturbation!r}")
         if metric is not None and not callable(metric):
             raise ValidationError(f"metric must be callable, got {type(metric).__name__}")

@@ -25,7 +25,7 @@ from ..context.retrieval import Capabilities, PullPlan, first_round, pull_candid
 from ..context.tokens import TokenCounter, resolve_counter
 from ..fields.composite import signal_weights
 from ..model.base import Model
-from ..model.persistence import load_records
+from ..model.loading import load_records
 from ..observation.protocol import ObservationProtocol
 from ..store.errors import ArgumentTypeError
 from ..store.keys import KeySpace
@@ -77,7 +77,7 @@ class ContextAssembler:
     default) or ``"convex"`` (a convex combination of each list's scores divided by its best,
     :func:`~redmem.context.fusion.convex_fusion`). ``fusion_weights`` fixes the weight of each
     list (``keyword``, ``vector``, ``graph``, ``composite``; a list not named weighs 1) for every
-    query; None (the default) takes :func:`~redmem.context.fusion.query_adaptive_weights` of
+    query; None (the default) takes :func:`~redmem.context.query_weights.query_adaptive_weights` of
     the query text in hybrid mode and weighs every list 1 in the other modes.
     """
 

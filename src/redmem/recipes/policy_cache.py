@@ -20,8 +20,10 @@ transaction as the fold):
   when the test stops rejecting.
 
 States are fingerprinted with SHA-256 over their sorted features (:func:`state_fingerprint`).
-Constants and rules as in popoto's PolicyCache recipe; the
-chi-square survival function is computed here from the regularized gamma function.
+Constants and rules as in popoto's PolicyCache recipe; the chi-square survival function is
+computed from the regularized gamma function. The formulas are in :mod:`.policy_stats`, the
+records and the fold of one event in :mod:`.policy_models`; this module is the engine that
+consumes the stream and writes each fold in one WATCH/MULTI/EXEC.
 
 Everything lives in the agent's partition (one hash tag, one cluster slot): PolicyEvent and
 PolicyEntry records, the event stream, and the per-state Q indexes of kind ``pq`` (every
@@ -30,231 +32,32 @@ action's Q) and ``pc`` (crystallised actions' Q), so ``best_action`` is one ZREV
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import os
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import WatchError
-
-from ..fields.cyclic import Cycle, CyclicDecayField, TemporalPeriod
-from ..model.base import Model
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
-from ..model.fields import BooleanField, FloatField, IntField, ListField, StringField
-from ..model.indexed import AutoKeyField, KeyField, SortedField
-from ..model.persistence import MAX_ATTEMPTS, decode_stored, queue_new_record, queue_record_write
+from ..model.loading import decode_stored
+from ..model.persistence import queue_new_record, queue_record_write
 from ..observation.consumer import StreamConsumer
-from ..observation.events import CREATE, EventStreamMixin, StreamEvent
+from ..observation.events import CREATE, StreamEvent
 from ..store.connection import server_errors
-from ..store.errors import ValidationError, WriteConflict
+from ..store.errors import ValidationError
 from ..store.keys import KeyKind
 from ..store.validation import timestamp
+from ..store.watch import MAX_ATTEMPTS, watched_transaction
+from .policy_models import PolicyEntry, PolicyEvent, PolicyRules, fold_event, state_features, state_fingerprint
 
-__all__ = [
-    "PolicyCache", "PolicyRules", "PolicyEvent", "PolicyEntry", "state_fingerprint",
-    "wilson_lower_bound", "td_update", "chi_square_statistic", "chi_square_sf",
-    "regularized_gamma_q", "timing_peak", "fold_event", "CONSUMER_GROUP",
-]
+__all__ = ["PolicyCache", "CONSUMER_GROUP"]
 
 CONSUMER_GROUP = "policy-cache"
 #: Hash entry set on a PolicyEvent once it is folded into its entry (dotted: no field collides).
 APPLIED_ENTRY = "policy.applied"
-SECONDS_PER_HOUR, SECONDS_PER_DAY = 3600.0, 86400.0
-#: 1970-01-01 (day 0) was a Thursday: weekday 3 counting Monday as 0.
-EPOCH_WEEKDAY = 3
-#: Candidate cycles: a daily one centred in each UTC hour, a weekly one at noon of each weekday.
-DAILY_PHASES = tuple(h * SECONDS_PER_HOUR + SECONDS_PER_HOUR / 2 for h in range(24))
-WEEKLY_PHASES = tuple(((d - EPOCH_WEEKDAY) % 7 + 0.5) * SECONDS_PER_DAY for d in range(7))
-CYCLE_AMPLITUDE = 0.5
 
 
-# -- formulas --------------------------------------------------------------------------------------
-def state_fingerprint(state: Mapping[str, Any] | Iterable[Any] | str) -> str:
-    """SHA-256 (hex) of the state's features, sorted: the same state gives the same fingerprint.
-
-    A mapping's features are ``"name=<JSON value>"``; any other iterable's items are features
-    (as str); a str is one feature.
-    """
-    return hashlib.sha256(json.dumps(state_features(state), ensure_ascii=False).encode()).hexdigest()
-
-
-def state_features(state: Mapping[str, Any] | Iterable[Any] | str) -> list[str]:
-    """The sorted, distinct feature strings :func:`state_fingerprint` hashes."""
-    if isinstance(state, Mapping):
-        items = [f"{k}={json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)}" for k, v in state.items()]
-    elif isinstance(state, str):
-        items = [state]
-    elif isinstance(state, Iterable):
-        items = [str(feature) for feature in state]
-    else:
-        raise ValidationError(f"a state is a mapping, an iterable of features or a str, not {state!r}")
-    return sorted(set(items))
-
-
-def wilson_lower_bound(successes: int, n: int, z: float = 1.96) -> float:
-    """Lower bound of the Wilson score interval of a success rate (Wilson 1927), 0 when n = 0:
-
-    ``(p + z^2/2n - z * sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)`` with ``p = successes / n``.
-    """
-    if n <= 0:
-        return 0.0
-    p = successes / n
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (p + z * z / (2 * n) - spread) / (1 + z * z / n)
-
-
-def td_update(q: float, reward: float, next_max: float, alpha: float = 0.1, gamma: float = 0.95) -> float:
-    """One temporal-difference (Q-learning) step: ``q + alpha * (reward + gamma * next_max - q)``."""
-    return q + alpha * (reward + gamma * next_max - q)
-
-
-def chi_square_statistic(counts: Sequence[float]) -> float:
-    """Pearson's goodness-of-fit statistic against uniform: ``sum((O - E)^2 / E)``, E = total / bins."""
-    total = sum(counts)
-    if total <= 0:
-        return 0.0
-    expected = total / len(counts)
-    return sum((observed - expected) ** 2 for observed in counts) / expected
-
-
-def regularized_gamma_q(a: float, x: float) -> float:
-    """``Q(a, x) = Gamma(a, x) / Gamma(a)``, the regularized upper incomplete gamma function.
-
-    Series ``P(a, x) = x^a e^-x / Gamma(a+1) * sum_n x^n / ((a+1)...(a+n))`` for x < a + 1, else
-    the continued fraction of ``Gamma(a, x)`` evaluated by the modified Lentz method (DLMF 8.7.1,
-    8.9.2; Numerical Recipes 6.2).
-    """
-    if x <= 0:
-        return 1.0
-    scale = math.exp(a * math.log(x) - x - math.lgamma(a))
-    if x < a + 1:
-        term = total = 1.0 / a
-        denominator = a
-        while abs(term) > abs(total) * 1e-16:
-            denominator += 1
-            term *= x / denominator
-            total += term
-        return max(0.0, 1.0 - scale * total)
-    tiny = 1e-300
-    b = x + 1 - a
-    c, d = 1 / tiny, 1 / b
-    fraction = d
-    for i in range(1, 1000):
-        an = -i * (i - a)
-        b += 2
-        d = an * d + b
-        d = 1 / (d if abs(d) > tiny else tiny)
-        c = b + an / c
-        c = c if abs(c) > tiny else tiny
-        fraction *= d * c
-        if abs(d * c - 1) < 1e-16:
-            break
-    return scale * fraction
-
-
-def chi_square_sf(statistic: float, df: int) -> float:
-    """P(X >= statistic) for a chi-square variable with ``df`` degrees of freedom: ``Q(df/2, x/2)``."""
-    return regularized_gamma_q(df / 2, statistic / 2)
-
-
-def timing_peak(counts: Sequence[int], p_value: float = 0.05, min_events: int = 10) -> int | None:
-    """The busiest bin when the counts reject uniform at ``p_value`` (chi-square), else None.
-
-    Needs at least ``min_events`` events; ties go to the lowest bin.
-    """
-    if sum(counts) < min_events:
-        return None
-    if chi_square_sf(chi_square_statistic(counts), len(counts) - 1) >= p_value:
-        return None
-    return max(range(len(counts)), key=lambda i: (counts[i], -i))
-
-
-# -- models ----------------------------------------------------------------------------------------
-TIMING_CYCLES = [Cycle(float(TemporalPeriod.DAILY), CYCLE_AMPLITUDE, p) for p in DAILY_PHASES] + [
-    Cycle(float(TemporalPeriod.WEEKLY), CYCLE_AMPLITUDE, p) for p in WEEKLY_PHASES
-]
-
-
-class PolicyEvent(EventStreamMixin, Model):
-    """One recorded (state, action, reward) of an agent; its save appends a ``create`` stream entry."""
-
-    event_id = AutoKeyField()
-    agent_id = KeyField(partition_by="agent_id")
-    fingerprint = StringField(null=False)
-    features = ListField()
-    action = StringField(null=False)
-    reward = FloatField(null=False)
-    next_fingerprint = StringField()
-    at = SortedField(float, null=False)
-
-
-class PolicyEntry(Model):
-    """What an agent learnt about one action in one state (see the module docs).
-
-    ``timing`` scores ``wilson + sum(learned amplitude * cos(...))`` over 31 candidate cycles
-    (no decay): a cycle's learned amplitude is 0 until timing discovery switches it on at 0.5.
-    """
-
-    agent_id = KeyField(partition_by="agent_id")
-    fingerprint = KeyField()
-    action = KeyField()
-    features = ListField()
-    events = IntField(default=0)
-    successes = IntField(default=0)
-    q = FloatField(default=0.0)
-    wilson = FloatField(default=0.0)
-    crystallised = BooleanField(default=False)
-    hours = ListField(default=[0] * 24)
-    weekdays = ListField(default=[0] * 7)
-    cycles = ListField(default=[])
-    last_event_at = FloatField()
-    timing = CyclicDecayField(decay_rate=0.0, base_score_field="wilson", cycles=TIMING_CYCLES)
-
-
-@dataclass(frozen=True)
-class PolicyRules:
-    """The learning constants: TD step and discount, crystallisation rule, timing test."""
-
-    alpha: float = 0.1
-    gamma: float = 0.95
-    min_events: int = 3  # crystallised only with more events than this
-    wilson_threshold: float = 0.6
-    z: float = 1.96
-    timing_p_value: float = 0.05
-    timing_min_events: int = 10
-
-
-def fold_event(old: Mapping[str, Any] | None, event: Mapping[str, Any], next_max: float,
-               rules: PolicyRules = PolicyRules()) -> dict[str, Any]:
-    """The entry's new field values after one event (``old`` None: a new entry). Pure."""
-    base = dict(old) if old else {"events": 0, "successes": 0, "q": 0.0, "hours": [0] * 24,
-                                  "weekdays": [0] * 7, "features": event["features"]}
-    at = event["at"]
-    hours, weekdays = list(base["hours"]), list(base["weekdays"])
-    hours[int(at // SECONDS_PER_HOUR) % 24] += 1
-    weekdays[(int(at // SECONDS_PER_DAY) + EPOCH_WEEKDAY) % 7] += 1
-    events, successes = base["events"] + 1, base["successes"] + (event["reward"] > 0)
-    wilson = wilson_lower_bound(successes, events, rules.z)
-    peaks = (timing_peak(hours, rules.timing_p_value, rules.timing_min_events),
-             timing_peak(weekdays, rules.timing_p_value, rules.timing_min_events))
-    cycles = [TIMING_CYCLES[i].key for i in (peaks[0], None if peaks[1] is None else 24 + peaks[1]) if i is not None]
-    return {
-        "agent_id": event["agent_id"], "fingerprint": event["fingerprint"], "action": event["action"],
-        "features": base["features"], "events": events, "successes": successes,
-        "q": td_update(base["q"], event["reward"], next_max, rules.alpha, rules.gamma),
-        "wilson": wilson, "crystallised": events > rules.min_events and wilson > rules.wilson_threshold,
-        "hours": hours, "weekdays": weekdays, "cycles": cycles, "last_event_at": at,
-    }
-
-
-# -- the recipe ------------------------------------------------------------------------------------
 class PolicyCache:
     """Learned action selection for one agent (see the module docs).
 
@@ -315,13 +118,8 @@ class PolicyCache:
         Returns False when it was folded already or no longer exists.
         """
         client = PolicyEvent._meta.client
-        with server_errors(client), client.pipeline(transaction=True) as pipe:
-            for _ in range(MAX_ATTEMPTS):
-                try:
-                    return self._apply(pipe, client, event_key)
-                except WatchError:
-                    continue
-        raise WriteConflict(f"gave up folding {event_key} after {MAX_ATTEMPTS} conflicting writes")
+        conflict = f"gave up folding {event_key} after {MAX_ATTEMPTS} conflicting writes"
+        return watched_transaction(client, lambda pipe: self._apply(pipe, client, event_key), conflict)
 
     def _apply(self, pipe: Any, client: Any, event_key: str) -> bool:
         pipe.watch(event_key)

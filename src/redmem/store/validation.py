@@ -1,6 +1,10 @@
 """Checks of public arguments, one per kind of value: each returns the value (normalised) or
 raises a typed error that names the argument and the values it accepts.
 
+Under them sit small composable kind checks (:func:`instance_of`, :func:`finite`): the one place
+that says a bool is not a number, for the checks here and for the modules that word their own
+errors.
+
 A value of the wrong type raises :class:`ArgumentTypeError` (a ValidationError that is also a
 TypeError), a value of the right type out of range raises :class:`ValidationError`. ``error``
 picks another family: :class:`QueryArgumentError` for the arguments of query methods (its
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from numbers import Integral, Real
 from typing import Any, Literal, TypeVar, overload
@@ -26,6 +30,13 @@ from .errors import (
 )
 
 __all__ = [
+    "instance_of",
+    "finite",
+    "is_int",
+    "is_integral",
+    "is_real",
+    "is_int_or_float",
+    "is_finite_number",
     "integer",
     "positive_int",
     "non_negative_int",
@@ -46,6 +57,43 @@ _TYPE_ERRORS: dict[type[RedmemError], type[RedmemError]] = {
 
 #: The class a :func:`subclass_of` check asks for.
 _T = TypeVar("_T")
+
+#: A check of one value's kind: True when the value is acceptable.
+Check = Callable[[Any], bool]
+
+
+def instance_of(*kinds: type, exclude: tuple[type, ...] = (bool,)) -> Check:
+    """A check that a value is an instance of one of ``kinds`` and of none of ``exclude``.
+
+    By default bools are excluded: Python counts ``True`` as the int 1, but a bool given as a
+    count, a score or a record id is a mistake.
+    """
+
+    def check(value: Any) -> bool:
+        return isinstance(value, kinds) and not isinstance(value, exclude)
+
+    return check
+
+
+def finite(check: Check) -> Check:
+    """``check``, and the value is finite: NaN and the infinities fail."""
+
+    def finite_check(value: Any) -> bool:
+        return check(value) and math.isfinite(value)
+
+    return finite_check
+
+
+#: An int (a bool is not one).
+is_int = instance_of(int)
+#: An integral number: an int or any ``numbers.Integral`` such as numpy's integers (a bool is not one).
+is_integral = instance_of(Integral)
+#: A real number: an int, a float or any ``numbers.Real`` such as a Fraction (a bool is not one).
+is_real = instance_of(Real)
+#: An int or a float, subclasses included (a bool is not one).
+is_int_or_float = instance_of(int, float)
+#: A finite int or float: not NaN, not an infinity (a bool is not one).
+is_finite_number = finite(is_int_or_float)
 
 
 def _shown(value: Any) -> str:
@@ -73,7 +121,7 @@ def integer(
     accepted = "an int" + (f" >= {low}" if low is not None else "") + (" or None" if none else "")
     if value is None and none:
         return None
-    if isinstance(value, bool) or not isinstance(value, Integral):
+    if not is_integral(value):
         raise _fail(error, name, accepted, value, wrong_type=True)
     if low is not None and value < low:
         raise _fail(error, name, accepted, value, wrong_type=False)
@@ -126,7 +174,7 @@ def finite_number(
     accepted = f"a finite number{bounds}" + (" or None" if none else "")
     if value is None and none:
         return None
-    if isinstance(value, bool) or not isinstance(value, Real):
+    if not is_real(value):
         raise _fail(error, name, accepted, value, wrong_type=True)
     number = float(value)
     if not math.isfinite(number) or (low is not None and number < low) or (high is not None and number > high):
@@ -153,7 +201,7 @@ def timestamp(name: str, value: Any) -> float:
     if isinstance(value, datetime):
         return epoch_of(value)
     accepted = "epoch seconds (a finite number), a datetime or None"
-    if isinstance(value, bool) or not isinstance(value, Real):
+    if not is_real(value):
         raise _fail(ValidationError, name, accepted, value, wrong_type=True)
     if not math.isfinite(value):
         raise _fail(ValidationError, name, accepted, value, wrong_type=False)
