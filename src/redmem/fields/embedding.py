@@ -49,8 +49,9 @@ from ..model.query import Query, query_method
 from ..store.connection import server_errors, settings
 from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
 from ..store.keys import KeySpace
-from ..store.scripts import queue_script, run_script
+from ..store.scripts import ScriptCall, run_script
 from ..store.validation import non_negative_int, positive_int, utf8_text
+from .search_protocol import Hits
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -291,6 +292,15 @@ class EmbeddingField(Field[Any]):
                 instance.__dict__[self._slot] = _Embedded(vector, text_digest(text))
         return len(texts)
 
+    # -- searching -----------------------------------------------------------------------------
+    def searcher(self, space: KeySpace, text: Any, limit: int = 10) -> VectorSearch:
+        """The search of partition ``space`` for ``text`` (embedded as a query, or a vector already),
+        to share a round trip with other searches: (record id, cosine) pairs, best first."""
+        limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
+        vector = _query_vector(self, text) if limit > 0 else None
+        return VectorSearch(self.model._meta.client, self.keys(space), vector, _stored_dimensions(self, text, vector),
+                            limit)
+
 
 def embedding_fields(model: type[Model]) -> list[EmbeddingField]:
     """The model's embedding fields, in declaration order."""
@@ -330,6 +340,109 @@ def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | No
     return len(vector) if isinstance(text, str) else field.known_dimensions()
 
 
+class VectorSearch:
+    """One semantic search of a partition, a :class:`~redmem.fields.search_protocol.LocalSearch`
+    of (record id, cosine) pairs, best first.
+
+    ``keys`` are the partition's vectors hash, version hash and change log; ``vector`` the
+    query (None: nothing to search for); ``dimensions`` those of the stored vectors when known.
+    :meth:`calls` locks the partition's matrix and reads its version; :meth:`work` ranks the
+    matrix as of that version while the server answers; :meth:`finish` catches up with the
+    changes made elsewhere (more round trips only while a reload pages in) and releases the
+    matrix, as :meth:`abandon` does when the replies never come.
+    """
+
+    def __init__(self, client: Any, keys: list[str], vector: np.ndarray | None, dimensions: int | None,
+                 limit: int) -> None:
+        self.client, self.vector, self.dimensions, self.limit = client, vector, dimensions, limit
+        self.change_keys = [keys[1], keys[2], keys[0]]
+        self.matrix = matrices.get(client, keys[0])
+        self.ranking: Ranking | None = None
+        self._locked = False
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to search for (blank text or limit 0)."""
+        return self.vector is None
+
+    def calls(self) -> list[ScriptCall]:
+        """Lock the matrix; the one call reads the changes since its version."""
+        self.matrix.lock.acquire()
+        self._locked = True
+        return [ScriptCall("vector_changes", self.change_keys, _changes_args(self.matrix))]
+
+    def work(self) -> Ranking:
+        """Rank the locked matrix as it was when :meth:`calls` read its version (once)."""
+        if self.ranking is None:
+            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), self.limit)  # not empty: a vector
+        return self.ranking
+
+    def finish(self, replies: list[Any]) -> Hits:
+        """The hits once the matrix has caught up with the changes in ``replies``; the matrix is released."""
+        try:
+            self.work()
+            with server_errors(self.client):
+                return self._catch_up(replies[0])
+        finally:
+            self._release()
+
+    def abandon(self) -> None:
+        """Release the matrix when the pipeline never ran."""
+        self._release()
+        self.ranking = None
+
+    def _release(self) -> None:
+        if self._locked:
+            self._locked = False
+            self.matrix.lock.release()
+
+    def _catch_up(self, reply: list[Any]) -> Hits:
+        """The hits once the matrix has caught up with the partition's changes."""
+        matrix = self.matrix
+        generation, changed = matrix.generation, set[str]()
+        current = _apply_changes(matrix, reply, changed, self.dimensions)
+        while not current:
+            reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
+            current = _apply_changes(matrix, reply, changed, self.dimensions)
+        return _current_hits(matrix, self.work(), generation, changed)
+
+
+def search_records(query: Query, space: KeySpace, search: VectorSearch) -> list[Any]:
+    """The records of a (not empty) search's hits, best first, each with ``_vector_score``.
+
+    One pipeline sends the search's call with a read of the cached top-k's hashes; the hits that
+    changes elsewhere brought in are read in one more. Read effects follow unless the query was
+    made with ``no_track()``.
+    """
+    client = search.client
+    try:
+        calls = search.calls()
+        cached = [record_id for record_id, _ in search.work().hits]
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                call.queue(pipe)
+            for record_id in cached:
+                pipe.hgetall(space.record(record_id))
+            replies = pipe.execute()
+    except BaseException:
+        search.abandon()
+        raise
+    hits = search.finish(replies[: len(calls)])
+    fetched = dict(zip(cached, replies[len(calls):]))
+    missing = [record_id for record_id, _ in hits if record_id not in fetched]
+    if missing:
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for record_id in missing:
+                pipe.hgetall(space.record(record_id))
+            fetched.update(zip(missing, pipe.execute()))
+    records = _hydrate(query.model, space, hits, fetched)
+    if query.tracking and records:
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            query.model.queue_read_effects(pipe, [record._saved_key for record in records])
+            pipe.execute()
+    return records
+
+
 def _apply_changes(matrix: VectorMatrix, reply: list[Any], changed: set[str], dimensions: int | None) -> bool:
     """Apply one ``vector_changes.lua`` reply, adding the ids it changed to ``changed``; True
     when the matrix is now at the partition's version.
@@ -360,107 +473,22 @@ def _changes_args(matrix: VectorMatrix) -> list[Any]:
     return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL, cursor]
 
 
-class VectorSearch:
-    """One semantic search in two steps, so its first request can share a pipeline.
+def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> Hits:
+    """The ranking's hits, brought up to date with the changes just applied."""
+    if matrix.generation != generation:
+        return matrix.search(ranking.query, ranking.limit)
+    return matrix.rerank(ranking, changed) if changed else ranking.hits
 
-    :meth:`queue` adds the change check and the cached ranking's hashes to a pipeline;
-    :meth:`finish` takes their replies, catches up with changes made elsewhere (one more round
-    trip only if changed records enter the top ``limit``) and returns the records. The
-    partition's matrix stays locked from :meth:`queue` to :meth:`finish`.
 
-    With ``hydrate=False`` it returns ``(record id, cosine)`` pairs instead, for a caller that
-    loads only the records it keeps.
-    """
-
-    def __init__(
-        self, query: Query, text: Any, limit: int = 10, field: str | None = None, hydrate: bool = True,
-    ) -> None:
-        model = query.model
-        limit = non_negative_int("semantic_search: limit", limit, error=QueryArgumentError)
-        self.query, self.limit, self.hydrate = query, limit, hydrate
-        self.field = _search_field(model, field)
-        if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
-            raise QueryException("semantic_search filters on the partition only")
-        self.space = query.partition()
-        self.vector = _query_vector(self.field, text) if limit > 0 else None
-        self.dimensions = _stored_dimensions(self.field, text, self.vector)
-        self.client = model._meta.client
-        keys = self.field.keys(self.space)
-        self.change_keys = [keys[1], keys[2], keys[0]]
-        self.matrix = matrices.get(self.client, keys[0])
-        self.ranking: Ranking | None = None
-        self._locked = False
-
-    @property
-    def empty(self) -> bool:
-        """True when there is nothing to search for (blank text or limit 0)."""
-        return self.vector is None
-
-    def queue(self, pipe: Any) -> int:
-        """Lock the matrix, queue the change check and (when hydrating: ranked first) the hits;
-        returns commands queued.
-
-        Without hydration the ranking waits for :meth:`rank`, which a caller may run while the
-        server executes the pipeline (:func:`redmem.store.overlap.execute_while`).
-        """
-        self.matrix.lock.acquire()
-        self._locked = True
-        queue_script(pipe, "vector_changes", self.change_keys, _changes_args(self.matrix))
-        hits = self.rank().hits if self.hydrate else []
-        for record_id, _ in hits:
-            pipe.hgetall(self.space.record(record_id))
-        return 1 + len(hits)
-
-    def rank(self) -> Ranking:
-        """Rank the locked matrix as it was when :meth:`queue` read its version (once)."""
-        if self.ranking is None:
-            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), self.limit)  # not empty: a vector
-        return self.ranking
-
-    def finish(self, replies: list[Any]) -> list[Any]:
-        """The records, best first, from the replies of what :meth:`queue` queued (``hydrate=False``:
-        the (record id, cosine) pairs)."""
-        try:
-            self.rank()
-            with server_errors(self.client):
-                hits = self._catch_up(replies[0])
-        finally:
-            self._release()
-        if not self.hydrate:
-            return hits
-        fetched = {record_id: raw for (record_id, _), raw in zip(self.rank().hits, replies[1:])}
-        missing = [record_id for record_id, _ in hits if record_id not in fetched]
-        if missing:
-            with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
-                for record_id in missing:
-                    pipe.hgetall(self.space.record(record_id))
-                fetched.update(zip(missing, pipe.execute()))
-        records = _hydrate(self.query.model, self.space, hits, fetched)
-        if self.query.tracking and records:
-            with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
-                self.query.model.queue_read_effects(pipe, [record._saved_key for record in records])
-                pipe.execute()
-        return records
-
-    def abandon(self) -> None:
-        """Release the matrix when the queued pipeline never ran."""
-        self._release()
-        self.ranking = None
-
-    def _release(self) -> None:
-        if self._locked:
-            self._locked = False
-            self.matrix.lock.release()
-
-    def _catch_up(self, reply: list[Any]) -> list[tuple[str, float]]:
-        """The hits once the matrix has caught up with the partition's changes."""
-        matrix = self.matrix
-        generation, changed = matrix.generation, set[str]()
-        current = _apply_changes(matrix, reply, changed, self.dimensions)
-        while not current:
-            reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
-            current = _apply_changes(matrix, reply, changed, self.dimensions)
-        return _current_hits(matrix, self.rank(), generation, changed)
+def _hydrate(model: type[Model], space: KeySpace, hits: Hits, fetched: dict[str, Any]) -> list[Any]:
+    records = []
+    for record_id, score in hits:
+        raw = fetched.get(record_id)
+        if raw:
+            record = instance_from_stored(model, DbKey(space, record_id), raw)
+            record._vector_score = score
+            records.append(record)
+    return records
 
 
 @query_method
@@ -473,33 +501,11 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     partition only. Round trips: 1, plus 1 when records changed elsewhere enter the top
     ``limit`` (and 1 per further 5,000 vectors while a matrix catches up or reloads).
     """
-    search = VectorSearch(query, text, limit, field)
-    if search.empty:
-        return []
-    client = search.client
-    try:
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
-            search.queue(pipe)
-            replies = pipe.execute()
-    except BaseException:
-        search.abandon()
-        raise
-    return search.finish(replies)
-
-
-def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> list[Any]:
-    """The ranking's hits, brought up to date with the changes just applied."""
-    if matrix.generation != generation:
-        return matrix.search(ranking.query, ranking.limit)
-    return matrix.rerank(ranking, changed) if changed else ranking.hits
-
-
-def _hydrate(model: type[Model], space: KeySpace, hits: list[tuple[str, float]], fetched: dict[str, Any]) -> list[Any]:
-    records = []
-    for record_id, score in hits:
-        raw = fetched.get(record_id)
-        if raw:
-            record = instance_from_stored(model, DbKey(space, record_id), raw)
-            record._vector_score = score
-            records.append(record)
-    return records
+    model = query.model
+    limit = non_negative_int("semantic_search: limit", limit, error=QueryArgumentError)
+    embedding = _search_field(model, field)
+    if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
+        raise QueryException("semantic_search filters on the partition only")
+    space = query.partition()
+    search = embedding.searcher(space, text, limit)
+    return [] if search.empty else search_records(query, space, search)
