@@ -28,7 +28,8 @@ from ..fields.composite import Ranked, composite_search
 from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField, Graph
 from ..fields.cyclic import CyclicDecayField
-from ..fields.embedding import EmbeddingField, VectorSearch
+from ..fields.embedding import EmbeddingField
+from ..fields.embedding_search import VectorSearch
 from ..fields.search_protocol import Hits, Mapped, Search, run_search, run_searches
 from ..model.dbkey import DbKey
 from ..store.errors import QueryException
