@@ -40,6 +40,7 @@ from redmem import (
     ValidationError,
 )
 from redmem.context.candidates import Candidate, merge_paths
+from redmem.context.fusion import RRF_K
 from redmem.embeddings import HashingEmbeddings
 from redmem.model.dbkey import DbKey
 from redmem.recipes.context_assembler import AssemblyResult, ContextAssembler
@@ -243,7 +244,7 @@ def test_constructor_defaults_and_constants():
     assert ContextAssembler.DEFAULT_SURFACING_THRESHOLD == 0.5
     assert ContextAssembler.DEFAULT_MAX_ITEMS == 10
     assert ContextAssembler.DEFAULT_PROPAGATION_DEPTH == 2
-    assert (ContextAssembler.RRF_K, ContextAssembler.CANDIDATE_MULTIPLIER, ContextAssembler.GRAPH_SEEDS) == (60, 5, 5)
+    assert (RRF_K, ContextAssembler.CANDIDATE_MULTIPLIER, ContextAssembler.GRAPH_SEEDS) == (60, 5, 5)
 
 
 @pytest.mark.parametrize(("max_items", "expected"), [(1, 1), (5, 1), (9, 1), (10, 2), (14, 2), (25, 5)])

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, OutcomeError, StringField, ValidationError
 from redmem.fields import ConfidenceField, CyclicDecayField, DecayingSortedField
@@ -317,6 +318,21 @@ def test_surfacing_writes_one_pipeline_of_proposals(any_db):
     proposals = ObservationProtocol.on_surfaced(records + records[:2], "cyclic", now=10.0)
     assert len(proposals) == 5 and all(p.expires_at == 3610.0 for p in proposals)
     assert RecallProposal.query.filter(partition="default").count() == 5
+
+
+def test_reads_and_proposals_queued_on_one_pipeline_are_what_on_read_and_on_surfaced_write(any_db):
+    memory, plain = Memory.create(memory_id="m", agent_id="a", content="standup at 9"), Plain.create(item_id="p")
+    client = redmem.get_client()
+    with client.pipeline(transaction=False) as pipe:
+        ObservationProtocol.queue_read(pipe, [memory, plain, memory], now=10.0)
+        assert len(pipe) == 1  # one script for the one tracked record
+        proposals = ObservationProtocol.queue_surfaced(pipe, [plain, plain], "cyclic", now=10.0)
+        assert [p.expires_at for p in proposals] == [3610.0]
+        replies = pipe.execute()
+    assert replies[0] == 1  # the reply on_read sums
+    ObservationProtocol.on_context_used([memory], "used")
+    assert memory.access_count == 1
+    assert RecallProposal.for_record(plain).status == "pending"
 
 
 def test_outcomes_for_a_deleted_record_recreate_nothing(any_db):

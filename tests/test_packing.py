@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redmem.context.packing import Budget, pack
+from redmem.context.packing import Budget, pack, pack_slices
 
 
 def test_skip_not_break_skips_and_keeps_trying_smaller_items():
@@ -58,3 +58,22 @@ def test_skip_not_break_invariants(costs, max_tokens, max_items):
     for index in packed.skipped:  # nothing skipped would have fitted at its turn
         before = sum(costs[i] for i in packed.selected if i < index)
         assert before + costs[index] > max_tokens
+
+
+# -- rendered slices ----------------------------------------------------------------------------
+def test_slices_of_a_line_format_cost_the_line_at_the_position_they_would_take():
+    seen = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return len(text.split())
+
+    packed, pieces = pack_slices(["a b c", "d e f g h", "i"], "natural", count, Budget(max_tokens=7))
+    assert packed.selected == [0, 2] and packed.token_count == 6  # "1. a b c", "2. d ...": skipped, "2. i"
+    assert pieces == ["1. a b c", "2. i"]
+    assert seen == ["1. a b c\n", "2. d e f g h\n", "2. i\n"]
+
+
+def test_slices_of_a_block_format_cost_the_slice():
+    packed, pieces = pack_slices(["  {}", "  {\n  }"], "structured", len, Budget(max_items=1))
+    assert (packed.selected, packed.token_count, pieces) == ([0], 4, ["  {}"])

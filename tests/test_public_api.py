@@ -20,7 +20,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 PINNED = {
     "redmem": [
         "AccessTrackerMixin", "AdaptiveAssembler", "Analyzer", "ArgumentTypeError",
-        "AssemblyResult", "AutoKeyField", "BM25Field", "BooleanField", "BytesField",
+        "AssemblerConfig", "AssemblyResult", "AutoKeyField", "BM25Field", "BooleanField", "BytesField",
         "CoOccurrenceField", "ConfidenceField", "ConfigurationError", "ContextAssembler",
         "CyclicDecayField", "DatetimeField", "DbKey", "DecayingSortedField", "DefaultMemory",
         "DictField", "EmbeddingError", "EmbeddingField", "Entity", "EventStreamMixin",
@@ -55,7 +55,7 @@ PINNED = {
         "prediction_error", "summarize_errors", "top_by_priority",
     ],
     "redmem.recipes": [
-        "AdaptiveAssembler", "AssemblyResult", "ContextAssembler", "DefaultMemory",
+        "AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "DefaultMemory",
         "HeuristicExtractor", "HybridMemory", "LLMExtractor", "PolicyCache", "RetrievalQuality",
         "SubconsciousMemory", "assess_retrieval",
     ],

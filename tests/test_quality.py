@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, QueryException, StringField, ValidationError
 from redmem.context.candidates import Candidate
+from redmem.context.retrieval import Capabilities
 from redmem.fields import BM25Field, ConfidenceField, DecayingSortedField, ExistenceFilter
 from redmem.fields.decay import confidence_modulation
+from redmem.recipes import AssemblerConfig
 from redmem.recipes.adaptive import AdaptationStep, AdaptiveAssembler, default_metric, perturbed
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.quality import (
@@ -183,7 +185,7 @@ def test_reference_fok_without_a_filter_when_every_record_is_weak(any_db):
     # No ExistenceFilter: familiarity 0.5. Importance 0.2 puts every decay score at
     # 0.2 * 1.585 = 0.317, inside (0, 0.5): all weak. fok = 0.4 * 0.5 + 0.4 * 3/5 + 0.2 * 1 = 0.64.
     remember(Unfiltered, importances=(0.2, 0.2, 0.2))
-    quality = assess_retrieval(ContextAssembler(Unfiltered, max_items=5), CUES, agent_id="agent-1")
+    quality = ContextAssembler(Unfiltered, max_items=5).assess(CUES, agent_id="agent-1")
     assert quality.fok_score == pytest.approx(0.64, abs=1e-12)
     assert quality.avg_confidence == pytest.approx(1.6 / 3, abs=1e-12)
     assert quality.score_distribution["max"] == pytest.approx(0.2 * FRESH)
@@ -207,7 +209,7 @@ def test_quality_after_assemble_uses_the_assembly_clock(db):
 def test_a_cue_the_filter_has_never_seen_scores_zero(any_db):
     remember(topic="deployment")
     cues = {"topic": "deployment", "other": "kubernetes"}  # the filter fingerprints topics only
-    quality = assess_retrieval(ContextAssembler(Recollection, max_items=5), cues, agent_id="agent-1")
+    quality = ContextAssembler(Recollection, max_items=5).assess(cues, agent_id="agent-1")
     assert quality.per_cue_fok == pytest.approx({"topic": 0.64, "other": 0.0})
     assert quality.fok_score == pytest.approx(0.32)
     assert quality.candidate_count == 3
@@ -216,7 +218,7 @@ def test_a_cue_the_filter_has_never_seen_scores_zero(any_db):
 def test_staleness_and_weak_traces_years_later(any_db):
     records = remember(topic="deployment")
     now = time.time() + 2000 * 86400
-    quality = assess_retrieval(ContextAssembler(Recollection, max_items=5), CUES, agent_id="agent-1", now=now)
+    quality = ContextAssembler(Recollection, max_items=5).assess(CUES, agent_id="agent-1", now=now)
     # freshness = 2000 ** -0.1 = 0.468 times the confidence modulation (0.5 is the centre):
     # confidence 0.7 decays slower (0.516, fresh), 0.5 and 0.4 fall below 0.5 (stale).
     strength = [Recollection.relevance.score_of(r, as_of=now) for r in records]
@@ -233,7 +235,7 @@ def test_staleness_and_weak_traces_years_later(any_db):
 
 def test_spread_follows_the_importance(any_db):
     remember(topic="deployment", importances=(1.0, 2.0, 3.0))
-    quality = assess_retrieval(ContextAssembler(Recollection, max_items=5), CUES, agent_id="agent-1")
+    quality = ContextAssembler(Recollection, max_items=5).assess(CUES, agent_id="agent-1")
     assert quality.score_spread == pytest.approx(statistics.pstdev([1, 2, 3]) / 2)
     assert quality.score_distribution == pytest.approx(
         {"min": FRESH, "p25": 1.5 * FRESH, "median": 2 * FRESH, "p75": 2.5 * FRESH, "max": 3 * FRESH}
@@ -243,7 +245,7 @@ def test_spread_follows_the_importance(any_db):
 def test_without_confidence_or_decay_the_proxy_is_the_keyword_score(any_db):
     for text in ("deployment runs nightly", "deployment deployment rollback", "lunch menu"):
         Keywords.create(agent_id="agent-1", content=text)
-    quality = assess_retrieval(ContextAssembler(Keywords, max_items=4), "deployment rollback", agent_id="agent-1")
+    quality = ContextAssembler(Keywords, max_items=4).assess("deployment rollback", agent_id="agent-1")
     assert quality.avg_confidence == 1.0
     assert quality.staleness_ratio == 0.0
     assert quality.candidate_count == 2
@@ -256,7 +258,7 @@ def test_without_confidence_or_decay_the_proxy_is_the_keyword_score(any_db):
 def test_without_keyword_search_the_probe_reads_the_decay_top(any_db):
     for text in CONTENTS + ("lunch menu",):
         Traces.create(agent_id="agent-1", content=text)
-    quality = assess_retrieval(ContextAssembler(Traces, max_items=2), {"a": "x", "b": "y"}, agent_id="agent-1")
+    quality = ContextAssembler(Traces, max_items=2).assess({"a": "x", "b": "y"}, agent_id="agent-1")
     assert quality.candidate_count == 2  # the same top 2 for both cues
     assert quality.per_cue_fok == pytest.approx({"a": 0.2 + 0.4, "b": 0.2 + 0.4})
     assert quality.avg_confidence == 0.5  # no evidence yet: initial confidence
@@ -266,12 +268,22 @@ def test_given_candidates_every_cue_scores_that_list(any_db):
     records = remember(topic="deployment")
     assembler = ContextAssembler(Recollection, max_items=5)
     candidates = [Candidate(key=r.db_key, record=r, pull=1.0, combined=1.0) for r in records[:2]]
-    quality = assess_retrieval(assembler, {"topic": "deployment"}, candidates=candidates, agent_id="agent-1")
+    quality = assembler.assess({"topic": "deployment"}, candidates=candidates, agent_id="agent-1")
     assert quality.candidate_count == 2
     assert quality.avg_confidence == pytest.approx(0.6)
     assert quality.per_cue_fok == pytest.approx({"topic": 0.4 + 0.4 * 2 / 5})
-    unscored = assess_retrieval(assembler, None, candidates=candidates, agent_id="agent-1")
+    unscored = assembler.assess(None, candidates=candidates, agent_id="agent-1")
     assert (unscored.fok_score, unscored.per_cue_fok, unscored.avg_confidence) == (0.0, {}, pytest.approx(0.6))
+
+
+def test_assess_retrieval_takes_what_it_reads_not_an_assembler(any_db):
+    """Model, capabilities, options, key space and named cues: what ``assess()`` gives it."""
+    remember(topic="deployment")
+    config, now = AssemblerConfig(max_items=5), time.time()
+    space = Recollection.query.filter(agent_id="agent-1").partition()
+    quality = assess_retrieval(Recollection, Capabilities.of(Recollection), config, space, named_cues(CUES), now=now)
+    assert_reference_numbers(quality)
+    assert quality == ContextAssembler(Recollection, config=config).assess(CUES, agent_id="agent-1", now=now)
 
 
 def test_nothing_found_and_no_cues(any_db):
@@ -296,11 +308,11 @@ def test_tenants_never_count_each_other(any_db):
 def test_the_partition_must_be_named(any_db):
     assembler = ContextAssembler(Recollection, max_items=5)
     with pytest.raises(QueryException):
-        assess_retrieval(assembler, CUES)
+        assembler.assess(CUES)
     with pytest.raises(QueryException):
-        assess_retrieval(assembler, CUES, agent_id="a", topic="x")
+        assembler.assess(CUES, agent_id="a", topic="x")
     with pytest.raises(QueryException):
-        assess_retrieval(assembler, 42, agent_id="a")
+        assembler.assess(42, agent_id="a")
 
 
 def test_a_missing_tenant_is_refused_with_the_call_to_write(any_db):
@@ -324,7 +336,7 @@ def test_round_trips_of_the_probe_and_of_scoring(db, sent):
 
     def count(cues, **options):
         sent.clear()
-        assess_retrieval(assembler, cues, agent_id="agent-1", **options)
+        assembler.assess(cues, agent_id="agent-1", **options)
         return len(sent)
 
     assert count(CUES) == 4  # filter for both cues, one keyword search per cue, one read of scores

@@ -6,8 +6,18 @@ import json
 
 import pytest
 
-from redmem.context.rendering import compose, frame_line, record_view, render_slice
+from models import Note
+from redmem import AutoKeyField, IntField, Model, QueryException, ValidationError
+from redmem.context.rendering import Renderer, check_render_fields, compose, frame_line, record_view, render_slice
 from redmem.context.tokens import exact_counter
+
+
+class Tally(Model):
+    """No text field: nothing for the content format to show (local for that reason)."""
+
+    tally_id = AutoKeyField()
+    count = IntField()
+
 
 VIEW = {"topic": "deploy", "content": "Ship <b> & roll back", "tags": ["ops", "日本"]}
 
@@ -58,3 +68,32 @@ def test_record_view_hides_keys_bytes_and_unset_fields():
 def test_unknown_format_is_rejected():
     with pytest.raises(ValueError, match="unknown output_format 'yaml'"):
         render_slice("yaml", VIEW, "")
+
+
+# -- Renderer: one model's records, checked once ---------------------------------------------------
+def test_a_renderer_shows_the_stored_data_fields_or_the_named_ones():
+    note = Note(agent_id="a", content="deploy on friday", salience=0.5)
+    assert Renderer(Note).view(note) == {"content": "deploy on friday", "salience": 0.5}
+    natural = Renderer(Note, "natural", ["content", "agent_id"])
+    assert natural.render_fields == ("content", "agent_id")
+    assert natural.render(note) == "content: deploy on friday, agent_id: a"
+    assert natural.compose([frame_line("natural", 1, natural.render(note))]) == "1. content: deploy on friday, agent_id: a"
+
+
+def test_the_content_format_shows_the_memory_text_else_the_fields():
+    renderer = Renderer(Note, "content")
+    assert renderer.text_fields == ("content",)
+    assert renderer.render(Note(agent_id="a", content="the memory")) == renderer.text_of(Note(content="the memory"))
+    assert renderer.text_of(Note(agent_id="a", salience=0.5)) == "salience: 0.5"
+
+
+def test_a_renderer_is_checked_when_made():
+    with pytest.raises(ValidationError, match="unknown output_format"):
+        Renderer(Note, "yaml")
+    with pytest.raises(ValidationError, match="render_fields must be a list of field names"):
+        Renderer(Note, "natural", "content")
+    with pytest.raises(QueryException, match=r"render_fields names field\(s\) \['title'\] that Note does not store"):
+        Renderer(Note, "natural", ["title"])
+    with pytest.raises(ValidationError, match="output_format='content' .* Tally has no shown str field"):
+        Renderer(Tally, "content")
+    assert check_render_fields(("a", "b")) == ["a", "b"] and check_render_fields(None) is None

@@ -51,6 +51,7 @@ from .observation import (
 )
 from .recipes import (
     AdaptiveAssembler,
+    AssemblerConfig,
     AssemblyResult,
     ContextAssembler,
     DefaultMemory,
@@ -98,7 +99,7 @@ __all__ = [
     "reciprocal_rank_fusion", "query_adaptive_weights", "estimate_tokens", "exact_counter",
     "resolve_counter",
     # recipes
-    "ContextAssembler", "AssemblyResult", "RetrievalQuality", "AdaptiveAssembler", "PolicyCache",
+    "ContextAssembler", "AssemblerConfig", "AssemblyResult", "RetrievalQuality", "AdaptiveAssembler", "PolicyCache",
     "SubconsciousMemory", "DefaultMemory", "HybridMemory",
     # connection and errors
     "connect", "configure", "get_client", "RedmemError", "ValidationError", "ArgumentTypeError",

@@ -1,19 +1,17 @@
 """Post-effects of one assembled context, queued in one pipeline (one round trip).
 
-- every selected record that tracks access gets one staged read (``on_read``);
-- every selected push record gets a pending RecallProposal (``on_surfaced``);
+- every selected record that tracks access gets one staged read (:meth:`ObservationProtocol.queue_read`);
+- every selected push record gets a pending RecallProposal (:meth:`ObservationProtocol.queue_surfaced`);
 - every pull candidate that was not selected gets a mild contradiction signal on each of its
   ConfidenceFields (competitive suppression).
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from ..fields.confidence import ConfidenceField
-from ..model.dbkey import DbKey
-from ..observation.access import AccessTrackerMixin
-from ..observation.proposals import RecallProposal
+from ..observation.protocol import ObservationProtocol
 from ..store.connection import get_client, server_errors
 from ..store.validation import timestamp
 
@@ -30,12 +28,8 @@ def apply_post_effects(
     at = timestamp("now", now)
     client = get_client()
     with server_errors(client), client.pipeline(transaction=False) as pipe:
-        readers = [r for r in selected if isinstance(r, AccessTrackerMixin)]
-        if readers:
-            read_keys = [r._saved_key for r in readers]  # records that were read: each has its saved key
-            type(readers[0]).queue_stage_reads(pipe, cast(list[DbKey], read_keys), at)
-        for record in surfaced:
-            RecallProposal.queue_surface(pipe, record, SURFACING_REASON, now=at)
+        ObservationProtocol.queue_read(pipe, selected, at)
+        ObservationProtocol.queue_surfaced(pipe, surfaced, SURFACING_REASON, now=at)
         for record in suppressed:
             for field in record._meta.fields.values():
                 if isinstance(field, ConfidenceField):

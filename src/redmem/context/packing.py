@@ -5,6 +5,9 @@
 - ``stop_at_first_miss`` (Frames): guaranteed items are admitted first, then rank order until the
   first item that does not fit.
 - ``greedy_knapsack`` (HCE): by utility per token, highest first, skipping what does not fit.
+
+:func:`pack_slices` packs rendered slices (see :mod:`redmem.context.rendering`), each costed as
+the text it adds to the composed context.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias, cast
 
-__all__ = ["Budget", "Packed", "pack", "STRATEGIES", "Costs"]
+from .rendering import LINE_FORMATS, frame_line
+
+__all__ = ["Budget", "Packed", "pack", "pack_slices", "STRATEGIES", "Costs"]
 
 #: Token costs in rank order, or ``cost(index, position)`` when an item's cost depends on the
 #: 1-based position it would take (numbered lines).
@@ -123,3 +128,24 @@ def pack(costs: Costs, budget: Budget, strategy: str = "skip_not_break", **optio
     except KeyError:
         raise ValueError(f"unknown packing strategy {strategy!r}; use one of {sorted(STRATEGIES)}") from None
     return chosen(costs, budget, **options)
+
+
+def pack_slices(
+    slices: Sequence[str], output_format: str, counter: Callable[[str], int], budget: Budget,
+) -> tuple[Packed, list[str]]:
+    """Pack rendered slices (rank order) skip-not-break; returns the packing and the admitted
+    pieces, framed for :func:`~redmem.context.rendering.compose`.
+
+    A slice costs ``counter`` of the text it adds: the slice itself, or in the line formats the
+    line it becomes at the position it would take, line break included (the last line's break
+    is not emitted: at most one token over).
+    """
+    if output_format in LINE_FORMATS:
+        def cost(index: int, position: int) -> int:
+            return counter(frame_line(output_format, position, slices[index]) + "\n")
+
+        packed = pack(cost, budget, "skip_not_break", count=len(slices))
+    else:
+        packed = pack([counter(piece) for piece in slices], budget, "skip_not_break")
+    pieces = [frame_line(output_format, position, slices[i]) for position, i in enumerate(packed.selected, 1)]
+    return packed, pieces

@@ -1,7 +1,8 @@
 """Rendering selected records for the prompt: per-record slices, then one composition.
 
 The token budget is checked against each record's slice, and the final text is composed from
-exactly those slices, so what was counted is what is sent. Formats:
+exactly those slices, so what was counted is what is sent. :class:`Renderer` is the stage a
+recipe holds: one model's shown fields and memory text in one format, checked once. Formats:
 
 | format | slice of one record | composition | empty |
 |---|---|---|---|
@@ -19,12 +20,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
-from ..store.errors import ValidationError
+from ..store.errors import QueryException, ValidationError
+from .retrieval import Capabilities
 
-__all__ = ["FORMATS", "LINE_FORMATS", "render_slice", "frame_line", "compose", "record_view"]
+if TYPE_CHECKING:
+    from ..model.base import Model
+
+__all__ = [
+    "FORMATS", "LINE_FORMATS", "Renderer", "render_slice", "frame_line", "compose", "record_view",
+    "check_format", "check_render_fields",
+]
 
 FORMATS = ("structured", "xml", "natural", "content")
 #: Formats that put one record per line, numbered or bulleted.
@@ -100,3 +109,95 @@ def record_view(values: Mapping[str, Any], hidden: Sequence[str] = ()) -> dict[s
         k: v for k, v in values.items()
         if k not in hidden and v is not None and not isinstance(v, (bytes, bytearray))
     }
+
+
+def check_render_fields(names: Sequence[str] | None) -> list[str] | None:
+    """``render_fields`` as a list of field names, or None; ValidationError for anything else."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise ValidationError(f"render_fields must be a list of field names or None, got {names!r}")
+    return list(names)
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """One model's records as prompt text: a slice per record in ``output_format``, then one text.
+
+    A slice shows ``render_fields``, in that order (None: every stored field that is neither a
+    key nor bookkeeping, ``Field.shown`` False, e.g. cyclic amplitudes); the ``content`` format
+    shows the record's memory text (:meth:`text_of`). Checked when made: ValidationError for an
+    unknown format, ``render_fields`` that is not a list of names, or the content format on a
+    model with no text field; QueryException for a name the model does not store.
+    """
+
+    model: type[Model]
+    output_format: str = "structured"
+    render_fields: Sequence[str] | None = None
+    #: The fields the content format takes a record's text from, in order of preference: the
+    #: source of the model's BM25Field, of its EmbeddingField, ``content`` (shown str fields only).
+    text_fields: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        output_format = check_format(self.output_format)
+        names = _stored(self.model, check_render_fields(self.render_fields))
+        object.__setattr__(self, "output_format", output_format)
+        object.__setattr__(self, "render_fields", None if names is None else tuple(names))
+        object.__setattr__(self, "text_fields", _text_fields(self.model, output_format))
+
+    def render(self, record: Any) -> str:
+        """The slice of ``record``: exactly the text counted and emitted (before line framing)."""
+        view = self.view(record)
+        return render_slice(self.output_format, view, self.text_of(record, view))
+
+    def view(self, record: Any) -> dict[str, Any]:
+        """The shown fields of ``record`` (see the class docstring), by name, as they are rendered."""
+        meta = record._meta
+        if self.render_fields is not None:
+            names: Sequence[str] = self.render_fields
+        else:
+            names = [f.name for f in meta.stored_fields() if f.shown and f.name not in meta.key_fields]
+        return record_view({name: getattr(record, name, None) for name in names})
+
+    def text_of(self, record: Any, view: Mapping[str, Any] | None = None) -> str:
+        """The memory text of ``record``: the first text set among :attr:`text_fields`, else (its
+        text unset) its shown fields ``view`` (default :meth:`view`) as in the natural format."""
+        for source in self.text_fields:
+            text = getattr(record, source, None)
+            if isinstance(text, str):
+                return text
+        return render_slice("natural", self.view(record) if view is None else view, "")
+
+    def compose(self, pieces: Sequence[str]) -> str:
+        """The text of framed pieces (see :func:`frame_line`) in this format."""
+        return compose(self.output_format, pieces)
+
+
+def _stored(model: type[Model], names: list[str] | None) -> list[str] | None:
+    """``names`` if each is a field ``model`` stores in its records, else QueryException."""
+    if names is None:
+        return None
+    fields = model._meta.fields
+    unknown = [n for n in names if n not in fields or not fields[n].stored]
+    if unknown:
+        raise QueryException(
+            f"render_fields names field(s) {unknown} that {model.__name__} does not store "
+            "in its records (only stored fields can be shown)"
+        )
+    return names
+
+
+def _text_fields(model: type[Model], output_format: str) -> tuple[str, ...]:
+    """The fields the content format takes a record's text from (see :attr:`Renderer.text_fields`);
+    the content format on a model that has none is refused."""
+    caps, fields = Capabilities.of(model), model._meta.fields
+    named = (getattr(caps.bm25, "source", None), getattr(caps.embedding, "source", None), "content")
+    sources = tuple(n for n in dict.fromkeys(named) if isinstance(n, str) and n in fields and fields[n].shown
+                    and getattr(fields[n], "python_type", None) is str)
+    if output_format == "content" and not sources:
+        raise ValidationError(
+            f"output_format='content' shows each record's memory text, and {model.__name__} "
+            "has no shown str field to take it from (the source of its BM25Field or EmbeddingField, "
+            "or a field named 'content'); use one of 'structured', 'xml', 'natural'"
+        )
+    return sources

@@ -2,6 +2,8 @@
 
 - ``on_read(records)``: stage a read of each AccessTracker record (to be confirmed or discarded);
 - ``on_surfaced(records, reason, partition)``: open a RecallProposal per pushed record;
+- ``queue_read`` / ``queue_surfaced``: the same two, queued on a caller's pipeline (the
+  assembler sends them with its other post-effects in one round trip);
 - ``on_context_used(records, outcome_map)``: apply each record's outcome following
   :data:`OUTCOME_EFFECTS`, the matrix of popoto's ObservationProtocol. ``outcome_map`` is one
   outcome for every record (``"acted"``) or a mapping naming records by the record itself, its ``db_key.redis_key`` or its record id
@@ -180,17 +182,23 @@ class ObservationProtocol:
         Returns how many records had a read staged. Records loaded by a tracking query were
         staged by that query already: load them with ``no_track()`` when you call this.
         """
+        records = _distinct(records)
+        if not any(isinstance(record, AccessTrackerMixin) for record in records):
+            return 0
+        client = get_client()
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            ObservationProtocol.queue_read(pipe, records, now)
+            return sum(pipe.execute())
+
+    @staticmethod
+    def queue_read(pipe: Any, records: Iterable[Any], now: float | None = None) -> None:
+        """Queue :meth:`on_read` on ``pipe``, to send with other writes in one round trip."""
         by_model: dict[type[AccessTrackerMixin], list[DbKey]] = {}
         for record in _distinct(records):
             if isinstance(record, AccessTrackerMixin):
                 by_model.setdefault(type(record), []).append(record._saved_key or record.db_key)
-        if not by_model:
-            return 0
-        client = get_client()
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
-            for model, keys in by_model.items():
-                model.queue_stage_reads(pipe, keys, now)
-            return sum(pipe.execute())
+        for model, keys in by_model.items():
+            model.queue_stage_reads(pipe, keys, now)
 
     @staticmethod
     def on_surfaced(
@@ -203,6 +211,14 @@ class ObservationProtocol:
         :meth:`on_context_used`.
         """
         return RecallProposal.surface(_distinct(records), reason, partition, ttl, now)
+
+    @staticmethod
+    def queue_surfaced(
+        pipe: Any, records: Iterable[Any], reason: str, partition: str | None = None,
+        ttl: float = DEFAULT_TTL, now: float | None = None,
+    ) -> list[RecallProposal]:
+        """Queue :meth:`on_surfaced` on ``pipe``; the proposals are written when ``pipe`` is executed."""
+        return [RecallProposal.queue_surface(pipe, record, reason, partition, ttl, now) for record in _distinct(records)]
 
     @staticmethod
     def on_context_used(

@@ -1,6 +1,7 @@
 """Context engines built only from redmem's primitives and pipeline stages."""
 
 from .adaptive import AdaptiveAssembler
+from .assembler_config import AssemblerConfig
 from .context_assembler import AssemblyResult, ContextAssembler
 from .default_memory import DefaultMemory, HybridMemory
 from .extractors import HeuristicExtractor, LLMExtractor
@@ -10,6 +11,7 @@ from .subconscious import SubconsciousMemory
 
 __all__ = [
     "AdaptiveAssembler",
+    "AssemblerConfig",
     "AssemblyResult",
     "ContextAssembler",
     "DefaultMemory",

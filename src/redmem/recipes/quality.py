@@ -1,7 +1,10 @@
 """Retrieval quality: how well memory can answer a query, probed before or scored after retrieval.
 
 Each metric is a pure function of plain values below; :func:`assess_retrieval` gathers the
-values from Redis (a few round trips) and applies them. For a candidate record:
+values from Redis (a few round trips) and applies them. Its input is what it reads, not an
+assembler: the model and its capabilities, the options ``max_items`` and
+``surfacing_threshold`` (an :class:`~redmem.recipes.assembler_config.AssemblerConfig`), the
+partition's key space and the named cues. For a candidate record:
 
 - its **confidence** is its value of the model's first ConfidenceField (read from the field's
   per-partition index; ``initial_confidence`` when the record has no entry);
@@ -13,7 +16,7 @@ values from Redis (a few round trips) and applies them. For a candidate record:
 - its **freshness** is the same decayed score with base 1: the fraction of its strength time
   has left it (``2 ** -(age / half_life)``, or ``max(days, 0.01) ** -rate`` times modulation).
 
-Metrics (n = number of candidates, ``max_items`` and ``surfacing_threshold`` the assembler's):
+Metrics (n = number of candidates, ``max_items`` and ``surfacing_threshold`` the config's):
 
     avg_confidence  = mean confidence of the candidates      (1.0 without a ConfidenceField)
     score_spread    = pstdev(proxies) / mean(proxies)         (0 when |mean| < 1e-9)
@@ -33,12 +36,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from ..context.candidates import Candidate
-from ..context.retrieval import Fusion, Retrieval, keyword_hits, retrieve
+from ..context.retrieval import Capabilities, Fusion, Retrieval, keyword_hits, retrieve
 from ..fields.bm25 import BM25Field
 from ..fields.decay import DecayingSortedField
 from ..model.dbkey import DbKey
@@ -46,7 +49,7 @@ from ..store.connection import server_errors
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
 from ..store.validation import timestamp
-from .tenant import require_tenant
+from .assembler_config import AssemblerConfig
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -180,11 +183,6 @@ def _first(model: type[Model], kind: type) -> Any:
     return next((f for f in model._meta.fields.values() if isinstance(f, kind)), None)
 
 
-def _partition(model: type[Model], partition: dict[str, Any]) -> KeySpace:
-    require_tenant(model, partition, "assess")
-    return model.query.filter(**partition).partition()
-
-
 def _by_space(keys: Iterable[DbKey]) -> dict[KeySpace, list[DbKey]]:
     groups: dict[KeySpace, list[DbKey]] = {}
     for key in keys:
@@ -248,9 +246,9 @@ def _strengths(model: type[Model], conf: Any, decay: DecayingSortedField | None,
 
 
 # -- the probe and the assessment ------------------------------------------------------------
-def _familiarity(assembler: Any, space: KeySpace, cues: dict[str, str]) -> dict[str, float]:
+def _familiarity(capabilities: Capabilities, space: KeySpace, cues: Mapping[str, str]) -> dict[str, float]:
     """Familiarity per cue: one ExistenceFilter round trip for all cues (none without a filter)."""
-    existence = assembler.capabilities.existence
+    existence = capabilities.existence
     if existence is None or not cues:
         return {name: familiarity(None) for name in cues}
     flags = existence.check(space, list(cues.values()))
@@ -277,17 +275,17 @@ def _keyword_probe(bm25: BM25Field, space: KeySpace, text: str, limit: int) -> l
 
 
 def _probe(
-    assembler: Any, space: KeySpace, cues: dict[str, str], familiar: dict[str, float], now: float
+    model: type[Model], capabilities: Capabilities, limit: int, space: KeySpace, cues: Mapping[str, str],
+    familiar: dict[str, float], now: float,
 ) -> dict[str, list[Candidate]]:
-    """Per cue, a small retrieval of ``max_items`` records (no vectors, graph or push path).
+    """Per cue, a small retrieval of ``limit`` records (no vectors, graph or push path).
 
     Keyword (BM25) search of the cue's text when the model has a BM25Field: one round trip per
     cue; else the top records of the first DecayingSortedField, one round trip shared by every
     cue; else nothing. A cue the ExistenceFilter calls definitely missing is not searched.
     """
-    limit = assembler.max_items
-    bm25 = assembler.capabilities.bm25
-    decay = _first(assembler.model_class, DecayingSortedField)
+    bm25 = capabilities.bm25
+    decay = _first(model, DecayingSortedField)
     searched = [name for name in cues if familiar[name] > 0.0]
     found: dict[str, list[Candidate]] = {name: [] for name in cues}
     if bm25 is not None:
@@ -310,51 +308,48 @@ def _distinct(lists: Iterable[list[Candidate]]) -> list[Candidate]:
 
 
 def assess_retrieval(
-    assembler: Any,
-    query_cues: dict[str, Any] | str | None,
-    *,
-    candidates: list[Candidate] | None = None,
-    now: float | None = None,
-    **partition: Any,
+    model: type[Model], capabilities: Capabilities, config: AssemblerConfig, space: KeySpace,
+    cues: Mapping[str, str], *, candidates: list[Candidate] | None = None, now: float | None = None,
 ) -> RetrievalQuality:
-    """Score how well the memory of one partition can answer ``query_cues``.
+    """Score how well the memory of one partition (``space``, of ``model``) can answer ``cues``.
 
-    Without ``candidates`` this is the cheap pre-retrieval probe: per cue an ExistenceFilter
-    check (one round trip for all cues) and a small retrieval (see :func:`_probe`), then one
-    round trip to read confidences and decay entries: ``2 + number of familiar cues`` round
-    trips with a BM25Field, at most 3 without. No record is loaded, nothing is written.
-    With ``candidates`` (e.g. the merged candidates of ``assemble()``) every cue is scored
-    against that one list: two round trips. ``now`` (epoch seconds, default the current time)
-    is the clock of the decayed scores; ``partition`` names the tenant as for ``assemble()``.
+    ``cues`` are named as :func:`named_cues` gives them; ``capabilities`` are the model's
+    (:meth:`~redmem.context.retrieval.Capabilities.of`); ``config`` gives ``max_items`` and
+    ``surfacing_threshold``. Without ``candidates`` this is the cheap pre-retrieval probe: per
+    cue an ExistenceFilter check (one round trip for all cues) and a small retrieval (see
+    :func:`_probe`), then one round trip to read confidences and decay entries:
+    ``2 + number of familiar cues`` round trips with a BM25Field, at most 3 without. No record
+    is loaded, nothing is written. With ``candidates`` (e.g. the merged candidates of
+    ``assemble()``) every cue is scored against that one list: two round trips. ``now`` (epoch
+    seconds, default the current time) is the clock of the decayed scores.
+    :meth:`ContextAssembler.assess <redmem.recipes.context_assembler.ContextAssembler.assess>`
+    takes the cues and the tenant as ``assemble()`` does and calls this.
     """
-    model = assembler.model_class
-    space = _partition(model, partition)
-    cues = named_cues(query_cues)
     at = timestamp("now", now)
-    familiar = _familiarity(assembler, space, cues)
+    familiar = _familiarity(capabilities, space, cues)
     if candidates is None:
-        per_cue = _probe(assembler, space, cues, familiar, at)
+        per_cue = _probe(model, capabilities, config.max_items, space, cues, familiar, at)
         pool = _distinct(per_cue.values())
     else:
         pool = _distinct([candidates])
         per_cue = {name: pool for name in cues}
-    conf = assembler.capabilities.confidence[0] if assembler.capabilities.confidence else None
+    conf = capabilities.confidence[0] if capabilities.confidence else None
     decay = _first(model, DecayingSortedField)
     strengths = _strengths(model, conf, decay, [c.key for c in pool], at)
-    return _quality(assembler, per_cue, familiar, pool, strengths)
+    return _quality(config, per_cue, familiar, pool, strengths)
 
 
 def _quality(
-    assembler: Any, per_cue: dict[str, list[Candidate]], familiar: dict[str, float],
+    config: AssemblerConfig, per_cue: dict[str, list[Candidate]], familiar: dict[str, float],
     pool: list[Candidate], strengths: _Strengths,
 ) -> RetrievalQuality:
     def proxy(candidate: Candidate) -> float:
         return candidate.combined if strengths.decay is None else strengths.decay[candidate.key]
 
-    threshold = assembler.surfacing_threshold
+    threshold = config.surfacing_threshold
     fok = {
         name: feeling_of_knowing(
-            familiar[name], len(found), weak_fraction([proxy(c) for c in found], threshold), assembler.max_items,
+            familiar[name], len(found), weak_fraction([proxy(c) for c in found], threshold), config.max_items,
         )
         for name, found in per_cue.items()
     }

@@ -1,0 +1,168 @@
+"""Shape of the source tree at two git revisions: files, function sizes, wide signatures, mypy errors.
+
+Issue 14 asked for these before and after the architecture redesign. Each revision's
+``src/redmem`` is exported with ``git archive`` and measured with :mod:`ast`:
+
+- files and lines of the ``.py`` modules (median and p90 lines per file);
+- code lines per function: lines of its body that hold code (no blank, comment-only or
+  docstring lines), nested functions counted inside their parent and again on their own;
+- functions with more than 8 parameters (``self`` / ``cls`` not counted);
+- ``mypy --strict`` errors (the revision's own ``[tool.mypy]`` settings, today's mypy);
+- a few counts the redesign targets: ``settings()`` reads, ``@query_method`` registrations,
+  hand-written "int, not bool" checks and "first field of kind X" scans.
+
+    python benchmarks/architecture.py --before 54531ef --after HEAD
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+WIDE = 8
+
+PATTERNS = {
+    "settings_reads": re.compile(r"\bsettings\(\)"),
+    "query_method_registrations": re.compile(r"^@query_method\b", re.M),
+    "bool_checks": re.compile(r"isinstance\([^()]*,\s*bool\)"),
+    "field_kind_scans": re.compile(r"for \w+ in [\w.]*fields\.values\(\) if isinstance\("),
+}
+
+
+def export(revision: str, target: Path) -> Path:
+    """``src/redmem`` and ``pyproject.toml`` of ``revision`` unpacked under ``target``."""
+    archive = subprocess.run(["git", "archive", revision, "src/redmem", "pyproject.toml"],
+                             cwd=ROOT, check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+def code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef, source: list[str]) -> int:
+    """Lines of the body that hold code: not blank, not a comment, not the docstring."""
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if not body:
+        return 0
+    first, last = body[0].lineno, max(getattr(n, "end_lineno", n.lineno) or n.lineno for n in body)
+    lines = source[first - 1:last]
+    return sum(1 for line in lines if line.strip() and not line.strip().startswith("#"))
+
+
+def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    args = node.args
+    names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return sum(1 for name in names if name not in ("self", "cls"))
+
+
+def percentile(values: list[int], q: float) -> float:
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))]) if ordered else 0.0
+
+
+def shape(package: Path) -> dict[str, Any]:
+    """The measures of the module docstring over every ``.py`` file under ``package``."""
+    files = sorted(package.rglob("*.py"))
+    file_lines, sizes, wide, counts = [], [], [], dict.fromkeys(PATTERNS, 0)
+    for path in files:
+        text = path.read_text()
+        source = text.splitlines()
+        file_lines.append(len(source))
+        for name, pattern in PATTERNS.items():
+            counts[name] += len(pattern.findall(text))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                sizes.append(code_lines(node, source))
+                if parameters(node) > WIDE:
+                    wide.append(f"{path.relative_to(package)}:{node.name}")
+    return {
+        "files": len(files),
+        "lines": sum(file_lines),
+        "median_file_lines": statistics.median(file_lines),
+        "p90_file_lines": percentile(file_lines, 0.9),
+        "functions": len(sizes),
+        "median_function_lines": statistics.median(sizes),
+        "p90_function_lines": percentile(sizes, 0.9),
+        "max_function_lines": max(sizes),
+        "functions_over_8_parameters": len(wide),
+        "wide_functions": wide,
+        **counts,
+    }
+
+
+def mypy_errors(tree: Path) -> int:
+    """``mypy --strict`` errors over the exported tree (its own pyproject settings)."""
+    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", "pyproject.toml",
+                          "src/redmem"], cwd=tree, capture_output=True, text=True)
+    found = re.search(r"Found (\d+) errors?", run.stdout)
+    if found:
+        return int(found.group(1))
+    if "Success" in run.stdout:
+        return 0
+    raise RuntimeError(f"mypy gave no count:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+
+
+def measure(revision: str, with_mypy: bool) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = export(revision, Path(tmp))
+        result = {"revision": revision, **shape(tree / "src" / "redmem")}
+        if with_mypy:
+            result["mypy_strict_errors"] = mypy_errors(tree)
+        return result
+
+
+ROWS = [
+    ("files", "files"), ("lines", "lines"), ("median_file_lines", "median lines per file"),
+    ("p90_file_lines", "p90 lines per file"), ("functions", "functions"),
+    ("median_function_lines", "median code lines per function"),
+    ("p90_function_lines", "p90 code lines per function"), ("max_function_lines", "largest function"),
+    ("functions_over_8_parameters", "functions with > 8 parameters"),
+    ("mypy_strict_errors", "mypy --strict errors"), ("settings_reads", "`settings()` reads"),
+    ("query_method_registrations", "`@query_method` registrations"),
+    ("bool_checks", "hand-written \"int, not bool\" checks"),
+    ("field_kind_scans", "\"field of kind X\" scans"),
+]
+
+
+def table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    lines = [f"| | before (`{before['revision']}`) | after (`{after['revision']}`) |", "|---|---:|---:|"]
+    lines += [f"| {label} | {before.get(key, '-')} | {after.get(key, '-')} |" for key, label in ROWS]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", required=True, help="git revision before the change")
+    parser.add_argument("--after", default="HEAD", help="git revision after it (default HEAD)")
+    parser.add_argument("--no-mypy", action="store_true", help="skip the mypy runs (about a minute each)")
+    parser.add_argument("--out", default=str(RESULTS / "architecture.json"))
+    options = parser.parse_args()
+    revisions = {}
+    for label, revision in (("before", options.before), ("after", options.after)):
+        print(f"measuring {label}: {revision}", file=sys.stderr)
+        resolved = subprocess.run(["git", "rev-parse", "--short", revision], cwd=ROOT, check=True,
+                                  capture_output=True, text=True).stdout.strip()
+        revisions[label] = measure(resolved, not options.no_mypy)
+    out = Path(options.out)
+    out.write_text(json.dumps(revisions, indent=2) + "\n")
+    out.with_suffix(".md").write_text(table(revisions["before"], revisions["after"]))
+    print(table(revisions["before"], revisions["after"]))
+
+
+if __name__ == "__main__":
+    main()
