@@ -371,7 +371,7 @@ def test_many_records_match_brute_force(any_db):
 def script_rows(agent: str, weights: dict, n: int, now: float, min_score: float | None = None) -> list[str]:
     """The record ids composite_select.lua itself returns (before Python ranks them)."""
     search = composite_search(Memory.query.filter(agent_id=agent), weights, n, min_score, now)
-    return [rid for rid, _ in parse_reply(search.plan, search.call.run(Memory._meta.client))[1]]
+    return [rid for rid, _ in parse_reply(search.plan, search.calls()[0].run(Memory._meta.client))[1]]
 
 
 def test_equal_scores_come_by_id_and_the_script_returns_exactly_n(any_db):

@@ -54,6 +54,7 @@ PAGES = [
     "recipes/subconscious-memory.md",
     "recipes/llm-integration.md",
     "operations.md",
+    "contributing.md",
 ]
 SKIP_MARKER = "<!-- skip -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")

@@ -23,7 +23,7 @@ from redmem import (
 )
 from redmem.embeddings import EmbeddingError, HashingEmbeddings, OpenAIEmbeddings
 from redmem.embeddings.codec import decode_stored, encode_stored, encode_vector
-from redmem.fields import EmbeddingField, embed_many
+from redmem.fields import EmbeddingField, embed_many, embedding_search
 from redmem.fields import embedding as embedding_module
 from redmem.fields.embedding import matrices, text_digest
 from redmem.fields.reindex import reindex
@@ -278,7 +278,7 @@ def test_a_refilled_partition_is_not_mistaken_for_the_cached_one(any_db):
 
 
 def test_a_matrix_catches_up_in_pages(any_db, monkeypatch):
-    monkeypatch.setattr(embedding_module, "CHANGES_PER_CALL", 2)
+    monkeypatch.setattr(embedding_search, "CHANGES_PER_CALL", 2)
     made = [Memory.create(agent_id="a", content=f"topic number {i}") for i in range(7)]
     assert len(Memory.query.filter(agent_id="a").semantic_search("topic number", limit=10)) == 7
     made[0].delete()
@@ -295,7 +295,7 @@ def test_a_matrix_catches_up_in_pages(any_db, monkeypatch):
 def test_the_log_keeps_the_newest_changes_and_a_reader_behind_it_reloads(any_db, monkeypatch):
     monkeypatch.setattr(embedding_module, "LOG_KEEP", 3)
     monkeypatch.setattr(embedding_module, "LOG_FRACTION", 4)  # the log keeps max(3, vectors // 4)
-    monkeypatch.setattr(embedding_module, "CHANGES_PER_CALL", 2)  # reloads come in HSCAN pages
+    monkeypatch.setattr(embedding_search, "CHANGES_PER_CALL", 2)  # reloads come in HSCAN pages
     watcher = second_client(any_db)
     made = [Memory.create(agent_id="a", content=f"fact number {i}") for i in range(8)]
     keys = vector_keys(made[0].db_key.keyspace)
@@ -464,7 +464,7 @@ def cosine(a, b):
 def test_random_writes_keep_search_equal_to_brute_force(any_db, monkeypatch, log_keep):
     monkeypatch.setattr(embedding_module, "LOG_KEEP", log_keep)
     monkeypatch.setattr(embedding_module, "LOG_FRACTION", 1000)
-    monkeypatch.setattr(embedding_module, "CHANGES_PER_CALL", 3)
+    monkeypatch.setattr(embedding_search, "CHANGES_PER_CALL", 3)
     rng = random.Random(11)
     words = ["red", "green", "blue", "cat", "dog", "fish", "sun", "moon"]
     watcher = second_client(any_db)

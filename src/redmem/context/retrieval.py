@@ -1,52 +1,66 @@
-"""Retrieval paths shared by the recipes: what a model can search, the pull path and the push path.
+"""Retrieval shared by the recipes: searches sent together, the graph expanded, the lists fused.
 
-Pull (query-driven): an ExistenceFilter pre-check, then BM25 and vector rankings and a
-co-occurrence expansion from the best keyword hits, fused by weighted RRF (or by convex score
-fusion); or, in composite mode, the weighted composite score fused with the BM25 ranking when
-there is query text.
-Push (proactive): records whose cyclic score is above the surfacing threshold.
+:func:`retrieve` runs a :class:`Retrieval`: any set of searches (the protocol of
+:mod:`redmem.fields.search_protocol`) in ONE round trip; then, only when there is something to
+do, a spreading-activation expansion of the co-occurrence graph from the best hits and a
+fallback set of searches (one round trip each); then a fusion of the ranked lists by weighted
+reciprocal rank fusion or by convex score fusion (:mod:`redmem.context.fusion`).
+
+The assembler's pull (query-driven) is :func:`plan_pull`: an ExistenceFilter pre-check, BM25 and
+vector rankings and a co-occurrence expansion from the best keyword hits; or, in composite mode,
+the weighted composite score fused with the BM25 ranking when there is query text; the mode
+decided once, before anything runs. Its push (proactive) scan rides along: records whose cyclic
+score is above the surfacing threshold (:func:`push_candidates`).
 Every search runs inside one partition (the tenant), so no other tenant's record can appear.
 """
 
 from __future__ import annotations
 
-import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from ..embeddings.matrix import VectorMatrix
 from ..fields.bloom import ExistenceFilter
-from ..fields.bm25 import BM25Field, search_result
-from ..fields.composite import CompositeSearch, Ranked, composite_search
+from ..fields.bm25 import BM25Field, SearchResult
+from ..fields.composite import Ranked, composite_search
 from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField, Graph
 from ..fields.cyclic import CyclicDecayField
-from ..fields.embedding import EmbeddingField, VectorSearch
+from ..fields.embedding import EmbeddingField
+from ..fields.embedding_search import VectorSearch
+from ..fields.search_protocol import Hits, Mapped, Search, run_search, run_searches
 from ..model.dbkey import DbKey
-from ..store.connection import server_errors
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
-from ..store.overlap import execute_while
-from ..store.scripts import ScriptCall, run_calls
 from .candidates import Candidate
 from .fusion import RRF_K, checked_weights, convex_fusion, reciprocal_rank_fusion
 from .query_weights import query_adaptive_weights
 
 if TYPE_CHECKING:
     from ..model.base import Model
+    from ..model.query import Query
 
 __all__ = [
     "Capabilities",
     "PullPlan",
-    "FirstRound",
+    "Fusion",
+    "Expansion",
+    "Fallback",
+    "Retrieval",
+    "Retrieved",
+    "retrieve",
+    "plan_pull",
+    "keyword_hits",
+    "composite_hits",
     "resolve_mode",
     "check_fusion",
-    "first_round",
-    "pull_candidates",
     "push_candidates",
     "MODES",
     "FUSIONS",
     "LIST_NAMES",
+    "GRAPH_LIST",
 ]
 
 MODES = ("auto", "hybrid", "lexical", "semantic", "composite")
@@ -132,200 +146,219 @@ class PullPlan:
     fusion_weights: dict[str, float] | None = None
 
 
-def _ranking(
-    pairs: list[tuple[str, float]], name: str, found: dict[str, dict[str, float]],
-) -> list[tuple[str, float]]:
-    """``pairs`` as given, each score also recorded as signal ``name`` of its record in ``found``."""
-    for record_id, score in pairs:
-        found.setdefault(record_id, {})[name] = score
-    return pairs
+#: The list the graph expansion adds.
+GRAPH_LIST = "graph"
+#: The signal a list's scores are recorded as on each candidate, when not the list's own name.
+SIGNAL_OF_LIST = {"keyword": "bm25"}
+IGNORED_CUES = "composite retrieval without a BM25Field ignores the query cues"
 
 
-def _list_weights(plan: PullPlan, text: str, mode: str) -> dict[str, float]:
-    """The fusion weights of one pull: the plan's, else query-adaptive in hybrid mode, else none (all 1)."""
-    if plan.fusion_weights is not None:
-        return plan.fusion_weights
-    return query_adaptive_weights(text) if text and mode == "hybrid" else {}
+@dataclass(frozen=True)
+class Fusion:
+    """How ranked lists become one: ``method`` (rrf or convex), the fixed ``weights`` of the lists
+    (a list not named weighs 1), the ``list_limit`` each searched list was cut at (convex: an item
+    missing from a list that long scored at most its lowest), at most ``limit`` fused."""
+
+    method: str
+    weights: dict[str, float]
+    list_limit: int
+    limit: int
 
 
-def _fused(plan: PullPlan, lists: dict[str, list[tuple[str, float]]],
-           weights: dict[str, float]) -> list[tuple[str, float]]:
-    """The pull's lists fused by the plan's method, at most ``fused_limit`` (record id, score).
+@dataclass(frozen=True)
+class Expansion:
+    """Spreading activation over ``graph``, ``depth`` hops, from the ``seeds`` best hits of the
+    first list that found anything; skipped when the graph (sized in the first round trip) has no edge."""
 
-    For convex fusion every list but the graph's (which holds every node propagation reached)
-    was searched with ``candidate_limit``, so a list that long was cut there.
+    graph: Graph
+    seeds: int
+    depth: int
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """Searches to run instead when every list came back empty (one more round trip): ``lists()``
+    builds them (only then), their lists are fused in place of the first ones, ``mode`` labels
+    what ran, ``warning`` is said."""
+
+    lists: Callable[[], dict[str, Search[Hits]]]
+    mode: str
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """One retrieval of partition ``space``, decided before anything runs (see :func:`retrieve`).
+
+    ``lists``: the ranked lists to fuse, by name, in fusion order (ties keep first-seen order),
+    fused by ``fusion``. ``existence``: a pre-check sent with them; when it calls every text
+    definitely missing, nothing is pulled. ``expansion`` adds the graph list, ``fallback``
+    replaces every list when all came back empty. ``riders``: searches sharing the first round
+    trip whose answers are returned as they are (the push scan). ``mode`` labels what runs;
+    ``warnings`` are said when the pull runs.
     """
-    if plan.fusion == "convex":
-        limits = {name: plan.candidate_limit for name in lists if name != "graph"}
-        return convex_fusion(lists, weights=weights, limits=limits, limit=plan.fused_limit)
-    ranked = {name: [record_id for record_id, _ in pairs] for name, pairs in lists.items()}
-    return reciprocal_rank_fusion(ranked, k=RRF_K, weights=weights, limit=plan.fused_limit)
 
-
-def _graph_ranking(caps: Capabilities, space: KeySpace, seeds: list[str], depth: int) -> list[tuple[str, float]]:
-    if caps.graph is None or not seeds or depth <= 0:
-        return []
-    graph = caps.graph.graph_of(*(DbKey(space, record_id) for record_id in seeds))
-    weighted = graph.propagate([DbKey(space, record_id) for record_id in seeds], depth=depth)
-    return [(node.record_id, weight) for node, weight in weighted if isinstance(node, DbKey)]
+    space: KeySpace
+    lists: dict[str, Search[Hits]]
+    fusion: Fusion
+    mode: str = ""
+    existence: Search[list[bool]] | None = None
+    expansion: Expansion | None = None
+    fallback: Fallback | None = None
+    riders: Sequence[Search[Any]] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
-class FirstRound:
-    """What the independent first searches found: filter verdict, BM25, vector and composite hits, push,
-    and the partition's vector matrix when the vector search ran (current as of this round)."""
+class Retrieved:
+    """What :func:`retrieve` found: the fused pull candidates (records not loaded), best first; the
+    label of what ran; the lists fused; the riders' answers, in order; the warnings for the
+    caller to give; the vector matrix a vector list searched (current as of this retrieval)."""
 
-    may_exist: bool
-    keyword: list[tuple[str, float]] | None
-    vector: list[tuple[str, float]] | None
-    push: list[Candidate]
-    composite: list[tuple[str, float]] | None = None
-    graph_empty: bool = False
-    matrix: VectorMatrix | None = None
+    candidates: list[Candidate]
+    mode: str
+    lists: dict[str, Hits]
+    riders: list[Any]
+    warnings: list[str]
+    matrix: VectorMatrix | None
 
 
-def first_round(
-    client: Any, caps: Capabilities, space: KeySpace, text: str, plan: PullPlan,
-    threshold: float, push_limit: int, now: float, query: Any,
-) -> FirstRound:
-    """Run the existence pre-check, the BM25, vector and composite searches and the push scan in ONE
-    round trip (the composite one when the pull will rank by it: composite mode, or no query text).
-
-    (The vector search needs one more only when vectors changed elsewhere enter its top hits.)
-    The graph's size is read too, so a pull skips the propagation round trip when it has no edge.
+def retrieve(client: Any, retrieval: Retrieval) -> Retrieved:
+    """Run ``retrieval``: every search (the pre-check, the lists, the graph's size, the riders) in
+    ONE round trip; then the graph expansion and the fallback, one round trip each when they
+    have something to do; then the fusion. Each candidate's signals are its score in each list
+    (the keyword list's as ``bm25``) and the fused score (as the fusion method's name).
     """
-    calls: list[ScriptCall] = []
-    check_finish, bm25_at, composite_at, graph_at = None, None, None, None
-    if caps.existence is not None and text:
-        check, check_finish = caps.existence.check_calls(space, [text])
-        calls += check
-        check_span = (0, len(check))
-    if caps.bm25 is not None and text and plan.mode != "semantic":
-        bm25_call = caps.bm25.search_call(space, text, plan.candidate_limit)
-        if bm25_call is not None:
-            bm25_at = len(calls)
-            calls.append(bm25_call)
-    composite = _composite_search(plan, query, now) if plan.mode == "composite" or not text else None
-    if composite is not None:
-        composite_at = len(calls)
-        calls.append(composite.call)
-    if caps.graph is not None and text and plan.mode != "composite" and plan.propagation_depth > 0:
-        graph_at = len(calls)
-        calls.append(Graph(caps.graph, space).size_call())
-    push_at = len(calls)
-    calls += [field.ranked_call(space, now, threshold, push_limit) for field in caps.cyclic]
-    vector = None
-    if caps.embedding is not None and text and plan.mode in ("hybrid", "semantic"):
-        vector = VectorSearch(query, text, plan.candidate_limit, caps.embedding.name, hydrate=False)
-        vector = None if vector.empty else vector
-    replies = _run_first(client, calls, vector)
-    may_exist = check_finish(replies[check_span[0]:check_span[1]])[0] if check_finish else True
-    keyword = search_result(replies[bm25_at]).ranked if bm25_at is not None else None
-    vector_hits = vector.finish(replies[len(calls):]) if vector is not None else None
-    ranked = _composite_pairs(composite.ranked(replies[composite_at])) if composite is not None and composite_at is not None else None
-    rankings = [
-        field.ranked_from(reply, space, now, threshold, push_limit)
-        for field, reply in zip(caps.cyclic, replies[push_at:])
-    ]
-    graph_empty = graph_at is not None and int(replies[graph_at]) == 0
-    return FirstRound(may_exist, keyword, vector_hits, push_candidates(space, rankings, push_limit), ranked,
-                      graph_empty, vector.matrix if vector is not None else None)
+    gate = [] if retrieval.existence is None else [retrieval.existence]
+    size = [] if retrieval.expansion is None else [retrieval.expansion.graph.size_searcher()]
+    answers = iter(run_searches(client, [*gate, *retrieval.lists.values(), *size, *retrieval.riders]))
+    may_exist = any(next(answers)) if gate else True
+    lists: dict[str, Hits] = {name: next(answers) for name in retrieval.lists}
+    edges = next(answers) if size else 0
+    riders = list(answers)
+    matrix = next((s.matrix for s in retrieval.lists.values() if isinstance(s, VectorSearch)), None)
+    if not may_exist:  # nothing in this partition shares a term with the query
+        return Retrieved([], retrieval.mode, {}, riders, [], matrix)
+    mode, warnings = retrieval.mode, list(retrieval.warnings)
+    if retrieval.expansion is not None:
+        lists[GRAPH_LIST] = _expanded(client, retrieval.expansion, retrieval.space, lists, edges)
+    fallback = retrieval.fallback
+    if fallback is not None and not any(lists.values()):
+        searches = fallback.lists()
+        lists = dict(zip(searches, run_searches(client, list(searches.values()))))
+        mode = fallback.mode
+        warnings += [fallback.warning] if fallback.warning else []
+    return Retrieved(_candidates(retrieval, lists), mode, lists, riders, warnings, matrix)
 
 
-def _run_first(client: Any, calls: list[ScriptCall], vector: Any) -> list[Any]:
-    """Send the script calls and the vector search's first request as one pipeline."""
-    if vector is None:
-        with server_errors(client):
-            return run_calls(client, calls)
-    try:
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
-            for call in calls:
-                call.queue(pipe)
-            vector.queue(pipe)
-            return execute_while(client, pipe, vector.rank)[0]  # the scan overlaps the round trip
-    except BaseException:
-        vector.abandon()
-        raise
+def _expanded(client: Any, expansion: Expansion, space: KeySpace, lists: dict[str, Hits], edges: int) -> Hits:
+    """The graph list: the records reached from the seeds (none when the graph has no edge)."""
+    best = next((hits for hits in lists.values() if hits), [])
+    if not edges or not best:
+        return []
+    seeds = [DbKey(space, record_id) for record_id, _ in best[: expansion.seeds]]
+    reached = run_search(client, expansion.graph.searcher(seeds, depth=expansion.depth))
+    return [(node.record_id, weight) for node, weight in reached if isinstance(node, DbKey)]
 
 
-def pull_candidates(
-    model: type[Model], caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
-    keyword: list[tuple[str, float]] | None = None, vector: list[tuple[str, float]] | None = None,
-    composite: list[tuple[str, float]] | None = None, now: float | None = None, graph_empty: bool = False,
-) -> tuple[list[Candidate], str]:
-    """Ranked pull candidates (not loaded, but for a vector search run here) and the mode that ran.
-
-    ``keyword``, ``vector`` and ``composite`` are the BM25, vector (id, cosine) and composite
-    rankings when the caller already ran them (see :func:`first_round`); ``now`` is
-    the clock of a composite ranking run here (None: the current time); ``graph_empty`` (the
-    first round saw no edge) skips the graph propagation and its round trip.
-    """
+def _candidates(retrieval: Retrieval, lists: dict[str, Hits]) -> list[Candidate]:
+    """The lists fused (:func:`_fused`), each record with its score in every list as a signal."""
     signals: dict[str, dict[str, float]] = {}
-    lists: dict[str, list[tuple[str, float]]] = {}
-    records: dict[str, Any] = {}
-    mode = plan.mode
-    weights = _list_weights(plan, text, mode)
-    if mode != "composite" and not text:
-        mode = "composite"  # nothing to search for: rank by the stored scores alone
-    elif mode != "composite":
-        if mode != "semantic":
-            if keyword is None:
-                keyword = cast(BM25Field, caps.bm25).search(space, text, plan.candidate_limit).ranked  # lexical modes need one
-            lists["keyword"] = _ranking(keyword, "bm25", signals)
-        if mode != "lexical":
-            if vector is None:
-                hits = query.semantic_search(text, limit=plan.candidate_limit)
-                records.update((r._saved_key.record_id, r) for r in hits)
-                vector = [(r._saved_key.record_id, r._vector_score) for r in hits]
-            lists["vector"] = _ranking(vector, "vector", signals)
-        best = lists.get("keyword") or lists.get("vector") or []
-        seeds = [record_id for record_id, _ in best[: plan.graph_seeds]] if not graph_empty else []
-        lists["graph"] = _ranking(_graph_ranking(caps, space, seeds, plan.propagation_depth), "graph", signals)
-        if not lists.get("keyword") and not lists.get("vector"):
-            if plan.score_weights:
-                warnings.warn(f"{mode} retrieval found nothing for {text!r}; falling back to composite",
-                              RuntimeWarning, stacklevel=3)
-            mode, lists = "composite", {"keyword": lists["keyword"]} if "keyword" in lists else {}
-    if mode == "composite":
-        if plan.mode == "composite" and text and caps.bm25 is None:
-            warnings.warn("composite retrieval without a BM25Field ignores the query cues",
-                          RuntimeWarning, stacklevel=3)
-        lists.update(_composite_lists(model, caps, space, text, plan, query, signals, keyword, composite, now))
-    candidates = [
-        Candidate(key=DbKey(space, record_id), record=records.get(record_id), pull=score,
-                  signals={**signals.get(record_id, {}), plan.fusion: score})
-        for record_id, score in _fused(plan, lists, weights)
+    for name, hits in lists.items():
+        for record_id, score in hits:
+            signals.setdefault(record_id, {})[SIGNAL_OF_LIST.get(name, name)] = score
+    method = retrieval.fusion.method
+    return [
+        Candidate(key=DbKey(retrieval.space, record_id), pull=score,
+                  signals={**signals.get(record_id, {}), method: score})
+        for record_id, score in _fused(retrieval.fusion, lists)
     ]
-    return candidates, mode
+
+
+def _fused(fusion: Fusion, lists: dict[str, Hits]) -> Hits:
+    """The lists fused by ``fusion``'s method, at most ``fusion.limit`` (record id, score).
+
+    For convex fusion every list but the graph's (which holds every node propagation reached)
+    was searched with ``list_limit``, so a list that long was cut there.
+    """
+    if fusion.method == "convex":
+        limits = {name: fusion.list_limit for name in lists if name != GRAPH_LIST}
+        return convex_fusion(lists, weights=fusion.weights, limits=limits, limit=fusion.limit)
+    ranked = {name: [record_id for record_id, _ in hits] for name, hits in lists.items()}
+    return reciprocal_rank_fusion(ranked, k=RRF_K, weights=fusion.weights, limit=fusion.limit)
+
+
+# -- the assembler's pull --------------------------------------------------------------------------
+def plan_pull(
+    caps: Capabilities, query: Query, text: str, plan: PullPlan, now: float, riders: Sequence[Search[Any]] = (),
+) -> Retrieval:
+    """The retrieval of one pull, its mode decided here: ``plan.mode``, or composite without query text.
+
+    Hybrid, lexical and semantic modes send the ExistenceFilter pre-check (when the model has
+    one), the BM25 and/or vector search and the graph's size with ``riders``; when the searches
+    find nothing they fall back to composite (with a warning when there are ``score_weights``).
+    Composite mode sends the pre-check, the composite search (given ``score_weights``) and the
+    BM25 search of the query text. ``now`` is the clock of the composite ranking.
+    """
+    space = query.partition()
+    mode = plan.mode if text else "composite"
+    fusion = Fusion(plan.fusion, _list_weights(plan, text), plan.candidate_limit, plan.fused_limit)
+    existence = caps.existence.searcher(space, [text]) if caps.existence is not None and text else None
+    if mode == "composite":
+        return Retrieval(space, _composite_lists(caps, query, text, plan, now, keyword=True), fusion, mode,
+                         existence, riders=riders, warnings=(IGNORED_CUES,) if text and caps.bm25 is None else ())
+    lists: dict[str, Search[Hits]] = {}
+    if mode != "semantic" and caps.bm25 is not None:
+        lists["keyword"] = keyword_hits(caps.bm25, space, text, plan.candidate_limit)
+    if mode != "lexical" and caps.embedding is not None:
+        vector = caps.embedding.searcher(space, text, plan.candidate_limit)
+        if not vector.empty:
+            lists["vector"] = vector
+    expansion = None
+    if caps.graph is not None and plan.propagation_depth > 0:
+        expansion = Expansion(Graph(caps.graph, space), plan.graph_seeds, plan.propagation_depth)
+    warning = f"{mode} retrieval found nothing for {text!r}; falling back to composite" if plan.score_weights else None
+    fallback = Fallback(partial(_composite_lists, caps, query, text, plan, now, keyword=mode == "semantic"),
+                        "composite", warning)
+    return Retrieval(space, lists, fusion, mode, existence, expansion, fallback, riders)
+
+
+def _list_weights(plan: PullPlan, text: str) -> dict[str, float]:
+    """The fusion weights of one pull: the plan's, else query-adaptive in hybrid mode, else none (all 1)."""
+    if plan.fusion_weights is not None:
+        return plan.fusion_weights
+    return query_adaptive_weights(text) if text and plan.mode == "hybrid" else {}
 
 
 def _composite_lists(
-    model: type[Model], caps: Capabilities, space: KeySpace, text: str, plan: PullPlan, query: Any,
-    signals: dict[str, dict[str, float]], keyword: list[tuple[str, float]] | None,
-    composite: list[tuple[str, float]] | None, now: float | None,
-) -> dict[str, list[tuple[str, float]]]:
-    """Composite ranking, plus the BM25 ranking of the query text (each run here unless given)."""
-    lists: dict[str, list[tuple[str, float]]] = {}
-    if plan.score_weights:
-        if composite is None:
-            search = _composite_search(plan, query, now)
-            composite = _composite_pairs(search.run(model._meta.client)) if search is not None else []
-        lists["composite"] = _ranking(composite, "composite", signals)
-    if caps.bm25 is not None and text:
-        if keyword is None:
-            keyword = caps.bm25.search(space, text, plan.candidate_limit).ranked
-        lists["keyword"] = _ranking(keyword, "bm25", signals)
+    caps: Capabilities, query: Query, text: str, plan: PullPlan, now: float, keyword: bool,
+) -> dict[str, Search[Hits]]:
+    """The composite ranking (given score_weights), and with ``keyword`` the BM25 ranking of the query text."""
+    lists: dict[str, Search[Hits]] = {}
+    composite = composite_hits(query, plan.score_weights, plan.candidate_limit, now) if plan.score_weights else None
+    if composite is not None:
+        lists["composite"] = composite
+    if keyword and caps.bm25 is not None and text:
+        lists["keyword"] = keyword_hits(caps.bm25, query.partition(), text, plan.candidate_limit)
     return lists
 
 
-def _composite_search(plan: PullPlan, query: Any, now: float | None) -> CompositeSearch | None:
-    """The composite search of the pull (None without score_weights or candidates: nothing to run)."""
-    if not plan.score_weights:
-        return None
-    return composite_search(query, plan.score_weights, plan.candidate_limit, as_of=now)
+def keyword_hits(bm25: BM25Field, space: KeySpace, text: str, limit: int) -> Search[Hits]:
+    """The BM25 search of ``text`` as a ranked list."""
+    return Mapped(bm25.searcher(space, text, limit), _bm25_hits)
 
 
-def _composite_pairs(ranked: list[Ranked]) -> list[tuple[str, float]]:
+def composite_hits(query: Query, weights: dict[str, float], limit: int, now: float) -> Search[Hits] | None:
+    """The composite search of the query's partition as a ranked list (None for ``limit`` 0)."""
+    search = composite_search(query, weights, limit, as_of=now)
+    return None if search is None else Mapped(search, _composite_pairs)
+
+
+def _bm25_hits(result: SearchResult) -> Hits:
+    return result.ranked
+
+
+def _composite_pairs(ranked: list[Ranked]) -> Hits:
     return [(r.record_id, r.score) for r in ranked]
 
 

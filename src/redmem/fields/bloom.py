@@ -32,6 +32,7 @@ from ..store.errors import ModelException, QueryException, ValidationError
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall, run_calls
 from ..text import Analyzer, default_analyzer
+from .search_protocol import run_search
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -230,26 +231,14 @@ class ExistenceFilter(TermField):
 
         A text with no terms (empty, only stop words) is definitely missing.
         """
+        present: list[bool] = run_search(self.model._meta.client, self.searcher(space, texts))
+        return present
+
+    def searcher(self, space: KeySpace, texts: Iterable[str]) -> ExistenceCheck:
+        """The search behind :meth:`check`, to share a round trip with other searches."""
         if isinstance(texts, str):
             raise ValidationError(f"{self.label}: give a list of texts, not one str")
-        calls, finish = self.check_calls(space, texts)
-        client = self.model._meta.client
-        with server_errors(client):
-            present: list[bool] = finish(run_calls(client, calls))
-            return present
-
-    def check_calls(self, space: KeySpace, texts: Iterable[str]) -> tuple[list[ScriptCall], Any]:
-        """The script calls of :meth:`check` and a function turning their replies into its answer."""
-        term_lists = [self.text_terms(text) for text in texts]
-        distinct = list(dict.fromkeys(term for terms in term_lists for term in terms))
-        calls = [ScriptCall("bloom_check", [self.key(space)], args) for args in self._script_args(distinct)]
-
-        def finish(replies: list[Any]) -> list[bool]:
-            flags = [flag for reply in replies for flag in reply]
-            present = {term for term, flag in zip(distinct, flags) if flag}
-            return [any(term in present for term in terms) for terms in term_lists]
-
-        return calls, finish
+        return ExistenceCheck(self, space, texts)
 
     # -- plumbing ----------------------------------------------------------------------------
     def _distinct_terms(self, texts: Iterable[str]) -> list[str]:
@@ -270,6 +259,26 @@ class ExistenceFilter(TermField):
         key, client = self.key(space), self.model._meta.client
         with server_errors(client):
             return run_calls(client, [ScriptCall(script, [key], args) for args in calls])
+
+
+class ExistenceCheck:
+    """The search of :meth:`ExistenceFilter.check`: per text, may any of its terms be in one
+    partition's filter. The distinct terms of all texts are checked once, in calls of at most
+    MAX_ARGS arguments."""
+
+    def __init__(self, field: ExistenceFilter, space: KeySpace, texts: Iterable[str]) -> None:
+        self.term_lists = [field.text_terms(text) for text in texts]
+        self.distinct = list(dict.fromkeys(term for terms in self.term_lists for term in terms))
+        key = field.key(space)
+        self._calls = [ScriptCall("bloom_check", [key], args) for args in field._script_args(self.distinct)]
+
+    def calls(self) -> list[ScriptCall]:
+        return list(self._calls)
+
+    def finish(self, replies: list[Any]) -> list[bool]:
+        flags = [flag for reply in replies for flag in reply]
+        present = {term for term, flag in zip(self.distinct, flags) if flag}
+        return [any(term in present for term in terms) for terms in self.term_lists]
 
 
 def _existence_filter(model: type[Model], name: str | None) -> ExistenceFilter:

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from ..model.field import Field
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
-from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
@@ -39,11 +38,12 @@ from ..store.validation import is_finite_number, non_negative_int
 from ..text.analyzer import Analyzer, default_analyzer
 from .bm25_math import impact_unit
 from .search import hydrate, partition_of, pick_field
+from .search_protocol import run_search
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
 
-__all__ = ["BM25Field", "BM25Keys", "SearchResult", "keyword_search"]
+__all__ = ["BM25Field", "BM25Keys", "BM25Search", "SearchResult", "keyword_search"]
 
 #: A list is re-scored at the current avgdl when it has doubled since its last check and avgdl
 #: moved by more than this fraction (amortised O(1) extra work per posting written).
@@ -204,35 +204,42 @@ class BM25Field(Field[Any]):
         ``exhaustive`` scores every posting of the query terms instead of stopping early; the
         answer is the same (it is the reference the bounded search is checked against).
         """
-        call = self.search_call(space, text, limit, exhaustive)
-        if call is None:
-            return SearchResult([], "bounded", 0, 0)
-        client = self.model._meta.client
-        with server_errors(client):
-            return search_result(call.run(client))
+        return run_search(self.model._meta.client, self.searcher(space, text, limit, exhaustive))
 
-    def search_call(self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False) -> ScriptCall | None:
-        """The one script call behind :meth:`search` (None when the text has no terms)."""
+    def searcher(self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False) -> BM25Search:
+        """The search behind :meth:`search`, to share a round trip with other searches."""
         if not isinstance(text, str):
             raise ValidationError(f"{self.label}: the query must be a str, got {type(text).__name__}")
         limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
         query_tf = self.term_counts(text)
         if not query_tf or limit == 0:
-            return None
+            return BM25Search(None)
         keys, terms = self.keys_in(space), sorted(query_tf)
         args: list[Any] = [repr(self.k1), repr(self.b), limit, 0 if exhaustive else FIRST_PAGE, repr(STOP_SLACK),
                            int(self.unit)]
         for term in terms:
             args += [term, query_tf[term]]
-        return ScriptCall(
+        return BM25Search(ScriptCall(
             "bm25_search", [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)], args
-        )
+        ))
 
 
-def search_result(reply: list[Any]) -> SearchResult:
-    """A :class:`SearchResult` from the reply of ``bm25_search.lua``."""
-    ranked = [(reply[i].decode(), float(reply[i + 1])) for i in range(3, len(reply), 2)]
-    return SearchResult(ranked, reply[0].decode(), int(reply[1]), int(reply[2]))
+@dataclass(frozen=True)
+class BM25Search:
+    """One BM25 search: its one ``bm25_search.lua`` call (None when the text has no terms or the
+    limit is 0: nothing to ask, nothing found), finished into a :class:`SearchResult`."""
+
+    call: ScriptCall | None
+
+    def calls(self) -> list[ScriptCall]:
+        return [] if self.call is None else [self.call]
+
+    def finish(self, replies: list[Any]) -> SearchResult:
+        if not replies:
+            return SearchResult([], "bounded", 0, 0)
+        reply = replies[0]
+        ranked = [(reply[i].decode(), float(reply[i + 1])) for i in range(3, len(reply), 2)]
+        return SearchResult(ranked, reply[0].decode(), int(reply[1]), int(reply[2]))
 
 
 def keyword_search(

@@ -56,7 +56,6 @@ from ..model.loading import load_records
 from ..model.persistence import ALL_RECORDS
 from ..model.query import Query
 from ..model.query_methods import every_model_query
-from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryException
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall
@@ -66,6 +65,7 @@ from .cyclic import CyclicDecayField, cycle_weight
 from .decay import MODULATION_STRENGTH, DecayingSortedField
 from .scoring import SELECTION_EPS, best_first, epoch_seconds
 from .search import partition_of
+from .search_protocol import run_search
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -395,10 +395,10 @@ class Ranked:
 
 @dataclass
 class CompositeSearch:
-    """A checked composite_score call, built before it runs so it can share a round trip.
+    """A checked composite_score search, built before it runs so it can share a round trip.
 
-    ``call`` is the one script call; ``ranked`` turns its reply into the top ``n`` (records not
-    loaded), best first, ties by record id ascending, none below ``floor``.
+    Its one call is ``composite_select.lua``; its answer is the top ``n`` (records not loaded),
+    best first, ties by record id ascending, none below ``floor``.
     """
 
     space: KeySpace
@@ -408,21 +408,15 @@ class CompositeSearch:
     n: int
     floor: float | None
 
-    @property
-    def call(self) -> ScriptCall:
-        return ScriptCall("composite_select", self.plan.keys, [json.dumps(self.plan.plan)])
+    def calls(self) -> list[ScriptCall]:
+        return [ScriptCall("composite_select", self.plan.keys, [json.dumps(self.plan.plan)])]
 
-    def ranked(self, reply: list[Any]) -> list[Ranked]:
-        ranges, rows = parse_reply(self.plan, reply)
+    def finish(self, replies: list[Any]) -> list[Ranked]:
+        ranges, rows = parse_reply(self.plan, replies[0])
         mapped = {rid: {s.name: s.value(row, ranges) for s in self.signals} for rid, row in rows}
         scored = [(rid, composite(self.weights, values)) for rid, values in mapped.items()]
         ranked = best_first([p for p in scored if self.floor is None or p[1] >= self.floor], self.n)
         return [Ranked(rid, score, mapped[rid]) for rid, score in ranked]
-
-    def run(self, client: Any) -> list[Ranked]:
-        """Run the call alone (one round trip) and rank its reply."""
-        with server_errors(client):
-            return self.ranked(self.call.run(client))
 
 
 def composite_search(
@@ -463,7 +457,7 @@ def composite_score(
     search = composite_search(query, indexes, limit, min_score, as_of)
     if search is None:
         return []
-    ranked = search.run(query.model._meta.client)
+    ranked = run_search(query.model._meta.client, search)
     records = load_records(query.model, [DbKey(search.space, r.record_id) for r in ranked], track=query.tracking)
     by_id = {r.record_id: r for r in ranked}
     for record in records:

@@ -38,6 +38,7 @@ from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape, unescape
 from ..store.scripts import ScriptCall, queue_script, run_script
 from ..store.validation import is_real, non_negative_int, positive_int, utf8_text
+from .search_protocol import run_search
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
@@ -46,6 +47,8 @@ __all__ = [
     "CoOccurrenceField",
     "Entity",
     "Graph",
+    "GraphSize",
+    "Propagation",
     "propagation_weights",
     "weight_rank",
     "rank_weight",
@@ -132,7 +135,8 @@ def _check(value: Any, name: str, low: float, high: float, *, open_low: bool = F
 
 
 class Graph:
-    """The co-occurrence graph of one field in one partition; every method is one round trip."""
+    """The co-occurrence graph of one field in one partition; every method is one round trip
+    (the searchers only build searches, for the caller to send with others)."""
 
     def __init__(self, field: CoOccurrenceField, keyspace: KeySpace) -> None:
         self.field = field
@@ -143,9 +147,9 @@ class Graph:
         """``[w hash, adj zset, in zset]`` of this graph."""
         return [self.keyspace.key(GRAPH_KIND, self.field.name, part) for part in ("w", "adj", "in")]
 
-    def size_call(self) -> ScriptCall:
-        """The script call counting the graph's adjacency entries (0: no edge), to share a round trip."""
-        return ScriptCall("graph_size", self.keys[1:2], [])
+    def size_searcher(self) -> GraphSize:
+        """The search counting the graph's adjacency entries (0: no edge), to share a round trip."""
+        return GraphSize(ScriptCall("graph_size", self.keys[1:2], []))
 
     # -- nodes ---------------------------------------------------------------------------------
     def record_key(self, node: Any) -> DbKey | None:
@@ -247,15 +251,19 @@ class Graph:
 
         Returns (node, weight) pairs heaviest first, ties by node id; seeds are left out.
         """
+        return run_search(self.field.model._meta.client, self.searcher(seeds, depth, decay_per_hop, threshold))
+
+    def searcher(
+        self, seeds: Iterable[Any], depth: int = 2, decay_per_hop: float = 0.5, threshold: float = 0.01
+    ) -> Propagation:
+        """The search behind :meth:`propagate`, to share a round trip with other searches."""
         seed_ids = list(dict.fromkeys(self.node_id(seed) for seed in seeds))
         depth = non_negative_int("depth", depth)
         decay = _check(decay_per_hop, "decay_per_hop", 0.0, 1.0, open_low=True)
         cut = _check(threshold, "threshold", 0.0, 1.0)
         if not seed_ids or depth == 0:
-            return []
-        reply = self._run("graph_propagate", self.keys[1:2], [depth, repr(decay), repr(cut), *seed_ids])
-        weights = {reply[i].decode(): float(reply[i + 1]) for i in range(0, len(reply), 2)}
-        return [(self.node(node_id), weight) for node_id, weight in by_weight(weights)]
+            return Propagation(self, None)
+        return Propagation(self, ScriptCall("graph_propagate", self.keys[1:2], [depth, repr(decay), repr(cut), *seed_ids]))
 
     def records(self, weighted: Iterable[tuple[Node, float]]) -> list[tuple[Any, float]]:
         """The record nodes of ``weighted`` hydrated (one round trip), in order, with their weights;
@@ -268,6 +276,36 @@ class Graph:
         client = self.field.model._meta.client
         with server_errors(client):
             return run_script(script, keys, args, client)
+
+
+@dataclass(frozen=True)
+class GraphSize:
+    """The search of :meth:`Graph.size_searcher`: how many adjacency entries the graph holds."""
+
+    call: ScriptCall
+
+    def calls(self) -> list[ScriptCall]:
+        return [self.call]
+
+    def finish(self, replies: list[Any]) -> int:
+        return int(replies[0])
+
+
+@dataclass(frozen=True)
+class Propagation:
+    """The search of :meth:`Graph.propagate`: its one ``graph_propagate.lua`` call (None without
+    seeds or hops: nothing reached), finished into (node, weight) pairs heaviest first."""
+
+    graph: Graph
+    call: ScriptCall | None
+
+    def calls(self) -> list[ScriptCall]:
+        return [] if self.call is None else [self.call]
+
+    def finish(self, replies: list[Any]) -> list[tuple[Node, float]]:
+        reply = replies[0] if replies else []
+        weights = {reply[i].decode(): float(reply[i + 1]) for i in range(0, len(reply), 2)}
+        return [(self.graph.node(node_id), weight) for node_id, weight in by_weight(weights)]
 
 
 class CoOccurrenceField(Field[Any]):

@@ -51,9 +51,11 @@ from .scoring import (
     stored_key,
 )
 from .search import hydrate, partition_of, pick_field
+from .search_protocol import run_search
 
 __all__ = [
     "CyclicDecayField",
+    "CyclicSearch",
     "TemporalPeriod",
     "Cycle",
     "above_cyclic_threshold",
@@ -309,31 +311,11 @@ class CyclicDecayField(Field[dict[str, Any]]):
     # -- search --------------------------------------------------------------------------------
     def ranked(self, space: KeySpace, now: float, threshold: float, limit: int | None) -> list[tuple[str, float]]:
         """(record id, score) of the partition's records scoring >= ``threshold``, best first."""
-        call = self.ranked_call(space, now, threshold, limit)
-        with server_errors(self.model._meta.client):
-            reply = call.run(self.model._meta.client)
-        return self.ranked_from(reply, space, now, threshold, limit)
+        return run_search(self.model._meta.client, self.searcher(space, now, threshold, limit))
 
-    def ranked_call(self, space: KeySpace, now: float, threshold: float, limit: int | None) -> ScriptCall:
-        """The one script call behind :meth:`ranked`, to share a round trip with other searches."""
-        weights = [cycle_weight(now, c.period, c.phase) for c in self.cycles]
-        plan = {
-            "now": now, "rate": self.decay_rate, "n": -1 if limit is None else limit,
-            "threshold": threshold, "base": 2 if self.base_score_field else 0, "confidence": 0,
-            "linear": [[4 + i, w] for i, w in enumerate(weights)],
-            "lists": self._lists(weights), "defaults": [False, 1.0, now, *(c.amplitude for c in self.cycles)],
-        }
-        if self.pressure_rate > 0:
-            plan["pressure"] = [3, self.pressure_rate]
-        return select_call(self._index_keys(space), plan)
-
-    def ranked_from(
-        self, reply: list[Any], space: KeySpace, now: float, threshold: float, limit: int | None
-    ) -> list[tuple[str, float]]:
-        """:meth:`ranked`'s answer from the reply of :meth:`ranked_call`."""
-        rows = select_rows(reply, self._index_keys(space))
-        scored = [(record_id, self._stored_score(values, now)) for record_id, values in rows]
-        return best_first([pair for pair in scored if pair[1] >= threshold], limit)
+    def searcher(self, space: KeySpace, now: float, threshold: float, limit: int | None) -> CyclicSearch:
+        """The search behind :meth:`ranked`, to share a round trip with other searches."""
+        return CyclicSearch(self, space, now, threshold, limit)
 
     def _lists(self, weights: list[float]) -> list[list[Any]]:
         """Sorted lists to walk: t and base (complete), each weighted cycle and last_resolved (with defaults)."""
@@ -344,6 +326,34 @@ class CyclicDecayField(Field[dict[str, Any]]):
             lists.append([3, False, False])
         lists.extend([4 + i, w > 0, False] for i, w in enumerate(weights) if w != 0)
         return lists
+
+
+class CyclicSearch:
+    """The search of :meth:`CyclicDecayField.ranked`: one ``decay_select.lua`` call (Fagin's
+    threshold algorithm over the field's sorted sets), its rows scored here and cut at the threshold."""
+
+    def __init__(self, field: CyclicDecayField, space: KeySpace, now: float, threshold: float,
+                 limit: int | None) -> None:
+        self.field, self.now, self.threshold, self.limit = field, now, threshold, limit
+        self.keys = field._index_keys(space)
+
+    def calls(self) -> list[ScriptCall]:
+        field, now = self.field, self.now
+        weights = [cycle_weight(now, c.period, c.phase) for c in field.cycles]
+        plan = {
+            "now": now, "rate": field.decay_rate, "n": -1 if self.limit is None else self.limit,
+            "threshold": self.threshold, "base": 2 if field.base_score_field else 0, "confidence": 0,
+            "linear": [[4 + i, w] for i, w in enumerate(weights)],
+            "lists": field._lists(weights), "defaults": [False, 1.0, now, *(c.amplitude for c in field.cycles)],
+        }
+        if field.pressure_rate > 0:
+            plan["pressure"] = [3, field.pressure_rate]
+        return [select_call(self.keys, plan)]
+
+    def finish(self, replies: list[Any]) -> list[tuple[str, float]]:
+        rows = select_rows(replies[0], self.keys)
+        scored = [(record_id, self.field._stored_score(values, self.now)) for record_id, values in rows]
+        return best_first([pair for pair in scored if pair[1] >= self.threshold], self.limit)
 
 
 def above_cyclic_threshold(

@@ -17,18 +17,10 @@ under the record's WATCH in ``prepare`` when only the stored digest can tell whe
 changed), so a provider failure writes nothing. The vector and its version bump are one Lua
 call (``vector_write.lua``) inside the record's batch.
 
-``Model.query.filter(<partition>).semantic_search(text, limit=10)`` keeps each partition's
-vectors as a float32 numpy matrix in the process (:class:`~redmem.embeddings.matrix.VectorMatrix`)
-and ranks by exact cosine over the stored vectors, keeping cosine > 0. One pipelined round trip
-reads the changes since the cached version (``vector_changes.lua``) together with the hashes of
-the cached top-k; a second one loads the records that the changes brought into the top-k, if any.
-
-The cached matrix assumes the server's history only grows. A server that rolled back (restarted
-from an older snapshot, or failed over to a lagging replica) breaks that, so the matrix reloads
-the partition when the server's n is below the cached version (the rollback is seen before any
-new write), or when the epoch changed (the first write after a restart or failover starts a new
-one: the rollback may have been followed by more writes than it undid). Both checks ride in the
-search's existing round trip; the write pays one ``INFO server`` inside its script.
+``Model.query.filter(<partition>).semantic_search(text, limit=10)`` finds the records whose
+vectors are nearest a query: :meth:`EmbeddingField.searcher` embeds the query and
+:mod:`~redmem.fields.embedding_search` (the search side) ranks the partition's vectors by exact
+cosine in-process.
 """
 
 from __future__ import annotations
@@ -41,17 +33,14 @@ import numpy as np
 
 from ..embeddings.base import EmbeddingProvider, as_matrix, embed_in_batches
 from ..embeddings.codec import DTYPES, digest, encode_stored, encode_vector, stored_digest
-from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
-from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.loading import instance_from_stored
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
-from ..store.connection import server_errors, settings
+from ..store.connection import settings
 from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
 from ..store.keys import KeyKind, KeySpace
-from ..store.scripts import queue_script, run_script
 from ..store.validation import non_negative_int, positive_int, utf8_text
+from .embedding_search import VectorSearch, matrices, search_records
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -61,14 +50,10 @@ __all__ = ["EmbeddingField", "embed_many", "semantic_search", "text_digest", "VE
 
 #: Key kind of the per-partition vector keys: ``<base>:v:<field>[:ver|:log]``.
 VECTOR_KIND = KeyKind.VECTOR
-#: Changes (vectors) read per ``vector_changes.lua`` call while a matrix catches up.
-CHANGES_PER_CALL = 5000
 #: The change log keeps the newest max(LOG_KEEP, vectors / LOG_FRACTION) entries: a reader further
 #: behind reloads the set, which costs at most LOG_FRACTION vector reads per change it missed.
 LOG_KEEP = 128
 LOG_FRACTION = 8
-#: The process-wide matrices, per client and partition.
-matrices = MatrixCache()
 _REMOVE = object()
 
 
@@ -303,6 +288,15 @@ class EmbeddingField(Field[Any]):
                 instance.__dict__[self._slot] = _Embedded(vector, text_digest(text))
         return len(texts)
 
+    # -- searching -----------------------------------------------------------------------------
+    def searcher(self, space: KeySpace, text: Any, limit: int = 10) -> VectorSearch:
+        """The search of partition ``space`` for ``text`` (embedded as a query, or a vector already),
+        to share a round trip with other searches: (record id, cosine) pairs, best first."""
+        limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
+        vector = _query_vector(self, text) if limit > 0 else None
+        return VectorSearch(self.model._meta.client, self.keys(space), vector, _stored_dimensions(self, text, vector),
+                            limit)
+
 
 def embedding_fields(model: type[Model]) -> list[EmbeddingField]:
     """The model's embedding fields, in declaration order."""
@@ -342,139 +336,6 @@ def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | No
     return len(vector) if isinstance(text, str) else field.known_dimensions()
 
 
-def _apply_changes(matrix: VectorMatrix, reply: list[Any], changed: set[str], dimensions: int | None) -> bool:
-    """Apply one ``vector_changes.lua`` reply, adding the ids it changed to ``changed``; True
-    when the matrix is now at the partition's version.
-
-    A reload starts the matrix afresh; once its last page is in, the matrix is at the version
-    of its first page, and the changes logged since then are read next.
-    """
-    epoch, version, mode, position = reply[0], int(reply[1]), reply[2], reply[3]
-    pairs = reply[4:]
-    ids = [pairs[i].decode() for i in range(0, len(pairs), 2)]
-    if mode == b"reload":
-        matrix.reset(epoch)
-        matrix.loading = (version, b"0")
-    matrix.apply(zip(ids, pairs[1::2]), dimensions)
-    changed.update(ids)
-    if mode == b"log":
-        matrix.version = int(position)
-    elif position != b"0":
-        matrix.loading = (cast(tuple[int, bytes], matrix.loading)[0], position)  # a load is under way
-        return False
-    else:
-        matrix.version, matrix.loading = cast(tuple[int, bytes], matrix.loading)[0], None
-    return matrix.version == version
-
-
-def _changes_args(matrix: VectorMatrix) -> list[Any]:
-    cursor = matrix.loading[1] if matrix.loading is not None else ""
-    return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL, cursor]
-
-
-class VectorSearch:
-    """One semantic search in two steps, so its first request can share a pipeline.
-
-    :meth:`queue` adds the change check and the cached ranking's hashes to a pipeline;
-    :meth:`finish` takes their replies, catches up with changes made elsewhere (one more round
-    trip only if changed records enter the top ``limit``) and returns the records. The
-    partition's matrix stays locked from :meth:`queue` to :meth:`finish`.
-
-    With ``hydrate=False`` it returns ``(record id, cosine)`` pairs instead, for a caller that
-    loads only the records it keeps.
-    """
-
-    def __init__(
-        self, query: Query, text: Any, limit: int = 10, field: str | None = None, hydrate: bool = True,
-    ) -> None:
-        model = query.model
-        limit = non_negative_int("semantic_search: limit", limit, error=QueryArgumentError)
-        self.query, self.limit, self.hydrate = query, limit, hydrate
-        self.field = _search_field(model, field)
-        if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
-            raise QueryException("semantic_search filters on the partition only")
-        self.space = query.partition()
-        self.vector = _query_vector(self.field, text) if limit > 0 else None
-        self.dimensions = _stored_dimensions(self.field, text, self.vector)
-        self.client = model._meta.client
-        keys = self.field.keys(self.space)
-        self.change_keys = [keys[1], keys[2], keys[0]]
-        self.matrix = matrices.get(self.client, keys[0])
-        self.ranking: Ranking | None = None
-        self._locked = False
-
-    @property
-    def empty(self) -> bool:
-        """True when there is nothing to search for (blank text or limit 0)."""
-        return self.vector is None
-
-    def queue(self, pipe: Any) -> int:
-        """Lock the matrix, queue the change check and (when hydrating: ranked first) the hits;
-        returns commands queued.
-
-        Without hydration the ranking waits for :meth:`rank`, which a caller may run while the
-        server executes the pipeline (:func:`redmem.store.overlap.execute_while`).
-        """
-        self.matrix.lock.acquire()
-        self._locked = True
-        queue_script(pipe, "vector_changes", self.change_keys, _changes_args(self.matrix))
-        hits = self.rank().hits if self.hydrate else []
-        for record_id, _ in hits:
-            pipe.hgetall(self.space.record(record_id))
-        return 1 + len(hits)
-
-    def rank(self) -> Ranking:
-        """Rank the locked matrix as it was when :meth:`queue` read its version (once)."""
-        if self.ranking is None:
-            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), self.limit)  # not empty: a vector
-        return self.ranking
-
-    def finish(self, replies: list[Any]) -> list[Any]:
-        """The records, best first, from the replies of what :meth:`queue` queued (``hydrate=False``:
-        the (record id, cosine) pairs)."""
-        try:
-            self.rank()
-            with server_errors(self.client):
-                hits = self._catch_up(replies[0])
-        finally:
-            self._release()
-        if not self.hydrate:
-            return hits
-        fetched = {record_id: raw for (record_id, _), raw in zip(self.rank().hits, replies[1:])}
-        missing = [record_id for record_id, _ in hits if record_id not in fetched]
-        if missing:
-            with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
-                for record_id in missing:
-                    pipe.hgetall(self.space.record(record_id))
-                fetched.update(zip(missing, pipe.execute()))
-        records = _hydrate(self.query.model, self.space, hits, fetched)
-        if self.query.tracking and records:
-            with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
-                self.query.model.queue_read_effects(pipe, [record._saved_key for record in records])
-                pipe.execute()
-        return records
-
-    def abandon(self) -> None:
-        """Release the matrix when the queued pipeline never ran."""
-        self._release()
-        self.ranking = None
-
-    def _release(self) -> None:
-        if self._locked:
-            self._locked = False
-            self.matrix.lock.release()
-
-    def _catch_up(self, reply: list[Any]) -> list[tuple[str, float]]:
-        """The hits once the matrix has caught up with the partition's changes."""
-        matrix = self.matrix
-        generation, changed = matrix.generation, set[str]()
-        current = _apply_changes(matrix, reply, changed, self.dimensions)
-        while not current:
-            reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
-            current = _apply_changes(matrix, reply, changed, self.dimensions)
-        return _current_hits(matrix, self.rank(), generation, changed)
-
-
 def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None = None) -> list[Any]:
     """The ``limit`` records of the query's partition whose vectors are nearest ``text``.
 
@@ -484,33 +345,11 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     partition only. Round trips: 1, plus 1 when records changed elsewhere enter the top
     ``limit`` (and 1 per further 5,000 vectors while a matrix catches up or reloads).
     """
-    search = VectorSearch(query, text, limit, field)
-    if search.empty:
-        return []
-    client = search.client
-    try:
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
-            search.queue(pipe)
-            replies = pipe.execute()
-    except BaseException:
-        search.abandon()
-        raise
-    return search.finish(replies)
-
-
-def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> list[Any]:
-    """The ranking's hits, brought up to date with the changes just applied."""
-    if matrix.generation != generation:
-        return matrix.search(ranking.query, ranking.limit)
-    return matrix.rerank(ranking, changed) if changed else ranking.hits
-
-
-def _hydrate(model: type[Model], space: KeySpace, hits: list[tuple[str, float]], fetched: dict[str, Any]) -> list[Any]:
-    records = []
-    for record_id, score in hits:
-        raw = fetched.get(record_id)
-        if raw:
-            record = instance_from_stored(model, DbKey(space, record_id), raw)
-            record._vector_score = score
-            records.append(record)
-    return records
+    model = query.model
+    limit = non_negative_int("semantic_search: limit", limit, error=QueryArgumentError)
+    embedding = _search_field(model, field)
+    if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
+        raise QueryException("semantic_search filters on the partition only")
+    space = query.partition()
+    search = embedding.searcher(space, text, limit)
+    return [] if search.empty else search_records(query, space, search)

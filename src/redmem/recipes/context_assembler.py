@@ -12,6 +12,7 @@ stage is a module of :mod:`redmem.context`.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from ..context.duplicates import collapse_duplicates
 from ..context.effects import apply_post_effects
 from ..context.packing import Budget, pack_slices
 from ..context.rendering import Renderer
-from ..context.retrieval import Capabilities, PullPlan, first_round, pull_candidates, resolve_mode
+from ..context.retrieval import Capabilities, PullPlan, plan_pull, push_candidates, resolve_mode, retrieve
 from ..context.tokens import TokenCounter, resolve_counter
 from ..fields.composite import signal_weights
 from ..model.base import Model
@@ -178,16 +179,14 @@ class ContextAssembler:
         query = self._query(partition)
         space = query.partition()
         text = cue_text(query_cues)
-        plan = self._plan()
-        first = first_round(self.model_class._meta.client, self.capabilities, space, text, plan,
-                            self.surfacing_threshold, self.max_items * 2, at, query)
-        if first.may_exist:
-            pull, mode = pull_candidates(self.model_class, self.capabilities, space, text, plan, query,
-                                         first.keyword, first.vector, first.composite, at, first.graph_empty)
-        else:  # nothing in this partition shares a term with the query
-            pull, mode = [], self.mode
-        found = self._load(merge_paths(pull, first.push, self.max_proactive, asked=bool(text)))
-        merged, duplicates = self._distinct(found, first.matrix)
+        push_limit = self.max_items * 2
+        scan = [f.searcher(space, at, self.surfacing_threshold, push_limit) for f in self.capabilities.cyclic]
+        pulled = retrieve(self.model_class._meta.client, plan_pull(self.capabilities, query, text, self._plan(), at, scan))
+        for message in pulled.warnings:
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+        push = push_candidates(space, pulled.riders, push_limit)
+        found = self._load(merge_paths(pulled.candidates, push, self.max_proactive, asked=bool(text)))
+        merged, duplicates = self._distinct(found, pulled.matrix)
         chosen, pieces, token_count = self._pack(merged)
         selected = [c.record for c in chosen]
         proactive = [c.record for c in chosen if c.push is not None]
@@ -201,7 +200,7 @@ class ContextAssembler:
             "token_count": token_count,
             "timing_ms": (time.perf_counter() - started) * 1000,
             "total_candidates": len(found),
-            "retrieval_mode": mode,
+            "retrieval_mode": pulled.mode,
             "suppressed_count": len(suppressed),
             "duplicates_collapsed": len(duplicates),
         }

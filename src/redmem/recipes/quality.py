@@ -38,10 +38,11 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..context.candidates import Candidate
-from ..context.retrieval import Capabilities
+from ..context.retrieval import Capabilities, Fusion, Retrieval, keyword_hits, retrieve
+from ..fields.bm25 import BM25Field
 from ..fields.decay import DecayingSortedField
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
@@ -263,6 +264,16 @@ def _normalised(space: KeySpace, ranked: list[tuple[str, float]], signal: str) -
     ]
 
 
+def _keyword_probe(bm25: BM25Field, space: KeySpace, text: str, limit: int) -> list[Candidate]:
+    """The small retrieval of one cue: its BM25 list fused alone by convex fusion, which divides each
+    keyword score by the list's best: the candidate's ``combined`` score (module docstring)."""
+    alone = Retrieval(space, {"keyword": keyword_hits(bm25, space, text, limit)}, Fusion("convex", {}, limit, limit))
+    candidates = retrieve(bm25.model._meta.client, alone).candidates
+    for candidate in candidates:
+        candidate.combined = cast(float, candidate.pull)
+    return candidates
+
+
 def _probe(
     model: type[Model], capabilities: Capabilities, limit: int, space: KeySpace, cues: Mapping[str, str],
     familiar: dict[str, float], now: float,
@@ -279,7 +290,7 @@ def _probe(
     found: dict[str, list[Candidate]] = {name: [] for name in cues}
     if bm25 is not None:
         for name in searched:
-            found[name] = _normalised(space, bm25.search(space, cues[name], limit).ranked, "bm25")
+            found[name] = _keyword_probe(bm25, space, cues[name], limit)
     elif decay is not None and searched:
         shared = _normalised(space, decay.ranked(space, now, limit), "decay")
         found.update((name, list(shared)) for name in searched)

@@ -1,0 +1,196 @@
+"""The search side of EmbeddingField: exact cosine over each partition's vectors, cached in-process.
+
+Each process keeps a partition's vectors as a float32 numpy matrix
+(:class:`~redmem.embeddings.matrix.VectorMatrix`) and ranks by exact cosine over the stored
+vectors, keeping cosine > 0. A search sends one request, ``vector_changes.lua`` (the changes
+since the cached version); the changes are applied and the ranking brought up to date with
+them. A reader more than the change log's length behind reloads the set; a long catch-up or
+reload reads :data:`CHANGES_PER_CALL` vectors per further round trip. Sent with other searches
+(:func:`~redmem.fields.search_protocol.run_searches`) the search scores the matrix while the
+server answers; ``semantic_search`` scores it first, so that its one pipeline also reads the
+hashes of the cached top-k, and a second round trip loads the records that the changes brought
+into the top-k, if any.
+
+The cached matrix assumes the server's history only grows. A server that rolled back (restarted
+from an older snapshot, or failed over to a lagging replica) breaks that, so the matrix reloads
+the partition when the server's n is below the cached version (the rollback is seen before any
+new write), or when the epoch changed (the first write after a restart or failover starts a new
+one: the rollback may have been followed by more writes than it undid). Both checks ride in the
+search's existing round trip; the write pays one ``INFO server`` inside its script.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
+from ..model.dbkey import DbKey
+from ..model.loading import instance_from_stored
+from ..model.query import Query
+from ..store.connection import server_errors
+from ..store.keys import KeySpace
+from ..store.scripts import ScriptCall, run_script
+from .search_protocol import Hits
+
+if TYPE_CHECKING:
+    from ..model.base import Model
+
+__all__ = ["VectorSearch", "search_records", "matrices", "CHANGES_PER_CALL"]
+
+#: Changes (vectors) read per ``vector_changes.lua`` call while a matrix catches up.
+CHANGES_PER_CALL = 5000
+#: The process-wide matrices, per client and partition.
+matrices = MatrixCache()
+
+
+class VectorSearch:
+    """One semantic search of a partition, a :class:`~redmem.fields.search_protocol.LocalSearch`
+    of (record id, cosine) pairs, best first.
+
+    ``keys`` are the partition's vectors hash, version hash and change log; ``vector`` the
+    query (None: nothing to search for); ``dimensions`` those of the stored vectors when known.
+    :meth:`calls` locks the partition's matrix and reads its version; :meth:`work` ranks the
+    matrix as of that version while the server answers; :meth:`finish` catches up with the
+    changes made elsewhere (one more round trip per further :data:`CHANGES_PER_CALL` changed or
+    reloaded vectors) and releases the matrix, as :meth:`abandon` does when the replies never come.
+    """
+
+    def __init__(self, client: Any, keys: list[str], vector: np.ndarray | None, dimensions: int | None,
+                 limit: int) -> None:
+        self.client, self.vector, self.dimensions, self.limit = client, vector, dimensions, limit
+        self.change_keys = [keys[1], keys[2], keys[0]]
+        self.matrix = matrices.get(client, keys[0])
+        self.ranking: Ranking | None = None
+        self._locked = False
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to search for (blank text or limit 0)."""
+        return self.vector is None
+
+    def calls(self) -> list[ScriptCall]:
+        """Lock the matrix; the one call reads the changes since its version."""
+        self.matrix.lock.acquire()
+        self._locked = True
+        return [ScriptCall("vector_changes", self.change_keys, _changes_args(self.matrix))]
+
+    def work(self) -> Ranking:
+        """Rank the locked matrix as it was when :meth:`calls` read its version (once)."""
+        if self.ranking is None:
+            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), self.limit)  # not empty: a vector
+        return self.ranking
+
+    def finish(self, replies: list[Any]) -> Hits:
+        """The hits once the matrix has caught up with the changes in ``replies``; the matrix is released."""
+        try:
+            self.work()
+            with server_errors(self.client):
+                return self._catch_up(replies[0])
+        finally:
+            self._release()
+
+    def abandon(self) -> None:
+        """Release the matrix when the pipeline never ran."""
+        self._release()
+        self.ranking = None
+
+    def _release(self) -> None:
+        if self._locked:
+            self._locked = False
+            self.matrix.lock.release()
+
+    def _catch_up(self, reply: list[Any]) -> Hits:
+        """The hits once the matrix has caught up with the partition's changes."""
+        matrix = self.matrix
+        generation, changed = matrix.generation, set[str]()
+        current = _apply_changes(matrix, reply, changed, self.dimensions)
+        while not current:
+            reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
+            current = _apply_changes(matrix, reply, changed, self.dimensions)
+        return _current_hits(matrix, self.work(), generation, changed)
+
+
+def search_records(query: Query, space: KeySpace, search: VectorSearch) -> list[Any]:
+    """The records of a (not empty) search's hits, best first, each with ``_vector_score``.
+
+    One pipeline sends the search's call with a read of the cached top-k's hashes; the hits that
+    changes elsewhere brought in are read in one more. Read effects follow unless the query was
+    made with ``no_track()``.
+    """
+    client = search.client
+    try:
+        calls = search.calls()
+        cached = [record_id for record_id, _ in search.work().hits]
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                call.queue(pipe)
+            for record_id in cached:
+                pipe.hgetall(space.record(record_id))
+            replies = pipe.execute()
+    except BaseException:
+        search.abandon()
+        raise
+    hits = search.finish(replies[: len(calls)])
+    fetched = dict(zip(cached, replies[len(calls):]))
+    missing = [record_id for record_id, _ in hits if record_id not in fetched]
+    if missing:
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for record_id in missing:
+                pipe.hgetall(space.record(record_id))
+            fetched.update(zip(missing, pipe.execute()))
+    records = _hydrate(query.model, space, hits, fetched)
+    if query.tracking and records:
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            query.model.queue_read_effects(pipe, [record._saved_key for record in records])
+            pipe.execute()
+    return records
+
+
+def _apply_changes(matrix: VectorMatrix, reply: list[Any], changed: set[str], dimensions: int | None) -> bool:
+    """Apply one ``vector_changes.lua`` reply, adding the ids it changed to ``changed``; True
+    when the matrix is now at the partition's version.
+
+    A reload starts the matrix afresh; once its last page is in, the matrix is at the version
+    of its first page, and the changes logged since then are read next.
+    """
+    epoch, version, mode, position = reply[0], int(reply[1]), reply[2], reply[3]
+    pairs = reply[4:]
+    ids = [pairs[i].decode() for i in range(0, len(pairs), 2)]
+    if mode == b"reload":
+        matrix.reset(epoch)
+        matrix.loading = (version, b"0")
+    matrix.apply(zip(ids, pairs[1::2]), dimensions)
+    changed.update(ids)
+    if mode == b"log":
+        matrix.version = int(position)
+    elif position != b"0":
+        matrix.loading = (cast(tuple[int, bytes], matrix.loading)[0], position)  # a load is under way
+        return False
+    else:
+        matrix.version, matrix.loading = cast(tuple[int, bytes], matrix.loading)[0], None
+    return matrix.version == version
+
+
+def _changes_args(matrix: VectorMatrix) -> list[Any]:
+    cursor = matrix.loading[1] if matrix.loading is not None else ""
+    return [matrix.epoch or "", matrix.version, CHANGES_PER_CALL, cursor]
+
+
+def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> Hits:
+    """The ranking's hits, brought up to date with the changes just applied."""
+    if matrix.generation != generation:
+        return matrix.search(ranking.query, ranking.limit)
+    return matrix.rerank(ranking, changed) if changed else ranking.hits
+
+
+def _hydrate(model: type[Model], space: KeySpace, hits: Hits, fetched: dict[str, Any]) -> list[Any]:
+    records = []
+    for record_id, score in hits:
+        raw = fetched.get(record_id)
+        if raw:
+            record = instance_from_stored(model, DbKey(space, record_id), raw)
+            record._vector_score = score
+            records.append(record)
+    return records

@@ -1,0 +1,118 @@
+"""The search protocol: every primitive's search says what to send, then reads its own replies.
+
+A search object (``bm25.searcher(space, text, limit)``, ``cyclic.searcher(...)``, ...) does no
+I/O when it is built. :meth:`Search.calls` lists the script calls to queue; :meth:`Search.finish`
+turns the replies to exactly those calls, in order, into the answer. So any set of searches can
+share one round trip (:func:`run_searches`) without their caller knowing where each reply lies.
+
+A search that also works in-process (the vector search scores its cached matrix) is a
+:class:`LocalSearch`: its :meth:`~LocalSearch.work` runs while the server executes the shared
+pipeline, and :meth:`~LocalSearch.abandon` gives back what :meth:`~Search.calls` took when the
+replies never come.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from ..store.connection import server_errors
+from ..store.overlap import execute_while
+from ..store.scripts import ScriptCall, run_calls
+
+__all__ = ["Search", "LocalSearch", "Mapped", "Hits", "run_searches", "run_search"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+#: What a ranking search answers: (record id, score) pairs, best first.
+Hits = list[tuple[str, float]]
+
+
+class Search(Protocol[R_co]):
+    """A search that can share a round trip: the calls to send, then its answer from their replies."""
+
+    def calls(self) -> list[ScriptCall]:
+        """The script calls to queue ([] when there is nothing to ask the server)."""
+        ...
+
+    def finish(self, replies: list[Any]) -> R_co:
+        """The answer, from the replies to :meth:`calls` in the order they were listed."""
+        ...
+
+
+@runtime_checkable
+class LocalSearch(Search[R_co], Protocol):
+    """A search with in-process work to overlap with the round trip (the vector scan)."""
+
+    def work(self) -> object:
+        """Work done while the server executes the pipeline (after :meth:`calls`, before :meth:`finish`)."""
+        ...
+
+    def abandon(self) -> None:
+        """Give back what :meth:`calls` took when :meth:`finish` will not run (the pipeline failed)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Mapped(Generic[T, R]):
+    """``search`` with its answer passed through ``then`` (e.g. a BM25 result as its ranking).
+
+    Only a search with no local work can be mapped: its work would be lost.
+    """
+
+    search: Search[T]
+    then: Callable[[T], R]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.search, LocalSearch):
+            raise TypeError(f"{type(self.search).__name__} works in-process and cannot be mapped")
+
+    def calls(self) -> list[ScriptCall]:
+        return self.search.calls()
+
+    def finish(self, replies: list[Any]) -> R:
+        return self.then(self.search.finish(replies))
+
+
+def run_searches(client: Any, searches: Sequence[Search[Any]]) -> list[Any]:
+    """Each search's answer, in order, all asked in ONE round trip.
+
+    Without local work the calls go as :func:`~redmem.store.scripts.run_calls` sends them (one
+    pipeline; a call alone by EVALSHA; none: no round trip). With it they go as one pipeline sent
+    ahead, the local work running while the server executes it
+    (:func:`~redmem.store.overlap.execute_while`). A search's :meth:`~Search.finish` may take
+    more round trips of its own (the vector search catching up with changes made elsewhere).
+    """
+    local = [search for search in searches if isinstance(search, LocalSearch)]
+    try:
+        planned = [search.calls() for search in searches]
+        replies = _send(client, [call for calls in planned for call in calls], local)
+        answers, start = [], 0
+        for search, calls in zip(searches, planned):
+            answers.append(search.finish(replies[start : start + len(calls)]))
+            start += len(calls)
+    except BaseException:
+        for search in local:
+            search.abandon()
+        raise
+    return answers
+
+
+def run_search(client: Any, search: Search[R]) -> R:
+    """One search alone: :func:`run_searches` of ``[search]``."""
+    answer: R = run_searches(client, [search])[0]
+    return answer
+
+
+def _send(client: Any, calls: list[ScriptCall], local: list[LocalSearch[Any]]) -> list[Any]:
+    """The replies to ``calls``; the local searches work while the server executes them."""
+    with server_errors(client):
+        if not local:
+            return run_calls(client, calls)
+        with client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                call.queue(pipe)
+            return execute_while(client, pipe, lambda: [search.work() for search in local])[0]

@@ -1,0 +1,103 @@
+"""The search protocol: searches built without I/O, sent together in one round trip, each
+finishing from its own replies; the vector search's matrix released whatever happens."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+import redmem
+from models import RhythmicMemory as Memory
+from redmem.embeddings import HashingEmbeddings
+from redmem.fields.search_protocol import LocalSearch, Mapped, run_search, run_searches
+from redmem.store.scripts import ScriptCall
+
+
+@pytest.fixture(autouse=True)
+def hashing_embeddings():
+    previous = redmem.store.settings().embedding_provider
+    redmem.configure(embedding_provider=HashingEmbeddings(64))
+    yield
+    redmem.configure(embedding_provider=previous)
+
+
+def remember(agent: str = "a") -> list:
+    texts = ["deploy the helm chart", "canary rollback at noon", "green tea for Ana", "deploy freeze"]
+    made = [Memory.create(agent_id=agent, topic="ops", content=text, salience=1.0) for text in texts]
+    Memory.associations.link(made[0], made[3], initial_weight=0.8)
+    return made
+
+
+def searches(space, now, seed):
+    graph = Memory.associations.graph(agent_id="a")
+    return [
+        Memory.topics_seen.searcher(space, ["ops", "kubernetes"]),
+        Memory.content_bm25.searcher(space, "deploy", 10),
+        Memory.rhythm.searcher(space, now, 0.5, 10),
+        graph.size_searcher(),
+        graph.searcher([seed]),
+        Memory.embedding.searcher(space, "deploy helm", 10),
+    ]
+
+
+def test_any_set_of_searches_shares_one_round_trip(db, sent):
+    seed = remember()[0].db_key
+    space = Memory.query.filter(agent_id="a").partition()
+    now = time.time()
+    alone = [run_search(db, search) for search in searches(space, now, seed)]
+    planned = searches(space, now, seed)  # built without I/O
+    sent.clear()
+    together = run_searches(db, planned)
+    assert len(sent) == 1
+    assert together == alone
+    flags, keyword, push, size, reached, vector = together
+    assert flags == [True, False] and size > 0 and len(keyword.ranked) == 2 and len(push) == 4
+    assert [weight for _, weight in reached] == [pytest.approx(0.4)] and vector
+
+
+def test_a_search_with_nothing_to_ask_costs_no_round_trip(db, sent):
+    remember()
+    space = Memory.query.filter(agent_id="a").partition()
+    stop_words = Memory.content_bm25.searcher(space, "the of and", 10)
+    no_seeds = Memory.associations.graph(agent_id="a").searcher([])
+    assert stop_words.calls() == [] and no_seeds.calls() == []
+    sent.clear()
+    result, reached = run_searches(db, [stop_words, no_seeds])
+    assert (result.ranked, reached, len(sent)) == ([], [], 0)
+
+
+class Refused:
+    """A search whose call the server refuses (a script given a key of the wrong type)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def calls(self) -> list[ScriptCall]:
+        return [ScriptCall("graph_size", [self.key], [])]
+
+    def finish(self, replies):
+        return replies[0]
+
+
+def test_the_vector_search_releases_its_matrix_when_the_round_trip_fails(db):
+    remember()
+    space = Memory.query.filter(agent_id="a").partition()
+    db.set(space.key("wrong"), "a string")
+    vector = Memory.embedding.searcher(space, "deploy", 10)
+    assert isinstance(vector, LocalSearch)
+    with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+        run_searches(db, [vector, Refused(space.key("wrong"))])
+    assert vector.matrix.lock.acquire(blocking=False)  # not left locked
+    vector.matrix.lock.release()
+    assert run_search(db, Memory.embedding.searcher(space, "deploy", 10))  # and usable
+
+
+def test_mapped_passes_the_answer_through_and_refuses_a_local_search(db):
+    remember()
+    space = Memory.query.filter(agent_id="a").partition()
+    ids = Mapped(Memory.content_bm25.searcher(space, "deploy", 10), lambda result: [rid for rid, _ in result.ranked])
+    assert len(run_search(db, ids)) == 2
+    with pytest.raises(TypeError, match="VectorSearch works in-process"):
+        Mapped(Memory.embedding.searcher(space, "deploy", 10), len)
