@@ -207,8 +207,8 @@ class FrameMemory:
     def recall(self, name: str, query: str | None = None, *, top_k: int = 5) -> list[ScoredBlock]:
         """The blocks frame ``name`` would return, scored, before rendering; writes nothing."""
         definition = self.frame_definition(name)
-        blocks, _, _ = self._retrieve(definition, _checked_query(query), positive_int("top_k", top_k))
-        return blocks
+        chosen, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k))
+        return self._hydrated(chosen)
 
     def frame(self, name: str, query: str | None = None, *, top_k: int = 5,
               token_budget: int | None = None) -> FrameResult:
@@ -222,13 +222,13 @@ class FrameMemory:
             return cached.result
         riders = [CacheRead(self.space, self._cache_key(definition, query, top_k, budget))] if (
             definition.cache is not None and cached is None) else []
-        blocks, now_hours, answers = self._retrieve(definition, query, top_k, riders)
+        chosen, now_hours, answers = self._chosen(definition, query, top_k, riders)
         if answers:
             cached = answers[0]
             if cached is not None and cached.result is not None:
                 hit: FrameResult = cached.result
                 return hit
-        result = self._render(definition, blocks, budget)
+        result = self._render(definition, self._hydrated(chosen), budget)
         write = None
         if definition.cache is not None and cached is not None:
             write = CacheWrite(self._cache_key(definition, query, top_k, budget), encode_result(result, cached.version),
@@ -248,10 +248,10 @@ class FrameMemory:
         return read
 
     # -- the pipeline ----------------------------------------------------------------------------
-    def _retrieve(
+    def _chosen(
         self, definition: FrameDefinition, query: str | None, top_k: int, riders: Sequence[Any] = (),
-    ) -> tuple[list[ScoredBlock], float, list[Any]]:
-        """Stages 1-4, guarantees and suppression, the chosen blocks loaded: (blocks, active hours, riders' answers)."""
+    ) -> tuple[list[Scored], float, list[Any]]:
+        """Stages 1-4, guarantees and suppression: (the chosen candidates, active hours, riders' answers)."""
         vector = None if query is None else Block.embedding.embed_texts([query], "query")[0]
         gathered = gather(self.client, self.space, definition, self.clock(), top_k, vector, riders)
         with_query = vector is not None and not gathered.no_seed
@@ -259,10 +259,9 @@ class FrameMemory:
         guaranteed = set(gathered.guaranteed)
         ranked = score_candidates(gathered.candidates, weights, gathered.now_hours)
         survivors = suppress_contradictions(oversampled(ranked, guaranteed, top_k), gathered.pairs, guaranteed)
-        chosen = select(survivors, guaranteed, top_k)
-        return self._hydrated(chosen, guaranteed), gathered.now_hours, gathered.riders
+        return select(survivors, guaranteed, top_k), gathered.now_hours, gathered.riders
 
-    def _hydrated(self, chosen: Sequence[Scored], guaranteed: set[str]) -> list[ScoredBlock]:
+    def _hydrated(self, chosen: Sequence[Scored]) -> list[ScoredBlock]:
         """The chosen blocks with their content (one round trip); blocks deleted meanwhile are left out."""
         if not chosen:
             return []
@@ -282,7 +281,7 @@ class FrameMemory:
             blocks.append(ScoredBlock(
                 id=c.id, content=content or "", tags=list(tags or []), category=category or "", similarity=c.similarity,
                 confidence=c.confidence, recency=s.recency, centrality=s.centrality, reinforcement=s.reinforcement,
-                score=s.score, was_expanded=c.was_expanded, guaranteed=c.id in guaranteed, status=status or "active",
+                score=s.score, was_expanded=c.was_expanded, guaranteed=s.guaranteed, status=status or "active",
             ))
         return blocks
 

@@ -16,6 +16,7 @@ Rules, in order:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from .scoring import Scored
 
@@ -59,6 +60,6 @@ def suppress_contradictions(
 
 def select(survivors: Sequence[Scored], guaranteed: Collection[str], top_k: int) -> list[Scored]:
     """Every guaranteed survivor, then the best others up to ``top_k`` in all (survivors are best first)."""
-    pinned = [s for s in survivors if s.candidate.id in guaranteed]
+    pinned = [replace(s, guaranteed=True) for s in survivors if s.candidate.id in guaranteed]
     others = [s for s in survivors if s.candidate.id not in guaranteed]
     return pinned + others[: max(top_k - len(pinned), 0)]

@@ -20,6 +20,7 @@ __all__ = [
     "ScoredBlock",
     "FrameResult",
     "Candidate",
+    "Scored",
     "recency",
     "log_normalised_reinforcement",
     "centralities",
@@ -113,13 +114,14 @@ def composite_score(
 
 @dataclass(frozen=True)
 class Scored:
-    """A candidate with its signals and score (content not loaded yet)."""
+    """A candidate with its signals and score (content not loaded yet); ``guaranteed`` once selected as such."""
 
     candidate: Candidate
     recency: float
     centrality: float
     reinforcement: float
     score: float
+    guaranteed: bool = False
 
 
 def score_candidates(candidates: Sequence[Candidate], weights: ScoringWeights, now_hours: float) -> list[Scored]:
