@@ -73,7 +73,7 @@ def test_invariant_1_recall_is_pure_every_key_byte_identical(mem):
 
 
 def test_invariant_2_expanded_blocks_get_similarity_zero(mem):
-    *_, jobs, cron, broker = corpus(mem)
+    *_, broker = corpus(mem)
     for block in mem.recall("attention", "celery", top_k=10):
         assert block.was_expanded == (block.similarity == 0.0)
     assert {b.id for b in mem.recall("attention", "celery", top_k=10) if b.was_expanded} >= {broker}
@@ -249,7 +249,7 @@ def test_frames_on_the_cluster(any_db):
     before = redmem.store.settings().embedding_provider
     try:
         mem, _, _ = _setup_memory(any_db)
-        core, goal, value, jobs, cron, broker = corpus(mem)
+        core, _goal, _value, jobs, cron, _broker = corpus(mem)
         mem.update_confidence(jobs, 0.9)
         result = mem.frame("attention", "background jobs with celery", top_k=3)
         assert jobs in ids(result.blocks) and cron not in ids(result.blocks)
