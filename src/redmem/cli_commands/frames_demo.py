@@ -17,7 +17,7 @@ from ..recipes.frames.retrieval import block_keys
 __all__ = ["run_frames", "BLOCKS", "QUESTION"]
 
 #: (text, tags, category) of the demo's blocks.
-BLOCKS = (
+BLOCKS: tuple[tuple[str, list[str], str], ...] = (
     ("I never make up facts; I say when I do not know.", ["self/constitutional"], "knowledge"),
     ("I explain my reasoning before giving a recommendation.", ["self/value"], "knowledge"),
     ("Finish the migration of background jobs this week.", ["self/goal"], "knowledge"),
