@@ -100,7 +100,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
         moved += _turn(console, assembler, question, number, args, chat_model)
     console.print(Rule("what the outcomes did"))
     console.print(_movement(moved))
-    run_frames(console, args.agent)
+    run_frames(console, args.agent, args.verbose)
     console.print(Text(_epilogue(runtime, args, memories)))
     console.print(f"demo done in {time.perf_counter() - started:.1f} s")
 

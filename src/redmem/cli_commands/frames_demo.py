@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
-from ..recipes.frames import Block, FrameMemory, FrameResult
+from ..recipes.frames import Block, FrameMemory, FrameResult, ScoredBlock
 from ..recipes.frames.retrieval import block_keys
 
 __all__ = ["run_frames", "BLOCKS", "QUESTION"]
@@ -29,8 +29,9 @@ BLOCKS: tuple[tuple[str, list[str], str], ...] = (
 QUESTION = "how should background jobs run now?"
 
 
-def run_frames(console: Console, agent: str) -> None:
-    """Learn the blocks, connect and contradict some, then show the three frames and the cache."""
+def run_frames(console: Console, agent: str, verbose: bool = False) -> None:
+    """Learn the blocks, connect and contradict some, then show the three frames (one line each;
+    ``verbose``: each frame's text and score table) and the cache."""
     console.print(Rule("frames: SELF / ATTENTION / TASK"))
     mem = FrameMemory(agent_id=f"{agent}-frames")
     _clear(mem)
@@ -40,26 +41,34 @@ def run_frames(console: Console, agent: str) -> None:
     mem.connect(ids[2], ids[3], weight=0.3)
     mem.contradict(ids[3], ids[4])
     mem.update_confidence(ids[3], 0.9)
-    console.print(f"learned {len(ids)} blocks for agent {escape(mem.agent_id)!s}; 2 edges; "
-                  "'Celery' contradicts 'cron' (Celery has more evidence)", highlight=False)
-    _show(console, mem.frame("self"), "frame('self')")
-    _show(console, mem.frame("attention", QUESTION, top_k=3), f"frame('attention', {QUESTION!r}, top_k=3)")
-    _show(console, mem.frame("task", QUESTION, top_k=3), f"frame('task', {QUESTION!r}, top_k=3)")
-    again = mem.frame("self")
-    console.print(f"frame('self') again: cached={again.cached} (one round trip; a change to a self/ block invalidates it)")
+    console.print(f"agent {escape(mem.agent_id)}: {len(ids)} blocks, 2 edges, 'Celery' contradicts 'cron' "
+                  "(Celery has more evidence)", highlight=False)
+    _show(console, mem.frame("self"), "self", verbose)
+    _show(console, mem.frame("attention", QUESTION, top_k=3), f"attention {QUESTION!r}", verbose)
+    _show(console, mem.frame("task", QUESTION, top_k=3), "task", verbose)
+    console.print(f"self again: cached={mem.frame('self').cached} (until a self/ block changes)")
     mem.end_session()
 
 
-def _show(console: Console, result: FrameResult, call: str) -> None:
-    console.print(f"[bold]{escape(call)}[/bold]: {len(result.blocks)} blocks, {result.token_count} tokens, "
-                  f"{result.edges_reinforced} edges reinforced", highlight=False)
+def _show(console: Console, result: FrameResult, call: str, verbose: bool) -> None:
+    """One line: how each block got in, the tokens, the edges reinforced; verbose: the text and scores."""
+    hows = ", ".join(_how(b) for b in result.blocks)
+    console.print(f"[bold]{escape(call)}[/bold]: {len(result.blocks)} blocks ({hows}), {result.token_count} tokens, "
+                  f"{result.edges_reinforced} edges +0.10", highlight=False)
+    if not verbose:
+        return
     console.print(escape(result.text))
     table = Table("score", "sim", "conf", "rec", "cent", "reinf", "how", "block")
     for b in result.blocks:
-        how = "guaranteed" if b.guaranteed else "graph" if b.was_expanded else "vector" if b.similarity else "salience"
         table.add_row(*(f"{x:.2f}" for x in (b.score, b.similarity, b.confidence, b.recency, b.centrality,
-                                              b.reinforcement)), how, escape(b.content[:50]))
+                                              b.reinforcement)), _how(b), escape(b.content[:50]))
     console.print(table)
+
+
+def _how(block: ScoredBlock) -> str:
+    if block.guaranteed:
+        return "guaranteed"
+    return "graph" if block.was_expanded else "vector" if block.similarity else "salience"
 
 
 def _clear(mem: FrameMemory) -> None:
