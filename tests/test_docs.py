@@ -56,6 +56,7 @@ PAGES = [
     "recipes/llm-integration.md",
     "operations.md",
     "contributing.md",
+    "mcp.md",
 ]
 SKIP_MARKER = "<!-- skip -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
