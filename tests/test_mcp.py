@@ -173,13 +173,18 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 def test_streamable_http(redis_url, db):
     port = free_port()
     server = subprocess.Popen([sys.executable, *command(redis_url, "--http", "--port", str(port))],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+        while not listening(port):
             assert server.poll() is None, server.communicate()
             assert time.monotonic() < deadline, "the HTTP server did not start"
             time.sleep(0.2)
