@@ -57,9 +57,10 @@ PAGES = [
     "integrations.md",
     "operations.md",
     "contributing.md",
+    "mcp.md",
 ]
 #: Pages whose examples need an optional extra: they run when its packages are installed.
-EXTRAS = {"integrations.md": ("agents", "langgraph")}
+EXTRAS = {"integrations.md": ("agents", "langgraph"), "mcp.md": ("mcp",)}
 SKIP_MARKER = "<!-- skip -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
 
