@@ -94,6 +94,10 @@ class KeyKind(StrEnum):
     POLICY_CRYSTALLISED = "pc"
     #: set: ids of the memories the ``redmem demo`` command created
     DEMO_RUN = "demo-run"
+    #: list: the HCE pipeline's focus buffer, newest last (JSON entries)
+    FOCUS_BUFFER = "fb"
+    #: hash: the HCE entity graph's entity -> node type and display name (JSON)
+    ENTITY_TYPES = "et"
 
 
 def _needs_escape(char: str) -> bool:
