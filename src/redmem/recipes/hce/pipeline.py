@@ -254,16 +254,17 @@ def _reply_text(value: Any) -> str:
 
 
 def _buffer_candidates(query: str, focus: list[FocusEntry], extractor: EntityExtractor) -> list[ContextCandidate]:
-    """Buffer entries as candidates: utility ``0.5 * recency + 0.5 * overlap``, recency ``1 / (1 + age)``
-    (age 0 the newest entry), overlap the share of the query's words the entry holds."""
+    """Buffer entries sharing words with the query, as candidates: utility
+    ``overlap * (0.5 + 0.5 / (1 + age))``, overlap the share of the query's words the entry holds,
+    age 0 for the newest entry (recency breaks ties between equally relevant entries)."""
     words = {w for w in extractor.mentions(query) if " " not in w}
     out = []
     for age, (position, entry) in enumerate(reversed(list(enumerate(focus)))):
-        held = set(extractor.mentions(entry.content))
-        overlap = len(words & held) / len(words) if words else 0.0
-        out.append(ContextCandidate(entry.line, "buffer", 0.5 / (1 + age) + 0.5 * overlap, 0,
-                                    {"interaction_id": None, "position": position, "role": entry.role,
-                                     "timestamp": entry.timestamp}))
+        overlap = len(words & set(extractor.mentions(entry.content))) / len(words) if words else 0.0
+        if overlap > 0:
+            out.append(ContextCandidate(entry.line, "buffer", overlap * (0.5 + 0.5 / (1 + age)), 0,
+                                        {"interaction_id": None, "position": position, "role": entry.role,
+                                         "timestamp": entry.timestamp}))
     return out
 
 
