@@ -28,7 +28,7 @@ from ...store.validation import positive_int
 from ...text.stopwords import ENGLISH_STOPWORDS
 from .kinds import NodeType
 
-__all__ = ["EntityExtractor", "ExtractedEntity", "entity_key"]
+__all__ = ["EntityExtractor", "ExtractedEntity", "entity_key", "content_words"]
 
 _MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december"
            "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
@@ -60,6 +60,11 @@ class ExtractedEntity:
     key: str
     name: str
     type: NodeType
+
+
+def content_words(text: str) -> set[str]:
+    """The case-folded words of ``text`` that are not stop words."""
+    return {w for w in (m.group().casefold() for m in _WORD.finditer(text)) if not _is_stop(w)}
 
 
 def _sentence_start(text: str, position: int) -> bool:

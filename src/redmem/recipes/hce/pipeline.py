@@ -34,7 +34,7 @@ from ...store.validation import positive_int, utf8_text
 from .budgeting import ContextCandidate, context_budgeting, normalised
 from .budgeting import token_counter as token_counter_of
 from .export import load_session, save_session
-from .extractor import EntityExtractor, ExtractedEntity
+from .extractor import EntityExtractor, ExtractedEntity, content_words
 from .focus import FocusBuffer, FocusEntry
 from .graph import ENERGY_FACTOR, EntityGraph
 from .kinds import NodeType
@@ -151,7 +151,7 @@ class HCEPipeline:
         raw += [self._interaction("tree", h.interaction_id, h.score, records, {"topic_id": h.topic_id})
                 for h in tree_hits]
         if not for_prompt:
-            raw += _buffer_candidates(query, focus, self.extractor)
+            raw += _buffer_candidates(query, focus)
         scales = {"graph": ENERGY_FACTOR, "tree": MAX_SCORE, "buffer": 1.0}
         best: dict[str, ContextCandidate] = {}
         for candidate in normalised([c for c in raw if c is not None], scales):
@@ -253,14 +253,14 @@ def _reply_text(value: Any) -> str:
     return utf8_text("ai_response", value)
 
 
-def _buffer_candidates(query: str, focus: list[FocusEntry], extractor: EntityExtractor) -> list[ContextCandidate]:
+def _buffer_candidates(query: str, focus: list[FocusEntry]) -> list[ContextCandidate]:
     """Buffer entries sharing words with the query, as candidates: utility
-    ``overlap * (0.5 + 0.5 / (1 + age))``, overlap the share of the query's words the entry holds,
-    age 0 for the newest entry (recency breaks ties between equally relevant entries)."""
-    words = {w for w in extractor.mentions(query) if " " not in w}
+    ``overlap * (0.5 + 0.5 / (1 + age))``, overlap the share of the query's content words the
+    entry holds, age 0 for the newest entry (recency breaks ties between equally relevant entries)."""
+    words = content_words(query)
     out = []
     for age, (position, entry) in enumerate(reversed(list(enumerate(focus)))):
-        overlap = len(words & set(extractor.mentions(entry.content))) / len(words) if words else 0.0
+        overlap = len(words & content_words(entry.content)) / len(words) if words else 0.0
         if overlap > 0:
             out.append(ContextCandidate(entry.line, "buffer", overlap * (0.5 + 0.5 / (1 + age)), 0,
                                         {"interaction_id": None, "position": position, "role": entry.role,
