@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with EmbeddedServer() as server:
         redmem.connect(server.url)
         payload["redis_version"] = server.version.get("redis_version")
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in (int(s) for s in args.sizes.split(",") if s):
             payload["latency"][str(size)] = result = latency(size, args.queries)
             log.info("%d: retrieve p50 %.2f ms p95 %.2f ms, round trips %s", size, result["retrieve_ms"]["p50"],
                      result["retrieve_ms"]["p95"], result["round_trips"])

@@ -53,6 +53,7 @@ PAGES = [
     "recipes/policy-cache.md",
     "recipes/subconscious-memory.md",
     "recipes/llm-integration.md",
+    "recipes/hce.md",
     "operations.md",
     "contributing.md",
 ]

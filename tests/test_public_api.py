@@ -59,6 +59,12 @@ PINNED = {
         "HeuristicExtractor", "HybridMemory", "LLMExtractor", "PolicyCache", "RetrievalQuality",
         "SubconsciousMemory", "assess_retrieval",
     ],
+    "redmem.recipes.hce": [
+        "ContextCandidate", "EdgeType", "EntityExtractor", "EntityGraph", "ExportError", "ExtractedEntity",
+        "FocusBuffer", "FocusEntry", "HCEInteraction", "HCEPipeline", "HCETopic", "NodeType", "Retrieval",
+        "SemanticTree", "TreeHit", "context_budgeting", "estimate_tokens", "hierarchical_relevance_search",
+        "spreading_activation",
+    ],
     "redmem.context": [
         "Budget", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",
         "estimate_tokens", "exact_counter", "fuse", "pack", "query_adaptive_weights",

@@ -34,7 +34,8 @@ from ...store.errors import RedmemError
 from ...store.keys import KeyKind, KeySpace
 from .models import HCEInteraction, HCETopic
 
-__all__ = ["ExportError", "save_session", "load_session", "session_keys", "FORMAT", "VERSION", "FILE_NAME"]
+__all__ = ["ExportError", "save_session", "load_session", "clear_session", "session_keys", "FORMAT", "VERSION",
+           "FILE_NAME"]
 
 FORMAT = "redmem.hce.session"
 VERSION = 1
@@ -219,6 +220,17 @@ def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
             for key, kind, value in writes:
                 _queue_write(pipe, key, kind, value)
             pipe.execute()
+
+
+def clear_session(session_id: str) -> int:
+    """Delete every key of ``session_id`` in one MULTI/EXEC; returns how many existed."""
+    spaces = _spaces(session_id)
+    client = HCEInteraction._meta.client
+    with server_errors(client):
+        keys = [f"{spaces[name].base}:{rel}" for name, rel, _ in session_keys(session_id, _record_ids(client, spaces))]
+        with client.pipeline(transaction=True) as pipe:
+            pipe.delete(*keys)
+            return int(pipe.execute()[0])
 
 
 def _decoded(entry: dict[str, Any], session_id: str) -> Any:

@@ -33,7 +33,7 @@ from ...store.errors import ArgumentTypeError, ValidationError
 from ...store.validation import positive_int, utf8_text
 from .budgeting import ContextCandidate, context_budgeting, normalised
 from .budgeting import token_counter as token_counter_of
-from .export import load_session, save_session
+from .export import clear_session, load_session, save_session
 from .extractor import EntityExtractor, ExtractedEntity, content_words
 from .focus import FocusBuffer, FocusEntry
 from .graph import ENERGY_FACTOR, EntityGraph
@@ -80,7 +80,8 @@ class HCEPipeline:
     Args:
         max_focus: entries the focus buffer keeps (a turn adds two).
         context_budget: tokens of the context block.
-        graph, tree: pre-built components of this session (None: built here).
+        graph: a pre-built entity graph of this session (None: built here).
+        tree: a pre-built semantic tree of this session (None: built here).
         session_id: the session (user) whose state this is; every key carries it as hash tag.
         embedding_provider: embeds turns and queries; None: the configured provider, else
             feature hashing (:data:`DEFAULT_DIMENSIONS`), deterministic and offline.
@@ -245,6 +246,11 @@ class HCEPipeline:
     def load(self, directory: Any) -> None:
         """Replace this session's state with an export's (checked whole first; one MULTI/EXEC)."""
         load_session(self.session_id, directory)
+
+    def clear(self) -> int:
+        """Forget the session: delete its buffer, graph, tree and filter (one MULTI/EXEC); returns
+        how many keys there were."""
+        return clear_session(self.session_id)
 
 
 def _reply_text(value: Any) -> str:
