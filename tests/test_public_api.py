@@ -61,7 +61,7 @@ PINNED = {
     ],
     "redmem.recipes.hce": [
         "ContextCandidate", "EdgeType", "EntityExtractor", "EntityGraph", "ExportError", "ExtractedEntity",
-        "FocusBuffer", "FocusEntry", "HCEInteraction", "HCEPipeline", "HCETopic", "NodeType", "Retrieval",
+        "FocusBuffer", "FocusEntry", "HCEInteraction", "HCEPipeline", "HCETopic", "NodeType", "RetrievedContext",
         "SemanticTree", "TreeHit", "context_budgeting", "estimate_tokens", "hierarchical_relevance_search",
         "spreading_activation",
     ],

@@ -12,12 +12,12 @@ from .focus import FocusBuffer, FocusEntry
 from .graph import EntityGraph, spreading_activation
 from .kinds import EdgeType, NodeType
 from .models import HCEInteraction, HCETopic
-from .pipeline import HCEPipeline, Retrieval
+from .pipeline import HCEPipeline, RetrievedContext
 from .tree import SemanticTree, TreeHit, hierarchical_relevance_search
 
 __all__ = [
     "HCEPipeline",
-    "Retrieval",
+    "RetrievedContext",
     "FocusBuffer",
     "FocusEntry",
     "ContextCandidate",

@@ -42,7 +42,7 @@ from .models import HCEInteraction, entity_term, interaction_id, interaction_tex
 from .tree import MAX_SCORE, SemanticTree
 from .wrapping import wrap_chat
 
-__all__ = ["HCEPipeline", "Retrieval", "DEFAULT_DIMENSIONS"]
+__all__ = ["HCEPipeline", "RetrievedContext", "DEFAULT_DIMENSIONS"]
 
 #: Dimensions of the default embedding provider (feature hashing) when none is configured.
 DEFAULT_DIMENSIONS = 256
@@ -51,7 +51,7 @@ LABEL_WORDS = 8
 
 
 @dataclass
-class Retrieval:
+class RetrievedContext:
     """One retrieval: the candidates offered, those selected (admission order), the focus entries
     read, and the round trips it took."""
 
@@ -116,7 +116,7 @@ class HCEPipeline:
         vector: np.ndarray = embed_in_batches(self.provider, [_query_text("query", query)], "query")[0]
         return vector
 
-    def retrieve_candidates(self, query: str, *, query_vector: Any = None, for_prompt: bool = False) -> Retrieval:
+    def retrieve_candidates(self, query: str, *, query_vector: Any = None, for_prompt: bool = False) -> RetrievedContext:
         """Every candidate for ``query`` and the knapsack's selection (``query_vector``: the query
         already embedded). ``for_prompt``: the focus buffer is shown beside the block, so its
         entries are not candidates."""
@@ -141,7 +141,7 @@ class HCEPipeline:
         trips += bool(wanted)
         candidates = self._candidates(query, activated, tree.scored(topic_hits, leaf_hits, records), records,
                                       focus, for_prompt)
-        return Retrieval(candidates, context_budgeting(candidates, self.context_budget), focus, trips)
+        return RetrievedContext(candidates, context_budgeting(candidates, self.context_budget), focus, trips)
 
     def _candidates(self, query: str, activated: list[tuple[str, float]], tree_hits: Sequence[Any],
                     records: dict[str, HCEInteraction], focus: list[FocusEntry], for_prompt: bool,
