@@ -195,6 +195,44 @@ def quality(path: Path, budgets: list[int], conversations: int | None) -> dict[s
     return out
 
 
+# ----------------------------------------------------------------------------- report
+def markdown(payload: dict[str, Any]) -> str:
+    """The results as the tables of docs/benchmarks.md."""
+    m = payload["machine"]
+    lines = [
+        "# HCE pipeline benchmark", "",
+        f"{m['system']}, {m['cores']} cores, Python {m['python']}, Redis {payload.get('redis_version')}; "
+        f"load average {payload['load_average']['before'][0]:.1f} at the start, "
+        f"{payload['load_average']['after'][0]:.1f} at the end; git {m['git']}, {m['date']}.", "",
+        "| interactions | topics | entities | retrieve p50 / p95 ms | embed p50 ms | round trips p50 / max "
+        "| ingest / s (excl. embedding) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for size, row in payload["latency"].items():
+        lines.append(
+            f"| {int(size):,} | {row['topics']:,} | {row['entities']:,} | {row['retrieve_ms']['p50']:.2f} / "
+            f"{row['retrieve_ms']['p95']:.2f} | {row['embed_ms']['p50']:.3f} | {row['round_trips']['p50']:g} / "
+            f"{row['round_trips']['max']} | {row['ingest_per_s_excluding_embedding']:.0f} |")
+    if "growth_100k_over_10k" in payload:
+        lines += ["", f"p50 growth 100k / 10k: {payload['growth_100k_over_10k']:.2f} (target <= 2); "
+                      f"p50 at 100k: {payload['latency']['100000']['retrieve_ms']['p50']:.2f} ms (target <= 10)."]
+    if "locomo" in payload:
+        q = payload["locomo"]
+        lines += ["", f"LoCoMo dev: {len(q['conversations'])} conversations, {q['questions']} questions "
+                      "(categories 1-4); evidence recall of the context block (any / all evidence turns shown).", "",
+                  "| budget (tokens) | system | recall any | recall all | multi-hop | temporal | open-domain "
+                  "| single-hop | items | tokens | p50 ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for budget, systems in ((b, v) for b, v in q.items() if b.isdigit()):
+            for name, r in systems.items():
+                c = r["by_category"]
+                lines.append(
+                    f"| {budget} | {name} | {r['evidence_recall_any']:.3f} | {r['evidence_recall_all']:.3f} | "
+                    f"{c.get('multi-hop', 0):.3f} | {c.get('temporal', 0):.3f} | {c.get('open-domain', 0):.3f} | "
+                    f"{c.get('single-hop', 0):.3f} | {r['items_mean']:.1f} | {r['tokens_mean']:.0f} | "
+                    f"{r['ms']['p50']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -224,7 +262,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload["load_average"] = {"before": list(load_before), "after": list(os.getloadavg())}
     payload["seconds"] = time.perf_counter() - started
     if args.out:
-        write_json(args.out, payload)
+        path = write_json(args.out, payload)
+        path.with_suffix(".md").write_text(markdown(payload))
     return payload
 
 

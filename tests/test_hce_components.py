@@ -75,6 +75,8 @@ def test_normalising_puts_every_source_on_zero_to_one():
     out = normalised(raw, {"graph": 0.5, "tree": 0.91, "buffer": 1.0})
     assert [c.utility for c in out] == [1.0, 1.0, 0.25]
     assert out[0].metadata["raw_utility"] == 0.5
+    sharp = normalised(raw, {"graph": 0.5, "tree": 0.91, "buffer": 1.0}, sharpness=2)
+    assert [c.utility for c in sharp] == [1.0, 1.0, 0.0625]  # the order kept, the gaps wider
 
 
 # -- the extractor -------------------------------------------------------------------------------
@@ -152,10 +154,11 @@ def test_propagation_limit_fanout_and_records_only_match_the_formula(any_db):
         graph.link(E(a), E(b), initial_weight=w)
         for x, y in ((a, b), (b, a)):
             neighbours.setdefault(f"e:{x}", {})[f"e:{y}"] = w
-    for fanout in (0, 3):
-        expected = propagation_weights(neighbours, ["e:S"], 2, 0.5, 0.01, fanout)
-        got = {f"e:{n.name}": w for n, w in graph.propagate([E("S")], depth=2, fanout=fanout)}
+    for fanout, hub in ((0, 0), (3, 0), (0, 6), (3, 20)):
+        expected = propagation_weights(neighbours, ["e:S"], 2, 0.5, 0.01, fanout, hub)
+        got = {f"e:{n.name}": w for n, w in graph.propagate([E("S")], depth=2, fanout=fanout, hub_degree=hub)}
         assert got == pytest.approx(expected)
+    assert dict(graph.propagate([E("S")], depth=1, hub_degree=6))[E("n00")] == 6 / 12 * 0.5  # S has 12 edges
     top = graph.propagate([E("S")], depth=2, limit=3)
     assert [(n.name, w) for n, w in top] == [("n00", 0.5), ("n01", 0.495), ("n02", 0.49)]
     assert graph.propagate([E("S")], depth=2, records_only=True) == []  # entities only in this graph

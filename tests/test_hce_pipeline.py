@@ -222,6 +222,9 @@ def test_bad_replies_and_settings_are_refused(db):
         HCEPipeline(session_id="")
     with pytest.raises(ArgumentTypeError):
         HCEPipeline(session_id="s").wrap_chat("not callable")
+    for sharpness in (0, -1, "8", float("nan")):
+        with pytest.raises(ValidationError):
+            HCEPipeline(session_id="s", utility_sharpness=sharpness)
 
 
 # -- save / load -----------------------------------------------------------------------------------

@@ -2,13 +2,15 @@
 -- (and expanded next hop) when >= threshold; each node keeps its max over walks of <= depth hops.
 -- With fanout > 0 a node passes energy along its fanout strongest edges only (ties: neighbour id).
 -- With limit > 0 only the limit heaviest nodes whose id starts with ARGV[6] are returned (ties:
--- node id), and the walk stops once no further hop can change them.
+-- node id), and the walk stops once no further hop can change them. With hub > 0 a seed of degree d
+-- starts at min(1, hub / d) instead of 1.0 (a common entity points nowhere in particular).
 -- KEYS[1] zset (lex) "<a> <rank> <b>", rank = weight bytes inverted in hex (weight descending)
 -- ARGV[1] depth   ARGV[2] decay per hop   ARGV[3] threshold   ARGV[4] limit (0: every node)
--- ARGV[5] fanout (0: every edge)   ARGV[6] id prefix of the nodes returned ("": any)   ARGV[7..] seed node ids
+-- ARGV[5] fanout (0: every edge)   ARGV[6] id prefix of the nodes returned ("": any)
+-- ARGV[7] hub degree (0: every seed starts at 1.0)   ARGV[8..] seed node ids
 -- returns {node, weight, node, weight, ...} without the seeds (unordered without a limit)
 local depth, decay, threshold = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local limit, fanout, prefix = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local limit, fanout, prefix, hub = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 
 local function rank(w)  -- weight bytes inverted, hex: lexical order = weight descending
   local hi, lo = struct.unpack(">I4I4", struct.pack(">d", w))
@@ -21,8 +23,13 @@ local function weight(r)  -- inverse of rank
 end
 
 local best, frontier, seeds = {}, {}, {}
-for i = 7, #ARGV do
-  best[ARGV[i]], frontier[ARGV[i]], seeds[ARGV[i]] = 1.0, 1.0, true
+for i = 8, #ARGV do
+  local energy = 1.0
+  if hub > 0 then
+    local degree = redis.call("ZLEXCOUNT", KEYS[1], "[" .. ARGV[i] .. " ", "(" .. ARGV[i] .. "!")
+    if degree > hub then energy = hub / degree end
+  end
+  best[ARGV[i]], frontier[ARGV[i]], seeds[ARGV[i]] = energy, energy, true
 end
 local function kept()  -- the nodes to return, heaviest first (ties: node id)
   local out = {}

@@ -2,7 +2,8 @@
 
 The three sources score on different scales (graph activation, tree similarity, buffer recency
 and overlap), so each candidate's utility is divided by the most its source can give
-(:func:`normalised`): every source's best possible candidate weighs 1.0 and any source can win.
+(:func:`normalised`): every source's best possible candidate weighs 1.0 and any source can win;
+raised to a power (``sharpness``), the differences outweigh the texts' lengths.
 :func:`context_budgeting` is the shared packer's ``greedy_knapsack`` strategy: by
 ``utility / token_cost`` descending, skipping what does not fit.
 """
@@ -60,11 +61,17 @@ class ContextCandidate:
             raise ValidationError(f"a candidate's token_cost is an int >= 0, not {self.token_cost!r}")
 
 
-def normalised(candidates: Sequence[ContextCandidate], scales: Mapping[str, float]) -> list[ContextCandidate]:
-    """Each candidate with its utility divided by its source's scale (the most it can give), at most 1.0;
-    the raw utility is kept in ``metadata["raw_utility"]``."""
+def normalised(candidates: Sequence[ContextCandidate], scales: Mapping[str, float],
+               sharpness: float = 1.0) -> list[ContextCandidate]:
+    """Each candidate with utility ``min(1, utility / scale) ** sharpness``, ``scale`` the most its
+    source can give; the raw utility is kept in ``metadata["raw_utility"]``.
+
+    ``sharpness`` > 1 keeps the order and [0, 1] but stretches the differences: the knapsack ranks
+    by utility per token, so with flat utilities the cheapest texts win whatever their relevance.
+    """
     return [
-        replace(c, utility=min(1.0, c.utility / scales[c.source]), metadata={**c.metadata, "raw_utility": c.utility})
+        replace(c, utility=min(1.0, c.utility / scales[c.source]) ** sharpness,
+                metadata={**c.metadata, "raw_utility": c.utility})
         for c in candidates
     ]
 

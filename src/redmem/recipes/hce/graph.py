@@ -10,7 +10,9 @@ script call at any depth): seeds start at 1.0; each round every node reached in 
 round passes ``energy * energy_factor * edge weight`` to its neighbours; a node keeps the max;
 values below ``floor`` are dropped; after ``rounds`` rounds the ``top_k`` interactions are
 returned. Passing energy along a node's ``fanout`` strongest edges only bounds the work at
-hub entities (ids sort newest first, so a tie keeps the newest interactions).
+hub entities (ids sort newest first, so a tie keeps the newest interactions), and a seed with
+more than ``hub_degree`` edges starts at ``hub_degree / degree`` (a name in every other message
+points nowhere in particular; the design starts every seed at 1.0 and is silent on hubs).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from .models import HCEInteraction
 
 __all__ = [
     "EntityGraph", "spreading_activation", "MENTION_WEIGHT", "CO_OCCURRENCE_DELTA", "ROUNDS", "ENERGY_FACTOR",
-    "FLOOR", "TOP_K", "FANOUT", "MAX_PAIRED",
+    "FLOOR", "TOP_K", "FANOUT", "MAX_PAIRED", "HUB_DEGREE",
 ]
 
 #: Weight of an interaction - entity edge: a mention is certain.
@@ -44,6 +46,9 @@ ROUNDS, ENERGY_FACTOR, FLOOR, TOP_K = 3, 0.5, 0.01, 10
 FANOUT = 32
 #: Only the first this-many entities of an interaction are linked pairwise (at most 28 pairs).
 MAX_PAIRED = 8
+#: A seed with more edges than this starts at HUB_DEGREE / its degree: the user's own name,
+#: mentioned in every other message, points nowhere in particular.
+HUB_DEGREE = 20
 
 
 class EntityGraph:
@@ -95,16 +100,18 @@ class EntityGraph:
         ]
 
     def searcher(self, seeds: Iterable[str], rounds: int = ROUNDS, energy_factor: float = ENERGY_FACTOR,
-                 floor: float = FLOOR, top_k: int = TOP_K, fanout: int = FANOUT) -> Propagation:
+                 floor: float = FLOOR, top_k: int = TOP_K, fanout: int = FANOUT,
+                 hub_degree: int = HUB_DEGREE) -> Propagation:
         """The propagation from entity keys ``seeds`` to the ``top_k`` interactions, as a search."""
         return self.graph.searcher([Entity(key) for key in seeds], rounds, energy_factor, floor,
-                                   limit=top_k, fanout=fanout, records_only=True)
+                                   limit=top_k, fanout=fanout, records_only=True, hub_degree=hub_degree)
 
 
 def spreading_activation(graph: EntityGraph, seeds: Iterable[str], rounds: int = ROUNDS,
                          energy_factor: float = ENERGY_FACTOR, floor: float = FLOOR, top_k: int = TOP_K,
-                         fanout: int = FANOUT) -> list[tuple[str, float]]:
+                         fanout: int = FANOUT, hub_degree: int = HUB_DEGREE) -> list[tuple[str, float]]:
     """The ``top_k`` interactions activated from entity keys ``seeds``: (interaction id, activation),
     strongest first, ties by id (newest first). One round trip."""
-    reached = run_search(graph.client, graph.searcher(seeds, rounds, energy_factor, floor, top_k, fanout))
+    search = graph.searcher(seeds, rounds, energy_factor, floor, top_k, fanout, hub_degree)
+    reached = run_search(graph.client, search)
     return [(node.record_id, weight) for node, weight in reached if isinstance(node, DbKey)]
