@@ -299,6 +299,16 @@ def test_load_replaces_the_session_and_bad_exports_change_nothing(db, tmp_path):
     shutil.rmtree(tmp_path / "good")
 
 
+def test_clear_forgets_one_session_only(any_db):
+    kept, gone = HCEPipeline(session_id="kept"), HCEPipeline(session_id="gone")
+    for pipe in (kept, gone):
+        pipe.update("I moved to Lisbon and started at Acme.", "Congratulations!")
+    before = session_state(any_db, "kept")
+    assert gone.clear() > 5
+    assert session_state(any_db, "gone") == {} and session_state(any_db, "kept") == before
+    assert gone.retrieve_context("acme Lisbon") == "" and gone.clear() == 0
+
+
 def _sha(keys: list[Any]) -> str:
     from redmem.recipes.hce.export import _checksum
 
