@@ -59,6 +59,11 @@ PINNED = {
         "HeuristicExtractor", "HybridMemory", "LLMExtractor", "PolicyCache", "RetrievalQuality",
         "SubconsciousMemory", "assess_retrieval",
     ],
+    "redmem.recipes.frames": [
+        "ATTENTION_FRAME", "BUILTIN_FRAMES", "Block", "CachePolicy", "FrameDefinition", "FrameFilters",
+        "FrameMemory", "FrameResult", "PrefixIndexField", "SELF_FRAME", "ScoredBlock", "ScoringWeights",
+        "TASK_FRAME",
+    ],
     "redmem.recipes.hce": [
         "ContextCandidate", "EdgeType", "EntityExtractor", "EntityGraph", "ExportError", "ExtractedEntity",
         "FocusBuffer", "FocusEntry", "HCEInteraction", "HCEPipeline", "HCETopic", "NodeType", "RetrievedContext",

@@ -1,18 +1,19 @@
 """The HCE section of ``redmem demo``: the sample conversation through ``HCEPipeline``.
 
 Every user/assistant exchange of the sample is stored in one session (focus buffer, entity
-graph, semantic tree); each sample question then shows where its context block came from
-(graph, tree, buffer) and what it cost, in one line (the best candidates too with ``--verbose``).
+graph, semantic tree); then where each sample question's context block came from (graph, tree,
+buffer), in one line for all (``--verbose``: per question, with tokens, round trips and the best
+candidates).
 The chat model is asked in the demo's main section only.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..recipes.hce import ContextCandidate, HCEPipeline
 from .conversation import Conversation
@@ -42,24 +43,26 @@ def exchanges(conversation: Conversation) -> list[tuple[str, str]]:
 
 
 def run_hce(console: Console, conversation: Conversation, session_id: str, budget: int, verbose: bool) -> None:
-    """Fill one HCE session from the conversation, then show each question's context block: one line
-    per question, plus its best candidates when ``verbose``."""
+    """Fill one HCE session from the conversation, then show each question's context block by source:
+    two lines in all, or per question its sources, tokens, round trips and best candidates when ``verbose``."""
     pipe = HCEPipeline(session_id=session_id, max_focus=FOCUS, context_budget=budget)
     pipe.clear()
-    began = time.perf_counter()
     pairs = exchanges(conversation)
     pipe.update_many(pairs)
-    console.print(f"[bold]HCE pipeline[/bold] (redmem.recipes.hce): {len(pairs)} exchanges stored in "
-                  f"{time.perf_counter() - began:.1f} s, {len(pipe.graph.entities())} entities in the graph; "
-                  "context blocks by source:", highlight=False)
+    console.print(Text(f"HCE pipeline (redmem.recipes.hce): {len(pairs)} exchanges, "
+                       f"{len(pipe.graph.entities())} entities in its graph", no_wrap=True, overflow="ellipsis"))
+    blocks = []
     for question in conversation.questions:
         found = pipe.retrieve_candidates(question.text, for_prompt=True)
-        by_source = Counter(c.source for c in found.selected)
-        console.print(f"  {question.text} {', '.join(f'{n} {s}' for s, n in sorted(by_source.items())) or 'none'}, "
-                      f"{sum(c.token_cost for c in found.selected)}/{budget} tokens, {found.round_trips} round trips",
-                      highlight=False)
+        sources = ", ".join(f"{n} {s}" for s, n in sorted(Counter(c.source for c in found.selected).items()))
+        blocks.append(sources or "none")
         if verbose:
+            console.print(f"  {question.text}: {sources or 'nothing'}, "
+                          f"{sum(c.token_cost for c in found.selected)}/{budget} tokens, "
+                          f"{found.round_trips} round trips", highlight=False)
             console.print(_best(found.selected[:SHOWN]))
+    if not verbose:
+        console.print(Text(f"  blocks by source: {' | '.join(blocks)}", no_wrap=True, overflow="ellipsis"))
 
 
 def _best(selected: list[ContextCandidate]) -> Table:

@@ -41,6 +41,8 @@ FORMAT = "redmem.hce.session"
 VERSION = 1
 FILE_NAME = "hce-session.json"
 MODELS: dict[str, type[Model]] = {"HCEInteraction": HCEInteraction, "HCETopic": HCETopic}
+#: The Redis type of each of a co-occurrence graph's keys, by its last part.
+GRAPH_TYPES = {"w": "hash", "adj": "zset", "in": "zset", "deg": "hash"}
 #: The attempts a save makes at a snapshot whose record sets did not change while it was read.
 SNAPSHOT_ATTEMPTS = 5
 
@@ -61,7 +63,7 @@ def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
     kinds.update(zip((_relative(space, k) for k in vectors), ("hash", "hash", "zset")))
     if name == "HCEInteraction":
         graph = HCEInteraction.graph.graph(session_id=space.partition_values[0])
-        kinds.update(zip((_relative(space, k) for k in graph.keys), ("hash", "zset", "zset")))
+        kinds.update((_relative(space, k), GRAPH_TYPES[k.rsplit(":", 1)[1]]) for k in graph.keys)
         kinds[_relative(space, HCEInteraction.entities_seen.key(space))] = "string"
         kinds[KeyKind.FOCUS_BUFFER.value] = "list"
         kinds[KeyKind.ENTITY_TYPES.value] = "hash"
