@@ -169,8 +169,9 @@ class VectorMatrix:
         return self.rank(query, limit).hits
 
     def rank(self, query: np.ndarray, limit: int) -> Ranking:
-        """:meth:`search`, keeping every row's score so :meth:`rerank` can follow later changes."""
-        if not self.ids or query.shape[-1] != self.dimensions:
+        """:meth:`search`, keeping every row's score so :meth:`rerank` can follow later changes
+        (nothing is scored for ``limit`` 0)."""
+        if limit <= 0 or not self.ids or query.shape[-1] != self.dimensions:
             return Ranking(query, None, np.zeros(0, dtype=np.float32), [], limit, [])
         unit = unit_rows(query.reshape(1, -1).astype(np.float32))[0]
         count = len(self.ids)
@@ -182,6 +183,17 @@ class VectorMatrix:
                 return Ranking(query, unit, scores, ids, limit, top_k(scores, ids, limit), complete=False)
         scores = cosines(self._rows[:count], unit)
         return Ranking(query, unit, scores, self.ids, limit, top_k(scores, self.ids, limit))
+
+    def cosines_of(self, query: np.ndarray, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Positions in ``ids`` of those that have a row, and their cosines with ``query`` (float32):
+        only those rows are scored."""
+        with self.lock:
+            found = [(n, self._position[i]) for n, i in enumerate(ids) if i in self._position]
+            if not found or query.shape[-1] != self.dimensions:
+                return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
+            unit = unit_rows(query.reshape(1, -1).astype(np.float32))[0]
+            positions, rows = (np.fromiter(column, dtype=np.intp, count=len(found)) for column in zip(*found))
+            return positions, np.einsum("ij,j->i", self._rows[rows], unit)
 
     def rerank(self, ranking: Ranking, changed: set[str]) -> list[tuple[str, float]]:
         """The top ``ranking.limit`` now that the ``changed`` ids were set or removed since ``ranking``.
