@@ -15,6 +15,9 @@ from collections import OrderedDict
 from typing import Any
 from weakref import WeakKeyDictionary
 
+import numpy as np
+
+from ...embeddings.matrix import VectorMatrix
 from ...store.scripts import ScriptCall
 
 __all__ = ["MemberIndex", "MemberRead", "member_index", "member_entry", "INDEX_CAPACITY"]
@@ -31,17 +34,21 @@ def member_entry(interaction_id: str, topic_id: str) -> str:
 
 
 class MemberIndex:
-    """One session's members per topic, as read from its log: ``read`` entries, the last ``last``."""
+    """One session's members per topic, as read from its log: ``read`` entries, the last ``last``;
+    with each topic's rows in the session's vector matrix, found once and kept while the
+    matrix's layout holds."""
 
     def __init__(self) -> None:
         self.read, self.last = 0, ""
         self.by_topic: dict[str, list[str]] = {}
         self.lock = threading.Lock()
+        self._rows: dict[str, np.ndarray] = {}
+        self._layout: tuple[VectorMatrix | None, int] = (None, 0)
 
     def apply(self, reply: list[Any]) -> None:
         """Add the entries of one ``tree_members.lua`` reply (all of them again on ``reload``)."""
         if reply[0] == b"reload":
-            self.read, self.last, self.by_topic = 0, "", {}
+            self.read, self.last, self.by_topic, self._rows = 0, "", {}, {}
         entries = [e.decode() for e in reply[1:]]
         for entry in entries:
             interaction, topic = entry.split(" ", 1)
@@ -49,10 +56,23 @@ class MemberIndex:
         if entries:
             self.read, self.last = self.read + len(entries), entries[-1]
 
-    def members(self, topic_ids: list[str]) -> list[list[str]]:
-        """The members of each topic, in order (copies)."""
+    def rows(self, topic_ids: list[str], matrix: VectorMatrix) -> tuple[list[list[str]], list[np.ndarray]]:
+        """Each topic's members (oldest first) and the rows of ``matrix`` of its leading members
+        that have one (those newer than the matrix are left out); call under the matrix's lock."""
         with self.lock:
-            return [list(self.by_topic.get(t, ())) for t in topic_ids]
+            if self._layout[0] is not matrix or self._layout[1] != matrix.layout:
+                self._rows, self._layout = {}, (matrix, matrix.layout)
+            members, rows = [], []
+            for topic in topic_ids:
+                group = self.by_topic.get(topic, [])
+                found = self._rows.get(topic, np.zeros(0, dtype=np.intp))
+                if found.size < len(group):
+                    more = matrix.rows_of(group[found.size:])
+                    if more.size:
+                        found = self._rows[topic] = np.concatenate([found, more])
+                members.append(group)
+                rows.append(found)
+            return members, rows
 
 
 def member_index(client: Any, key: str) -> MemberIndex:

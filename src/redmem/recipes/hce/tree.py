@@ -140,17 +140,23 @@ class SemanticTree:
         ``index``, scored on the matrix ``leaves`` brought up to date), the ``leaf_limit`` best."""
         kept = {t: OWN_WEIGHT * c + PARENT_WEIGHT * ROOT_SCORE for t, c in topic_hits}
         topics = [t for t, score in kept.items() if score >= self.threshold]
-        groups = index.members(topics)
-        ids = [i for group in groups for i in group]
-        positions, cosines = leaves.matrix.cosines_of(vector, ids)
-        owners = np.repeat(np.arange(len(topics)), [len(g) for g in groups])[positions]
+        matrix = leaves.matrix
+        with matrix.lock:
+            if not topics or matrix.dimensions != vector.shape[-1]:
+                return []
+            groups, rows = index.rows(topics, matrix)
+            cosines = matrix.cosines_at(vector, np.concatenate(rows))
+        sizes = [r.size for r in rows]
+        owners = np.repeat(np.arange(len(topics)), sizes)
+        starts = np.cumsum([0, *sizes])
         parents = np.array([kept[t] for t in topics], dtype=np.float64)[owners]
         scores = OWN_WEIGHT * cosines.astype(np.float64) + PARENT_WEIGHT * parents
         chosen = np.flatnonzero(scores >= self.threshold)
         if chosen.size > self.leaf_limit:
             kth = np.partition(scores[chosen], chosen.size - self.leaf_limit)[chosen.size - self.leaf_limit]
             chosen = chosen[scores[chosen] >= kth]
-        found = [TreeHit(ids[positions[n]], float(scores[n]), topics[owners[n]], float(parents[n])) for n in chosen]
+        found = [TreeHit(groups[owners[n]][n - starts[owners[n]]], float(scores[n]), topics[owners[n]], float(parents[n]))
+                 for n in chosen]
         return sorted(found, key=lambda h: (-h.score, h.interaction_id))[: self.leaf_limit]
 
 
