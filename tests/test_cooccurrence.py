@@ -47,8 +47,8 @@ def names(pairs):
 
 def graph_texts(client, graph) -> str:
     """Everything the graph's keys hold, as one string (to look for a node id)."""
-    w, adj, inbound = graph.keys
-    parts = [k.decode() for k in client.hkeys(w)]
+    w, adj, inbound, degrees = graph.keys
+    parts = [k.decode() for key in (w, degrees) for k in client.hkeys(key)]
     parts += [m.decode() for key in (adj, inbound) for m in client.zrange(key, 0, -1)]
     return "\n".join(parts)
 
