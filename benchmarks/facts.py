@@ -7,8 +7,9 @@ near-1 neighbour and is easier for an exact top-k's pre-scan than a real questio
 
 - :func:`blocks` — ``n`` distinct blocks (``{"text", "tags", "category"}``): facts about people,
   projects and tools (``knowledge``), events (``observation``, the seed's ephemeral tier), and
-  ~3% first-person self blocks tagged ``self/constitutional``, ``self/value``, ``self/goal`` or
-  ``self/constraint`` (the SELF frame's material). ``blocks(n)`` is a prefix of ``blocks(m)``
+  40 first-person self blocks among the first 1,000 (6 tagged ``self/constitutional``, 12
+  ``self/value``, 12 ``self/goal``, 10 ``self/constraint``: the SELF frame's material, as many
+  at every N, as an agent's identity does not grow with what it learns). ``blocks(n)`` is a prefix of ``blocks(m)``
   for ``n < m``.
 - :func:`questions` — questions about random knowledge / observation blocks, worded apart from
   them (``"What does Maya rely on for work that runs in the background?"`` for ``"Maya uses
@@ -109,6 +110,10 @@ SELF = {
     "self/constraint": ["I must answer within the token budget", "I cannot reach the production database",
                         "I only deploy during working hours", "I must keep personal data out of logs"],
 }
+#: The self blocks' tags in order: block i * SELF_EVERY is the i-th self block.
+SELF_TAGS = [tag for tag, count in (("self/constitutional", 6), ("self/value", 12), ("self/goal", 12),
+                                    ("self/constraint", 10)) for _ in range(count)]
+SELF_EVERY = 25
 SELF_CONTEXTS = ["when working on {project}", "when {person} asks for help", "for anything about {purpose}",
                  "in every code review", "when the {project} team is on call", "whatever {person} prefers"]
 
@@ -137,18 +142,18 @@ def _fact(rng: random.Random) -> tuple[str, str, dict[str, Any]]:
                                    "feature": feature}
 
 
-def _self_block(rng: random.Random) -> tuple[str, str]:
-    tag = rng.choices(list(SELF), weights=[1, 2, 2, 1])[0]
+def _self_block(rng: random.Random, tag: str) -> str:
     context = rng.choice(SELF_CONTEXTS).format(project=rng.choice(PROJECTS), person=rng.choice(PEOPLE),
                                                purpose=rng.choice(PURPOSES)[0])
-    return f"{rng.choice(SELF[tag])} {context}.", tag
+    return f"{rng.choice(SELF[tag])} {context}."
 
 
 def _generate(n: int, seed: int) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     rng, seen, out = random.Random(seed), set(), []
     while len(out) < n:
-        if rng.random() < 0.03:
-            text, tag = _self_block(rng)
+        if len(out) % SELF_EVERY == 0 and len(out) // SELF_EVERY < len(SELF_TAGS):
+            tag = SELF_TAGS[len(out) // SELF_EVERY]
+            text = _self_block(rng, tag)
             block, slots = {"text": text, "tags": [tag], "category": "knowledge"}, None
         else:
             text, category, slots = _fact(rng)

@@ -7,13 +7,14 @@ with elfmem 0.20.0 (the seed's own project), and the ATTENTION frame's retrieval
 Three parts (``--parts``), written to ``results/frames.json`` and ``results/frames.md``:
 
 - ``latency``: for each N (``--sizes``, default 1k, 10k, 100k; a fresh private server each) one
-  agent's ``FrameMemory`` learns N blocks of :mod:`facts` (plain-English facts, events and ~3%
+  agent's ``FrameMemory`` learns N blocks of :mod:`facts` (plain-English facts, events and 40
   self/* blocks), about N/2 edges (``connect``, degree <= 5) and N/500 contradiction pairs. Then
   ``frame("attention", q, top_k=5)`` over ``--queries`` natural-language questions (worded
   apart from the blocks they ask about), after 5 warm-up questions, ``--repeats`` times: p50 /
   p95 / p99 ms in total and without the query embedding (timed apart: the provider's share),
-  round trips and commands per call (``common.CommandCounter``). The SELF frame: its first call
-  (cold), then ``--self-calls`` calls served from its cache (round trips, ms). Ingest: blocks/s
+  round trips and commands per call (``common.CommandCounter``), and a PING's median ms (the
+  floor of one round trip under the machine's load at the time). The SELF frame (``top_k=10``): its
+  first call (cold), then ``--self-calls`` calls served from its cache (round trips, ms). Ingest: blocks/s
   of ``learn`` (document embedding left out: vectors are computed before, in one batch), Redis
   bytes per block.
 - ``elfmem``: elfmem 0.20.0 in its own venv (``elfmem_bridge.py``), at each N up to
@@ -72,6 +73,8 @@ log = logging.getLogger("benchmarks.frames")
 AGENT = "agent-1"
 WARMUP = 5
 TOP_K = 5
+#: The SELF frame's top_k: room for the 6 constitutional blocks it guarantees (in both libraries) and more.
+SELF_TOP_K = 10
 QUALITY_TOP_K = 10
 TARGETS = {
     "p50_100k": "frame('attention') p50 <= 5 ms at 100k blocks, query embedding left out",
@@ -140,6 +143,16 @@ def self_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "cached_share": sum(r["cached"] for r in cached) / len(cached), "calls": len(cached)}
 
 
+def ping_ms(client: Any, count: int = 200) -> float:
+    """Median ms of a PING: the floor of one round trip on this machine at this moment."""
+    timings = []
+    for _ in range(count):
+        started = time.perf_counter()
+        client.ping()
+        timings.append((time.perf_counter() - started) * 1000)
+    return statistics.median(timings)
+
+
 def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any, clients: list[Any]) -> dict[str, Any]:
     before = used_memory(clients)
     memory = FrameMemory(agent_id=AGENT)
@@ -152,9 +165,12 @@ def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any,
     runs = [frames_many(memory, "attention", questions, provider) for _ in range(args.repeats)]
     attention = latency_figures(runs)
     attention["blocks_returned_p50"] = statistics.median(len(r["ids"]) for rows in runs for r in rows)
-    selves = frames_many(memory, "self", [None] * (args.self_calls + 1), provider)
+    first = runs[0][: args.elfmem_queries]
+    attention["first_questions"] = {"count": len(first), "p50": summary([r["ms"] for r in first])["p50"],
+                                    "p50_without_embedding": summary([r["ms"] - r["embed_ms"] for r in first])["p50"]}
+    selves = frames_many(memory, "self", [None] * (args.self_calls + 1), provider, top_k=SELF_TOP_K)
     memory.end_session()
-    return {"ingest": ingest, "attention": attention, "self": self_figures(selves)}
+    return {"ingest": ingest, "attention": attention, "self": self_figures(selves), "ping_ms": ping_ms(clients[0])}
 
 
 # ----------------------------------------------------------------------------- elfmem
@@ -168,7 +184,7 @@ def run_elfmem(work: dict[str, Any], vectors: np.ndarray, query_vectors: np.ndar
         ingest["blocks_per_s"] = len(texts) / (ingest["learn_seconds"] + ingest["consolidate_seconds"])
         elfmem.call("frame", name="attention", queries=questions[:WARMUP], top_k=TOP_K)
         rows = elfmem.call("frame", name="attention", queries=questions[: args.elfmem_queries], top_k=TOP_K)["results"]
-        selves = elfmem.call("frame", name="self", queries=[None] * (args.self_calls + 1), top_k=TOP_K)["results"]
+        selves = elfmem.call("frame", name="self", queries=[None] * (args.self_calls + 1), top_k=SELF_TOP_K)["results"]
     def per(rows: list[dict[str, Any]]) -> dict[str, Any]:
         total, bare = summary([r["ms"] for r in rows]), summary([r["ms"] - r["embed_ms"] for r in rows])
         return {"p50": total["p50"], "p95": total["p95"], "p99": total["p99"],
@@ -335,7 +351,7 @@ def markdown(payload: dict[str, Any]) -> str:
     latency = payload["results"]["latency"]
     lines += ["| N | system | ATTENTION p50 ms | p95 ms | p50 without embedding | p95 without embedding | "
               "query embedding p50 ms | round trips | commands | SELF cached p50 ms | SELF cached round trips | "
-              "learn blocks/s | bytes/block | load before |", "|" + "---|" * 14]
+              "learn blocks/s | bytes/block | PING ms | load before |", "|" + "---|" * 15]
     for n, row in latency.items():
         for system in ("redmem", "elfmem"):
             if system not in row:
@@ -345,8 +361,23 @@ def markdown(payload: dict[str, Any]) -> str:
                 f"| {int(n):,} | {system} | {a['p50']:.2f} | {a['p95']:.2f} | {a['p50_without_embedding']:.2f} | "
                 f"{a['p95_without_embedding']:.2f} | {_fmt(a.get('embed_ms_p50'))} | {_fmt(a.get('round_trips'), 0)} | "
                 f"{_fmt(a.get('commands'), 0)} | {s['cached_ms']['p50']:.3f} | {_fmt(s.get('cached_round_trips'), 0)} | "
-                f"{i['blocks_per_s']:,.0f} | {_fmt(i.get('bytes_per_block'), 0)} | {row['load_before'][0]:.2f} |")
+                f"{i['blocks_per_s']:,.0f} | {_fmt(i.get('bytes_per_block'), 0)} | {_fmt(row[system].get('ping_ms'), 3)} | "
+                f"{row['load_before'][0]:.2f} |")
     lines += ["", "| target | measured | verdict |", "|---|---|---|", *verdicts(latency), ""]
+    side = [(n, row) for n, row in latency.items() if "elfmem" in row and "redmem" in row]
+    if side:
+        lines += [f"## Side by side with elfmem {payload['elfmem']} (the same blocks, graph, vectors; "
+                  f"the first {payload['elfmem_queries']} questions)", "",
+                  "| N | redmem ATTENTION p50 ms (w/o embedding) | elfmem | elfmem / redmem | redmem SELF cached p50 ms | "
+                  "elfmem | redmem learn blocks/s | elfmem learn + consolidate blocks/s |", "|---|---|---|---|---|---|---|---|"]
+        for n, row in side:
+            mine, theirs = row["redmem"], row["elfmem"]
+            ours = mine["attention"]["first_questions"]["p50_without_embedding"]
+            lines.append(f"| {int(n):,} | {ours:.2f} | {theirs['attention']['p50_without_embedding']:.1f} | "
+                         f"{theirs['attention']['p50_without_embedding'] / ours:,.0f}x | "
+                         f"{mine['self']['cached_ms']['p50']:.2f} | {theirs['self']['cached_ms']['p50']:.2f} | "
+                         f"{mine['ingest']['blocks_per_s']:,.0f} | {theirs['ingest']['blocks_per_s']:,.0f} |")
+        lines.append("")
     if "quality" in payload["results"]:
         q = payload["results"]["quality"]
         lines += [f"## LoCoMo ({q['questions']} questions, {q['turns']} turns, {len(q['conversations'])} conversations)",
