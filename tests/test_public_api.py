@@ -24,8 +24,8 @@ PINNED = {
         "CoOccurrenceField", "ConfidenceField", "ConfigurationError", "ContextAssembler",
         "CyclicDecayField", "DatetimeField", "DbKey", "DecayingSortedField", "DefaultMemory",
         "DictField", "EmbeddingError", "EmbeddingField", "Entity", "EventStreamMixin",
-        "ExistenceFilter", "Field", "FloatField", "FrequencySketch", "HashingEmbeddings",
-        "HybridMemory", "IntField", "KeyField", "ListField", "MiniLMEmbeddings", "Model",
+        "ExistenceFilter", "Field", "FloatField", "FrequencySketch", "HashingEmbeddings", "Hit",
+        "HitList", "HybridMemory", "IntField", "KeyField", "ListField", "MiniLMEmbeddings", "Model",
         "ModelException", "ObservationProtocol", "OpenAIEmbeddings", "OutcomeError",
         "PermissionDenied", "PolicyCache", "PredictionLedgerMixin", "QueryArgumentError",
         "QueryArgumentTypeError", "QueryException", "RecallProposal", "RecordNotFound",
@@ -58,6 +58,11 @@ PINNED = {
         "AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "DefaultMemory",
         "HeuristicExtractor", "HybridMemory", "LLMExtractor", "PolicyCache", "RetrievalQuality",
         "SubconsciousMemory", "assess_retrieval",
+    ],
+    "redmem.recipes.frames": [
+        "ATTENTION_FRAME", "BUILTIN_FRAMES", "Block", "CachePolicy", "FrameDefinition", "FrameFilters",
+        "FrameMemory", "FrameResult", "PrefixIndexField", "SELF_FRAME", "ScoredBlock", "ScoringWeights",
+        "TASK_FRAME",
     ],
     "redmem.context": [
         "Budget", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",
