@@ -96,8 +96,8 @@ def workload(n: int, queries: int) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- redmem
-def ingest_frames(memory: FrameMemory, work: dict[str, Any]) -> tuple[list[str], dict[str, float]]:
-    """Learn the blocks, connect the edges, record the contradictions: block ids and seconds of each."""
+def ingest_frames(memory: FrameMemory, work: dict[str, Any]) -> dict[str, float]:
+    """Learn the blocks, connect the edges, record the contradictions: the seconds of each."""
     started = time.perf_counter()
     ids = [memory.learn(b["text"], tags=b["tags"], category=b["category"]) for b in work["blocks"]]
     learned = time.perf_counter()
@@ -106,8 +106,8 @@ def ingest_frames(memory: FrameMemory, work: dict[str, Any]) -> tuple[list[str],
     connected = time.perf_counter()
     for a, b in work["contradictions"]:
         memory.contradict(ids[a], ids[b])
-    return ids, {"learn_seconds": learned - started, "connect_seconds": connected - learned,
-                 "contradict_seconds": time.perf_counter() - connected}
+    return {"learn_seconds": learned - started, "connect_seconds": connected - learned,
+            "contradict_seconds": time.perf_counter() - connected}
 
 
 def frames_many(memory: FrameMemory, name: str, queries: list[str | None], provider: TimedProvider,
@@ -121,15 +121,10 @@ def frames_many(memory: FrameMemory, name: str, queries: list[str | None], provi
         result = memory.frame(name, query, top_k=top_k)
         ms = (time.perf_counter() - started) * 1000
         trips, commands = CommandCounter.since(before)
-        rows.append({"ids": [block_id(b) for b in result.blocks], "ms": ms,
+        rows.append({"ids": [b.id for b in result.blocks], "ms": ms,
                      "embed_ms": (provider.seconds - embedded) * 1000, "round_trips": trips,
                      "commands": commands, "cached": result.cached, "text": result.text})
     return rows
-
-
-def block_id(scored: Any) -> str:
-    """The id of a ScoredBlock the recipe returned."""
-    return str(scored.id)
 
 
 def self_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -154,10 +149,11 @@ def ping_ms(client: Any, count: int = 200) -> float:
 
 
 def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any, clients: list[Any]) -> dict[str, Any]:
+    """Ingest, ATTENTION and SELF figures of one FrameMemory holding the run's N blocks."""
     before = used_memory(clients)
     memory = FrameMemory(agent_id=AGENT)
     memory.begin_session()
-    _, ingest = ingest_frames(memory, work)
+    ingest = ingest_frames(memory, work)
     ingest.update(blocks_per_s=n / ingest["learn_seconds"], bytes_per_block=(used_memory(clients) - before) / n,
                   edges=len(work["edges"]), contradictions=len(work["contradictions"]))
     questions = [q for q, _ in work["questions"]]
@@ -174,7 +170,16 @@ def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any,
 
 
 # ----------------------------------------------------------------------------- elfmem
+def elfmem_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Summary of elfmem's frame() calls: ms in total and without the (lookup) embedding."""
+    total, bare = summary([r["ms"] for r in rows]), summary([r["ms"] - r["embed_ms"] for r in rows])
+    return {"p50": total["p50"], "p95": total["p95"], "p99": total["p99"],
+            "p50_without_embedding": bare["p50"], "p95_without_embedding": bare["p95"],
+            "queries": len(rows), "blocks_returned_p50": statistics.median(len(r["ids"]) for r in rows)}
+
+
 def run_elfmem(work: dict[str, Any], vectors: np.ndarray, query_vectors: np.ndarray, args: Any) -> dict[str, Any]:
+    """The same blocks, graph, vectors and questions in elfmem: ingest, ATTENTION and SELF figures."""
     texts = [b["text"] for b in work["blocks"]]
     questions = [q for q, _ in work["questions"]][: max(args.elfmem_queries, WARMUP)]
     with ElfmemProcess(texts + questions, np.vstack([vectors, query_vectors[: len(questions)]])) as elfmem:
@@ -185,13 +190,8 @@ def run_elfmem(work: dict[str, Any], vectors: np.ndarray, query_vectors: np.ndar
         elfmem.call("frame", name="attention", queries=questions[:WARMUP], top_k=TOP_K)
         rows = elfmem.call("frame", name="attention", queries=questions[: args.elfmem_queries], top_k=TOP_K)["results"]
         selves = elfmem.call("frame", name="self", queries=[None] * (args.self_calls + 1), top_k=SELF_TOP_K)["results"]
-    def per(rows: list[dict[str, Any]]) -> dict[str, Any]:
-        total, bare = summary([r["ms"] for r in rows]), summary([r["ms"] - r["embed_ms"] for r in rows])
-        return {"p50": total["p50"], "p95": total["p95"], "p99": total["p99"],
-                "p50_without_embedding": bare["p50"], "p95_without_embedding": bare["p95"],
-                "queries": len(rows), "blocks_returned_p50": statistics.median(len(r["ids"]) for r in rows)}
     cached = selves[1:]
-    return {"ingest": ingest, "attention": per(rows),
+    return {"ingest": ingest, "attention": elfmem_figures(rows),
             "self": {"cold_ms": selves[0]["ms"], "cold_blocks": len(selves[0]["ids"]),
                      "cached_ms": summary([r["ms"] for r in cached]),
                      "cached_share": sum(r["cached"] for r in cached) / len(cached), "calls": len(cached)}}
@@ -228,7 +228,7 @@ def run_quality(conversations: list[dict[str, Any]], provider: TimedProvider) ->
             found = memory.recall("attention", question, top_k=QUALITY_TOP_K)
             ms = (time.perf_counter() - started) * 1000
             trips, _ = CommandCounter.since(before)
-            answers["recall"].append({"dia_ids": [to_dia[block_id(b)] for b in found], "ms": ms,
+            answers["recall"].append({"dia_ids": [to_dia[b.id] for b in found], "ms": ms,
                                       "embed_ms": (provider.seconds - embedded) * 1000, "round_trips": trips,
                                       "formatted": "\n".join(b.content for b in found)})
         for row in frames_many(memory, "attention", questions, provider, top_k=QUALITY_TOP_K):
