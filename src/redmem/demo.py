@@ -14,6 +14,8 @@
    ones lose confidence, dismissed routines weaken their cycle.
 5. Frames: a few blocks of agent ``<agent>-frames`` and its SELF, ATTENTION and TASK frames
    (:mod:`redmem.cli_commands.frames_demo`).
+6. The same conversation through the HCE pipeline (``redmem.recipes.hce``): each question's
+   context block by source, its tokens and round trips.
 
 Without ``--url`` or ``REDIS_URL`` it runs on a private throwaway server, so that ``make demo``
 leaves no process and no file behind.
@@ -35,6 +37,7 @@ from .cli_commands.conversation import Conversation, Question, parse_conversatio
 from .cli_commands.demo_run import DemoRun
 from .cli_commands.display import WIDE, context_panel, outcome_table, summary, trace_table, turn_table
 from .cli_commands.frames_demo import run_frames
+from .cli_commands.hce_demo import run_hce
 from .cli_commands.ingest import ingest_with_progress
 from .cli_commands.llm import ChatModel, from_environment, messages_for
 from .cli_commands.memory import ChatMemory
@@ -102,6 +105,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     console.print(_movement(moved))
     run_frames(console, args.agent, args.verbose)
     console.print(Text(_epilogue(runtime, args, memories)))
+    run_hce(console, conversation, f"{args.agent}-hce", args.max_tokens, args.verbose)
     console.print(f"demo done in {time.perf_counter() - started:.1f} s")
 
 
