@@ -1,5 +1,6 @@
--- Top-k BM25 of one partition: the threshold algorithm over impact-ordered postings, or (when
--- asked, or when a list has no reference) every posting of the query terms. tf comes from the
+-- Top-k BM25 of one partition: the threshold algorithm over impact-ordered postings, each newly
+-- seen record scored only when its upper bound can still reach the top (MaxScore over the random
+-- accesses), or (when asked, or when a list has no reference) every posting of the query terms. tf comes from the
 -- stored impact, the document length and the list's reference, or from the record's entry.
 -- score(d) = sum qtf * ln((N - df + 0.5)/(df + 0.5) + 1) * tf*(k1+1)/(tf + k1*(1 - b + b*dl/avgdl))
 -- KEYS[1] hash docno -> "dl id"   KEYS[2] hash id -> entry JSON [docno, dl, term, tf, ..]
@@ -9,7 +10,7 @@
 -- ARGV[1] k1   ARGV[2] b   ARGV[3] limit   ARGV[4] first page size (0: score every posting)
 -- ARGV[5] relative slack of the stopping test   ARGV[6] unit: the power of two scaling the impacts
 -- ARGV[7..] term, qtf, term, qtf, .. (order of KEYS[5..])
--- returns {mode ("bounded"|"exhaustive"), postings read, records scored, id, score, id, score, ..}
+-- returns {mode ("bounded"|"exhaustive"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
 local k1, b, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local page, slack, unit = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
