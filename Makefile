@@ -33,8 +33,9 @@ clean:
 	rm -rf $(VENV) site .hypothesis
 
 # Benchmarks (benchmarks/README.md): LoCoMo quality, latency at N, cluster latency, multi-tenant,
-# then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the small sizes.
-# popoto 1.10.1 is installed by the benchmark itself into .bench-venv/ on first use.
+# the frames recipe, then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the
+# small sizes. popoto 1.10.1 and elfmem 0.20.0 are installed by the benchmarks themselves into
+# .bench-venv/ and .bench-elfmem-venv/ on first use.
 .PHONY: bench
 BENCH_DATA ?= ../shared/data/locomo-dev.json
 BENCH_SIZES ?= 1000,10000,100000
@@ -44,4 +45,5 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/latency.py --sizes $(BENCH_SIZES) $(BENCH_ARGS)
 	$(BIN)/python benchmarks/latency.py --cluster --systems redmem --sizes $(BENCH_SIZES) $(BENCH_ARGS)
 	$(BIN)/python benchmarks/tenants.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/frames.py --data $(BENCH_DATA) --sizes $(BENCH_SIZES) $(BENCH_ARGS)
 	$(BIN)/python benchmarks/plots.py

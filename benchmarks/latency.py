@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/latency.py                       # N = 1k, 10k, 100k; both libraries
     .venv/bin/python benchmarks/latency.py --quick               # N = 1k, 2k; 50 queries, 1 repeat
+    .venv/bin/python benchmarks/latency.py --workload questions --sizes 10000,100000   # LoCoMo questions
     .venv/bin/python benchmarks/latency.py --cluster --systems redmem --out latency_cluster
 
 For each N (a fresh private server each; ``--cluster``: a 3-master cluster, redmem only) and each
@@ -23,6 +24,16 @@ is the LoCoMo run's business). Measured per library and N:
   times: p50/p95/p99 in ms (total, and without query embedding), round trips and commands sent
   per call (median). Reported figures are the medians over repeats.
 
+``--workload questions`` (redmem only, lexical): the natural-language workload of
+``questions.py`` -- N memories of LoCoMo dialog sentences read from ``--data``, the LoCoMo
+questions of 6-15 words as queries (``--queries`` of them, every one by default), the seed's
+Memory model assembled with ``score_weights={"relevance": 1.0}``, max_items 10. Per N:
+assemble() and ``keyword_search`` alone (p50/p95/p99, round trips), what each BM25 search read
+inside Redis (postings, records scored), and the top-k exactness check: redmem's BM25 top 10
+against an exact BM25 computed in Python over the same corpus with the same formulas
+(``retrieval_bm25.Reference``), every disagreeing query kept. The load average is recorded
+before and after each N (the machine is shared). Written to ``results/latency_questions.json``.
+
 popoto's hybrid model is measured up to ``--popoto-hybrid-up-to`` memories (default 10k): it
 writes one vector file per memory and its ingest slows as N grows (about 40 memories/s by
 25k memories on the reference run), so 100k would take hours. Results are written after each N.
@@ -32,9 +43,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,11 +56,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
-from common import machine, median_of, summary, synthetic_queries, synthetic_texts, write_json
+from common import CommandCounter, machine, median_of, summary, synthetic_queries, synthetic_texts, write_json
 from popoto_bridge import PopotoProcess
+from questions import dialog_corpus, locomo_questions
+from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
 from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model
+from retrieval_bm25 import Reference
 
 log = logging.getLogger("benchmarks.latency")
 
@@ -61,6 +77,12 @@ TARGETS = {
     "single_save": "single save() >= 1.5x popoto's rate",
     "bulk": "bulk path >= 10x popoto's single-save rate",
     "memory": "Redis memory per memory <= popoto's",
+}
+QUESTION_TARGETS = {
+    "latency": "lexical assemble p50 <= 4 ms and p95 <= 10 ms at 100k",
+    "growth": "p50(100k) / p50(10k) <= 1.5",
+    "round_trips": "<= 3 round trips per assemble()",
+    "exact": "BM25 top 10 identical to exact BM25 for >= 99.5% of queries",
 }
 REFERENCE = {"popoto p50 ms (reference machine)": {"1000": 10.8, "10000": 43.5, "100000": 464},
              "popoto round trips": 8, "popoto commands": 101, "popoto single saves/s": "650-800",
@@ -194,6 +216,86 @@ def median_ingest(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, 
     return out
 
 
+# ----------------------------------------------------------------------------- natural-language questions
+def keyword_search_alone(model: type, queries: list[str], repeats: int) -> dict[str, Any]:
+    """``keyword_search(q, limit=10)`` alone, timed as assemble() is: the median over repeats of p50/p95/p99."""
+    CommandCounter.install()
+    search = model.query.filter(agent_id=AGENT)
+    runs = []
+    for _ in range(repeats):
+        rows = []
+        for text in queries:
+            before, started = CommandCounter.snapshot(), time.perf_counter()
+            search.keyword_search(text, limit=10)
+            ms = (time.perf_counter() - started) * 1000
+            rows.append({"ms": ms, "embed_ms": 0.0, "round_trips": CommandCounter.since(before)[0],
+                         "commands": CommandCounter.since(before)[1]})
+        runs.append(rows)
+    return latency_figures(runs)
+
+
+def exactness(model: type, ids: list[str], texts: list[str], queries: list[str]) -> dict[str, Any]:
+    """redmem's BM25 top 10 against the exact top 10 over the same corpus; what each search read in Redis."""
+    field = model.content_bm25
+    space = model.query.filter(agent_id=AGENT).partition()
+    reference = Reference(field, dict(zip(ids, texts)))
+    misses, read, scored, modes = [], [], [], Counter[str]()
+    for text in queries:
+        found = field.search(space, text, 10)
+        exact = reference.top(text, 10)
+        read.append(found.postings_read)
+        scored.append(found.records_scored)
+        modes[found.mode] += 1
+        if [record for record, _ in found.ranked] != exact:
+            misses.append({"query": text, "redmem": [record for record, _ in found.ranked], "exact": exact})
+    return {"queries": len(queries), "identical": (len(queries) - len(misses)) / len(queries),
+            "misses": misses, "modes": dict(modes), "postings_read": summary(read),
+            "records_scored": summary(scored)}
+
+
+def run_questions(n: int, texts: list[str], queries: list[str], args: Any) -> dict[str, Any]:
+    """Ingest N dialog memories (lexical model), then time assemble() and keyword_search, check exactness."""
+    model = memory_model(f"LatQ{n}")
+    ingest = ingest_measured(model, AGENT, texts, 0, chunk_size=args.chunk_size)
+    assembler = ContextAssembler(model, score_weights={"relevance": 1.0}, max_items=10, retrieval_mode="lexical")
+    load_before = list(os.getloadavg())
+    assemble_many(model, "lexical", AGENT, queries[:WARMUP], assembler=assembler)
+    runs = [assemble_many(model, "lexical", AGENT, queries, assembler=assembler) for _ in range(args.repeats)]
+    out = {"ingest_seconds": ingest["bulk_seconds"], "assemble": latency_figures(runs),
+           "keyword_search": keyword_search_alone(model, queries, args.repeats),
+           "load_average": {"before": load_before, "after": list(os.getloadavg())}}
+    out["exactness"] = exactness(model, ingest["ids"], texts, queries)
+    log.info("questions N=%d assemble %s keyword_search %s identical %.4f", n, _short(out["assemble"]),
+             _short(out["keyword_search"]), out["exactness"]["identical"])
+    return out
+
+
+def main_questions(args: Any) -> dict[str, Any]:
+    """The natural-language workload at every N of ``args.sizes``: results by N, growth of the p50s."""
+    path = Path(args.data)
+    queries = locomo_questions(path)[:args.queries or None]
+    results: dict[str, Any] = {}
+    payload = {"benchmark": "latency", "workload": "questions", "sizes": args.sizes, "queries": len(queries),
+               "repeats": args.repeats, "warmup": WARMUP, "chunk_size": args.chunk_size,
+               "targets": QUESTION_TARGETS, "results": results}
+    started, out = time.perf_counter(), args.out if args.out is not None else "latency_questions"
+    sizes = [int(size) for size in args.sizes.split(",")]
+    for n in sizes:
+        with EmbeddedServer() as server:
+            redmem.connect(server.url, socket_timeout=120)  # a bulk chunk of 1,000 on a loaded shared host
+            results[str(n)] = run_questions(n, dialog_corpus(path, n), queries, args)
+            payload["redis_version"] = server.client().info("server").get("redis_version")
+        smallest = results[str(sizes[0])]
+        payload["growth"] = {
+            what: {"p50": results[str(n)][what]["p50"] / smallest[what]["p50"],
+                   "p95": results[str(n)][what]["p95"] / smallest[what]["p95"]}
+            for what in ("assemble", "keyword_search")}
+        payload.update(machine=machine(), seconds=time.perf_counter() - started)
+        if out:
+            write_json(out, payload)
+    return payload
+
+
 def _short(figures: dict[str, Any]) -> dict[str, float]:
     return {k: round(figures[k], 2) for k in ("p50", "p95", "p99", "round_trips", "commands")}
 
@@ -202,7 +304,13 @@ def _short(figures: dict[str, Any]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--workload", choices=("words", "questions"), default="words",
+                        help="words: 3 words of a synthetic memory (both libraries); questions: LoCoMo "
+                             "questions over LoCoMo dialog memories (redmem, lexical)")
+    parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data/locomo-dev.json"),
+                        help="the LoCoMo file of --workload questions (read, never copied)")
+    parser.add_argument("--queries", type=int, default=None,
+                        help="queries per N (default: 200 words; every question of 6-15 words)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ingest-repeats", type=int, default=3,
                         help="ingests per N and system (the extra ones on fresh servers); figures are medians")
@@ -220,6 +328,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.quick:
         args.sizes, args.queries, args.repeats, args.ingest_repeats = "1000,2000", 50, 1, 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.workload == "questions":
+        return main_questions(args)
+    args.queries = args.queries or 200
     systems = [s for s in args.systems.split(",") if not (args.cluster and s == "popoto")]
     results: dict[str, Any] = {}
     started, version = time.perf_counter(), None

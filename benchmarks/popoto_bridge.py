@@ -1,9 +1,12 @@
-"""The redmem side's handle on popoto: its own virtual environment and a JSON-lines subprocess.
+"""The redmem side's handle on another library: its own virtual environment and a JSON-lines subprocess.
 
-``ensure_venv()`` creates ``<repo>/.bench-venv`` (``python -m venv``) and installs popoto 1.10.1
-with the same onnxruntime / tokenizers versions as this environment, once; a venv that already
-holds them is reused. ``PopotoProcess`` starts ``popoto_runner.py`` in that venv against a
-given Redis URL and forwards requests (see the runner's docstring for the protocol).
+``library_venv(venv, requirements, check)`` creates a venv (``python -m venv``) and pip-installs
+``requirements`` into it, once: a venv where ``check`` (Python code) already runs is reused.
+``RunnerProcess`` starts a runner script in such a venv and forwards JSON-line requests to it.
+For popoto: ``ensure_venv()`` makes ``<repo>/.bench-venv`` with popoto 1.10.1 and the same
+onnxruntime / tokenizers versions as this environment; ``PopotoProcess`` runs
+``popoto_runner.py`` there against a given Redis URL (see the runner's docstring for the
+protocol). ``elfmem_bridge.py`` uses the same two for elfmem.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,8 @@ VENV = REPO / ".bench-venv"
 RUNNER = Path(__file__).resolve().parent / "popoto_runner.py"
 
 
-def _pinned(package: str) -> str:
+def pinned(package: str) -> str:
+    """``package==<the version installed here>``, or the bare name when it is not installed here."""
     try:
         return f"{package}=={version(package)}"
     except PackageNotFoundError:
@@ -37,36 +42,40 @@ def venv_python(venv: Path = VENV) -> Path:
     return venv / "bin" / "python"
 
 
+def library_venv(venv: Path, requirements: Sequence[str], check: str) -> Path:
+    """The python of ``venv`` once ``check`` runs there; created with ``requirements`` if it does not."""
+    python = venv_python(venv)
+    if python.exists() and subprocess.run([str(python), "-c", check], capture_output=True).returncode == 0:
+        return python
+    log.warning("creating %s with %s (one-off, about a minute)", venv, " ".join(requirements))
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
+                   check=True)
+    subprocess.run([str(python), "-c", check], check=True)
+    return python
+
+
 def ensure_venv(venv: Path = VENV) -> Path:
     """The python of a venv holding popoto 1.10.1, onnxruntime and tokenizers (created if needed)."""
-    python = venv_python(venv)
-    check = [str(python), "-c", f"import popoto, onnxruntime, tokenizers, importlib.metadata as m; "
-             f"assert m.version('popoto') == '{POPOTO_VERSION}'"]
-    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
-        return python
-    log.warning("creating %s with popoto==%s (one-off, about a minute)", venv, POPOTO_VERSION)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    packages = [f"popoto=={POPOTO_VERSION}", _pinned("onnxruntime"), _pinned("tokenizers"), _pinned("numpy")]
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *packages],
-                   check=True)
-    subprocess.run(check, check=True)
-    return python
+    check = (f"import popoto, onnxruntime, tokenizers, importlib.metadata as m; "
+             f"assert m.version('popoto') == '{POPOTO_VERSION}'")
+    requirements = [f"popoto=={POPOTO_VERSION}", pinned("onnxruntime"), pinned("tokenizers"), pinned("numpy")]
+    return library_venv(venv, requirements, check)
 
 
 class PopotoError(RuntimeError):
     """The runner answered a request with an error."""
 
 
-class PopotoProcess:
-    """One popoto runner process talking JSON lines; use as a context manager."""
+class RunnerProcess:
+    """One runner script in a library's venv, talking JSON lines; use as a context manager."""
 
-    def __init__(self, redis_url: str, python: Path | None = None) -> None:
-        self.content_dir = tempfile.TemporaryDirectory(prefix="popoto-content-")
-        env = {**os.environ, "REDIS_URL": redis_url, "POPOTO_CONTENT_PATH": self.content_dir.name,
-               "PYTHONUNBUFFERED": "1"}
+    error = PopotoError
+
+    def __init__(self, python: Path, runner: Path, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            [str(python or ensure_venv()), str(RUNNER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            env=env, text=True, bufsize=1,
+            [str(python), str(runner)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={**os.environ, **env, "PYTHONUNBUFFERED": "1"}, text=True, bufsize=1,
         )
 
     def call(self, op: str, **arguments: Any) -> dict[str, Any]:
@@ -75,10 +84,10 @@ class PopotoProcess:
         self.process.stdin.flush()
         line = self.process.stdout.readline()
         if not line:
-            raise PopotoError(f"popoto runner exited (code {self.process.poll()}) during {op}")
+            raise self.error(f"runner exited (code {self.process.poll()}) during {op}")
         answer = json.loads(line)
         if "error" in answer:
-            raise PopotoError(f"{op}: {answer['error']}")
+            raise self.error(f"{op}: {answer['error']}")
         return answer
 
     def close(self) -> None:
@@ -91,10 +100,25 @@ class PopotoProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self.content_dir.cleanup()
 
-    def __enter__(self) -> PopotoProcess:
+    def __enter__(self) -> RunnerProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class PopotoProcess(RunnerProcess):
+    """popoto_runner.py in popoto's venv against ``redis_url``, with a scratch directory for its vectors."""
+
+    def __init__(self, redis_url: str, python: Path | None = None) -> None:
+        self.content_dir = tempfile.TemporaryDirectory(prefix="popoto-content-")
+        super().__init__(python or ensure_venv(), RUNNER,
+                         {"REDIS_URL": redis_url, "POPOTO_CONTENT_PATH": self.content_dir.name})
+
+    def close(self) -> None:
+        super().close()
+        self.content_dir.cleanup()
+
+    def __enter__(self) -> PopotoProcess:
+        return self

@@ -124,6 +124,40 @@ def test_popoto_runner_round_trip(tmp_path):
     assert rows["lexical"]["queries"] == 5 and rows["lexical"]["round_trips"] >= 1
 
 
+def test_frames_smallest_size(tmp_path):
+    """frames.py's latency part (and, with the LoCoMo file beside the repository, its quality part)."""
+    parts = "latency,quality" if LOCOMO.exists() else "latency"
+    payload = run("frames.py", "--sizes", "300", "--queries", "20", "--repeats", "1", "--self-calls", "5",
+                  "--vectors", "hash", "--parts", parts, "--data", str(LOCOMO), "--conversations", "1",
+                  "--max-questions", "15", out_dir=tmp_path)
+    figures = payload["results"]["latency"]["300"]["redmem"]
+    attention, selves = figures["attention"], figures["self"]
+    assert attention["queries"] == 20 and attention["p95"] >= attention["p50"] > 0
+    assert 0 < attention["p50_without_embedding"] <= attention["p50"] and attention["embed_ms_p50"] > 0
+    assert 1 <= attention["round_trips"] <= attention["commands"]
+    assert selves["calls"] == 5 and selves["cached_share"] == 1 and selves["cached_round_trips"] >= 1
+    assert figures["ingest"]["blocks_per_s"] > 0 and figures["ingest"]["bytes_per_block"] > 0
+    assert len(payload["results"]["latency"]["300"]["load_before"]) == 3
+    markdown = (tmp_path / "smoke_frames.md").read_text()
+    assert "| 300 | redmem |" in markdown and "SELF frame from its cache" in markdown
+    if LOCOMO.exists():
+        results = payload["results"]["quality"]["results"]
+        assert len(results) == 8 and {row["variant"] for row in results.values()} == {"turn text", "dated turn"}
+        for row in results.values():
+            assert row["questions"] == 15 and 0 <= row["recall@1"] <= row["recall@5"] <= row["recall@10"] <= 1
+
+
+def test_elfmem_runner_round_trip(tmp_path):
+    """Drives elfmem 0.20.0 in its own venv (created on first use: about a minute, from the index)."""
+    payload = run("frames.py", "--parts", "elfmem", "--sizes", "200", "--queries", "10", "--elfmem-queries", "5",
+                  "--self-calls", "3", "--vectors", "hash", out_dir=tmp_path, timeout=600)
+    figures = payload["results"]["latency"]["200"]["elfmem"]
+    assert figures["attention"]["queries"] == 5 and figures["attention"]["p50"] > 0
+    assert figures["attention"]["blocks_returned_p50"] >= 1
+    assert figures["self"]["calls"] == 3 and figures["self"]["cached_share"] == 1
+    assert figures["ingest"]["blocks_per_s"] > 0
+
+
 # ----------------------------------------------------------------------------- the recipe
 def test_contexts_hold_same_session_neighbours_marked_by_distance():
     turns = [Turn("Ann", "one", "s1", "Monday"), Turn("Bob", "> two\nlines", "s1"), Turn("Ann", "three", "s1"),

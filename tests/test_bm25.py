@@ -319,6 +319,35 @@ def test_bounded_search_reads_part_of_long_lists(any_db):
     check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, "memory", limit=5)
 
 
+def test_records_that_cannot_reach_the_top_are_not_scored(any_db):
+    """A question of many common words: most records first seen deep in a list are dropped by their
+    upper bound (impact bounds and the unread lists' bounds) before their lengths are read."""
+    agent, rng = fresh_agent(), random.Random(13)
+    records = [Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 600, common=0.6)]
+    space = Memory.query.filter(agent_id=agent).partition()
+    question = "which agent memory search index latency in the redis cluster"
+    result = Memory.content_bm25.search(space, question, 10)
+    exhaustive = Memory.content_bm25.search(space, question, 10, exhaustive=True)
+    assert result.mode == "bounded" and result.ranked == exhaustive.ranked
+    assert result.records_scored < result.postings_read / 4
+    check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, question)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    texts=st.lists(st.lists(st.sampled_from(WORDS[:10] + ["the"]), max_size=14).map(" ".join), min_size=1, max_size=120),
+    question=st.lists(st.sampled_from(WORDS[:12] + ["what", "the"]), min_size=1, max_size=9).map(" ".join),
+    limit=st.integers(1, 12),
+)
+def test_pruned_search_equals_brute_force(any_db, texts, question, limit):
+    """Bounded search with pruning == numpy brute force == exhaustive, ids and scores, on corpora of a
+    few shared words (long overlapping lists, the case where most records are pruned)."""
+    agent = fresh_agent()
+    records = [Memory(agent_id=agent, content=t) for t in texts]
+    Memory.save_many(records, chunk_size=37)
+    check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, question, limit=limit)
+
+
 def test_a_list_without_a_reference_falls_back_to_scoring_every_posting(any_db):
     agent, rng = fresh_agent(), random.Random(2)
     records = [Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 50)]

@@ -1,5 +1,6 @@
--- Top-k BM25 of one partition: the threshold algorithm over impact-ordered postings, or (when
--- asked, or when a list has no reference) every posting of the query terms. tf comes from the
+-- Top-k BM25 of one partition: the threshold algorithm over impact-ordered postings, each newly
+-- seen record scored only when its upper bound can still reach the top (MaxScore over the random
+-- accesses), or (when asked, or when a list has no reference) every posting of the query terms. tf comes from the
 -- stored impact, the document length and the list's reference, or from the record's entry.
 -- score(d) = sum qtf * ln((N - df + 0.5)/(df + 0.5) + 1) * tf*(k1+1)/(tf + k1*(1 - b + b*dl/avgdl))
 -- KEYS[1] hash docno -> "dl id"   KEYS[2] hash id -> entry JSON [docno, dl, term, tf, ..]
@@ -9,7 +10,7 @@
 -- ARGV[1] k1   ARGV[2] b   ARGV[3] limit   ARGV[4] first page size (0: score every posting)
 -- ARGV[5] relative slack of the stopping test   ARGV[6] unit: the power of two scaling the impacts
 -- ARGV[7..] term, qtf, term, qtf, .. (order of KEYS[5..])
--- returns {mode ("bounded"|"exhaustive"), postings read, records scored, id, score, id, score, ..}
+-- returns {mode ("bounded"|"exhaustive"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
 local k1, b, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local page, slack, unit = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -110,24 +111,64 @@ if exhaustive then  -- every posting, list by list, so each record's sum runs in
   return reply("exhaustive", read, scored)
 end
 
--- exact scores of the records `docnos`: their impacts in every list (known for the list read)
-local function score_page(docnos, from, known)
-  local dls, ids = lengths(docnos)
-  local sums = {}
-  for i = 1, #docnos do sums[i] = 0 end
-  for _, list in ipairs(lists) do
-    local impacts = list == from and known or redis.call("ZMSCORE", list.key, unpack(docnos))
-    for i = 1, #docnos do
-      if impacts[i] then
-        sums[i] = sums[i] + list.weight * tf_norm(frequency(tonumber(impacts[i]), dls[i], list.ref), dls[i])
-      end
-    end
-  end
-  for i = 1, #docnos do offer(ids[i], sums[i]) end
-end
-
 local function bound(impact, ref)  -- max tf_norm now of a posting whose stored impact <= impact
   return (k1 + 1) / (1 + math.min(1, ref / avgdl) * ((k1 + 1) / impact - 1))
+end
+
+-- the records `docnos` (first seen in list `from`, with impacts `known`) that can still enter the top:
+-- an upper bound per record, the impact bound of each list looked up so far plus the current bound
+-- of the lists not yet looked up (its unread postings), lists best bound first, a record dropped
+-- once its bound falls below the k-th score; the survivors are scored exactly, in term order;
+-- returns how many were scored
+local function score_page(docnos, from, known)
+  local floor, order, rest = #top == limit and top[limit][2], {}, 0
+  for _, list in ipairs(lists) do
+    if list ~= from then
+      order[#order + 1] = list
+      rest = rest + list.bound
+    end
+  end
+  table.sort(order, function(x, y) return x.bound > y.bound end)
+  local alive, upper, impacts = {}, {}, {[from] = known}
+  for i = 1, #docnos do
+    alive[i], upper[i] = i, from.weight * bound(tonumber(known[i]) / unit, from.ref)
+  end
+  local function keep(unread)
+    if not floor then return end
+    local kept = {}
+    for _, i in ipairs(alive) do
+      if (upper[i] + unread) * (1 + slack) >= floor then kept[#kept + 1] = i end
+    end
+    alive = kept
+  end
+  for _, list in ipairs(order) do
+    keep(rest)
+    if #alive == 0 then return 0 end
+    local members, column = {}, {}
+    for k, i in ipairs(alive) do members[k] = docnos[i] end
+    local found = redis.call("ZMSCORE", list.key, unpack(members))
+    for k, i in ipairs(alive) do
+      if found[k] then
+        column[i] = found[k]
+        upper[i] = upper[i] + list.weight * bound(tonumber(found[k]) / unit, list.ref)
+      end
+    end
+    impacts[list], rest = column, rest - list.bound
+  end
+  keep(0)
+  if #alive == 0 then return 0 end
+  local members = {}
+  for k, i in ipairs(alive) do members[k] = docnos[i] end
+  local dls, ids = lengths(members)
+  for k, i in ipairs(alive) do
+    local sum = 0
+    for _, list in ipairs(lists) do
+      local impact = impacts[list][i]
+      if impact then sum = sum + list.weight * tf_norm(frequency(tonumber(impact), dls[k], list.ref), dls[k]) end
+    end
+    offer(ids[k], sum)
+  end
+  return #alive
 end
 
 for _, list in ipairs(lists) do list.bound = list.weight * (k1 + 1) end
@@ -147,8 +188,8 @@ while true do
       fresh[k], known[k] = rows[i], rows[i + 1]
     end
   end
-  if #fresh > 0 then score_page(fresh, pick, known) end
-  read, scored = read + #rows / 2, scored + #fresh
+  if #fresh > 0 then scored = scored + score_page(fresh, pick, known) end
+  read = read + #rows / 2
   pick.read, pick.size = pick.read + #rows / 2, math.min(pick.size * 2, 1024)
   pick.bound = pick.read >= pick.df and 0 or pick.weight * bound(tonumber(rows[#rows]) / unit, pick.ref)
 end
