@@ -68,7 +68,7 @@ RELATED_DOMAINS: frozenset[frozenset[DomainTag]] = frozenset(
 )
 
 _CONVERSATIONAL_WORDS = frozenset(
-    ["i", "me", "my", "mine", "you", "your", "yours", "we", "us", "our", "hi", "hello", "hey", "thanks", "thank", "yeah", "yes", "no", "ok", "okay", "sure", "please", "lol", "oh", "well", "hmm", "wow", "cool", "great"]
+    ["i", "me", "my", "mine", "you", "your", "yours", "we", "us", "our", "hi", "hello", "hey", "thanks", "thank", "yeah", "yes", "no", "ok", "okay", "sure", "please", "lol", "oh", "hmm", "wow"]
 )
 
 
