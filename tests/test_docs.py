@@ -53,6 +53,7 @@ PAGES = [
     "recipes/policy-cache.md",
     "recipes/subconscious-memory.md",
     "recipes/llm-integration.md",
+    "recipes/hsca.md",
     "operations.md",
     "contributing.md",
 ]

@@ -6,6 +6,7 @@ import openai
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.openai_server import OpenAICompatibleServer
 
 from redmem.recipes.hsca import HSCAEngine, NuanceFlag, NuanceModel
 from redmem.recipes.hsca.coherence import coherence_score
@@ -15,7 +16,6 @@ from redmem.recipes.hsca.relational import SHORT_CHUNK_SCORE, relational_weight
 from redmem.recipes.hsca.scoring import score_turn
 from redmem.recipes.hsca.text import MAX_TURN_CHARS, parse_turn
 from redmem.store.errors import ArgumentTypeError, ValidationError
-from tests.openai_server import OpenAICompatibleServer
 
 MESH = ("Redis stores data in memory. Memory access makes Redis fast. "
         "Fast data access is why teams pick Redis.")

@@ -59,6 +59,10 @@ PINNED = {
         "HeuristicExtractor", "HybridMemory", "LLMExtractor", "PolicyCache", "RetrievalQuality",
         "SubconsciousMemory", "assess_retrieval",
     ],
+    "redmem.recipes.hsca": [
+        "Beat", "ContextSnapshot", "DomainStep", "DomainTag", "HSCAEngine", "NuanceFlag", "NuanceModel",
+        "RelevantBeat", "SessionStore", "SnapshotRecord", "WeightedChunk",
+    ],
     "redmem.context": [
         "Budget", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",
         "estimate_tokens", "exact_counter", "fuse", "pack", "query_adaptive_weights",

@@ -12,6 +12,8 @@
 4. Report scripted outcomes (``ObservationProtocol.on_context_used``) and print each memory's
    scores before and after: acted-on memories gain confidence and are refreshed, contradicted
    ones lose confidence, dismissed routines weaken their cycle.
+5. HSCA: the same conversation through ``HSCAEngine`` into the agent's ``demo`` session; print
+   its beats (snapshots) and which beats the first questions are relevant to.
 
 Without ``--url`` or ``REDIS_URL`` it runs on a private throwaway server, so that ``make demo``
 leaves no process and no file behind.
@@ -32,6 +34,7 @@ from .cli_commands.ask import assembler_from
 from .cli_commands.conversation import Conversation, Question, parse_conversation
 from .cli_commands.demo_run import DemoRun
 from .cli_commands.display import WIDE, context_panel, outcome_table, summary, trace_table, turn_table
+from .cli_commands.hsca_demo import show_hsca
 from .cli_commands.ingest import ingest_with_progress
 from .cli_commands.llm import ChatModel, from_environment, messages_for
 from .cli_commands.memory import ChatMemory
@@ -97,6 +100,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
         moved += _turn(console, assembler, question, number, args, chat_model)
     console.print(Rule("what the outcomes did"))
     console.print(_movement(moved))
+    show_hsca(console, conversation, args.agent)
     console.print(Text(_epilogue(runtime, args, memories)))
     console.print(f"demo done in {time.perf_counter() - started:.1f} s")
 

@@ -33,7 +33,8 @@ class HSCAEngine:
         snapshot_coherence_threshold: aggregate coherence that triggers a snapshot (0.72).
         max_buffer_chunks: buffer size that forces a snapshot (20).
         cooccurrence_window: layer 1's co-occurrence window in tokens (5).
-        agent_id, session_id: store the snapshots in Redis under this session (both or neither).
+        agent_id: the tenant whose session stores the snapshots in Redis (with ``session_id``).
+        session_id: the session of ``agent_id`` (both or neither; neither: kept in the process).
         min_beat_chunks: chunks a threshold-triggered snapshot needs at least (2).
         keep_text: keep the chunks' text in snapshots (False: only the weight maps survive).
         nuance_model: the chat model of the metaphor / sarcasm / analogy / narrative flags

@@ -72,6 +72,12 @@ class SessionStore:
     def count(self) -> int:
         return self._query().count()
 
+    def clear(self) -> int:
+        """Delete the session's snapshots and its position counter; how many snapshots went."""
+        removed = sum(1 for record in self._query() if record.delete())
+        SnapshotRecord._meta.client.delete(self._space.key(KeyKind.HSCA_POSITION))
+        return removed
+
     def between(self, start: int = 0, stop: int | None = None) -> list[Beat]:
         """The beats with ``start <= position <= stop`` (no ``stop``: to the end), in order."""
         query = self._query().filter(position__gte=start)
