@@ -95,6 +95,8 @@ def shape(package: Path) -> dict[str, Any]:
         "lines": sum(file_lines),
         "median_file_lines": statistics.median(file_lines),
         "p90_file_lines": percentile(file_lines, 0.9),
+        "max_file_lines": max(file_lines),
+        "files_over_400_lines": sum(1 for n in file_lines if n > 400),
         "functions": len(sizes),
         "median_function_lines": statistics.median(sizes),
         "p90_function_lines": percentile(sizes, 0.9),
@@ -128,7 +130,8 @@ def measure(revision: str, with_mypy: bool) -> dict[str, Any]:
 
 ROWS = [
     ("files", "files"), ("lines", "lines"), ("median_file_lines", "median lines per file"),
-    ("p90_file_lines", "p90 lines per file"), ("functions", "functions"),
+    ("p90_file_lines", "p90 lines per file"), ("max_file_lines", "largest file"),
+    ("files_over_400_lines", "files over 400 lines"), ("functions", "functions"),
     ("median_function_lines", "median code lines per function"),
     ("p90_function_lines", "p90 code lines per function"), ("max_function_lines", "largest function"),
     ("functions_over_8_parameters", "functions with > 8 parameters"),

@@ -28,17 +28,25 @@ Systems (same server, same run; popoto in its own venv, see popoto_bridge.py):
 - ``popoto``: the same Memory fields in popoto; modes lexical, hybrid (same MiniLM files),
   and lexical over turns prefixed with the session date (``popoto-dated``).
 
+``--reproducible`` freezes the clock every stamp and score reads (``time.time``) and draws
+record ids from a seeded generator, so two runs, or two revisions of the library, give the
+same results to the last digit (a wall clock makes decay and cyclic scores, and random ids make
+the order of ties, differ run to run); it is how a refactor is shown to change nothing.
+
 The data set is read from the path given and never copied (CC BY-NC 4.0).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import random
 import re
 import statistics
 import sys
 import time
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -198,6 +206,25 @@ def run_popoto(url: str, conversations: list[dict], modes: list[str]) -> dict[st
 
 
 # ----------------------------------------------------------------------------- main
+#: The instant ``--reproducible`` stops the clock at (2026-01-01 00:00 UTC).
+FROZEN_EPOCH = 1_767_225_600.0
+
+
+@contextlib.contextmanager
+def reproducible(enabled: bool, seed: int = 0) -> Any:
+    """Inside the block: ``time.time()`` is ``FROZEN_EPOCH`` and ``uuid.uuid4()`` comes from a seeded generator."""
+    if not enabled:
+        yield
+        return
+    clock, ids, rng = time.time, uuid.uuid4, random.Random(seed)
+    time.time = lambda: FROZEN_EPOCH
+    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)
+    try:
+        yield
+    finally:
+        time.time, uuid.uuid4 = clock, ids
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="path of locomo-dev.json (never copied)")
@@ -208,6 +235,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="comma-separated: redmem, push, conversation, popoto")
     parser.add_argument("--no-hybrid", action="store_true", help="skip the embedding model (lexical/composite only)")
     parser.add_argument("--out", default="locomo", help="results/<out>.json ('' writes nothing)")
+    parser.add_argument("--reproducible", action="store_true",
+                        help="frozen clock and seeded record ids: identical results run to run")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
@@ -221,7 +250,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     provider = TimedProvider(minilm_function() if hybrid else hash_vectors, 384)
     results: dict[str, Any] = {}
     started = time.perf_counter()
-    with EmbeddedServer() as server:
+    with EmbeddedServer() as server, reproducible(args.reproducible):
         redmem.connect(server.url)
         runs: dict[str, dict[str, list[dict]]] = {}
         if "redmem" in systems:

@@ -1,9 +1,10 @@
 """The redmem side of the benchmarks: the seed's memory model, a timed provider, measured assembles.
 
-The model is the ``Memory`` of DESIGN.md's public-API example — the same fields popoto_runner
-declares for popoto — with an ``EmbeddingField`` only for the hybrid runs. ``assemble_many``
-runs one ``ContextAssembler.assemble()`` per query and records what each one cost: wall time,
-query embedding time, round trips and commands sent (``common.CommandCounter``).
+The model is the ``Memory`` of the context-assembler seed's example (the public API redmem
+mirrors) — the same fields popoto_runner declares for popoto — with an ``EmbeddingField`` only
+for the hybrid runs. ``assemble_many`` runs one ``ContextAssembler.assemble()`` per query and
+records what each one cost: wall time, query embedding time, round trips and commands sent
+(``common.CommandCounter``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from redmem.recipes.context_assembler import ContextAssembler
 
 __all__ = ["TimedProvider", "memory_model", "assemble_many", "COMPOSITE_WEIGHTS", "minilm_function"]
 
-#: score_weights of the composite runs (DESIGN.md's example).
+#: score_weights of the composite runs (the seed example's weights).
 COMPOSITE_WEIGHTS = {"relevance": 0.6, "confidence": 0.3}
 
 

