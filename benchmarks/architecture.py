@@ -12,6 +12,10 @@ Issue 14 asked for these before and after the architecture redesign. Each revisi
   hand-written "int, not bool" checks and "first field of kind X" scans.
 
     python benchmarks/architecture.py --before 54531ef --after HEAD
+
+With ``--locomo BEFORE.json AFTER.json`` (two ``locomo.py --reproducible`` runs, one per
+revision) it also records each system's retrieval quality on both sides and whether every
+figure but the timings is identical.
 """
 
 from __future__ import annotations
@@ -148,11 +152,44 @@ def table(before: dict[str, Any], after: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Keys of a locomo.py result that measure time, which no two runs share.
+TIMED = ("assemble_ms", "embed_ms", "round_trips", "commands")
+
+
+def quality(result: dict[str, Any]) -> dict[str, Any]:
+    """A LoCoMo system's result without its timings."""
+    return {key: value for key, value in result.items() if key not in TIMED and not key.endswith("_ms")}
+
+
+def compare_locomo(before_path: str, after_path: str) -> dict[str, Any]:
+    """Per system: recall@1 / @5, MRR on both sides, and whether all of its non-timing figures match."""
+    before = json.loads(Path(before_path).read_text())["results"]
+    after = json.loads(Path(after_path).read_text())["results"]
+    return {
+        system: {
+            "identical": system in after and quality(before[system]) == quality(after[system]),
+            **{f"{side} {metric}": runs[system][metric] for side, runs in (("before", before), ("after", after))
+               for metric in ("recall@1", "recall@5", "mrr") if system in runs},
+        }
+        for system in before
+    }
+
+
+def locomo_table(systems: dict[str, Any]) -> str:
+    lines = ["| system | R@5 before | R@5 after | MRR before | MRR after | every figure identical |",
+             "|---|---:|---:|---:|---:|---|"]
+    lines += [f"| {name} | {row['before recall@5']:.4f} | {row['after recall@5']:.4f} | {row['before mrr']:.4f} "
+              f"| {row['after mrr']:.4f} | {'yes' if row['identical'] else 'NO'} |" for name, row in systems.items()]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="git revision before the change")
     parser.add_argument("--after", default="HEAD", help="git revision after it (default HEAD)")
     parser.add_argument("--no-mypy", action="store_true", help="skip the mypy runs (about a minute each)")
+    parser.add_argument("--locomo", nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="two locomo.py --reproducible result files to compare")
     parser.add_argument("--out", default=str(RESULTS / "architecture.json"))
     options = parser.parse_args()
     revisions = {}
@@ -161,10 +198,15 @@ def main() -> None:
         resolved = subprocess.run(["git", "rev-parse", "--short", revision], cwd=ROOT, check=True,
                                   capture_output=True, text=True).stdout.strip()
         revisions[label] = measure(resolved, not options.no_mypy)
+    report = table(revisions["before"], revisions["after"])
+    if options.locomo:
+        revisions["locomo"] = compare_locomo(*options.locomo)
+        report += "\nLoCoMo retrieval quality (`locomo.py --reproducible`, each revision):\n\n"
+        report += locomo_table(revisions["locomo"])
     out = Path(options.out)
     out.write_text(json.dumps(revisions, indent=2) + "\n")
-    out.with_suffix(".md").write_text(table(revisions["before"], revisions["after"]))
-    print(table(revisions["before"], revisions["after"]))
+    out.with_suffix(".md").write_text(report)
+    print(report)
 
 
 if __name__ == "__main__":

@@ -196,3 +196,25 @@ def test_ingest_and_assemble_find_a_turn_by_its_neighbour(db):
         assert fused.records[0].content == "The Rockies, with the whole family!"
     finally:
         redmem.configure(embedding_provider=None)
+
+
+def test_architecture_measures_two_revisions_and_compares_locomo_runs(tmp_path):
+    """benchmarks/architecture.py: the tree's shape at HEAD on both sides (so equal), and two
+    LoCoMo results that differ only in a timing are called identical, one that differs in a
+    recall is not."""
+    result = {"recall@1": 0.5, "recall@5": 0.7, "mrr": 0.6, "assemble_ms": {"p50": 1.0}}
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    before.write_text(json.dumps({"results": {"a": result, "b": result}}))
+    after.write_text(json.dumps({"results": {"a": {**result, "assemble_ms": {"p50": 9.0}},
+                                             "b": {**result, "recall@5": 0.69}}}))
+    out = tmp_path / "architecture.json"
+    subprocess.run([sys.executable, str(BENCH / "architecture.py"), "--before", "HEAD", "--after", "HEAD",
+                    "--no-mypy", "--locomo", str(before), str(after), "--out", str(out)],
+                   cwd=REPO, check=True, capture_output=True, timeout=120)
+    payload = json.loads(out.read_text())
+    shape = {k: v for k, v in payload["before"].items() if k != "revision"}
+    assert shape == {k: v for k, v in payload["after"].items() if k != "revision"}
+    assert shape["files"] == len(list((REPO / "src" / "redmem").rglob("*.py")))
+    assert shape["median_function_lines"] > 0 and shape["functions_over_8_parameters"] >= 0
+    assert payload["locomo"]["a"]["identical"] and not payload["locomo"]["b"]["identical"]
+    assert "| b | 0.7000 | 0.6900 |" in out.with_suffix(".md").read_text()

@@ -1,5 +1,6 @@
 """What a type checker sees of a model: a record's field attribute has the field's value type,
-the class attribute is the field itself (``mypy --strict`` over ``src/redmem`` runs in make test)."""
+the class attribute is the field itself, a search's hit holds the model's record and float scores
+(``mypy --strict`` over ``src/redmem`` runs in make test)."""
 
 from pathlib import Path
 
@@ -18,13 +19,37 @@ reveal_type(DefaultMemory.content)
 """
 
 
-def test_a_record_field_reads_as_its_value_type_and_the_class_field_as_the_field(tmp_path, monkeypatch):
+HITS_SNIPPET = """
+from redmem import AssemblyResult, HitList
+from redmem.recipes.default_memory import DefaultMemory
+
+found: HitList[DefaultMemory] = DefaultMemory.query.filter(agent_id="a").keyword_search("x")
+reveal_type(found[0])
+reveal_type(found.hits[0].record)
+reveal_type(found.hits[0].score)
+reveal_type(found.hits[0].signals)
+reveal_type(AssemblyResult().hits[0].score)
+"""
+
+
+def revealed_types(snippet_text, tmp_path, monkeypatch):
+    """What mypy (the project's configuration, this tree's sources) reveals in ``snippet_text``."""
     snippet = tmp_path / "snippet.py"
-    snippet.write_text(SNIPPET)
+    snippet.write_text(snippet_text)
     monkeypatch.setenv("MYPYPATH", str(ROOT / "src"))  # this tree's sources, not the installed copy
     out, err, status = api.run([str(snippet), "--config-file", str(ROOT / "pyproject.toml"),
                                 "--cache-dir", str(tmp_path / "cache"), "--no-error-summary"])
-    revealed = [line.split('Revealed type is "')[1].rstrip('"').removeprefix("builtins.")  # older mypy names builtins
-                for line in out.splitlines() if "Revealed type" in line]
-    assert revealed == ["str", "float", "datetime.datetime", "redmem.model.fields.StringField"], out + err
     assert status == 0, out + err
+    return [line.split('Revealed type is "')[1].rstrip('"').removeprefix("builtins.")  # older mypy names builtins
+            for line in out.splitlines() if "Revealed type" in line]
+
+
+def test_a_record_field_reads_as_its_value_type_and_the_class_field_as_the_field(tmp_path, monkeypatch):
+    revealed = revealed_types(SNIPPET, tmp_path, monkeypatch)
+    assert revealed == ["str", "float", "datetime.datetime", "redmem.model.fields.StringField"]
+
+
+def test_a_search_hit_reads_as_its_model_and_its_scores(tmp_path, monkeypatch):
+    revealed = revealed_types(HITS_SNIPPET, tmp_path, monkeypatch)
+    memory = "redmem.recipes.default_memory.DefaultMemory"
+    assert revealed == [memory, memory, "float", "typing.Mapping[str, float]", "float"]

@@ -30,6 +30,8 @@ from .model import (
     DictField,
     Field,
     FloatField,
+    Hit,
+    HitList,
     IntField,
     KeyField,
     ListField,
@@ -86,7 +88,7 @@ __all__ = [
     # model
     "Model", "DbKey", "Field", "StringField", "IntField", "FloatField", "BooleanField",
     "ListField", "DictField", "BytesField", "DatetimeField", "KeyField", "AutoKeyField",
-    "SortedField", "TagField",
+    "SortedField", "TagField", "Hit", "HitList",
     # memory primitives
     "DecayingSortedField", "CyclicDecayField", "TemporalPeriod", "ConfidenceField",
     "CoOccurrenceField", "Entity", "ExistenceFilter", "FrequencySketch", "BM25Field",

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..fields.bm25 import SearchResult
 from ..model.dbkey import DbKey
+from ..model.hits import Hit, HitList, hit_list
 from ..model.loading import load_records
 from ..model.query import Query
 from ..model.query_methods import every_model_query
@@ -23,11 +24,14 @@ __all__ = ["fuse"]
 
 
 #: What a list given to ``fuse`` may hold (quoted in error messages).
-FUSABLE = "records, Redis keys, DbKeys or record ids, each alone or as an (item, score) pair"
+FUSABLE = "records, hits, Redis keys, DbKeys or record ids, each alone or as an (item, score) pair"
 
 
 def _unscored(item: Any) -> Any:
-    """The item of an ``(item, score)`` pair (as Popoto's ``fuse`` and BM25 search give them), else ``item``."""
+    """The record of a :class:`~redmem.model.hits.Hit`, the item of an ``(item, score)`` pair (as
+    Popoto's ``fuse`` and BM25 search give them), else ``item``."""
+    if isinstance(item, Hit):
+        return item.record
     if isinstance(item, (tuple, list)) and len(item) == 2:
         score = item[1]
         if is_int_or_float(score):
@@ -63,17 +67,19 @@ def fuse(
     limit: int = 10,
     weights: Mapping[str, float] | None = None,
     **ranked_lists: Sequence[Any],
-) -> list[Any]:
+) -> HitList[Any]:
     """Weighted RRF of named ranked lists of the query's partition.
 
     ``Memory.query.filter(agent_id="a").fuse(keyword=bm25_hits, vector=vector_hits,
     weights=query_adaptive_weights(text))``. A list holds records, DbKeys, record ids or Redis
     keys (``db_key.redis_key``), each alone or as an ``(item, score)`` pair, best first (as
-    Popoto's ``fuse`` takes them; scores are ignored: RRF uses ranks), or is a BM25
-    ``SearchResult``. Items of another partition are left out (the tenant filter applies to fused
-    lists too). Returns records, best first, each with ``_rrf_score`` and ``_rrf_ranks`` ({list
-    name: 1-based rank}); records passed in are returned as they are, ids and keys are loaded in
-    one round trip (those with no stored record are dropped).
+    Popoto's ``fuse`` takes them; scores are ignored: RRF uses ranks), or is a search's
+    ``.hits`` or a BM25 ``SearchResult``. Items of another partition are left out (the tenant
+    filter applies to fused lists too). Returns records, best first, as a
+    :class:`~redmem.model.hits.HitList` whose hits have the signal ``rrf`` and ``ranks`` ({list
+    name: 1-based rank}); each record also carries ``_rrf_score`` and ``_rrf_ranks``. Records
+    passed in are returned as they are, ids and keys are loaded in one round trip (those with no
+    stored record are dropped).
     """
     space = query.partition()
     given: dict[DbKey, Any] = {}
@@ -91,11 +97,10 @@ def fuse(
     missing = [key for key, _ in fused if key not in given]
     given.update((record._saved_key, record) for record in load_records(query.model, missing))
     ranks = {name: distinct_ranks(keys) for name, keys in keyed.items()}
-    records = []
+    hits = []
     for key, score in fused:
         record = given.get(key)
         if record is not None:
-            record._rrf_score = score
             record._rrf_ranks = {name: found[key] for name, found in ranks.items() if key in found}
-            records.append(record)
-    return records
+            hits.append(Hit(record, score, {"rrf": score}, record._rrf_ranks))
+    return hit_list(hits, "_rrf_score")

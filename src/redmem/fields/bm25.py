@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..model.field import Field
+from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
@@ -244,16 +245,17 @@ class BM25Search:
 
 def keyword_search(
     query: Query, text: str, limit: int = 10, *, field: str | None = None, exhaustive: bool = False
-) -> list[Any]:
+) -> HitList[Any]:
     """The ``limit`` records of the query's partition that best match ``text`` by BM25.
 
-    Best first, ties by record id ascending; each record carries ``_bm25_score``. A text with
+    Best first, ties by record id ascending, as a :class:`~redmem.model.hits.HitList` (signal
+    ``bm25``); each record also carries its score as ``_bm25_score``. A text with
     no terms (empty, only stop words) finds nothing. Two round trips: one Lua call ranks, one
     pipeline loads the records. The query may name its partition and nothing else.
     """
     bm25 = pick_field(query.model, BM25Field, field, "keyword_search")
     space = partition_of(query, "keyword_search")
-    return hydrate(query, space, bm25.search(space, text, limit, exhaustive).ranked, "_bm25_score")
+    return hydrate(query, space, bm25.search(space, text, limit, exhaustive).ranked, "bm25")
 
 
 def _entry(counts: Counter[str]) -> str:

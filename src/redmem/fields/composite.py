@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
+from ..model.hits import Hit, HitList, hit_list
 from ..model.indexed import SortedField
 from ..model.loading import load_records
 from ..model.persistence import ALL_RECORDS
@@ -442,25 +443,28 @@ def composite_score(
     limit: int = 10,
     min_score: float | None = None,
     as_of: datetime | float | None = None,
-) -> list[Any]:
+) -> HitList[Any]:
     """The ``limit`` records of the query's partition with the highest composite score at ``as_of``.
 
     ``indexes`` maps signal names (see :func:`signal_names`; a field object works too) to
     weights, finite numbers >= 0. Score = ``sum(weight * signal)``, each signal mapped into
     [0, 1] (module docstring). Records scoring below ``min_score`` are left out. Best first,
-    ties by record id ascending; each record carries ``_composite_score`` and ``_signals``
-    ({name: mapped value}). Two round trips: one Lua call selects, one pipeline loads.
+    ties by record id ascending, as a :class:`~redmem.model.hits.HitList` whose hits' signals
+    are the mapped signals ({name: value}); each record also carries ``_composite_score`` and
+    ``_signals``. Two round trips: one Lua call selects, one pipeline loads.
 
     Raises QueryException for an unknown signal name, a missing partition or a bad limit,
     ValidationError for a bad weight or min_score.
     """
     search = composite_search(query, indexes, limit, min_score, as_of)
     if search is None:
-        return []
+        return HitList()
     ranked = run_search(query.model._meta.client, search)
     records = load_records(query.model, [DbKey(search.space, r.record_id) for r in ranked], track=query.tracking)
     by_id = {r.record_id: r for r in ranked}
+    hits = []
     for record in records:
-        found = by_id[record._saved_key.record_id]
-        record._composite_score, record._signals = found.score, found.signals
-    return records
+        scored = by_id[record._saved_key.record_id]
+        record._signals = scored.signals
+        hits.append(Hit(record, scored.score, scored.signals))
+    return hit_list(hits, "_composite_score")

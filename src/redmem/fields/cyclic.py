@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from ..model.codecs import finite_float
 from ..model.field import Field
+from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
@@ -362,16 +363,17 @@ def above_cyclic_threshold(
     as_of: datetime | float | None = None,
     limit: int | None = None,
     field: str | None = None,
-) -> list[Any]:
+) -> HitList[Any]:
     """Records of the query's partition whose cyclic score at ``as_of`` is >= ``threshold``.
 
-    Best first, ties by record id ascending, at most ``limit``; each record carries its score as
-    ``_cyclic_score``. Two round trips: one Lua call selects, one pipeline loads the records.
+    Best first, ties by record id ascending, at most ``limit``, as a
+    :class:`~redmem.model.hits.HitList` (signal ``cyclic``); each record also carries its score
+    as ``_cyclic_score``. Two round trips: one Lua call selects, one pipeline loads the records.
     """
     cyclic = pick_field(query.model, CyclicDecayField, field, "above_cyclic_threshold")
     space = partition_of(query, "above_cyclic_threshold")
     limit = non_negative_int("above_cyclic_threshold: limit", limit, none=True, error=QueryArgumentError)
     if limit == 0:
-        return []
+        return HitList()
     ranked = cyclic.ranked(space, epoch_seconds(as_of), finite_number("threshold", threshold), limit)
-    return hydrate(query, space, ranked, "_cyclic_score")
+    return hydrate(query, space, ranked, "cyclic")

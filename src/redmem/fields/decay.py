@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any, Protocol, cast, runtime_checkable
 
 from ..model.field import MISSING, Field
+from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
@@ -310,15 +311,16 @@ class DecayingSortedField(Field[Any]):
 
 def top_by_decay(
     query: Query, n: int = 10, as_of: datetime | float | None = None, field: str | None = None
-) -> list[Any]:
+) -> HitList[Any]:
     """The ``n`` records of the query's partition with the highest decayed score at ``as_of``.
 
-    Best first, ties by record id ascending; each record carries its score as ``_decay_score``.
+    Best first, ties by record id ascending, as a :class:`~redmem.model.hits.HitList` (signal
+    ``decay``); each record also carries its score as ``_decay_score``.
     Two round trips: one Lua call selects, one pipeline loads the records.
     """
     decay = pick_field(query.model, DecayingSortedField, field, "top_by_decay")
     space = partition_of(query, "top_by_decay")
     n = integer("top_by_decay: n", n, error=QueryArgumentError)
     if n <= 0:
-        return []
-    return hydrate(query, space, decay.ranked(space, epoch_seconds(as_of), n), "_decay_score")
+        return HitList()
+    return hydrate(query, space, decay.ranked(space, epoch_seconds(as_of), n), "decay")

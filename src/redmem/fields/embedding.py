@@ -34,6 +34,7 @@ import numpy as np
 from ..embeddings.base import EmbeddingProvider, as_matrix, embed_in_batches
 from ..embeddings.codec import DTYPES, digest, encode_stored, encode_vector, stored_digest
 from ..model.field import Field
+from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.connection import settings
@@ -336,13 +337,14 @@ def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | No
     return len(vector) if isinstance(text, str) else field.known_dimensions()
 
 
-def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None = None) -> list[Any]:
+def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None = None) -> HitList[Any]:
     """The ``limit`` records of the query's partition whose vectors are nearest ``text``.
 
     ``text`` is embedded with the field's provider (``input_type="query"``), or is a vector
     already. Exact cosine over the partition's cached matrix, cosine > 0 only, best first, equal
-    scores by record id; each record gets ``_vector_score``. The query may filter on the
-    partition only. Round trips: 1, plus 1 when records changed elsewhere enter the top
+    scores by record id, as a :class:`~redmem.model.hits.HitList` (signal ``vector``); each record
+    also carries its cosine as ``_vector_score``. The query may filter on the partition only.
+    Round trips: 1, plus 1 when records changed elsewhere enter the top
     ``limit`` (and 1 per further 5,000 vectors while a matrix catches up or reloads).
     """
     model = query.model
@@ -352,4 +354,4 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
         raise QueryException("semantic_search filters on the partition only")
     space = query.partition()
     search = embedding.searcher(space, text, limit)
-    return [] if search.empty else search_records(query, space, search)
+    return HitList() if search.empty else search_records(query, space, search)

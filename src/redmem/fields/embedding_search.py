@@ -27,6 +27,7 @@ import numpy as np
 
 from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
 from ..model.dbkey import DbKey
+from ..model.hits import Hit, HitList, hit_list
 from ..model.loading import instance_from_stored
 from ..model.query import Query
 from ..store.connection import server_errors
@@ -112,8 +113,9 @@ class VectorSearch:
         return _current_hits(matrix, self.work(), generation, changed)
 
 
-def search_records(query: Query, space: KeySpace, search: VectorSearch) -> list[Any]:
-    """The records of a (not empty) search's hits, best first, each with ``_vector_score``.
+def search_records(query: Query, space: KeySpace, search: VectorSearch) -> HitList[Any]:
+    """The records of a (not empty) search's hits, best first, as hits of signal ``vector``, each
+    record also carrying its cosine as ``_vector_score``.
 
     One pipeline sends the search's call with a read of the cached top-k's hashes; the hits that
     changes elsewhere brought in are read in one more. Read effects follow unless the query was
@@ -185,12 +187,7 @@ def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, chang
     return matrix.rerank(ranking, changed) if changed else ranking.hits
 
 
-def _hydrate(model: type[Model], space: KeySpace, hits: Hits, fetched: dict[str, Any]) -> list[Any]:
-    records = []
-    for record_id, score in hits:
-        raw = fetched.get(record_id)
-        if raw:
-            record = instance_from_stored(model, DbKey(space, record_id), raw)
-            record._vector_score = score
-            records.append(record)
-    return records
+def _hydrate(model: type[Model], space: KeySpace, hits: Hits, fetched: dict[str, Any]) -> HitList[Any]:
+    found = [Hit(instance_from_stored(model, DbKey(space, record_id), fetched[record_id]), score, {"vector": score})
+             for record_id, score in hits if fetched.get(record_id)]
+    return hit_list(found, "_vector_score")

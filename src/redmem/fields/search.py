@@ -1,10 +1,11 @@
-"""Helpers shared by the primitives' searches: which field, which partition, load the ranking."""
+"""Helpers shared by the primitives' searches: which field, which partition, load the ranking as hits."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ..model.dbkey import DbKey
+from ..model.hits import Hit, HitList, hit_list
 from ..model.loading import load_records
 from ..model.query import Query
 from ..store.errors import QueryException
@@ -37,14 +38,18 @@ def partition_of(query: Query, method: str) -> KeySpace:
     return query.partition()
 
 
-def hydrate(query: Query, space: KeySpace, ranked: list[tuple[str, float]], attribute: str) -> list[Any]:
-    """Load ranked (id, score) pairs in one round trip, setting each score as ``attribute``.
+def hydrate(query: Query, space: KeySpace, ranked: list[tuple[str, float]], signal: str) -> HitList[Any]:
+    """Load ranked (id, score) pairs in one round trip as hits scored by ``signal`` (``bm25``, ...),
+    each record also carrying its score as ``_<signal>_score``.
 
-    Read effects (access staging) ride along unless the query was made with ``no_track()``.
+    Records deleted meanwhile are left out. Read effects (access staging) ride along unless the
+    query was made with ``no_track()``.
     """
     scores = dict(ranked)
     keys = [DbKey(space, record_id) for record_id, _ in ranked]
     records = load_records(query.model, keys, track=query.tracking)
+    hits = []
     for record in records:
-        setattr(record, attribute, scores[record._saved_key.record_id])
-    return records
+        score = scores[record._saved_key.record_id]
+        hits.append(Hit(record, score, {signal: score}))
+    return hit_list(hits, f"_{signal}_score")

@@ -1,4 +1,4 @@
-"""The ORM core: Model, its fields, queries and atomic saves."""
+"""The ORM core: Model, its fields, queries, atomic saves and search results (hits)."""
 
 from .base import Model, ModelMeta
 from .batch import SaveBatch
@@ -14,6 +14,7 @@ from .fields import (
     ListField,
     StringField,
 )
+from .hits import Hit, HitList
 from .indexed import AutoKeyField, KeyField, SortedField, TagField
 from .query import Query
 
@@ -36,4 +37,6 @@ __all__ = [
     "SortedField",
     "TagField",
     "Query",
+    "Hit",
+    "HitList",
 ]

@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ..fields.composite import PRIORITY_SIGNAL
+from ..fields.search import hydrate
 from ..model.base import RecordMixin
 from ..model.batch import SaveBatch
 from ..model.codecs import finite_float
-from ..model.dbkey import DbKey
-from ..model.loading import load_records
+from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.connection import server_errors
@@ -101,11 +102,12 @@ class WriteFilterMixin(RecordMixin):
             return score
 
 
-def top_by_priority(query: Query, n: int = 10) -> list[Any]:
+def top_by_priority(query: Query, n: int = 10) -> HitList[Any]:
     """The ``n`` priority records of the query's partition, highest filter score first.
 
-    Ties go by record id descending (the sorted set's reverse order); each record carries its score
-    as ``_priority_score``. Two round trips: one to rank, one to load.
+    Ties go by record id descending (the sorted set's reverse order); a
+    :class:`~redmem.model.hits.HitList` (signal ``priority``), each record also carrying its
+    score as ``_priority_score``. Two round trips: one to rank, one to load.
     """
     if not issubclass(query.model, WriteFilterMixin):
         raise QueryException(f"top_by_priority: {query.model.__name__} has no WriteFilterMixin")
@@ -114,10 +116,4 @@ def top_by_priority(query: Query, n: int = 10) -> list[Any]:
     client = query.model._meta.client
     with server_errors(client):
         ranked = client.zrange(priority_key(space), 0, n - 1, desc=True, withscores=True) if n > 0 else []
-    ranked = [(member.decode(), score) for member, score in ranked]
-    scores = dict(ranked)
-    records = load_records(query.model, [DbKey(space, record_id) for record_id, _ in ranked],
-                           track=query.tracking)
-    for record in records:
-        record._priority_score = scores[record._saved_key.record_id]
-    return records
+    return hydrate(query, space, [(member.decode(), score) for member, score in ranked], PRIORITY_SIGNAL)

@@ -26,6 +26,7 @@ from ..context.retrieval import Capabilities, PullPlan, plan_pull, push_candidat
 from ..context.tokens import TokenCounter, resolve_counter
 from ..fields.composite import signal_weights
 from ..model.base import Model
+from ..model.hits import Hit
 from ..model.loading import load_records
 from ..observation.protocol import ObservationProtocol
 from ..store.errors import ArgumentTypeError
@@ -45,12 +46,19 @@ __all__ = ["ContextAssembler", "AssemblyResult"]
 
 @dataclass
 class AssemblyResult:
-    """What one ``assemble()`` returns: selected records (ranked), the push subset, text, metadata."""
+    """What one ``assemble()`` returns: selected records (ranked), the push subset, text, metadata.
+
+    ``hits`` holds one :class:`~redmem.model.hits.Hit` per selected record, in the order of
+    ``records``: its combined score (the merged rank score) and its per-signal scores (each
+    list's score, ``bm25``, ``vector``, ``graph``, ``composite``, ``cyclic``, and the fused score
+    as ``rrf`` or ``convex``), the values ``metadata["trace"]`` reports.
+    """
 
     records: list[Any] = field(default_factory=list)
     proactive: list[Any] = field(default_factory=list)
     formatted: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    hits: tuple[Hit[Any], ...] = ()
 
     def report(
         self, outcome: str | Mapping[Any, str], partition: str | None = None, now: float | None = None,
@@ -211,7 +219,8 @@ class ContextAssembler:
             ]
         if quality is not None:
             metadata["quality"] = quality
-        return AssemblyResult(selected, proactive, self.renderer.compose(pieces), metadata)
+        hits = tuple(Hit(c.record, c.combined, c.signals) for c in chosen)
+        return AssemblyResult(selected, proactive, self.renderer.compose(pieces), metadata, hits)
 
     # -- stages ------------------------------------------------------------------------------------
     def _query(self, partition: dict[str, Any], call: str = "assemble") -> Any:

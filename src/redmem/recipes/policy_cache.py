@@ -40,6 +40,7 @@ from typing import Any
 
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
+from ..model.hits import HitList
 from ..model.loading import decode_stored
 from ..model.persistence import queue_new_record, queue_record_write
 from ..observation.consumer import StreamConsumer
@@ -197,12 +198,15 @@ class PolicyCache:
         entry: PolicyEntry | None = PolicyEntry.query.get(agent_id=self.agent_id, fingerprint=state_fingerprint(state), action=action)
         return entry
 
-    def due_actions(self, as_of: float | None = None, threshold: float = 1.0, limit: int | None = None) -> list[PolicyEntry]:
-        """Entries whose timing score at ``as_of`` is >= ``threshold``, best first (``_cyclic_score``).
+    def due_actions(
+        self, as_of: float | None = None, threshold: float = 1.0, limit: int | None = None,
+    ) -> HitList[PolicyEntry]:
+        """Entries whose timing score at ``as_of`` is >= ``threshold``, best first, as hits of signal
+        ``cyclic`` (each entry also carrying its score as ``_cyclic_score``).
 
         The score is ``wilson`` plus the discovered cycles: with the default 1.0 a crystallised
         pair is due around its peak hour (and weekday), an unproven one only at a double peak.
         """
         query = PolicyEntry.query.filter(agent_id=self.agent_id).no_track()
-        due: list[PolicyEntry] = query.above_cyclic_threshold(threshold, as_of=as_of, limit=limit)
+        due: HitList[PolicyEntry] = query.above_cyclic_threshold(threshold, as_of=as_of, limit=limit)
         return due
