@@ -60,7 +60,7 @@ PINNED = {
         "SubconsciousMemory", "assess_retrieval",
     ],
     "redmem.recipes.hsca": [
-        "Beat", "ContextSnapshot", "DomainStep", "DomainTag", "HSCAEngine", "NuanceFlag", "NuanceModel",
+        "Beat", "ContextSnapshot", "DomainStep", "DomainTag", "EmbeddingDomains", "HSCAEngine", "NuanceFlag", "NuanceModel",
         "RelevantBeat", "SessionStore", "SnapshotRecord", "WeightedChunk",
     ],
     "redmem.context": [

@@ -20,10 +20,7 @@ from material import ASIDES, BRIDGES, CROSS, FILLERS, THREADS
 HERE = Path(__file__).resolve().parent
 SEED = 17
 STOP = frozenset(
-    "a an the of to in on at by for and or but if so is are was were be been it its this that these those "
-    "with from as into than then there their they them he she his her him we our you your i my me not no "
-    "only every each all any some one two first second after before until when while which who what how "
-    "why does do did done can could may might must should would will up out over under about again".split()
+    ["a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "and", "or", "but", "if", "so", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "these", "those", "with", "from", "as", "into", "than", "then", "there", "their", "they", "them", "he", "she", "his", "her", "him", "we", "our", "you", "your", "i", "my", "me", "not", "no", "only", "every", "each", "all", "any", "some", "one", "two", "first", "second", "after", "before", "until", "when", "while", "which", "who", "what", "how", "why", "does", "do", "did", "done", "can", "could", "may", "might", "must", "should", "would", "will", "up", "out", "over", "under", "about", "again"]
 )
 
 

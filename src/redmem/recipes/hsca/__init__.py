@@ -6,6 +6,7 @@ in Redis, and the macro context answers questions about how the conversation mov
 """
 
 from .beats import Beat
+from .domain_model import EmbeddingDomains
 from .engine import HSCAEngine
 from .interface import ContextSnapshot, DomainTag, NuanceFlag, WeightedChunk
 from .macro import DomainStep, RelevantBeat
@@ -22,6 +23,7 @@ __all__ = [
     "DomainStep",
     "RelevantBeat",
     "NuanceModel",
+    "EmbeddingDomains",
     "SessionStore",
     "SnapshotRecord",
 ]

@@ -20,7 +20,7 @@ from ...text.analyzer import default_analyzer
 from .interface import DomainTag
 from .text import ParsedTurn
 
-__all__ = ["classify_domains", "DOMAIN_KEYWORDS", "RELATED_DOMAINS", "DOMAIN_SHARE", "MIN_TERMS_FOR_TWO_HITS"]
+__all__ = ["classify_domains", "conversational_register", "unrelated_pair", "DOMAIN_KEYWORDS", "RELATED_DOMAINS", "DOMAIN_SHARE", "MIN_TERMS_FOR_TWO_HITS"]
 
 #: Share of a chunk's terms a domain's keywords must reach to tag it.
 DOMAIN_SHARE = 0.05
@@ -92,13 +92,22 @@ def _classify(terms: list[str], words: list[str]) -> list[str]:
     topical = sorted((d for d, n in hits.items() if n >= needed and n >= DOMAIN_SHARE * len(terms)),
                      key=lambda d: -hits[d])
     tags = [d.value for d in topical]
-    spoken = sum(1 for w in words if w in _CONVERSATIONAL_WORDS)
-    if words and spoken >= DOMAIN_SHARE * len(words):
+    if _spoken(words):
         tags.append(DomainTag.CONVERSATIONAL.value)
-    if _unrelated_pair(topical):
+    if unrelated_pair(topical):
         tags.append(DomainTag.CROSS_DOMAIN.value)
     return tags or [DomainTag.UNCLASSIFIED.value]
 
 
-def _unrelated_pair(domains: Iterable[DomainTag]) -> bool:
+def _spoken(words: list[str]) -> bool:
+    return bool(words) and sum(1 for w in words if w in _CONVERSATIONAL_WORDS) >= DOMAIN_SHARE * len(words)
+
+
+def conversational_register(turn: ParsedTurn) -> bool:
+    """Whether first/second-person words and interjections make :data:`DOMAIN_SHARE` of the words."""
+    return _spoken([w.lower() for w in turn.words])
+
+
+def unrelated_pair(domains: Iterable[DomainTag]) -> bool:
+    """Whether two of ``domains`` are not a related pair (so the chunk is cross-domain)."""
     return any(frozenset(pair) not in RELATED_DOMAINS for pair in combinations(domains, 2))

@@ -15,6 +15,7 @@ from ...store.errors import ValidationError
 from ...store.validation import finite_number, positive_int
 from ...text.analyzer import default_analyzer
 from .beats import Beat, MemoryBeats, snapshot_term_weights
+from .domain_model import EmbeddingDomains
 from .interface import ContextSnapshot, WeightedChunk
 from .macro import DEFAULT_LOCALITY, DomainStep, RelevantBeat, domain_evolution, rank_relevant
 from .nuance_model import NuanceModel
@@ -39,6 +40,7 @@ class HSCAEngine:
         keep_text: keep the chunks' text in snapshots (False: only the weight maps survive).
         nuance_model: the chat model of the metaphor / sarcasm / analogy / narrative flags
             (None: those flags are omitted).
+        domain_model: tags domains by meaning (:class:`EmbeddingDomains`; None: keyword lists).
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class HSCAEngine:
         min_beat_chunks: int = DEFAULT_MIN_BEAT,
         keep_text: bool = True,
         nuance_model: NuanceModel | None = None,
+        domain_model: EmbeddingDomains | None = None,
     ) -> None:
         self.snapshot_coherence_threshold = finite_number(
             "snapshot_coherence_threshold", snapshot_coherence_threshold, low=0.0, high=1.0)
@@ -60,6 +63,7 @@ class HSCAEngine:
         self.min_beat_chunks = positive_int("min_beat_chunks", min_beat_chunks)
         self.keep_text = keep_text
         self.nuance_model = nuance_model
+        self.domain_model = domain_model
         self._buffer: list[ScoredTurn] = []
         self._recent: deque[ParsedTurn] = deque(maxlen=self.max_buffer_chunks)
         self._beats: MemoryBeats | SessionStore = _beats_of(agent_id, session_id)
@@ -138,7 +142,8 @@ class HSCAEngine:
         return rank_relevant(beats, terms, context_position, positive_int("limit", limit), locality)
 
     def _score(self, text: Any) -> ScoredTurn:
-        return score_turn(text, self.cooccurrence_window, list(self._recent), self.nuance_model)
+        return score_turn(text, self.cooccurrence_window, list(self._recent), self.nuance_model,
+                          domain_model=self.domain_model)
 
     @staticmethod
     def _terms(text: str) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ...text.analyzer import Analyzer
 from .coherence import coherence_score
+from .domain_model import EmbeddingDomains
 from .domains import classify_domains
 from .interface import NuanceFlag, WeightedChunk
 from .nuance import deterministic_flags
@@ -37,8 +38,12 @@ class ScoredTurn:
 
 
 def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
-               nuance_model: NuanceModel | None = None, analyzer: Analyzer | None = None) -> ScoredTurn:
-    """Layers 1-3 of ``text``; ArgumentTypeError for a non-str, ValidationError for unwritable text."""
+               nuance_model: NuanceModel | None = None, analyzer: Analyzer | None = None,
+               domain_model: EmbeddingDomains | None = None) -> ScoredTurn:
+    """Layers 1-3 of ``text``; ArgumentTypeError for a non-str, ValidationError for unwritable text.
+
+    ``domain_model`` tags domains by meaning (:mod:`.domain_model`) instead of keyword lists.
+    """
     parsed = parse_turn(checked_turn(text), analyzer)
     relational = relational_weight(parsed, window, context)
     flags = deterministic_flags(parsed)
@@ -50,7 +55,7 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
         chunk_id=str(uuid.uuid4()),
         text=parsed.text,
         layer1_score=relational.score,
-        domain_tags=classify_domains(parsed),
+        domain_tags=classify_domains(parsed) if domain_model is None else domain_model.classify(parsed, context),
         coherence_score=coherence_score(parsed),
         nuance_flags=flags,
         parent_id=None,

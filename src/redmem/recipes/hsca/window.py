@@ -10,9 +10,10 @@ it a single coherent turn is a beat of its own, and every turn becomes a snapsho
 
 A snapshot of chunks ``c_1..c_n``: ``macro_weight = min(1, sum(layer1_i) / n)``; each domain
 tag's weight is the layer-1 weight of the chunks carrying it over the total
-(``domain_summary[d] = sum(layer1_i for c_i tagged d) / sum(layer1_i)``, the total taken as 1
-when it is 0); ``forced`` when ``n >= max_chunks``; every chunk's ``parent_id`` is the
-snapshot's id.
+(``domain_summary[d] = sum(layer1_i for c_i tagged d) / sum(layer1_i)``); when every layer-1
+score is 0 the weights are undefined, and each chunk counts 1 instead (``domain_summary[d]`` =
+the share of chunks tagged *d*), so a beat of new vocabulary still says what it is about;
+``forced`` when ``n >= max_chunks``; every chunk's ``parent_id`` is the snapshot's id.
 """
 
 from __future__ import annotations
@@ -63,12 +64,13 @@ def build_snapshot(chunks: Sequence[WeightedChunk], position: int, max_chunks: i
     if not chunks:
         raise ValidationError("take_snapshot() needs at least one chunk in the buffer")
     snapshot_id = snapshot_id or str(uuid.uuid4())
-    total = sum(c.layer1_score for c in chunks) or 1.0
+    weighted = sum(c.layer1_score for c in chunks) > 0
+    total = sum(c.layer1_score for c in chunks) if weighted else float(len(chunks))
     domains: dict[str, float] = {}
     for chunk in chunks:
         chunk.parent_id = snapshot_id
         for tag in chunk.domain_tags:
-            domains[tag] = domains.get(tag, 0.0) + chunk.layer1_score
+            domains[tag] = domains.get(tag, 0.0) + (chunk.layer1_score if weighted else 1.0)
     kept = [dataclasses.replace(c) if keep_text else dataclasses.replace(c, text="") for c in chunks]
     return ContextSnapshot(
         snapshot_id=snapshot_id,
