@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -62,10 +63,11 @@ from typing import Any
 
 import common
 import redmem
-from redmem.recipes.hsca import ContextSnapshot, EmbeddingDomains, HSCAEngine, WeightedChunk
+from redmem.recipes.hsca import ContextSnapshot, EmbeddingDomains, HSCAEngine, WeightedChunk, tune
 from redmem.recipes.hsca.beats import Beat, snapshot_term_weights
 from redmem.recipes.hsca.scoring import score_turn
 from redmem.recipes.hsca.store import SessionStore
+from redmem.recipes.hsca.tuning import load_parameters
 from redmem.recipes.hsca.window import build_snapshot
 from redmem.store.embedded import EmbeddedServer
 from redmem.text.analyzer import default_analyzer
@@ -159,6 +161,65 @@ def eval_fidelity(cases: list[dict[str, Any]], make_engine: Callable[[], HSCAEng
             "snapshots": len(snapshots),
         })
     return results
+
+
+# ----------------------------------------------------------------------------- eval 3
+AGENT = "eval3-agent"
+
+
+def replay(case: dict[str, Any], rng: random.Random) -> tuple[list[str], list[int]]:
+    """One interaction's conversation: the case's central turns in a seeded order, the aside kept in place."""
+    central = [case["turns"][i] for i in case["central_turns"]]
+    rng.shuffle(central)
+    turns = list(central)
+    turns.insert(case["aside_turn"], case["turns"][case["aside_turn"]])
+    return turns, [i for i in range(len(turns)) if i != case["aside_turn"]]
+
+
+def record_interactions(tuning: list[dict[str, Any]], start: int, stop: int, rng: random.Random) -> int:
+    """Interactions ``start`` to ``stop`` of the agent: a replayed tuning conversation, the case's
+    query asked, and the central chunks of the snapshots it returned recorded as served."""
+    recorded = 0
+    for n in range(start, stop):
+        case = rng.choice(tuning)
+        turns, central = replay(case, rng)
+        engine = HSCAEngine.for_agent(AGENT, session_id=f"replay-{n}")
+        chunks, _ = run_conversation(engine, turns)
+        query = " ".join(case["query"])
+        shown = {c.chunk_id for beat in engine.relevant(query, limit=3) for c in beat.snapshot.chunks}
+        served = [chunks[i].chunk_id for i in central if chunks[i].chunk_id in shown]
+        if served:
+            engine.record_served(query, served)
+            recorded += 1
+    return recorded
+
+
+def eval_self_improvement(cases: list[dict[str, Any]], steps: Sequence[int]) -> dict[str, Any]:
+    """Eval 1's held-out pass rate with the parameters tuned after N recorded interactions, for each N."""
+    tuning = [c for c in cases if c["split"] == "tuning"]
+    held_out = [c for c in cases if c["split"] == "held_out"]
+    rng = random.Random(common.SEED)
+    rows, done, recorded = [], 0, 0
+    for n in steps:
+        recorded += record_interactions(tuning, done, n, rng) if n > done else 0
+        done = max(done, n)
+        started = time.perf_counter()
+        tuned = tune(AGENT, seed=common.SEED) if n else None
+        tune_s = time.perf_counter() - started
+        parameters = load_parameters(AGENT)
+        results = eval_fidelity(held_out, lambda: HSCAEngine.for_agent(AGENT))
+        passed = sum(r["passed"] for r in results)
+        rows.append({
+            "interactions": n, "recorded_with_served_chunks": recorded, "held_out_passed": passed,
+            "held_out_cases": len(results), "rate": passed / len(results), "tune_s": round(tune_s, 2),
+            "parameters": dataclasses.asdict(parameters) | {"flag_weights": dict(parameters.flag_weights)},
+            "ranking_auc_default_vs_tuned": None if tuned is None else [round(x, 4) for x in tuned.ranking_auc],
+            "beat_f1_default_vs_tuned": None if tuned is None else [round(x, 4) for x in tuned.beat_f1],
+            "failed": [r["id"] for r in results if not r["passed"]],
+        })
+    rates = [r["rate"] for r in rows]
+    monotone = all(a <= b for a, b in itertools.pairwise(rates)) and rates[-1] > rates[0]
+    return {"steps": rows, "rates": rates, "passed": monotone}
 
 
 # ----------------------------------------------------------------------------- eval 2
@@ -377,6 +438,10 @@ def markdown(payload: dict[str, Any]) -> str:
              f"at the end: {payload['load_average_end']} (2 shared cores).", "",
              "| eval | criterion | held-out | pass rate | target | verdict | tuning half |", "|---|---|---|---|---|---|---|"]
     for name, row in payload["evals"].items():
+        if name == "eval3_self_improvement":
+            steps = ", ".join(f"N={s['interactions']}: {s['rate']:.0%}" for s in row["steps"])
+            lines.append(f"| {name} | {row['criterion']} | {steps} | | monotone | {row['verdict']} | |")
+            continue
         held, tuning = row["pass_rates"]["held_out"], row["pass_rates"]["tuning"]
         target = row["target"]
         verdict = row["verdict"]
@@ -419,6 +484,11 @@ def main(argv: list[str] | None = None) -> None:
             evals[name] = {"criterion": criterion, "target": target, "verdict": verdict(rates, target),
                            "pass_rates": rates, "cases": results}
         adversarial = [r for r in evals["eval4_adversarial"]["cases"] if r["split"] == "held_out"]
+        improvement = eval_self_improvement(cases["eval1_fidelity.json"], (0, 20, 100) if args.quick else (0, 100, 1000))
+        evals["eval3_self_improvement"] = {
+            "criterion": CRITERIA["eval3_self_improvement"][0], "target": None,
+            "verdict": "PASS" if improvement["passed"] else "MISS", **improvement,
+        }
         bridging = [r for r in evals["eval5_bridging"]["cases"] if r["split"] == "held_out"]
         evals["eval5_bridging"]["false_bridge_rate"] = sum(r["false_bridge"] for r in bridging) / len(bridging)
         evals["eval5_bridging"]["calibrated_on_tuning_half"] = {"chosen": calibrated, "grid": grid}

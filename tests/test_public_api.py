@@ -60,8 +60,9 @@ PINNED = {
         "SubconsciousMemory", "assess_retrieval",
     ],
     "redmem.recipes.hsca": [
-        "Beat", "ContextSnapshot", "DomainStep", "DomainTag", "EmbeddingDomains", "HSCAEngine", "NuanceFlag", "NuanceModel",
-        "RelevantBeat", "SessionStore", "SnapshotRecord", "WeightedChunk",
+        "Beat", "ContextSnapshot", "DomainStep", "DomainTag", "EmbeddingDomains", "HSCAEngine", "HSCAParameters",
+        "NuanceFlag", "NuanceModel", "RelevantBeat", "ServedQuery", "ServedRecord", "SessionStore",
+        "SnapshotRecord", "TunedParameters", "TuningResult", "WeightedChunk", "tune",
     ],
     "redmem.context": [
         "Budget", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",

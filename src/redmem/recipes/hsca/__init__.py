@@ -8,10 +8,12 @@ in Redis, and the macro context answers questions about how the conversation mov
 from .beats import Beat
 from .domain_model import EmbeddingDomains
 from .engine import HSCAEngine
+from .history import ServedQuery, ServedRecord
 from .interface import ContextSnapshot, DomainTag, NuanceFlag, WeightedChunk
 from .macro import DomainStep, RelevantBeat
 from .nuance_model import NuanceModel
 from .store import SessionStore, SnapshotRecord
+from .tuning import HSCAParameters, TunedParameters, TuningResult, tune
 
 __all__ = [
     "HSCAEngine",
@@ -26,4 +28,10 @@ __all__ = [
     "EmbeddingDomains",
     "SessionStore",
     "SnapshotRecord",
+    "ServedQuery",
+    "ServedRecord",
+    "HSCAParameters",
+    "TunedParameters",
+    "TuningResult",
+    "tune",
 ]

@@ -9,6 +9,7 @@ snapshotted is always the engine's own.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...store.errors import ValidationError
@@ -16,12 +17,14 @@ from ...store.validation import finite_number, positive_int
 from ...text.analyzer import default_analyzer
 from .beats import Beat, MemoryBeats, snapshot_term_weights
 from .domain_model import EmbeddingDomains
+from .history import record_served
 from .interface import ContextSnapshot, WeightedChunk
 from .macro import DEFAULT_LOCALITY, DomainStep, RelevantBeat, domain_evolution, rank_relevant
 from .nuance_model import NuanceModel
 from .scoring import ScoredTurn, score_turn
 from .store import SessionStore
 from .text import ParsedTurn
+from .tuning import load_parameters
 from .window import DEFAULT_MIN_BEAT, build_snapshot, snapshot_due
 
 __all__ = ["HSCAEngine"]
@@ -41,6 +44,10 @@ class HSCAEngine:
         nuance_model: the chat model of the metaphor / sarcasm / analogy / narrative flags
             (None: those flags are omitted).
         domain_model: tags domains by meaning (:class:`EmbeddingDomains`; None: keyword lists).
+        flag_weights: per nuance flag, the factor on a flagged chunk's layer 1 (self-tuning; none: 1).
+
+    :meth:`for_agent` builds an engine with the agent's tuned parameters; :meth:`record_served`
+    records which chunks served a query, the history :func:`~redmem.recipes.hsca.tune` learns from.
     """
 
     def __init__(
@@ -55,6 +62,7 @@ class HSCAEngine:
         keep_text: bool = True,
         nuance_model: NuanceModel | None = None,
         domain_model: EmbeddingDomains | None = None,
+        flag_weights: Mapping[str, float] | None = None,
     ) -> None:
         self.snapshot_coherence_threshold = finite_number(
             "snapshot_coherence_threshold", snapshot_coherence_threshold, low=0.0, high=1.0)
@@ -64,9 +72,30 @@ class HSCAEngine:
         self.keep_text = keep_text
         self.nuance_model = nuance_model
         self.domain_model = domain_model
+        self.flag_weights = {str(f): finite_number(f"flag_weights[{f!r}]", w, low=0.0)
+                             for f, w in (flag_weights or {}).items()}
+        self.agent_id, self.session_id = agent_id, session_id
         self._buffer: list[ScoredTurn] = []
         self._recent: deque[ParsedTurn] = deque(maxlen=self.max_buffer_chunks)
         self._beats: MemoryBeats | SessionStore = _beats_of(agent_id, session_id)
+
+    @classmethod
+    def for_agent(cls, agent_id: str, session_id: str | None = None, **options: Any) -> HSCAEngine:
+        """An engine with ``agent_id``'s tuned window, threshold and flag weights (the defaults if
+        never tuned); with ``session_id`` its snapshots go to that session in Redis."""
+        tuned = load_parameters(agent_id)
+        return cls(tuned.snapshot_coherence_threshold, cooccurrence_window=tuned.cooccurrence_window,
+                   flag_weights=tuned.flag_weights, agent_id=agent_id if session_id is not None else None,
+                   session_id=session_id, **options)
+
+    def record_served(self, query: str, served_chunk_ids: Sequence[str]) -> None:
+        """Record that these chunks of the session's snapshots served ``query`` (the tuning signal).
+
+        ValidationError for an engine without a Redis session.
+        """
+        if self.agent_id is None or self.session_id is None:
+            raise ValidationError("record_served() needs an engine with agent_id and session_id")
+        record_served(self.agent_id, self.session_id, query, served_chunk_ids)
 
     def ingest_turn(self, text: str) -> WeightedChunk:
         """Score ``text`` through the layers and buffer it; take a snapshot when one is due."""
@@ -143,7 +172,7 @@ class HSCAEngine:
 
     def _score(self, text: Any) -> ScoredTurn:
         return score_turn(text, self.cooccurrence_window, list(self._recent), self.nuance_model,
-                          domain_model=self.domain_model)
+                          domain_model=self.domain_model, flag_weights=self.flag_weights)
 
     @staticmethod
     def _terms(text: str) -> list[str]:

@@ -6,12 +6,17 @@ coherence (:mod:`.coherence`), the deterministic nuance flags (:mod:`.nuance`), 
 when layer 1 scored the turn as short, and the model's flags when a model is given
 (:mod:`.nuance_model`). Empty text is a defined result: layer 1 and coherence 0,
 ``["unclassified"]``, only the ``short_chunk`` flag.
+
+Flag weights (tuned per agent, :mod:`.tuning`) scale the relational weight by the chunk's
+flags: ``layer1 = min(1, relational * prod(flag_weights.get(f, 1) for f in flags))``; with no
+weights layer 1 is the relational weight itself.
 """
 
 from __future__ import annotations
 
+import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +30,7 @@ from .nuance_model import NuanceModel
 from .relational import relational_weight
 from .text import ParsedTurn, checked_turn, parse_turn
 
-__all__ = ["ScoredTurn", "score_turn"]
+__all__ = ["ScoredTurn", "score_turn", "weighted_layer1"]
 
 
 @dataclass(frozen=True)
@@ -37,9 +42,17 @@ class ScoredTurn:
     term_weights: dict[str, float]
 
 
+def weighted_layer1(relational: float, flags: Sequence[str], flag_weights: Mapping[str, float] | None) -> float:
+    """The relational weight scaled by the chunk's flag weights, capped at 1 (module docstring)."""
+    if not flag_weights:
+        return relational
+    return min(1.0, relational * math.prod(flag_weights.get(f, 1.0) for f in flags))
+
+
 def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
                nuance_model: NuanceModel | None = None, analyzer: Analyzer | None = None,
-               domain_model: EmbeddingDomains | None = None) -> ScoredTurn:
+               domain_model: EmbeddingDomains | None = None,
+               flag_weights: Mapping[str, float] | None = None) -> ScoredTurn:
     """Layers 1-3 of ``text``; ArgumentTypeError for a non-str, ValidationError for unwritable text.
 
     ``domain_model`` tags domains by meaning (:mod:`.domain_model`) instead of keyword lists.
@@ -54,7 +67,7 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
     chunk = WeightedChunk(
         chunk_id=str(uuid.uuid4()),
         text=parsed.text,
-        layer1_score=relational.score,
+        layer1_score=weighted_layer1(relational.score, flags, flag_weights),
         domain_tags=classify_domains(parsed) if domain_model is None else domain_model.classify(parsed, context),
         coherence_score=coherence_score(parsed),
         nuance_flags=flags,
