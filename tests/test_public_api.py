@@ -62,7 +62,7 @@ PINNED = {
     "redmem.recipes.hsca": [
         "Beat", "ContextSnapshot", "DomainStep", "DomainTag", "EmbeddingDomains", "HSCAEngine", "HSCAParameters",
         "NuanceFlag", "NuanceModel", "RelevantBeat", "ServedQuery", "ServedRecord", "SessionStore",
-        "SnapshotRecord", "TunedParameters", "TuningResult", "WeightedChunk", "tune",
+        "SnapshotPassage", "SnapshotRecord", "TunedParameters", "TuningResult", "WeightedChunk", "tune",
     ],
     "redmem.context": [
         "Budget", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",

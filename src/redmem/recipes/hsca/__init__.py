@@ -12,6 +12,7 @@ from .history import ServedQuery, ServedRecord
 from .interface import ContextSnapshot, DomainTag, NuanceFlag, WeightedChunk
 from .macro import DomainStep, RelevantBeat
 from .nuance_model import NuanceModel
+from .source import SnapshotPassage
 from .store import SessionStore, SnapshotRecord
 from .tuning import HSCAParameters, TunedParameters, TuningResult, tune
 
@@ -28,6 +29,7 @@ __all__ = [
     "EmbeddingDomains",
     "SessionStore",
     "SnapshotRecord",
+    "SnapshotPassage",
     "ServedQuery",
     "ServedRecord",
     "HSCAParameters",

@@ -15,6 +15,7 @@ from typing import Any
 from ...store.errors import ValidationError
 from ...store.validation import finite_number, positive_int
 from ...text.analyzer import default_analyzer
+from ..context_assembler import AssemblyResult, ContextAssembler
 from .beats import Beat, MemoryBeats, snapshot_term_weights
 from .domain_model import EmbeddingDomains
 from .history import record_served
@@ -22,6 +23,7 @@ from .interface import ContextSnapshot, WeightedChunk
 from .macro import DEFAULT_LOCALITY, DomainStep, RelevantBeat, domain_evolution, rank_relevant
 from .nuance_model import NuanceModel
 from .scoring import ScoredTurn, score_turn
+from .source import PASSAGE_FIELDS, SnapshotPassage, assemble_region
 from .store import SessionStore
 from .text import ParsedTurn
 from .tuning import load_parameters
@@ -169,6 +171,23 @@ class HSCAEngine:
             return []
         beats = self._beats.mentioning(terms, *region)
         return rank_relevant(beats, terms, context_position, positive_int("limit", limit), locality)
+
+    def assemble(self, query: str, *, region: tuple[int, int | None] = (0, None),
+                 context_position: int | None = None, assembler: ContextAssembler | None = None) -> AssemblyResult:
+        """The snapshots of ``region`` most relevant to ``query`` (as :meth:`relevant` ranks them),
+        packed and rendered as injectable context by ``assembler``, a ContextAssembler of
+        :class:`SnapshotPassage` (default: position, domain and content shown, 5 items).
+
+        ValidationError for an engine without a Redis session or an assembler of another model.
+        """
+        if self.agent_id is None or self.session_id is None:
+            raise ValidationError("assemble() needs an engine with agent_id and session_id")
+        assembler = assembler or ContextAssembler(SnapshotPassage, render_fields=list(PASSAGE_FIELDS))
+        if assembler.model_class is not SnapshotPassage:
+            raise ValidationError(f"assemble() needs a ContextAssembler of SnapshotPassage, "
+                                  f"not of {assembler.model_class.__name__}")
+        ranked = self.relevant(query, context_position, assembler.max_items, region=region)
+        return assemble_region(assembler, ranked, self.agent_id, self.session_id)
 
     def _score(self, text: Any) -> ScoredTurn:
         return score_turn(text, self.cooccurrence_window, list(self._recent), self.nuance_model,

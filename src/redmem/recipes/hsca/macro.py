@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .beats import Beat
 from .interface import ContextSnapshot
 
-__all__ = ["DomainStep", "RelevantBeat", "domain_evolution", "relevance", "rank_relevant", "DEFAULT_LOCALITY"]
+__all__ = ["DomainStep", "RelevantBeat", "dominant_domain", "domain_evolution", "relevance", "rank_relevant", "DEFAULT_LOCALITY"]
 
 #: Beats of distance over which the position prior falls by a factor e.
 DEFAULT_LOCALITY = 3.0
@@ -42,13 +42,18 @@ class RelevantBeat:
     relevance: float
 
 
+def dominant_domain(summary: dict[str, float]) -> str:
+    """The domain of largest weight (ties by name); ``unclassified`` for an empty summary."""
+    return min(summary, key=lambda d: (-summary[d], d)) if summary else "unclassified"
+
+
 def domain_evolution(snapshots: Sequence[ContextSnapshot]) -> list[DomainStep]:
     """Each snapshot's dominant domain (largest weight, ties by name) and whether it differs from
     the previous snapshot's."""
     steps: list[DomainStep] = []
     for snapshot in snapshots:
         summary = snapshot.domain_summary
-        dominant = min(summary, key=lambda d: (-summary[d], d)) if summary else "unclassified"
+        dominant = dominant_domain(summary)
         shifted = bool(steps) and steps[-1].dominant != dominant
         steps.append(DomainStep(snapshot.conversation_position, dominant, dict(summary), shifted))
     return steps

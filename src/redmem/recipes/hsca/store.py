@@ -1,6 +1,7 @@
 """HSCA snapshots in Redis: one record per snapshot, partitioned by (agent, session).
 
-A :class:`SnapshotRecord` holds the snapshot's fields, its chunks (``to_dict()`` form, the text
+Each snapshot is also stored as a :class:`~.source.SnapshotPassage`, the view a
+ContextAssembler pulls from. A :class:`SnapshotRecord` holds the snapshot's fields, its chunks (``to_dict()`` form, the text
 emptied when the engine drops it), its term weights (the weight map by concept, which outlives
 the text) and its terms as tags, so "the first snapshot that mentions X" is one indexed query.
 Positions come from one counter per session (``KeyKind.HSCA_POSITION``, INCR), so two processes
@@ -19,6 +20,7 @@ from ...model.query import Query
 from ...store.keys import KeyKind
 from .beats import Beat
 from .interface import ContextSnapshot
+from .source import save_passage, session_passages
 
 __all__ = ["SnapshotRecord", "SessionStore"]
 
@@ -68,6 +70,7 @@ class SessionStore:
             domain_summary=data["domain_summary"], forced=snapshot.forced, created_at=snapshot.created_at,
             chunks=data["chunks"], term_weights=dict(beat.term_weights), concepts=sorted(beat.term_weights),
         )
+        save_passage(self.agent_id, self.session_id, beat)
 
     def count(self) -> int:
         return self._query().count()
@@ -75,6 +78,8 @@ class SessionStore:
     def clear(self) -> int:
         """Delete the session's snapshots and its position counter; how many snapshots went."""
         removed = sum(1 for record in self._query() if record.delete())
+        for passage in session_passages(self.agent_id, self.session_id):
+            passage.delete()
         SnapshotRecord._meta.client.delete(self._space.key(KeyKind.HSCA_POSITION))
         return removed
 
