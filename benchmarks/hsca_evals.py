@@ -500,7 +500,7 @@ def main(argv: list[str] | None = None) -> None:
     payload = {
         "machine": common.machine(), "load_average_start": load_start, "load_average_end": list(os.getloadavg()),
         "quick": args.quick, "frozen_cases": {name: file_hash(DATA / name) for name in FROZEN},
-        "evals": evals, "costs": costs,
+        "evals": dict(sorted(evals.items())), "costs": costs,
     }
     path = common.write_json(args.out, payload)
     path.with_suffix(".md").write_text(markdown(payload))
