@@ -405,8 +405,10 @@ def snapshot_costs(turns: Sequence[str], snapshots: int, repeats: int) -> dict[s
         "take_snapshot (2 chunks, incl. scoring)": take,
         "last_beats(3)": lambda: engine.last_beats(3),
         "region(mid, mid+10)": lambda: engine.region(middle, middle + 10),
-        "first_mention('entropy')": lambda: engine.first_mention("entropy"),
-        "state_before('entropy')": lambda: engine.state_before("entropy"),
+        "first_mention('momentum')": lambda: engine.first_mention("momentum"),
+        "first_mention('entropy'), absent": lambda: engine.first_mention("entropy"),
+        "state_before('momentum')": lambda: engine.state_before("momentum"),
+        "state_before('entropy'), absent: every snapshot": lambda: engine.state_before("entropy"),
         "relevant('cache database', context_position=mid)": lambda: engine.relevant("cache database", middle),
         "relevant(..., region=last 20)": lambda: engine.relevant("cache database", region=(snapshots - 20, None)),
     }
