@@ -406,9 +406,8 @@ def snapshot_costs(turns: Sequence[str], snapshots: int, repeats: int) -> dict[s
         "last_beats(3)": lambda: engine.last_beats(3),
         "region(mid, mid+10)": lambda: engine.region(middle, middle + 10),
         "first_mention('momentum')": lambda: engine.first_mention("momentum"),
-        "first_mention('entropy'), absent": lambda: engine.first_mention("entropy"),
+        "first_mention('zeppelin'), absent": lambda: engine.first_mention("zeppelin"),
         "state_before('momentum')": lambda: engine.state_before("momentum"),
-        "state_before('entropy'), absent: every snapshot": lambda: engine.state_before("entropy"),
         "relevant('cache database', context_position=mid)": lambda: engine.relevant("cache database", middle),
         "relevant(..., region=last 20)": lambda: engine.relevant("cache database", region=(snapshots - 20, None)),
     }
@@ -416,6 +415,9 @@ def snapshot_costs(turns: Sequence[str], snapshots: int, repeats: int) -> dict[s
     started = time.perf_counter()
     macro = engine.get_macro_context()
     read_all_s = time.perf_counter() - started
+    started = time.perf_counter()
+    before_absent = engine.state_before("zeppelin")
+    state_before_absent_s = time.perf_counter() - started
     started = time.perf_counter()
     dumped = json.dumps([s.to_dict() for s in macro])
     to_dict_s = time.perf_counter() - started
@@ -425,10 +427,11 @@ def snapshot_costs(turns: Sequence[str], snapshots: int, repeats: int) -> dict[s
     started = time.perf_counter()
     evolution = engine.domain_evolution()
     evolution_s = time.perf_counter() - started
-    assert len(loaded) == len(macro) == len(evolution)
+    assert len(loaded) == len(macro) == len(evolution) == len(before_absent)
     return {
         "snapshots": len(macro), "fill_s": round(fill_s, 2), "latency_ms": latency,
         "get_macro_context_s": round(read_all_s, 3), "domain_evolution_s": round(evolution_s, 3),
+        "state_before_absent_concept_s": round(state_before_absent_s, 3),
         "to_dict_json_s": round(to_dict_s, 3), "from_dict_json_s": round(from_dict_s, 3),
         "json_mb": round(len(dumped) / 1e6, 2),
     }

@@ -120,3 +120,16 @@ def test_clearing_a_session_removes_its_snapshots_and_restarts_its_positions(db)
     ingest(engine, CONVERSATION[:2])
     assert [s.conversation_position for s in engine.get_macro_context()] == [0]
     assert len(HSCAEngine(agent_id="agent-1", session_id="s-5").get_macro_context()) == 1
+
+
+def test_the_last_beats_survive_a_gap_in_the_positions(db):
+    engine = HSCAEngine(agent_id="agent-g", session_id="s-g")
+    ingest(engine, CONVERSATION[:4])
+    store = SessionStore("agent-g", "s-g")
+    store.next_position()  # a save that failed after taking its position leaves a gap
+    ingest(engine, CONVERSATION[4:])
+    positions = [s.conversation_position for s in engine.get_macro_context()]
+    assert positions == [0, 1, 3]
+    assert [s.conversation_position for s in engine.last_beats(2)] == [1, 3]
+    assert [s.conversation_position for s in engine.last_beats(3)] == [0, 1, 3]
+    assert [s.conversation_position for s in engine.last_beats(10)] == [0, 1, 3]

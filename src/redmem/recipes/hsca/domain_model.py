@@ -32,7 +32,7 @@ __all__ = ["EmbeddingDomains", "DOMAIN_PROTOTYPES", "MAX_TAGS", "DEFAULT_FLOOR",
 #: The most domains one chunk is tagged with by meaning.
 MAX_TAGS = 2
 #: Cosine to a domain centroid a chunk needs at least (calibrated on eval 5's tuning half).
-DEFAULT_FLOOR = 0.15
+DEFAULT_FLOOR = 0.2
 #: How far below the best domain's cosine another domain may be and still be tagged.
 DEFAULT_MARGIN = 0.05
 #: Cosine between two turns from which the later one takes the earlier one's best domain

@@ -91,7 +91,13 @@ class SessionStore:
         return [_beat(r) for r in query.order_by("position")]
 
     def last(self, n: int) -> list[Beat]:
-        """The last ``n`` beats, in order."""
+        """The last ``n`` beats, in order: a range query below the position counter (a descending
+        scan of the whole session only when gaps left that range short)."""
+        top = int(SnapshotRecord._meta.client.get(self._space.key(KeyKind.HSCA_POSITION)) or 0)
+        start = max(0, top - n)
+        beats = self.between(start)
+        if len(beats) >= n or start == 0:
+            return beats[-n:] if n > 0 else []
         return [_beat(r) for r in reversed(self._query().order_by("-position").limit(n).all())]
 
     def first_mention(self, terms: Sequence[str]) -> int | None:
