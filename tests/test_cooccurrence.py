@@ -47,8 +47,8 @@ def names(pairs):
 
 def graph_texts(client, graph) -> str:
     """Everything the graph's keys hold, as one string (to look for a node id)."""
-    w, adj, inbound = graph.keys
-    parts = [k.decode() for k in client.hkeys(w)]
+    w, adj, inbound, degrees = graph.keys
+    parts = [k.decode() for key in (w, degrees) for k in client.hkeys(key)]
     parts += [m.decode() for key in (adj, inbound) for m in client.zrange(key, 0, -1)]
     return "\n".join(parts)
 
@@ -334,3 +334,60 @@ def test_concurrent_strengthen_never_exceeds_the_cap_and_loses_nothing(any_db, r
     assert max(highest.get() for _ in procs) <= 1.0
     # 8 x 50 x 0.004 = 1.6 over the cap; 8 x 50 x 0.001 = 0.4, every increment kept
     assert names(graph.get_linked(E("x"))) == [("capped", 1.0), ("summed", pytest.approx(0.5, abs=1e-9))]
+
+
+# -- weighted degrees and strengthen without creating -------------------------------------------
+def reference_degrees(client, graph) -> dict[str, float]:
+    """Every node's weighted degree summed from the weight hash (both ends of every edge)."""
+    degrees: dict[str, float] = {}
+    for pair, weight in client.hgetall(graph.keys[0]).items():
+        for node in pair.decode().split(" "):
+            degrees[node] = degrees.get(node, 0.0) + float(weight)
+    return degrees
+
+
+def stored_degrees(client, graph) -> dict[str, float]:
+    return {node.decode(): float(value) for node, value in client.hgetall(graph.keys[3]).items()}
+
+
+operations = st.lists(st.tuples(
+    st.sampled_from(["link", "strengthen", "reinforce", "unlink", "weaken", "remove"]),
+    st.integers(0, 4), st.integers(0, 4), st.floats(0.01, 1.0)), max_size=25)
+
+
+@pytest.mark.parametrize("model", [Topic, Hub])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=operations)
+def test_degree_sums_follow_every_graph_operation(any_db, model, ops):
+    field = model._meta.fields_of(CoOccurrenceField)[0]
+    graph = field.graph()
+    any_db.delete(*graph.keys)
+    records = [model.create(name=f"n{i}") for i in range(5)]
+    for op, a, b, amount in ops:
+        if op == "remove":
+            records[a].delete()
+            records[a] = model.create(name=f"n{a}")
+        elif a == b:
+            continue
+        elif op == "link":
+            graph.link(records[a], records[b], amount)
+        elif op in ("strengthen", "reinforce"):
+            graph.strengthen(records[a], records[b], amount, create=op == "strengthen")
+        elif op == "unlink":
+            graph.unlink(records[a], records[b])
+        else:
+            graph.weaken_all(records[a], amount)
+    expected, stored = reference_degrees(any_db, graph), stored_degrees(any_db, graph)
+    assert stored.keys() == expected.keys()  # a node without edges has no entry
+    for node, degree in expected.items():
+        assert stored[node] == pytest.approx(degree, abs=1e-9)
+    assert graph.degrees(records) == [pytest.approx(expected.get(graph.node_id(r), 0.0), abs=1e-9) for r in records]
+
+
+def test_strengthen_without_create_only_touches_existing_edges(any_db):
+    graph = Topic.related.graph()
+    assert graph.strengthen(E("x"), E("y"), delta=0.1, create=False) == 0.0
+    assert not any_db.exists(*graph.keys)
+    graph.link(E("x"), E("y"), initial_weight=0.95)
+    assert graph.strengthen(E("x"), E("y"), delta=0.1, create=False) == 1.0
+    assert graph.degrees([E("x"), E("y"), E("z")]) == [1.0, 1.0, 0.0]

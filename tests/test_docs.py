@@ -48,6 +48,7 @@ PAGES = [
     "tokens.md",
     "primitives/composite.md",
     "recipes/context-assembler.md",
+    "recipes/frames.md",
     "recipes/conversation-memory.md",
     "recipes/metacognition.md",
     "recipes/policy-cache.md",

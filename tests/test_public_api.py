@@ -64,6 +64,11 @@ PINNED = {
         "NuanceFlag", "NuanceModel", "RelevantBeat", "ServedQuery", "ServedRecord", "SessionStore",
         "SnapshotPassage", "SnapshotRecord", "TunedParameters", "TuningResult", "WeightedChunk", "tune",
     ],
+    "redmem.recipes.frames": [
+        "ATTENTION_FRAME", "BUILTIN_FRAMES", "Block", "CachePolicy", "FrameDefinition", "FrameFilters",
+        "FrameMemory", "FrameResult", "PrefixIndexField", "SELF_FRAME", "ScoredBlock", "ScoringWeights",
+        "TASK_FRAME",
+    ],
     "redmem.context": [
         "Budget", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",
         "estimate_tokens", "exact_counter", "fuse", "pack", "query_adaptive_weights",

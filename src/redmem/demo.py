@@ -14,6 +14,8 @@
    ones lose confidence, dismissed routines weaken their cycle.
 5. HSCA: the same conversation through ``HSCAEngine`` into the agent's ``demo`` session; print
    its beats (snapshots) and which beats the first questions are relevant to.
+6. Frames: a few blocks of agent ``<agent>-frames`` and its SELF, ATTENTION and TASK frames
+   (:mod:`redmem.cli_commands.frames_demo`).
 
 Without ``--url`` or ``REDIS_URL`` it runs on a private throwaway server, so that ``make demo``
 leaves no process and no file behind.
@@ -34,6 +36,7 @@ from .cli_commands.ask import assembler_from
 from .cli_commands.conversation import Conversation, Question, parse_conversation
 from .cli_commands.demo_run import DemoRun
 from .cli_commands.display import WIDE, context_panel, outcome_table, summary, trace_table, turn_table
+from .cli_commands.frames_demo import run_frames
 from .cli_commands.hsca_demo import show_hsca
 from .cli_commands.ingest import ingest_with_progress
 from .cli_commands.llm import ChatModel, from_environment, messages_for
@@ -101,6 +104,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     console.print(Rule("what the outcomes did"))
     console.print(_movement(moved))
     show_hsca(console, conversation, args.agent)
+    run_frames(console, args.agent, args.verbose)
     console.print(Text(_epilogue(runtime, args, memories)))
     console.print(f"demo done in {time.perf_counter() - started:.1f} s")
 

@@ -3,10 +3,10 @@
 Nodes are records of the model (an instance or a :class:`~redmem.DbKey`) or named entities
 (:class:`Entity`). Edge weights lie in (0, 1]. Operations follow popoto's
 CoOccurrenceField: ``link`` (an existing edge keeps its weight),
-``strengthen`` (capped at 1.0), ``weaken_all`` (multiply, drop below 0.001), ``get_linked`` and
+``strengthen`` (capped at 1.0; ``create=False`` leaves absent edges absent), ``weaken_all`` (multiply, drop below 0.001), ``get_linked`` and
 ``propagate`` (spreading activation, see :func:`propagation_weights`).
 
-Where it lives in Redis: three keys per field and partition (``<base>:co:<field>:...``), so every
+Where it lives in Redis: four keys per field and partition (``<base>:co:<field>:...``), so every
 operation is one Lua call whose KEYS are known before it runs, and deleting a record removes
 its edges in both directions inside the record's own MULTI/EXEC without reading first:
 
@@ -17,7 +17,10 @@ its edges in both directions inside the record's own MULTI/EXEC without reading 
   (:func:`weight_rank`), so one node's edges form one lexical range ordered by weight, strongest
   first, ties by neighbour id: ``get_linked``, pruning and propagation read only the edges they keep;
 - ``in`` sorted set of ``"<b> <a>"`` for every edge a -> b, kept for directed graphs only (a
-  deleted node's incoming edges).
+  deleted node's incoming edges);
+- ``deg`` hash node id -> weighted degree, the sum of the weights of all the node's edges (in and
+  out), kept by every script that changes an edge (a node without edges has no entry), so
+  centrality reads one entry per node instead of every edge.
 
 Node ids are ``r:<record id>`` and ``e:<escaped entity name>``: they never collide and never
 contain a space (record ids and entity names are escaped).
@@ -48,6 +51,7 @@ __all__ = [
     "Entity",
     "Graph",
     "GraphSize",
+    "Degrees",
     "Propagation",
     "propagation_weights",
     "weight_rank",
@@ -55,7 +59,7 @@ __all__ = [
     "GRAPH_KIND",
 ]
 
-#: Key kind of the graph keys: ``<base>:co:<field>:{w,adj,in}``.
+#: Key kind of the graph keys: ``<base>:co:<field>:{w,adj,in,deg}``.
 GRAPH_KIND = KeyKind.GRAPH
 RECORD_PREFIX = "r:"
 ENTITY_PREFIX = "e:"
@@ -144,8 +148,8 @@ class Graph:
 
     @property
     def keys(self) -> list[str]:
-        """``[w hash, adj zset, in zset]`` of this graph."""
-        return [self.keyspace.key(GRAPH_KIND, self.field.name, part) for part in ("w", "adj", "in")]
+        """``[w hash, adj zset, in zset, deg hash]`` of this graph."""
+        return [self.keyspace.key(GRAPH_KIND, self.field.name, part) for part in ("w", "adj", "in", "deg")]
 
     def size_searcher(self) -> GraphSize:
         """The search counting the graph's adjacency entries (0: no edge), to share a round trip."""
@@ -191,10 +195,13 @@ class Graph:
         amount = _check(initial_weight, "initial_weight", 0.0, 1.0, open_low=True)
         return self._add(a, b, "link", amount, pipeline)
 
-    def strengthen(self, a: Any, b: Any, delta: float = 0.05, pipeline: Any = None) -> float | None:
-        """Add ``delta`` to the edge a-b (created from 0 if absent), capped at 1.0; returns the
-        weight. Errors as :meth:`link`."""
-        return self._add(a, b, "strengthen", _check(delta, "delta", 0.0, 1.0, open_low=True), pipeline)
+    def strengthen(
+        self, a: Any, b: Any, delta: float = 0.05, pipeline: Any = None, *, create: bool = True,
+    ) -> float | None:
+        """Add ``delta`` to the edge a-b, capped at 1.0; returns the weight. An absent edge is
+        created from 0, or with ``create=False`` left absent (returns 0.0). Errors as :meth:`link`."""
+        mode = "strengthen" if create else "reinforce"
+        return self._add(a, b, mode, _check(delta, "delta", 0.0, 1.0, open_low=True), pipeline)
 
     def _add(self, a: Any, b: Any, mode: str, amount: float, pipeline: Any) -> float | None:
         ids = self._pair(a, b)
@@ -227,6 +234,15 @@ class Graph:
         return int(self._run("graph_weaken", self.keys, args))
 
     # -- reading -------------------------------------------------------------------------------
+    def degrees(self, nodes: Iterable[Any]) -> list[float]:
+        """Each node's weighted degree: the sum of the weights of all its edges (0.0 without edges)."""
+        return run_search(self.field.model._meta.client, self.degree_searcher(nodes))
+
+    def degree_searcher(self, nodes: Iterable[Any]) -> Degrees:
+        """The search behind :meth:`degrees`, to share a round trip with other searches."""
+        ids = [self.node_id(node) for node in nodes]
+        return Degrees(ScriptCall("graph_degrees", self.keys[3:4], ids) if ids else None)
+
     def get_linked(self, node: Any, min_weight: float = 0.01, limit: int = 20) -> list[tuple[Node, float]]:
         """Up to ``limit`` neighbours of ``node`` with edge weight >= ``min_weight``, heaviest
         first (ties by node id): one ZRANGEBYLEX."""
@@ -289,6 +305,19 @@ class GraphSize:
 
     def finish(self, replies: list[Any]) -> int:
         return int(replies[0])
+
+
+@dataclass(frozen=True)
+class Degrees:
+    """The search of :meth:`Graph.degrees`: one ``graph_degrees.lua`` call (None without nodes)."""
+
+    call: ScriptCall | None
+
+    def calls(self) -> list[ScriptCall]:
+        return [] if self.call is None else [self.call]
+
+    def finish(self, replies: list[Any]) -> list[float]:
+        return [float(degree) for degree in replies[0]] if replies else []
 
 
 @dataclass(frozen=True)
@@ -374,9 +403,11 @@ class CoOccurrenceField(Field[Any]):
         """:meth:`Graph.link` in the partition of the record nodes."""
         return self.graph_of(a, b).link(a, b, initial_weight, pipeline)
 
-    def strengthen(self, a: Any, b: Any, delta: float = 0.05, pipeline: Any = None) -> float | None:
+    def strengthen(
+        self, a: Any, b: Any, delta: float = 0.05, pipeline: Any = None, *, create: bool = True,
+    ) -> float | None:
         """:meth:`Graph.strengthen` in the partition of the record nodes."""
-        return self.graph_of(a, b).strengthen(a, b, delta, pipeline)
+        return self.graph_of(a, b).strengthen(a, b, delta, pipeline, create=create)
 
     def unlink(self, a: Any, b: Any, pipeline: Any = None) -> bool | None:
         """:meth:`Graph.unlink` in the partition of the record nodes."""

@@ -1,11 +1,14 @@
 -- Link or strengthen the edge a -> b (and b -> a when symmetric); then each end keeps at most
--- max_edges edges, dropping its weakest (ties: the larger neighbour id).
+-- max_edges edges, dropping its weakest (ties: the larger neighbour id). Both ends' weighted
+-- degrees (the sum of the weights of all their edges, in and out) follow every change.
 -- KEYS[1] hash "<a> <b>" -> weight   KEYS[2] zset (lex) "<a> <rank> <b>"   KEYS[3] zset (lex) "<b> <a>"
--- KEYS[4..] hashes of the record nodes, which must exist
+-- KEYS[4] hash node -> weighted degree   KEYS[5..] hashes of the record nodes, which must exist
 -- ARGV[1] a   ARGV[2] b   ARGV[3] "link" (keep an existing weight) | "strengthen" (add, cap 1)
+--   | "reinforce" (add, cap 1, only to an existing edge: never creates one)
 -- ARGV[4] initial weight | delta   ARGV[5] symmetric "1" | "0"   ARGV[6] max_edges
--- returns the edge weight after the call (text; "0" if pruned at once), nil if a record is missing
-for i = 4, #KEYS do
+-- returns the edge weight after the call (text; "0" if pruned at once or, reinforcing, absent),
+-- nil if a record is missing
+for i = 5, #KEYS do
   if redis.call("EXISTS", KEYS[i]) == 0 then return nil end
 end
 local a, b, amount, max_edges = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6])
@@ -24,11 +27,20 @@ local function text(x)  -- shortest of %.15g / %.17g that reads back as exactly 
   if tonumber(t) ~= x then t = string.format("%.17g", x) end
   return t
 end
+local function degree(node, delta)  -- add delta to node's degree; a node left without edges has none
+  local left = redis.call("ZLEXCOUNT", KEYS[2], "[" .. node .. " ", "(" .. node .. "!")
+  if not SYM then left = left + redis.call("ZLEXCOUNT", KEYS[3], "[" .. node .. " ", "(" .. node .. "!") end
+  if left == 0 then redis.call("HDEL", KEYS[4], node); return end
+  redis.call("HSET", KEYS[4], node, text(tonumber(redis.call("HGET", KEYS[4], node) or "0") + delta))
+end
 local function drop(x, y, r)
+  local w = tonumber(redis.call("HGET", KEYS[1], pair(x, y)))
   redis.call("HDEL", KEYS[1], pair(x, y))
   redis.call("ZREM", KEYS[2], x .. " " .. r .. " " .. y)
   if SYM then redis.call("ZREM", KEYS[2], y .. " " .. r .. " " .. x)
   else redis.call("ZREM", KEYS[3], y .. " " .. x) end
+  degree(x, -w)
+  degree(y, -w)
 end
 local function put(x, y, w)
   local r = rank(w)
@@ -36,6 +48,8 @@ local function put(x, y, w)
   redis.call("ZADD", KEYS[2], 0, x .. " " .. r .. " " .. y)
   if SYM then redis.call("ZADD", KEYS[2], 0, y .. " " .. r .. " " .. x)
   else redis.call("ZADD", KEYS[3], 0, y .. " " .. x) end
+  degree(x, w)
+  degree(y, w)
 end
 local function prune(node)
   local low, high = "[" .. node .. " ", "(" .. node .. "!"
@@ -47,8 +61,9 @@ local function prune(node)
 end
 
 local old = tonumber(redis.call("HGET", KEYS[1], pair(a, b)) or "")
+if ARGV[3] == "reinforce" and not old then return "0" end
 local w = old or amount
-if ARGV[3] == "strengthen" then w = math.min(1, (old or 0) + amount) end
+if ARGV[3] ~= "link" then w = math.min(1, (old or 0) + amount) end
 if w ~= old then
   if old then drop(a, b, rank(old)) end
   put(a, b, w)

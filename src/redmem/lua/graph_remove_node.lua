@@ -1,5 +1,6 @@
 -- Remove a node and every edge from or to it.
 -- KEYS[1] hash "<a> <b>" -> weight   KEYS[2] zset (lex) "<a> <rank> <b>"   KEYS[3] zset (lex) "<b> <a>"
+-- KEYS[4] hash node -> weighted degree (the node's is removed, each neighbour loses the edge)
 -- ARGV[1] node   ARGV[2] symmetric "1" | "0"
 -- returns how many edges were removed
 local node, SYM = ARGV[1], ARGV[2] == "1"
@@ -9,17 +10,32 @@ local function rank(w)  -- weight bytes inverted, hex: lexical order = weight de
   return string.format("%08x%08x", 4294967295 - hi, 4294967295 - lo)
 end
 
+local function text(x)  -- shortest of %.15g / %.17g that reads back as exactly x
+  local t = string.format("%.15g", x)
+  if tonumber(t) ~= x then t = string.format("%.17g", x) end
+  return t
+end
+local function degree(node, delta)  -- add delta to node's degree; a node left without edges has none
+  local left = redis.call("ZLEXCOUNT", KEYS[2], "[" .. node .. " ", "(" .. node .. "!")
+  if not SYM then left = left + redis.call("ZLEXCOUNT", KEYS[3], "[" .. node .. " ", "(" .. node .. "!") end
+  if left == 0 then redis.call("HDEL", KEYS[4], node); return end
+  redis.call("HSET", KEYS[4], node, text(tonumber(redis.call("HGET", KEYS[4], node) or "0") + delta))
+end
+
 local removed = 0
 for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[2], "[" .. node .. " ", "(" .. node .. "!")) do
   local r, nb = string.sub(m, #node + 2, #node + 17), string.sub(m, #node + 19)
+  local p = node .. " " .. nb
+  if SYM and nb < node then p = nb .. " " .. node end
+  local w = tonumber(redis.call("HGET", KEYS[1], p))
   redis.call("ZREM", KEYS[2], m)
   if SYM then
     redis.call("ZREM", KEYS[2], nb .. " " .. r .. " " .. node)
-    redis.call("HDEL", KEYS[1], nb < node and (nb .. " " .. node) or (node .. " " .. nb))
   else
     redis.call("ZREM", KEYS[3], nb .. " " .. node)
-    redis.call("HDEL", KEYS[1], node .. " " .. nb)
   end
+  redis.call("HDEL", KEYS[1], p)
+  degree(nb, -w)
   removed = removed + 1
 end
 if not SYM then  -- incoming edges
@@ -29,7 +45,9 @@ if not SYM then  -- incoming edges
     redis.call("ZREM", KEYS[2], source .. " " .. rank(tonumber(w)) .. " " .. node)
     redis.call("HDEL", KEYS[1], source .. " " .. node)
     redis.call("ZREM", KEYS[3], m)
+    degree(source, -tonumber(w))
     removed = removed + 1
   end
 end
+redis.call("HDEL", KEYS[4], node)
 return removed

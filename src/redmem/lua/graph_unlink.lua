@@ -1,5 +1,6 @@
 -- Remove the edge a -> b (and b -> a when symmetric).
 -- KEYS[1] hash "<a> <b>" -> weight   KEYS[2] zset (lex) "<a> <rank> <b>"   KEYS[3] zset (lex) "<b> <a>"
+-- KEYS[4] hash node -> weighted degree (both ends lose the edge's weight)
 -- ARGV[1] a   ARGV[2] b   ARGV[3] symmetric "1" | "0"
 -- returns 1 if the edge existed, else 0
 local a, b, SYM = ARGV[1], ARGV[2], ARGV[3] == "1"
@@ -7,6 +8,18 @@ local a, b, SYM = ARGV[1], ARGV[2], ARGV[3] == "1"
 local function rank(w)  -- weight bytes inverted, hex: lexical order = weight descending
   local hi, lo = struct.unpack(">I4I4", struct.pack(">d", w))
   return string.format("%08x%08x", 4294967295 - hi, 4294967295 - lo)
+end
+
+local function text(x)  -- shortest of %.15g / %.17g that reads back as exactly x
+  local t = string.format("%.15g", x)
+  if tonumber(t) ~= x then t = string.format("%.17g", x) end
+  return t
+end
+local function degree(node, delta)  -- add delta to node's degree; a node left without edges has none
+  local left = redis.call("ZLEXCOUNT", KEYS[2], "[" .. node .. " ", "(" .. node .. "!")
+  if not SYM then left = left + redis.call("ZLEXCOUNT", KEYS[3], "[" .. node .. " ", "(" .. node .. "!") end
+  if left == 0 then redis.call("HDEL", KEYS[4], node); return end
+  redis.call("HSET", KEYS[4], node, text(tonumber(redis.call("HGET", KEYS[4], node) or "0") + delta))
 end
 
 local p = a .. " " .. b
@@ -18,4 +31,6 @@ redis.call("HDEL", KEYS[1], p)
 redis.call("ZREM", KEYS[2], a .. " " .. r .. " " .. b)
 if SYM then redis.call("ZREM", KEYS[2], b .. " " .. r .. " " .. a)
 else redis.call("ZREM", KEYS[3], b .. " " .. a) end
+degree(a, -tonumber(w))
+degree(b, -tonumber(w))
 return 1

@@ -1,5 +1,6 @@
 -- Multiply every edge of a node by a factor; edges falling below the floor are removed.
 -- KEYS[1] hash "<a> <b>" -> weight   KEYS[2] zset (lex) "<a> <rank> <b>"   KEYS[3] zset (lex) "<b> <a>"
+-- KEYS[4] hash node -> weighted degree (the node's and each neighbour's follow their edges)
 -- ARGV[1] node   ARGV[2] factor in [0, 1]   ARGV[3] symmetric "1" | "0"   ARGV[4] floor
 -- returns how many edges were removed
 local node, factor, SYM, floor = ARGV[1], tonumber(ARGV[2]), ARGV[3] == "1", tonumber(ARGV[4])
@@ -17,23 +18,34 @@ local function text(x)  -- shortest of %.15g / %.17g that reads back as exactly 
   if tonumber(t) ~= x then t = string.format("%.17g", x) end
   return t
 end
+local function degree(node, delta)  -- add delta to node's degree; a node left without edges has none
+  local left = redis.call("ZLEXCOUNT", KEYS[2], "[" .. node .. " ", "(" .. node .. "!")
+  if not SYM then left = left + redis.call("ZLEXCOUNT", KEYS[3], "[" .. node .. " ", "(" .. node .. "!") end
+  if left == 0 then redis.call("HDEL", KEYS[4], node); return end
+  redis.call("HSET", KEYS[4], node, text(tonumber(redis.call("HGET", KEYS[4], node) or "0") + delta))
+end
 
 local removed = 0
 local members = redis.call("ZRANGEBYLEX", KEYS[2], "[" .. node .. " ", "(" .. node .. "!")
 for _, m in ipairs(members) do
   local r, nb = string.sub(m, #node + 2, #node + 17), string.sub(m, #node + 19)
-  local w = tonumber(redis.call("HGET", KEYS[1], pair(node, nb))) * factor
+  local before = tonumber(redis.call("HGET", KEYS[1], pair(node, nb)))
+  local w = before * factor
   redis.call("ZREM", KEYS[2], m)
   if SYM then redis.call("ZREM", KEYS[2], nb .. " " .. r .. " " .. node) end
   if w < floor then
     redis.call("HDEL", KEYS[1], pair(node, nb))
     if not SYM then redis.call("ZREM", KEYS[3], nb .. " " .. node) end
     removed = removed + 1
+    degree(nb, -before)
+    degree(node, -before)
   else
     local nr = rank(w)
     redis.call("HSET", KEYS[1], pair(node, nb), text(w))
     redis.call("ZADD", KEYS[2], 0, node .. " " .. nr .. " " .. nb)
     if SYM then redis.call("ZADD", KEYS[2], 0, nb .. " " .. nr .. " " .. node) end
+    degree(nb, w - before)
+    degree(node, w - before)
   end
 end
 return removed

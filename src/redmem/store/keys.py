@@ -96,6 +96,18 @@ class KeyKind(StrEnum):
     HSCA_POSITION = "hp"
     #: set: ids of the memories the ``redmem demo`` command created
     DEMO_RUN = "demo-run"
+    #: sorted set (lex): a PrefixIndexField's ``"<value> <record id>"`` entries (``px:<field>``)
+    PREFIX_INDEX = "px"
+    #: sorted set (lex): the frames recipe's contradiction pairs ``"<a> <b>"``, both directions
+    CONTRADICTIONS = "fx"
+    #: hash: the frames recipe's active-hours clock of an agent
+    FRAME_CLOCK = "fk"
+    #: string: the frames recipe's counter of changes to ``self/...`` blocks (cache validity)
+    FRAME_VERSION = "fv"
+    #: string: one cached frame result (``fc:<frame>:<digest>``), with a TTL
+    FRAME_CACHE = "fc"
+    #: hash: the frames recipe's custom frame definitions by name (JSON)
+    FRAME_DEFINITIONS = "fd"
 
 
 def _needs_escape(char: str) -> bool:

@@ -1,0 +1,108 @@
+-- A frame's candidates: pre-filter, vector seeds, 1-hop expansion, guarantees and the scoring inputs.
+-- Eligible: in the window zset (active blocks only) with last_reinforced > now_hours - window (strict),
+-- and, when filters are given, matching one tag range and one category range.
+-- KEYS[1] clock hash {hours, started}   KEYS[2] zset window (last reinforced of active blocks)
+-- KEYS[3] zset (lex) "<tag> <id>"   KEYS[4] zset (lex) "<category> <id>"   KEYS[5] graph adjacency zset (lex)
+-- KEYS[6] graph degree hash   KEYS[7] confidence zset   KEYS[8] reinforcement count zset
+-- KEYS[9] decay lambda zset   KEYS[10] contradictions zset (lex) "<a> <b>"
+-- ARGV[1] now (wall seconds)   ARGV[2] window hours   ARGV[3] seeds wanted (0: queryless, every eligible block)
+-- ARGV[4] initial confidence   then three groups, each a count n followed by n (low, high) lex bounds:
+-- tag ranges, category ranges, guarantee ranges; then the vector ranking's ids, best first
+-- returns {now_hours, seeds, expanded, guaranteed, {id, last, confidence, count, lambda, degree, ...} of
+--          seeds, expanded, then guaranteed blocks neither,
+--          {a, b, ...} contradicting pairs among the candidates, ranked ids examined}
+local clock = redis.call("HMGET", KEYS[1], "hours", "started")
+local now = tonumber(ARGV[1])
+local hours = tonumber(clock[1] or "0")
+if clock[2] then hours = hours + math.max(now - tonumber(clock[2]), 0) / 3600 end
+local cutoff = hours - tonumber(ARGV[2])
+local wanted, initial = tonumber(ARGV[3]), ARGV[4]
+
+local pos = 5
+local function ranges()
+  local n, out = tonumber(ARGV[pos]), {}
+  for i = 1, n do out[i] = {ARGV[pos + 2 * i - 1], ARGV[pos + 2 * i]} end
+  pos = pos + 2 * n + 1
+  return out
+end
+local tag_ranges, category_ranges, guarantee_ranges = ranges(), ranges(), ranges()
+
+local function ids_in(key, bounds)  -- record ids of the index entries within any of the bounds
+  local found, list = {}, {}
+  for _, b in ipairs(bounds) do
+    for _, m in ipairs(redis.call("ZRANGEBYLEX", key, b[1], b[2])) do
+      local id = string.sub(m, string.find(m, " [^ ]*$") + 1)
+      if not found[id] then found[id] = true; table.insert(list, id) end
+    end
+  end
+  return found, list
+end
+local tagged = #tag_ranges > 0 and ids_in(KEYS[3], tag_ranges) or nil
+local categorised = #category_ranges > 0 and ids_in(KEYS[4], category_ranges) or nil
+local last = {}
+local function eligible(id)
+  if last[id] ~= nil then return last[id] ~= false end
+  local ok = (not tagged or tagged[id]) and (not categorised or categorised[id])
+  local score = ok and redis.call("ZSCORE", KEYS[2], id)
+  if score and tonumber(score) > cutoff then last[id] = score; return true end
+  last[id] = false
+  return false
+end
+
+local seeds, expanded, guaranteed, chosen, examined = {}, {}, {}, {}, 0
+local function add(list, id)
+  if not chosen[id] then chosen[id] = true; table.insert(list, id) end
+end
+if wanted == 0 then
+  local pool = tagged and select(2, ids_in(KEYS[3], tag_ranges))
+    or redis.call("ZRANGEBYSCORE", KEYS[2], "(" .. cutoff, "+inf")
+  for _, id in ipairs(pool) do if eligible(id) then add(seeds, id) end end
+else
+  for i = pos, #ARGV do
+    if #seeds >= wanted then break end
+    examined = examined + 1
+    if eligible(ARGV[i]) then add(seeds, ARGV[i]) end
+  end
+  for _, id in ipairs(seeds) do
+    local node = "r:" .. id
+    for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[5], "[" .. node .. " ", "(" .. node .. "!")) do
+      local nb = string.sub(m, #node + 19)
+      if string.sub(nb, 1, 2) == "r:" then
+        local nid = string.sub(nb, 3)
+        if not chosen[nid] and eligible(nid) then add(expanded, nid) end
+      end
+    end
+  end
+end
+local extra = {}  -- guaranteed blocks neither seed nor neighbour
+local _, pinned = ids_in(KEYS[3], guarantee_ranges)
+for _, id in ipairs(pinned) do
+  if eligible(id) then
+    table.insert(guaranteed, id)
+    add(extra, id)
+  end
+end
+
+local data, pairs_out = {}, {}
+local function collect(list)
+  for _, id in ipairs(list) do
+    table.insert(data, id)
+    table.insert(data, last[id])
+    table.insert(data, redis.call("ZSCORE", KEYS[7], id) or initial)
+    table.insert(data, redis.call("ZSCORE", KEYS[8], id) or "0")
+    table.insert(data, redis.call("ZSCORE", KEYS[9], id) or "0.01")
+    table.insert(data, redis.call("HGET", KEYS[6], "r:" .. id) or "0")
+    for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[10], "[" .. id .. " ", "(" .. id .. "!")) do
+      local other = string.sub(m, #id + 2)
+      if chosen[other] and id < other then
+        table.insert(pairs_out, id)
+        table.insert(pairs_out, other)
+      end
+    end
+  end
+end
+collect(seeds)
+collect(expanded)
+collect(extra)
+local h = string.format("%.17g", hours)
+return {h, seeds, expanded, guaranteed, data, pairs_out, examined}

@@ -1,0 +1,64 @@
+"""The frame cache: a frame result kept in Redis for its TTL, valid while no ``self/...`` block changed.
+
+Every write that changes a block tagged ``self/...`` (learning it, archiving it, its confidence,
+its edges, its contradictions) increments the agent's self version counter (``fv``). A cached
+result (``fc:<frame>:<digest>``, the digest covering the definition, query, top_k and budget)
+records the version it was built at and is served only while the counter still holds it, so
+every process sharing the server sees an invalidation at once. Reading the counter and the
+result is one script call, sent with the frame's first searches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ...store.keys import KeyKind, KeySpace
+from ...store.scripts import ScriptCall
+from .definitions import FrameDefinition, definition_to_json
+from .scoring import FrameResult, ScoredBlock
+
+__all__ = ["cache_key", "CacheRead", "CachedFrame", "encode_result"]
+
+
+def cache_key(space: KeySpace, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> str:
+    """``fc:<frame>:<digest>``: one entry per definition, query, top_k and budget."""
+    digest = hashlib.sha256(json.dumps([definition_to_json(definition), query, top_k, budget]).encode()).hexdigest()
+    return space.key(KeyKind.FRAME_CACHE, definition.name, digest[:32])
+
+
+class CachedFrame:
+    """What the cache holds for a frame now: the self version, and the result if still valid."""
+
+    def __init__(self, version: int, result: FrameResult | None) -> None:
+        self.version, self.result = version, result
+
+
+class CacheRead:
+    """The search reading a frame's cache entry and the self version (``frames_cache_get.lua``)."""
+
+    def __init__(self, space: KeySpace, key: str) -> None:
+        self.call = ScriptCall("frames_cache_get", [space.key(KeyKind.FRAME_VERSION), key], [])
+
+    def calls(self) -> list[ScriptCall]:
+        return [self.call]
+
+    def finish(self, replies: list[Any]) -> CachedFrame:
+        version, payload = int(replies[0][0]), replies[0][1]
+        if not payload:
+            return CachedFrame(version, None)
+        data = json.loads(payload)
+        if data["version"] != version:
+            return CachedFrame(version, None)
+        return CachedFrame(version, FrameResult(
+            text=data["text"], blocks=[ScoredBlock(**block) for block in data["blocks"]],
+            frame_name=data["frame_name"], cached=True, token_count=data["token_count"],
+        ))
+
+
+def encode_result(result: FrameResult, version: int) -> str:
+    """The JSON a cache entry holds: the result and the self version it was built at."""
+    return json.dumps({"version": version, "text": result.text, "blocks": [asdict(b) for b in result.blocks],
+                       "frame_name": result.frame_name, "token_count": result.token_count})

@@ -1,0 +1,347 @@
+"""FrameMemory: an agent's memory blocks and the frames (SELF / ATTENTION / TASK) built from them.
+
+``frame()`` retrieves, renders into the frame's token budget and then, in one round trip,
+reinforces what it returned (and caches it when the frame has a cache policy); ``recall()`` runs
+the same retrieval and returns the scored blocks without rendering and without writing anything.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ...context.packing import Budget, pack
+from ...context.tokens import TokenCounter, resolve_counter
+from ...fields.confidence import ConfidenceField
+from ...fields.cooccurrence import Graph
+from ...fields.search_protocol import run_search
+from ...model.dbkey import DbKey
+from ...store.connection import server_errors
+from ...store.errors import RecordNotFound, ValidationError
+from ...store.keys import KeySpace
+from ...store.scripts import run_script
+from ...store.validation import finite_number, non_negative_int, positive_int
+from .cache import CachedFrame, CacheRead, cache_key, encode_result
+from .definitions import (
+    BUILTIN_FRAMES,
+    FrameDefinition,
+    check_tag,
+    definition_from_json,
+    definition_to_json,
+)
+from .effects import CacheWrite, apply_effects
+from .guarantees import oversampled, select, suppress_contradictions
+from .model import DECAY_TIERS, Block, decay_tier
+from .retrieval import block_keys, gather
+from .scoring import FrameResult, Scored, ScoredBlock, score_candidates
+from .templates import TEMPLATES_BY_NAME, compose, lines
+
+__all__ = ["FrameMemory", "SEED_TOKEN_ESTIMATE", "quarter_length"]
+
+#: ``token_counter`` value selecting the seed's estimate, :func:`quarter_length`.
+SEED_TOKEN_ESTIMATE = "len/4"
+SELF_PREFIX = "self/"
+_HYDRATED = ("content", "tags", "category", "status")
+
+
+def quarter_length(text: str) -> int:
+    """The seed's rough token estimate: ``len(text) // 4``."""
+    return len(text) // 4
+
+
+class FrameMemory:
+    """The memory of one agent (``agent_id``: its partition, so no other agent's block ever appears).
+
+    Args:
+        agent_id: the agent; every block, edge, clock and cache entry lives in its partition.
+        token_counter: None (exact cl100k_base counts), ``"len/4"`` (the seed's estimate), an
+            encoding name, or a callable ``text -> int``.
+        clock: wall time in seconds (active hours accrue between ``begin_session`` and ``end_session``).
+
+    The embedding provider and key prefix are those of :func:`redmem.configure`.
+    """
+
+    def __init__(
+        self, agent_id: str, *, token_counter: TokenCounter | str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not isinstance(agent_id, str) or not agent_id:
+            raise ValidationError(f"agent_id must be a non-empty str, got {agent_id!r}")
+        self.agent_id = agent_id
+        self.count_tokens: TokenCounter = (
+            quarter_length if token_counter == SEED_TOKEN_ESTIMATE else resolve_counter(token_counter))
+        self.clock = clock
+
+    # -- where -------------------------------------------------------------------------------
+    @property
+    def space(self) -> KeySpace:
+        """The agent's partition (key prefix as configured now)."""
+        return Block._meta.keyspace((self.agent_id,))
+
+    @property
+    def client(self) -> Any:
+        return Block._meta.client
+
+    # -- writing blocks ------------------------------------------------------------------------
+    def learn(self, text: str, tags: Sequence[str] = (), category: str = "knowledge") -> str:
+        """Store a block (embedded now, reinforced at the current active hour); returns its id."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError(f"a block's text is a non-empty str, got {text!r}")
+        if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):
+            raise ValidationError(f"tags must be a list of str, got {tags!r}")
+        clean = sorted({check_tag(tag) for tag in tags})
+        check_tag(category)
+        now = self.active_hours()
+        block = Block.create(
+            agent_id=self.agent_id, content=text, category=category, tags=clean,
+            decay_lambda=DECAY_TIERS[decay_tier(clean, category)], last_reinforced=now, window=now,
+        )
+        if _is_self(clean):
+            self._self_changed()
+        return str(block.block_id)
+
+    def connect(self, a: str, b: str, weight: float = 0.1) -> float:
+        """Create the edge a-b at ``weight`` (an existing edge keeps its weight); returns the edge's weight.
+
+        RecordNotFound for an unknown block and ValidationError for a bad weight or a == b; nothing is written.
+        """
+        weight = finite_number("weight", weight, low=0.0, high=1.0)
+        if weight <= 0:
+            raise ValidationError("weight must lie in (0, 1]")
+        graph, tags = self._graph(), self._tags_of(a, b)
+        with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
+            graph.link(DbKey(self.space, a), DbKey(self.space, b), weight, pipe)
+            if _is_self(tags):
+                pipe.incr(block_keys(self.space)["version"])
+            reply = pipe.execute()[0]
+        if reply is None:
+            raise RecordNotFound(f"cannot connect {a!r} and {b!r}: a block is not stored")
+        return float(reply)
+
+    def contradict(self, a: str, b: str) -> bool:
+        """Record that blocks ``a`` and ``b`` contradict each other; False if already recorded.
+
+        RecordNotFound for an unknown block, ValidationError when a == b; nothing is written then.
+        """
+        self._check_pair(a, b)
+        keys = block_keys(self.space)
+        with server_errors(self.client):
+            reply = run_script("frames_contradict", [self.space.record(a), self.space.record(b),
+                                                     keys["contradictions"], keys["version"]], [a, b], self.client)
+        if reply is None:
+            raise RecordNotFound(f"cannot record a contradiction of {a!r} and {b!r}: a block is not stored")
+        return bool(reply)
+
+    def archive(self, block_id: str) -> None:
+        """Archive a block: it stays stored but no frame retrieves it any more."""
+        self._check_id(block_id)
+        keys = block_keys(self.space)
+        with server_errors(self.client):
+            reply = run_script("frames_archive", [self.space.record(block_id), keys["window"], keys["version"]],
+                               [block_id], self.client)
+        if reply is None:
+            raise RecordNotFound(f"cannot archive {block_id!r}: no such block")
+
+    def update_confidence(self, block_id: str, signal: float) -> float:
+        """Apply one evidence signal in [0, 1] to the block's confidence (see ConfidenceField); returns it."""
+        block = self.get(block_id)
+        confidence = ConfidenceField.update_confidence(block, "confidence", signal)
+        if _is_self(block.tags):
+            self._self_changed()
+        return float(confidence or 0.0)
+
+    def get(self, block_id: str) -> Block:
+        """The stored block; RecordNotFound if there is none."""
+        self._check_id(block_id)
+        block: Block | None = Block.query.get(agent_id=self.agent_id, block_id=block_id)
+        if block is None:
+            raise RecordNotFound(f"no block {block_id!r} for agent {self.agent_id!r}")
+        return block
+
+    # -- the active-hours clock ------------------------------------------------------------------
+    def begin_session(self) -> float:
+        """Start counting active hours (no-op when a session is open); returns the active hours now."""
+        return self._clock_script("begin")
+
+    def end_session(self) -> float:
+        """Stop counting active hours; returns the active hours now."""
+        return self._clock_script("end")
+
+    def active_hours(self) -> float:
+        """Hours spent in sessions so far, the open one included."""
+        with server_errors(self.client):
+            hours, started = self.client.hmget(block_keys(self.space)["clock"], "hours", "started")
+        total = float(hours or 0.0)
+        return total + (max(self.clock() - float(started), 0.0) / 3600 if started is not None else 0.0)
+
+    def _clock_script(self, mode: str) -> float:
+        with server_errors(self.client):
+            return float(run_script("frames_clock", [block_keys(self.space)["clock"]], [mode, repr(self.clock())],
+                                    self.client))
+
+    # -- frames ----------------------------------------------------------------------------------
+    def register_frame(self, definition: FrameDefinition) -> None:
+        """Store a custom frame for this agent (every process sees it); built-in names are taken."""
+        if not isinstance(definition, FrameDefinition):
+            raise ValidationError(f"register_frame takes a FrameDefinition, got {definition!r}")
+        if definition.name in BUILTIN_FRAMES:
+            raise ValidationError(f"{definition.name!r} is a built-in frame and cannot be replaced")
+        stored = replace(definition, source="user")
+        with server_errors(self.client):
+            self.client.hset(block_keys(self.space)["definitions"], stored.name, definition_to_json(stored))
+
+    def frame_definition(self, name: str) -> FrameDefinition:
+        """The built-in or registered frame ``name``; ValidationError when there is none."""
+        if not isinstance(name, str):
+            raise ValidationError(f"a frame name is a str, got {name!r}")
+        if name in BUILTIN_FRAMES:
+            return BUILTIN_FRAMES[name]
+        with server_errors(self.client):
+            stored = self.client.hget(block_keys(self.space)["definitions"], name)
+        if stored is None:
+            raise ValidationError(f"unknown frame {name!r}; built-in frames are {sorted(BUILTIN_FRAMES)}")
+        return definition_from_json(stored)
+
+    def recall(self, name: str, query: str | None = None, *, top_k: int = 5) -> list[ScoredBlock]:
+        """The blocks frame ``name`` would return, scored, before rendering; writes nothing."""
+        definition = self.frame_definition(name)
+        chosen, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k))
+        return self._hydrated(chosen)
+
+    def frame(self, name: str, query: str | None = None, *, top_k: int = 5,
+              token_budget: int | None = None) -> FrameResult:
+        """Frame ``name`` rendered for the prompt; the returned blocks (and edges among them) are
+        reinforced, and a cacheable frame's result cached, in one round trip."""
+        definition = self.frame_definition(name)
+        query, top_k = _checked_query(query), positive_int("top_k", top_k)
+        budget = definition.token_budget if token_budget is None else non_negative_int("token_budget", token_budget)
+        cached = self._cached(definition, query, top_k, budget)
+        if cached is not None and cached.result is not None:
+            return cached.result
+        riders = [CacheRead(self.space, self._cache_key(definition, query, top_k, budget))] if (
+            definition.cache is not None and cached is None) else []
+        chosen, now_hours, answers = self._chosen(definition, query, top_k, riders)
+        if answers:
+            cached = answers[0]
+            if cached is not None and cached.result is not None:
+                hit: FrameResult = cached.result
+                return hit
+        result = self._render(definition, self._hydrated(chosen), budget)
+        write = None
+        if definition.cache is not None and cached is not None:
+            write = CacheWrite(self._cache_key(definition, query, top_k, budget), encode_result(result, cached.version),
+                               definition.cache.ttl_seconds)
+        edges = apply_effects(self.client, self.space, [b.id for b in result.blocks], now_hours, write)
+        return replace(result, edges_reinforced=edges)
+
+    def _cache_key(self, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> str:
+        return cache_key(self.space, definition, query, top_k, budget)
+
+    def _cached(self, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> CachedFrame | None:
+        """A cacheable frame with a query reads its cache first, alone (no query embedded on a hit);
+        without a query the read rides with the retrieval's first round trip (None here)."""
+        if definition.cache is None or query is None:
+            return None
+        read: CachedFrame = run_search(self.client, CacheRead(self.space, self._cache_key(definition, query, top_k, budget)))
+        return read
+
+    # -- the pipeline ----------------------------------------------------------------------------
+    def _chosen(
+        self, definition: FrameDefinition, query: str | None, top_k: int, riders: Sequence[Any] = (),
+    ) -> tuple[list[Scored], float, list[Any]]:
+        """Stages 1-4, guarantees and suppression: (the chosen candidates, active hours, riders' answers)."""
+        vector = None if query is None else Block.embedding.embed_texts([query], "query")[0]
+        gathered = gather(self.client, self.space, definition, self.clock(), top_k, vector, riders)
+        with_query = vector is not None and not gathered.no_seed
+        weights = definition.weights if with_query else definition.weights.without_similarity()
+        guaranteed = set(gathered.guaranteed)
+        ranked = score_candidates(gathered.candidates, weights, gathered.now_hours)
+        survivors = suppress_contradictions(oversampled(ranked, guaranteed, top_k), gathered.pairs, guaranteed)
+        return select(survivors, guaranteed, top_k), gathered.now_hours, gathered.riders
+
+    def _hydrated(self, chosen: Sequence[Scored]) -> list[ScoredBlock]:
+        """The chosen blocks with their content (one round trip); blocks deleted meanwhile are left out."""
+        if not chosen:
+            return []
+        space = self.space
+        with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
+            for s in chosen:
+                pipe.hmget(space.record(s.candidate.id), *_HYDRATED)
+            rows = pipe.execute()
+        fields = Block._meta.fields
+        blocks = []
+        for s, row in zip(chosen, rows):
+            if row[0] is None:
+                continue
+            content, tags, category, status = (fields[n].decode(v) if v is not None else None
+                                               for n, v in zip(_HYDRATED, row))
+            c = s.candidate
+            blocks.append(ScoredBlock(
+                id=c.id, content=content or "", tags=list(tags or []), category=category or "", similarity=c.similarity,
+                confidence=c.confidence, recency=s.recency, centrality=s.centrality, reinforcement=s.reinforcement,
+                score=s.score, was_expanded=c.was_expanded, guaranteed=s.guaranteed, status=status or "active",
+            ))
+        return blocks
+
+    def _render(self, definition: FrameDefinition, blocks: list[ScoredBlock], budget: int) -> FrameResult:
+        """Pack the blocks' lines stop-at-first-miss (guaranteed first, over budget if they must) and compose."""
+        template = TEMPLATES_BY_NAME[definition.template]
+        rendered = lines(template, blocks)
+        headings = sum(self.count_tokens(heading + "\n") for heading in template.headings)
+        costs = [self.count_tokens(line.text + "\n") for line in rendered]
+        pinned = [i for i, block in enumerate(blocks) if block.guaranteed]
+        packed = pack(costs, Budget(max_tokens=max(budget - headings, 0)), "stop_at_first_miss", guaranteed=pinned)
+        chosen = sorted(packed.selected)
+        text = compose(template, [rendered[i] for i in chosen])
+        return FrameResult(
+            text=text, blocks=[blocks[i] for i in chosen], frame_name=definition.name,
+            token_count=self.count_tokens(text) if text else 0,
+            dropped=[blocks[i] for i in range(len(blocks)) if i not in set(chosen)],
+        )
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _graph(self) -> Graph:
+        return Block.edges.graph(agent_id=self.agent_id)
+
+    def _check_id(self, block_id: Any) -> None:
+        if not isinstance(block_id, str) or not block_id:
+            raise ValidationError(f"a block id is a non-empty str, got {block_id!r}")
+
+    def _check_pair(self, a: Any, b: Any) -> None:
+        self._check_id(a)
+        self._check_id(b)
+        if a == b:
+            raise ValidationError(f"a block cannot be paired with itself ({a!r})")
+
+    def _tags_of(self, a: str, b: str) -> list[str]:
+        """The tags of both blocks (one round trip); RecordNotFound when either is not stored."""
+        self._check_pair(a, b)
+        with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
+            pipe.hget(self.space.record(a), "tags")
+            pipe.hget(self.space.record(b), "tags")
+            found = pipe.execute()
+        missing = [block for block, tags in zip((a, b), found) if tags is None]
+        if missing:
+            raise RecordNotFound(f"no block {missing[0]!r} for agent {self.agent_id!r}")
+        decode = Block._meta.fields["tags"].decode
+        return [tag for raw in found for tag in decode(raw)]
+
+    def _self_changed(self) -> None:
+        """Move the self version: cached frames built before are stale in every process."""
+        with server_errors(self.client):
+            self.client.incr(block_keys(self.space)["version"])
+
+
+def _is_self(tags: Sequence[str]) -> bool:
+    return any(tag.startswith(SELF_PREFIX) for tag in tags)
+
+
+def _checked_query(query: Any) -> str | None:
+    """None or a str (blank text counts as no query)."""
+    if query is None:
+        return None
+    if not isinstance(query, str):
+        raise ValidationError(f"a query is a str or None, got {query!r}")
+    return query if query.strip() else None

@@ -1,0 +1,138 @@
+"""The composite score of a frame's candidates (pure functions, no I/O).
+
+    recency       = exp(-lambda * hours since last reinforced)            (active hours)
+    reinforcement = log(1 + count) / log(1 + max count over the candidates)   (0 when the max is 0)
+    centrality    = weighted degree / max weighted degree over the candidates (0 when the max is 0)
+    score         = w_sim*similarity + w_conf*confidence + w_rec*recency + w_cent*centrality + w_reinf*reinforcement
+
+Every signal lies in [0, 1], so a score does too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .definitions import ScoringWeights
+
+__all__ = [
+    "ScoredBlock",
+    "FrameResult",
+    "Candidate",
+    "Scored",
+    "recency",
+    "log_normalised_reinforcement",
+    "centralities",
+    "composite_score",
+    "score_candidates",
+]
+
+
+@dataclass(frozen=True)
+class ScoredBlock:
+    """One block a frame retrieved, with the signals that ranked it (each in [0, 1]).
+
+    ``similarity`` is the query's cosine with the block (0.0 for a queryless frame and for a
+    block reached by graph expansion, ``was_expanded``); ``guaranteed``: it matched one of the
+    frame's guarantee patterns and was admitted before the others.
+    """
+
+    id: str
+    content: str
+    tags: list[str]
+    category: str
+    similarity: float
+    confidence: float
+    recency: float
+    centrality: float
+    reinforcement: float
+    score: float
+    was_expanded: bool = False
+    guaranteed: bool = False
+    status: str = "active"
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    """What :meth:`FrameMemory.frame` returns: the rendered ``text``, the ``blocks`` it shows (in
+    the order shown), the frame's name, whether it came from the cache, and the exact token count
+    of ``text`` by the memory's counter."""
+
+    text: str
+    blocks: list[ScoredBlock]
+    frame_name: str
+    cached: bool = False
+    token_count: int = 0
+    edges_reinforced: int = 0
+    dropped: list[ScoredBlock] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A pre-filtered block's scoring inputs: its stored signals, its cosine with the query
+    (0.0 when it was not a vector seed) and whether graph expansion brought it in."""
+
+    id: str
+    confidence: float
+    last_reinforced: float
+    decay_lambda: float
+    reinforcement_count: int
+    degree: float
+    similarity: float = 0.0
+    was_expanded: bool = False
+
+
+def recency(decay_lambda: float, hours_since: float) -> float:
+    """``exp(-lambda * max(hours_since, 0))``: 1.0 for a block reinforced now."""
+    return math.exp(-decay_lambda * max(hours_since, 0.0))
+
+
+def log_normalised_reinforcement(count: int, max_count: int) -> float:
+    """``log(1 + count) / log(1 + max_count)`` (0.0 when ``max_count`` is 0)."""
+    if max_count <= 0:
+        return 0.0
+    return math.log1p(count) / math.log1p(max_count)
+
+
+def centralities(degrees: Mapping[str, float]) -> dict[str, float]:
+    """Each block's full weighted degree divided by the largest among ``degrees`` (all 0.0 when it is 0)."""
+    top = max(degrees.values(), default=0.0)
+    if top <= 0:
+        return {block_id: 0.0 for block_id in degrees}
+    return {block_id: min(max(degree, 0.0) / top, 1.0) for block_id, degree in degrees.items()}
+
+
+def composite_score(
+    weights: ScoringWeights, similarity: float, confidence: float, recency_: float, centrality: float,
+    reinforcement: float,
+) -> float:
+    """The weighted sum of the five signals."""
+    return (weights.similarity * similarity + weights.confidence * confidence + weights.recency * recency_
+            + weights.centrality * centrality + weights.reinforcement * reinforcement)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A candidate with its signals and score (content not loaded yet); ``guaranteed`` once selected as such."""
+
+    candidate: Candidate
+    recency: float
+    centrality: float
+    reinforcement: float
+    score: float
+    guaranteed: bool = False
+
+
+def score_candidates(candidates: Sequence[Candidate], weights: ScoringWeights, now_hours: float) -> list[Scored]:
+    """Score every candidate (centrality and reinforcement normalised over ``candidates``), best
+    first; equal scores by block id."""
+    central = centralities({c.id: c.degree for c in candidates})
+    most = max((c.reinforcement_count for c in candidates), default=0)
+    scored = []
+    for c in candidates:
+        fresh = recency(c.decay_lambda, now_hours - c.last_reinforced)
+        reinforced = log_normalised_reinforcement(c.reinforcement_count, most)
+        score = composite_score(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced)
+        scored.append(Scored(c, fresh, central[c.id], reinforced, score))
+    return sorted(scored, key=lambda s: (-s.score, s.candidate.id))
