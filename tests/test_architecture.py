@@ -22,10 +22,11 @@ LAYERS = {
     "observation": 3,
     "context": 4,
     "recipes": 5,
-    "cli_commands": 6,
-    "demo": 7,
-    "cli": 8,
-    "__init__": 9,
+    "integrations": 6,
+    "cli_commands": 7,
+    "demo": 8,
+    "cli": 9,
+    "__init__": 10,
 }
 #: Data, not code: any layer may read it.
 DATA = {"samples", "lua"}

@@ -107,6 +107,15 @@ def test_vector_dtypes_one_conversation(tmp_path):
     assert results["int8"]["top10_overlap"] > 0.9
 
 
+def test_hce_smallest_size(tmp_path):
+    payload = run("hce.py", "--sizes", "300", "--queries", "20", out_dir=tmp_path)
+    row = payload["latency"]["300"]
+    assert row["interactions"] == 300 and row["queries"] == 20 and 0 < row["topics"] < 300
+    assert row["retrieve_ms"]["p50"] > 0 and 2 <= row["round_trips"]["p50"] <= row["round_trips"]["max"] <= 3
+    assert row["queries_with_graph_candidates"] > 0 and row["selected_p50"] > 0
+    assert set(payload["load_average"]) == {"before", "after"}
+
+
 def test_popoto_runner_round_trip(tmp_path):
     """Drives popoto 1.10.1 in its own venv (created on first use: about a minute, from the index)."""
     payload = run("tenants.py", "--agents", "3", "--per-agent", "10", "--queries", "5", "--repeats", "1",

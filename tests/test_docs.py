@@ -55,9 +55,14 @@ PAGES = [
     "recipes/subconscious-memory.md",
     "recipes/llm-integration.md",
     "recipes/hsca.md",
+    "recipes/hce.md",
+    "integrations.md",
     "operations.md",
     "contributing.md",
+    "mcp.md",
 ]
+#: Pages whose examples need an optional extra: they run when its packages are installed.
+EXTRAS = {"integrations.md": ("agents", "langgraph"), "mcp.md": ("mcp",)}
 SKIP_MARKER = "<!-- skip -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
 
@@ -114,6 +119,8 @@ def test_block_extraction_honours_the_skip_marker():
 
 @pytest.mark.parametrize("page", PAGES + ["../README.md"])
 def test_page_examples_run(db, page):
+    for package in EXTRAS.get(page, ()):
+        pytest.importorskip(package)
     path = (DOCS / page).resolve()
     blocks = python_blocks(path.read_text(encoding="utf-8"))
     assert any(not b.skipped for b in blocks), f"{page} has no runnable example"

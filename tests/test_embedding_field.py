@@ -573,3 +573,21 @@ def test_save_many_with_a_provider_failing_on_its_fourth_call_stores_nothing(any
     provider.fail_at = None
     assert Flaky.save_many(records, chunk_size=2) == 20
     assert len(Flaky.query.filter(agent_id="a0").semantic_search("note 4", limit=20)) == 10
+
+
+class Loose(Model):
+    """Assigned vectors with neither a provider nor dimensions: their length is whatever is given."""
+
+    name = KeyField()
+    owner = KeyField(partition_by="owner")
+    vector = EmbeddingField()
+
+
+def test_assigned_vectors_need_no_provider_when_the_field_states_no_dimensions(any_db):
+    first = Loose(name="a", owner="o")
+    first.vector = [1, 0, 0]
+    first.save()
+    other = Loose(name="b", owner="o")
+    other.vector = [0, 1, 0]
+    other.save()
+    assert [r.name for r in Loose.query.filter(owner="o").semantic_search([1, 0.1, 0])] == ["a", "b"]

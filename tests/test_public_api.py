@@ -69,6 +69,12 @@ PINNED = {
         "FrameMemory", "FrameResult", "PrefixIndexField", "SELF_FRAME", "ScoredBlock", "ScoringWeights",
         "TASK_FRAME",
     ],
+    "redmem.recipes.hce": [
+        "ContextCandidate", "EdgeType", "EntityExtractor", "EntityGraph", "ExportError", "ExtractedEntity",
+        "FocusBuffer", "FocusEntry", "HCEInteraction", "HCEPipeline", "HCETopic", "NodeType", "RetrievedContext",
+        "SemanticTree", "TreeHit", "context_budgeting", "estimate_tokens", "hierarchical_relevance_search",
+        "spreading_activation",
+    ],
     "redmem.context": [
         "Budget", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",
         "estimate_tokens", "exact_counter", "fuse", "pack", "query_adaptive_weights",

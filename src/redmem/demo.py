@@ -13,9 +13,11 @@
    scores before and after: acted-on memories gain confidence and are refreshed, contradicted
    ones lose confidence, dismissed routines weaken their cycle.
 5. HSCA: the same conversation through ``HSCAEngine`` into the agent's ``demo`` session; print
-   its beats (snapshots) and which beats the first questions are relevant to.
+   its beats (snapshots) and which beats the first question is relevant to.
 6. Frames: a few blocks of agent ``<agent>-frames`` and its SELF, ATTENTION and TASK frames
    (:mod:`redmem.cli_commands.frames_demo`).
+7. The same conversation through the HCE pipeline (``redmem.recipes.hce``): each question's
+   context block by source, its tokens and round trips.
 
 Without ``--url`` or ``REDIS_URL`` it runs on a private throwaway server, so that ``make demo``
 leaves no process and no file behind.
@@ -37,6 +39,7 @@ from .cli_commands.conversation import Conversation, Question, parse_conversatio
 from .cli_commands.demo_run import DemoRun
 from .cli_commands.display import WIDE, context_panel, outcome_table, summary, trace_table, turn_table
 from .cli_commands.frames_demo import run_frames
+from .cli_commands.hce_demo import run_hce
 from .cli_commands.hsca_demo import show_hsca
 from .cli_commands.ingest import ingest_with_progress
 from .cli_commands.llm import ChatModel, from_environment, messages_for
@@ -106,6 +109,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     show_hsca(console, conversation, args.agent)
     run_frames(console, args.agent, args.verbose)
     console.print(Text(_epilogue(runtime, args, memories)))
+    run_hce(console, conversation, f"{args.agent}-hce", args.max_tokens, args.verbose)
     console.print(f"demo done in {time.perf_counter() - started:.1f} s")
 
 

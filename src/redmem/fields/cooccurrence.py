@@ -99,28 +99,39 @@ def propagation_weights(
     depth: int,
     decay_per_hop: float,
     threshold: float,
+    fanout: int = 0,
+    hub_degree: int = 0,
 ) -> dict[str, float]:
     """Spreading activation from ``seeds`` (each at 1.0) over ``neighbours[node][nb] = edge weight``.
 
     A node reached from u gets ``w(u) * decay_per_hop * edge``; it is kept (and expanded on the
     next hop) when that is >= ``threshold``; a node keeps the max over all walks of at most
-    ``depth`` hops. Seeds are not in the result. ``graph_propagate.lua`` runs the same
-    computation, hop by hop, in the same floating-point order.
+    ``depth`` hops. With ``fanout`` > 0 a node passes energy along its ``fanout`` strongest edges
+    only (ties by neighbour id); with ``hub_degree`` > 0 a seed of degree d starts at
+    ``min(1, hub_degree / d)``. Seeds are not in the result. ``graph_propagate.lua`` runs the
+    same computation, hop by hop, in the same floating-point order.
     """
-    best = {seed: 1.0 for seed in seeds}
+    seeds = list(seeds)
+    best = {seed: _seed_energy(len(neighbours.get(seed, {})), hub_degree) for seed in seeds}
     frontier = dict(best)
     for _ in range(depth):
         reached: dict[str, float] = {}
         for node, weight in frontier.items():
             carry = weight * decay_per_hop
-            for neighbour, edge in neighbours.get(node, {}).items():
+            edges = by_weight(neighbours.get(node, {}))
+            passing = [(nb, edge) for nb, edge in edges if carry * edge >= threshold]
+            for neighbour, edge in passing[:fanout] if fanout else passing:
                 value = carry * edge
-                if value >= threshold and value > best.get(neighbour, 0.0):
+                if value > best.get(neighbour, 0.0):
                     best[neighbour] = reached[neighbour] = value
         frontier = reached
     for seed in seeds:
         best.pop(seed, None)
     return best
+
+
+def _seed_energy(degree: int, hub_degree: int) -> float:
+    return hub_degree / degree if 0 < hub_degree < degree else 1.0
 
 
 def by_weight(weights: Mapping[str, float]) -> list[tuple[str, float]]:
@@ -261,25 +272,43 @@ class Graph:
         return [(self.node(t[start + 17:]), rank_weight(t[start:start + 16])) for t in texts]
 
     def propagate(
-        self, seeds: Iterable[Any], depth: int = 2, decay_per_hop: float = 0.5, threshold: float = 0.01
+        self, seeds: Iterable[Any], depth: int = 2, decay_per_hop: float = 0.5, threshold: float = 0.01,
+        *, limit: int = 0, fanout: int = 0, records_only: bool = False, hub_degree: int = 0,
     ) -> list[tuple[Node, float]]:
         """Spreading activation from ``seeds`` (see :func:`propagation_weights`), in one Lua call.
 
-        Returns (node, weight) pairs heaviest first, ties by node id; seeds are left out.
+        Returns (node, weight) pairs heaviest first, ties by node id; seeds are left out. The
+        bounds are :meth:`searcher`'s.
         """
-        return run_search(self.field.model._meta.client, self.searcher(seeds, depth, decay_per_hop, threshold))
+        search = self.searcher(seeds, depth, decay_per_hop, threshold, limit=limit, fanout=fanout,
+                               records_only=records_only, hub_degree=hub_degree)
+        return run_search(self.field.model._meta.client, search)
 
     def searcher(
-        self, seeds: Iterable[Any], depth: int = 2, decay_per_hop: float = 0.5, threshold: float = 0.01
+        self, seeds: Iterable[Any], depth: int = 2, decay_per_hop: float = 0.5, threshold: float = 0.01,
+        *, limit: int = 0, fanout: int = 0, records_only: bool = False, hub_degree: int = 0,
     ) -> Propagation:
-        """The search behind :meth:`propagate`, to share a round trip with other searches."""
+        """The search behind :meth:`propagate`, to share a round trip with other searches.
+
+        ``limit`` > 0: only the ``limit`` heaviest nodes (the walk stops early once no further hop
+        can change them); ``fanout`` > 0: each node passes energy along its ``fanout`` strongest
+        edges only (bounds the work around hub nodes); ``records_only``: entities carry energy
+        but only record nodes are returned; ``hub_degree`` > 0: a seed with more edges than that
+        starts at ``hub_degree / its degree`` instead of 1.0 (a common entity points nowhere in
+        particular). 0 means no bound.
+        """
         seed_ids = list(dict.fromkeys(self.node_id(seed) for seed in seeds))
         depth = non_negative_int("depth", depth)
         decay = _check(decay_per_hop, "decay_per_hop", 0.0, 1.0, open_low=True)
         cut = _check(threshold, "threshold", 0.0, 1.0)
+        bounds = [non_negative_int("limit", limit), non_negative_int("fanout", fanout)]
+        hub = non_negative_int("hub_degree", hub_degree)
+        if not isinstance(records_only, bool):
+            raise ValidationError(f"records_only must be a bool, not {records_only!r}")
         if not seed_ids or depth == 0:
             return Propagation(self, None)
-        return Propagation(self, ScriptCall("graph_propagate", self.keys[1:2], [depth, repr(decay), repr(cut), *seed_ids]))
+        args = [depth, repr(decay), repr(cut), *bounds, RECORD_PREFIX if records_only else "", hub, *seed_ids]
+        return Propagation(self, ScriptCall("graph_propagate", self.keys[1:2], args))
 
     def records(self, weighted: Iterable[tuple[Node, float]]) -> list[tuple[Any, float]]:
         """The record nodes of ``weighted`` hydrated (one round trip), in order, with their weights;

@@ -197,9 +197,9 @@ class EmbeddingField(Field[Any]):
     def before_save(self, instance: Any, creating: bool) -> None:
         """Check an assigned vector, or embed the source text when it is known to need it."""
         state = self._state(instance)
-        if self.source is None:
+        if self.source is None:  # assigned vectors: checked against the dimensions when they are known
             if state is not None:
-                state.vector = as_matrix(state.vector, self.dimensions, 1, self.label)[0]
+                state.vector = as_matrix(state.vector, self.known_dimensions(), 1, self.label)[0]
             return
         text = self._source_text(instance)
         digest = None if text is None else text_digest(text)

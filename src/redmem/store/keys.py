@@ -108,6 +108,10 @@ class KeyKind(StrEnum):
     FRAME_CACHE = "fc"
     #: hash: the frames recipe's custom frame definitions by name (JSON)
     FRAME_DEFINITIONS = "fd"
+    #: list: the HCE pipeline's focus buffer, newest last (JSON entries)
+    FOCUS_BUFFER = "fb"
+    #: hash: the HCE entity graph's entity -> node type and display name (JSON)
+    ENTITY_TYPES = "et"
 
 
 def _needs_escape(char: str) -> bool:

@@ -1,0 +1,271 @@
+"""The HCE pipeline: retrieve_context latency at growing session sizes, and LoCoMo evidence recall.
+
+    .venv/bin/python benchmarks/hce.py                                  # 1k and 10k, no LoCoMo
+    .venv/bin/python benchmarks/hce.py --sizes 1000,10000,100000 --data ../shared/data/locomo-dev.json
+
+Latency: one session per size holds N interactions (turn pairs) of a synthetic conversation:
+each turn pair belongs to one of 200 topics (12 topic words plus ``common.synthetic_texts``
+words) and names two people from a pool of 3,000 (Zipf-distributed, so a few names are hubs).
+Vectors: ``common.hash_vectors`` at 256 dimensions, through a timed provider, so the query's
+embedding is timed apart (``embed_ms``) and excluded from ``retrieve_ms``. Each query is three
+words of a stored turn and one person's name (a graph seed), asked through
+``HCEPipeline.retrieve_candidates(query, query_vector=...)``; round trips are counted at the client.
+
+Quality: each LoCoMo dev conversation is one session; consecutive turns form one interaction
+(the first speaker's turn as ``user``, the next as ``assistant``); every question of categories
+1-4 is asked once all turns are stored. A question's evidence is recalled when any evidence turn
+is in the context block (an interaction holds two turns; the focus buffer's entries one).
+ContextAssembler answers the same questions over the seed's Memory model (one turn per memory,
+hybrid retrieval) with the same token budget and the exact cl100k_base counter; both use the
+same MiniLM vectors. The data set is read from the path given and never copied (CC BY-NC 4.0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import redmem
+from common import CommandCounter, hash_vectors, machine, summary, synthetic_texts, write_json
+from locomo import CATEGORIES, load
+from redmem.recipes.context_assembler import ContextAssembler
+from redmem.recipes.hce import HCEInteraction, HCEPipeline, HCETopic
+from redmem.store.embedded import EmbeddedServer
+from redmem_driver import TimedProvider, memory_model, minilm_function
+
+log = logging.getLogger("benchmarks.hce")
+
+DIMENSIONS = 256
+TOPICS = 200
+PEOPLE = 3000
+CHUNK = 1000
+TARGETS = {"p50_ms_at_100k": 10.0, "growth_100k_over_10k": 2.0}
+
+
+# ----------------------------------------------------------------------------- synthetic sessions
+def _people(rng: random.Random) -> list[str]:
+    syllables = ["ka", "lo", "mi", "ren", "ta", "su", "vo", "pe", "dri", "an", "el", "or", "zi", "nu", "ba"]
+    names: dict[str, None] = {}
+    while len(names) < PEOPLE:
+        names["".join(rng.choices(syllables, k=rng.randint(2, 3))).capitalize() + rng.choice("xyzq")] = None
+    return list(names)
+
+
+def conversation(n: int, seed: int = 7) -> tuple[list[tuple[str, str]], list[str]]:
+    """``n`` turn pairs and a query pool: three words of a stored turn plus a person's name."""
+    rng = random.Random(seed)
+    people = _people(rng)
+    weights = [1 / (rank + 1) for rank in range(PEOPLE)]
+    words = synthetic_texts(2 * n + 12 * TOPICS, seed=seed)
+    topic_words = [" ".join(words[2 * n + t].split()[:12]) for t in range(TOPICS)]
+    pairs, queries = [], []
+    for i in range(n):
+        a, b = rng.choices(people, weights, k=2)
+        topic = topic_words[rng.randrange(TOPICS)]
+        pairs.append((f"{topic} {words[2 * i]} with {a} and {b}", f"{words[2 * i + 1]} about {a}"))
+    for _ in range(200):
+        user, _ = pairs[rng.randrange(n)]
+        picked = rng.sample(user.split()[:-4], 3)
+        queries.append(f"{' '.join(picked)} {rng.choices(people, weights)[0]}")
+    return pairs, queries
+
+
+def latency(size: int, queries_per_size: int) -> dict[str, Any]:
+    provider = TimedProvider(lambda texts: hash_vectors(texts, DIMENSIONS), DIMENSIONS)
+    pipe = HCEPipeline(session_id=f"bench-{size}", embedding_provider=provider)
+    pairs, queries = conversation(size)
+    started, embedded = time.perf_counter(), provider.seconds
+    for start in range(0, size, CHUNK):
+        pipe.update_many(pairs[start:start + CHUNK])
+    ingest_s, ingest_embed_s = time.perf_counter() - started, provider.seconds - embedded
+    vectors = []
+    embed_ms = []
+    for text in queries[:queries_per_size]:
+        began = time.perf_counter()
+        vectors.append(pipe.embed_query(text))
+        embed_ms.append((time.perf_counter() - began) * 1000)
+    pipe.retrieve_candidates(queries[0], query_vector=vectors[0])  # the process's matrices load here
+    CommandCounter.install()
+    rows = []
+    for text, vector in zip(queries, vectors):
+        before = CommandCounter.snapshot()
+        began = time.perf_counter()
+        found = pipe.retrieve_candidates(text, query_vector=vector)
+        ms = (time.perf_counter() - began) * 1000
+        rows.append({"ms": ms, "round_trips": CommandCounter.since(before)[0], "selected": len(found.selected),
+                     "graph": sum(c.metadata.get("sources", [c.source])[0] == "graph" for c in found.candidates)})
+    topics = HCETopic.query.filter(session_id=pipe.session_id).count()
+    return {
+        "interactions": size, "topics": topics, "entities": len(pipe.graph.entities()),
+        "ingest_seconds": ingest_s, "ingest_embed_seconds": ingest_embed_s,
+        "ingest_per_s_excluding_embedding": size / max(ingest_s - ingest_embed_s, 1e-9),
+        "retrieve_ms": summary([r["ms"] for r in rows]), "embed_ms": summary(embed_ms),
+        "round_trips": {"p50": statistics.median(r["round_trips"] for r in rows),
+                        "max": max(r["round_trips"] for r in rows)},
+        "selected_p50": statistics.median(r["selected"] for r in rows),
+        "queries_with_graph_candidates": sum(r["graph"] > 0 for r in rows) / len(rows),
+        "queries": len(rows),
+    }
+
+
+# ----------------------------------------------------------------------------- LoCoMo
+def pairs_of(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Consecutive turns, two by two (a last odd turn alone, with an empty reply)."""
+    return [turns[i:i + 2] for i in range(0, len(turns), 2)]
+
+
+def hce_locomo(talks: list[dict[str, Any]], provider: TimedProvider, budget: int) -> list[dict[str, Any]]:
+    rows = []
+    for talk in talks:
+        pipe = HCEPipeline(session_id=talk["agent_id"], context_budget=budget, embedding_provider=provider,
+                           token_counter="cl100k_base")
+        pairs = pairs_of(talk["turns"])
+        ids = pipe.update_many([(p[0]["text"], p[1]["text"] if len(p) > 1 else "") for p in pairs])
+        dia = {rid: [t["dia_id"] for t in p] for rid, p in zip(ids, pairs)}
+        focus = pipe.focus.get_recent()
+        for question in talk["questions"]:
+            began = time.perf_counter()
+            found = pipe.retrieve_candidates(question["question"])
+            ms = (time.perf_counter() - began) * 1000
+            shown = []
+            for c in found.selected:
+                if c.source == "buffer":
+                    entry = focus[c.metadata["position"]]
+                    shown.append(dia[entry.interaction_id][0 if entry.role == "user" else -1])
+                else:
+                    shown += dia[c.metadata["interaction_id"]]
+            rows.append({"dia_ids": shown, "ms": ms, "tokens": sum(c.token_cost for c in found.selected),
+                         "items": len(found.selected)})
+    return rows
+
+
+def assembler_locomo(talks: list[dict[str, Any]], provider: TimedProvider, budget: int) -> list[dict[str, Any]]:
+    model = memory_model("HCELocomoMemory", provider)
+    assembler = ContextAssembler(model, max_items=100, max_tokens=budget, output_format="content",
+                                 token_counter="cl100k_base")
+    rows = []
+    for talk in talks:
+        records = [model(agent_id=talk["agent_id"], content=t["text"]) for t in talk["turns"]]
+        model.embedding.embed_many(records)
+        model.save_many(records)
+        dia = {r.memory_id: t["dia_id"] for r, t in zip(records, talk["turns"])}
+        for question in talk["questions"]:
+            began = time.perf_counter()
+            result = assembler.assemble(query_cues={"query": question["question"]}, agent_id=talk["agent_id"])
+            ms = (time.perf_counter() - began) * 1000
+            rows.append({"dia_ids": [dia[r.memory_id] for r in result.records], "ms": ms,
+                         "tokens": result.metadata["token_count"], "items": len(result.records)})
+    return rows
+
+
+def recall(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> dict[str, Any]:
+    hits = [bool(set(r["dia_ids"]) & set(q["evidence"])) for r, q in zip(rows, questions)]
+    complete = [bool(q["evidence"]) and set(q["evidence"]) <= set(r["dia_ids"]) for r, q in zip(rows, questions)]
+    by_category: dict[str, list[bool]] = {}
+    for hit, q in zip(hits, questions):
+        by_category.setdefault(CATEGORIES[q["category"]], []).append(hit)
+    return {
+        "evidence_recall_any": statistics.fmean(hits), "evidence_recall_all": statistics.fmean(complete),
+        "by_category": {k: statistics.fmean(v) for k, v in sorted(by_category.items())},
+        "tokens_mean": statistics.fmean(r["tokens"] for r in rows),
+        "items_mean": statistics.fmean(r["items"] for r in rows),
+        "ms": summary([r["ms"] for r in rows]), "questions": len(rows),
+    }
+
+
+def quality(path: Path, budgets: list[int], conversations: int | None) -> dict[str, Any]:
+    talks = load(path, conversations)
+    questions = [q for t in talks for q in t["questions"]]
+    provider = TimedProvider(minilm_function(), 384)
+    out: dict[str, Any] = {"conversations": [t["agent_id"] for t in talks], "questions": len(questions)}
+    for budget in budgets:
+        redmem.configure(key_prefix=f"hce-q{budget}")
+        out[str(budget)] = {"HCEPipeline": recall(hce_locomo(talks, provider, budget), questions),
+                            "ContextAssembler (hybrid)": recall(assembler_locomo(talks, provider, budget), questions)}
+        log.info("budget %d: %s", budget, {k: round(v["evidence_recall_any"], 3) for k, v in out[str(budget)].items()})
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+def markdown(payload: dict[str, Any]) -> str:
+    """The results as the tables of docs/benchmarks.md."""
+    m = payload["machine"]
+    lines = [
+        "# HCE pipeline benchmark", "",
+        f"{m['system']}, {m['cores']} cores, Python {m['python']}, Redis {payload.get('redis_version')}; "
+        f"load average {payload['load_average']['before'][0]:.1f} at the start, "
+        f"{payload['load_average']['after'][0]:.1f} at the end; git {m['git']}, {m['date']}.", "",
+        "| interactions | topics | entities | retrieve p50 / p95 ms | embed p50 ms | round trips p50 / max "
+        "| ingest / s (excl. embedding) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for size, row in payload["latency"].items():
+        lines.append(
+            f"| {int(size):,} | {row['topics']:,} | {row['entities']:,} | {row['retrieve_ms']['p50']:.2f} / "
+            f"{row['retrieve_ms']['p95']:.2f} | {row['embed_ms']['p50']:.3f} | {row['round_trips']['p50']:g} / "
+            f"{row['round_trips']['max']} | {row['ingest_per_s_excluding_embedding']:.0f} |")
+    if "growth_100k_over_10k" in payload:
+        lines += ["", f"p50 growth 100k / 10k: {payload['growth_100k_over_10k']:.2f} (target <= 2); "
+                      f"p50 at 100k: {payload['latency']['100000']['retrieve_ms']['p50']:.2f} ms (target <= 10)."]
+    if "locomo" in payload:
+        q = payload["locomo"]
+        lines += ["", f"LoCoMo dev: {len(q['conversations'])} conversations, {q['questions']} questions "
+                      "(categories 1-4); evidence recall of the context block (any / all evidence turns shown).", "",
+                  "| budget (tokens) | system | recall any | recall all | multi-hop | temporal | open-domain "
+                  "| single-hop | items | tokens | p50 ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for budget, systems in ((b, v) for b, v in q.items() if b.isdigit()):
+            for name, r in systems.items():
+                c = r["by_category"]
+                lines.append(
+                    f"| {budget} | {name} | {r['evidence_recall_any']:.3f} | {r['evidence_recall_all']:.3f} | "
+                    f"{c.get('multi-hop', 0):.3f} | {c.get('temporal', 0):.3f} | {c.get('open-domain', 0):.3f} | "
+                    f"{c.get('single-hop', 0):.3f} | {r['items_mean']:.1f} | {r['tokens_mean']:.0f} | "
+                    f"{r['ms']['p50']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000", help="interactions per session, comma-separated")
+    parser.add_argument("--queries", type=int, default=200, help="queries per size")
+    parser.add_argument("--data", type=Path, default=None, help="locomo-dev.json (read in place, never copied)")
+    parser.add_argument("--budgets", default="500,1500", help="context budgets (tokens) for LoCoMo")
+    parser.add_argument("--conversations", type=int, default=None, help="use the first N LoCoMo conversations")
+    parser.add_argument("--out", default="hce", help="results/<out>.json ('' writes nothing)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    started, load_before = time.perf_counter(), os.getloadavg()
+    payload: dict[str, Any] = {"benchmark": "hce", "machine": machine(), "targets": TARGETS, "latency": {}}
+    with EmbeddedServer() as server:
+        redmem.connect(server.url)
+        payload["redis_version"] = server.version.get("redis_version")
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            payload["latency"][str(size)] = result = latency(size, args.queries)
+            log.info("%d: retrieve p50 %.2f ms p95 %.2f ms, round trips %s", size, result["retrieve_ms"]["p50"],
+                     result["retrieve_ms"]["p95"], result["round_trips"])
+            HCEInteraction._meta.client.flushdb()
+        if args.data is not None:
+            payload["locomo"] = quality(args.data, [int(b) for b in args.budgets.split(",")], args.conversations)
+    sizes = payload["latency"]
+    if "10000" in sizes and "100000" in sizes:
+        payload["growth_100k_over_10k"] = sizes["100000"]["retrieve_ms"]["p50"] / sizes["10000"]["retrieve_ms"]["p50"]
+    payload["load_average"] = {"before": list(load_before), "after": list(os.getloadavg())}
+    payload["seconds"] = time.perf_counter() - started
+    if args.out:
+        path = write_json(args.out, payload)
+        path.with_suffix(".md").write_text(markdown(payload))
+    return payload
+
+
+if __name__ == "__main__":
+    main()

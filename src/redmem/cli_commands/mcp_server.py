@@ -1,0 +1,256 @@
+"""``redmem mcp``: the agent memory of the command line as MCP tools, over stdio or streamable HTTP.
+
+Five tools, each a thin call into the library on the CLI's :class:`ChatMemory` (the memory
+``ingest``, ``ask`` and ``chat`` use, so what one stores the others find): ``remember`` (store
+a memory), ``recall`` (assemble context within a token budget), ``feedback`` (report outcomes,
+:meth:`ObservationProtocol.on_context_used`), ``forget`` and ``list_memories``. Each takes an
+optional ``agent_id``, the tenant, defaulting to ``--agent``. A library error becomes an MCP
+error result naming what is wrong. The ``mcp`` SDK (the ``mcp`` extra) is imported only here,
+when the command runs, so the core install does without it.
+"""
+
+import argparse
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..observation.protocol import ObservationProtocol
+from ..recipes.context_assembler import ContextAssembler
+from ..store.errors import ConfigurationError, RedmemError, ValidationError
+from .conversation import Turn
+from .ingest import store_turns
+from .memory import SCORE_WEIGHTS, SHOWN_FIELDS, ChatMemory
+from .runtime import print_notes, start
+
+__all__ = ["add_arguments", "run", "build_server", "Outcome", "Format", "INSTRUCTIONS"]
+
+#: The outcomes ``feedback`` accepts (the keys of :data:`redmem.observation.protocol.OUTCOME_EFFECTS`).
+Outcome = Literal["acted", "used", "dismissed", "deferred", "contradicted"]
+#: The formats ``recall`` renders (:data:`redmem.context.rendering.FORMATS`).
+Format = Literal["structured", "xml", "natural", "content"]
+ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
+INSTRUCTIONS = (
+    "Long-term memory on Redis. Call recall with the user's turn before answering and put the returned "
+    "context in your prompt; call remember for facts worth keeping; after answering, call feedback with the "
+    "memory_id of each recalled memory and what you did with it (acted, used, dismissed, contradicted), "
+    "which moves its confidence and relevance for the next recall."
+)
+DEFAULT_PORT = 8000
+
+
+@dataclass
+class Memory:
+    """One stored memory as the tools return it."""
+
+    memory_id: str
+    content: str
+    speaker: str | None
+    session: str | None
+    date: str | None
+
+
+@dataclass
+class Recalled(Memory):
+    """A memory in a recalled context: how it was found (pull, push or both) and its combined score."""
+
+    source: str
+    score: float
+
+
+@dataclass
+class Stored:
+    memory_id: str
+    agent_id: str
+
+
+@dataclass
+class RecalledContext:
+    """The assembled context, ready to put in a prompt, and the memories in it, best first."""
+
+    context: str
+    memories: list[Recalled]
+    token_count: int
+
+
+@dataclass
+class Reported:
+    """The outcome applied to each memory."""
+
+    outcomes: dict[str, str]
+
+
+@dataclass
+class Forgotten:
+    forgotten: list[str]
+    not_found: list[str]
+
+
+@dataclass
+class Page:
+    """One page of an agent's memories (in memory-id order) and how many it holds in all."""
+
+    memories: list[Memory]
+    total: int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", default="demo", help="the agent_id of tools called without one (default: demo)")
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default: {DEFAULT_PORT})")
+
+
+def run(console: Console, args: argparse.Namespace) -> None:
+    """Serve until the client closes stdin (stdio) or the process is stopped (HTTP); notes go to stderr."""
+    server = build_server(args.agent)
+    runtime = start(args)
+    notes = Console(stderr=True)
+    print_notes(notes, runtime)
+    notes.print(f"redmem MCP server: {_where(args)}, default agent {escape(repr(args.agent))}, "
+                f"{escape(runtime.describe())}", highlight=False)
+    if args.http:
+        server.run("streamable-http", host=args.host, port=args.port)
+    else:
+        server.run("stdio")
+
+
+def _where(args: argparse.Namespace) -> str:
+    return f"streamable HTTP on http://{args.host}:{args.port}/mcp" if args.http else "stdio"
+
+
+def memory_of(record: ChatMemory) -> dict[str, Any]:
+    return {"memory_id": record.memory_id, "content": record.content, "speaker": record.speaker,
+            "session": record.session, "date": record.date}
+
+
+def find_memories(agent: str, memory_ids: list[str]) -> dict[str, ChatMemory]:
+    """The memories of ``agent`` with these ids, by id (ids naming none are left out)."""
+    query = ChatMemory.query.no_track()
+    found = {memory_id: query.get(agent_id=agent, memory_id=memory_id) for memory_id in dict.fromkeys(memory_ids)}
+    return {memory_id: record for memory_id, record in found.items() if record is not None}
+
+
+def store_memory(agent: str, content: str, speaker: str | None, session: str | None,
+             importance: float, recurring: bool) -> Stored:
+    text = content.strip()
+    if not text:
+        raise ValidationError("content must hold some text")
+    turn = Turn(text, datetime.now(UTC), session, speaker, importance, recurring)
+    return Stored(store_turns([turn], agent)[0].memory_id, agent)
+
+
+def recall_context(agent: str, query: str, max_tokens: int, max_items: int, output_format: Format) -> RecalledContext:
+    assembler = ContextAssembler(ChatMemory, render_fields=list(SHOWN_FIELDS), score_weights=SCORE_WEIGHTS,
+                                 max_items=max_items, max_tokens=max_tokens, output_format=output_format)
+    result = assembler.assemble(query, emit_trace=True, agent_id=agent)
+    trace = result.metadata["trace"]
+    memories = [Recalled(**memory_of(record), source=row["source"], score=row["score"])
+                for record, row in zip(result.records, trace)]
+    return RecalledContext(result.formatted, memories, result.metadata["token_count"])
+
+
+def report_outcomes(agent: str, outcomes: dict[str, Outcome]) -> Reported:
+    found = find_memories(agent, list(outcomes))
+    missing = [memory_id for memory_id in outcomes if memory_id not in found]
+    if missing:
+        raise ValidationError(f"agent {agent!r} has no memory {', '.join(missing)}: nothing was reported")
+    ObservationProtocol.on_context_used(list(found.values()), {found[i]: o for i, o in outcomes.items()})
+    return Reported(dict(outcomes))
+
+
+def forget_memories(agent: str, memory_ids: list[str]) -> Forgotten:
+    found = find_memories(agent, memory_ids)
+    gone = [memory_id for memory_id, record in found.items() if record.delete()]
+    return Forgotten(gone, [memory_id for memory_id in dict.fromkeys(memory_ids) if memory_id not in gone])
+
+
+def page_of_memories(agent: str, limit: int, offset: int) -> Page:
+    query = ChatMemory.query.filter(agent_id=agent).no_track()
+    page = query.limit(limit, offset).all()
+    return Page([Memory(**memory_of(record)) for record in page], query.count())
+
+
+def build_server(default_agent: str) -> Any:
+    """An ``MCPServer`` with the five tools, their arguments described in their JSON schemas."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        from pydantic import Field
+    except ImportError as exc:
+        raise ConfigurationError(f"redmem mcp needs the MCP SDK: pip install 'redmem[mcp]' ({exc})") from None
+
+    server = MCPServer("redmem", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def tool(description: str) -> Callable[[ToolFunction], ToolFunction]:
+        """Register the function as a tool; a RedmemError it raises reaches the client as an error result."""
+        def register(function: ToolFunction) -> ToolFunction:
+            @functools.wraps(function)
+            def guarded(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return function(*args, **kwargs)
+                except RedmemError as exc:
+                    raise ToolError(str(exc)) from exc
+            server.add_tool(guarded, description=description)
+            return function
+        return register
+
+    tenant = Field(default=None, min_length=1,
+                   description=f"whose memory (the tenant); omit for the server's default agent {default_agent!r}")
+
+    def agent(agent_id: str | None) -> str:
+        return default_agent if agent_id is None else agent_id
+
+    @tool("Store one memory (a fact, preference or turn said) for an agent. Returns its memory_id.")
+    def remember(
+        content: Annotated[str, Field(min_length=1, description="the text to remember")],
+        speaker: Annotated[str | None, Field(description="who said it (e.g. user, assistant, a name)")] = None,
+        session: Annotated[str | None, Field(description="conversation it belongs to")] = None,
+        importance: Annotated[float, Field(ge=0, description="base weight of its relevance score")] = 1.0,
+        recurring: Annotated[bool, Field(description="a daily routine: surfaces on its own when due")] = False,
+        agent_id: Annotated[str | None, tenant] = None,
+    ) -> Stored:
+        return store_memory(agent(agent_id), content, speaker, session, importance, recurring)
+
+    @tool("Assemble the memories relevant to a query into a context that fits a token budget (keyword, "
+          "vector and graph search, fused and ranked). Returns the context text to put in a prompt and the "
+          "memories in it with their memory_id, for feedback.")
+    def recall(
+        query: Annotated[str, Field(min_length=1, description="the user's turn or what to look for")],
+        max_tokens: Annotated[int, Field(ge=1, description="token budget of the context")] = 2000,
+        max_items: Annotated[int, Field(ge=1, le=100, description="most memories in the context")] = 10,
+        format: Annotated[Format, Field(description="how the context is rendered")] = "structured",
+        agent_id: Annotated[str | None, tenant] = None,
+    ) -> RecalledContext:
+        return recall_context(agent(agent_id), query, max_tokens, max_items, format)
+
+    @tool("Report what you did with recalled memories: acted (relied on it), used (read it), dismissed "
+          "(not relevant), deferred (no verdict yet) or contradicted (it is wrong). Moves each memory's "
+          "confidence, relevance and routine strength.")
+    def feedback(
+        outcomes: Annotated[dict[str, Outcome], Field(min_length=1, description="memory_id -> outcome")],
+        agent_id: Annotated[str | None, tenant] = None,
+    ) -> Reported:
+        return report_outcomes(agent(agent_id), outcomes)
+
+    @tool("Delete memories by memory_id, with everything indexed about them.")
+    def forget(
+        memory_ids: Annotated[list[str], Field(min_length=1, description="the memory_id of each memory to delete")],
+        agent_id: Annotated[str | None, tenant] = None,
+    ) -> Forgotten:
+        return forget_memories(agent(agent_id), memory_ids)
+
+    @tool("List an agent's stored memories, a page at a time (in memory_id order), with the total count.")
+    def list_memories(
+        limit: Annotated[int, Field(ge=1, le=500, description="most memories returned")] = 50,
+        offset: Annotated[int, Field(ge=0, description="memories skipped first")] = 0,
+        agent_id: Annotated[str | None, tenant] = None,
+    ) -> Page:
+        return page_of_memories(agent(agent_id), limit, offset)
+
+    return server
+

@@ -1,0 +1,38 @@
+"""HCE: a chat middleware on Redis: focus buffer, entity graph, semantic tree, knapsack budgeting.
+
+``HCEPipeline(session_id=..., max_focus=10, context_budget=1500)`` gives a chat function memory
+(``@pipe.wrap_chat``); ``retrieve_context``, ``update``, ``build_prompt``, ``save`` / ``load``.
+Every piece of state lives in Redis under the session's hash tag (see docs/recipes/hce.md).
+"""
+
+from .budgeting import ContextCandidate, context_budgeting, estimate_tokens
+from .export import ExportError
+from .extractor import EntityExtractor, ExtractedEntity
+from .focus import FocusBuffer, FocusEntry
+from .graph import EntityGraph, spreading_activation
+from .kinds import EdgeType, NodeType
+from .models import HCEInteraction, HCETopic
+from .pipeline import HCEPipeline, RetrievedContext
+from .tree import SemanticTree, TreeHit, hierarchical_relevance_search
+
+__all__ = [
+    "HCEPipeline",
+    "RetrievedContext",
+    "FocusBuffer",
+    "FocusEntry",
+    "ContextCandidate",
+    "estimate_tokens",
+    "context_budgeting",
+    "EntityGraph",
+    "NodeType",
+    "EdgeType",
+    "spreading_activation",
+    "EntityExtractor",
+    "ExtractedEntity",
+    "SemanticTree",
+    "TreeHit",
+    "hierarchical_relevance_search",
+    "HCEInteraction",
+    "HCETopic",
+    "ExportError",
+]

@@ -1,0 +1,86 @@
+"""Context candidates, their token cost and the knapsack that fits them into a budget.
+
+The three sources score on different scales (graph activation, tree similarity, buffer recency
+and overlap), so each candidate's utility is divided by the most its source can give
+(:func:`normalised`): every source's best possible candidate weighs 1.0 and any source can win;
+raised to a power (``sharpness``), the differences outweigh the texts' lengths.
+:func:`context_budgeting` is the shared packer's ``greedy_knapsack`` strategy: by
+``utility / token_cost`` descending, skipping what does not fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ...context.packing import Budget, pack
+from ...context.tokens import resolve_counter
+from ...store.errors import ValidationError
+from ...store.validation import is_int, is_real, non_negative_int
+
+__all__ = ["ContextCandidate", "SOURCES", "estimate_tokens", "context_budgeting", "normalised", "token_counter"]
+
+#: Where a candidate comes from.
+SOURCES = ("graph", "tree", "buffer")
+
+TokenCounter = Callable[[str], int]
+
+
+def estimate_tokens(text: str) -> int:
+    """The pipeline's default token estimate: ``len(text.split()) * 4 // 3`` (about 1.33 tokens a word)."""
+    return len(text.split()) * 4 // 3
+
+
+def token_counter(counter: TokenCounter | str | None) -> TokenCounter:
+    """The counter for a pipeline's ``token_counter``: None -> :func:`estimate_tokens`; an encoding
+    name ("cl100k_base", "o200k_base") -> its exact counter; a callable -> used, guarded as the
+    library's counters are (:func:`redmem.context.tokens.resolve_counter`)."""
+    return estimate_tokens if counter is None else resolve_counter(counter, stacklevel=4)
+
+
+@dataclass(frozen=True)
+class ContextCandidate:
+    """A piece of text offered to the context block: its ``source`` ("graph", "tree" or "buffer"),
+    its ``utility`` (>= 0; normalised to [0, 1] by the pipeline), its ``token_cost`` and where it
+    came from (``metadata``: interaction id, raw score, every source that found it)."""
+
+    content: str
+    source: str
+    utility: float
+    token_cost: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValidationError(f"a candidate's source is one of {list(SOURCES)}, not {self.source!r}")
+        if not is_real(self.utility) or not math.isfinite(self.utility) or self.utility < 0:
+            raise ValidationError(f"a candidate's utility is a finite number >= 0, not {self.utility!r}")
+        if not is_int(self.token_cost) or self.token_cost < 0:
+            raise ValidationError(f"a candidate's token_cost is an int >= 0, not {self.token_cost!r}")
+
+
+def normalised(candidates: Sequence[ContextCandidate], scales: Mapping[str, float],
+               sharpness: float = 1.0) -> list[ContextCandidate]:
+    """Each candidate with utility ``min(1, utility / scale) ** sharpness``, ``scale`` the most its
+    source can give; the raw utility is kept in ``metadata["raw_utility"]``.
+
+    ``sharpness`` > 1 keeps the order and [0, 1] but stretches the differences: the knapsack ranks
+    by utility per token, so with flat utilities the cheapest texts win whatever their relevance.
+    """
+    return [
+        replace(c, utility=min(1.0, c.utility / scales[c.source]) ** sharpness,
+                metadata={**c.metadata, "raw_utility": c.utility})
+        for c in candidates
+    ]
+
+
+def context_budgeting(candidates: Sequence[ContextCandidate], budget: int) -> list[ContextCandidate]:
+    """The candidates a greedy knapsack admits within ``budget`` tokens: by ``utility / token_cost``
+    descending (ties keep input order), skipping any that no longer fits. A budget below the
+    smallest cost admits nothing."""
+    budget = non_negative_int("budget", budget)
+    packed = pack([c.token_cost for c in candidates], Budget(max_tokens=budget), "greedy_knapsack",
+                  utilities=[c.utility for c in candidates])
+    return [candidates[i] for i in packed.selected]

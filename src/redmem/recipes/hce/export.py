@@ -1,0 +1,264 @@
+"""Save and load a session's Redis state as a portable, versioned JSON export.
+
+The export is one file, ``<directory>/hce-session.json``::
+
+    {"format": "redmem.hce.session", "version": 1, "session_id": "user-42",
+     "sha256": "<of the canonical JSON of keys>", "keys": [
+        {"model": "HCEInteraction", "key": "r:<id>", "type": "hash", "value": [[field, value], ...]},
+        {"model": "HCEInteraction", "key": "fb", "type": "list", "value": [entry, ...]},
+        {"model": "HCEInteraction", "key": "co:graph:adj", "type": "zset", "value": [[member, score], ...]},
+        {"model": "HCEInteraction", "key": "bf:entities_seen", "type": "string", "value": {"base64": "..."}}, ...]}
+
+Keys are named relative to their model's partition (``<prefix>:<Model>:{<session>}:``), so an
+export loads under any prefix and session. A value is its UTF-8 text, or ``{"base64": ...}``
+when it is not valid UTF-8 (vectors, the Bloom bitmap); scores are JSON numbers (exact doubles).
+Every key of the session is listed without a scan: each primitive's keys are known, and the
+records are those of the partitions' id sets. Saving reads everything in one MULTI/EXEC (a
+consistent snapshot; repeated if the record sets changed meanwhile). Loading checks the whole
+file first (format, version, checksum, every entry's model, kind and type), then replaces the
+session's keys in one MULTI/EXEC: any error leaves the session as it was.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ...model.base import Model
+from ...store.connection import server_errors
+from ...store.errors import RedmemError
+from ...store.keys import KeyKind, KeySpace
+from .models import HCEInteraction, HCETopic
+
+__all__ = ["ExportError", "save_session", "load_session", "clear_session", "session_keys", "FORMAT", "VERSION",
+           "FILE_NAME"]
+
+FORMAT = "redmem.hce.session"
+VERSION = 1
+FILE_NAME = "hce-session.json"
+MODELS: dict[str, type[Model]] = {"HCEInteraction": HCEInteraction, "HCETopic": HCETopic}
+#: The Redis type of each of a co-occurrence graph's keys, by its last part.
+GRAPH_TYPES = {"w": "hash", "adj": "zset", "in": "zset", "deg": "hash"}
+#: The attempts a save makes at a snapshot whose record sets did not change while it was read.
+SNAPSHOT_ATTEMPTS = 5
+
+
+class ExportError(RedmemError, ValueError):
+    """An export directory that is missing, corrupt, of another format or version, or not a session's."""
+
+
+def _spaces(session_id: str) -> dict[str, KeySpace]:
+    return {name: model._meta.keyspace((model._meta.fields["session_id"].validate(session_id),))
+            for name, model in MODELS.items()}
+
+
+def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
+    """Relative key -> Redis type of every key of a model's partition except its records."""
+    kinds: dict[str, str] = {KeyKind.ALL_RECORDS.value: "zset"}
+    vectors = MODELS[name].embedding.keys(space)  # type: ignore[attr-defined]
+    kinds.update(zip((_relative(space, k) for k in vectors), ("hash", "hash", "zset")))
+    if name == "HCEInteraction":
+        graph = HCEInteraction.graph.graph(session_id=space.partition_values[0])
+        kinds.update((_relative(space, k), GRAPH_TYPES[k.rsplit(":", 1)[1]]) for k in graph.keys)
+        kinds[_relative(space, HCEInteraction.entities_seen.key(space))] = "string"
+        kinds[KeyKind.FOCUS_BUFFER.value] = "list"
+        kinds[KeyKind.ENTITY_TYPES.value] = "hash"
+    return kinds
+
+
+def _relative(space: KeySpace, key: str) -> str:
+    return key[len(space.base) + 1:]
+
+
+def session_keys(session_id: str, record_ids: dict[str, list[str]]) -> list[tuple[str, str, str]]:
+    """(model name, relative key, Redis type) of every key of the session, records from ``record_ids``."""
+    out = []
+    for name, space in _spaces(session_id).items():
+        out += [(name, rel, kind) for rel, kind in _fixed_keys(name, space).items()]
+        out += [(name, _relative(space, space.record(rid)), "hash") for rid in record_ids.get(name, [])]
+    return out
+
+
+_READ = {"hash": "hgetall", "zset": "zrange", "list": "lrange", "string": "get"}
+
+
+def _queue_read(pipe: Any, key: str, kind: str) -> None:
+    if kind == "zset":
+        pipe.zrange(key, 0, -1, withscores=True)
+    elif kind == "list":
+        pipe.lrange(key, 0, -1)
+    else:
+        getattr(pipe, _READ[kind])(key)
+
+
+def _record_ids(client: Any, spaces: dict[str, KeySpace]) -> dict[str, list[str]]:
+    with client.pipeline(transaction=True) as pipe:
+        for space in spaces.values():
+            pipe.zrange(space.key(KeyKind.ALL_RECORDS), 0, -1)
+        replies = pipe.execute()
+    return {name: [m.decode() for m in ids] for name, ids in zip(spaces, replies)}
+
+
+def _snapshot(session_id: str) -> list[dict[str, Any]]:
+    client = HCEInteraction._meta.client
+    spaces = _spaces(session_id)
+    for _ in range(SNAPSHOT_ATTEMPTS):
+        ids = _record_ids(client, spaces)
+        listed = session_keys(session_id, ids)
+        with client.pipeline(transaction=True) as pipe:
+            for name, rel, kind in listed:
+                _queue_read(pipe, f"{spaces[name].base}:{rel}", kind)
+            replies = pipe.execute()
+        entries = [_entry(name, rel, kind, reply) for (name, rel, kind), reply in zip(listed, replies)]
+        current = {name: sorted(m.decode() for m, _ in reply) for (name, rel, _), reply in zip(listed, replies)
+                   if rel == KeyKind.ALL_RECORDS.value}
+        if all(current.get(name, []) == sorted(found) for name, found in ids.items()):
+            return [e for e in entries if e is not None]
+    raise RedmemError(f"session {session_id!r} kept changing while it was saved; try again")
+
+
+def _text(value: bytes) -> Any:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(value).decode("ascii")}
+
+
+def _bytes(value: Any) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, dict) and set(value) == {"base64"} and isinstance(value["base64"], str):
+        return base64.b64decode(value["base64"], validate=True)
+    raise ExportError(f"a value is a string or {{'base64': ...}}, not {value!r}")
+
+
+def _entry(name: str, rel: str, kind: str, reply: Any) -> dict[str, Any] | None:
+    if not reply:
+        return None
+    value: Any
+    if kind == "hash":
+        value = sorted([[_text(f), _text(v)] for f, v in reply.items()], key=lambda p: json.dumps(p))
+    elif kind == "zset":
+        value = [[_text(m), float(s)] for m, s in reply]
+    elif kind == "list":
+        value = [_text(v) for v in reply]
+    else:
+        value = _text(reply)
+    return {"model": name, "key": rel, "type": kind, "value": value}
+
+
+def _checksum(keys: list[dict[str, Any]]) -> str:
+    canonical = json.dumps(keys, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def save_session(session_id: str, directory: str | os.PathLike[str]) -> Path:
+    """Write ``session_id``'s state to ``<directory>/hce-session.json`` (written whole, then renamed)."""
+    with server_errors(HCEInteraction._meta.client):
+        keys = _snapshot(session_id)
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / FILE_NAME
+    payload = {"format": FORMAT, "version": VERSION, "session_id": session_id, "sha256": _checksum(keys), "keys": keys}
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def read_export(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """The export of ``directory``, checked whole; ExportError otherwise."""
+    path = Path(directory) / FILE_NAME
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExportError(f"{directory} holds no HCE export ({FILE_NAME} is missing)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{path} is not readable JSON: {exc}") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ExportError(f"{path} is not an HCE session export (format {FORMAT!r})")
+    if payload.get("version") != VERSION:
+        raise ExportError(f"{path} is export version {payload.get('version')!r}; this redmem reads version {VERSION}")
+    keys = payload.get("keys")
+    if not isinstance(keys, list) or not isinstance(payload.get("session_id"), str):
+        raise ExportError(f"{path} lacks its session_id or keys")
+    if payload.get("sha256") != _checksum(keys):
+        raise ExportError(f"{path} is corrupt: its checksum does not match its keys")
+    fixed = {name: _fixed_keys(name, space) for name, space in _spaces(payload["session_id"]).items()}
+    for entry in keys:
+        _check_entry(entry, fixed)
+    return payload
+
+
+def _check_entry(entry: Any, fixed: dict[str, dict[str, str]]) -> None:
+    """An entry names a key an HCE session has, with that key's type and a non-empty value."""
+    if not isinstance(entry, dict) or set(entry) != {"model", "key", "type", "value"}:
+        raise ExportError(f"an export entry has model, key, type and value: {entry!r}"[:200])
+    name, rel = entry["model"], entry["key"]
+    if name not in MODELS or not isinstance(rel, str):
+        raise ExportError(f"an export entry of an unknown model or key: {name!r} {rel!r}")
+    expected = fixed[name].get(rel, "hash" if rel.startswith(f"{KeyKind.RECORD.value}:") else None)
+    if expected is None or entry["type"] != expected:
+        raise ExportError(f"{name} key {rel!r} of type {entry['type']!r} is not part of an HCE session")
+    if not entry["value"] or not isinstance(entry["value"], list if expected != "string" else (str, dict)):
+        raise ExportError(f"{name} key {rel!r} has an empty or malformed value")
+
+
+def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
+    """Replace ``session_id``'s state with the export in ``directory`` (see the module docs)."""
+    payload = read_export(directory)
+    spaces = _spaces(session_id)
+    writes = [(f"{spaces[e['model']].base}:{e['key']}", e["type"], _decoded(e, session_id)) for e in payload["keys"]]
+    client = HCEInteraction._meta.client
+    with server_errors(client):
+        old = session_keys(session_id, _record_ids(client, spaces))
+        with client.pipeline(transaction=True) as pipe:
+            for name, rel, _ in old:
+                pipe.delete(f"{spaces[name].base}:{rel}")
+            for key, kind, value in writes:
+                _queue_write(pipe, key, kind, value)
+            pipe.execute()
+
+
+def clear_session(session_id: str) -> int:
+    """Delete every key of ``session_id`` in one MULTI/EXEC; returns how many existed."""
+    spaces = _spaces(session_id)
+    client = HCEInteraction._meta.client
+    with server_errors(client):
+        keys = [f"{spaces[name].base}:{rel}" for name, rel, _ in session_keys(session_id, _record_ids(client, spaces))]
+        with client.pipeline(transaction=True) as pipe:
+            pipe.delete(*keys)
+            return int(pipe.execute()[0])
+
+
+def _decoded(entry: dict[str, Any], session_id: str) -> Any:
+    """An entry's value as bytes (records re-homed: their session_id field is the new session's)."""
+    value = entry["value"]
+    try:
+        if entry["type"] == "hash":
+            pairs = {_bytes(f): _bytes(v) for f, v in value}
+            if entry["key"].startswith(f"{KeyKind.RECORD.value}:") and b"session_id" in pairs:
+                pairs[b"session_id"] = session_id.encode("utf-8")
+            return pairs
+        if entry["type"] == "zset":
+            return {_bytes(m): float(s) for m, s in value}
+        if entry["type"] == "list":
+            return [_bytes(v) for v in value]
+        return _bytes(value)
+    except (TypeError, ValueError) as exc:
+        raise ExportError(f"{entry['model']} key {entry['key']!r} has a malformed value: {exc}") from None
+
+
+def _queue_write(pipe: Any, key: str, kind: str, value: Any) -> None:
+    if kind == "hash":
+        pipe.hset(key, mapping=value)
+    elif kind == "zset":
+        pipe.zadd(key, value)
+    elif kind == "list":
+        pipe.rpush(key, *value)
+    else:
+        pipe.set(key, value)

@@ -1,0 +1,92 @@
+"""The HCE pipeline's records: interactions (the leaves of the semantic tree, nodes of the entity
+graph) and topics, partitioned by session, so one session's keys share one hash tag.
+
+| model | field | primitive | role |
+|---|---|---|---|
+| ``HCEInteraction`` | ``session_id`` | KeyField, the partition | the session (user) the interaction belongs to |
+| | ``interaction_id`` | KeyField | :func:`interaction_id`: sorts newest first |
+| | ``user``, ``assistant`` | StringField | the turn pair |
+| | ``topic_id`` | StringField | its parent in the semantic tree |
+| | ``timestamp`` | FloatField | when it was stored (epoch seconds) |
+| | ``entities`` | ListField | the entity keys it mentions |
+| | ``embedding`` | EmbeddingField | the vector of :func:`interaction_text` (assigned by the pipeline) |
+| | ``graph`` | CoOccurrenceField | the entity graph: interactions and entities |
+| | ``entities_seen`` | ExistenceFilter | every entity key ever mentioned (:func:`entity_term`) |
+| ``HCETopic`` | ``session_id``, ``topic_id`` | KeyField | the topic node of the tree |
+| | ``label`` | StringField | the first words of the interaction that opened it |
+| | ``embedding`` | EmbeddingField | that interaction's vector |
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+
+from ...fields.bloom import ExistenceFilter
+from ...fields.cooccurrence import CoOccurrenceField
+from ...fields.embedding import EmbeddingField
+from ...model.base import Model
+from ...model.fields import FloatField, ListField, StringField
+from ...model.indexed import KeyField
+
+__all__ = ["HCEInteraction", "HCETopic", "interaction_id", "interaction_text", "entity_term", "MAX_EDGES"]
+
+#: The most edges a graph node keeps (a hub entity keeps its newest mentions).
+MAX_EDGES = 500
+#: Microseconds since the epoch are subtracted from this so that ids sort newest first.
+_ID_CEILING = 10**16
+
+
+def interaction_id(now: float | None = None) -> str:
+    """A fresh id that sorts before every older one: ``(10^16 - microseconds)`` in 16 digits, then
+    6 random hex digits (two processes in the same microsecond do not collide).
+
+    Graph ties are broken by node id, so a hub entity's pruning and propagation fan-out keep its
+    most recent mentions.
+    """
+    micros = int((time.time() if now is None else now) * 1_000_000)
+    return f"{_ID_CEILING - micros:016d}{secrets.token_hex(3)}"
+
+
+def interaction_text(user: str, assistant: str) -> str:
+    """The text an interaction is embedded and shown as."""
+    return f"user: {user}\nassistant: {assistant}"
+
+
+def entity_term(key: str) -> str:
+    """The existence-filter term of an entity key: ``e_`` + 16 hex digits of its BLAKE2b digest,
+    an identifier the analyser keeps whole (never stemmed, split or dropped as a stop word)."""
+    return "e_" + hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _entity_terms(interaction: HCEInteraction) -> list[str]:
+    return [entity_term(key) for key in interaction.entities or []]
+
+
+class HCEInteraction(Model):
+    """One user/assistant turn pair of a session (see the module docs for the fields)."""
+
+    session_id = KeyField(partition_by="session_id")
+    interaction_id = KeyField()
+    user = StringField(null=False)
+    assistant = StringField(null=False)
+    topic_id = StringField(null=False)
+    timestamp = FloatField(null=False)
+    entities = ListField(default=list)
+    embedding = EmbeddingField()
+    graph = CoOccurrenceField(max_edges=MAX_EDGES)
+    entities_seen = ExistenceFilter(fingerprint_fn=_entity_terms, error_rate=0.001)
+
+    @property
+    def content(self) -> str:
+        return interaction_text(self.user, self.assistant)
+
+
+class HCETopic(Model):
+    """A topic node of a session's semantic tree: its label and the vector interactions join by."""
+
+    session_id = KeyField(partition_by="session_id")
+    topic_id = KeyField()
+    label = StringField(null=False)
+    embedding = EmbeddingField()

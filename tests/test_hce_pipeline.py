@@ -1,0 +1,349 @@
+"""HCEPipeline end to end: retrieval improving as facts are stored, the budget, wrap_chat through the
+real openai SDK, save/load, sessions kept apart, concurrent updates, round trips, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import shutil
+from typing import Any
+
+import openai
+import pytest
+from redis import RedisCluster
+
+import redmem
+from conftest import all_keys
+from openai_server import OpenAICompatibleServer
+from redmem.context.tokens import exact_counter
+from redmem.recipes.hce import ExportError, HCEInteraction, HCEPipeline, HCETopic
+from redmem.recipes.hce.export import FILE_NAME
+from redmem.store.errors import ArgumentTypeError, ValidationError
+
+FILLER = [
+    ("What should I cook tonight?", "Maybe a vegetable curry."),
+    ("The weather is grey again.", "Autumn does that."),
+    ("I watched a documentary about whales.", "Whales are fascinating animals."),
+    ("Any tips for sleeping better?", "Keep a regular schedule and less screen time."),
+    ("I started reading a fantasy novel.", "Enjoy the story!"),
+    ("My laptop fan is loud.", "Cleaning the vents can help."),
+]
+#: Planted facts and a question about each (the measure: is the fact's turn in the context block).
+FACTS = [
+    (("I moved to Lisbon in March and started working at Acme.", "Congratulations on the new job!"),
+     "where do I work now? acme"),
+    (("My sister Ana Sousa is a marine biologist.", "What an interesting job she has."),
+     "what does Ana do for a living?"),
+    (("My dog Biscuit is allergic to chicken.", "Good to know for his food."),
+     "what food should biscuit avoid?"),
+]
+
+
+def found(pipe: HCEPipeline) -> float:
+    """The share of planted facts whose user turn is in the context block of their question."""
+    return sum(fact[0] in pipe.retrieve_context(question) for fact, question in FACTS) / len(FACTS)
+
+
+def test_retrieval_improves_as_facts_are_stored(any_db):
+    pipe = HCEPipeline(session_id="user-42", max_focus=4, context_budget=120)
+    for q, a in FILLER[:3]:
+        pipe.update(q, a)
+    assert found(pipe) == 0.0
+    for (fact, _), filler in zip(FACTS, FILLER[3:]):
+        pipe.update(*fact)
+        pipe.update(*filler)
+    for q, a in FILLER:  # push the facts out of the focus buffer: they come back from the graph and tree
+        pipe.update(q, a)
+    assert found(pipe) == 1.0
+    prompt = pipe.build_prompt("where do I work now? acme")
+    assert prompt.startswith("[Context Block]\n") and "[Focus Buffer]\n" in prompt
+    assert prompt.endswith("[User Query]\nwhere do I work now? acme")
+    assert "Acme" in prompt.split("[Focus Buffer]")[0]
+
+
+def test_the_budget_holds_with_the_exact_counter(db):
+    count = exact_counter("cl100k_base")
+    pipe = HCEPipeline(session_id="s", max_focus=4, context_budget=40, token_counter="cl100k_base")
+    for q, a in [fact for fact, _ in FACTS] + FILLER:
+        pipe.update(q, a)
+    for _, question in FACTS:
+        found = pipe.retrieve_candidates(question)
+        assert len(found.candidates) > len(found.selected) > 0
+        assert sum(c.token_cost for c in found.selected) <= 40
+        assert count(found.block) <= 40
+        assert all(c.token_cost == count(c.content + "\n") for c in found.candidates)
+
+
+def test_a_budget_below_every_candidate_gives_an_empty_block(db):
+    pipe = HCEPipeline(session_id="s", context_budget=1)
+    pipe.update("I moved to Lisbon.", "Nice city.")
+    assert pipe.retrieve_context("Lisbon") == ""
+    assert "[Context Block]\n(none)" in pipe.build_prompt("Lisbon")
+
+
+def each_source_wins(pipe: HCEPipeline, query: str) -> str:
+    return pipe.retrieve_candidates(query).selected[0].source
+
+
+def test_each_source_can_win_the_knapsack(db):
+    pipe = HCEPipeline(session_id="s", max_focus=2, context_budget=30)
+    pipe.update("Zorblat Industries hired me as a welder.", "Welding is a skill.")
+    for q, a in FILLER:
+        pipe.update(q, a)
+    # graph: a named entity nothing else shares; tree: words close to one stored turn, no entity
+    assert each_source_wins(pipe, "what about zorblat industries") == "graph"
+    assert each_source_wins(pipe, "tips for sleeping schedule") == "tree"
+    # buffer: the newest entries, sharing the query's words
+    assert each_source_wins(pipe, "vents help cleaning") == "buffer"
+
+
+def test_no_text_is_both_in_the_context_block_and_the_focus_buffer(db):
+    pipe = HCEPipeline(session_id="s", max_focus=4, context_budget=500)
+    for q, a in FILLER:
+        pipe.update(q, a)
+    prompt = pipe.build_prompt("laptop fan vents whales documentary")
+    block, rest = prompt.split("[Focus Buffer]")
+    for entry in pipe.focus.get_recent():
+        assert entry.content in rest and entry.content not in block
+    assert "whales" in block  # older turns still come from the tree
+
+
+def test_sessions_never_see_each_other(any_db):
+    alice, bob = HCEPipeline(session_id="alice"), HCEPipeline(session_id="bob")
+    alice.update("I work at Acme in Lisbon.", "Noted.")
+    bob.update("I work at Globex in Oslo.", "Noted.")
+    assert "Globex" not in alice.retrieve_context("where do I work? Globex Acme Oslo Lisbon")
+    assert "Acme" not in bob.retrieve_context("where do I work? Globex Acme Oslo Lisbon")
+    assert [e.content for e in alice.focus.get_recent()] == ["I work at Acme in Lisbon.", "Noted."]
+    assert set(alice.graph.entities()) == {"acme", "lisbon"}
+
+
+def test_round_trips(db, sent):
+    pipe = HCEPipeline(session_id="s")
+    pipe.update("I moved to Lisbon and started at Acme.", "Congratulations!")
+    vector = pipe.embed_query("where is acme")
+    sent.clear()
+    pipe.update("Ana visited me.", "Lovely.")
+    assert len(sent) == 2  # topic search + mention check, then one MULTI/EXEC
+    sent.clear()
+    found = pipe.retrieve_candidates("where is acme", query_vector=vector)
+    assert found.round_trips == len(sent) == 3  # searches, propagation, interactions
+    sent.clear()
+    assert pipe.retrieve_candidates("what about tea", query_vector=vector).round_trips == len(sent) == 2
+
+
+# -- wrap_chat -------------------------------------------------------------------------------------
+def test_wrap_chat_enriches_the_prompt_and_stores_the_reply(db):
+    pipe = HCEPipeline(session_id="user-42", context_budget=200)
+    with OpenAICompatibleServer() as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+
+        @pipe.wrap_chat
+        def chat(prompt: str) -> str:
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+            return reply.choices[0].message.content
+
+        assert chat("I moved to Lisbon in March and started at Acme.").startswith("echo: [Context Block]")
+        for q, a in FILLER:
+            pipe.update(q, a)
+        chat("where do I work now? acme")
+        sent = server.chat_requests()[-1]["messages"][0]["content"]
+    assert "user: I moved to Lisbon in March and started at Acme." in sent.split("[Focus Buffer]")[0]
+    assert sent.endswith("[User Query]\nwhere do I work now? acme")
+    assert pipe.focus.get_recent()[-2].content == "where do I work now? acme"
+    assert pipe.focus.get_recent()[-1].content.startswith("echo: [Context Block]")
+
+
+def test_wrap_chat_with_openai_messages_and_an_async_function(db):
+    pipe = HCEPipeline(session_id="user-42")
+    pipe.update("I moved to Lisbon in March and started at Acme.", "Congratulations!")
+    for q, a in FILLER:
+        pipe.update(q, a)
+    with OpenAICompatibleServer() as server:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+
+        @pipe.wrap_chat
+        async def chat(messages: list[dict[str, Any]], model: str = "m") -> Any:
+            return await client.chat.completions.create(model=model, messages=messages)
+
+        history = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "where do I work? acme"}]
+        reply = asyncio.run(chat(messages=history))
+        sent = server.chat_requests()[-1]["messages"]
+    assert reply.choices[0].message.content == "echo: where do I work? acme"
+    assert [m["role"] for m in sent] == ["system", "system", "user"]
+    assert sent[1]["content"].startswith("[Context Block]\n") and "Acme" in sent[1]["content"]
+    assert history[1] == {"role": "user", "content": "where do I work? acme"}  # the caller's list untouched
+    assert pipe.focus.get_recent()[-1].content == "echo: where do I work? acme"
+
+
+def test_a_chat_function_that_raises_stores_nothing(db):
+    pipe = HCEPipeline(session_id="s")
+
+    @pipe.wrap_chat
+    def chat(prompt: str) -> str:
+        raise RuntimeError("model down")
+
+    with OpenAICompatibleServer() as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+
+        @pipe.wrap_chat
+        def failing(prompt: str) -> str:
+            return client.chat.completions.create(model=server.failing_model,
+                                                  messages=[{"role": "user", "content": prompt}])
+
+        with pytest.raises(openai.InternalServerError):
+            failing("hello there")
+    with pytest.raises(RuntimeError, match="model down"):
+        chat("hello")
+    assert pipe.focus.size == 0 and HCEInteraction.query.filter(session_id="s").count() == 0
+
+
+# -- bad input -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("query, error", [("", ValidationError), ("   ", ValidationError), (None, ArgumentTypeError),
+                                          (42, ArgumentTypeError), (["hi"], ArgumentTypeError)])
+def test_bad_queries_are_refused(db, query, error):
+    pipe = HCEPipeline(session_id="s")
+    with pytest.raises(error):
+        pipe.retrieve_context(query)
+    with pytest.raises(error):
+        pipe.update(query, "reply")
+    with pytest.raises(ValidationError):
+        pipe.build_prompt(query)
+    assert pipe.focus.size == 0
+
+
+def test_bad_replies_and_settings_are_refused(db):
+    with pytest.raises(ArgumentTypeError):
+        HCEPipeline(session_id="s").update("hi", None)
+    with pytest.raises(ValidationError):
+        HCEPipeline(session_id="s", context_budget=0)
+    with pytest.raises(ValidationError):
+        HCEPipeline(session_id="")
+    with pytest.raises(ArgumentTypeError):
+        HCEPipeline(session_id="s").wrap_chat("not callable")
+    for sharpness in (0, -1, "8", float("nan")):
+        with pytest.raises(ValidationError):
+            HCEPipeline(session_id="s", utility_sharpness=sharpness)
+
+
+# -- save / load -----------------------------------------------------------------------------------
+def contents(client: Any, keys: set[str]) -> dict[str, Any]:
+    """Every key's type and content."""
+    out = {}
+    for key in keys:
+        kind = client.type(key).decode()
+        read = {"hash": client.hgetall, "list": lambda k: client.lrange(k, 0, -1), "string": client.get,
+                "zset": lambda k: client.zrange(k, 0, -1, withscores=True), "set": client.smembers}[kind]
+        out[key] = (kind, read(key))
+    return out
+
+
+def session_state(client: Any, session: str) -> dict[str, Any]:
+    keys = {k for k in all_keys(client) if f"{{{session}}}" in k}
+    return {k.replace(f"{{{session}}}", "{S}"): v for k, v in contents(client, keys).items()}
+
+
+def test_save_and_load_round_trip_exactly(any_db, tmp_path):
+    pipe = HCEPipeline(session_id="user-42")
+    for q, a in FILLER + [fact for fact, _ in FACTS]:
+        pipe.update(q, a)
+    before = session_state(any_db, "user-42")
+    path = pipe.save(tmp_path / "export")
+    assert json.loads(path.read_text())["version"] == 1
+    copy = HCEPipeline(session_id="user-42-copy")
+    copy.load(tmp_path / "export")
+    after = session_state(any_db, "user-42-copy")
+    records = {k for k in before if ":r:" in k}
+    for key in records:  # a record names its session; everything else is byte for byte the same
+        before[key][1][b"session_id"] = b"user-42-copy"
+    assert after == before
+    assert session_state(any_db, "user-42") != {} and copy.retrieve_context("acme") == pipe.retrieve_context("acme")
+    copy.save(tmp_path / "again")
+    first, second = ((tmp_path / d / FILE_NAME).read_text() for d in ("export", "again"))
+    assert second.replace('"user-42-copy"', '"user-42"') == first.replace(f'"sha256": "{json.loads(first)["sha256"]}"',
+                                                                          f'"sha256": "{json.loads(second)["sha256"]}"')
+
+
+def test_load_replaces_the_session_and_bad_exports_change_nothing(db, tmp_path):
+    pipe = HCEPipeline(session_id="a")
+    pipe.update("I moved to Lisbon.", "Nice.")
+    pipe.save(tmp_path / "good")
+    other = HCEPipeline(session_id="b")
+    other.update("Totally different.", "Indeed.")
+    other.update("Another one.", "Sure.")
+    state = session_state(db, "b")
+    export = tmp_path / "good" / FILE_NAME
+    payload = json.loads(export.read_text())
+    cases = {
+        "missing": None,
+        "not json": "{not json",
+        "foreign": json.dumps({**payload, "format": "something.else"}),
+        "future": json.dumps({**payload, "version": 99}),
+        "tampered": json.dumps({**payload, "keys": payload["keys"][:-1]}),
+    }
+    unknown_key = [*payload["keys"], {"model": "HCEInteraction", "key": "zz", "type": "hash", "value": [["a", "b"]]}]
+    cases["unknown key"] = json.dumps({**payload, "keys": unknown_key, "sha256": _sha(unknown_key)})
+    for name, text in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        if text is not None:
+            (folder / FILE_NAME).write_text(text)
+        with pytest.raises(ExportError):
+            other.load(folder)
+        assert session_state(db, "b") == state, name
+    other.load(tmp_path / "good")
+    assert HCEInteraction.query.filter(session_id="b").count() == 1
+    assert [e.content for e in other.focus.get_recent()] == ["I moved to Lisbon.", "Nice."]
+    assert HCETopic.query.filter(session_id="b").count() == 1
+    shutil.rmtree(tmp_path / "good")
+
+
+def test_clear_forgets_one_session_only(any_db):
+    kept, gone = HCEPipeline(session_id="kept"), HCEPipeline(session_id="gone")
+    for pipe in (kept, gone):
+        pipe.update("I moved to Lisbon and started at Acme.", "Congratulations!")
+    before = session_state(any_db, "kept")
+    assert gone.clear() > 5
+    assert session_state(any_db, "gone") == {} and session_state(any_db, "kept") == before
+    assert gone.retrieve_context("acme Lisbon") == "" and gone.clear() == 0
+
+
+def _sha(keys: list[Any]) -> str:
+    from redmem.recipes.hce.export import _checksum
+
+    return _checksum(keys)
+
+
+# -- concurrency -----------------------------------------------------------------------------------
+def _url(request: Any, client: Any) -> str:
+    return request.getfixturevalue("cluster_url" if isinstance(client, RedisCluster) else "redis_url")
+
+
+def _update_many(url: str, prefix: str, worker: int, start: Any) -> None:
+    """Worker process: its own connection, then 10 updates of one session once every worker is up."""
+    redmem.connect(url)
+    redmem.configure(key_prefix=prefix)
+    pipe = HCEPipeline(session_id="shared", max_focus=100)
+    start.wait()
+    for i in range(10):
+        pipe.update(f"Worker{worker} note {i} about Acme", f"reply {worker}-{i}")
+
+
+def test_concurrent_updates_from_four_processes_lose_nothing(any_db, request):
+    forked = multiprocessing.get_context("fork")
+    start = forked.Barrier(4)
+    args = (_url(request, any_db), redmem.store.settings().key_prefix)
+    procs = [forked.Process(target=_update_many, args=(*args, w, start)) for w in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0] * 4
+    pipe = HCEPipeline(session_id="shared", max_focus=100)
+    stored = HCEInteraction.query.filter(session_id="shared").all()
+    assert sorted(r.user for r in stored) == sorted(f"Worker{w} note {i} about Acme" for w in range(4) for i in range(10))
+    assert len(pipe.focus.get_recent()) == 80
+    linked = pipe.graph.linked("acme", limit=100)
+    assert {n for n, _, _ in linked} >= {r.interaction_id for r in stored}
+    assert {r.topic_id for r in stored} <= {t.topic_id for t in HCETopic.query.filter(session_id="shared").all()}
