@@ -261,3 +261,44 @@ def test_architecture_measures_two_revisions_and_compares_locomo_runs(tmp_path):
     assert shape["median_function_lines"] > 0 and shape["functions_over_8_parameters"] >= 0
     assert payload["locomo"]["a"]["identical"] and not payload["locomo"]["b"]["identical"]
     assert "| b | 0.7000 | 0.6900 |" in out.with_suffix(".md").read_text()
+
+
+def test_hsca_evals_quick(tmp_path):
+    payload = run("hsca_evals.py", "--quick", "--snapshots", "40", out_dir=tmp_path, timeout=600)
+    sys.path.insert(0, str(BENCH))
+    try:
+        import hsca_evals
+    finally:
+        sys.path.remove(str(BENCH))
+    assert payload["frozen_cases"] == hsca_evals.FROZEN
+    evals = payload["evals"]
+    assert list(evals) == ["eval1_fidelity", "eval2_macro", "eval3_self_improvement", "eval4_adversarial",
+                           "eval5_bridging"]
+    for name, row in evals.items():
+        assert row["verdict"] in {"PASS", "MISS"}
+        if name == "eval3_self_improvement":
+            assert [s["interactions"] for s in row["steps"]] == [0, 20, 100]
+            continue
+        held, tuning = row["pass_rates"]["held_out"], row["pass_rates"]["tuning"]
+        assert held["cases"] >= 15 and tuning["cases"] >= 15 and 0 <= held["rate"] <= 1
+        assert len(row["cases"]) >= 30
+    costs = payload["costs"]
+    assert costs["score_layers"]["chunks_per_s"] > 0 and costs["session"]["snapshots"] >= 40
+    assert all(row["p50"] > 0 for row in costs["session"]["latency_ms"].values())
+    assert len(payload["load_average_start"]) == 3
+    assert (tmp_path / "smoke_hsca_evals.md").read_text().startswith("# HSCA evaluations")
+
+
+def test_hsca_evals_refuse_changed_cases(tmp_path, monkeypatch):
+    sys.path.insert(0, str(BENCH))
+    try:
+        import hsca_evals
+    finally:
+        sys.path.remove(str(BENCH))
+    for name in hsca_evals.FROZEN:
+        (tmp_path / name).write_bytes((hsca_evals.DATA / name).read_bytes())
+    monkeypatch.setattr(hsca_evals, "DATA", tmp_path)
+    assert len(hsca_evals.load_cases("eval1_fidelity.json")) == 36
+    (tmp_path / "eval1_fidelity.json").write_text((tmp_path / "eval1_fidelity.json").read_text().replace("fever", "fevers", 1))
+    with pytest.raises(SystemExit, match="not the frozen"):
+        hsca_evals.load_cases("eval1_fidelity.json")

@@ -177,7 +177,7 @@ def test_demo_keeps_to_its_own_memories_and_one_screen_per_section(redis_url, db
         # piped at 80 columns: each section fits one screen (the trace and context need --verbose)
         assert len(out.splitlines()) <= 100, out
         assert max(len(section) for section in sections_of(out)) <= 24, out
-        assert len(sections_of(out)) == 7 and "╭─ context" not in out  # the 7th: frames
+        assert len(sections_of(out)) == 8 and "╭─ context" not in out  # the 7th: HSCA, the 8th: frames
     finally:
         redmem.configure(key_prefix=DEMO_PREFIX)
         DemoRun("demo").clear()

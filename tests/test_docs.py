@@ -54,6 +54,7 @@ PAGES = [
     "recipes/policy-cache.md",
     "recipes/subconscious-memory.md",
     "recipes/llm-integration.md",
+    "recipes/hsca.md",
     "recipes/hce.md",
     "integrations.md",
     "operations.md",

@@ -59,6 +59,11 @@ PINNED = {
         "HeuristicExtractor", "HybridMemory", "LLMExtractor", "PolicyCache", "RetrievalQuality",
         "SubconsciousMemory", "assess_retrieval",
     ],
+    "redmem.recipes.hsca": [
+        "Beat", "ContextSnapshot", "DomainStep", "DomainTag", "EmbeddingDomains", "HSCAEngine", "HSCAParameters",
+        "NuanceFlag", "NuanceModel", "RelevantBeat", "ServedQuery", "ServedRecord", "SessionStore",
+        "SnapshotPassage", "SnapshotRecord", "TunedParameters", "TuningResult", "WeightedChunk", "tune",
+    ],
     "redmem.recipes.frames": [
         "ATTENTION_FRAME", "BUILTIN_FRAMES", "Block", "CachePolicy", "FrameDefinition", "FrameFilters",
         "FrameMemory", "FrameResult", "PrefixIndexField", "SELF_FRAME", "ScoredBlock", "ScoringWeights",

@@ -12,9 +12,11 @@
 4. Report scripted outcomes (``ObservationProtocol.on_context_used``) and print each memory's
    scores before and after: acted-on memories gain confidence and are refreshed, contradicted
    ones lose confidence, dismissed routines weaken their cycle.
-5. Frames: a few blocks of agent ``<agent>-frames`` and its SELF, ATTENTION and TASK frames
+5. HSCA: the same conversation through ``HSCAEngine`` into the agent's ``demo`` session; print
+   its beats (snapshots) and which beats the first question is relevant to.
+6. Frames: a few blocks of agent ``<agent>-frames`` and its SELF, ATTENTION and TASK frames
    (:mod:`redmem.cli_commands.frames_demo`).
-6. The same conversation through the HCE pipeline (``redmem.recipes.hce``): each question's
+7. The same conversation through the HCE pipeline (``redmem.recipes.hce``): each question's
    context block by source, its tokens and round trips.
 
 Without ``--url`` or ``REDIS_URL`` it runs on a private throwaway server, so that ``make demo``
@@ -38,6 +40,7 @@ from .cli_commands.demo_run import DemoRun
 from .cli_commands.display import WIDE, context_panel, outcome_table, summary, trace_table, turn_table
 from .cli_commands.frames_demo import run_frames
 from .cli_commands.hce_demo import run_hce
+from .cli_commands.hsca_demo import show_hsca
 from .cli_commands.ingest import ingest_with_progress
 from .cli_commands.llm import ChatModel, from_environment, messages_for
 from .cli_commands.memory import ChatMemory
@@ -103,6 +106,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
         moved += _turn(console, assembler, question, number, args, chat_model)
     console.print(Rule("what the outcomes did"))
     console.print(_movement(moved))
+    show_hsca(console, conversation, args.agent)
     run_frames(console, args.agent, args.verbose)
     console.print(Text(_epilogue(runtime, args, memories)))
     run_hce(console, conversation, f"{args.agent}-hce", args.max_tokens, args.verbose)

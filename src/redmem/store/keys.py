@@ -92,6 +92,8 @@ class KeyKind(StrEnum):
     POLICY_Q = "pq"
     #: sorted set: PolicyCache's Q of the crystallised actions of a state (``pc:q:<fingerprint>``)
     POLICY_CRYSTALLISED = "pc"
+    #: string (counter): the last conversation position HSCA gave a snapshot of the session
+    HSCA_POSITION = "hp"
     #: set: ids of the memories the ``redmem demo`` command created
     DEMO_RUN = "demo-run"
     #: sorted set (lex): a PrefixIndexField's ``"<value> <record id>"`` entries (``px:<field>``)

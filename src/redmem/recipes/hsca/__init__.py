@@ -1,0 +1,39 @@
+"""HSCA: hierarchical semantic compression with adaptive context windowing.
+
+Each turn is scored by four layers (relational weight, domain and coherence, nuance flags, the
+adaptive window); coherent beats freeze into :class:`ContextSnapshot` s kept in order per session
+in Redis, and the macro context answers questions about how the conversation moved.
+"""
+
+from .beats import Beat
+from .domain_model import EmbeddingDomains
+from .engine import HSCAEngine
+from .history import ServedQuery, ServedRecord
+from .interface import ContextSnapshot, DomainTag, NuanceFlag, WeightedChunk
+from .macro import DomainStep, RelevantBeat
+from .nuance_model import NuanceModel
+from .source import SnapshotPassage
+from .store import SessionStore, SnapshotRecord
+from .tuning import HSCAParameters, TunedParameters, TuningResult, tune
+
+__all__ = [
+    "HSCAEngine",
+    "DomainTag",
+    "NuanceFlag",
+    "WeightedChunk",
+    "ContextSnapshot",
+    "Beat",
+    "DomainStep",
+    "RelevantBeat",
+    "NuanceModel",
+    "EmbeddingDomains",
+    "SessionStore",
+    "SnapshotRecord",
+    "SnapshotPassage",
+    "ServedQuery",
+    "ServedRecord",
+    "HSCAParameters",
+    "TunedParameters",
+    "TuningResult",
+    "tune",
+]

@@ -1,0 +1,113 @@
+"""Layer 2, domain tags: rule-based keyword lists per domain of the controlled vocabulary, thresholded.
+
+A topical domain is tagged when its keywords (compared as analyser stems) make up at least
+:data:`DOMAIN_SHARE` of the chunk's terms and number at least one (two once the chunk has
+:data:`MIN_TERMS_FOR_TWO_HITS` terms or more). ``conversational`` is a register, not a topic: it
+is tagged when first- and second-person words and interjections make up :data:`DOMAIN_SHARE` of
+the surface words. ``cross_domain`` is added when two topical domains that are not related
+(:data:`RELATED_DOMAINS`) are both tagged. No domain, or any failure, gives ``["unclassified"]``:
+classification never raises.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from functools import cache
+from itertools import combinations
+
+from ...text.analyzer import default_analyzer
+from .interface import DomainTag
+from .text import ParsedTurn
+
+__all__ = ["classify_domains", "conversational_register", "unrelated_pair", "DOMAIN_KEYWORDS", "RELATED_DOMAINS", "DOMAIN_SHARE", "MIN_TERMS_FOR_TWO_HITS"]
+
+#: Share of a chunk's terms a domain's keywords must reach to tag it.
+DOMAIN_SHARE = 0.05
+#: From this many terms on, a domain needs two keyword hits, not one.
+MIN_TERMS_FOR_TWO_HITS = 12
+
+#: Keywords of each topical domain (stemmed when compared).
+DOMAIN_KEYWORDS: dict[DomainTag, str] = {
+    DomainTag.PHYSICS: "physics energy force mass velocity acceleration momentum gravity quantum particle electron "
+                       "photon wave relativity thermodynamics entropy friction magnetic field atom nuclear orbit "
+                       "inertia newton einstein light speed motion",
+    DomainTag.MATHEMATICS: "mathematics equation theorem proof integral derivative matrix vector algebra geometry "
+                           "calculus probability number prime function variable polynomial lemma axiom set graph "
+                           "sum formula infinity",
+    DomainTag.LEGAL: "law legal court contract clause statute plaintiff defendant liability tenant landlord lease "
+                     "agreement judge jury attorney lawyer rights breach party parties jurisdiction regulation "
+                     "shall hereby compliance sue lawsuit",
+    DomainTag.MEDICAL: "medical doctor patient disease symptom diagnosis treatment therapy drug dose medication "
+                       "hospital clinical blood heart surgery infection fever pain nurse vaccine chronic cancer "
+                       "prescription health",
+    DomainTag.POETRY: "poem poetry verse stanza rhyme meter sonnet haiku lyric muse moon stars heart soul whisper "
+                      "dream sorrow bloom petal dawn dusk tender",
+    DomainTag.NARRATIVE: "story once upon tale hero character plot chapter journey adventure village king queen "
+                         "forest rabbit tortoise hare fox wolf fable princess dragon race castle",
+    DomainTag.TECHNICAL_PROSE: "software code server database api function deploy deployment configuration install "
+                               "system network cache redis python kubernetes container latency memory query index "
+                               "bug release version pipeline",
+    DomainTag.PHILOSOPHICAL: "philosophy ethics moral virtue truth meaning existence consciousness mind free will "
+                             "reason knowledge being wisdom justice lesson patience humility "
+                             "metaphysics socrates plato kant",
+    DomainTag.HISTORICAL: "history historical century war empire ancient medieval revolution dynasty king treaty "
+                          "battle era colonial kingdom roman reign archive monarchy independence",
+}
+
+#: Pairs of domains close enough that both together do not make a chunk cross-domain.
+RELATED_DOMAINS: frozenset[frozenset[DomainTag]] = frozenset(
+    frozenset(pair) for pair in [
+        (DomainTag.PHYSICS, DomainTag.MATHEMATICS),
+        (DomainTag.PHYSICS, DomainTag.TECHNICAL_PROSE),
+        (DomainTag.MATHEMATICS, DomainTag.TECHNICAL_PROSE),
+        (DomainTag.POETRY, DomainTag.NARRATIVE),
+        (DomainTag.NARRATIVE, DomainTag.HISTORICAL),
+        (DomainTag.LEGAL, DomainTag.HISTORICAL),
+    ]
+)
+
+_CONVERSATIONAL_WORDS = frozenset(
+    ["i", "me", "my", "mine", "you", "your", "yours", "we", "us", "our", "hi", "hello", "hey", "thanks", "thank", "yeah", "yes", "no", "ok", "okay", "sure", "please", "lol", "oh", "hmm", "wow"]
+)
+
+
+@cache
+def _stems(domain: DomainTag) -> frozenset[str]:
+    return frozenset(default_analyzer().tokens(DOMAIN_KEYWORDS[domain]))
+
+
+def classify_domains(turn: ParsedTurn) -> list[str]:
+    """The chunk's domain tags (most keyword hits first), ``cross_domain`` last when it applies."""
+    try:
+        return _classify(turn.terms, [w.lower() for w in turn.words])
+    except Exception:  # fail closed: classification is advisory and must never stop ingestion
+        return [DomainTag.UNCLASSIFIED.value]
+
+
+def _classify(terms: list[str], words: list[str]) -> list[str]:
+    counts = Counter(terms)
+    needed = 2 if len(terms) >= MIN_TERMS_FOR_TWO_HITS else 1
+    hits = {d: sum(counts[s] for s in _stems(d)) for d in DOMAIN_KEYWORDS}
+    topical = sorted((d for d, n in hits.items() if n >= needed and n >= DOMAIN_SHARE * len(terms)),
+                     key=lambda d: -hits[d])
+    tags = [d.value for d in topical]
+    if _spoken(words):
+        tags.append(DomainTag.CONVERSATIONAL.value)
+    if unrelated_pair(topical):
+        tags.append(DomainTag.CROSS_DOMAIN.value)
+    return tags or [DomainTag.UNCLASSIFIED.value]
+
+
+def _spoken(words: list[str]) -> bool:
+    return bool(words) and sum(1 for w in words if w in _CONVERSATIONAL_WORDS) >= DOMAIN_SHARE * len(words)
+
+
+def conversational_register(turn: ParsedTurn) -> bool:
+    """Whether first/second-person words and interjections make :data:`DOMAIN_SHARE` of the words."""
+    return _spoken([w.lower() for w in turn.words])
+
+
+def unrelated_pair(domains: Iterable[DomainTag]) -> bool:
+    """Whether two of ``domains`` are not a related pair (so the chunk is cross-domain)."""
+    return any(frozenset(pair) not in RELATED_DOMAINS for pair in combinations(domains, 2))

@@ -1,0 +1,79 @@
+"""Macro-layer computations over a session's beats: domain evolution and localised relevance. Pure.
+
+Relevance of a beat to a query (its analyser terms ``q``) is the mean term weight of the query's
+terms in the beat, damped by distance from a conversation position when one is given::
+
+    relevance = (sum(term_weights.get(t, 0) for t in q) / |q|) * exp(-|position - context_position| / locality)
+
+so a keyword present only in peripheral chunks weighs little (its relational weight is low), and
+"what we were discussing three beats ago" is ``context_position = current - 3``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .beats import Beat
+from .interface import ContextSnapshot
+
+__all__ = ["DomainStep", "RelevantBeat", "dominant_domain", "domain_evolution", "relevance", "rank_relevant", "DEFAULT_LOCALITY"]
+
+#: Beats of distance over which the position prior falls by a factor e.
+DEFAULT_LOCALITY = 3.0
+
+
+@dataclass(frozen=True)
+class DomainStep:
+    """One snapshot's place in the domain evolution: its dominant domain and whether it moved."""
+
+    position: int
+    dominant: str
+    domain_summary: dict[str, float]
+    shifted: bool
+
+
+@dataclass(frozen=True)
+class RelevantBeat:
+    """A snapshot found relevant to a query, with its relevance in [0, 1]."""
+
+    snapshot: ContextSnapshot
+    relevance: float
+
+
+def dominant_domain(summary: dict[str, float]) -> str:
+    """The domain of largest weight (ties by name); ``unclassified`` for an empty summary."""
+    return min(summary, key=lambda d: (-summary[d], d)) if summary else "unclassified"
+
+
+def domain_evolution(snapshots: Sequence[ContextSnapshot]) -> list[DomainStep]:
+    """Each snapshot's dominant domain (largest weight, ties by name) and whether it differs from
+    the previous snapshot's."""
+    steps: list[DomainStep] = []
+    for snapshot in snapshots:
+        summary = snapshot.domain_summary
+        dominant = dominant_domain(summary)
+        shifted = bool(steps) and steps[-1].dominant != dominant
+        steps.append(DomainStep(snapshot.conversation_position, dominant, dict(summary), shifted))
+    return steps
+
+
+def relevance(beat: Beat, terms: Sequence[str], context_position: int | None = None,
+              locality: float = DEFAULT_LOCALITY) -> float:
+    """The relevance of ``beat`` to a query of ``terms`` (module docstring); 0 without terms."""
+    distinct = set(terms)
+    if not distinct:
+        return 0.0
+    score = sum(beat.term_weights.get(t, 0.0) for t in distinct) / len(distinct)
+    if context_position is not None:
+        score *= math.exp(-abs(beat.snapshot.conversation_position - context_position) / locality)
+    return score
+
+
+def rank_relevant(beats: Sequence[Beat], terms: Sequence[str], context_position: int | None = None,
+                  limit: int = 5, locality: float = DEFAULT_LOCALITY) -> list[RelevantBeat]:
+    """The ``limit`` most relevant beats with a positive relevance, best first (ties: earlier first)."""
+    scored = [(relevance(b, terms, context_position, locality), b) for b in beats]
+    ranked = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1].snapshot.conversation_position))
+    return [RelevantBeat(b.snapshot, score) for score, b in ranked[:limit]]

@@ -1,0 +1,113 @@
+"""Layer 1, relational weighting: how densely a chunk's words co-occur with its recurring words.
+
+Over each paragraph's term stream, two terms co-occur when they lie within ``window`` tokens of
+each other (a sliding window of ``window`` tokens, sentence boundaries included). A term is
+*frequent* when it occurs at least twice in the scored text. For a term ``w`` of sentence
+``s``, its support is the number of *other* sentences in which ``w`` co-occurs with a frequent
+term other than itself::
+
+    a(w, s) = min(1, |{s' != s : w co-occurs with a frequent h != w in s'}| / SUPPORT_SATURATION)
+    sentence(s) = mean of a(w, s) over the distinct terms of s
+    paragraph = mean of its sentences;  layer1 = mean of the paragraphs
+
+so every score is in [0, 1]: 0 for words that never recur together (a keyword-stuffed text),
+1 when every word is tied to the recurring vocabulary in two other sentences or more. This is
+not TF-IDF: no corpus statistic enters, only the chunk's own structure.
+
+Short chunks (fewer than :data:`SHORT_CHUNK_SENTENCES` sentences) carry too little structure
+of their own, so their scoring is deferred to the conversation: the sentences of the context
+(the chunks still in the buffer) are the "other sentences" and share the frequency count; the
+score is the mean over the chunk's own sentences. Without context a short chunk scores the
+flat :data:`SHORT_CHUNK_SCORE`. Either way it is marked short.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+
+from ...store.validation import positive_int
+from .text import ParsedTurn, Sentence
+
+__all__ = ["Relational", "relational_weight", "SHORT_CHUNK_SENTENCES", "SHORT_CHUNK_SCORE", "SUPPORT_SATURATION"]
+
+#: A chunk with fewer sentences than this is short (scored against its context).
+SHORT_CHUNK_SENTENCES = 3
+#: The layer-1 score of a short chunk with no context to score it against.
+SHORT_CHUNK_SCORE = 0.2
+#: Other sentences of support at which a term's relational weight saturates at 1.
+SUPPORT_SATURATION = 2
+
+
+@dataclass(frozen=True)
+class Relational:
+    """Layer 1's result: the chunk's score, its sentences' and paragraphs' scores, its term weights.
+
+    ``term_weights`` maps each term of the chunk to its mean support a(w, s) over its sentences.
+    """
+
+    score: float
+    sentence_scores: tuple[float, ...]
+    paragraph_scores: tuple[float, ...]
+    short_chunk: bool
+    term_weights: dict[str, float] = field(default_factory=dict)
+
+
+def relational_weight(turn: ParsedTurn, window: int = 5, context: Sequence[ParsedTurn] = ()) -> Relational:
+    """Layer 1 of ``turn`` (see the module docstring); ``context`` is used only for a short turn."""
+    positive_int("window", window)
+    sentences = turn.sentences
+    if not sentences:
+        return Relational(0.0, (), (), short_chunk=True)
+    short = len(sentences) < SHORT_CHUNK_SENTENCES
+    paragraphs: list[tuple[Sentence, ...]] = list(turn.paragraphs)
+    if short:
+        context_paragraphs = [p for past in context for p in past.paragraphs]
+        if not context_paragraphs:
+            flat = tuple(SHORT_CHUNK_SCORE for _ in sentences)
+            return Relational(SHORT_CHUNK_SCORE, flat, (SHORT_CHUNK_SCORE,), True,
+                              dict.fromkeys(turn.terms, SHORT_CHUNK_SCORE))
+        paragraphs = context_paragraphs + paragraphs
+    supported = _supporting_sentences(paragraphs, window)
+    first_own = sum(len(p) for p in paragraphs) - len(sentences)
+    scores: list[float] = []
+    per_term: defaultdict[str, list[float]] = defaultdict(list)
+    for offset, sentence in enumerate(sentences):
+        index = first_own + offset
+        weights = {w: min(1.0, len(supported[w] - {index}) / SUPPORT_SATURATION) for w in set(sentence.terms)}
+        for term, weight in weights.items():
+            per_term[term].append(weight)
+        scores.append(fmean(weights.values()) if weights else 0.0)
+    paragraph_scores = _paragraph_means(turn, scores)
+    return Relational(fmean(paragraph_scores), tuple(scores), paragraph_scores, short,
+                      {term: fmean(values) for term, values in per_term.items()})
+
+
+def _supporting_sentences(paragraphs: Sequence[tuple[Sentence, ...]], window: int) -> dict[str, set[int]]:
+    """For each term, the indexes of the sentences where it co-occurs with a frequent other term."""
+    frequency = Counter(t for p in paragraphs for s in p for t in s.terms)
+    supported: defaultdict[str, set[int]] = defaultdict(set)
+    index = 0
+    for paragraph in paragraphs:
+        stream = [(term, index + i) for i, s in enumerate(paragraph) for term in s.terms]
+        index += len(paragraph)
+        for i, (term, sentence) in enumerate(stream):
+            for other, other_sentence in stream[i + 1 : i + window]:
+                if other == term:
+                    continue
+                if frequency[other] >= 2:
+                    supported[term].add(sentence)
+                if frequency[term] >= 2:
+                    supported[other].add(other_sentence)
+    return supported
+
+
+def _paragraph_means(turn: ParsedTurn, scores: list[float]) -> tuple[float, ...]:
+    """The mean sentence score of each paragraph of ``turn`` (scores in sentence order)."""
+    means, start = [], 0
+    for paragraph in turn.paragraphs:
+        means.append(fmean(scores[start : start + len(paragraph)]))
+        start += len(paragraph)
+    return tuple(means)

@@ -1,0 +1,101 @@
+"""Snapshots as a ContextAssembler source: HSCA as a memory an agent pulls from, not a report.
+
+Each stored snapshot has a :class:`SnapshotPassage`, partitioned like the snapshots by
+``(agent_id, session_id)``: its position (a sorted field), its dominant domain, its macro
+weight and its ``content``, with a BM25 index over it. The content is the chunks' text, one
+line each; when the engine drops the text (``keep_text=False``) it is the snapshot's terms,
+heaviest first, so the passage stays searchable. Two pull paths:
+
+- **the whole session**: ``ContextAssembler(SnapshotPassage, ...).assemble(query,
+  agent_id=..., session_id=...)``: the assembler's own BM25 pull, budget, rendering, as for
+  any model (lexical: the passage has no vectors);
+- **a region** (:func:`assemble_region`): the passages of positions ``start..stop`` (one range
+  query, so exact whatever the rest of the session holds), ranked by HSCA relevance (the
+  snapshots' term weights, damped by distance from ``context_position``), then packed and
+  rendered by the same assembler: "what is relevant in the last three beats", within a token
+  budget, as injectable text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...context.packing import pack_slices
+from ...fields.bm25 import BM25Field
+from ...model.base import Model
+from ...model.dbkey import DbKey
+from ...model.fields import FloatField, StringField
+from ...model.hits import Hit
+from ...model.indexed import KeyField, SortedField
+from ...model.loading import load_records
+from ..context_assembler import AssemblyResult, ContextAssembler
+from .beats import Beat
+from .macro import RelevantBeat, dominant_domain
+
+if TYPE_CHECKING:
+    from ...model.query import Query
+
+__all__ = ["SnapshotPassage", "passage_content", "assemble_region", "PASSAGE_TERMS", "PASSAGE_FIELDS"]
+
+#: Terms kept, heaviest first, as the content of a snapshot whose text was dropped.
+PASSAGE_TERMS = 64
+#: The fields HSCAEngine.assemble shows of a passage by default.
+PASSAGE_FIELDS = ("position", "domain", "content")
+
+
+class SnapshotPassage(Model):
+    """One snapshot as a passage: its chunks' text (or terms), position, dominant domain, weight."""
+
+    agent_id = KeyField(partition_by=("agent_id", "session_id"))
+    session_id = KeyField()
+    snapshot_id = KeyField()
+    position = SortedField(int, null=False)
+    domain = StringField(default="unclassified")
+    macro_weight = FloatField(default=0.0)
+    content = StringField(default="")
+    content_bm25 = BM25Field(source="content")
+
+
+def passage_content(beat: Beat) -> str:
+    """The chunks' text, one line each; the heaviest terms when the text was dropped."""
+    text = "\n".join(c.text for c in beat.snapshot.chunks if c.text)
+    if text:
+        return text
+    ranked = sorted(beat.term_weights, key=lambda t: (-beat.term_weights[t], t))
+    return " ".join(ranked[:PASSAGE_TERMS])
+
+
+def save_passage(agent_id: str, session_id: str, beat: Beat) -> None:
+    """Store the passage of one snapshot."""
+    snapshot = beat.snapshot
+    SnapshotPassage.create(
+        agent_id=agent_id, session_id=session_id, snapshot_id=snapshot.snapshot_id,
+        position=snapshot.conversation_position, domain=dominant_domain(snapshot.domain_summary),
+        macro_weight=round(snapshot.macro_weight, 4), content=passage_content(beat),
+    )
+
+
+def session_passages(agent_id: str, session_id: str) -> Query:
+    return SnapshotPassage.query.filter(agent_id=agent_id, session_id=session_id)
+
+
+def assemble_region(assembler: ContextAssembler, ranked: Sequence[RelevantBeat], agent_id: str,
+                    session_id: str) -> AssemblyResult:
+    """Pack and render the passages of ``ranked`` (best first) with ``assembler``'s format and budget
+    (its first ``max_items``, skip-not-break); one round trip to read them."""
+    meta = SnapshotPassage._meta
+    space = meta.keyspace((agent_id, session_id))
+    keys = [DbKey(space, meta.record_id({"snapshot_id": r.snapshot.snapshot_id})) for r in ranked[: assembler.max_items]]
+    records = load_records(SnapshotPassage, keys, track=False)
+    relevance = {r.snapshot.snapshot_id: r.relevance for r in ranked}
+    slices = [assembler.render(record) for record in records]
+    packed, pieces = pack_slices(slices, assembler.output_format, assembler.token_counter, assembler.budget)
+    chosen = [records[i] for i in packed.selected]
+    metadata: dict[str, Any] = {
+        "pull_count": len(chosen), "push_count": 0, "token_count": packed.token_count,
+        "total_candidates": len(ranked), "retrieval_mode": "hsca_region",
+        "relevance": [relevance[r.snapshot_id] for r in chosen],
+    }
+    hits = tuple(Hit(r, relevance[r.snapshot_id], {"hsca_relevance": relevance[r.snapshot_id]}) for r in chosen)
+    return AssemblyResult(chosen, [], assembler.renderer.compose(pieces), metadata, hits)

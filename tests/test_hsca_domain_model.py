@@ -1,0 +1,60 @@
+"""HSCA layer 2 by meaning: EmbeddingDomains tags by prototype centroids, bridges a related earlier
+turn's domain, and falls back to the keyword tags when the embedder fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from redmem.embeddings import MiniLMEmbeddings
+from redmem.recipes.hsca import EmbeddingDomains, HSCAEngine
+from redmem.recipes.hsca.text import parse_turn
+from redmem.recipes.hsca.window import build_snapshot
+from redmem.store.errors import ValidationError
+
+
+@pytest.fixture(scope="module")
+def meaning() -> EmbeddingDomains:
+    return EmbeddingDomains(MiniLMEmbeddings())
+
+
+class Broken:
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise RuntimeError("the model is down")
+
+
+def test_tags_by_meaning_without_the_keywords(meaning):
+    assert meaning.classify(parse_turn("The cardiologist says he should walk a little every day."))[0] == "medical"
+    assert meaning.topical("Thinkers asked why a promise binds us at all.")[0] == "philosophical"
+
+
+def test_a_related_earlier_turn_lends_its_domain_and_an_unrelated_one_does_not(meaning):
+    fable = parse_turn("Aesop's tortoise kept a slow steady pace while the hare slept.")
+    rabbit = parse_turn("A rabbit in our garden dashed across the lawn every morning.")
+    unrelated = parse_turn("The court dismissed the lawsuit because it was filed too late.")
+    assert "narrative" in meaning.classify(fable, [rabbit])
+    assert meaning.classify(fable, [unrelated]) == meaning.classify(fable)
+
+
+def test_classification_is_deterministic_and_never_raises():
+    turn = parse_turn("The patient has a fever and the doctor ordered blood tests.")
+    broken = EmbeddingDomains(Broken())
+    assert broken.classify(turn) == ["medical"] and broken.failures == 1
+    assert broken.classify(parse_turn("")) == ["unclassified"]
+
+
+def test_the_engine_uses_it_and_bridged_snapshots_share_the_domain(meaning):
+    engine = HSCAEngine(domain_model=meaning)
+    first = [engine.ingest_turn(t) for t in ["A rabbit in our garden dashed across the lawn every morning.",
+                                             "It was so quick that it would stop and nap under the hedge."]]
+    second = [engine.ingest_turn(t) for t in ["Aesop's tortoise kept a slow steady pace while the hare slept.",
+                                              "The fable teaches that persistence beats arrogant talent."]]
+    assert all("narrative" in c.domain_tags for c in first + second)
+    assert build_snapshot(second, 0, 20).domain_summary["narrative"] >= 0.2
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValidationError):
+        EmbeddingDomains(Broken(), floor=2.0)
+    with pytest.raises(ValidationError):
+        EmbeddingDomains(Broken(), bridge=float("nan"))

@@ -1,0 +1,176 @@
+"""HSCA layers 1-3: deterministic, in [0, 1], monotone where the design says so, never crashing."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.openai_server import OpenAICompatibleServer
+
+from redmem.recipes.hsca import HSCAEngine, NuanceFlag, NuanceModel
+from redmem.recipes.hsca.coherence import coherence_score
+from redmem.recipes.hsca.domains import classify_domains
+from redmem.recipes.hsca.nuance import deterministic_flags
+from redmem.recipes.hsca.relational import SHORT_CHUNK_SCORE, relational_weight
+from redmem.recipes.hsca.scoring import score_turn
+from redmem.recipes.hsca.text import MAX_TURN_CHARS, parse_turn
+from redmem.store.errors import ArgumentTypeError, ValidationError
+
+MESH = ("Redis stores data in memory. Memory access makes Redis fast. "
+        "Fast data access is why teams pick Redis.")
+STUFFED = ("Kubernetes deployment pipelines. Quantum blockchain synergy platforms. "
+           "AI cloud latency optimisation tools. Serverless microservice observability dashboards.")
+
+
+def layer1(text: str, window: int = 5, context: tuple[str, ...] = ()) -> float:
+    return relational_weight(parse_turn(text), window, [parse_turn(c) for c in context]).score
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=400), st.integers(1, 9))
+def test_every_layer_is_deterministic_and_bounded(text, window):
+    first, second = score_turn(text, window).chunk, score_turn(text, window).chunk
+    for chunk in (first, second):
+        assert 0.0 <= chunk.layer1_score <= 1.0 and 0.0 <= chunk.coherence_score <= 1.0
+        assert chunk.domain_tags and chunk.parent_id is None
+    assert (first.layer1_score, first.coherence_score, first.domain_tags, first.nuance_flags) == (
+        second.layer1_score, second.coherence_score, second.domain_tags, second.nuance_flags)
+
+
+def test_a_tight_mesh_scores_high_and_stuffed_keywords_score_zero():
+    assert layer1(MESH) > 0.4
+    assert layer1(STUFFED) == 0.0
+
+
+def test_layer1_grows_as_the_vocabulary_meshes():
+    loose = "Redis stores data. Teams pick tools carefully. Latency matters for users."
+    tighter = loose + " Redis data tools matter. Teams pick Redis data."
+    tightest = tighter + " Redis tools store data for teams."
+    assert layer1(loose) < layer1(tighter) < layer1(tightest)
+
+
+def test_sentences_aggregate_to_paragraphs_by_their_mean():
+    relational = relational_weight(parse_turn(MESH + "\n\n" + STUFFED))
+    assert len(relational.paragraph_scores) == 2
+    assert relational.paragraph_scores[1] == 0.0
+    assert relational.score == pytest.approx(sum(relational.paragraph_scores) / 2)
+    assert relational.paragraph_scores[0] == pytest.approx(sum(relational.sentence_scores[:3]) / 3)
+
+
+def test_short_chunks_are_flat_without_context_and_scored_against_it_with_context():
+    alone = relational_weight(parse_turn("Redis keeps data in memory."))
+    assert alone.short_chunk and alone.score == SHORT_CHUNK_SCORE
+    assert layer1("Redis keeps data in memory.", context=(MESH,)) > SHORT_CHUNK_SCORE
+    assert layer1("Bananas are yellow.", context=(MESH,)) == 0.0
+    assert not relational_weight(parse_turn(MESH)).short_chunk
+    chunk = score_turn("Redis keeps data in memory.", 5).chunk
+    assert NuanceFlag.SHORT_CHUNK in chunk.nuance_flags
+
+
+def test_the_window_bounds_which_words_co_occur():
+    text = "alpha kiwi mango lemon beta. alpha plum pear fig beta. gamma alpha beta."
+    assert layer1(text, window=2) < layer1(text, window=6)
+
+
+def test_coherence_orders_gibberish_fragments_and_sentences():
+    gibberish = coherence_score(parse_turn("asdf qwer zxcv uiop hjkl bnm"))
+    fragment = coherence_score(parse_turn("the cat"))
+    sentence = coherence_score(parse_turn("The tenant shall pay the rent on the first day of each month."))
+    rich = coherence_score(parse_turn(
+        "If freedom is the capacity to choose, then a mind that cannot doubt is not free, because doubt is "
+        "what opens the space in which a choice can be made."))
+    assert gibberish < 0.1 < fragment < 0.5 < sentence
+    assert rich > 0.8
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The court ruled that the contract clause breached the tenant's statutory rights.", ["legal"]),
+    ("The patient's fever and chest pain led the doctor to a diagnosis of infection.", ["medical"]),
+    ("Energy equals mass times the speed of light squared, so a small mass holds great energy.", ["physics"]),
+    ("Hey, thanks so much! I think we can meet tomorrow.", ["conversational"]),
+    ("", ["unclassified"]),
+    ("asdf qwer zxcv", ["unclassified"]),
+])
+def test_domains(text, expected):
+    assert classify_domains(parse_turn(text)) == expected
+
+
+def test_two_unrelated_domains_are_cross_domain_and_related_ones_are_not():
+    unrelated = classify_domains(parse_turn(
+        "The court ruled on the contract. The patient's fever needed a doctor and treatment in hospital."))
+    assert {"legal", "medical", "cross_domain"} <= set(unrelated) and unrelated[-1] == "cross_domain"
+    related = classify_domains(parse_turn(
+        "The equation for the force on the particle uses the derivative of its momentum and the integral of energy."))
+    assert {"physics", "mathematics"} <= set(related) and "cross_domain" not in related
+
+
+@pytest.mark.parametrize(("text", "flag"), [
+    ("This may work in some cases.", "hedged"),
+    ("Redis always keeps every key in memory.", "absolute"),
+    ("Isn't it obvious that the deploy failed?", "rhetorical_question"),
+    ("Who cares about the old release?", "rhetorical_question"),
+    ("Run the migration first. Then restart the server.", "instructional"),
+    ("You should back up the database.", "instructional"),
+    ("I love this wonderful release!", "emotional_tone_positive"),
+    ("This is a terrible, awful failure.", "emotional_tone_negative"),
+    ("The server is in the rack.", "emotional_tone_neutral"),
+    ("We need the fix immediately, it is urgent.", "emotional_tone_urgent"),
+])
+def test_deterministic_flags(text, flag):
+    assert flag in deterministic_flags(parse_turn(text))
+
+
+def test_genuine_questions_are_not_rhetorical_and_questions_are_not_instructions():
+    flags = deterministic_flags(parse_turn("What time does the deploy run? Can you check the logs?"))
+    assert "rhetorical_question" not in flags and "instructional" not in flags
+
+
+def test_model_flags_are_omitted_without_a_model():
+    flags = score_turn("Time is a thief, like a river carrying us away.", 5).chunk.nuance_flags
+    assert not {"metaphor", "metaphor_model", "analogy", "analogy_model", "sarcasm", "sarcasm_model"} & set(flags)
+
+
+def test_model_flags_come_back_with_the_model_suffix_and_failures_omit_them():
+    answer = '{"flags": ["metaphor", "analogy", "poetry"]}'
+    with OpenAICompatibleServer(chat_reply=lambda messages: answer) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
+        model = NuanceModel(client, model="labeller")
+        flags = HSCAEngine(nuance_model=model).score_layers("Time is a thief, like a river.").nuance_flags
+        assert flags[-2:] == ["metaphor_model", "analogy_model"]
+        assert server.chat_requests()[0]["response_format"] == {"type": "json_object"}
+        failing = NuanceModel(client, model=server.failing_model)
+        flags = HSCAEngine(nuance_model=failing).score_layers("Time is a thief, like a river.").nuance_flags
+        assert not [f for f in flags if f.endswith("_model")] and failing.failures == 1
+    with OpenAICompatibleServer(chat_reply=lambda messages: "not json") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
+        flags = HSCAEngine(nuance_model=NuanceModel(client, "m")).score_layers("A plain sentence here.").nuance_flags
+        assert not [f for f in flags if f.endswith("_model")]
+
+
+@pytest.mark.parametrize("bad", [b"bytes are not text", None, 42, ["a list"]])
+def test_a_turn_that_is_not_a_str_is_a_typed_error(bad):
+    with pytest.raises(ArgumentTypeError):
+        HSCAEngine().score_layers(bad)
+
+
+def test_invalid_utf8_and_oversized_turns_are_validation_errors():
+    with pytest.raises(ValidationError, match="surrogate"):
+        HSCAEngine().score_layers(b"caf\xe9 au lait".decode("utf-8", "surrogateescape"))
+    with pytest.raises(ValidationError, match="at most"):
+        HSCAEngine().score_layers("a" * (MAX_TURN_CHARS + 1))
+
+
+def test_empty_and_blank_turns_have_a_defined_score():
+    for text in ("", "   \n\n  ", "!!! ???"):
+        chunk = HSCAEngine().score_layers(text)
+        assert (chunk.layer1_score, chunk.coherence_score, chunk.domain_tags) == (0.0, 0.0, ["unclassified"])
+        assert chunk.nuance_flags == ["short_chunk"]
+
+
+def test_a_one_megabyte_turn_is_scored():
+    paragraph = MESH + " " + STUFFED + "\n\n"
+    text = paragraph * (1_000_000 // len(paragraph))
+    chunk = HSCAEngine().score_layers(text)
+    assert 0.0 < chunk.layer1_score <= 1.0 and 0.0 < chunk.coherence_score <= 1.0
+    assert "technical_prose" in chunk.domain_tags

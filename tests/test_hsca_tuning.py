@@ -1,0 +1,91 @@
+"""HSCA self-tuning: served queries recorded per agent in Redis, bounded seeded tuning, the tuned
+parameters stored per agent and used by HSCAEngine.for_agent; flag weights scale layer 1."""
+
+from __future__ import annotations
+
+import pytest
+
+from redmem.recipes.hsca import HSCAEngine, HSCAParameters, ServedRecord, tune
+from redmem.recipes.hsca.history import served_history
+from redmem.recipes.hsca.scoring import weighted_layer1
+from redmem.recipes.hsca.tuning import FLAG_WEIGHT_GRID, THRESHOLD_GRID, WINDOW_BOUNDS, load_parameters
+from redmem.store.errors import ValidationError
+
+CENTRAL = [
+    "The patient came in with a high fever and a cough.",
+    "Her fever rose again overnight, so the doctor ordered blood tests.",
+    "The blood tests showed an infection, and the doctor started antibiotics.",
+    "After two days of antibiotics the fever broke and the cough eased.",
+]
+ASIDE = ("Unrelated, but I spent the whole weekend rebuilding my home network. The old router kept dropping "
+         "the connection. I bought a new router and broke the printer setup. The smart lights blinked all night. "
+         "By Sunday evening everything worked, except the doorbell camera.")
+
+
+def interact(agent: str, session: str) -> HSCAEngine:
+    engine = HSCAEngine.for_agent(agent, session_id=session)
+    chunks = [engine.ingest_turn(t) for t in [CENTRAL[0], ASIDE, *CENTRAL[1:]]]
+    if engine.buffer:
+        engine.take_snapshot()
+    engine.record_served("fever doctor", [c.chunk_id for i, c in enumerate(chunks) if i != 1])
+    return engine
+
+
+def test_flag_weights_scale_layer_one_capped_at_one():
+    assert weighted_layer1(0.4, ["short_chunk", "hedged"], None) == 0.4
+    assert weighted_layer1(0.4, ["short_chunk", "hedged"], {"short_chunk": 1.5, "hedged": 0.5}) == pytest.approx(0.3)
+    assert weighted_layer1(0.9, ["short_chunk"], {"short_chunk": 1.5}) == 1.0
+    plain = HSCAEngine().score_layers(CENTRAL[0])
+    weighted = HSCAEngine(flag_weights={"short_chunk": 0.5}).score_layers(CENTRAL[0])
+    assert weighted.layer1_score == pytest.approx(plain.layer1_score * 0.5)
+    with pytest.raises(ValidationError):
+        HSCAEngine(flag_weights={"hedged": -1.0})
+
+
+def test_served_queries_are_recorded_per_agent(db):
+    interact("agent-a", "s-1")
+    interact("agent-a", "s-2")
+    interact("agent-b", "s-1")
+    assert [q.session_id for q in served_history("agent-a")] == ["s-1", "s-2"]
+    assert len(served_history("agent-b")) == 1 and len(served_history("agent-b")[0].served) == 4
+    assert ServedRecord.query.filter(agent_id="agent-a").count() == 2
+    with pytest.raises(ValidationError):
+        HSCAEngine().record_served("q", ["c"])
+    with pytest.raises(ValidationError):
+        HSCAEngine(agent_id="a", session_id="s").record_served("q", [])
+
+
+def test_no_history_gives_the_defaults(db):
+    assert load_parameters("nobody") == HSCAParameters()
+    result = tune("nobody")
+    assert result.parameters == HSCAParameters() and result.queries == 0
+
+
+def test_tuning_is_bounded_reproducible_stored_and_used_by_a_new_engine(db):
+    for i in range(6):
+        interact("agent-t", f"s-{i}")
+    first = tune("agent-t", seed=3, store=False)
+    again = tune("agent-t", seed=3)
+    assert first == again  # same history and seed: same parameters
+    tuned = again.parameters
+    assert WINDOW_BOUNDS[0] <= tuned.cooccurrence_window <= WINDOW_BOUNDS[1]
+    assert min(THRESHOLD_GRID) <= tuned.snapshot_coherence_threshold <= max(THRESHOLD_GRID)
+    assert all(min(FLAG_WEIGHT_GRID) <= w <= max(FLAG_WEIGHT_GRID) for w in tuned.flag_weights.values())
+    assert tuned.history == 6 and again.ranking_auc[1] >= again.ranking_auc[0] - 1e-9
+    assert load_parameters("agent-t") == tuned and load_parameters("agent-other") == HSCAParameters()
+    engine = HSCAEngine.for_agent("agent-t")
+    assert (engine.cooccurrence_window, engine.snapshot_coherence_threshold, engine.flag_weights) == (
+        tuned.cooccurrence_window, tuned.snapshot_coherence_threshold, dict(tuned.flag_weights))
+
+
+def test_a_short_history_moves_the_parameters_less_than_a_long_one(db):
+    for i in range(3):
+        interact("short", f"s-{i}")
+    for i in range(30):
+        interact("long", f"s-{i}")
+    short, long = tune("short", seed=1).parameters, tune("long", seed=1).parameters
+
+    def moved(p: HSCAParameters) -> float:
+        return sum(abs(w - 1.0) for w in p.flag_weights.values()) + abs(p.snapshot_coherence_threshold - 0.72)
+
+    assert moved(short) <= moved(long)
