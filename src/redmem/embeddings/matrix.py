@@ -104,7 +104,8 @@ class VectorMatrix:
     """The unit-normalised vectors of one partition, by record id, with the version they reflect.
 
     ``generation`` counts :meth:`reset` calls, so a caller can tell a reloaded matrix from an
-    updated one; ``loading`` is ``(version its first page was read at, next cursor)`` while a
+    updated one; ``layout`` changes whenever a row is removed or moved (rows found earlier are
+    stale); ``loading`` is ``(version its first page was read at, next cursor)`` while a
     reload is in progress, else None.
     """
 
@@ -112,6 +113,7 @@ class VectorMatrix:
         self.epoch: bytes | None = None
         self.version = 0
         self.generation = 0
+        self.layout = 0
         self.loading: tuple[int, bytes] | None = None
         self.ids: list[str] = []
         self._position: dict[str, int] = {}
@@ -130,6 +132,7 @@ class VectorMatrix:
         """Forget every row: the vector set started a new life (``epoch``), or is being reloaded."""
         self.epoch, self.version, self.loading = epoch, 0, None
         self.generation += 1
+        self.layout += 1
         self.ids, self._position = [], {}
         self._rows = np.zeros((0, 0), dtype=np.float32)
         self._coded = 0
@@ -169,8 +172,9 @@ class VectorMatrix:
         return self.rank(query, limit).hits
 
     def rank(self, query: np.ndarray, limit: int) -> Ranking:
-        """:meth:`search`, keeping every row's score so :meth:`rerank` can follow later changes."""
-        if not self.ids or query.shape[-1] != self.dimensions:
+        """:meth:`search`, keeping every row's score so :meth:`rerank` can follow later changes
+        (nothing is scored for ``limit`` 0)."""
+        if limit <= 0 or not self.ids or query.shape[-1] != self.dimensions:
             return Ranking(query, None, np.zeros(0, dtype=np.float32), [], limit, [])
         unit = unit_rows(query.reshape(1, -1).astype(np.float32))[0]
         count = len(self.ids)
@@ -182,6 +186,30 @@ class VectorMatrix:
                 return Ranking(query, unit, scores, ids, limit, top_k(scores, ids, limit), complete=False)
         scores = cosines(self._rows[:count], unit)
         return Ranking(query, unit, scores, self.ids, limit, top_k(scores, self.ids, limit))
+
+    def rows_of(self, ids: list[str]) -> np.ndarray:
+        """The rows of the leading ``ids`` that have one (up to the first that has none); call
+        under :attr:`lock`, and read :attr:`layout` with them: rows move when it changes."""
+        rows = []
+        for record_id in ids:
+            row = self._position.get(record_id)
+            if row is None:
+                break
+            rows.append(row)
+        return np.array(rows, dtype=np.intp)
+
+    def cosines_at(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The cosines of ``query`` with the given rows (float32), under :attr:`lock`: those rows
+        alone, or every row scored when they are an eighth of the matrix or more (copying many
+        scattered rows costs more than a scan)."""
+        if rows.size == 0 or query.shape[-1] != self.dimensions:
+            return np.zeros(rows.size, dtype=np.float32)
+        unit = unit_rows(query.reshape(1, -1).astype(np.float32))[0]
+        if rows.size * 8 >= len(self.ids):
+            scores: np.ndarray = cosines(self._rows[: len(self.ids)], unit)[rows]
+        else:
+            scores = np.einsum("ij,j->i", self._rows[rows], unit)
+        return scores
 
     def rerank(self, ranking: Ranking, changed: set[str]) -> list[tuple[str, float]]:
         """The top ``ranking.limit`` now that the ``changed`` ids were set or removed since ``ranking``.
@@ -218,6 +246,7 @@ class VectorMatrix:
         row = self._position.pop(record_id, None)
         if row is None:
             return
+        self.layout += 1
         last = len(self.ids) - 1
         if row != last:  # move the last row into the hole
             moved = self.ids[last]

@@ -56,6 +56,8 @@ class VectorSearch:
     matrix as of that version while the server answers; :meth:`finish` catches up with the
     changes made elsewhere (one more round trip per further :data:`CHANGES_PER_CALL` changed or
     reloaded vectors) and releases the matrix, as :meth:`abandon` does when the replies never come.
+    With ``limit`` 0 the search only brings the matrix up to date, for a caller that then scores
+    chosen rows (:meth:`~redmem.embeddings.matrix.VectorMatrix.cosines_of`).
     """
 
     def __init__(self, client: Any, keys: list[str], vector: np.ndarray | None, dimensions: int | None,

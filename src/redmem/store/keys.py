@@ -112,6 +112,8 @@ class KeyKind(StrEnum):
     FOCUS_BUFFER = "fb"
     #: hash: the HCE entity graph's entity -> node type and display name (JSON)
     ENTITY_TYPES = "et"
+    #: list: the HCE semantic tree's membership log, ``<interaction id> <topic id>`` in write order
+    TREE_MEMBERS = "tm"
 
 
 def _needs_escape(char: str) -> bool:

@@ -66,6 +66,7 @@ def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
         kinds.update((_relative(space, k), GRAPH_TYPES[k.rsplit(":", 1)[1]]) for k in graph.keys)
         kinds[_relative(space, HCEInteraction.entities_seen.key(space))] = "string"
         kinds[KeyKind.FOCUS_BUFFER.value] = "list"
+        kinds[KeyKind.TREE_MEMBERS.value] = "list"
         kinds[KeyKind.ENTITY_TYPES.value] = "hash"
     return kinds
 

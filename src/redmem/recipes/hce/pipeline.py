@@ -1,8 +1,9 @@
 """HCEPipeline: a chat middleware whose memory is a focus buffer, an entity graph and a semantic tree.
 
 Per query (:meth:`HCEPipeline.retrieve_candidates`), at most three round trips whatever the
-session's size: (1) the existence filter's check of the query's entity keys, the two vector
-searches of the tree and the focus buffer; (2) spreading activation from the entities that may
+session's size: (1) the existence filter's check of the query's entity keys, the tree's topic
+search with the updates of its interaction vectors and member index, and the focus buffer (the
+tree then scores the members of the topics it keeps); (2) spreading activation from the entities that may
 exist (skipped without any); (3) the interactions found, loaded. Then the candidates are
 normalised per source, an interaction still in the focus buffer is left to the buffer, the graph
 and the tree's findings of one interaction merge (its best utility), and the greedy knapsack
@@ -10,7 +11,8 @@ fits them into ``context_budget`` tokens.
 
 Per turn (:meth:`HCEPipeline.update`): the turn pair is embedded, then two round trips: the
 topic search with the existence check of its lower-case mentions, then one MULTI/EXEC that
-stores the interaction (and its topic when it opens one), its graph edges and both focus entries.
+stores the interaction (and its topic when it opens one), its tree membership, its graph edges
+and both focus entries.
 """
 
 from __future__ import annotations
@@ -133,22 +135,22 @@ class HCEPipeline:
         entities = self.extractor.extract(query)
         keys = list(dict.fromkeys([e.key for e in entities] + self.extractor.mentions(query)))
         existence = HCEInteraction.entities_seen.searcher(self.graph.space, [entity_term(k) for k in keys])
-        tree = self.tree
-        exists, topic_hits, leaf_hits, focus = run_searches(self.client, [
-            existence, tree.topic_searcher(vector, tree.topic_beam), tree.leaf_searcher(vector), self.focus.reader()])
+        tree, leaves = self.tree, self.tree.leaf_sync()
+        exists, topic_hits, _, members, focus = run_searches(self.client, [
+            existence, tree.topic_searcher(vector, tree.topic_beam), leaves, tree.member_reader(), self.focus.reader()])
         trips = 1
+        tree_hits = tree.hits(vector, topic_hits, leaves, members)
         seeds = [key for key, maybe in zip(keys, exists) if maybe]
         activated: list[tuple[Any, float]] = []
         if seeds:
             activated = [(n.record_id, w) for n, w in run_search(self.client, self.graph.searcher(seeds))
                          if isinstance(n, DbKey)]
             trips += 1
-        wanted = list(dict.fromkeys([rid for rid, _ in leaf_hits] + [rid for rid, _ in activated]))
+        wanted = list(dict.fromkeys([h.interaction_id for h in tree_hits] + [rid for rid, _ in activated]))
         records = {r.interaction_id: r for r in
                    load_records(HCEInteraction, [DbKey(self.graph.space, rid) for rid in wanted], track=False)}
         trips += bool(wanted)
-        candidates = self._candidates(query, activated, tree.scored(topic_hits, leaf_hits, records), records,
-                                      focus, for_prompt)
+        candidates = self._candidates(query, activated, tree_hits, records, focus, for_prompt)
         return RetrievedContext(candidates, context_budgeting(candidates, self.context_budget), focus, trips)
 
     def _candidates(self, query: str, activated: list[tuple[str, float]], tree_hits: Sequence[Any],
@@ -238,6 +240,7 @@ class HCEPipeline:
             queue_new_records(pipe, client, records, fresh=True)
             for rid, found in links:
                 self.graph.queue_interaction(pipe, rid, found)
+            self.tree.queue_members(pipe, [(r.interaction_id, r.topic_id) for r in records])
             self.focus.push_call(focus[-self.focus.max_size:]).queue(pipe)
             pipe.execute()
 

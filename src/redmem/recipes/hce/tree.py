@@ -5,15 +5,20 @@ cosine is at least ``topic_threshold``; otherwise it opens a new topic whose vec
 and whose label is the first words of its user turn. A topic's vector never changes, so
 concurrent writers need no read-modify-write (two may open near-identical topics; nothing is lost).
 
-Search (:func:`tree_scores`): the session root has no text, so its score is 0; a node's score is
-``0.7 * its cosine with the query + 0.3 * its parent's score``. Topics are the ``topic_beam``
-nearest; a topic below ``threshold`` is skipped with all its interactions; an interaction below
-``threshold`` is skipped. The best possible score is ``0.7 + 0.3 * 0.7 = 0.91`` (:data:`MAX_SCORE`).
+Search (:func:`tree_scores`, the rule): the session root has no text, so its score is 0; a node's
+score is ``0.7 * its cosine with the query + 0.3 * its parent's score``. Topics are the
+``topic_beam`` nearest; a topic below ``threshold`` is skipped with all its interactions; an
+interaction below ``threshold`` is skipped; the ``leaf_limit`` best are kept. The best possible
+score is ``0.7 + 0.3 * 0.7 = 0.91`` (:data:`MAX_SCORE`).
+
+Only the members of the topics kept are scored (:meth:`SemanticTree.hits`): the session's member
+index (:mod:`.members`) lists them, and their rows of the session's vector matrix are scored
+alone, so a search costs the size of the topics it keeps, not of the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +28,9 @@ from ...fields.embedding_search import VectorSearch
 from ...fields.search_protocol import run_searches
 from ...model.dbkey import DbKey
 from ...model.loading import load_records
+from ...store.keys import KeyKind
 from ...store.validation import positive_int
+from .members import MemberIndex, MemberRead, member_entry
 from .models import HCEInteraction, HCETopic
 
 __all__ = ["SemanticTree", "TreeHit", "hierarchical_relevance_search", "tree_scores", "OWN_WEIGHT",
@@ -73,7 +80,7 @@ class SemanticTree:
         topic_threshold: the cosine at which an interaction joins a topic.
         threshold: the score below which a node (and a topic's subtree) is skipped.
         topic_beam: how many nearest topics the search considers.
-        leaf_limit: how many nearest interactions the search scores.
+        leaf_limit: how many interactions (the best by score) the search returns.
     """
 
     def __init__(self, session_id: str, topic_threshold: float = 0.5, threshold: float = 0.1,
@@ -83,16 +90,28 @@ class SemanticTree:
         self.topic_space = HCETopic._meta.keyspace((HCETopic.session_id.validate(session_id),))
         self.topic_threshold, self.threshold = float(topic_threshold), float(threshold)
         self.topic_beam, self.leaf_limit = positive_int("topic_beam", topic_beam), positive_int("leaf_limit", leaf_limit)
+        self.members_key = self.space.key(KeyKind.TREE_MEMBERS)
 
     def topic_searcher(self, vector: np.ndarray, limit: int) -> VectorSearch:
         """The search of the ``limit`` topics nearest ``vector``."""
         search: VectorSearch = HCETopic.embedding.searcher(self.topic_space, vector, limit)
         return search
 
-    def leaf_searcher(self, vector: np.ndarray) -> VectorSearch:
-        """The search of the ``leaf_limit`` interactions nearest ``vector``."""
-        search: VectorSearch = HCEInteraction.embedding.searcher(self.space, vector, self.leaf_limit)
+    def leaf_sync(self) -> VectorSearch:
+        """The search that brings the session's interaction vectors up to date, ranking none
+        (:meth:`hits` scores the members of the topics kept)."""
+        search: VectorSearch = HCEInteraction.embedding.searcher(self.space, None, 0)
         return search
+
+    def member_reader(self) -> MemberRead:
+        """The search that brings the session's member index up to date."""
+        return MemberRead(HCEInteraction._meta.client, self.members_key)
+
+    def queue_members(self, pipe: Any, members: Iterable[tuple[str, str]]) -> None:
+        """Queue the log entries of new (interaction id, topic id) pairs, in the interactions' transaction."""
+        entries = [member_entry(interaction, topic) for interaction, topic in members]
+        if entries:
+            pipe.rpush(self.members_key, *entries)
 
     def assign(self, search: VectorSearch, vectors: np.ndarray, opening: list[tuple[str, str]],
                ) -> tuple[list[str], list[HCETopic]]:
@@ -115,19 +134,41 @@ class SemanticTree:
                 topics.append(HCETopic(session_id=self.session_id, topic_id=new_id, label=label, embedding=vector))
         return ids, topics
 
-    def scored(self, topic_hits: list[tuple[str, float]], leaf_hits: list[tuple[str, float]],
-               records: Mapping[str, HCEInteraction]) -> list[TreeHit]:
-        """:func:`tree_scores` of searched hits, leaf topics read from the loaded ``records``."""
-        leaves = [(rid, cosine, records[rid].topic_id) for rid, cosine in leaf_hits if rid in records]
-        return tree_scores(topic_hits, leaves, self.threshold)
+    def hits(self, vector: np.ndarray, topic_hits: list[tuple[str, float]], leaves: VectorSearch,
+             index: MemberIndex) -> list[TreeHit]:
+        """:func:`tree_scores` of the topics searched and every member of those kept (read from
+        ``index``, scored on the matrix ``leaves`` brought up to date), the ``leaf_limit`` best."""
+        kept = {t: OWN_WEIGHT * c + PARENT_WEIGHT * ROOT_SCORE for t, c in topic_hits}
+        topics = [t for t, score in kept.items() if score >= self.threshold]
+        matrix = leaves.matrix
+        with matrix.lock:
+            if not topics or matrix.dimensions != vector.shape[-1]:
+                return []
+            groups, rows = index.rows(topics, matrix)
+            cosines = matrix.cosines_at(vector, np.concatenate(rows))
+        sizes = [r.size for r in rows]
+        owners = np.repeat(np.arange(len(topics)), sizes)
+        starts = np.cumsum([0, *sizes])
+        parents = np.array([kept[t] for t in topics], dtype=np.float64)[owners]
+        scores = OWN_WEIGHT * cosines.astype(np.float64) + PARENT_WEIGHT * parents
+        chosen = np.flatnonzero(scores >= self.threshold)
+        if chosen.size > self.leaf_limit:
+            kth = np.partition(scores[chosen], chosen.size - self.leaf_limit)[chosen.size - self.leaf_limit]
+            chosen = chosen[scores[chosen] >= kth]
+        found = [TreeHit(groups[owners[n]][n - starts[owners[n]]], float(scores[n]), topics[owners[n]], float(parents[n]))
+                 for n in chosen]
+        return sorted(found, key=lambda h: (-h.score, h.interaction_id))[: self.leaf_limit]
 
 
 def hierarchical_relevance_search(tree: SemanticTree, query_vector: Any, top_k: int = 10) -> list[tuple[HCEInteraction, float]]:
     """The ``top_k`` interactions of ``tree`` by hierarchical score for a query vector: two round
-    trips (both vector searches, then the interactions)."""
+    trips (the topic search with the updates of the vectors and the member index, then the
+    interactions)."""
     vector = np.asarray(query_vector, dtype=np.float32)
-    topic_hits, leaf_hits = run_searches(HCEInteraction._meta.client,
-                                         [tree.topic_searcher(vector, tree.topic_beam), tree.leaf_searcher(vector)])
-    loaded = load_records(HCEInteraction, [DbKey(tree.space, rid) for rid, _ in leaf_hits], track=False)
+    leaves = tree.leaf_sync()
+    topic_hits, _, index = run_searches(HCEInteraction._meta.client,
+                                        [tree.topic_searcher(vector, tree.topic_beam), leaves, tree.member_reader()])
+    hits = tree.hits(vector, topic_hits, leaves, index)[:top_k]
+    loaded = load_records(HCEInteraction, [DbKey(tree.space, h.interaction_id) for h in hits], track=False)
     records = {r.interaction_id: r for r in loaded}
-    return [(records[h.interaction_id], h.score) for h in tree.scored(topic_hits, leaf_hits, records)[:top_k]]
+    return [(records[h.interaction_id], h.score) for h in hits if h.interaction_id in records]

@@ -1,0 +1,93 @@
+"""The semantic tree's search scores only the members of the topics it keeps: on a random tree it
+returns exactly what an exhaustive evaluation of the rule (every topic, every interaction) returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from redmem.fields.search_protocol import run_searches
+from redmem.recipes.hce import HCEPipeline, SemanticTree, hierarchical_relevance_search
+from redmem.recipes.hce.models import HCEInteraction
+from redmem.recipes.hce.tree import tree_scores
+
+DIMENSIONS = 24
+
+
+class TableProvider:
+    """Vectors looked up by the turn's number (``user: u<n>``); queries are ``q<n>``."""
+
+    dimensions, max_batch_size = DIMENSIONS, 1000
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors = vectors
+
+    def embed(self, texts: Sequence[str], input_type: str = "document") -> np.ndarray:
+        return np.stack([self.vectors[t.split()[1] if t.startswith("user:") else t] for t in texts])
+
+
+def random_vectors(rng: np.random.Generator, count: int, clusters: int) -> list[np.ndarray]:
+    """Integer vectors (exact in float16) around ``clusters`` centres, so topics hold several members."""
+    centres = rng.integers(-6, 7, (clusters, DIMENSIONS))
+    return [(centres[rng.integers(clusters)] + rng.integers(-3, 4, DIMENSIONS)).astype(np.float32)
+            for _ in range(count)]
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64) / np.linalg.norm(v)
+
+
+def exhaustive(tree: SemanticTree, vectors: dict[str, np.ndarray], query: np.ndarray) -> list[tuple[str, float]]:
+    """The rule over every stored interaction: each topic's vector is its first member's (the
+    interaction that opened it, whose id it takes), topics are the beam nearest (cosine > 0)."""
+    stored = HCEInteraction.query.filter(session_id=tree.session_id).all()
+    text = {r.interaction_id: r.user for r in stored}
+    cosine = {r.interaction_id: float(unit(vectors[r.user]) @ unit(query)) for r in stored}
+    topics = sorted({r.topic_id for r in stored}, key=lambda t: (-cosine[t], t))
+    beam = [(t, cosine[t]) for t in topics if cosine[t] > 0][: tree.topic_beam]
+    leaves = [(r.interaction_id, cosine[r.interaction_id], r.topic_id) for r in stored]
+    assert all(t in text for t in topics)
+    return [(h.interaction_id, h.score) for h in tree_scores(beam, leaves, tree.threshold)[: tree.leaf_limit]]
+
+
+def searched(tree: SemanticTree, query: np.ndarray) -> list[tuple[str, float]]:
+    leaves = tree.leaf_sync()
+    topic_hits, _, index = run_searches(HCEInteraction._meta.client, [
+        tree.topic_searcher(query, tree.topic_beam), leaves, tree.member_reader()])
+    return [(h.interaction_id, h.score) for h in tree.hits(query, topic_hits, leaves, index)]
+
+
+def assert_same(found: list[tuple[str, float]], expected: list[tuple[str, float]]) -> None:
+    assert [i for i, _ in found] == [i for i, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected], rel=1e-5)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_tree_search_equals_the_exhaustive_rule_on_a_random_tree(any_db, tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    drawn = random_vectors(rng, 412, 25)  # queries near the same centres as the turns
+    vectors = {f"u{n}": v for n, v in enumerate(drawn[:400])}
+    queries = {f"q{n}": v for n, v in enumerate(drawn[400:])}
+    provider = TableProvider({**vectors, **queries})
+    trees = [SemanticTree("tree", topic_threshold=0.75, threshold=0.1, topic_beam=6, leaf_limit=1000),
+             SemanticTree("tree", topic_threshold=0.75, threshold=0.35, topic_beam=3, leaf_limit=15)]
+    pipe = HCEPipeline(session_id="tree", embedding_provider=provider, tree=trees[0])
+    pipe.update_many((f"u{n}", "a") for n in range(250))
+    pipe.save(tmp_path / "early")
+    for start in range(250, 400, 50):  # later writes: the index catches up with its log
+        pipe.update_many((f"u{n}", "a") for n in range(start, start + 50))
+    topics = {r.topic_id for r in HCEInteraction.query.filter(session_id="tree").all()}
+    assert 6 < len(topics) < 300  # a tree: topics of several members, more topics than the beam
+    for tree in trees:
+        for query in queries.values():
+            assert_same(searched(tree, query), exhaustive(tree, vectors, query))
+        assert any(len(exhaustive(tree, vectors, q)) > 1 for q in queries.values())
+    query = queries["q0"]
+    found = hierarchical_relevance_search(trees[1], query, top_k=5)
+    assert_same([(r.interaction_id, s) for r, s in found], exhaustive(trees[1], vectors, query)[:5])
+    pipe.load(tmp_path / "early")  # the log is replaced: the index reads it again
+    for tree in trees:
+        assert_same(searched(tree, query), exhaustive(tree, vectors, query))
+    assert len(HCEInteraction.query.filter(session_id="tree").all()) == 250
