@@ -17,7 +17,7 @@ from ..store.errors import ConfigurationError
 from ..store.validation import positive_int
 from .base import EmbeddingError, InputType, as_matrix, check_input_type
 
-__all__ = ["OpenAIEmbeddings", "KNOWN_DIMENSIONS"]
+__all__ = ["OpenAIEmbeddings", "KNOWN_DIMENSIONS", "openai_sdk"]
 
 #: Output length of OpenAI's embedding models when no ``dimensions`` is requested.
 KNOWN_DIMENSIONS = {
@@ -28,13 +28,13 @@ KNOWN_DIMENSIONS = {
 _PROBE_TEXT = "dimension probe"
 
 
-def _sdk() -> Any:
+def openai_sdk(user: str = "OpenAIEmbeddings") -> Any:
     """The openai module, imported on first use: importing it takes about 2 s, which every
-    ``import redmem`` would otherwise pay."""
+    ``import redmem`` would otherwise pay. ConfigurationError naming ``user`` when it is not installed."""
     try:
         import openai
     except ImportError as exc:
-        raise ConfigurationError("OpenAIEmbeddings needs the openai SDK: pip install 'redmem[openai]'") from exc
+        raise ConfigurationError(f"{user} needs the openai SDK: pip install 'redmem[openai]'") from exc
     return openai
 
 
@@ -66,7 +66,7 @@ class OpenAIEmbeddings:
         timeout: float = 60.0,
         max_retries: int = 2,
     ) -> None:
-        openai = _sdk()
+        openai = openai_sdk()
         positive_int("dimensions", dimensions, none=True, error=ConfigurationError)
         positive_int("max_batch_size", max_batch_size, error=ConfigurationError)
         try:
@@ -111,7 +111,7 @@ class OpenAIEmbeddings:
         options = {} if self._requested is None else {"dimensions": self._requested}
         try:
             response = self._client.embeddings.create(model=self.model, input=texts, **options)
-        except _sdk().OpenAIError as exc:
+        except openai_sdk().OpenAIError as exc:
             raise EmbeddingError(f"{self.model} at {self.base_url}: {exc}") from exc
         ordered = sorted(response.data, key=lambda item: item.index)
         matrix = as_matrix([item.embedding for item in ordered], self._dimensions, len(texts), f"{self.model} output")

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..embeddings.openai_compatible import openai_sdk
 from ..store.errors import ConfigurationError, RedmemError
 
 __all__ = [
@@ -145,15 +146,6 @@ EXTRACTION_PROMPT = (
 )
 
 
-def _sdk() -> Any:
-    """The openai module, imported on first use (it takes seconds to import and is optional)."""
-    try:
-        import openai
-    except ImportError as exc:
-        raise ConfigurationError("LLMExtractor needs the openai SDK: pip install 'redmem[openai]'") from exc
-    return openai
-
-
 def parse_extraction(answer: str | None) -> list[ExtractedMemory]:
     """Memories from the model's JSON answer (items may be strings); ExtractionError if malformed."""
     try:
@@ -188,7 +180,7 @@ class LLMExtractor:
     """
 
     def __init__(self, client: Any = None, model: str = "gpt-4.1-nano", *, prompt: str = EXTRACTION_PROMPT) -> None:
-        self._openai = _sdk()
+        self._openai = openai_sdk("LLMExtractor")
         try:
             self.client = client if client is not None else self._openai.OpenAI()
         except self._openai.OpenAIError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...embeddings.openai_compatible import openai_sdk
 from ...store.errors import ConfigurationError
 from .interface import MODEL_FLAGS
 
@@ -27,15 +28,6 @@ NUANCE_PROMPT = (
     "structure, A is like B), \"narrative_thread\" (continues or opens a story). An empty list when "
     "none applies."
 )
-
-
-def _sdk() -> Any:
-    """The openai module, imported on first use (it is optional and slow to import)."""
-    try:
-        import openai
-    except ImportError as exc:
-        raise ConfigurationError("NuanceModel needs the openai SDK: pip install 'redmem[openai]'") from exc
-    return openai
 
 
 def parse_model_flags(answer: str | None) -> list[str]:
@@ -59,7 +51,7 @@ class NuanceModel:
     """
 
     def __init__(self, client: Any = None, model: str = "gpt-4.1-nano") -> None:
-        self._openai = _sdk()
+        self._openai = openai_sdk("NuanceModel")
         try:
             self.client = client if client is not None else self._openai.OpenAI()
         except self._openai.OpenAIError as exc:
