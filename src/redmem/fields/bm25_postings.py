@@ -1,0 +1,201 @@
+"""One partition's BM25 postings held in-process, kept exact by the index's change log.
+
+A :class:`PostingsCopy` holds, for each term a query has asked for, the list's docnos and term
+frequencies (numpy arrays), and each docno's length and record id. ``bm25_write.lua`` logs every
+changed record (its docno and the terms of its previous entry) under a version counter, as the
+vectors do (:mod:`redmem.fields.embedding_search`); one ``bm25_sync.lua`` call per search
+returns the log entries above the copy's version with the changed records' current entries,
+the lists of the query terms the copy lacks, N, the total length and each query term's df. The
+copy applies them and ranks in-process:
+
+    score(d) = sum over sorted query terms t of  qtf(t) * idf(t) * tf_norm(tf(t, d), dl(d))
+
+with the formulas and the order of additions of :mod:`redmem.fields.bm25_math`, every posting of
+the query's lists scored (numpy, vectorised), so the answer is exact BM25 -- the scores of
+``bm25_search.lua``'s exhaustive mode, bit for bit. The server's work is a version check, a
+range of the log and ``ZCARD`` per term; a list crosses the network once per process (and
+again after a reload: another epoch, a reader further behind than the log keeps, a rollback).
+
+Two searches of one copy may run in two threads: a reply is applied only if it continues the
+copy's state (same epoch, the version it was asked at <= the copy's <= the reply's); otherwise,
+or when a list's length differs from the df the server sent (a writer that does not log, e.g.
+an older redmem), the search asks again (:class:`CachedBM25Search` in :mod:`redmem.fields.bm25`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..store.client_cache import ClientCache
+
+__all__ = ["PostingsCopy", "SyncReply", "copies", "CHANGES_PER_CALL", "UNSEEN"]
+
+#: Log entries one sync reads at most; a reader further behind reloads the query's lists.
+CHANGES_PER_CALL = 5000
+#: The epoch sent by a copy that holds nothing yet (never a stored epoch).
+UNSEEN = "-"
+
+
+class SyncReply:
+    """One ``bm25_sync.lua`` reply, decoded."""
+
+    def __init__(self, reply: list[Any]) -> None:
+        self.epoch: bytes = reply[0]
+        self.version, self.reload = int(reply[1]), reply[2] == b"reload"
+        self.n, self.total = int(reply[3]), int(reply[4])
+        self.dfs: list[int] = [int(df) for df in reply[5]]
+        self.changes: list[Any] = reply[6]
+        self.lists: list[Any] = reply[7]
+
+    @property
+    def postings_sent(self) -> int:
+        """Postings the server read and sent (lists the copy lacked)."""
+        return sum((len(rows) - 1) // 3 for rows in self.lists if rows)
+
+
+class PostingsCopy:
+    """The postings of the terms asked so far in one partition, as of ``version`` of ``epoch``.
+
+    ``lists`` maps a term to (docnos int64, tf float64); ``lengths`` and ``ids`` are indexed
+    by docno. ``lock`` guards everything: taken to read the state a request is built from, and
+    to apply a reply and rank.
+    """
+
+    def __init__(self) -> None:
+        self.epoch: bytes | None = None
+        self.version = 0
+        self.lists: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.lengths = np.zeros(0)
+        self.ids: list[str | None] = []
+        self.lock = threading.Lock()
+
+    def request(self, terms: list[str]) -> tuple[int, list[Any]]:
+        """(version, ``bm25_sync`` arguments) for the sorted query ``terms``; the lock is held."""
+        epoch = UNSEEN if self.epoch is None else self.epoch
+        args: list[Any] = [epoch, self.version, CHANGES_PER_CALL]
+        for term in terms:
+            args += [term, "1" if term in self.lists else "0"]
+        return self.version, args
+
+    def apply(self, reply: SyncReply, terms: list[str], asked: int, shape: tuple[float, float, float]) -> bool:
+        """Bring the copy to the reply's version; True when it then holds every query term's list,
+        each as long as its df. The lock is held. A reply that does not continue the copy's state
+        (see the module docstring) changes nothing; a list of the wrong length resets the copy.
+        ``shape`` is the field's (k1, b, impact unit)."""
+        if reply.reload:
+            if self.epoch == reply.epoch and self.version > reply.version:
+                return False
+            if self.epoch != reply.epoch:
+                self.lengths, self.ids = np.zeros(0), []
+            self.epoch, self.lists = reply.epoch, {}
+        elif self.epoch != reply.epoch or not asked <= self.version <= reply.version:
+            return False
+        else:
+            self._apply_changes(reply.changes)
+        for term, rows in zip(terms, reply.lists):
+            if rows:
+                self.lists[term] = self._decoded(rows, *shape)
+        self.version = reply.version
+        if any(term not in self.lists for term in terms):
+            return False
+        if any(len(self.lists[term][0]) != df for term, df in zip(terms, reply.dfs)):
+            self.epoch, self.version, self.lists = None, 0, {}
+            return False
+        return True
+
+    def rank(self, query_tf: dict[str, int], n: int, total: int, limit: int, k1: float,
+             b: float) -> tuple[list[tuple[str, float]], int]:
+        """The top ``limit`` (record id, score) by exact BM25, best first, ties by record id; and
+        how many records matched. The query terms' lists are held (after a successful apply)."""
+        if n == 0 or limit <= 0:
+            return [], 0
+        avgdl = total / n
+        scores = np.zeros(len(self.ids))
+        for term in sorted(query_tf):
+            docnos, tf = self.lists[term]
+            if not len(docnos):
+                continue
+            weight = query_tf[term] * math.log((n - len(docnos) + 0.5) / (len(docnos) + 0.5) + 1)
+            dl = self.lengths[docnos]
+            scores[docnos] += weight * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
+        matched = np.flatnonzero(scores)
+        if len(matched) > limit:
+            kth = np.partition(scores[matched], len(matched) - limit)[len(matched) - limit]
+            chosen = matched[scores[matched] >= kth]
+        else:
+            chosen = matched
+        ranked = sorted(((str(self.ids[d]), float(scores[d])) for d in chosen), key=lambda pair: (-pair[1], pair[0]))
+        return ranked[:limit], len(matched)
+
+    # -- applying replies ----------------------------------------------------------------------
+    def _learn(self, docnos: list[int], values: list[Any]) -> np.ndarray:
+        """Record each docno's length and id from its ``"dl id"`` (None: removed); the lengths."""
+        top = max(docnos, default=-1) + 1
+        if top > len(self.ids):
+            grown = np.zeros(max(top, 2 * len(self.ids)))
+            grown[: len(self.lengths)] = self.lengths
+            self.lengths = grown
+            self.ids.extend([None] * (len(grown) - len(self.ids)))
+        dls = np.zeros(len(docnos))
+        for j, (docno, value) in enumerate(zip(docnos, values)):
+            if value is None:
+                self.ids[docno] = None
+                continue
+            dl, record_id = value.split(b" ", 1)
+            dls[j] = self.lengths[docno] = int(dl)
+            self.ids[docno] = record_id.decode()
+        return dls
+
+    def _decoded(self, rows: list[Any], k1: float, b: float, unit: float) -> tuple[np.ndarray, np.ndarray]:
+        """(docnos, tf) of one sent list ``[reference, docno, stored, "dl id", ..]``.
+
+        tf from the stored impact ``I`` (scaled by ``unit``) at the list's reference ``R``, as
+        ``bm25_search.lua`` computes it: ``floor(I * L(R) / (k1 + 1 - I) + 0.5)``.
+        """
+        docnos = [int(docno) for docno in rows[1::3]]
+        dls = self._learn(docnos, rows[3::3])
+        stored = np.array([float(value) for value in rows[2::3]])
+        if rows[0] is None:  # no reference: the server sent tf itself
+            return np.array(docnos, dtype=np.int64), stored
+        reference, impact = float(rows[0]), stored / unit
+        tf = np.floor(impact * (k1 * (1 - b + b * dls / reference)) / (k1 + 1 - impact) + 0.5)
+        return np.array(docnos, dtype=np.int64), tf
+
+    def _apply_changes(self, changes: list[Any]) -> None:
+        """Apply log entries (with the changed records' current ``"dl id"`` and entry): each
+        changed docno leaves the held lists of its previous terms and of its current ones, then
+        joins the latter with its current tf. Applying an entry twice changes nothing."""
+        leaving: dict[str, set[int]] = {}
+        current: dict[int, tuple[Any, Any]] = {}
+        for i in range(0, len(changes), 3):
+            docno, _, previous = changes[i].decode().partition(" ")
+            for term in json.loads(previous) if previous else ():
+                if term in self.lists:
+                    leaving.setdefault(term, set()).add(int(docno))
+            current[int(docno)] = (changes[i + 1], changes[i + 2])
+        docnos = list(current)
+        self._learn(docnos, [value for value, _ in current.values()])
+        joining: dict[str, dict[int, int]] = {}
+        for docno, (value, entry) in current.items():
+            if value is None:
+                continue
+            decoded = json.loads(entry)
+            for j in range(2, len(decoded), 2):
+                if decoded[j] in self.lists:
+                    joining.setdefault(decoded[j], {})[docno] = decoded[j + 1]
+        for term in leaving.keys() | joining.keys():
+            docnos_t, tf = self.lists[term]
+            gone = np.array([*leaving.get(term, ()), *joining.get(term, {})], dtype=np.int64)
+            keep = ~np.isin(docnos_t, gone)
+            added = joining.get(term, {})
+            self.lists[term] = (np.concatenate([docnos_t[keep], np.fromiter(added, dtype=np.int64, count=len(added))]),
+                                np.concatenate([tf[keep], np.fromiter(added.values(), dtype=float, count=len(added))]))
+
+
+#: The process-wide copies, per client and index partition (keyed by the lengths hash).
+copies: ClientCache[PostingsCopy] = ClientCache(PostingsCopy)
