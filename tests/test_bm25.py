@@ -95,8 +95,16 @@ class LuceneIdfOkapi(BM25Okapi):
 
 
 def expected_ranking(scores: dict[str, float], limit: int) -> list[str]:
-    matching = [(s, rid) for rid, s in scores.items() if s > 0]
-    return [rid for _, rid in sorted(matching, key=lambda pair: (-pair[0], pair[1]))[:limit]]
+    """Best first, ties by id; scores within 1e-12 (relative) of each other count as ties, since
+    the numpy reference sums by matrix product, whose rounding may differ between equal rows."""
+    matching = sorted(((s, rid) for rid, s in scores.items() if s > 0), key=lambda pair: (-pair[0], pair[1]))
+    groups: list[list[tuple[float, str]]] = []
+    for pair in matching:
+        if groups and pair[0] >= groups[-1][0][0] * (1 - 1e-12):
+            groups[-1].append(pair)
+        else:
+            groups.append([pair])
+    return [rid for group in groups for _, rid in sorted(group, key=lambda pair: pair[1])][:limit]
 
 
 def check_search(model: type, agent: str | None, docs: dict[str, str], text: str, limit: int = 10, **kw) -> list:

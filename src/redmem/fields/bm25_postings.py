@@ -73,6 +73,7 @@ class PostingsCopy:
         self.lengths = np.zeros(0)
         self.ids: list[str | None] = []
         self.lock = threading.Lock()
+        self._scores = np.zeros(0)  # scratch of rank(), by docno: zeros between searches
 
     def request(self, terms: list[str]) -> tuple[int, list[Any]]:
         """(version, ``bm25_sync`` arguments) for the sorted query ``terms``; the lock is held."""
@@ -91,7 +92,7 @@ class PostingsCopy:
             if self.epoch == reply.epoch and self.version > reply.version:
                 return False
             if self.epoch != reply.epoch:
-                self.lengths, self.ids = np.zeros(0), []
+                self.lengths, self.ids, self._scores = np.zeros(0), [], np.zeros(0)
             self.epoch, self.lists = reply.epoch, {}
         elif self.epoch != reply.epoch or not asked <= self.version <= reply.version:
             return False
@@ -114,22 +115,25 @@ class PostingsCopy:
         how many records matched. The query terms' lists are held (after a successful apply)."""
         if n == 0 or limit <= 0:
             return [], 0
-        avgdl = total / n
-        scores = np.zeros(len(self.ids))
+        avgdl, scores, seen = total / n, self._scores, []
         for term in sorted(query_tf):
             docnos, tf = self.lists[term]
             if not len(docnos):
                 continue
             weight = query_tf[term] * math.log((n - len(docnos) + 0.5) / (len(docnos) + 0.5) + 1)
             dl = self.lengths[docnos]
-            scores[docnos] += weight * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
-        matched = np.flatnonzero(scores)
+            before = scores[docnos]
+            seen.append(docnos[before == 0])  # a record's first list (every contribution is > 0)
+            scores[docnos] = before + weight * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
+        matched = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
+        found = scores[matched]
+        scores[matched] = 0  # the scratch array is all zeros between searches
         if len(matched) > limit:
-            kth = np.partition(scores[matched], len(matched) - limit)[len(matched) - limit]
-            chosen = matched[scores[matched] >= kth]
+            chosen = np.flatnonzero(found >= np.partition(found, len(found) - limit)[len(found) - limit])
         else:
-            chosen = matched
-        ranked = sorted(((str(self.ids[d]), float(scores[d])) for d in chosen), key=lambda pair: (-pair[1], pair[0]))
+            chosen = np.arange(len(matched))
+        ranked = sorted(((str(self.ids[matched[i]]), float(found[i])) for i in chosen),
+                        key=lambda pair: (-pair[1], pair[0]))
         return ranked[:limit], len(matched)
 
     # -- applying replies ----------------------------------------------------------------------
@@ -139,7 +143,7 @@ class PostingsCopy:
         if top > len(self.ids):
             grown = np.zeros(max(top, 2 * len(self.ids)))
             grown[: len(self.lengths)] = self.lengths
-            self.lengths = grown
+            self.lengths, self._scores = grown, np.zeros(len(grown))
             self.ids.extend([None] * (len(grown) - len(self.ids)))
         dls = np.zeros(len(docnos))
         for j, (docno, value) in enumerate(zip(docnos, values)):
