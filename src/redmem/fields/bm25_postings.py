@@ -74,6 +74,7 @@ class PostingsCopy:
         self.ids: list[str | None] = []
         self.lock = threading.Lock()
         self._scores = np.zeros(0)  # scratch of rank(), by docno: zeros between searches
+        self._norms: dict[str, tuple[float, np.ndarray, np.ndarray]] = {}  # term -> (avgdl, docnos, tf_norm)
 
     def request(self, terms: list[str]) -> tuple[int, list[Any]]:
         """(version, ``bm25_sync`` arguments) for the sorted query ``terms``; the lock is held."""
@@ -93,7 +94,7 @@ class PostingsCopy:
                 return False
             if self.epoch != reply.epoch:
                 self.lengths, self.ids, self._scores = np.zeros(0), [], np.zeros(0)
-            self.epoch, self.lists = reply.epoch, {}
+            self.epoch, self.lists, self._norms = reply.epoch, {}, {}
         elif self.epoch != reply.epoch or not asked <= self.version <= reply.version:
             return False
         else:
@@ -105,7 +106,7 @@ class PostingsCopy:
         if any(term not in self.lists for term in terms):
             return False
         if any(len(self.lists[term][0]) != df for term, df in zip(terms, reply.dfs)):
-            self.epoch, self.version, self.lists = None, 0, {}
+            self.epoch, self.version, self.lists, self._norms = None, 0, {}, {}
             return False
         return True
 
@@ -121,10 +122,9 @@ class PostingsCopy:
             if not len(docnos):
                 continue
             weight = query_tf[term] * math.log((n - len(docnos) + 0.5) / (len(docnos) + 0.5) + 1)
-            dl = self.lengths[docnos]
             before = scores[docnos]
             seen.append(docnos[before == 0])  # a record's first list (every contribution is > 0)
-            scores[docnos] = before + weight * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
+            scores[docnos] = before + weight * self._tf_norms(term, docnos, tf, avgdl, k1, b)
         matched = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
         found = scores[matched]
         scores[matched] = 0  # the scratch array is all zeros between searches
@@ -135,6 +135,18 @@ class PostingsCopy:
         ranked = sorted(((str(self.ids[matched[i]]), float(found[i])) for i in chosen),
                         key=lambda pair: (-pair[1], pair[0]))
         return ranked[:limit], len(matched)
+
+    def _tf_norms(self, term: str, docnos: np.ndarray, tf: np.ndarray, avgdl: float, k1: float,
+                  b: float) -> np.ndarray:
+        """``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` of each posting of the list, kept
+        while the list and avgdl stay (a read-mostly partition computes each list's once)."""
+        kept = self._norms.get(term)
+        if kept is not None and kept[0] == avgdl and kept[1] is docnos:
+            return kept[2]
+        dl = self.lengths[docnos]
+        norms = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+        self._norms[term] = (avgdl, docnos, norms)
+        return norms
 
     # -- applying replies ----------------------------------------------------------------------
     def _learn(self, docnos: list[int], values: list[Any]) -> np.ndarray:
