@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
 import redmem
-from redmem.fields import bm25
+from redmem.fields import bm25, bm25_postings
 from redmem.fields.bm25_postings import copies
 from test_bm25 import WORDS, Memory, check_search, fresh_agent, random_corpus
 
@@ -217,3 +217,29 @@ def test_a_reply_overtaken_by_a_newer_one_is_asked_again(any_db):
     older_result = older.finish(older_replies)
     exhaustive = Memory.content_bm25.search(space, "redis memory", 5, exhaustive=True)
     assert older_result.ranked == newer_result.ranked == exhaustive.ranked
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    texts=st.lists(st.lists(st.sampled_from(WORDS[:10] + ["the"]), max_size=14).map(" ".join), min_size=1, max_size=120),
+    question=st.lists(st.sampled_from(WORDS[:12] + ["what", "the"]), min_size=1, max_size=9).map(" ".join),
+    limit=st.integers(1, 12),
+)
+def test_maxscore_over_the_copy_equals_brute_force(any_db, monkeypatch, texts, question, limit):
+    """The threshold taken from the list of largest bound alone: the lists of small bound are
+    only looked up for the other lists' records, and ids and scores still equal the references."""
+    monkeypatch.setattr(bm25_postings, "FIRST_POSTINGS", 1)
+    agent = fresh_agent()
+    records = [Memory(agent_id=agent, content=t) for t in texts]
+    Memory.save_many(records, chunk_size=37)
+    check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, question, limit=limit)
+
+
+def test_lists_of_small_bound_are_only_looked_up(any_db):
+    """A rare word and a word in every record: only the rare word's records are scored."""
+    agent = fresh_agent()
+    texts = [f"memory note {i}" + (" lua" if i % 50 == 0 else "") for i in range(3000)]
+    Memory.save_many([Memory(agent_id=agent, content=t) for t in texts])
+    found = search(agent, "lua memory", 5)
+    assert found.records_scored == 60 and len(found.ranked) == 5
+    check_search(Memory, agent, docs_of(agent), "lua memory", limit=5)

@@ -10,14 +10,18 @@ the total length and every df stay exact. Postings are impact-ordered: one sorte
 member = the record's docno (a short number given when it is first indexed), score = ``tf_norm``
 at the term list's reference average length, scaled by
 :func:`~redmem.fields.bm25_math.impact_unit` and rounded up to an integer (compact and fast in
-Redis, exact ``tf`` on the way back). A search is one Lua call (``bm25_search.lua``): Fagin's
-threshold algorithm walks the lists best-first and stops once the exact bound of
-:func:`~redmem.fields.bm25_math.impact_bound` shows that no unread posting can reach the top
-``limit`` -- whatever avgdl has drifted to since the postings were written. A newly seen record
-is scored exactly only if it can still reach the top: its upper bound (the impact bounds of the
-lists looked up so far, best list first, plus the current bound of the others) is checked
-against the ``limit``-th score after each lookup, MaxScore-style, so a question of many common
-words reads few lengths and entries. Then one pipelined round trip loads the records.
+Redis, exact ``tf`` on the way back). Each write also logs the changed records under a version
+counter, so a search (``cache_postings``, the default) is one ``bm25_sync.lua`` call that
+brings the process's copy of the query terms' lists up to date, then an exact ranking of every
+posting of those lists in-process (:mod:`redmem.fields.bm25_postings`). With
+``cache_postings=False`` (or ``exhaustive``) the search ranks inside Redis instead, one Lua call
+(``bm25_search.lua``): Fagin's threshold algorithm walks the lists best-first and stops once the
+exact bound of :func:`~redmem.fields.bm25_math.impact_bound` shows that no unread posting can
+reach the top ``limit`` -- whatever avgdl has drifted to since the postings were written. A
+newly seen record is scored exactly only if it can still reach the top: its upper bound (the
+impact bounds of the lists looked up so far, best list first, plus the current bound of the
+others) is checked against the ``limit``-th score after each lookup, MaxScore-style. Either way
+one pipelined round trip then loads the records.
 """
 
 from __future__ import annotations

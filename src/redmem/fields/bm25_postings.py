@@ -27,7 +27,8 @@ from __future__ import annotations
 import json
 import math
 import threading
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,6 +40,23 @@ __all__ = ["PostingsCopy", "SyncReply", "copies", "CHANGES_PER_CALL", "UNSEEN"]
 CHANGES_PER_CALL = 5000
 #: The epoch sent by a copy that holds nothing yet (never a stored epoch).
 UNSEEN = "-"
+#: Postings (at most, unless the first list is longer) of the lists of largest bound whose partial
+#: scores set MaxScore's threshold.
+FIRST_POSTINGS = 2048
+#: Relative slack of the non-essential test (float sums in another order may differ by an ulp).
+STOP_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One query term's list as ranked: docnos, tf_norm per posting, qtf * idf, and their
+    product's largest value (the list's bound)."""
+
+    term: str
+    docnos: np.ndarray
+    norms: np.ndarray
+    weight: float
+    bound: float
 
 
 class SyncReply:
@@ -74,7 +92,8 @@ class PostingsCopy:
         self.ids: list[str | None] = []
         self.lock = threading.Lock()
         self._scores = np.zeros(0)  # scratch of rank(), by docno: zeros between searches
-        self._norms: dict[str, tuple[float, np.ndarray, np.ndarray]] = {}  # term -> (avgdl, docnos, tf_norm)
+        self._norms: dict[str, tuple[float, np.ndarray, np.ndarray, float]] = {}  # term -> (avgdl, docnos, tf_norm, max)
+        self._orders: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # term -> (docnos, argsort, sorted)
 
     def request(self, terms: list[str]) -> tuple[int, list[Any]]:
         """(version, ``bm25_sync`` arguments) for the sorted query ``terms``; the lock is held."""
@@ -94,7 +113,7 @@ class PostingsCopy:
                 return False
             if self.epoch != reply.epoch:
                 self.lengths, self.ids, self._scores = np.zeros(0), [], np.zeros(0)
-            self.epoch, self.lists, self._norms = reply.epoch, {}, {}
+            self.epoch, self.lists, self._norms, self._orders = reply.epoch, {}, {}, {}
         elif self.epoch != reply.epoch or not asked <= self.version <= reply.version:
             return False
         else:
@@ -106,28 +125,53 @@ class PostingsCopy:
         if any(term not in self.lists for term in terms):
             return False
         if any(len(self.lists[term][0]) != df for term, df in zip(terms, reply.dfs)):
-            self.epoch, self.version, self.lists, self._norms = None, 0, {}, {}
+            self.epoch, self.version, self.lists, self._norms, self._orders = None, 0, {}, {}, {}
             return False
         return True
 
     def rank(self, query_tf: dict[str, int], n: int, total: int, limit: int, k1: float,
              b: float) -> tuple[list[tuple[str, float]], int]:
         """The top ``limit`` (record id, score) by exact BM25, best first, ties by record id; and
-        how many records matched. The query terms' lists are held (after a successful apply)."""
+        how many records were scored. The query terms' lists are held (after a successful apply).
+
+        MaxScore over whole lists: ``theta``, the ``limit``-th best partial score over the lists
+        of largest bound (as many as fit in :data:`FIRST_POSTINGS` postings, one at least; a partial score never
+        exceeds the full one, so ``theta`` <= the final ``limit``-th score); the lists of smallest
+        bound whose bounds sum below ``theta`` are *non-essential*: a record in none of the other
+        lists scores below ``theta`` and cannot enter the top. The records of the essential lists
+        are scored exactly, term by term in sorted order (the non-essential lists probed for
+        them), so each sum is the formula's, addition for addition.
+        """
         if n == 0 or limit <= 0:
             return [], 0
-        avgdl, scores, seen = total / n, self._scores, []
+        avgdl, lists = total / n, []
         for term in sorted(query_tf):
             docnos, tf = self.lists[term]
-            if not len(docnos):
-                continue
-            weight = query_tf[term] * math.log((n - len(docnos) + 0.5) / (len(docnos) + 0.5) + 1)
-            before = scores[docnos]
-            seen.append(docnos[before == 0])  # a record's first list (every contribution is > 0)
-            scores[docnos] = before + weight * self._tf_norms(term, docnos, tf, avgdl, k1, b)
-        matched = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
-        found = scores[matched]
-        scores[matched] = 0  # the scratch array is all zeros between searches
+            if len(docnos):
+                weight = query_tf[term] * math.log((n - len(docnos) + 0.5) / (len(docnos) + 0.5) + 1)
+                norms, top = self._tf_norms(term, docnos, tf, avgdl, k1, b)
+                lists.append(_Scored(term, docnos, norms, weight, weight * top))
+        by_bound = sorted(lists, key=lambda scored: -scored.bound)
+        first: list[_Scored] = []
+        postings = 0
+        for scored in by_bound:
+            if first and postings + len(scored.docnos) > FIRST_POSTINGS:
+                break
+            first.append(scored)
+            postings += len(scored.docnos)
+        theta = 0.0
+        if len(first) < len(lists):
+            partial, _ = self._scored(first, set(), None)
+            theta = float(np.partition(partial, len(partial) - limit)[len(partial) - limit]) if len(partial) >= limit else 0.0
+        optional: set[str] = set()
+        bounds = 0.0
+        for scored in reversed(by_bound):
+            bounds += scored.bound
+            if bounds * (1 + STOP_SLACK) >= theta:
+                break
+            optional.add(scored.term)
+        candidates = self._first_lists([scored for scored in lists if scored.term not in optional]) if optional else None
+        found, matched = self._scored(lists, optional, candidates)
         if len(matched) > limit:
             chosen = np.flatnonzero(found >= np.partition(found, len(found) - limit)[len(found) - limit])
         else:
@@ -136,17 +180,64 @@ class PostingsCopy:
                         key=lambda pair: (-pair[1], pair[0]))
         return ranked[:limit], len(matched)
 
+    def _first_lists(self, lists: list[_Scored]) -> np.ndarray:
+        """The distinct docnos of ``lists`` (each record where it first appears)."""
+        scores, seen = self._scores, []
+        for scored in lists:
+            fresh = scored.docnos[scores[scored.docnos] == 0]
+            seen.append(fresh)
+            scores[fresh] = 1.0
+        matched = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
+        scores[matched] = 0  # the scratch array is all zeros between uses
+        return matched
+
+    def _scored(self, lists: list[_Scored], optional: set[str],
+                candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, docnos) of ``candidates`` (None: every record of ``lists``) over ``lists``, in
+        their order; the lists of the ``optional`` terms are looked up for the candidates only
+        (the others hold candidates only)."""
+        scores, seen = self._scores, []
+        for scored in lists:
+            if scored.term in optional:
+                position, hit = self._lookup(scored, cast(np.ndarray, candidates))
+                docnos = cast(np.ndarray, candidates)[hit]
+                scores[docnos] = scores[docnos] + scored.weight * scored.norms[position[hit]]
+                continue
+            before = scores[scored.docnos]
+            if candidates is None:
+                seen.append(scored.docnos[before == 0])  # a record's first list (every contribution is > 0)
+            scores[scored.docnos] = before + scored.weight * scored.norms
+        if candidates is not None:
+            matched = candidates
+        else:
+            matched = np.concatenate(seen) if seen else np.zeros(0, dtype=np.int64)
+        found = scores[matched]
+        scores[matched] = 0
+        return found, matched
+
+    def _lookup(self, scored: _Scored, docnos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in the list, found mask) of ``docnos`` in ``scored``'s list (sorted copy kept)."""
+        kept = self._orders.get(scored.term)
+        if kept is None or kept[0] is not scored.docnos:
+            order = np.argsort(scored.docnos, kind="stable")
+            kept = self._orders[scored.term] = (scored.docnos, order, scored.docnos[order])
+        _, order, ordered = kept
+        at = np.minimum(np.searchsorted(ordered, docnos), len(ordered) - 1)
+        hit = ordered[at] == docnos
+        return order[at], hit
+
     def _tf_norms(self, term: str, docnos: np.ndarray, tf: np.ndarray, avgdl: float, k1: float,
-                  b: float) -> np.ndarray:
-        """``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` of each posting of the list, kept
-        while the list and avgdl stay (a read-mostly partition computes each list's once)."""
+                  b: float) -> tuple[np.ndarray, float]:
+        """``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` of each posting of the list and
+        their largest, kept while the list and avgdl stay (a read-mostly partition computes each
+        list's once)."""
         kept = self._norms.get(term)
         if kept is not None and kept[0] == avgdl and kept[1] is docnos:
-            return kept[2]
+            return kept[2], kept[3]
         dl = self.lengths[docnos]
         norms = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
-        self._norms[term] = (avgdl, docnos, norms)
-        return norms
+        self._norms[term] = (avgdl, docnos, norms, float(norms.max()))
+        return norms, float(norms.max())
 
     # -- applying replies ----------------------------------------------------------------------
     def _learn(self, docnos: list[int], values: list[Any]) -> np.ndarray:
