@@ -266,17 +266,20 @@ def timed_questions(model: type, mode: str, queries: list[str], args: Any, clien
                     provider: Any) -> dict[str, Any]:
     """assemble() of every question in ``mode`` (relevance only, max_items 10), ``--repeats`` times after
     the warm-up: figures as ``latency_figures`` (medians over repeats), the first pass apart (it
-    fills the process's copy of the postings), and the server's CPU per question over the other
-    passes (``INFO commandstats`` usec, reset after the first pass). ``provider``: the hybrid model's."""
+    fills the process's copy of the postings), and the CPU per question over the other passes: the
+    server's (``INFO commandstats`` usec, reset after the first pass) and this process's
+    (``time.process_time``, embedding included). ``provider``: the hybrid model's."""
     assembler = ContextAssembler(model, score_weights={"relevance": 1.0}, max_items=10, retrieval_mode=mode)
     load_before = list(os.getloadavg())
     assemble_many(model, mode, AGENT, queries[:WARMUP], assembler=assembler, provider=provider)
     runs = [assemble_many(model, mode, AGENT, queries, assembler=assembler, provider=provider)]
     client.config_resetstat()
+    cpu = time.process_time()
     runs += [assemble_many(model, mode, AGENT, queries, assembler=assembler, provider=provider)
              for _ in range(args.repeats - 1)]
-    stats, asked = server_usec(client), len(queries) * (args.repeats - 1)
+    cpu, stats, asked = time.process_time() - cpu, server_usec(client), len(queries) * (args.repeats - 1)
     return {**latency_figures(runs), "first_pass": latency_figures(runs[:1]),
+            "client_cpu_ms_per_query": 1000 * cpu / asked if asked else None,
             "server_usec_per_query": sum(s["usec"] for s in stats.values()) / asked if asked else None,
             "server_commandstats": stats,
             "load_average": {"before": load_before, "after": list(os.getloadavg())}}
