@@ -8,6 +8,7 @@ exhaustive search; a warm search sends no postings."""
 from __future__ import annotations
 
 import random
+import shutil
 import threading
 
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,7 @@ from redis.cluster import RedisCluster
 import redmem
 from redmem.fields import bm25, bm25_postings
 from redmem.fields.bm25_postings import copies
+from redmem.store.embedded import EmbeddedServer
 from test_bm25 import WORDS, Memory, check_search, fresh_agent, random_corpus
 
 
@@ -243,3 +245,31 @@ def test_lists_of_small_bound_are_only_looked_up(any_db):
     found = search(agent, "lua memory", 5)
     assert found.records_scored == 60 and len(found.ranked) == 5
     check_search(Memory, agent, docs_of(agent), "lua memory", limit=5)
+
+
+def test_copies_follow_a_server_restarted_from_an_older_snapshot(restartable):
+    """As for the vector matrices (tests/test_vector_rollback.py): a copy searched before any new
+    write sees its version above n and reloads; after new writes (n past the copy's version) the
+    new server process's epoch makes it reload."""
+    server, data = restartable
+    client = redmem.get_client()
+    for agent in ("a", "b"):
+        Memory.save_many([Memory(agent_id=agent, content=f"garden note {i}") for i in range(20)])
+    client.save()
+    shutil.copy(data / "dump.rdb", data / "older.rdb")
+    for agent in ("a", "b"):
+        Memory.save_many([Memory(agent_id=agent, content=f"kitchen note {i}") for i in range(30)], chunk_size=1)
+        assert len(search(agent, "kitchen note", 50).ranked) == 50
+    port = server.port
+    server.stop()
+    shutil.copy(data / "older.rdb", data / "dump.rdb")
+    server = EmbeddedServer(unix_socket=False, port=port,
+                            extra_args=["--dir", str(data), "--dbfilename", "dump.rdb"]).start()
+    try:
+        assert search("a", "kitchen", 50).ranked == []
+        check_search(Memory, "a", docs_of("a"), "garden note", limit=50)
+        Memory.save_many([Memory(agent_id="b", content=f"harbour note {i}") for i in range(40)], chunk_size=1)
+        assert len(search("b", "harbour", 100).ranked) == 40
+        check_search(Memory, "b", docs_of("b"), "harbour kitchen note", limit=100)
+    finally:
+        server.stop()
