@@ -30,7 +30,7 @@ from weakref import WeakKeyDictionary
 
 from ...store.keys import KeyKind, KeySpace
 
-__all__ = ["SeriesEntry", "BeatCache", "beat_cache", "series_entry", "parse_entry", "queue_added", "queue_removed",
+__all__ = ["SeriesEntry", "BeatCache", "beat_cache", "forget_cached_beats", "series_entry", "parse_entry", "queue_added", "queue_removed",
            "sum_units", "SUM_SCALE", "BEATS_FIELD", "CACHED_SESSIONS"]
 
 #: Domain sums are kept in units of 1 / SUM_SCALE (the domain summary's 4 rounded places).
@@ -129,3 +129,9 @@ def beat_cache(client: Any, space: KeySpace) -> BeatCache:
                 sessions.popitem(last=False)
         sessions.move_to_end(space.base)
         return cache
+
+
+def forget_cached_beats() -> None:
+    """Drop every session's cached beats in this process (the next reads load the records again)."""
+    with _caches_lock:
+        _caches.clear()
