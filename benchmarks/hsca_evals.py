@@ -362,23 +362,44 @@ def eval_bridging(cases: list[dict[str, Any]], make_engine: Callable[[], HSCAEng
 
 
 def calibrate_meaning(cases: list[dict[str, Any]], embedder: Any) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """The EmbeddingDomains floor, margin, bridge cosine and lexical union that maximise pass rate
-    minus false bridge rate on eval 5's tuning half (ties: the most conservative, highest bridge
-    then floor, then without the keyword lists), and every grid point."""
+    """The EmbeddingDomains floor, margin and bridge cosine that maximise pass rate minus false
+    bridge rate on eval 5's tuning half (ties: the most conservative, highest bridge then floor),
+    and every grid point."""
     tuning = [c for c in cases if c["split"] == "tuning"]
     grid = []
-    for lexical in (False, True):
-        for floor in (0.1, 0.15, 0.2):
-            for margin in (0.05,):
-                for bridge in (0.15, 0.2, 0.25, 0.3):
-                    meaning = EmbeddingDomains(embedder, floor, margin, bridge, lexical)
-                    rows = eval_bridging(tuning, lambda m=meaning: HSCAEngine(domain_model=m))
-                    passed = sum(r["passed"] for r in rows) / len(rows)
-                    false = sum(r["false_bridge"] for r in rows) / len(rows)
-                    grid.append({"floor": floor, "margin": margin, "bridge": bridge, "lexical": lexical,
-                                 "pass_rate": passed, "false_bridge_rate": false, "objective": passed - false})
-    best = max(grid, key=lambda g: (g["objective"], g["bridge"], g["floor"], not g["lexical"]))
-    return {k: best[k] for k in ("floor", "margin", "bridge", "lexical")}, grid
+    for floor in (0.1, 0.15, 0.2):
+        for margin in (0.05,):
+            for bridge in (0.15, 0.2, 0.25, 0.3):
+                meaning = EmbeddingDomains(embedder, floor, margin, bridge)
+                rows = eval_bridging(tuning, lambda m=meaning: HSCAEngine(domain_model=m))
+                passed = sum(r["passed"] for r in rows) / len(rows)
+                false = sum(r["false_bridge"] for r in rows) / len(rows)
+                grid.append({"floor": floor, "margin": margin, "bridge": bridge, "pass_rate": passed,
+                             "false_bridge_rate": false, "objective": passed - false})
+    best = max(grid, key=lambda g: (g["objective"], g["bridge"], g["floor"]))
+    return {k: best[k] for k in ("floor", "margin", "bridge")}, grid
+
+
+def bridging_failures(cases: list[dict[str, Any]], results: list[dict[str, Any]], meaning: EmbeddingDomains) -> dict[str, Any]:
+    """Why the held-out pairs that miss miss (a diagnostic): the bridge is B's domain, which A's
+    snapshot, closed before B arrives, cannot take; A's own snapshots lack the bridge (its
+    domain not found); or B is too far from every A turn (best cosine under the bridge) to take it."""
+    by_id = {c["id"]: c for c in cases}
+    reasons: Counter[str] = Counter()
+    for row in results:
+        if row["split"] != "held_out" or row["passed"]:
+            continue
+        case = by_id[row["id"]]
+        closest = max(float(meaning.vector(a) @ meaning.vector(b)) for a in case["turns_a"] for b in case["turns_b"])
+        if case["bridge"] != case["domain_a"]:
+            reasons["bridge is B's domain"] += 1
+        elif row["side_a"].get(case["bridge"], 0.0) < 0.2:
+            reasons["A's own domain not found"] += 1
+        elif closest < meaning.bridge:
+            reasons["B under the bridge cosine"] += 1
+        else:
+            reasons["other"] += 1
+    return dict(reasons)
 
 
 # ----------------------------------------------------------------------------- layer 2 keyword audit
@@ -582,6 +603,8 @@ def main(argv: list[str] | None = None) -> None:
         bridging = [r for r in evals["eval5_bridging"]["cases"] if r["split"] == "held_out"]
         evals["eval5_bridging"]["false_bridge_rate"] = sum(r["false_bridge"] for r in bridging) / len(bridging)
         evals["eval5_bridging"]["calibrated_on_tuning_half"] = {"chosen": calibrated, "grid": grid}
+        evals["eval5_bridging"]["held_out_misses_by_reason"] = bridging_failures(
+            cases["eval5_bridging.json"], evals["eval5_bridging"]["cases"], meaning)
         evals["eval4_adversarial"]["top3_tfidf_and_bottom_third_layer1"] = (
             sum(r["top3_tfidf_bottom_third_layer1"] for r in adversarial) / len(adversarial))
         turns = [t for c in cases["eval1_fidelity.json"] + cases["eval2_macro.json"] for t in c["turns"]]

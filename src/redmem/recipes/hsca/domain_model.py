@@ -10,11 +10,7 @@ for it (:data:`DOMAIN_PROTOTYPES`). A chunk's vector ``v`` is compared with ever
 of its context (the engine's recent turns) whose vector is close to its own
 (``cos >= bridge``): the semantic thread carries the earlier framing across the domain
 boundary, so a text about a rabbit's race and one about Aesop's fable share ``narrative``
-though they share no keyword. With ``lexical`` (the default) a
-turn's own topical domains also include those the keyword lists (:mod:`.domains`) give it: the
-union of the two signals, so a domain named outright is not lost when the sentence's vector sits
-between centroids (chosen on eval 5's tuning half: 8/16 passed against 7/16 without, no false
-bridge either way). ``conversational`` (a register) and ``cross_domain`` follow the
+though they share no keyword. ``conversational`` (a register) and ``cross_domain`` follow the
 keyword classifier's rules. Any failure of the embedder gives the keyword classifier's tags:
 classification never raises. Vectors are cached by text (the last :data:`CACHED_VECTORS`).
 """
@@ -27,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from ...store.validation import finite_number
-from .domains import DOMAIN_KEYWORDS, classify_domains, conversational_register, unrelated_pair
+from .domains import classify_domains, conversational_register, unrelated_pair
 from .interface import DomainTag
-from .text import ParsedTurn, parse_turn
+from .text import ParsedTurn
 
 __all__ = ["EmbeddingDomains", "DOMAIN_PROTOTYPES", "MAX_TAGS", "DEFAULT_FLOOR", "DEFAULT_MARGIN", "DEFAULT_BRIDGE"]
 
@@ -103,16 +99,14 @@ class EmbeddingDomains:
         floor: the least cosine to a centroid for a tag.
         margin: how far below the best cosine a second tag may be.
         bridge: the cosine between two turns from which the later takes the earlier's best domain.
-        lexical: add the keyword lists' topical domains to a turn's own (module docstring).
     """
 
     def __init__(self, embedder: Any, floor: float = DEFAULT_FLOOR, margin: float = DEFAULT_MARGIN,
-                 bridge: float = DEFAULT_BRIDGE, lexical: bool = True) -> None:
+                 bridge: float = DEFAULT_BRIDGE) -> None:
         self.embedder = embedder
         self.floor = finite_number("floor", floor, low=-1.0, high=1.0)
         self.margin = finite_number("margin", margin, low=0.0, high=2.0)
         self.bridge = finite_number("bridge", bridge, low=-1.0, high=1.0)
-        self.lexical = lexical
         self._centroids: tuple[list[DomainTag], np.ndarray] | None = None
         self._vectors: dict[str, np.ndarray] = {}
         self.failures = 0
@@ -142,15 +136,11 @@ class EmbeddingDomains:
         return found
 
     def topical(self, text: str) -> list[str]:
-        """The topical domains of ``text`` by its own meaning, best first (floor and margin); with
-        ``lexical``, then those of the keyword lists not among them."""
+        """The topical domains of ``text`` by its own meaning, best first (floor and margin)."""
         similar = self.similarities(text)
         best = max(similar.values())
-        found = sorted((d for d, c in similar.items() if c >= self.floor and c >= best - self.margin),
-                       key=lambda d: -similar[d])[:MAX_TAGS]
-        if self.lexical:
-            found += [d for d in _keyword_topics(text) if d not in found]
-        return found
+        return sorted((d for d, c in similar.items() if c >= self.floor and c >= best - self.margin),
+                      key=lambda d: -similar[d])[:MAX_TAGS]
 
     def classify(self, turn: ParsedTurn, context: Sequence[ParsedTurn] = ()) -> list[str]:
         """The chunk's domain tags by meaning, with those bridged from ``context``; the keyword
@@ -176,11 +166,6 @@ class EmbeddingDomains:
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
-
-
-def _keyword_topics(text: str) -> list[str]:
-    topics = {d.value for d in DOMAIN_KEYWORDS}
-    return [d for d in classify_domains(parse_turn(text)) if d in topics]
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ The session is listed, before its first snapshot is written, in its agent's sess
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...model.base import Model
 from ...model.batch import SaveBatch
@@ -61,11 +62,15 @@ class SnapshotRecord(Model):
 
     def snapshot(self) -> ContextSnapshot:
         """The ContextSnapshot this record stores."""
-        return ContextSnapshot.from_dict({
+        return ContextSnapshot.from_dict(self.snapshot_dict())
+
+    def snapshot_dict(self) -> dict[str, Any]:
+        """The stored snapshot in ``ContextSnapshot.to_dict()`` form."""
+        return {
             "snapshot_id": self.snapshot_id, "chunks": self.chunks, "macro_weight": self.macro_weight,
             "domain_summary": self.domain_summary, "conversation_position": self.position,
             "forced": self.forced, "created_at": self.created_at,
-        })
+        }
 
     def queue_save(self, batch: SaveBatch) -> None:
         """A new snapshot's record, with its passage and its share of the session's aggregates."""
@@ -204,7 +209,7 @@ class SessionStore:
         record_id = SnapshotRecord._meta.record_id
         keys = [DbKey(self._space, record_id({"snapshot_id": i})) for i in cache.missing(snapshot_ids)]
         for record in load_records(SnapshotRecord, keys, track=False):
-            cache.add(record.snapshot().to_dict(), dict(record.term_weights))
+            cache.add(record.snapshot_dict(), dict(record.term_weights))
         return [Beat(ContextSnapshot.from_dict(s), dict(w)) for s, w in cache.found(snapshot_ids)]
 
     def _query(self) -> Query:
