@@ -273,3 +273,19 @@ def test_copies_follow_a_server_restarted_from_an_older_snapshot(restartable):
         check_search(Memory, "b", docs_of("b"), "harbour kitchen note", limit=100)
     finally:
         server.stop()
+
+
+def test_a_reload_forgets_lengths_it_may_have_missed(any_db, monkeypatch):
+    """Records the copy knew change length while it is behind the log; after the reload (of
+    other lists) their lists, read later, are scored with the new lengths."""
+    monkeypatch.setattr(bm25, "LOG_KEEP", 4)
+    monkeypatch.setattr(bm25, "LOG_FRACTION", 1000)
+    agent = fresh_agent()
+    alphas = [Memory(agent_id=agent, content="alpha " + "filler " * i) for i in range(12)]
+    Memory.save_many(alphas + [Memory(agent_id=agent, content=f"beta {i}") for i in range(6)])
+    search(agent, "alpha")  # the copy knows the alpha records' lengths
+    for i, record in enumerate(alphas):
+        record.content = "alpha " + "padding " * (11 - i) + "alpha" * (i % 3)
+    Memory.save_many(alphas, chunk_size=3)  # 12 changes: past the 4 the log keeps
+    search(agent, "beta")  # a reload, of the beta list only
+    check_search(Memory, agent, docs_of(agent), "alpha", limit=12)

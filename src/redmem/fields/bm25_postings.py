@@ -92,6 +92,7 @@ class PostingsCopy:
         self.ids: list[str | None] = []
         self.lock = threading.Lock()
         self._scores = np.zeros(0)  # scratch of rank(), by docno: zeros between searches
+        self._known = np.zeros(0, dtype=bool)  # by docno: length and id current
         self._norms: dict[str, tuple[float, np.ndarray, np.ndarray, float]] = {}  # term -> (avgdl, docnos, tf_norm, max)
         self._orders: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # term -> (docnos, argsort, sorted)
 
@@ -113,6 +114,7 @@ class PostingsCopy:
                 return False
             if self.epoch != reply.epoch:
                 self.lengths, self.ids, self._scores = np.zeros(0), [], np.zeros(0)
+            self._known = np.zeros(len(self.ids), dtype=bool)  # changes were missed: learn again
             self.epoch, self.lists, self._norms, self._orders = reply.epoch, {}, {}, {}
         elif self.epoch != reply.epoch or not asked <= self.version <= reply.version:
             return False
@@ -240,38 +242,44 @@ class PostingsCopy:
         return norms, float(norms.max())
 
     # -- applying replies ----------------------------------------------------------------------
-    def _learn(self, docnos: list[int], values: list[Any]) -> np.ndarray:
-        """Record each docno's length and id from its ``"dl id"`` (None: removed); the lengths."""
-        top = max(docnos, default=-1) + 1
+    def _grow(self, top: int) -> None:
+        """Make the arrays by docno hold docnos below ``top``."""
         if top > len(self.ids):
-            grown = np.zeros(max(top, 2 * len(self.ids)))
-            grown[: len(self.lengths)] = self.lengths
-            self.lengths, self._scores = grown, np.zeros(len(grown))
-            self.ids.extend([None] * (len(grown) - len(self.ids)))
-        dls = np.zeros(len(docnos))
-        for j, (docno, value) in enumerate(zip(docnos, values)):
+            size = max(top, 2 * len(self.ids))
+            self.lengths = np.concatenate([self.lengths, np.zeros(size - len(self.lengths))])
+            self._known = np.concatenate([self._known, np.zeros(size - len(self._known), dtype=bool)])
+            self._scores = np.zeros(size)
+            self.ids.extend([None] * (size - len(self.ids)))
+
+    def _learn(self, docnos: list[int], values: list[Any]) -> None:
+        """Record each docno's length and id from its ``"dl id"`` (None: removed)."""
+        self._grow(max(docnos, default=-1) + 1)
+        for docno, value in zip(docnos, values):
             if value is None:
-                self.ids[docno] = None
+                self.ids[docno], self._known[docno] = None, False
                 continue
             dl, record_id = value.split(b" ", 1)
-            dls[j] = self.lengths[docno] = int(dl)
-            self.ids[docno] = record_id.decode()
-        return dls
+            self.lengths[docno], self.ids[docno], self._known[docno] = int(dl), record_id.decode(), True
 
     def _decoded(self, rows: list[Any], k1: float, b: float, unit: float) -> tuple[np.ndarray, np.ndarray]:
-        """(docnos, tf) of one sent list ``[reference, docno, stored, "dl id", ..]``.
+        """(docnos, tf) of one sent list ``[reference, docno, stored, "dl id", ..]``; the lengths
+        and ids of the docnos the copy does not know yet are recorded (those it knows are current:
+        every change of a known docno came through the log).
 
         tf from the stored impact ``I`` (scaled by ``unit``) at the list's reference ``R``, as
         ``bm25_search.lua`` computes it: ``floor(I * L(R) / (k1 + 1 - I) + 0.5)``.
         """
-        docnos = [int(docno) for docno in rows[1::3]]
-        dls = self._learn(docnos, rows[3::3])
-        stored = np.array([float(value) for value in rows[2::3]])
+        docnos = np.array(rows[1::3], dtype=np.int64)
+        stored = np.array(rows[2::3], dtype=np.float64)
+        self._grow(int(docnos.max(initial=-1)) + 1)
+        values = rows[3::3]
+        fresh = np.flatnonzero(~self._known[docnos]).tolist()
+        self._learn(docnos[fresh].tolist(), [values[j] for j in fresh])
         if rows[0] is None:  # no reference: the server sent tf itself
-            return np.array(docnos, dtype=np.int64), stored
-        reference, impact = float(rows[0]), stored / unit
+            return docnos, stored
+        reference, impact, dls = float(rows[0]), stored / unit, self.lengths[docnos]
         tf = np.floor(impact * (k1 * (1 - b + b * dls / reference)) / (k1 + 1 - impact) + 0.5)
-        return np.array(docnos, dtype=np.int64), tf
+        return docnos, tf
 
     def _apply_changes(self, changes: list[Any]) -> None:
         """Apply log entries (with the changed records' current ``"dl id"`` and entry): each
