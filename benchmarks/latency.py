@@ -34,8 +34,10 @@ question from ``INFO commandstats`` over the other passes); ``keyword_search`` a
 BM25 search read inside Redis (postings, records scored); and the top-k exactness check:
 redmem's BM25 top 10 against an exact BM25 computed in Python over the same corpus with the
 same formulas (``retrieval_bm25.Reference``), on the questions and on ``--word-queries``
-3-word queries of stored memories, every disagreeing query kept. The load average is recorded
-around each mode (the machine is shared). Written to ``results/latency_questions.json``.
+3-word queries of stored memories, every disagreeing query kept; and what the process's copy
+of the lexical model's postings holds after its passes (``PostingsCopy.footprint``). The load
+average is recorded around each mode (the machine is shared). Written to
+``results/latency_questions.json``.
 
 popoto's hybrid model is measured up to ``--popoto-hybrid-up-to`` memories (default 10k): it
 writes one vector file per memory and its ingest slows as N grows (about 40 memories/s by
@@ -62,6 +64,7 @@ import redmem
 from common import CommandCounter, machine, median_of, summary, synthetic_queries, synthetic_texts, write_json
 from popoto_bridge import PopotoProcess
 from questions import dialog_corpus, locomo_questions
+from redmem.fields.bm25_postings import copies
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
@@ -296,6 +299,9 @@ def run_questions(n: int, texts: list[str], queries: list[str], args: Any, clien
                            "assemble": {}}
     for mode, model in models.items():
         out["assemble"][mode] = timed_questions(model, mode, queries, args, client, providers[mode])
+    lexical = models["lexical"]
+    out["postings_copy"] = copies.get(lexical._meta.client, lexical.content_bm25.keys_in(
+        lexical.query.filter(agent_id=AGENT).partition()).lengths).footprint()
     out["keyword_search"] = keyword_search_alone(models["lexical"], queries, args.repeats)
     words = synthetic_queries(texts, args.word_queries)
     out["exactness"] = exactness(models["lexical"], ingest["lexical"]["ids"], texts, queries)

@@ -289,3 +289,12 @@ def test_a_reload_forgets_lengths_it_may_have_missed(any_db, monkeypatch):
     Memory.save_many(alphas, chunk_size=3)  # 12 changes: past the 4 the log keeps
     search(agent, "beta")  # a reload, of the beta list only
     check_search(Memory, agent, docs_of(agent), "alpha", limit=12)
+
+
+def test_the_footprint_counts_what_the_copy_holds(any_db):
+    agent = fresh_agent()
+    Memory.save_many([Memory(agent_id=agent, content=f"redis note {i}") for i in range(30)])
+    search(agent, "redis cluster")
+    held = copy_of(agent).footprint()
+    assert (held["lists"], held["postings"]) == (2, 30)  # redis: 30 postings, cluster: none
+    assert held["array_bytes"] >= 30 * 24 and held["id_bytes"] >= 30 * 32

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, cast
@@ -130,6 +131,16 @@ class PostingsCopy:
             self.epoch, self.version, self.lists, self._norms, self._orders = None, 0, {}, {}, {}
             return False
         return True
+
+    def footprint(self) -> dict[str, int]:
+        """What the copy holds: ``lists``, ``postings``, ``array_bytes`` (numpy arrays) and
+        ``id_bytes`` (the record ids, as Python strings)."""
+        with self.lock:
+            arrays = [self.lengths, self._known, self._scores, *(a for pair in self.lists.values() for a in pair),
+                      *(kept[2] for kept in self._norms.values()), *(a for kept in self._orders.values() for a in kept[1:])]
+            return {"lists": len(self.lists), "postings": sum(len(docnos) for docnos, _ in self.lists.values()),
+                    "array_bytes": sum(array.nbytes for array in arrays),
+                    "id_bytes": sum(sys.getsizeof(record_id) for record_id in self.ids if record_id is not None)}
 
     def rank(self, query_tf: dict[str, int], n: int, total: int, limit: int, k1: float,
              b: float) -> tuple[list[tuple[str, float]], int]:
