@@ -6,10 +6,12 @@
 -- KEYS[1] hash docno -> "dl id"   KEYS[2] hash id -> entry JSON [docno, dl, term, tf, ..]
 -- KEYS[3] hash "total" -> sum of lengths   KEYS[4] hash term -> "reference size"
 -- KEYS[5..] posting zsets (member docno, score ceil(tf_norm at the list's reference * unit)),
---   one per query term
+--   one per query term; then the filter's index keys
 -- ARGV[1] k1   ARGV[2] b   ARGV[3] limit   ARGV[4] first page size (0: score every posting)
 -- ARGV[5] relative slack of the stopping test   ARGV[6] unit: the power of two scaling the impacts
--- ARGV[7..] term, qtf, term, qtf, .. (order of KEYS[5..])
+-- ARGV[7] filter plan JSON ("": none; see include/filter_check.lua): only records passing it
+--   are scored and ranked, so the reply is the top-k of the matching records
+-- ARGV[8..] term, qtf, term, qtf, .. (order of KEYS[5..])
 -- returns {mode ("bounded"|"exhaustive"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
 local k1, b, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -18,9 +20,12 @@ local n = redis.call("HLEN", KEYS[1])
 if n == 0 then return {"bounded", 0, 0} end
 local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
 
+--#include filter_check
+local passes = filter_of(ARGV[7] ~= "" and cjson.decode(ARGV[7]) or nil)
+
 local exhaustive, lists = page == 0, {}
-for i = 7, #ARGV, 2 do
-  local key = KEYS[(i - 7) / 2 + 5]
+for i = 8, #ARGV, 2 do
+  local key = KEYS[(i - 8) / 2 + 5]
   local df = redis.call("ZCARD", key)
   if df > 0 then
     local ref = redis.call("HGET", KEYS[4], ARGV[i])
@@ -105,8 +110,10 @@ if exhaustive then  -- every posting, list by list, so each record's sum runs in
   end
   local scored = 0
   for id, s in pairs(sums) do
-    scored = scored + 1
-    offer(id, s)
+    if passes(id) then
+      scored = scored + 1
+      offer(id, s)
+    end
   end
   return reply("exhaustive", read, scored)
 end
@@ -160,15 +167,19 @@ local function score_page(docnos, from, known)
   local members = {}
   for k, i in ipairs(alive) do members[k] = docnos[i] end
   local dls, ids = lengths(members)
+  local scored = 0
   for k, i in ipairs(alive) do
-    local sum = 0
-    for _, list in ipairs(lists) do
-      local impact = impacts[list][i]
-      if impact then sum = sum + list.weight * tf_norm(frequency(tonumber(impact), dls[k], list.ref), dls[k]) end
+    if passes(ids[k]) then  -- the filter, where the record's id is first known
+      local sum = 0
+      for _, list in ipairs(lists) do
+        local impact = impacts[list][i]
+        if impact then sum = sum + list.weight * tf_norm(frequency(tonumber(impact), dls[k], list.ref), dls[k]) end
+      end
+      offer(ids[k], sum)
+      scored = scored + 1
     end
-    offer(ids[k], sum)
   end
-  return #alive
+  return scored
 end
 
 for _, list in ipairs(lists) do list.bound = list.weight * (k1 + 1) end

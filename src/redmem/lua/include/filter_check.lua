@@ -1,0 +1,51 @@
+-- filter_check (included): does a record pass a filter on declared, indexed fields?
+-- filter_of(f) returns passes(id, skip_set, skip_range) for f = {ids=[id..]?, sets=[k..],
+--   any=[[k..]..], ranges=[[k, min, max]..]} (nil: every record passes), the plan that
+--   redmem/model/filters.py builds. k indexes KEYS (index keys of the record's own partition);
+--   min/max use ZRANGEBYSCORE syntax ("(" marks an open end). A record passes when its id is one
+--   of ids (when given), it is in every set of sets (SISMEMBER), in at least one set of each any
+--   group, and its score in each range's sorted set (ZSCORE) lies in the range (no score: fails).
+--   skip_set / skip_range name one entry of sets / ranges the caller knows holds (0 or nil: none).
+local function filter_bound(text)
+  local open = string.sub(text, 1, 1) == "("
+  local body = open and string.sub(text, 2) or text
+  if body == "-inf" then return -math.huge, open end
+  if body == "+inf" or body == "inf" then return math.huge, open end
+  return tonumber(body), open
+end
+
+local function filter_of(f)
+  if f == nil then return function() return true end end
+  local ids, sets, any, bounds = nil, f.sets or {}, f.any or {}, {}
+  if f.ids then
+    ids = {}
+    for _, id in ipairs(f.ids) do ids[id] = true end
+  end
+  for i, r in ipairs(f.ranges or {}) do
+    local lo, lo_open = filter_bound(r[2])
+    local hi, hi_open = filter_bound(r[3])
+    bounds[i] = {r[1], lo, lo_open, hi, hi_open}
+  end
+  return function(id, skip_set, skip_range)
+    if ids and not ids[id] then return false end
+    for i, k in ipairs(sets) do
+      if i ~= skip_set and redis.call("SISMEMBER", KEYS[k], id) == 0 then return false end
+    end
+    for _, group in ipairs(any) do
+      local hit = false
+      for _, k in ipairs(group) do
+        if redis.call("SISMEMBER", KEYS[k], id) == 1 then hit = true break end
+      end
+      if not hit then return false end
+    end
+    for i, r in ipairs(bounds) do
+      if i ~= skip_range then
+        local s = redis.call("ZSCORE", KEYS[r[1]], id)
+        if s == false then return false end
+        s = tonumber(s)
+        if s < r[2] or (r[3] and s == r[2]) or s > r[4] or (r[5] and s == r[4]) then return false end
+      end
+    end
+    return true
+  end
+end
