@@ -211,6 +211,13 @@ class VectorMatrix:
             scores = np.einsum("ij,j->i", self._rows[rows], unit)
         return scores
 
+    def search_among(self, query: np.ndarray, ids: list[str], limit: int) -> list[tuple[str, float]]:
+        """:meth:`search` over the rows of ``ids`` alone (ids without a row are left out), under
+        :attr:`lock`: the exact top ``limit`` of those rows (a filter's matching records)."""
+        kept = [record_id for record_id in ids if record_id in self._position]
+        rows = np.array([self._position[record_id] for record_id in kept], dtype=np.intp)
+        return top_k(self.cosines_at(query, rows), kept, limit)
+
     def rerank(self, ranking: Ranking, changed: set[str]) -> list[tuple[str, float]]:
         """The top ``ranking.limit`` now that the ``changed`` ids were set or removed since ``ranking``.
 
