@@ -83,7 +83,7 @@ elseif #ranges > 0 then
 elseif #any > 0 then
   local group = {}
   for _, k in ipairs(any[1]) do table.insert(group, KEYS[k]) end
-  candidates = redis.call("SUNION", unpack(group))
+  candidates = #group > 0 and redis.call("SUNION", unpack(group)) or {}  -- __any=[]: nothing matches
 else
   candidates = redis.call("ZRANGE", KEYS[1], 0, -1)
 end
