@@ -214,9 +214,11 @@ class VectorMatrix:
     def search_among(self, query: np.ndarray, ids: list[str], limit: int) -> list[tuple[str, float]]:
         """:meth:`search` over the rows of ``ids`` alone (ids without a row are left out), under
         :attr:`lock`: the exact top ``limit`` of those rows (a filter's matching records)."""
-        kept = [record_id for record_id in ids if record_id in self._position]
-        rows = np.array([self._position[record_id] for record_id in kept], dtype=np.intp)
-        return top_k(self.cosines_at(query, rows), kept, limit)
+        position = self._position
+        rows = np.fromiter((position.get(record_id, -1) for record_id in ids), dtype=np.intp, count=len(ids))
+        rows = rows[rows >= 0]
+        scores = self.cosines_at(query, rows)
+        return top_k(scores, [self.ids[row] for row in rows.tolist()], limit)
 
     def rerank(self, ranking: Ranking, changed: set[str]) -> list[tuple[str, float]]:
         """The top ``ranking.limit`` now that the ``changed`` ids were set or removed since ``ranking``.

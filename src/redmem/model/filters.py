@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 from ..store.errors import QueryArgumentTypeError, QueryException
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall
-from .persistence import ALL_RECORDS
 
 if TYPE_CHECKING:
     from .base import Model
@@ -60,16 +59,18 @@ class Where:
         return json.dumps(self.plan(space, keys))
 
     def ids_call(self, space: KeySpace) -> ScriptCall:
-        """The ``query.lua`` call listing the ids of every matching record of ``space`` (in id
-        order; :func:`ids_of` reads its reply), for a search that ranks in-process."""
-        keys = [space.key(ALL_RECORDS)]
-        plan = {**self.plan(space, keys), "order": 0, "offset": 0, "limit": -1, "count": False}
-        return ScriptCall("query", keys, [json.dumps(plan)])
+        """The ``filter_ids.lua`` call listing the ids of every matching record of ``space``, in no
+        order (:func:`ids_of` reads its reply), for a search that ranks in-process. Its cost is
+        one native read of the cheapest index (an intersection of sets, or one range) and a
+        check per candidate of what that index leaves; the reply holds every matching id."""
+        keys: list[str] = []
+        plan = self.json(space, keys)
+        return ScriptCall("filter_ids", keys, [plan])
 
 
 def ids_of(reply: list[Any]) -> list[str]:
-    """The record ids of a ``query.lua`` reply ``{total, id, score, id, score, ..}``."""
-    return [reply[i].decode() for i in range(1, len(reply), 2)]
+    """The record ids of a ``filter_ids.lua`` reply."""
+    return [raw.decode() for raw in reply]
 
 
 def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where | None:

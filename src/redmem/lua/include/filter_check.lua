@@ -5,7 +5,8 @@
 --   min/max use ZRANGEBYSCORE syntax ("(" marks an open end). A record passes when its id is one
 --   of ids (when given), it is in every set of sets (SISMEMBER), in at least one set of each any
 --   group, and its score in each range's sorted set (ZSCORE) lies in the range (no score: fails).
---   skip_set / skip_range name one entry of sets / ranges the caller knows holds (0 or nil: none).
+--   skip_set / skip_range name one entry of sets / ranges the caller knows holds (0 or nil: none;
+--   skip_set true: every set holds).
 local function filter_bound(text)
   local open = string.sub(text, 1, 1) == "("
   local body = open and string.sub(text, 2) or text
@@ -29,7 +30,7 @@ local function filter_of(f)
   return function(id, skip_set, skip_range)
     if ids and not ids[id] then return false end
     for i, k in ipairs(sets) do
-      if i ~= skip_set and redis.call("SISMEMBER", KEYS[k], id) == 0 then return false end
+      if skip_set ~= true and i ~= skip_set and redis.call("SISMEMBER", KEYS[k], id) == 0 then return false end
     end
     for _, group in ipairs(any) do
       local hit = false
