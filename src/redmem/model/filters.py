@@ -74,7 +74,8 @@ def ids_of(reply: list[Any]) -> list[str]:
 
 
 def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where | None:
-    """``where`` checked and parsed for ``model`` (None, or an empty mapping: no filter, None).
+    """``where`` checked and parsed for ``model`` (None, an empty mapping, or conditions that
+    every record meets, ``tags__all=[]``: no filter, None).
 
     QueryArgumentTypeError when ``where`` is not a mapping of field conditions; QueryException
     naming the field for an unknown field, a field with no index, an operator the field does
@@ -94,7 +95,8 @@ def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where 
                 f"where cannot name the partition field {field_name!r}: the partition "
                 f"{list(meta.partition_fields)} is given apart, and a filter stays inside it"
             )
-    conditions = Query(model).filter(**where).conditions
+    parsed = Query(model).filter(**where).conditions
+    conditions = tuple(c for c in parsed if c[1] != "all" or c[2])  # __all of no tag holds for every record
     return Where(model, conditions) if conditions else None
 
 
