@@ -10,7 +10,9 @@
 -- ARGV[1] k1   ARGV[2] b   ARGV[3] limit   ARGV[4] first page size (0: score every posting)
 -- ARGV[5] relative slack of the stopping test   ARGV[6] unit: the power of two scaling the impacts
 -- ARGV[7] filter plan JSON ("": none; see include/filter_check.lua): only records passing it
---   are scored and ranked, so the reply is the top-k of the matching records
+--   are scored and ranked, so the reply is the top-k of the matching records. A selective filter
+--   (at most half the records pass) is checked where a candidate is first met, before its bound
+--   is looked up; a broad one on the candidates that survive the bounds, before scoring.
 -- ARGV[8..] term, qtf, term, qtf, .. (order of KEYS[5..])
 -- returns {mode ("bounded"|"exhaustive"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
@@ -21,7 +23,9 @@ if n == 0 then return {"bounded", 0, 0} end
 local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
 
 --#include filter_check
-local passes = filter_of(ARGV[7] ~= "" and cjson.decode(ARGV[7]) or nil)
+local filter = ARGV[7] ~= "" and cjson.decode(ARGV[7]) or nil
+local passes = filter_of(filter)
+local early = filter ~= nil and filter_most(filter) <= n / 2
 
 local exhaustive, lists = page == 0, {}
 for i = 8, #ARGV, 2 do
@@ -122,12 +126,25 @@ local function bound(impact, ref)  -- max tf_norm now of a posting whose stored 
   return (k1 + 1) / (1 + math.min(1, ref / avgdl) * ((k1 + 1) / impact - 1))
 end
 
+local function matching(docnos, known)  -- the filter, where candidates are first met: those that pass
+  local kept, impacts = {}, {}
+  local _, ids = lengths(docnos)
+  for j, id in ipairs(ids) do
+    if passes(id) then kept[#kept + 1], impacts[#impacts + 1] = docnos[j], known[j] end
+  end
+  return kept, impacts
+end
+
 -- the records `docnos` (first seen in list `from`, with impacts `known`) that can still enter the top:
 -- an upper bound per record, the impact bound of each list looked up so far plus the current bound
 -- of the lists not yet looked up (its unread postings), lists best bound first, a record dropped
 -- once its bound falls below the k-th score; the survivors are scored exactly, in term order;
 -- returns how many were scored
 local function score_page(docnos, from, known)
+  if early then
+    docnos, known = matching(docnos, known)
+    if #docnos == 0 then return 0 end
+  end
   local floor, order, rest = #top == limit and top[limit][2], {}, 0
   for _, list in ipairs(lists) do
     if list ~= from then
@@ -169,7 +186,7 @@ local function score_page(docnos, from, known)
   local dls, ids = lengths(members)
   local scored = 0
   for k, i in ipairs(alive) do
-    if passes(ids[k]) then  -- the filter, where the record's id is first known
+    if early or passes(ids[k]) then  -- a broad filter: checked on the survivors
       local sum = 0
       for _, list in ipairs(lists) do
         local impact = impacts[list][i]

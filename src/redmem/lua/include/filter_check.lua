@@ -15,6 +15,20 @@ local function filter_bound(text)
   return tonumber(body), open
 end
 
+-- filter_most(f): at most how many records pass (the smallest set, range or any group; nil f: huge)
+local function filter_most(f)
+  if f == nil then return math.huge end
+  local most = f.ids and #f.ids or math.huge
+  for _, k in ipairs(f.sets or {}) do most = math.min(most, redis.call("SCARD", KEYS[k])) end
+  for _, r in ipairs(f.ranges or {}) do most = math.min(most, redis.call("ZCOUNT", KEYS[r[1]], r[2], r[3])) end
+  for _, group in ipairs(f.any or {}) do
+    local n = 0
+    for _, k in ipairs(group) do n = n + redis.call("SCARD", KEYS[k]) end
+    most = math.min(most, n)
+  end
+  return most
+end
+
 local function filter_of(f)
   if f == nil then return function() return true end end
   local ids, sets, any, bounds = nil, f.sets or {}, f.any or {}, {}
