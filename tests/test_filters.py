@@ -291,3 +291,20 @@ def test_a_bad_filter_fails_before_any_request(db, sent, where, error):
 
 def test_no_filter_is_no_filter(db):
     assert compile_where(Fact, None) is None and compile_where(Fact, {}) is None
+
+
+def test_every_include_is_expanded_when_a_script_is_loaded():
+    """``--#include NAME`` lines are replaced by ``redmem/lua/include/NAME.lua`` (filter_check in the
+    searches, graph_degree in the graph writes), so no loaded script still names one."""
+    from importlib import resources
+
+    from redmem.store.scripts import script_source
+
+    lua = resources.files("redmem.lua")
+    names = [path.name.removesuffix(".lua") for path in lua.iterdir() if path.name.endswith(".lua")]
+    including = [name for name in names if b"--#include" in lua.joinpath(f"{name}.lua").read_bytes()]
+    assert {"bm25_search", "filter_ids", "query", "graph_propagate", "graph_add"} <= set(including)
+    for name in names:
+        assert b"--#include" not in script_source(name)
+    assert b"local function filter_of" in script_source("bm25_search")
+    assert b"local function degree" in script_source("graph_unlink")
