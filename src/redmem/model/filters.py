@@ -1,7 +1,7 @@
 """Filters on declared, indexed fields: one language for ``Query.filter`` and ``where=``.
 
-A condition is ``name=value`` or ``name__op=value``, parsed by :meth:`Query.filter`'s own parser
-(:meth:`~redmem.model.query.Query.filter`):
+A condition is ``name=value`` or ``name__op=value``, parsed here (:func:`parse_condition`) for
+:meth:`Query.filter <redmem.model.query.Query.filter>` and for ``where=`` alike:
 
 - a key field: ``=`` and ``__in=[..]`` (its value index set; the record id itself for the only id field);
 - a sorted field: ``=``, ``__gt``, ``__gte``, ``__lt``, ``__lte`` (a score range in its sorted set);
@@ -27,18 +27,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..store.errors import QueryArgumentTypeError, QueryException
+from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException, ValidationError
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall
+from .indexed import KeyField, SortedField, TagField
 
 if TYPE_CHECKING:
     from .base import Model
     from .options import Options
 
-__all__ = ["Where", "compile_where", "index_plan", "ids_of", "range_slot", "narrow", "Condition"]
+__all__ = ["Where", "compile_where", "parse_condition", "index_plan", "ids_of", "range_slot", "narrow", "Condition"]
 
 #: One parsed condition: (field name, operator, value as the index holds it).
 Condition = tuple[str, str, Any]
+RANGE_OPS = {"gt", "gte", "lt", "lte", "eq"}
+TAG_OPS = {"any", "all", "eq"}
+KEY_OPS = {"eq", "in"}
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,6 @@ def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where 
         return None
     if not isinstance(where, Mapping) or not all(isinstance(name, str) for name in where):
         raise QueryArgumentTypeError(f"where must be a dict of field conditions, got {where!r}")
-    from .query import Query  # the query module builds on this one
-
     meta = model._meta
     for name in where:
         field_name = name.partition("__")[0]
@@ -95,9 +97,43 @@ def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where 
                 f"where cannot name the partition field {field_name!r}: the partition "
                 f"{list(meta.partition_fields)} is given apart, and a filter stays inside it"
             )
-    parsed = Query(model).filter(**where).conditions
+    parsed = tuple(parse_condition(model, name, value) for name, value in where.items())
     conditions = tuple(c for c in parsed if c[1] != "all" or c[2])  # __all of no tag holds for every record
     return Where(model, conditions) if conditions else None
+
+
+def parse_condition(model: type[Model], name: str, value: Any) -> Condition:
+    """``name=value`` (``name`` is ``field`` or ``field__op``) as (field, operator, indexed value).
+
+    A sorted field's value becomes its score; a tag field's ``=tag`` becomes ``all`` of one tag;
+    a key field's ``__in`` list is checked value by value. QueryException naming the condition
+    for an unknown field, a field with no index or an operator it does not take;
+    QueryArgumentError (also a ValidationError) for a value of the wrong type.
+    """
+    field_name, _, op = name.partition("__")
+    op = op or "eq"
+    field = model._meta.fields.get(field_name)
+    if field is None:
+        raise QueryException(f"{model.__name__} has no field {field_name!r}")
+    try:
+        if isinstance(field, SortedField) and op in RANGE_OPS:
+            return field_name, op, field.score(field.coerce(value))
+        if isinstance(field, TagField) and op in TAG_OPS:
+            return field_name, "all" if op == "eq" else op, field.coerce([value] if op == "eq" else value)
+        if isinstance(field, KeyField) and op in KEY_OPS:
+            if op == "eq":
+                return field_name, op, field.validate(value)
+            if field_name in model._meta.partition_fields:
+                raise QueryException(f"the partition field {field_name!r} takes = only, not __in")
+            if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+                raise ValidationError(f"{field.label}__in expects a list of values, got {type(value).__name__}")
+            return field_name, op, list(dict.fromkeys(field.validate(v) for v in value))
+    except ValidationError as exc:
+        raise QueryArgumentError(f"cannot filter {model.__name__} on {name!r}: {exc}") from exc
+    raise QueryException(
+        f"cannot filter {model.__name__} on {name!r}: filters work on indexed fields only, "
+        "key fields (=, __in), sorted fields (=, __gt, __gte, __lt, __lte) and tag fields (=, __any, __all)"
+    )
 
 
 def index_plan(meta: Options, space: KeySpace, conditions: tuple[Condition, ...], keys: list[str]) -> dict[str, Any]:

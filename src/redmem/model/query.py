@@ -15,13 +15,13 @@ from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
-from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException, ValidationError
+from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script
 from ..store.validation import non_negative_int
 from .dbkey import DbKey
-from .filters import index_plan, range_slot
-from .indexed import KeyField, SortedField, TagField
+from .filters import index_plan, parse_condition, range_slot
+from .indexed import SortedField
 from .loading import load_records
 from .persistence import ALL_RECORDS
 from .query_methods import every_model_query_methods, find_query_method
@@ -32,9 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Query"]
 
-RANGE_OPS = {"gt", "gte", "lt", "lte", "eq"}
-TAG_OPS = {"any", "all", "eq"}
-KEY_OPS = {"eq", "in"}
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,7 @@ class Query:
         ``tags=t``, ``tags__any=[..]`` / ``__all``; the same language as ``where=``
         (:mod:`~redmem.model.filters`). QueryException naming the field for an unknown field, one
         with no index, an operator it does not take or a value of the wrong type."""
-        parsed = tuple(self._parse(name, value) for name, value in conditions.items())
+        parsed = tuple(parse_condition(self.model, name, value) for name, value in conditions.items())
         return replace(self, conditions=self.conditions + parsed)
 
     def order_by(self, field: str) -> Query:
@@ -76,32 +73,6 @@ class Query:
     def no_track(self) -> Query:
         """Read without read effects (no access staging): for inspection and maintenance."""
         return replace(self, tracking=False)
-
-    def _parse(self, name: str, value: Any) -> tuple[str, str, Any]:
-        field_name, _, op = name.partition("__")
-        op = op or "eq"
-        field = self.model._meta.fields.get(field_name)
-        if field is None:
-            raise QueryException(f"{self.model.__name__} has no field {field_name!r}")
-        try:
-            if isinstance(field, SortedField) and op in RANGE_OPS:
-                return field_name, op, field.score(field.coerce(value))
-            if isinstance(field, TagField) and op in TAG_OPS:
-                return field_name, "all" if op == "eq" else op, field.coerce([value] if op == "eq" else value)
-            if isinstance(field, KeyField) and op in KEY_OPS:
-                if op == "eq":
-                    return field_name, op, field.validate(value)
-                if field_name in self.model._meta.partition_fields:
-                    raise QueryException(f"the partition field {field_name!r} takes = only, not __in")
-                if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
-                    raise ValidationError(f"{field.label}__in expects a list of values, got {type(value).__name__}")
-                return field_name, op, list(dict.fromkeys(field.validate(v) for v in value))
-        except ValidationError as exc:
-            raise QueryArgumentError(f"cannot filter {self.model.__name__} on {name!r}: {exc}") from exc
-        raise QueryException(
-            f"cannot filter {self.model.__name__} on {name!r}: filters work on indexed fields only, "
-            "key fields (=, __in), sorted fields (=, __gt, __gte, __lt, __lte) and tag fields (=, __any, __all)"
-        )
 
     # -- running -----------------------------------------------------------------------------
     def get(self, **keys: Any) -> Any:
