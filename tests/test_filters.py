@@ -308,3 +308,19 @@ def test_every_include_is_expanded_when_a_script_is_loaded():
         assert b"--#include" not in script_source(name)
     assert b"local function filter_of" in script_source("bm25_search")
     assert b"local function degree" in script_source("graph_unlink")
+
+
+def test_a_filter_naming_records_by_key(any_db):
+    """Every key field given by ``=`` names the record (no index key to read: the vector path's
+    listing still runs on the partition's slot); a listed id that names no record is left out."""
+    agent = f"k{next(_agents)}"
+    made = make(agent, [(["deploy", word], "fact", 1, {"ops"}, 0.0) for word in WORDS[1:4]])
+    space, chosen = Fact.query.filter(agent_id=agent).partition(), made[1]
+    for where in ({"memory_id": chosen.memory_id, "kind": "fact"}, {"memory_id": chosen.memory_id, "kind__in": ["fact"]}):
+        compiled = compile_where(Fact, where)
+        assert [i for i, _ in run_search(any_db, Fact.embedding.searcher(space, "deploy", 5, compiled))] == \
+            [chosen._saved_key.record_id]
+        assert [i for i, _ in Fact.content_bm25.search(space, "deploy", 5, where=compiled).ranked] == \
+            [chosen._saved_key.record_id]
+    assert run_search(any_db, Fact.embedding.searcher(space, "deploy", 5, compile_where(
+        Fact, {"memory_id": "nobody", "kind": "fact"}))) == []

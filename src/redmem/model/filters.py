@@ -31,6 +31,7 @@ from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryExce
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall
 from .indexed import KeyField, SortedField, TagField
+from .persistence import ALL_RECORDS
 
 if TYPE_CHECKING:
     from .base import Model
@@ -67,7 +68,7 @@ class Where:
         order (:func:`ids_of` reads its reply), for a search that ranks in-process. Its cost is
         one native read of the cheapest index (an intersection of sets, or one range) and a
         check per candidate of what that index leaves; the reply holds every matching id."""
-        keys: list[str] = []
+        keys = [space.key(ALL_RECORDS)]
         plan = self.json(space, keys)
         return ScriptCall("filter_ids", keys, [plan])
 
