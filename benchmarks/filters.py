@@ -12,7 +12,8 @@ The hybrid model also has an EmbeddingField fed deterministic hashed vectors (``
 
 For each mode (lexical, hybrid) and each filter of :data:`FILTERS` -- none, a selective one
 (about 5% of the memories match) and a broad one (about 90%) -- the same ``--queries`` questions
-are assembled (max_items 10) after 5 warm-up ones, ``--repeats`` times: p50/p95 ms, round
+are assembled (max_items 10) after 5 warm-up ones, ``--repeats`` times (the filters taking
+turns within each repeat, so that a change of the machine's load reaches them all): p50/p95 ms, round
 trips and commands per call (medians over repeats), the server's script time per call (the
 ``usec`` of EVAL and EVALSHA in ``INFO commandstats`` over the calls, less sensitive to the
 client's scheduling than wall time), and what the BM25 top 50 (the assembler's candidate limit)
@@ -126,11 +127,15 @@ def measure(n: int, mode: str, texts: list[str], queries: list[str], repeats: in
     assembler = ContextAssembler(model, score_weights={"relevance": 1.0}, max_items=10, retrieval_mode=mode)
     CommandCounter.install()
     out: dict[str, Any] = {"load_average": {"before": list(os.getloadavg())}, "filters": {}}
-    for name, where in FILTERS.items():
+    for where in FILTERS.values():
         run(assembler, queries[:WARMUP], where)
+    runs: dict[str, list[list[dict[str, Any]]]] = {name: [] for name in FILTERS}
+    for _ in range(repeats):  # the filters take turns, so a change of load reaches them all
+        for name, where in FILTERS.items():
+            runs[name].append(run(assembler, queries, where))
+    for name, where in FILTERS.items():
         share = sum(matches(r, where) for r in records) / len(records)
-        out["filters"][name] = {"where": where, "share": share,
-                                "assemble": figures([run(assembler, queries, where) for _ in range(repeats)]),
+        out["filters"][name] = {"where": where, "share": share, "assemble": figures(runs[name]),
                                 "bm25": bm25_reads(model, queries, where)}
         log.info("N=%d %s %s: %s", n, mode, name, out["filters"][name]["assemble"])
     out["load_average"]["after"] = list(os.getloadavg())
