@@ -27,7 +27,6 @@ import numpy as np
 
 from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
 from ..model.dbkey import DbKey
-from ..model.filters import ids_of
 from ..model.hits import Hit, HitList, hit_list
 from ..model.loading import instance_from_stored
 from ..model.query import Query
@@ -103,7 +102,7 @@ class VectorSearch:
                 if self.among is None:
                     return self._catch_up(replies[0])
                 self._up_to_date(replies[0])
-            return self.matrix.search_among(cast(np.ndarray, self.vector), ids_of(replies[1]), self.limit)
+            return self.matrix.search_among(cast(np.ndarray, self.vector), replies[1], self.limit)
         finally:
             self._release()
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .base import Model
     from .options import Options
 
-__all__ = ["Where", "compile_where", "parse_condition", "index_plan", "ids_of", "range_slot", "narrow", "Condition"]
+__all__ = ["Where", "compile_where", "parse_condition", "index_plan", "range_slot", "narrow", "Condition"]
 
 #: One parsed condition: (field name, operator, value as the index holds it).
 Condition = tuple[str, str, Any]
@@ -65,17 +65,12 @@ class Where:
 
     def ids_call(self, space: KeySpace) -> ScriptCall:
         """The ``filter_ids.lua`` call listing the ids of every matching record of ``space``, in no
-        order (:func:`ids_of` reads its reply), for a search that ranks in-process. Its cost is
+        order, for a search that ranks in-process. Its cost is
         one native read of the cheapest index (an intersection of sets, or one range) and a
         check per candidate of what that index leaves; the reply holds every matching id."""
         keys = [space.key(ALL_RECORDS)]
         plan = self.json(space, keys)
         return ScriptCall("filter_ids", keys, [plan])
-
-
-def ids_of(reply: list[Any]) -> list[str]:
-    """The record ids of a ``filter_ids.lua`` reply."""
-    return [raw.decode() for raw in reply]
 
 
 def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where | None:
