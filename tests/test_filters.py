@@ -324,3 +324,29 @@ def test_a_filter_naming_records_by_key(any_db):
             [chosen._saved_key.record_id]
     assert run_search(any_db, Fact.embedding.searcher(space, "deploy", 5, compile_where(
         Fact, {"memory_id": "nobody", "kind": "fact"}))) == []
+
+
+@pytest.mark.parametrize("share", [0.01, 0.1, 0.3, 0.9, 1.0])
+def test_matrix_search_among_is_the_exact_top_k_of_the_ids(share):
+    """Both ways of ranking a filter's rows (only their rows for few ids; every row walked best
+    first for many) give the brute-force top-k, ties at the cut settled by id."""
+    import random
+
+    import numpy as np
+
+    from redmem.embeddings.codec import digest, encode_stored
+    from redmem.embeddings.matrix import VectorMatrix
+
+    rng = np.random.default_rng(7)
+    ids = [f"{i:05d}" for i in range(2000)]
+    rows = rng.normal(size=(2000, 16)).astype(np.float32)
+    rows[1000:1400] = rows[:400]  # many exact ties
+    matrix = VectorMatrix()
+    matrix.apply((i, encode_stored(row, "float32", digest(b"t", row.tobytes()))) for i, row in zip(ids, rows))
+    allowed = sorted(random.Random(3).sample(ids, int(share * len(ids))))
+    for query in rows[:5]:
+        every = matrix.search(query, len(ids))
+        members = set(allowed)
+        for limit in (1, 10, 60):
+            expected = [pair for pair in every if pair[0] in members][:limit]
+            assert matrix.search_among(query, [i.encode() for i in allowed], limit) == expected
