@@ -24,7 +24,7 @@ local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
 
 --#include filter_check
 local filter = ARGV[7] ~= "" and cjson.decode(ARGV[7]) or nil
-local passes = filter_of(filter)
+local pass = filter and filter_many(filter)
 local early = filter ~= nil and filter_most(filter) <= n / 2
 
 local exhaustive, lists = page == 0, {}
@@ -112,11 +112,13 @@ if exhaustive then  -- every posting, list by list, so each record's sum runs in
       read = read + #ids
     end
   end
-  local scored = 0
-  for id, s in pairs(sums) do
-    if passes(id) then
+  local ids, scored = {}, 0
+  for id in pairs(sums) do ids[#ids + 1] = id end
+  local passed = pass and pass(ids)
+  for j, id in ipairs(ids) do
+    if not passed or passed[j] then
       scored = scored + 1
-      offer(id, s)
+      offer(id, sums[id])
     end
   end
   return reply("exhaustive", read, scored)
@@ -129,8 +131,9 @@ end
 local function matching(docnos, known)  -- the filter, where candidates are first met: those that pass
   local kept, impacts = {}, {}
   local _, ids = lengths(docnos)
-  for j, id in ipairs(ids) do
-    if passes(id) then kept[#kept + 1], impacts[#impacts + 1] = docnos[j], known[j] end
+  local passed = pass(ids)
+  for j = 1, #ids do
+    if passed[j] then kept[#kept + 1], impacts[#impacts + 1] = docnos[j], known[j] end
   end
   return kept, impacts
 end
@@ -184,9 +187,9 @@ local function score_page(docnos, from, known)
   local members = {}
   for k, i in ipairs(alive) do members[k] = docnos[i] end
   local dls, ids = lengths(members)
-  local scored = 0
+  local passed, scored = not early and pass and pass(ids), 0  -- a broad filter: checked on the survivors
   for k, i in ipairs(alive) do
-    if early or passes(ids[k]) then  -- a broad filter: checked on the survivors
+    if not passed or passed[k] then
       local sum = 0
       for _, list in ipairs(lists) do
         local impact = impacts[list][i]

@@ -23,7 +23,7 @@ local now, n, threshold, eps, defaults = plan.now, plan.n, plan.threshold, plan.
 local nkeys = plan.width or #KEYS
 
 --#include filter_check
-local passes = filter_of(plan.filter)
+local pass = plan.filter and filter_many(plan.filter)
 
 local out, range = {}, {}
 for _, k in ipairs(plan.ranges) do
@@ -114,8 +114,9 @@ end
 local function visit(ids)
   local cols, scores, v = {}, {}, {}
   for k = 1, nkeys do cols[k] = redis.call("ZMSCORE", KEYS[k], unpack(ids)) end
+  local passed = pass and pass(ids)
   for i = 1, #ids do
-    if cols[1][i] and passes(ids[i]) then
+    if cols[1][i] and (not passed or passed[i]) then
       for k = 2, nkeys do v[k] = cols[k][i] and tonumber(cols[k][i]) or defaults[k] end
       scores[i] = score(v)
       keep_best(scores[i], ids[i])

@@ -17,7 +17,7 @@ local now, rate, n, threshold, eps = plan.now, plan.rate, plan.n, plan.threshold
 local defaults, nkeys = plan.defaults, plan.width or #KEYS
 
 --#include filter_check
-local passes = filter_of(plan.filter)
+local pass = plan.filter and filter_many(plan.filter)
 
 local function score(v)
   local days = math.max((now - v[1]) / 86400, 0.01)
@@ -47,8 +47,9 @@ local v = {}
 local function visit(ids)
   local cols, scores = {}, {}
   for k = 1, nkeys do cols[k] = redis.call("ZMSCORE", KEYS[k], unpack(ids)) end
+  local passed = pass and pass(ids)
   for i = 1, #ids do
-    if cols[1][i] and passes(ids[i]) then
+    if cols[1][i] and (not passed or passed[i]) then
       for k = 1, nkeys do v[k] = cols[k][i] and tonumber(cols[k][i]) or defaults[k] end
       scores[i] = score(v)
       keep_best(scores[i])

@@ -7,6 +7,9 @@
 --   group, and its score in each range's sorted set (ZSCORE) lies in the range (no score: fails).
 --   skip_set / skip_range name one entry of sets / ranges the caller knows holds (0 or nil: none;
 --   skip_set true: every set holds).
+-- filter_many(f) returns pass(ids): the same test over many ids at once, a table true at each
+--   position that passes; one SMISMEMBER per set (and per set of each any group) and one ZMSCORE
+--   per range, each over the ids still in (a call per condition, not per id and condition).
 local function filter_bound(text)
   local open = string.sub(text, 1, 1) == "("
   local body = open and string.sub(text, 2) or text
@@ -29,9 +32,12 @@ local function filter_most(f)
   return most
 end
 
-local function filter_of(f)
-  if f == nil then return function() return true end end
-  local ids, sets, any, bounds = nil, f.sets or {}, f.any or {}, {}
+local function filter_inside(s, r)  -- score s within the parsed range r = {k, lo, lo_open, hi, hi_open}
+  return not (s < r[2] or (r[3] and s == r[2]) or s > r[4] or (r[5] and s == r[4]))
+end
+
+local function filter_parsed(f)  -- the id set (or nil) and each range's parsed bounds
+  local ids, bounds = nil, {}
   if f.ids then
     ids = {}
     for _, id in ipairs(f.ids) do ids[id] = true end
@@ -41,6 +47,62 @@ local function filter_of(f)
     local hi, hi_open = filter_bound(r[3])
     bounds[i] = {r[1], lo, lo_open, hi, hi_open}
   end
+  return ids, bounds
+end
+
+local function filter_many(f)
+  local idset, bounds = filter_parsed(f)
+  local function chunk(ids, first, last, pass)  -- ids[first..last]: at most 1000 (unpack's limit is 8000)
+    local alive = {}
+    for j = first, last do
+      if not idset or idset[ids[j]] then alive[#alive + 1] = j end
+    end
+    local function names()
+      local out = {}
+      for m, j in ipairs(alive) do out[m] = ids[j] end
+      return out
+    end
+    local function sieve(keep)  -- keep the alive positions whose m-th place holds
+      local kept = {}
+      for m, j in ipairs(alive) do
+        if keep(m) then kept[#kept + 1] = j end
+      end
+      alive = kept
+    end
+    for _, k in ipairs(f.sets or {}) do
+      if #alive == 0 then break end
+      local found = redis.call("SMISMEMBER", KEYS[k], unpack(names()))
+      sieve(function(m) return found[m] == 1 end)
+    end
+    for _, group in ipairs(f.any or {}) do
+      if #alive == 0 then break end
+      local hit, list = {}, names()
+      for _, k in ipairs(group) do
+        local found = redis.call("SMISMEMBER", KEYS[k], unpack(list))
+        for m = 1, #list do
+          if found[m] == 1 then hit[m] = true end
+        end
+      end
+      sieve(function(m) return hit[m] end)
+    end
+    for _, r in ipairs(bounds) do
+      if #alive == 0 then break end
+      local found = redis.call("ZMSCORE", KEYS[r[1]], unpack(names()))
+      sieve(function(m) return found[m] and filter_inside(tonumber(found[m]), r) end)
+    end
+    for _, j in ipairs(alive) do pass[j] = true end
+  end
+  return function(ids)
+    local pass = {}
+    for first = 1, #ids, 1000 do chunk(ids, first, math.min(first + 999, #ids), pass) end
+    return pass
+  end
+end
+
+local function filter_of(f)
+  if f == nil then return function() return true end end
+  local sets, any = f.sets or {}, f.any or {}
+  local ids, bounds = filter_parsed(f)
   return function(id, skip_set, skip_range)
     if ids and not ids[id] then return false end
     for i, k in ipairs(sets) do
@@ -56,9 +118,7 @@ local function filter_of(f)
     for i, r in ipairs(bounds) do
       if i ~= skip_range then
         local s = redis.call("ZSCORE", KEYS[r[1]], id)
-        if s == false then return false end
-        s = tonumber(s)
-        if s < r[2] or (r[3] and s == r[2]) or s > r[4] or (r[5] and s == r[4]) then return false end
+        if s == false or not filter_inside(tonumber(s), r) then return false end
       end
     end
     return true
@@ -68,7 +128,7 @@ end
 -- filter_list(f): the ids of every record that passes (f not nil), in no order. The candidates come
 -- from the cheapest source, read by one native command: the listed ids, the intersection of every
 -- set (SINTER), the narrowest range (ZRANGEBYSCORE) or the union of the first any group (SUNION);
--- each is then checked against the conditions that source leaves.
+-- the candidates are then checked against the conditions that source leaves (filter_many).
 local function filter_list(f)
   local passes = filter_of(f)
   local sets, any, ranges = f.sets or {}, f.any or {}, f.ranges or {}
@@ -101,11 +161,17 @@ local function filter_list(f)
     source = function() return redis.call("SUNION", unpack(keys)) end
   end
   local candidates = source()
-  if #any == 0 and (skip_set and #ranges == 0 or skip_range and #sets == 0 and #ranges == 1) then
-    return candidates  -- the source alone is the filter
+  local rest = {any = any, sets = {}, ranges = {}}  -- the conditions the source leaves
+  for i, k in ipairs(sets) do
+    if skip_set ~= true and i ~= skip_set then rest.sets[#rest.sets + 1] = k end
   end
-  for _, id in ipairs(candidates) do
-    if passes(id, skip_set, skip_range) then out[#out + 1] = id end
+  for i, r in ipairs(ranges) do
+    if i ~= skip_range then rest.ranges[#rest.ranges + 1] = r end
+  end
+  if #rest.any == 0 and #rest.sets == 0 and #rest.ranges == 0 then return candidates end
+  local pass = filter_many(rest)(candidates)
+  for j, id in ipairs(candidates) do
+    if pass[j] then out[#out + 1] = id end
   end
   return out
 end
