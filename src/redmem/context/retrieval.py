@@ -175,7 +175,7 @@ class Fusion:
 class Expansion:
     """Spreading activation over ``graph``, ``depth`` hops, from the ``seeds`` best hits of the
     first list that found anything; skipped when the graph (sized in the first round trip) has no
-    edge. With ``where`` only records that pass it are reached (energy flows through every node)."""
+    edge. With ``where`` only records that pass it are returned (energy flows through every node)."""
 
     graph: Graph
     seeds: int
