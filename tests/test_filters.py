@@ -168,6 +168,8 @@ def test_composite_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows
     expected = top([(r.record_id, r.score) for r in every if passes(facts[r.record_id], where)], k)
     found = run_search(any_db, composite_search(query, weights, k, as_of=1e9, where=compile_where(Fact, where)))
     same_ranking([(r.record_id, r.score) for r in found], expected)
+    hits = query.composite_score(weights, k, as_of=1e9, where=where)
+    assert [h._saved_key.record_id for h in hits] == [i for i, _ in expected]
 
 
 @HYPOTHESIS

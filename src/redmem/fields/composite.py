@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.filters import Where
+from ..model.filters import Where, compile_where
 from ..model.hits import Hit, HitList, hit_list
 from ..model.indexed import SortedField
 from ..model.loading import load_records
@@ -451,6 +451,7 @@ def composite_score(
     limit: int = 10,
     min_score: float | None = None,
     as_of: datetime | float | None = None,
+    where: Mapping[str, Any] | None = None,
 ) -> HitList[Any]:
     """The ``limit`` records of the query's partition with the highest composite score at ``as_of``.
 
@@ -461,10 +462,13 @@ def composite_score(
     are the mapped signals ({name: value}); each record also carries ``_composite_score`` and
     ``_signals``. Two round trips: one Lua call selects, one pipeline loads.
 
-    Raises QueryException for an unknown signal name, a missing partition or a bad limit,
-    ValidationError for a bad weight or min_score.
+    ``where`` (the conditions of :meth:`Query.filter <redmem.model.query.Query.filter>`, see
+    :mod:`~redmem.model.filters`) keeps the top ``limit`` of the records that match.
+
+    Raises QueryException for an unknown signal name, a missing partition, a bad limit or a bad
+    filter, ValidationError for a bad weight or min_score.
     """
-    search = composite_search(query, indexes, limit, min_score, as_of)
+    search = composite_search(query, indexes, limit, min_score, as_of, compile_where(query.model, where))
     if search is None:
         return HitList()
     ranked = run_search(query.model._meta.client, search)
