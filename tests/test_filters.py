@@ -297,7 +297,8 @@ def test_no_filter_is_no_filter(db):
 
 def test_every_include_is_expanded_when_a_script_is_loaded():
     """``--#include NAME`` lines are replaced by ``redmem/lua/include/NAME.lua`` (filter_check in the
-    searches, graph_degree in the graph writes), so no loaded script still names one."""
+    searches, graph_degree in the graph writes) without its comment-only lines, so no loaded
+    script still names one."""
     from importlib import resources
 
     from redmem.store.scripts import script_source
@@ -309,7 +310,10 @@ def test_every_include_is_expanded_when_a_script_is_loaded():
     for name in names:
         assert b"--#include" not in script_source(name)
     assert b"local function filter_of" in script_source("bm25_search")
+    assert b"local function filter_list" in script_source("filter_ids")
     assert b"local function degree" in script_source("graph_unlink")
+    snippet = lua.joinpath("include", "filter_check.lua").read_bytes()
+    assert snippet.startswith(b"-- filter_check") and snippet.split(b"\n")[0] not in script_source("bm25_search")
 
 
 def test_a_filter_naming_records_by_key(any_db):

@@ -43,15 +43,20 @@ WRITE_SCRIPTS = frozenset({
 
 #: A line naming a snippet of ``redmem/lua/include/`` to paste in its place.
 _INCLUDE = re.compile(rb"^--#include ([a-z_]+)[ \t]*$", re.MULTILINE)
+#: A snippet's comment-only lines, left out when it is pasted (the file documents it; a pipelined
+#: EVAL sends the source each time, so what is pasted stays short).
+_COMMENT_LINE = re.compile(rb"^[ \t]*--.*\n", re.MULTILINE)
 
 
 def script_source(name: str) -> bytes:
     """The source of ``redmem/lua/<name>.lua`` with each ``--#include NAME`` line replaced by
-    ``redmem/lua/include/NAME.lua`` (a snippet includes nothing itself)."""
+    ``redmem/lua/include/NAME.lua`` without its comment-only lines (a snippet includes nothing
+    itself)."""
     lua = resources.files("redmem.lua")
 
     def snippet(line: re.Match[bytes]) -> bytes:
-        return lua.joinpath("include", f"{line[1].decode()}.lua").read_bytes().rstrip(b"\n")
+        text = lua.joinpath("include", f"{line[1].decode()}.lua").read_bytes()
+        return _COMMENT_LINE.sub(b"", text).rstrip(b"\n")
 
     return _INCLUDE.sub(snippet, lua.joinpath(f"{name}.lua").read_bytes())
 
