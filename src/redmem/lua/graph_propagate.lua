@@ -17,9 +17,10 @@ local depth, decay, threshold = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(A
 local limit, fanout, prefix, hub = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 
 --#include filter_check
-local passes, shown = filter_of(ARGV[8] ~= "" and cjson.decode(ARGV[8]) or nil), {}
+local filter = ARGV[8] ~= "" and cjson.decode(ARGV[8]) or nil
+local passes, shown = filter_of(filter), {}
 local function returned(node)  -- an entity, or a record that passes the filter (checked once)
-  if string.sub(node, 1, 2) ~= "r:" then return true end
+  if filter == nil or string.sub(node, 1, 2) ~= "r:" then return true end
   if shown[node] == nil then shown[node] = passes(string.sub(node, 3)) end
   return shown[node]
 end
