@@ -25,8 +25,11 @@ half's are in the JSON too).
   central turns shuffled) into an engine of the agent, asks :meth:`HSCAEngine.relevant` the
   case's written query, and reports as served the chunks a reader used (the central turns:
   the case's human label). :func:`~redmem.recipes.hsca.tune` then tunes the agent's
-  parameters from its history, and eval 1's held-out half is re-run with
-  :meth:`HSCAEngine.for_agent`. Monotone means non-decreasing with the last above the first.
+  parameters from its history (window, threshold, flag weights and layer 2's keyword
+  weights), and eval 1's held-out half is re-run with :meth:`HSCAEngine.for_agent`. Monotone
+  means non-decreasing with the last above the first. Two diagnostics: ``tuner_ceiling``
+  (every window and threshold) and ``history_readings`` (what the history says about the
+  keywords of the held-out misses).
 - **Eval 4, adversarial shallow content** (pass: layer 1 <= 0.35 in >= 90 % of cases): a
   query of four topic words, a document dropping each word twice into unrelated one-off
   clauses, and eight real passages. Reported beside it, as the spec asks: how often the
@@ -34,8 +37,9 @@ half's are in the JSON too).
 - **Eval 5, cross-domain bridging** (pass: >= 75 %): concept A in one domain, concept B in
   another, related by meaning and sharing no telling keyword, a bridge domain labelled by
   hand. Layer 2 tags by meaning (:class:`~redmem.recipes.hsca.EmbeddingDomains` over the
-  bundled MiniLM model); a case passes when the snapshots holding A and those holding B both
-  give the bridge domain a weight >= 0.2.
+  bundled MiniLM model; prototypes, floor, margin and bridge cosine chosen on the tuning half);
+  a case passes when the snapshots holding A and those holding B both give the bridge domain a
+  weight >= 0.2; a false bridge is the same with an unrelated B (its control).
 
 Costs: ``score_layers`` throughput over the eval turns, and with ``--snapshots`` (10,000)
 snapshots in one Redis session, ``take_snapshot`` and each macro query's latency and
