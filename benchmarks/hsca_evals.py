@@ -606,6 +606,19 @@ def markdown(payload: dict[str, Any]) -> str:
         verdict = row["verdict"]
         lines.append(f"| {name} | {row['criterion']} | {held['passed']}/{held['cases']} | {held['rate']:.0%} | "
                      f"{'' if target is None else f'>= {target:.0%}'} | {verdict} | {tuning['rate']:.0%} |")
+    improvement, bridging = payload["evals"]["eval3_self_improvement"], payload["evals"]["eval5_bridging"]
+    readings = improvement["history_readings"]
+    last = improvement["steps"][-1]["parameters"]["keyword_weights"]
+    moved = [w for found in last.values() for w in found.values()]
+    lines += ["", f"Eval 3: at the last N, {len(moved)} layer-2 keyword weights tuned "
+              f"({sum(w < 1 for w in moved)} below 1); the history's {readings['queries']} queries hold "
+              f"{readings['readings']} keyword readings, of the held-out misses' keywords: "
+              f"{json.dumps(readings['keywords'])}; tuner ceiling over "
+              f"{improvement['tuner_ceiling']['settings']} window/threshold settings: "
+              f"{improvement['tuner_ceiling']['best_rate']:.0%}.",
+              f"Eval 5: false bridges on the held-out controls {bridging['false_bridge_rate']:.0%}; chosen on the "
+              f"tuning half: {json.dumps(bridging['calibrated_on_tuning_half']['chosen'])}; held-out misses by "
+              f"reason: {json.dumps(bridging['held_out_misses_by_reason'])}."]
     lines += ["", "```json", json.dumps(payload["costs"], indent=1), "```", ""]
     return "\n".join(lines)
 
