@@ -108,6 +108,8 @@ def test_keyword_weights_are_reproducible_stored_per_agent_and_isolated(db):
     first = tune("agent-med", seed=2, store=False)
     stored = tune("agent-med", seed=2)
     assert first == stored  # same history and seed: same weights
+    sampled = [tune("agent-med", seed=9, max_queries=3, store=False) for _ in range(2)]
+    assert sampled[0] == sampled[1] and sampled[0].queries == 3  # a seeded sample of the history
     poet = tune("agent-poet", seed=2).parameters.keyword_weights
     med = load_parameters("agent-med").keyword_weights
     assert med == stored.parameters.keyword_weights

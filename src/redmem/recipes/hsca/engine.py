@@ -94,8 +94,8 @@ class HSCAEngine:
         (the defaults if never tuned); with ``session_id`` its snapshots go to that session in Redis."""
         tuned = load_parameters(agent_id)
         return cls(tuned.snapshot_coherence_threshold, cooccurrence_window=tuned.cooccurrence_window,
-                   flag_weights=tuned.flag_weights, keyword_weights=tuned.keyword_weights, agent_id=agent_id if session_id is not None else None,
-                   session_id=session_id, **options)
+                   flag_weights=tuned.flag_weights, keyword_weights=tuned.keyword_weights,
+                   agent_id=agent_id if session_id is not None else None, session_id=session_id, **options)
 
     def record_served(self, query: str, served_chunk_ids: Sequence[str]) -> None:
         """Record that these chunks of the session's snapshots served ``query`` (the tuning signal).

@@ -23,9 +23,10 @@ Sessions whose snapshots dropped their text (``keep_text=False``) tune the flag 
 the threshold only: their layer 1 cannot be recomputed for another window, nor their keywords read.
 
 Layer 2's **keyword weights** (per domain, per keyword stem) are learned from the same queries
-(:mod:`.keyword_tuning`): each served chunk is read against the query's domain, each unserved one
-against its own other keywords, and a keyword that keeps naming another domain than the reading's
-loses weight for that domain, bounded, with pseudo-readings in place of the shrink above.
+(:mod:`.keyword_tuning`): a keyword hit in a served chunk is read against the query's domain,
+one in an unserved chunk only where it names the query's domain; a keyword that keeps naming
+the wrong domain loses weight for it, one that keeps naming the right one gains, bounded, with
+pseudo-readings in place of the shrink above.
 
 The result is stored per agent (:class:`TunedParameters`) and read by
 :meth:`~redmem.recipes.hsca.HSCAEngine.for_agent`.
@@ -100,7 +101,7 @@ class TuningResult:
     queries: int
     ranking_auc: tuple[float, float]
     beat_f1: tuple[float, float]
-    domain_match: tuple[float, float] = (0.0, 0.0)
+    domain_match: tuple[float, float]
 
 
 def load_parameters(agent_id: str) -> HSCAParameters:
