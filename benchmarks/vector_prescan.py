@@ -59,7 +59,8 @@ def vectors(kind: str, texts: list[str], input_type: str, cache: Path | None) ->
 def measure(rows: np.ndarray, queries: np.ndarray, repeats: int) -> dict[str, Any]:
     """CPU ms per top-10 search per pre-scan, and the binary pre-scan's agreement with the exact one."""
     matrix = VectorMatrix()
-    matrix.apply((f"m{n:07d}", encode_vector(row)) for n, row in enumerate(rows))
+    matrix.apply(((f"m{n:07d}", encode_vector(row)) for n, row in enumerate(rows)), rows.shape[1])
+    assert len(matrix.ids) == len(rows), "every row is in the matrix"
     out: dict[str, Any] = {"rows": len(rows), "queries": len(queries), "load_average_before": list(os.getloadavg())}
     for prescan in ("exact", "binary"):
         matrix.search(queries[0], TOP, prescan)  # the binary one computes its sign bits here
