@@ -30,8 +30,9 @@ Per workload and N:
    - **RediSearch over redmem's own records** (the query-engine question): ``FT.CREATE`` on
      redmem's record hashes (prefix ``<partition>:r:``; ``content`` TEXT, ``agent_id`` TAG), then
      per query ``FT.SEARCH "@agent_id:{agent} @content:(w1|w2|...)" SCORER <s> NOCONTENT
-     WITHSCORES LIMIT 0 10`` for the scorers ``BM25`` and ``BM25STD`` (the question's letters
-     and digits as words). Measured: latency, the index's memory per memory, and how often its
+     WITHSCORES LIMIT 0 10`` for the scorers ``BM25`` and ``BM25STD``, with two word lists:
+     ``words`` (the question's runs of letters and digits) and ``terms`` (only those redmem's
+     analyser does not drop as stop words). Measured: latency, the index's memory per memory, and how often its
      top 10 equals redmem's exact BM25 top 10 (``retrieval_bm25.Reference``: same analyser,
      same formula) -- identical lists and mean overlap -- with ``FT.EXPLAINSCORE`` of one query
      kept in the JSON to show the server's own formula.
@@ -60,6 +61,7 @@ from popoto_bridge import PopotoProcess
 from questions import dialog_corpus, locomo_questions
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
+from redmem.text import Analyzer
 from redmem_driver import assemble_many, ingest_measured, memory_model
 from retrieval_bm25 import Reference
 from stack_bridge import StackProcess, stack_server
@@ -98,7 +100,8 @@ def agreement(found: list[list[str]], exact: list[list[str]]) -> dict[str, Any]:
 
 
 def usec_per_call(client: Any, command: str) -> float | None:
-    stats = client.info("commandstats").get(f"cmdstat_{command}")
+    """``usec_per_call`` of ``command`` (case-insensitive: modules register FT.SEARCH in capitals)."""
+    stats = {name.lower(): s for name, s in client.info("commandstats").items()}.get(f"cmdstat_{command}")
     return float(stats["usec_per_call"]) if stats else None
 
 
@@ -148,15 +151,23 @@ def run_popoto(url: str, name: str, texts: list[str], queries: list[str], client
 
 
 # ----------------------------------------------------------------------------- Redis Stack server
-def ft_query(text: str) -> str:
-    """The FT.SEARCH query of a question: the agent's tag AND any of its words."""
-    words = _WORD.findall(text.lower())
+def ft_query(text: str, analyzer: Analyzer | None = None) -> str:
+    """The FT.SEARCH query of a question: the agent's tag AND any of its words.
+
+    With ``analyzer`` (the ``terms`` variant) only the words redmem's analyser keeps (not one
+    of its stop words), so both engines score the same words (RediSearch stems them itself,
+    with the same Snowball English stemmer); without it every word (the ``words`` variant),
+    RediSearch dropping only its own short stop-word list.
+    """
+    words = [w for w in _WORD.findall(text.lower()) if analyzer is None or analyzer.tokens(w)]
     return f"@agent_id:{{{AGENT.replace('-', chr(92) + '-')}}} @content:({'|'.join(words)})"
 
 
-def ft_search(client: Any, index: str, text: str, scorer: str, prefix: str) -> list[str]:
+def ft_search(client: Any, index: str, query: str, scorer: str, prefix: str) -> list[str]:
     """Record ids of FT.SEARCH's top 10 (NOCONTENT WITHSCORES) under ``scorer``."""
-    reply = client.execute_command("FT.SEARCH", index, ft_query(text), "SCORER", scorer, "NOCONTENT",
+    if query.endswith("()"):  # nothing left to search for
+        return []
+    reply = client.execute_command("FT.SEARCH", index, query, "SCORER", scorer, "NOCONTENT",
                                    "WITHSCORES", "LIMIT", 0, K, "DIALECT", 2)
     return [key.decode().removeprefix(prefix) for key in reply[1::2]]
 
@@ -182,26 +193,28 @@ def run_query_engine(model: type, texts: list[str], queries: list[str], client: 
     out: dict[str, Any] = {"index_seconds": time.perf_counter() - started,
                            "index_bytes_per_memory": (used_memory(client) - before) / len(texts),
                            "prefix": prefix, "scorers": {}}
-    for scorer in SCORERS:
+    for scorer, variant in ((s, v) for s in SCORERS for v in ("words", "terms")):
+        label = f"{scorer} {variant}"
+        built = [ft_query(text, model.content_bm25.analyzer if variant == "terms" else None) for text in queries]
         try:
-            for text in queries[:WARMUP]:
-                ft_search(client, index, text, scorer, prefix)
+            for query in built[:WARMUP]:
+                ft_search(client, index, query, scorer, prefix)
         except Exception as exc:  # a scorer this RediSearch does not have: say so, try the next
-            out["scorers"][scorer] = {"error": f"{type(exc).__name__}: {exc}"}
+            out["scorers"][label] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
         client.config_resetstat()
         rows, found = [], []
-        for text in queries:
+        for query in built:
             began = time.perf_counter()
-            found.append(ft_search(client, index, text, scorer, prefix))
+            found.append(ft_search(client, index, query, scorer, prefix))
             rows.append({"ms": (time.perf_counter() - began) * 1000})
-        out["scorers"][scorer] = {"search": timed(rows), "server_usec_per_call": usec_per_call(client, "ft.search"),
-                                  "vs_exact_bm25": agreement(found, exact)}
-        explained = client.execute_command("FT.SEARCH", index, ft_query(queries[0]), "SCORER", scorer, "NOCONTENT",
+        block = out["scorers"][label] = {"search": timed(rows), "vs_exact_bm25": agreement(found, exact),
+                                         "server_usec_per_call": usec_per_call(client, "ft.search")}
+        explained = client.execute_command("FT.SEARCH", index, built[0], "SCORER", scorer, "NOCONTENT",
                                            "WITHSCORES", "EXPLAINSCORE", "LIMIT", 0, 1, "DIALECT", 2)
-        out["scorers"][scorer]["explain_first_query"] = _decode(explained)
-        log.info("FT.SEARCH %s: %s, identical to exact %.3f overlap %.3f", scorer, _short(out["scorers"][scorer]["search"]),
-                 out["scorers"][scorer]["vs_exact_bm25"]["identical"], out["scorers"][scorer]["vs_exact_bm25"]["mean_overlap"])
+        block["explain_first_query"] = {"query": built[0], "reply": _decode(explained)}
+        log.info("FT.SEARCH %s: %s, identical to exact %.3f overlap %.3f", label, _short(block["search"]),
+                 block["vs_exact_bm25"]["identical"], block["vs_exact_bm25"]["mean_overlap"])
     return out
 
 
@@ -212,7 +225,7 @@ def run_stack(name: str, texts: list[str], queries: list[str]) -> dict[str, Any]
         return {"unavailable": why}
     out: dict[str, Any] = {"load": [loads()]}
     try:
-        client = server.client()
+        client = server.client(protocol=2)  # RESP2 replies: FT.* answers as flat lists
         out["server"] = {"redis_version": client.info("server")["redis_version"],
                          "modules": {m[b"name"].decode(): m[b"ver"] for m in client.module_list()}}
         redmem.connect(server.url, socket_timeout=SOCKET_TIMEOUT)
