@@ -33,7 +33,8 @@ clean:
 	rm -rf $(VENV) site .hypothesis
 
 # Benchmarks (benchmarks/README.md): LoCoMo quality, latency at N, cluster latency, multi-tenant,
-# the frames recipe, then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the
+# the frames recipe, throughput with 1-8 client processes, redmem / popoto / redisvl on Redis Stack
+# side by side, then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the
 # small sizes. popoto 1.10.1 and elfmem 0.20.0 are installed by the benchmarks themselves into
 # .bench-venv/ and .bench-elfmem-venv/ on first use.
 .PHONY: bench
@@ -46,4 +47,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/latency.py --cluster --systems redmem --sizes $(BENCH_SIZES) $(BENCH_ARGS)
 	$(BIN)/python benchmarks/tenants.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/frames.py --data $(BENCH_DATA) --sizes $(BENCH_SIZES) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/throughput.py --data $(BENCH_DATA) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/side_by_side.py --data $(BENCH_DATA) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/plots.py
+
+# 1M memories in one partition (issue 18): ingest, bytes per memory, assemble p50/p95, lexical and
+# hybrid int8 (about 30 min on 2 shared cores); BENCH_SCALE_ARGS="--n 300000" for a shorter run.
+.PHONY: bench-scale
+BENCH_SCALE_ARGS ?=
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/scale.py --data $(BENCH_DATA) $(BENCH_SCALE_ARGS)
 	$(BIN)/python benchmarks/plots.py
