@@ -49,6 +49,7 @@ import argparse
 import logging
 import os
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -78,8 +79,10 @@ _WORD = re.compile(r"[0-9A-Za-z]+")
 #: RediSearch's default stop words. They are left out of the queries here: RediSearch 2.10.5
 #: crashed (SIGSEGV in ``QueryNode_AddChildren``) on a field-scoped union holding some of them,
 #: e.g. ``@content:(is|it|likely|that|nate|has|friends|besides|joanna)``.
-REDISEARCH_STOPWORDS = frozenset(
-    ["a", "is", "the", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "it", "no", "not", "of", "on", "or", "such", "that", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"])
+REDISEARCH_STOPWORDS = frozenset([
+    "a", "is", "the", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "it", "no",
+    "not", "of", "on", "or", "such", "that", "their", "then", "there", "these", "they", "this", "to", "was",
+    "will", "with"])
 
 
 def used_memory(client: Any) -> int:
@@ -92,9 +95,9 @@ def loads() -> list[float]:
 
 def timed(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """p50/p95/p99 of the rows' ``ms`` (and the median round trips when the rows have them)."""
-    out: dict[str, Any] = {k: v for k, v in summary([r["ms"] for r in rows]).items()}
+    out: dict[str, Any] = dict(summary([r["ms"] for r in rows]))
     if rows and "round_trips" in rows[0]:
-        out["round_trips"] = sorted(r["round_trips"] for r in rows)[len(rows) // 2]
+        out["round_trips"] = statistics.median(r["round_trips"] for r in rows)
     return out
 
 
