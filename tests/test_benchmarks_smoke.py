@@ -96,6 +96,20 @@ def test_locomo_one_conversation(tmp_path):
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
+def test_latency_on_questions(tmp_path):
+    payload = run("latency.py", "--workload", "questions", "--data", str(LOCOMO), "--sizes", "300,600",
+                  "--queries", "20", "--repeats", "2", "--word-queries", "10", out_dir=tmp_path)
+    for row in payload["results"].values():
+        for mode in ("lexical", "hybrid"):
+            figures = row["assemble"][mode]
+            assert figures["round_trips_max"] <= 3 and figures["p50"] > 0 and figures["first_pass"]["p50"] > 0
+            assert figures["client_cpu_ms_per_query"] > 0 and figures["server_usec_per_query"] > 0
+        assert row["exactness"]["identical"] == row["exactness_words"]["identical"] == 1.0
+        assert row["exactness"]["modes"] == {"cached": 20} and row["postings_copy"]["postings"] > 0
+    assert set(payload["growth"]) == {"keyword_search", "lexical", "hybrid"}
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
 def test_vector_dtypes_one_conversation(tmp_path):
     results = run("vector_dtypes.py", "--data", str(LOCOMO), "--conversations", "1", "--records", "2000",
                   out_dir=tmp_path)["results"]
@@ -306,3 +320,16 @@ def test_hsca_evals_refuse_changed_cases(tmp_path, monkeypatch):
     (tmp_path / "eval1_fidelity.json").write_text((tmp_path / "eval1_fidelity.json").read_text().replace("fever", "fevers", 1))
     with pytest.raises(SystemExit, match="not the frozen"):
         hsca_evals.load_cases("eval1_fidelity.json")
+
+
+def test_filters_smallest_size(tmp_path):
+    """filters.py: assemble() with no, a selective and a broad filter; every assembled record is
+    checked against the filter inside the script; a filter adds no round trip."""
+    payload = run("filters.py", "--sizes", "300", "--queries", "10", "--repeats", "1",
+                  "--data", str(LOCOMO) if LOCOMO.exists() else "", out_dir=tmp_path)
+    for mode in ("lexical", "hybrid"):
+        rows = payload["results"]["300"][mode]["filters"]
+        assert set(rows) == {"none", "selective", "broad"} and rows["none"]["share"] == 1
+        assert 0 < rows["selective"]["share"] < rows["broad"]["share"] < 1
+        assert {row["assemble"]["round_trips"] for row in rows.values()} == {rows["none"]["assemble"]["round_trips"]}
+    assert (tmp_path / "smoke_filters.md").read_text().count("\n") == 2 + 6

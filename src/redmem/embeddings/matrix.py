@@ -22,15 +22,13 @@ import itertools
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from ..store.client_cache import ClientCache
 from . import prescan
 from .base import unit_rows
 from .codec import decode_rows, stored_dimensions
@@ -211,6 +209,40 @@ class VectorMatrix:
             scores = np.einsum("ij,j->i", self._rows[rows], unit)
         return scores
 
+    def search_among(self, query: np.ndarray, allowed: list[bytes], limit: int) -> list[tuple[str, float]]:
+        """:meth:`search` over the rows of the ids ``allowed`` (as the server sends them) alone,
+        under :attr:`lock`: the exact top ``limit`` of those rows (a filter's matching records;
+        ids without a row are left out).
+
+        Few ids (an eighth of the rows or fewer): only their rows are scored. Many: every row is
+        scored (one scan, as :meth:`search` does) and the best rows are walked in order, each
+        looked up among the ids, until ``limit`` of them are found; a window of about
+        ``limit * rows / len(allowed)`` best rows is sorted at a time, doubled when it falls short.
+        """
+        count = len(self.ids)
+        if limit <= 0 or not count or not allowed or query.shape[-1] != self.dimensions:
+            return []
+        if len(allowed) * 8 <= count:
+            position = self._position
+            named = (position.get(raw.decode(), -1) for raw in allowed)
+            rows = np.fromiter(named, dtype=np.intp, count=len(allowed))
+            rows = rows[rows >= 0]
+            return top_k(self.cosines_at(query, rows), [self.ids[row] for row in rows.tolist()], limit)
+        scores = cosines(self._rows[:count], unit_rows(query.reshape(1, -1).astype(np.float32))[0])
+        members, ids = set(allowed), self.ids
+        window = min(count, 2 * limit * count // len(allowed) + limit)
+        while True:
+            best = np.argpartition(-scores, window - 1)[:window] if window < count else np.arange(count)
+            best = best[np.argsort(-scores[best], kind="stable")]
+            chosen = [row for row in best.tolist() if scores[row] > 0 and ids[row].encode() in members]
+            if len(chosen) >= limit or window == count or scores[best[-1]] <= 0:
+                break
+            window = min(count, window * 2)
+        if len(chosen) >= limit:  # rows tied with the last one kept may lie outside the window
+            tied = np.flatnonzero(scores == scores[chosen[limit - 1]]).tolist()
+            chosen = list(dict.fromkeys(chosen[:limit] + [r for r in tied if ids[r].encode() in members]))
+        return top_k(scores[chosen], [ids[row] for row in chosen], limit)
+
     def rerank(self, ranking: Ranking, changed: set[str]) -> list[tuple[str, float]]:
         """The top ``ranking.limit`` now that the ``changed`` ids were set or removed since ``ranking``.
 
@@ -282,29 +314,11 @@ def _grown(array: np.ndarray, capacity: int, keep: int, width: int | None = None
     return grown
 
 
-class MatrixCache:
+class MatrixCache(ClientCache[VectorMatrix]):
     """Matrices by (client, vector hash key), the least recently used dropped past ``capacity``.
 
     Each client has its own matrices, so two clients in one process behave like two processes.
     """
 
     def __init__(self, capacity: int = 128) -> None:
-        self.capacity = capacity
-        self._by_client: WeakKeyDictionary[Any, OrderedDict[str, VectorMatrix]] = WeakKeyDictionary()
-        self._lock = threading.Lock()
-
-    def get(self, client: Any, key: str) -> VectorMatrix:
-        """The matrix of ``key`` as seen through ``client`` (empty and unversioned when new)."""
-        with self._lock:
-            matrices = self._by_client.setdefault(client, OrderedDict())
-            matrix = matrices.get(key)
-            if matrix is None:
-                matrix = matrices[key] = VectorMatrix()
-                while len(matrices) > self.capacity:
-                    matrices.popitem(last=False)
-            matrices.move_to_end(key)
-            return matrix
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_client.clear()
+        super().__init__(VectorMatrix, capacity)
