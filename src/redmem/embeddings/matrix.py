@@ -31,6 +31,7 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from ..store.aio import CooperativeLock
 from . import prescan
 from .base import unit_rows
 from .codec import decode_rows, stored_dimensions
@@ -122,7 +123,7 @@ class VectorMatrix:
         self._scale = np.zeros(0, dtype=np.float32)
         self._error = np.zeros(0, dtype=np.float32)
         self._coded = 0  # rows 0.._coded-1 have current int8 codes
-        self.lock = threading.Lock()
+        self.lock = CooperativeLock()
 
     @property
     def dimensions(self) -> int | None:

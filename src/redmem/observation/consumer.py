@@ -24,7 +24,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from ..store.connection import get_client, reply_timeout, server_errors
+from ..store.connection import get_client, reply_timeout, resolved_client, server_errors
 from .events import StreamEvent
 
 __all__ = ["StreamConsumer"]
@@ -61,10 +61,15 @@ class StreamConsumer:
         start_id: str = "0",
     ) -> None:
         self.stream, self.group, self.consumer = stream, group, consumer
-        self.client = client if client is not None else get_client()
+        self._client = client
         self.batch_size, self.block_ms = batch_size, block_ms
         self.claim_idle_ms, self.start_id = claim_idle_ms, start_id
         self._group_ready = False
+
+    @property
+    def client(self) -> Any:
+        """The client given, else the default one (inside the asyncio API: its facade)."""
+        return get_client() if self._client is None else resolved_client(self._client)
 
     def ensure_group(self) -> None:
         """Create the consumer group (and the stream) if missing; an existing group is kept."""
