@@ -35,6 +35,7 @@ from ..model.field import Field
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
+from ..store.aio import async_variant
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
@@ -226,6 +227,9 @@ class BM25Field(Field[Any]):
         return BM25Search(ScriptCall(
             "bm25_search", [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)], args
         ))
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    asearch = async_variant(search)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
+from ..store.aio import async_variant
 from ..store.connection import get_client, reply_timeout, resolved_client, server_errors
 from .events import StreamEvent
 
@@ -156,3 +157,12 @@ class StreamConsumer:
         while stop is None or not stop.is_set():
             done += self.process_once(handler)
         return done
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aensure_group = async_variant(ensure_group)
+    aread = async_variant(read)
+    aclaim_stale = async_variant(claim_stale)
+    aack = async_variant(ack)
+    apending_count = async_variant(pending_count)
+    ahandle = async_variant(handle)
+    aprocess_once = async_variant(process_once)

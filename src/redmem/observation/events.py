@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 from ..model.base import RecordMixin
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
-from ..store.aio import is_cluster
+from ..store.aio import async_variant, is_cluster
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
 from ..store.keys import KeyKind, KeySpace
@@ -249,3 +249,7 @@ class EventStreamMixin(RecordMixin):
         with server_errors(client):
             entries = client.xrange(cls.event_stream_key(**partition), count=count)
         return [StreamEvent.from_entry(entry_id, raw) for entry_id, raw in entries]
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aemit_event = async_variant(emit_event)
+    aread_events = async_variant(read_events)

@@ -29,6 +29,7 @@ from ..model.base import Model
 from ..model.hits import Hit
 from ..model.loading import load_records
 from ..observation.protocol import ObservationProtocol
+from ..store.aio import async_variant
 from ..store.errors import ArgumentTypeError
 from ..store.keys import KeySpace
 from ..store.validation import subclass_of, timestamp
@@ -289,6 +290,10 @@ class ContextAssembler:
     ) -> RetrievalQuality:
         return assess_retrieval(self.model_class, self.capabilities, self.config, space, cues,
                                 candidates=candidates, now=now)
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aassemble = async_variant(assemble)
+    aassess = async_variant(assess)
 
 
 def cue_text(query_cues: dict[str, Any] | str | None) -> str:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import greenlet
 import redis
@@ -54,6 +55,7 @@ __all__ = [
     "CooperativeLock",
     "AsyncVariant",
     "async_variant",
+    "async_function",
 ]
 
 P = ParamSpec("P")
@@ -111,30 +113,50 @@ class AsyncVariant(Generic[P, R]):
 
     ``X`` is looked up by name on each call (``aX`` without its ``a``), so a subclass's override of
     ``X`` is what ``aX`` runs, and arguments pass through unchanged: a new argument of ``X`` needs
-    no change here. Works for instance methods and classmethods alike.
+    no change here. Works for instance methods, classmethods, staticmethods and properties (a
+    property ``X`` gives a method ``aX()``: its getter runs in the greenlet).
     """
 
-    def __init__(self, method: Callable[Concatenate[Any, P], R]) -> None:
-        function = getattr(method, "__func__", method)  # a classmethod's function
+    def __init__(self, method: Any) -> None:
+        function: Any = method.fget if isinstance(method, property) else getattr(method, "__func__", method)
         self.sync_name: str = function.__name__
-        self.__doc__ = f"``await`` form of :meth:`{self.sync_name}` (run through :func:`redmem.store.aio.greenlet_spawn`)."
+        self.__doc__ = f"``await`` form of ``{self.sync_name}`` (run through :func:`redmem.store.aio.greenlet_spawn`)."
 
     def __set_name__(self, owner: type, name: str) -> None:
         if name != "a" + self.sync_name:
             raise TypeError(f"{owner.__name__}.{name}: the async variant of {self.sync_name!r} must be named 'a{self.sync_name}'")
 
     def __get__(self, instance: object, owner: type | None = None) -> Callable[P, Coroutine[Any, Any, R]]:
-        target = getattr(owner if instance is None else instance, self.sync_name)
+        holder = owner if instance is None else instance
+        declared = inspect.getattr_static(holder, self.sync_name)
+        if isinstance(declared, property) and instance is not None:
+            assert declared.fget is not None  # a property with no getter has no async variant
+            target: Any = functools.partial(declared.fget, instance)
+        else:
+            target = getattr(holder, self.sync_name)
         return cast(Callable[P, Coroutine[Any, Any, R]], functools.partial(greenlet_spawn, target))
 
 
 @overload
-def async_variant(method: classmethod[Any, P, R]) -> AsyncVariant[P, R]: ...
+def async_variant(method: property) -> AsyncVariant[[], Any]: ...
 @overload
-def async_variant(method: Callable[Concatenate[Any, P], R]) -> AsyncVariant[P, R]: ...
+def async_variant(method: Callable[..., R]) -> AsyncVariant[..., R]: ...
 def async_variant(method: Any) -> Any:
-    """The ``a``-prefixed awaitable twin of ``method`` (see :class:`AsyncVariant`)."""
+    """The ``a``-prefixed awaitable twin of a method or property (see :class:`AsyncVariant`);
+    its result type is the sync method's, its arguments are passed through as given."""
     return AsyncVariant(method)
+
+
+def async_function(function: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """``aX = async_function(X)`` beside a module function ``X``: ``await aX(...)`` runs it through
+    :func:`greenlet_spawn`."""
+
+    @functools.wraps(function)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return await greenlet_spawn(function, *args, **kwargs)
+
+    run.__doc__ = f"``await`` form of :func:`{function.__name__}` (run through :func:`redmem.store.aio.greenlet_spawn`)."
+    return run
 
 
 # -- the facade -------------------------------------------------------------------------------
