@@ -73,6 +73,9 @@ class AssemblyResult:
         """
         return ObservationProtocol.on_context_used([*self.records, *self.proactive], outcome, partition, now)
 
+    # The asyncio API (docs/asyncio.md).
+    areport = async_variant(report)
+
 
 class ContextAssembler:
     """Assemble LLM-ready context from a model's memories (see the module docstring).
