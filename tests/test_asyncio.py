@@ -15,7 +15,8 @@ import itertools
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -31,7 +32,7 @@ from redmem.recipes.conversation import (
     conversation_assembler,
     ingest_conversation,
 )
-from redmem.store.aio import is_cluster
+from redmem.store.aio import greenlet_spawn, is_cluster
 
 #: The instant the clock stops at (2026-01-01 00:00 UTC), as in benchmarks/locomo.py --reproducible.
 FROZEN = 1_767_225_600.0
@@ -59,27 +60,39 @@ async def async_call(target: Any, name: str, *args: Any, **kwargs: Any) -> Any:
     return await getattr(target, "a" + name)(*args, **kwargs)
 
 
-def run_reproducibly(monkeypatch, scenario: Callable[[Call], Awaitable[Any]], call: Call, prefix: str) -> Any:
-    """``scenario(call)`` under key prefix ``prefix``, a frozen clock and uuids seeded alike every run."""
+@contextmanager
+def reproducible(prefix: str) -> Iterator[None]:
+    """Inside: key prefix ``prefix``, a frozen clock and uuids drawn from a generator seeded alike every time."""
     rng = random.Random(7)
-    monkeypatch.setattr(time, "time", lambda: FROZEN)
-    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=rng.getrandbits(128), version=4))
-    redmem.configure(key_prefix=prefix)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(time, "time", lambda: FROZEN)
+        patch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=rng.getrandbits(128), version=4))
+        redmem.configure(key_prefix=prefix)
+        yield
+
+
+def run(coroutine: Awaitable[Any]) -> Any:
+    """``coroutine`` run on a new event loop, whose asyncio clients are closed after it."""
 
     async def main() -> Any:
         try:
-            return await scenario(call)
+            return await coroutine
         finally:
             await aio.aclose_clients()
 
-    try:
-        return asyncio.run(main())
-    finally:
-        monkeypatch.undo()
+    return asyncio.run(main())
 
 
-def dump(client: Any, prefix: str) -> dict[str, Any]:
-    """Every key under ``prefix`` (operation keys too) with its type and value, the prefix written ``P``.
+def run_reproducibly(scenario: Callable[[Call], Awaitable[Any]], call: Call, prefix: str) -> Any:
+    """``scenario(call)`` under key prefix ``prefix``, reproducibly (:func:`reproducible`)."""
+    with reproducible(prefix):
+        return run(scenario(call))
+
+
+def dump(client: Any, prefix: str, operations: bool = True) -> dict[str, Any]:
+    """Every key under ``prefix`` with its type and value, the prefix written ``P``. Unless
+    ``operations``, bookkeeping is left out: operation keys, and the registry of partitions (a
+    best-effort hint, written before the records it lists).
 
     Stream entry ids and a vector set's ``epoch`` come from the server's clock: replaced by their rank.
     """
@@ -88,6 +101,8 @@ def dump(client: Any, prefix: str) -> dict[str, Any]:
     options: dict[str, Any] = {"target_nodes": "primaries"} if is_cluster(client) else {}
     for raw in client.scan_iter(match=pattern, **options):
         key = raw.decode()
+        if not operations and (":op:" in key or key.endswith(":partitions")):
+            continue
         kind = client.type(raw).decode()
         if kind == "string":
             value: Any = client.get(raw)
@@ -231,12 +246,281 @@ SCENARIOS = [save_update_delete, save_many_and_get, query_methods, primitive_ope
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
-def test_the_async_api_stores_and_returns_what_the_sync_api_does(any_db, monkeypatch, scenario):
-    run = next(_runs)
-    sync_prefix, async_prefix = f"dsync{run}", f"dasync{run}"
-    expected = run_reproducibly(monkeypatch, scenario, sync_call, sync_prefix)
-    got = run_reproducibly(monkeypatch, scenario, async_call, async_prefix)
+def test_the_async_api_stores_and_returns_what_the_sync_api_does(any_db, scenario):
+    number = next(_runs)
+    sync_prefix, async_prefix = f"dsync{number}", f"dasync{number}"
+    expected = run_reproducibly(scenario, sync_call, sync_prefix)
+    got = run_reproducibly(scenario, async_call, async_prefix)
     stored = dump(any_db, sync_prefix)
     assert stored, "the scenario stored nothing"
     assert dump(any_db, async_prefix) == stored
     assert outcome(got, async_prefix) == outcome(expected, sync_prefix)
+
+
+def test_the_async_api_sends_nothing_through_the_sync_client(db, sent):
+    """Every Redis call of the asyncio API goes through redis.asyncio, none through the sync connection."""
+    run_reproducibly(assemble_and_feedback, async_call, f"dsent{next(_runs)}")
+    assert sent == []
+    with reproducible(f"dsent{next(_runs)}"):
+        run(assemble_and_feedback(sync_call))
+    assert sent, "the sync API's requests are counted"
+
+
+def test_async_variants_run_the_subclass_override_and_forward_new_arguments(db):
+    class Loud(Note):
+        def save(self, *, shout: bool = False) -> bool:
+            self.content = self.content.upper() if shout else self.content
+            return super().save()
+
+    note = Loud(agent_id="a", content="quiet words")
+    assert asyncio.run(note.asave(shout=True)) is True
+    assert Loud.query.get(note_id=note.note_id, agent_id="a").content == "QUIET WORDS"
+
+
+def test_await_only_outside_greenlet_spawn_is_a_configuration_error():
+    async def direct() -> None:
+        aio.await_only(asyncio.get_running_loop().create_future())
+
+    with pytest.raises(redmem.ConfigurationError, match="outside greenlet_spawn"):
+        asyncio.run(direct())
+
+
+# -- cancellation -------------------------------------------------------------------------------
+async def _cancelled_instead(awaitable: Awaitable[Any]) -> Any:
+    """Never runs ``awaitable`` (its command is not sent): cancelled before it."""
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()
+    raise asyncio.CancelledError
+
+
+async def _cancelled_after(awaitable: Awaitable[Any]) -> Any:
+    """Runs ``awaitable`` (its command is applied), then cancelled before the caller sees the reply."""
+    await awaitable
+    raise asyncio.CancelledError
+
+
+def cancelling(at: int, calls: list[int], when: str = "loop") -> Callable[[Awaitable[Any]], Any]:
+    """An ``await_only`` that cancels the calling task at its ``at``-th call (counted in ``calls``).
+
+    ``when``: ``"before"`` the awaitable starts (nothing sent), ``"after"`` it finished (applied,
+    reply lost to the caller), or ``"loop"``: ``task.cancel()`` from the event loop once it has
+    started, as a timeout would (a command may be sent and its reply never read).
+    """
+    real = aio.await_only
+
+    def await_only(awaitable: Awaitable[Any]) -> Any:
+        calls[0] += 1
+        if calls[0] == at and when == "before":
+            awaitable = _cancelled_instead(awaitable)
+        elif calls[0] == at and when == "after":
+            awaitable = _cancelled_after(awaitable)
+        elif calls[0] == at:
+            task = asyncio.current_task()
+            assert task is not None
+            asyncio.get_running_loop().call_soon(task.cancel)
+        return real(awaitable)
+
+    return await_only
+
+
+def new_one() -> Memory:
+    return memory("a", "deploy the service with helm", importance=2.0)
+
+
+def saved_then_changed() -> Memory:
+    record = new_one()
+    record.save()
+    record.content = "deploy the service with kustomize"
+    return record
+
+
+def saved() -> Memory:
+    record = new_one()
+    record.save()
+    return record
+
+
+def several() -> list[Memory]:
+    return [memory("a", f"fact {i} about deploys and helm charts") for i in range(6)]
+
+
+async def save_it(record: Memory) -> Any:
+    return await record.asave()
+
+
+async def delete_it(record: Memory) -> Any:
+    return await record.adelete()
+
+
+async def save_them(records: list[Memory]) -> Any:
+    return await Memory.asave_many(records, chunk_size=2)
+
+
+CANCELLED = {
+    "asave of a new record": (new_one, save_it, lambda r: r.save()),
+    "asave of a changed record": (saved_then_changed, save_it, lambda r: r.save()),
+    "adelete": (saved, delete_it, lambda r: r.delete()),
+    "asave_many in chunks": (several, save_them, lambda rs: Memory.save_many(rs, chunk_size=2)),
+}
+
+
+def allowed_states(client: Any, setup: Callable[[], Any], finish: Callable[[Any], Any]) -> list[dict[str, Any]]:
+    """The states a cancelled call may leave: before it, after it, and (a bulk save) after each chunk."""
+    states = []
+    with reproducible(prefix := f"dref{next(_runs)}"):
+        given = setup()
+    states.append(dump(client, prefix, operations=False))
+    if isinstance(given, list):
+        from redmem.model.bulk import _chunks
+
+        sizes = [len(chunk) for chunk in _chunks(given, 2)]
+        ends = list(itertools.accumulate(sizes))
+    else:
+        ends = [1]
+    for end in ends:
+        with reproducible(prefix := f"dref{next(_runs)}"):
+            given = setup()
+            finish(given[:end] if isinstance(given, list) else given)
+        states.append(dump(client, prefix, operations=False))
+    return states
+
+
+def awaits_of(setup: Callable[[], Any], act: Callable[[Any], Awaitable[Any]]) -> int:
+    """How many times one uncancelled call hands an awaitable to the event loop."""
+    calls = [0]
+    with reproducible(f"dcount{next(_runs)}"), pytest.MonkeyPatch.context() as patch:
+        given = setup()
+        patch.setattr(aio, "await_only", cancelling(0, calls))
+        run(act(given))
+    return calls[0]
+
+
+@pytest.mark.parametrize("when", ["before", "after", "loop"])
+@pytest.mark.parametrize("case", CANCELLED, ids=str)
+def test_a_cancelled_write_leaves_every_record_absent_or_complete_and_a_rerun_succeeds(db, case, when):
+    """The task is cancelled at its 1st, 2nd, .. K-th await (K: the awaits of a whole call), before
+    the awaited command is sent, after its reply came, or from the loop while it runs.
+
+    A cancel from the loop that lands as redis.asyncio writes a command can be lost on Python
+    3.11 (``asyncio.wait_for`` returns the finished write instead of raising): that call completes.
+    """
+    setup, act, finish = CANCELLED[case]
+    states = allowed_states(db, setup, finish)
+    seen, cancels = set(), 0
+    awaits = awaits_of(setup, act)
+    assert awaits > 2, "the call awaits a few times"
+    for at in range(1, awaits + 1):
+        prefix = f"dcancel{next(_runs)}"
+        with reproducible(prefix):
+            given = setup()
+
+            async def attempt(given: Any) -> bool:
+                task = asyncio.create_task(act(given))
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    return True
+                return False
+
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(aio, "await_only", cancelling(at, [0], when))
+                cancels += run(attempt(given))
+            state = dump(db, prefix, operations=False)
+            assert state in states, f"cancelled at await {at}: a state no complete call leaves"
+            seen.add(states.index(state))
+            run(act(given))  # the re-run
+            assert dump(db, prefix, operations=False) == states[-1]
+    if when != "loop":
+        assert cancels == awaits
+        assert (0 if when == "before" else len(states) - 1) in seen, "cancelled before the first write / after the last"
+
+
+# -- concurrency --------------------------------------------------------------------------------
+class Ticket(redmem.Model):
+    """Indexes whose stored state does not depend on the order of writes (BM25 numbers documents
+    in the order they are first indexed, so Note's postings depend on it)."""
+
+    ticket_id = redmem.KeyField()
+    agent_id = redmem.KeyField()
+    content = redmem.StringField()
+    importance = redmem.FloatField(default=1.0)
+    tags = redmem.TagField()
+    priority = redmem.SortedField()
+    relevance = redmem.DecayingSortedField(base_score_field="importance", partition_by="agent_id")
+    confidence = ConfidenceField()
+    seen = redmem.ExistenceFilter(fingerprint_fn=lambda t: t.content.split()[:2])
+
+
+def tickets() -> list[Ticket]:
+    return [Ticket(ticket_id=f"t{i}", agent_id=f"agent-{i % 3}", content=f"ticket {i} about lua",
+                   importance=1 + i / 10, tags=[f"tag{i % 4}"], priority=i % 5) for i in range(24)]
+
+
+def notes() -> list[Note]:
+    return [Note(note_id=f"n{i}", agent_id=f"agent-{i % 3}", content=f"note {i} on redis lua and streams",
+                 salience=i / 10) for i in range(24)]
+
+
+def test_concurrent_asaves_on_one_loop_store_what_sequential_saves_do(any_db):
+    with reproducible(sequential := f"dseq{next(_runs)}"):
+        expected = tickets()
+        for record in expected:
+            record.save()
+        for record in expected[::4]:
+            record.content += " updated"
+            record.save()
+
+    async def concurrently(given: list[Ticket]) -> None:
+        await asyncio.gather(*(record.asave() for record in given))
+        for record in given[::4]:
+            record.content += " updated"
+        await asyncio.gather(*(record.asave() for record in given[::4]))
+
+    with reproducible(concurrent := f"dcon{next(_runs)}"):
+        given = tickets()
+        run(concurrently(given))
+    assert dump(any_db, concurrent, operations=False) == dump(any_db, sequential, operations=False)
+    assert [r.to_dict() for r in given] == [r.to_dict() for r in expected]
+
+
+def test_concurrent_asaves_of_bm25_records_search_as_sequential_saves_do(any_db):
+    def searches() -> list[Any]:
+        return [[(h.record.note_id, h.score) for h in Note.query.filter(agent_id=f"agent-{a}").keyword_search(words).hits]
+                for a in range(3) for words in ("redis", "note 7 streams", "lua")]
+
+    with reproducible(f"dseq{next(_runs)}"):
+        for record in notes():
+            record.save()
+        expected = searches()
+
+    async def concurrently() -> None:
+        await asyncio.gather(*(record.asave() for record in notes()))
+
+    with reproducible(f"dcon{next(_runs)}"):
+        run(concurrently())
+        assert searches() == expected
+        assert sum(Note.query.filter(agent_id=f"agent-{a}").count() for a in range(3)) == 24
+
+
+def test_concurrent_assembles_share_the_vector_matrix_lock_without_blocking_the_loop(db):
+    for i in range(12):
+        memory("a", f"deploy note {i} with helm and kubernetes").save()
+    assembler = ContextAssembler(Memory, max_items=3)
+    expected = [r.memory_id for r in assembler.assemble("helm deploy", agent_id="a", now=FROZEN).records]
+
+    async def many() -> list[Any]:
+        return await asyncio.gather(*(assembler.aassemble("helm deploy", agent_id="a", now=FROZEN) for _ in range(8)))
+
+    for result in run(many()):
+        assert [r.memory_id for r in result.records] == expected
+
+
+def test_greenlet_spawn_returns_the_result_and_raises_the_error():
+    assert asyncio.run(greenlet_spawn(lambda a, b: a + b, 2, b=3)) == 5
+
+    def failing() -> None:
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        asyncio.run(greenlet_spawn(failing))
