@@ -217,11 +217,15 @@ class AioClient(_Facade):
     def __repr__(self) -> str:
         return f"AioClient({self.wrapped!r})"
 
+    def close(self) -> None:
+        """Close the connections (the sync ``close``; ``redis.asyncio`` names it ``aclose``)."""
+        self.resolve(self.wrapped.aclose())
+
     def __enter__(self) -> AioClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.resolve(self.wrapped.aclose())
+        self.close()
 
 
 class AioPipeline(_Facade):
