@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import redis.asyncio as redis_asyncio
 
 import redmem
 import redmem.store.aio as aio
@@ -524,3 +525,79 @@ def test_greenlet_spawn_returns_the_result_and_raises_the_error():
 
     with pytest.raises(KeyError):
         asyncio.run(greenlet_spawn(failing))
+
+
+# -- the client ---------------------------------------------------------------------------------
+def test_the_asyncio_twin_keeps_the_connection_settings(db):
+    twin = aio.async_twin(db)
+    sync_kwargs = aio.unwrapped(db).connection_pool.connection_kwargs
+    kwargs = twin.connection_pool.connection_kwargs
+    for name in ("host", "port", "db", "socket_timeout", "socket_connect_timeout"):
+        assert kwargs.get(name) == sync_kwargs.get(name, kwargs.get(name)), name
+    assert kwargs["socket_timeout"] == redmem.store.connection.SOCKET_TIMEOUT
+    assert twin.get_retry().get_retries() == redmem.store.connection.RETRIES
+
+
+def own_client(db: Any) -> Any:
+    """A redis.asyncio client of the test server, made by hand."""
+    kwargs = aio.unwrapped(db).connection_pool.connection_kwargs
+    return redis_asyncio.Redis(host=kwargs["host"], port=kwargs["port"])
+
+
+def test_a_configured_async_client_is_the_one_used(db):
+    async def main() -> Any:
+        mine = own_client(db)
+        redmem.configure(async_client=mine)
+        try:
+            note = await Note.acreate(agent_id="a", content="through my own client")
+            used = await greenlet_spawn(lambda: Note._meta.client.wrapped)
+            return mine, used, note
+        finally:
+            redmem.configure(async_client=None)
+            await mine.aclose()
+
+    mine, used, note = asyncio.run(main())
+    assert used is mine
+    assert Note.query.get(note_id=note.note_id, agent_id="a").content == "through my own client"
+
+
+def test_a_model_meta_async_client_wins_for_that_model(db):
+    async def main() -> Any:
+        mine = own_client(db)
+
+        class Own(redmem.Model):
+            own_id = redmem.KeyField()
+            text = redmem.StringField()
+
+            class Meta:
+                async_client = mine
+
+        try:
+            await Own(own_id="x", text="hello").asave()
+            return mine, await greenlet_spawn(lambda: (Own._meta.client.wrapped, Note._meta.client.wrapped)), Own
+        finally:
+            await mine.aclose()
+            await aio.aclose_clients()
+
+    mine, (own, other), model = asyncio.run(main())
+    assert own is mine and other is not mine
+    assert model.query.get(own_id="x").text == "hello"
+
+
+def test_a_loop_thread_drives_the_facade_from_sync_code(any_db):
+    """The resolver of REDMEM_TEST_CLIENT=asyncio-bridge: plain sync code over redis.asyncio."""
+    thread = aio.LoopThread()
+    try:
+        facade = aio.AioClient(aio.async_twin(any_db), thread.resolve)
+        key = f"{redmem.store.settings().key_prefix}:{{x}}:k"
+        assert facade.set(key, 1) is True
+        with facade.pipeline(transaction=True) as pipe:
+            pipe.watch(key)
+            assert pipe.get(key) == b"1"
+            pipe.multi()
+            assert pipe.incr(key) is pipe
+            assert pipe.execute() == [2]
+        assert list(facade.scan_iter(match=key, **({"target_nodes": "primaries"} if is_cluster(any_db) else {}))) == [key.encode()]
+        facade.close()
+    finally:
+        thread.stop()

@@ -60,7 +60,7 @@ BACKOFF_CAP = 0.5
 
 #: The settings :func:`configure` changes, which a model's ``Meta`` may also set for that model.
 SETTING_NAMES = (
-    "client", "async_client", "key_prefix", "embedding_provider", "token_counter", "partition_registry",
+    "client", "key_prefix", "embedding_provider", "token_counter", "partition_registry", "async_client",
 )
 
 
