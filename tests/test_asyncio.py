@@ -601,3 +601,29 @@ def test_a_loop_thread_drives_the_facade_from_sync_code(any_db):
         facade.close()
     finally:
         thread.stop()
+
+
+class Logged(redmem.EventStreamMixin, redmem.Model):
+    """A record whose saves append to its partition's event stream."""
+
+    item_id = redmem.KeyField()
+    agent_id = redmem.KeyField(partition_by="agent_id")
+    body = redmem.StringField()
+
+
+def test_a_blocking_stream_read_waits_on_the_loop_while_another_coroutine_writes(any_db):
+    """``aread`` blocks on the server, not on the loop: the save awaited meanwhile is what it reads
+    (a read blocking the thread would return nothing after ``block_ms``)."""
+    consumer = redmem.StreamConsumer(Logged.event_stream_key(agent_id="a"), "g", "c1", block_ms=3000)
+
+    async def main() -> list[Any]:
+        await consumer.aensure_group()
+        reading = asyncio.create_task(consumer.aread())
+        await Logged(item_id="x", agent_id="a", body="hello").asave()
+        events = await reading
+        await consumer.aack(*(e.id for e in events))
+        return events
+
+    events = run(main())
+    assert [(e.op, e.key) for e in events] == [("create", Logged.query.get(item_id="x", agent_id="a").db_key.redis_key)]
+    assert consumer.pending_count() == 0
