@@ -627,3 +627,14 @@ def test_a_blocking_stream_read_waits_on_the_loop_while_another_coroutine_writes
     events = run(main())
     assert [(e.op, e.key) for e in events] == [("create", Logged.query.get(item_id="x", agent_id="a").db_key.redis_key)]
     assert consumer.pending_count() == 0
+
+
+def test_more_concurrent_calls_than_pooled_connections_wait_for_one(db):
+    """150 saves in flight on a pool of 100 connections: the others wait for a free one."""
+
+    async def main() -> None:
+        await asyncio.gather(*(Note(agent_id="a", content=f"note {i}").asave() for i in range(150)))
+        await aio.aclose_clients()
+
+    run(main())
+    assert Note.query.filter(agent_id="a").count() == 150

@@ -310,6 +310,10 @@ def _connection_options(kwargs: dict[str, Any], ssl: bool) -> dict[str, Any]:
 def async_twin(client: Any) -> Any:
     """A new ``redis.asyncio`` client (or cluster) with ``client``'s server and connection settings.
 
+    A single server's client has a blocking pool of as many connections as ``client``'s pool
+    may open (redis-py's default: 100): each coroutine in flight holds one, and past that many
+    the next waits (up to 20 s) for one to be released, instead of failing.
+
     ``client`` is a sync ``redis.Redis`` / ``RedisCluster``, or a facade (whose asyncio client's
     settings are used). ConfigurationError for anything else.
     """
@@ -326,7 +330,12 @@ def async_twin(client: Any) -> Any:
     if isinstance(source, redis.Redis | redis.asyncio.Redis):
         pool = source.connection_pool
         ssl = "SSL" in getattr(pool.connection_class, "__name__", "")
-        return redis.asyncio.Redis(**_connection_options(pool.connection_kwargs, ssl))
+        template = redis.asyncio.Redis(**_connection_options(pool.connection_kwargs, ssl)).connection_pool
+        blocking = redis.asyncio.BlockingConnectionPool(
+            max_connections=pool.max_connections, connection_class=template.connection_class,
+            **template.connection_kwargs,
+        )
+        return redis.asyncio.Redis.from_pool(blocking)
     raise ConfigurationError(
         f"cannot derive a redis.asyncio client from {type(client).__name__}: "
         "give one with redmem.configure(async_client=...) or Meta.async_client"
