@@ -8,8 +8,9 @@ through ``redis.asyncio`` (redmem.store.aio). Per operation: the median wall tim
 ``--repeats`` calls, the sync call's round trips (common.CommandCounter) and the async call's
 awaits (each Redis call the sync code makes: one per round trip, plus the release of a
 pipeline's connection). Then ``--concurrent`` saves at once with ``asyncio.gather`` against the
-same saves one after another. Wall times on a shared machine are noisy: the load average is
-recorded beside them.
+same saves one after another, and redis-py alone (a MULTI/EXEC, sync against redis.asyncio) to
+tell what the asyncio client costs by itself. Wall times on a shared machine are noisy: the
+load average is recorded beside them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import redis
+import redis.asyncio
 
 import redmem
 import redmem.store.aio as aio
@@ -109,6 +113,36 @@ def concurrency(model: Any, texts: list[str], count: int) -> dict[str, Any]:
     return {"saves": count, "sequential_sync_s": round(sequential, 4), "gathered_async_s": round(asyncio.run(gathered()), 4)}
 
 
+def raw_pipelines(url: str, count: int) -> dict[str, float]:
+    """redis-py alone, without redmem: median ms of a MULTI/EXEC of 10 HSETs, sync and redis.asyncio."""
+    sync_client = redis.Redis.from_url(url)
+    sync_times = []
+    for i in range(count):
+        start = time.perf_counter()
+        with sync_client.pipeline(transaction=True) as pipe:
+            for j in range(10):
+                pipe.hset(f"raw:s{i}", f"f{j}", j)
+            pipe.execute()
+        sync_times.append(time.perf_counter() - start)
+    sync_client.close()
+
+    async def asynchronous() -> list[float]:
+        client = redis.asyncio.Redis.from_url(url)
+        await client.ping()
+        times = []
+        for i in range(count):
+            start = time.perf_counter()
+            async with client.pipeline(transaction=True) as pipe:
+                for j in range(10):
+                    pipe.hset(f"raw:a{i}", f"f{j}", j)
+                await pipe.execute()
+            times.append(time.perf_counter() - start)
+        await client.aclose()
+        return times
+
+    return {"sync_ms": _median_ms(sync_times), "async_ms": _median_ms(asyncio.run(asynchronous()))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=2000)
@@ -123,7 +157,9 @@ def main() -> None:
         model = memory_model("AsyncBench")
         rows = measure(model, texts[: args.records], queries, args.repeats)
         gathered = concurrency(model, texts, args.concurrent)
-    payload = {"machine": machine(), "args": vars(args), "operations": rows, "concurrency": gathered}
+        raw = raw_pipelines(server.url, args.repeats)
+    payload = {"machine": machine(), "args": vars(args), "operations": rows, "concurrency": gathered,
+               "redis_py_alone": raw}
     write_json("asyncio_overhead", payload)
     lines = [
         "# asyncio API overhead",
@@ -138,6 +174,9 @@ def main() -> None:
         "",
         f"{gathered['saves']} saves: {gathered['sequential_sync_s']} s one after another (sync), "
         f"{gathered['gathered_async_s']} s gathered on one loop (async).",
+        "",
+        f"redis-py alone (no redmem), a MULTI/EXEC of 10 HSETs: {raw['sync_ms']} ms sync, "
+        f"{raw['async_ms']} ms with redis.asyncio.",
     ]
     (Path(__file__).resolve().parent / "results" / "asyncio_overhead.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

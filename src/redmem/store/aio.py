@@ -196,8 +196,7 @@ class _Facade:
         if not callable(attribute) or isinstance(attribute, type):
             return attribute
 
-        @functools.wraps(attribute)
-        def call(*args: Any, **kwargs: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:  # not functools.wraps: it would cost more than the call
             return self._result(attribute(*args, **kwargs))
 
         return call
