@@ -63,11 +63,22 @@ from typing import Any
 
 import common
 import redmem
-from redmem.recipes.hsca import ContextSnapshot, EmbeddingDomains, HSCAEngine, WeightedChunk, tune
+from redmem.recipes.hsca import (
+    AgentMacro,
+    ContextSnapshot,
+    EmbeddingDomains,
+    HSCAEngine,
+    SnapshotRecord,
+    WeightedChunk,
+    tune,
+)
 from redmem.recipes.hsca.beats import Beat, snapshot_term_weights
+from redmem.recipes.hsca.domains import DOMAIN_KEYWORDS
+from redmem.recipes.hsca.macro import domain_evolution
 from redmem.recipes.hsca.scoring import score_turn
+from redmem.recipes.hsca.series import forget_cached_beats
 from redmem.recipes.hsca.store import SessionStore
-from redmem.recipes.hsca.tuning import load_parameters
+from redmem.recipes.hsca.tuning import THRESHOLD_GRID, WINDOW_BOUNDS, load_parameters
 from redmem.recipes.hsca.window import build_snapshot
 from redmem.store.embedded import EmbeddedServer
 from redmem.text.analyzer import default_analyzer
@@ -222,6 +233,21 @@ def eval_self_improvement(cases: list[dict[str, Any]], steps: Sequence[int]) -> 
     return {"steps": rows, "rates": rates, "passed": monotone}
 
 
+def tuner_ceiling(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """A diagnostic, not a selection: eval 1's held-out pass rate for every window and threshold
+    the tuner can choose (flag weights at 1), so whether any tuning could move the metric at all."""
+    held_out = [c for c in cases if c["split"] == "held_out"]
+    found: dict[str, list[str]] = {}
+    for window in range(WINDOW_BOUNDS[0], WINDOW_BOUNDS[1] + 1):
+        for threshold in THRESHOLD_GRID:
+            results = eval_fidelity(held_out, lambda w=window, t=threshold: HSCAEngine(t, cooccurrence_window=w))
+            found[f"{window}/{threshold}"] = [r["id"] for r in results if not r["passed"]]
+    rates = {k: 1 - len(v) / len(held_out) for k, v in found.items()}
+    always = sorted(set.intersection(*(set(v) for v in found.values())))
+    return {"settings": len(found), "best_rate": max(rates.values()), "worst_rate": min(rates.values()),
+            "failed_under_every_setting": always}
+
+
 # ----------------------------------------------------------------------------- eval 2
 def snapshot_label(snapshot: ContextSnapshot) -> str:
     if snapshot.domain_summary.get("cross_domain", 0.0) >= 0.5:
@@ -354,6 +380,69 @@ def calibrate_meaning(cases: list[dict[str, Any]], embedder: Any) -> tuple[dict[
     return {k: best[k] for k in ("floor", "margin", "bridge")}, grid
 
 
+def bridging_failures(cases: list[dict[str, Any]], results: list[dict[str, Any]], meaning: EmbeddingDomains) -> dict[str, Any]:
+    """Why the held-out pairs that miss miss (a diagnostic): the bridge is B's domain, which A's
+    snapshot, closed before B arrives, cannot take; A's own snapshots lack the bridge (its
+    domain not found); or B is too far from every A turn (best cosine under the bridge) to take it."""
+    by_id = {c["id"]: c for c in cases}
+    reasons: Counter[str] = Counter()
+    for row in results:
+        if row["split"] != "held_out" or row["passed"]:
+            continue
+        case = by_id[row["id"]]
+        closest = max(float(meaning.vector(a) @ meaning.vector(b)) for a in case["turns_a"] for b in case["turns_b"])
+        if case["bridge"] != case["domain_a"]:
+            reasons["bridge is B's domain"] += 1
+        elif row["side_a"].get(case["bridge"], 0.0) < 0.2:
+            reasons["A's own domain not found"] += 1
+        elif closest < meaning.bridge:
+            reasons["B under the bridge cosine"] += 1
+        else:
+            reasons["other"] += 1
+    return dict(reasons)
+
+
+# ----------------------------------------------------------------------------- layer 2 keyword audit
+#: Keywords the audit dropped from the lists (:data:`redmem.recipes.hsca.domains.DOMAIN_KEYWORDS`).
+DROPPED_KEYWORDS = {"philosophical": ("meaning",), "technical_prose": ("system", "function"), "mathematics": ("set",)}
+
+
+def labelled_tuning_turns(cases: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
+    """Every turn of the tuning halves with a topical label: eval 1's central turns (the case's
+    topic), eval 2's turns (their labels, cross-domain ones left out), eval 5's two sides."""
+    turns = []
+    for case in cases["eval1_fidelity.json"]:
+        if case["split"] == "tuning":
+            turns += [(case["turns"][i], case["central_topic"]) for i in case["central_turns"]]
+    for case in cases["eval2_macro.json"]:
+        if case["split"] == "tuning":
+            turns += [(t, label) for t, label in zip(case["turns"], case["turn_labels"], strict=True) if label != "cross_domain"]
+    for case in cases["eval5_bridging.json"]:
+        if case["split"] == "tuning":
+            turns += [(t, case[f"domain_{side}"]) for side in "ab" for t in case[f"turns_{side}"]]
+    return turns
+
+
+def keyword_audit(cases: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per domain keyword (the lists and the dropped ones, as analyser stems), the labelled tuning
+    turns holding it whose label is its domain and those whose label is another; the rule drops
+    a keyword with ``other >= 2`` and ``other > own``. Returns the keywords with other > own."""
+    analyse = default_analyzer()
+    stems = {d.value: set(analyse.tokens(words)) for d, words in DOMAIN_KEYWORDS.items()}
+    for domain, words in DROPPED_KEYWORDS.items():
+        stems[domain] |= set(analyse.tokens(" ".join(words)))
+    own: Counter[tuple[str, str]] = Counter()
+    other: Counter[tuple[str, str]] = Counter()
+    for text, label in labelled_tuning_turns(cases):
+        terms = set(analyse.tokens(text))
+        for domain, keywords in stems.items():
+            for stem in terms & keywords:
+                (own if domain == label else other)[(domain, stem)] += 1
+    flagged = [k for k in set(own) | set(other) if other[k] > own[k]]
+    return [{"domain": d, "stem": s, "own": own[(d, s)], "other": other[(d, s)], "dropped": other[(d, s)] >= 2}
+            for d, s in sorted(flagged, key=lambda k: (own[k] - other[k], k))]
+
+
 # ----------------------------------------------------------------------------- costs
 def scoring_throughput(turns: Sequence[str], repeats: int) -> dict[str, Any]:
     """score_layers chunks per second over ``turns`` (median of ``repeats`` passes)."""
@@ -380,8 +469,11 @@ def timed(call: Callable[[], Any], repeats: int) -> dict[str, float]:
 
 
 def snapshot_costs(turns: Sequence[str], snapshots: int, repeats: int) -> dict[str, Any]:
-    """Fill one Redis session with ``snapshots`` two-chunk snapshots, then time take_snapshot and
-    the macro queries, and to_dict / from_dict of the whole macro context."""
+    """Fill one Redis session with ``snapshots`` two-chunk snapshots, then time take_snapshot, the
+    macro queries and the agent's cross-session view; read the whole macro context and its domain
+    evolution from the aggregates (cold: no beat cached; warm) and as a full read of every
+    record (the computation before the aggregates), checking both give the same; and time
+    to_dict / from_dict of the whole macro context."""
     engine = HSCAEngine(agent_id="bench-agent", session_id="bench-session")
     scored = [score_turn(t, engine.cooccurrence_window) for t in turns[:64]]
     store = SessionStore("bench-agent", "bench-session")
@@ -401,37 +493,50 @@ def snapshot_costs(turns: Sequence[str], snapshots: int, repeats: int) -> dict[s
             engine.take_snapshot()
 
     middle = snapshots // 2
+    agent = AgentMacro("bench-agent")
     queries = {
         "take_snapshot (2 chunks, incl. scoring)": take,
         "last_beats(3)": lambda: engine.last_beats(3),
         "region(mid, mid+10)": lambda: engine.region(middle, middle + 10),
+        "domain_evolution(last 20)": lambda: engine.domain_evolution(snapshots - 20),
         "first_mention('momentum')": lambda: engine.first_mention("momentum"),
         "first_mention('zeppelin'), absent": lambda: engine.first_mention("zeppelin"),
         "state_before('momentum')": lambda: engine.state_before("momentum"),
         "relevant('cache database', context_position=mid)": lambda: engine.relevant("cache database", middle),
         "relevant(..., region=last 20)": lambda: engine.relevant("cache database", region=(snapshots - 20, None)),
+        "AgentMacro.sessions()": agent.sessions,
+        "AgentMacro.domain_mix(half_life=1 day)": lambda: agent.domain_mix(half_life=86_400.0),
+        "AgentMacro.first_appearance('momentum')": lambda: agent.first_appearance("momentum"),
     }
     latency = {name: timed(call, repeats) for name, call in queries.items()}
-    started = time.perf_counter()
-    macro = engine.get_macro_context()
-    read_all_s = time.perf_counter() - started
-    started = time.perf_counter()
-    before_absent = engine.state_before("zeppelin")
-    state_before_absent_s = time.perf_counter() - started
+    whole = {
+        # the computation before the aggregates: every record of the session read and decoded
+        "full_read_s": lambda: [r.snapshot() for r in SnapshotRecord.query.filter(
+            agent_id="bench-agent", session_id="bench-session").order_by("position")],
+        "domain_evolution_full_read_s": lambda: domain_evolution([r.snapshot() for r in SnapshotRecord.query.filter(
+            agent_id="bench-agent", session_id="bench-session").order_by("position")]),
+        "get_macro_context_cold_s": lambda: (forget_cached_beats(), engine.get_macro_context())[1],
+        "get_macro_context_s": engine.get_macro_context,
+        "domain_evolution_s": engine.domain_evolution,
+        "state_before_absent_concept_s": lambda: engine.state_before("zeppelin"),
+    }
+    seconds, results = {}, {}
+    for name, call in whole.items():
+        started = time.perf_counter()
+        results[name] = call()
+        seconds[name] = round(time.perf_counter() - started, 3)
+    macro = results["get_macro_context_s"]
+    assert [s.to_dict() for s in macro] == [s.to_dict() for s in results["full_read_s"]]
+    assert results["domain_evolution_s"] == results["domain_evolution_full_read_s"]
     started = time.perf_counter()
     dumped = json.dumps([s.to_dict() for s in macro])
     to_dict_s = time.perf_counter() - started
     started = time.perf_counter()
     loaded = [ContextSnapshot.from_dict(d) for d in json.loads(dumped)]
     from_dict_s = time.perf_counter() - started
-    started = time.perf_counter()
-    evolution = engine.domain_evolution()
-    evolution_s = time.perf_counter() - started
-    assert len(loaded) == len(macro) == len(evolution) == len(before_absent)
+    assert len(loaded) == len(macro) == len(results["state_before_absent_concept_s"])
     return {
-        "snapshots": len(macro), "fill_s": round(fill_s, 2), "latency_ms": latency,
-        "get_macro_context_s": round(read_all_s, 3), "domain_evolution_s": round(evolution_s, 3),
-        "state_before_absent_concept_s": round(state_before_absent_s, 3),
+        "snapshots": len(macro), "fill_s": round(fill_s, 2), "latency_ms": latency, **seconds,
         "to_dict_json_s": round(to_dict_s, 3), "from_dict_json_s": round(from_dict_s, 3),
         "json_mb": round(len(dumped) / 1e6, 2),
     }
@@ -493,10 +598,13 @@ def main(argv: list[str] | None = None) -> None:
         evals["eval3_self_improvement"] = {
             "criterion": CRITERIA["eval3_self_improvement"][0], "target": None,
             "verdict": "PASS" if improvement["passed"] else "MISS", **improvement,
+            "tuner_ceiling": tuner_ceiling(cases["eval1_fidelity.json"]),
         }
         bridging = [r for r in evals["eval5_bridging"]["cases"] if r["split"] == "held_out"]
         evals["eval5_bridging"]["false_bridge_rate"] = sum(r["false_bridge"] for r in bridging) / len(bridging)
         evals["eval5_bridging"]["calibrated_on_tuning_half"] = {"chosen": calibrated, "grid": grid}
+        evals["eval5_bridging"]["held_out_misses_by_reason"] = bridging_failures(
+            cases["eval5_bridging.json"], evals["eval5_bridging"]["cases"], meaning)
         evals["eval4_adversarial"]["top3_tfidf_and_bottom_third_layer1"] = (
             sum(r["top3_tfidf_bottom_third_layer1"] for r in adversarial) / len(adversarial))
         turns = [t for c in cases["eval1_fidelity.json"] + cases["eval2_macro.json"] for t in c["turns"]]
@@ -505,7 +613,7 @@ def main(argv: list[str] | None = None) -> None:
     payload = {
         "machine": common.machine(), "load_average_start": load_start, "load_average_end": list(os.getloadavg()),
         "quick": args.quick, "frozen_cases": {name: file_hash(DATA / name) for name in FROZEN},
-        "evals": dict(sorted(evals.items())), "costs": costs,
+        "evals": dict(sorted(evals.items())), "keyword_audit": keyword_audit(cases), "costs": costs,
     }
     path = common.write_json(args.out, payload)
     path.with_suffix(".md").write_text(markdown(payload))

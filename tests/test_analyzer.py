@@ -113,7 +113,7 @@ def test_options():
     assert Analyzer(stopwords=()).tokens("the cat") == ["the", "cat"]
 
 
-@pytest.mark.parametrize("options", [{"min_length": 0}, {"min_length": 1.5}, {"stopwords": "the"}])
+@pytest.mark.parametrize("options", [{"min_length": 0}, {"min_length": 1.5}, {"min_length": True}, {"stopwords": "the"}])
 def test_bad_options_raise(options):
     with pytest.raises(ConfigurationError):
         Analyzer(**options)

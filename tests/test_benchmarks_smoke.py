@@ -282,8 +282,12 @@ def test_hsca_evals_quick(tmp_path):
         held, tuning = row["pass_rates"]["held_out"], row["pass_rates"]["tuning"]
         assert held["cases"] >= 15 and tuning["cases"] >= 15 and 0 <= held["rate"] <= 1
         assert len(row["cases"]) >= 30
+    assert evals["eval3_self_improvement"]["tuner_ceiling"]["settings"] == 9 * 21
+    dropped = {(k["domain"], k["stem"]) for k in payload["keyword_audit"] if k["dropped"]}
+    assert ("philosophical", "mean") in dropped and all(k["other"] > k["own"] for k in payload["keyword_audit"])
     costs = payload["costs"]
     assert costs["score_layers"]["chunks_per_s"] > 0 and costs["session"]["snapshots"] >= 40
+    assert {"full_read_s", "get_macro_context_cold_s", "domain_evolution_full_read_s"} <= set(costs["session"])
     assert all(row["p50"] > 0 for row in costs["session"]["latency_ms"].values())
     assert len(payload["load_average_start"]) == 3
     assert (tmp_path / "smoke_hsca_evals.md").read_text().startswith("# HSCA evaluations")

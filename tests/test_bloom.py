@@ -65,7 +65,7 @@ def test_positions_follow_double_hashing():
 
 
 @pytest.mark.parametrize(
-    "options", [{"error_rate": 0}, {"error_rate": 1.0}, {"capacity": 0}, {"capacity": 1.5}]
+    "options", [{"error_rate": 0}, {"error_rate": 1.0}, {"capacity": 0}, {"capacity": 1.5}, {"capacity": True}]
 )
 def test_bad_parameters_raise(options):
     with pytest.raises(ModelException):

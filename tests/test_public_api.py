@@ -60,9 +60,10 @@ PINNED = {
         "SubconsciousMemory", "assess_retrieval",
     ],
     "redmem.recipes.hsca": [
-        "Beat", "ContextSnapshot", "DomainStep", "DomainTag", "EmbeddingDomains", "HSCAEngine", "HSCAParameters",
-        "NuanceFlag", "NuanceModel", "RelevantBeat", "ServedQuery", "ServedRecord", "SessionStore",
-        "SnapshotPassage", "SnapshotRecord", "TunedParameters", "TuningResult", "WeightedChunk", "tune",
+        "AgentBeat", "AgentMacro", "Beat", "ConceptAppearance", "ContextSnapshot", "DomainStep", "DomainTag",
+        "EmbeddingDomains", "HSCAEngine", "HSCAParameters", "NuanceFlag", "NuanceModel", "RelevantBeat",
+        "ServedQuery", "ServedRecord", "SessionProfile", "SessionStore", "SnapshotPassage", "SnapshotRecord",
+        "TunedParameters", "TuningResult", "WeightedChunk", "tune",
     ],
     "redmem.recipes.frames": [
         "ATTENTION_FRAME", "BUILTIN_FRAMES", "Block", "CachePolicy", "FrameDefinition", "FrameFilters",

@@ -32,6 +32,7 @@ from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall, run_calls
+from ..store.validation import positive_int
 from ..text import Analyzer, default_analyzer
 from .search_protocol import run_search
 
@@ -179,8 +180,7 @@ class ExistenceFilter(TermField):
     ) -> None:
         if not 0.0 < error_rate < 1.0:
             raise ModelException(f"error_rate must be in (0, 1), got {error_rate!r}")
-        if not isinstance(capacity, int) or capacity < 1:
-            raise ModelException(f"capacity must be an int >= 1, got {capacity!r}")
+        positive_int("capacity", capacity, error=ModelException)
         super().__init__(fingerprint_fn, **options)
         self.error_rate, self.capacity = error_rate, capacity
         self.m, self.k = bloom_size(capacity, error_rate)

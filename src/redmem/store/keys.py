@@ -94,6 +94,12 @@ class KeyKind(StrEnum):
     POLICY_CRYSTALLISED = "pc"
     #: string (counter): the last conversation position HSCA gave a snapshot of the session
     HSCA_POSITION = "hp"
+    #: sorted set: HSCA's domain series of a session, one JSON entry per snapshot, scored by position
+    HSCA_SERIES = "hd"
+    #: hash: HSCA's domain sums of a session (domain -> summed weight in 1e-4 units; ``#beats``)
+    HSCA_DOMAIN_SUMS = "hw"
+    #: sorted set: the sessions of an HSCA agent, scored by the time of their first snapshot
+    HSCA_SESSIONS = "hx"
     #: set: ids of the memories the ``redmem demo`` command created
     DEMO_RUN = "demo-run"
     #: sorted set (lex): a PrefixIndexField's ``"<value> <record id>"`` entries (``px:<field>``)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, ClassVar
 import Stemmer
 
 from ..store.errors import ConfigurationError
+from ..store.validation import positive_int
 from .runs import runs
 from .stopwords import ENGLISH_STOPWORDS
 
@@ -86,8 +87,7 @@ class Analyzer:
     def __post_init__(self) -> None:
         if isinstance(self.stopwords, str):
             raise ConfigurationError("stopwords must be a collection of words, not one string")
-        if not isinstance(self.min_length, int) or self.min_length < 1:
-            raise ConfigurationError(f"min_length must be an int >= 1, got {self.min_length!r}")
+        positive_int("min_length", self.min_length, error=ConfigurationError)
         object.__setattr__(self, "stopwords", frozenset(w.casefold() for w in self.stopwords))
         object.__setattr__(self, "_words", {})  # word run -> its terms; not an option (no field)
 

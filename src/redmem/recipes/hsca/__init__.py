@@ -2,9 +2,11 @@
 
 Each turn is scored by four layers (relational weight, domain and coherence, nuance flags, the
 adaptive window); coherent beats freeze into :class:`ContextSnapshot` s kept in order per session
-in Redis, and the macro context answers questions about how the conversation moved.
+in Redis, and the macro context answers questions about how the conversation moved;
+:class:`AgentMacro` reads an agent's sessions together (cross-session aggregation, read-only).
 """
 
+from .agent import AgentBeat, AgentMacro, ConceptAppearance, SessionProfile
 from .beats import Beat
 from .domain_model import EmbeddingDomains
 from .engine import HSCAEngine
@@ -23,6 +25,10 @@ __all__ = [
     "WeightedChunk",
     "ContextSnapshot",
     "Beat",
+    "AgentMacro",
+    "SessionProfile",
+    "ConceptAppearance",
+    "AgentBeat",
     "DomainStep",
     "RelevantBeat",
     "NuanceModel",

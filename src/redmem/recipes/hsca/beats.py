@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .interface import ContextSnapshot
+from .macro import DomainStep, domain_steps
 
 __all__ = ["Beat", "MemoryBeats", "snapshot_term_weights", "PRESENCE_FLOOR"]
 
@@ -59,6 +60,13 @@ class MemoryBeats:
 
     def last(self, n: int) -> list[Beat]:
         return self._beats[-n:] if n > 0 else []
+
+    def domain_evolution(self, start: int = 0, stop: int | None = None) -> list[DomainStep]:
+        """The domain steps of positions ``start..stop`` (``shifted`` against the step before ``start``)."""
+        before = self._beats[max(start, 0) - 1 : max(start, 0)] if start > 0 else []
+        steps = domain_steps([(b.snapshot.conversation_position, b.snapshot.domain_summary)
+                              for b in before + self.between(start, stop)])
+        return steps[len(before):]
 
     def first_mention(self, terms: Sequence[str]) -> int | None:
         for beat in self._beats:

@@ -20,7 +20,7 @@ from .beats import Beat, MemoryBeats, snapshot_term_weights
 from .domain_model import EmbeddingDomains
 from .history import record_served
 from .interface import ContextSnapshot, WeightedChunk
-from .macro import DEFAULT_LOCALITY, DomainStep, RelevantBeat, domain_evolution, rank_relevant
+from .macro import DEFAULT_LOCALITY, DomainStep, RelevantBeat, rank_relevant
 from .nuance_model import NuanceModel
 from .scoring import ScoredTurn, score_turn
 from .source import PASSAGE_FIELDS, SnapshotPassage, assemble_region
@@ -131,7 +131,8 @@ class HSCAEngine:
         return snapshot
 
     def get_macro_context(self) -> list[ContextSnapshot]:
-        """Every snapshot of the session, in position order (the buffer excluded)."""
+        """Every snapshot of the session, in position order (the buffer excluded): the session's
+        series read, and only the snapshots this process has not read before (:mod:`.series`)."""
         return [b.snapshot for b in self._beats.between()]
 
     @property
@@ -159,9 +160,11 @@ class HSCAEngine:
             return []
         return self.region(0, None if first is None else first - 1)
 
-    def domain_evolution(self) -> list[DomainStep]:
-        """Each snapshot's dominant domain, in order, marking where the conversation moved."""
-        return domain_evolution(self.get_macro_context())
+    def domain_evolution(self, start: int = 0, stop: int | None = None) -> list[DomainStep]:
+        """Each snapshot's dominant domain, in order, marking where the conversation moved; the
+        positions ``start`` to ``stop`` inclusive (no ``stop``: to the last). Read from the
+        session's domain series, not from the snapshots (:mod:`.series`)."""
+        return self._beats.domain_evolution(start, stop)
 
     def relevant(self, query: str, context_position: int | None = None, limit: int = 5, *,
                  region: tuple[int, int | None] = (0, None), locality: float = DEFAULT_LOCALITY) -> list[RelevantBeat]:

@@ -1,7 +1,8 @@
 """HSCA's data: the tag vocabularies and the micro (WeightedChunk) and meso (ContextSnapshot) levels.
 
 Plain dataclasses and ``str`` enums; ``to_dict()`` gives primitives (scores rounded to 4 places)
-and ``from_dict()`` reads them back, defaulting the optional keys as the module interface does.
+and ``from_dict()`` reads them back, defaulting the optional keys as the module interface does
+(its lists and dicts copied: the object shares nothing with the dict it was read from).
 """
 
 from __future__ import annotations
@@ -99,9 +100,9 @@ class WeightedChunk:
             chunk_id=d["chunk_id"],
             text=d["text"],
             layer1_score=d["layer1_score"],
-            domain_tags=d.get("domain_tags", [DomainTag.UNCLASSIFIED.value]),
+            domain_tags=list(d.get("domain_tags", [DomainTag.UNCLASSIFIED.value])),
             coherence_score=d["coherence_score"],
-            nuance_flags=d.get("nuance_flags", []),
+            nuance_flags=list(d.get("nuance_flags", [])),
             parent_id=d.get("parent_id"),
             created_at=d.get("created_at", 0.0),
         )
@@ -141,7 +142,7 @@ class ContextSnapshot:
             snapshot_id=d["snapshot_id"],
             chunks=[WeightedChunk.from_dict(c) for c in d.get("chunks", [])],
             macro_weight=d["macro_weight"],
-            domain_summary=d.get("domain_summary", {}),
+            domain_summary=dict(d.get("domain_summary", {})),
             conversation_position=d.get("conversation_position", 0),
             forced=d.get("forced", False),
             created_at=d.get("created_at", 0.0),

@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .beats import Beat
 from .interface import ContextSnapshot
 
-__all__ = ["DomainStep", "RelevantBeat", "dominant_domain", "domain_evolution", "relevance", "rank_relevant", "DEFAULT_LOCALITY"]
+if TYPE_CHECKING:
+    from .beats import Beat
+
+__all__ = ["DomainStep", "RelevantBeat", "dominant_domain", "domain_steps", "domain_evolution", "relevance", "rank_relevant", "DEFAULT_LOCALITY"]
 
 #: Beats of distance over which the position prior falls by a factor e.
 DEFAULT_LOCALITY = 3.0
@@ -47,16 +50,20 @@ def dominant_domain(summary: dict[str, float]) -> str:
     return min(summary, key=lambda d: (-summary[d], d)) if summary else "unclassified"
 
 
-def domain_evolution(snapshots: Sequence[ContextSnapshot]) -> list[DomainStep]:
-    """Each snapshot's dominant domain (largest weight, ties by name) and whether it differs from
-    the previous snapshot's."""
+def domain_steps(summaries: Sequence[tuple[int, dict[str, float]]]) -> list[DomainStep]:
+    """The steps of ``(position, domain_summary)`` pairs in order: each one's dominant domain
+    (largest weight, ties by name) and whether it differs from the previous one's."""
     steps: list[DomainStep] = []
-    for snapshot in snapshots:
-        summary = snapshot.domain_summary
+    for position, summary in summaries:
         dominant = dominant_domain(summary)
         shifted = bool(steps) and steps[-1].dominant != dominant
-        steps.append(DomainStep(snapshot.conversation_position, dominant, dict(summary), shifted))
+        steps.append(DomainStep(position, dominant, dict(summary), shifted))
     return steps
+
+
+def domain_evolution(snapshots: Sequence[ContextSnapshot]) -> list[DomainStep]:
+    """The domain steps of ``snapshots`` (:func:`domain_steps`): the full-read computation."""
+    return domain_steps([(s.conversation_position, s.domain_summary) for s in snapshots])
 
 
 def relevance(beat: Beat, terms: Sequence[str], context_position: int | None = None,

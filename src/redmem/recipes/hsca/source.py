@@ -36,7 +36,7 @@ from .macro import RelevantBeat, dominant_domain
 if TYPE_CHECKING:
     from ...model.query import Query
 
-__all__ = ["SnapshotPassage", "passage_content", "assemble_region", "PASSAGE_TERMS", "PASSAGE_FIELDS"]
+__all__ = ["SnapshotPassage", "passage_content", "passage_of", "assemble_region", "PASSAGE_TERMS", "PASSAGE_FIELDS"]
 
 #: Terms kept, heaviest first, as the content of a snapshot whose text was dropped.
 PASSAGE_TERMS = 64
@@ -66,10 +66,10 @@ def passage_content(beat: Beat) -> str:
     return " ".join(ranked[:PASSAGE_TERMS])
 
 
-def save_passage(agent_id: str, session_id: str, beat: Beat) -> None:
-    """Store the passage of one snapshot."""
+def passage_of(agent_id: str, session_id: str, beat: Beat) -> SnapshotPassage:
+    """The passage of one snapshot (not saved: the snapshot record's save writes it)."""
     snapshot = beat.snapshot
-    SnapshotPassage.create(
+    return SnapshotPassage(
         agent_id=agent_id, session_id=session_id, snapshot_id=snapshot.snapshot_id,
         position=snapshot.conversation_position, domain=dominant_domain(snapshot.domain_summary),
         macro_weight=round(snapshot.macro_weight, 4), content=passage_content(beat),
