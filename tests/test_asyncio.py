@@ -11,8 +11,10 @@ prefix of its own, a frozen clock and the same seeded uuids, so both runs write 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import random
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,6 +35,7 @@ from redmem.recipes.conversation import (
     conversation_assembler,
     ingest_conversation,
 )
+from redmem.recipes.hsca import HSCAEngine
 from redmem.store.aio import greenlet_spawn, is_cluster
 
 #: The instant the clock stops at (2026-01-01 00:00 UTC), as in benchmarks/locomo.py --reproducible.
@@ -126,6 +129,7 @@ def dump(client: Any, prefix: str, operations: bool = True) -> dict[str, Any]:
 def normalised(value: Any, prefix: str) -> Any:
     """``value`` with every occurrence of the run's key prefix (escaped, too) written ``P``."""
     if isinstance(value, bytes):
+        value = re.sub(rb'"created_at":[0-9.e+]+', b'"created_at":T', value)  # HSCA's clock: time.time bound early
         return value.replace(prefix.encode() + b":", b"P:").replace(prefix.encode() + b"%3A", b"P%3A")
     if isinstance(value, str):
         return value.replace(prefix + ":", "P:").replace(prefix + "%3A", "P%3A")
@@ -151,6 +155,8 @@ def outcome(value: Any, prefix: str) -> Any:
         return (outcome(value.record, prefix), value.score, dict(value.signals), dict(value.ranks))
     if hasattr(value, "redis_key"):  # a DbKey
         return normalised(value.redis_key, prefix)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return outcome({f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name != "created_at"}, prefix)
     return normalised(value, prefix)
 
 
@@ -242,7 +248,20 @@ async def conversation(call: Call) -> Any:
     return [records, result, await call(ConversationMemory.query.filter(agent_id="agent-1"), "count")]
 
 
-SCENARIOS = [save_update_delete, save_many_and_get, query_methods, primitive_operations, assemble_and_feedback,
+async def hsca_session(call: Call) -> Any:
+    engine = HSCAEngine(agent_id="agent-1", session_id="chat")
+    turns = [
+        "Redis stores data in memory. Memory access makes Redis fast. Fast data access is why teams pick Redis.",
+        "So how does Redis persist data to disk? Does the memory data survive a restart?",
+        "Once upon a time a tortoise and a hare agreed to race. The hare ran ahead and slept under a tree.",
+        "The hare woke too late, and the tortoise had won the race. The tortoise was slow, but the hare was careless.",
+    ]
+    chunks = [await call(engine, "ingest_turn", turn) for turn in turns]
+    return [chunks, await call(engine, "get_macro_context"),
+            await call(engine, "assemble", "tortoise race"), await call(engine, "domain_evolution")]
+
+
+SCENARIOS = [hsca_session, save_update_delete, save_many_and_get, query_methods, primitive_operations, assemble_and_feedback,
              conversation]
 
 
