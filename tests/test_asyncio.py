@@ -11,6 +11,7 @@ prefix of its own, a frozen clock and the same seeded uuids, so both runs write 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import itertools
 import random
@@ -295,6 +296,16 @@ def test_async_variants_run_the_subclass_override_and_forward_new_arguments(db):
     note = Loud(agent_id="a", content="quiet words")
     assert asyncio.run(note.asave(shout=True)) is True
     assert Loud.query.get(note_id=note.note_id, agent_id="a").content == "QUIET WORDS"
+
+
+def test_the_sync_code_sees_the_callers_context_variables():
+    tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="none")
+
+    async def main() -> str:
+        tenant.set("agent-7")
+        return await greenlet_spawn(tenant.get)
+
+    assert asyncio.run(main()) == "agent-7"
 
 
 def test_await_only_outside_greenlet_spawn_is_a_configuration_error():

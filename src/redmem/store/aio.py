@@ -65,7 +65,14 @@ Resolver = Callable[[Awaitable[Any]], Any]
 
 
 class _Worker(greenlet.greenlet):  # type: ignore[misc]  # greenlet ships no type information
-    """A greenlet started by :func:`greenlet_spawn`: sync code that may call :func:`await_only`."""
+    """A greenlet started by :func:`greenlet_spawn`: sync code that may call :func:`await_only`.
+
+    It runs in its driver's context, so the sync code sees the caller's context variables.
+    """
+
+    def __init__(self, fn: Callable[..., Any], driver: Any) -> None:
+        super().__init__(fn, driver)
+        self.gr_context = driver.gr_context
 
 
 def in_worker() -> bool:
