@@ -178,6 +178,10 @@ def _sync_iterator(iterator: Any, resolve: Resolver) -> Iterator[Any]:
             return
 
 
+#: What a facade reads for an attribute its wrapped object lacks: set on the facade itself.
+_facade_own: Any = object()
+
+
 class _Facade:
     """Forward every attribute to the wrapped ``redis.asyncio`` object; call results resolved."""
 
@@ -209,7 +213,13 @@ class _Facade:
         return call
 
     def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self.wrapped, name, value)
+        """State of the wrapped object (``pipe.watching = False``) is set there; anything else (a
+        method replaced by a test) on the facade, which then finds it first."""
+        current = getattr(self.wrapped, name, _facade_own)
+        if current is not _facade_own and not callable(current):
+            setattr(self.wrapped, name, value)
+        else:
+            object.__setattr__(self, name, value)
 
 
 class AioClient(_Facade):
