@@ -283,6 +283,9 @@ class LoopThread:
         self.thread.start()
 
     def resolve(self, awaitable: Awaitable[R]) -> R:
+        if threading.current_thread() is self.thread:
+            raise ConfigurationError("a LoopThread's facade was called from its own loop: it would wait on itself")
+
         async def awaited() -> R:
             return await awaitable
 
