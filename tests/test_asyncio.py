@@ -668,3 +668,18 @@ def test_more_concurrent_calls_than_pooled_connections_wait_for_one(db):
 
     run(main())
     assert Note.query.filter(agent_id="a").count() == 150
+
+
+def test_a_loop_thread_facade_called_from_its_own_loop_refuses(db):
+    thread = aio.LoopThread()
+    facade = aio.AioClient(aio.async_twin(db), thread.resolve)
+
+    async def inside() -> Any:
+        return facade.ping()
+
+    try:
+        with pytest.raises(redmem.ConfigurationError, match="wait on itself"):
+            asyncio.run_coroutine_threadsafe(inside(), thread.loop).result()
+    finally:
+        facade.close()
+        thread.stop()
