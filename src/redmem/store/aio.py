@@ -284,6 +284,9 @@ class LoopThread:
 
     def resolve(self, awaitable: Awaitable[R]) -> R:
         if threading.current_thread() is self.thread:
+            close = getattr(awaitable, "close", None)
+            if close is not None:
+                close()  # never to run
             raise ConfigurationError("a LoopThread's facade was called from its own loop: it would wait on itself")
 
         async def awaited() -> R:
