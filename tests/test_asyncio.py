@@ -14,6 +14,7 @@ import asyncio
 import contextvars
 import dataclasses
 import itertools
+import json
 import random
 import re
 import time
@@ -37,7 +38,9 @@ from redmem.recipes.conversation import (
     ingest_conversation,
 )
 from redmem.recipes.hsca import HSCAEngine
-from redmem.store.aio import greenlet_spawn, is_cluster
+from redmem.store.aio import AioClient, greenlet_spawn, is_cluster
+from redmem.store.connection import resolved_client
+from redmem.store.scripts import run_script, script
 
 #: The instant the clock stops at (2026-01-01 00:00 UTC), as in benchmarks/locomo.py --reproducible.
 FROZEN = 1_767_225_600.0
@@ -683,3 +686,20 @@ def test_a_loop_thread_facade_called_from_its_own_loop_refuses(db):
     finally:
         facade.close()
         thread.stop()
+
+
+def test_a_script_missing_from_the_server_cache_is_loaded_and_run(db):
+    """EVALSHA, NOSCRIPT, SCRIPT LOAD, EVALSHA: the sync fallback, each step awaited."""
+    record = Note(agent_id="a", content="hello")
+    record.save()
+    plan = {"sets": [], "any": [], "ranges": [], "count": False, "order": 0, "desc": False, "offset": 0, "limit": -1}
+    db.script_flush()
+
+    def query() -> Any:
+        client = resolved_client(db)
+        assert isinstance(client, AioClient)
+        return run_script("query", [record.db_key.keyspace.key("all")], [json.dumps(plan)], client)
+
+    reply = asyncio.run(greenlet_spawn(query))
+    assert reply[:2] == [1, record.note_id.encode()]
+    assert db.script_exists(script("query").sha) == [True]
