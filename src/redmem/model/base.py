@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from ..store.aio import async_variant
+from ..store.aio import async_variant, greenlet_spawn
 from ..store.errors import ModelException, ValidationError
 from .batch import SaveBatch
 from .bulk import save_many
@@ -162,7 +162,11 @@ class Model(metaclass=ModelMeta):
         queue_removal(batch)
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
-    acreate = async_variant(create)
+    @classmethod
+    async def acreate(cls, /, **values: Any) -> Self:
+        """``await`` form of :meth:`create` (written out: a class attribute cannot carry ``Self``)."""
+        return await greenlet_spawn(cls.create, **values)
+
     asave_many = async_variant(save_many)
     asave = async_variant(save)
     adelete = async_variant(delete)
