@@ -415,9 +415,10 @@ class CooperativeLock:
     def __init__(self) -> None:
         self._lock = threading.Lock()
 
-    def acquire(self) -> bool:
-        if not in_worker():
-            return self._lock.acquire()
+    def acquire(self, blocking: bool = True) -> bool:
+        """Take the lock (``blocking=False``: only if free at once; returns whether it was taken)."""
+        if not blocking or not in_worker():
+            return self._lock.acquire(blocking)
         pause = 0.0001
         while not self._lock.acquire(blocking=False):
             await_only(asyncio.sleep(pause))
