@@ -77,10 +77,12 @@ def hash_provider() -> TimedProvider:
     return TimedProvider(hash_vectors)
 
 
-def memory_model(name: str, provider: TimedProvider | None = None, push: bool = False) -> type:
+def memory_model(name: str, provider: TimedProvider | None = None, push: bool = False,
+                 extra: dict[str, Any] | None = None) -> type:
     """The seed's Memory model under the key name ``name``; with an EmbeddingField when ``provider``;
     with ``push`` also a CyclicDecayField on ``importance`` (every fresh record is above the
-    surfacing threshold: the push path offers memories unrelated to the query)."""
+    surfacing threshold: the push path offers memories unrelated to the query); ``extra``: more
+    fields by name (``filters.py``: the fields it filters on)."""
     fields: dict[str, Any] = {
         "memory_id": AutoKeyField(),
         "agent_id": KeyField(),
@@ -96,7 +98,7 @@ def memory_model(name: str, provider: TimedProvider | None = None, push: bool = 
     if push:
         fields["rhythm"] = CyclicDecayField(base_score_field="importance", partition_by="agent_id")
     meta = type("Meta", (), {"name": name})
-    return type(name, (AccessTrackerMixin, Model), {"__module__": __name__, "Meta": meta, **fields})
+    return type(name, (AccessTrackerMixin, Model), {"__module__": __name__, "Meta": meta, **fields, **(extra or {})})
 
 
 def make_assembler(model: type, mode: str, max_items: int = 10) -> ContextAssembler:

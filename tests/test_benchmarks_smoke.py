@@ -306,3 +306,16 @@ def test_hsca_evals_refuse_changed_cases(tmp_path, monkeypatch):
     (tmp_path / "eval1_fidelity.json").write_text((tmp_path / "eval1_fidelity.json").read_text().replace("fever", "fevers", 1))
     with pytest.raises(SystemExit, match="not the frozen"):
         hsca_evals.load_cases("eval1_fidelity.json")
+
+
+def test_filters_smallest_size(tmp_path):
+    """filters.py: assemble() with no, a selective and a broad filter; every assembled record is
+    checked against the filter inside the script; a filter adds no round trip."""
+    payload = run("filters.py", "--sizes", "300", "--queries", "10", "--repeats", "1",
+                  "--data", str(LOCOMO) if LOCOMO.exists() else "", out_dir=tmp_path)
+    for mode in ("lexical", "hybrid"):
+        rows = payload["results"]["300"][mode]["filters"]
+        assert set(rows) == {"none", "selective", "broad"} and rows["none"]["share"] == 1
+        assert 0 < rows["selective"]["share"] < rows["broad"]["share"] < 1
+        assert {row["assemble"]["round_trips"] for row in rows.values()} == {rows["none"]["assemble"]["round_trips"]}
+    assert (tmp_path / "smoke_filters.md").read_text().count("\n") == 2 + 6

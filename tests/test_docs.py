@@ -45,6 +45,7 @@ PAGES = [
     "primitives/observation.md",
     "text-analysis.md",
     "retrieval/hybrid.md",
+    "retrieval/filters.md",
     "tokens.md",
     "primitives/composite.md",
     "recipes/context-assembler.md",

@@ -12,6 +12,11 @@ the weighted composite score fused with the BM25 ranking when there is query tex
 decided once, before anything runs. Its push (proactive) scan rides along: records whose cyclic
 score is above the surfacing threshold (:func:`push_candidates`).
 Every search runs inside one partition (the tenant), so no other tenant's record can appear.
+
+A filter (``where``, :mod:`redmem.model.filters`) rides inside every search of a pull: the BM25,
+composite and push scripts and the graph expansion check each candidate against the filter's
+index keys in the script; the vector search lists the matching ids in the same request and
+scores only their rows. No round trip is added.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from ..fields.embedding import EmbeddingField
 from ..fields.embedding_search import VectorSearch
 from ..fields.search_protocol import Hits, Mapped, Search, run_search, run_searches
 from ..model.dbkey import DbKey
+from ..model.filters import Where
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
 from .candidates import Candidate
@@ -168,11 +174,13 @@ class Fusion:
 @dataclass(frozen=True)
 class Expansion:
     """Spreading activation over ``graph``, ``depth`` hops, from the ``seeds`` best hits of the
-    first list that found anything; skipped when the graph (sized in the first round trip) has no edge."""
+    first list that found anything; skipped when the graph (sized in the first round trip) has no
+    edge. With ``where`` only records that pass it are returned (energy flows through every node)."""
 
     graph: Graph
     seeds: int
     depth: int
+    where: Where | None = None
 
 
 @dataclass(frozen=True)
@@ -257,7 +265,7 @@ def _expanded(client: Any, expansion: Expansion, space: KeySpace, lists: dict[st
     if not edges or not best:
         return []
     seeds = [DbKey(space, record_id) for record_id, _ in best[: expansion.seeds]]
-    reached = run_search(client, expansion.graph.searcher(seeds, depth=expansion.depth))
+    reached = run_search(client, expansion.graph.searcher(seeds, depth=expansion.depth, where=expansion.where))
     return [(node.record_id, weight) for node, weight in reached if isinstance(node, DbKey)]
 
 
@@ -291,6 +299,7 @@ def _fused(fusion: Fusion, lists: dict[str, Hits]) -> Hits:
 # -- the assembler's pull --------------------------------------------------------------------------
 def plan_pull(
     caps: Capabilities, query: Query, text: str, plan: PullPlan, now: float, riders: Sequence[Search[Any]] = (),
+    where: Where | None = None,
 ) -> Retrieval:
     """The retrieval of one pull, its mode decided here: ``plan.mode``, or composite without query text.
 
@@ -298,27 +307,28 @@ def plan_pull(
     one), the BM25 and/or vector search and the graph's size with ``riders``; when the searches
     find nothing they fall back to composite (with a warning when there are ``score_weights``).
     Composite mode sends the pre-check, the composite search (given ``score_weights``) and the
-    BM25 search of the query text. ``now`` is the clock of the composite ranking.
+    BM25 search of the query text. ``now`` is the clock of the composite ranking. ``where``
+    filters every list (the riders carry their own).
     """
     space = query.partition()
     mode = plan.mode if text else "composite"
     fusion = Fusion(plan.fusion, _list_weights(plan, text), plan.candidate_limit, plan.fused_limit)
     existence = caps.existence.searcher(space, [text]) if caps.existence is not None and text else None
     if mode == "composite":
-        return Retrieval(space, _composite_lists(caps, query, text, plan, now, keyword=True), fusion, mode,
+        return Retrieval(space, _composite_lists(caps, query, text, plan, now, where, keyword=True), fusion, mode,
                          existence, riders=riders, warnings=(IGNORED_CUES,) if text and caps.bm25 is None else ())
     lists: dict[str, Search[Hits]] = {}
     if mode != "semantic" and caps.bm25 is not None:
-        lists["keyword"] = keyword_hits(caps.bm25, space, text, plan.candidate_limit)
+        lists["keyword"] = keyword_hits(caps.bm25, space, text, plan.candidate_limit, where)
     if mode != "lexical" and caps.embedding is not None:
-        vector = caps.embedding.searcher(space, text, plan.candidate_limit)
+        vector = caps.embedding.searcher(space, text, plan.candidate_limit, where)
         if not vector.empty:
             lists["vector"] = vector
     expansion = None
     if caps.graph is not None and plan.propagation_depth > 0:
-        expansion = Expansion(Graph(caps.graph, space), plan.graph_seeds, plan.propagation_depth)
+        expansion = Expansion(Graph(caps.graph, space), plan.graph_seeds, plan.propagation_depth, where)
     warning = f"{mode} retrieval found nothing for {text!r}; falling back to composite" if plan.score_weights else None
-    fallback = Fallback(partial(_composite_lists, caps, query, text, plan, now, keyword=mode == "semantic"),
+    fallback = Fallback(partial(_composite_lists, caps, query, text, plan, now, where, keyword=mode == "semantic"),
                         "composite", warning)
     return Retrieval(space, lists, fusion, mode, existence, expansion, fallback, riders)
 
@@ -331,26 +341,29 @@ def _list_weights(plan: PullPlan, text: str) -> dict[str, float]:
 
 
 def _composite_lists(
-    caps: Capabilities, query: Query, text: str, plan: PullPlan, now: float, keyword: bool,
+    caps: Capabilities, query: Query, text: str, plan: PullPlan, now: float, where: Where | None, keyword: bool,
 ) -> dict[str, Search[Hits]]:
     """The composite ranking (given score_weights), and with ``keyword`` the BM25 ranking of the query text."""
     lists: dict[str, Search[Hits]] = {}
-    composite = composite_hits(query, plan.score_weights, plan.candidate_limit, now) if plan.score_weights else None
+    composite = (composite_hits(query, plan.score_weights, plan.candidate_limit, now, where)
+                 if plan.score_weights else None)
     if composite is not None:
         lists["composite"] = composite
     if keyword and caps.bm25 is not None and text:
-        lists["keyword"] = keyword_hits(caps.bm25, query.partition(), text, plan.candidate_limit)
+        lists["keyword"] = keyword_hits(caps.bm25, query.partition(), text, plan.candidate_limit, where)
     return lists
 
 
-def keyword_hits(bm25: BM25Field, space: KeySpace, text: str, limit: int) -> Search[Hits]:
-    """The BM25 search of ``text`` as a ranked list."""
-    return Mapped(bm25.searcher(space, text, limit), _bm25_hits)
+def keyword_hits(bm25: BM25Field, space: KeySpace, text: str, limit: int, where: Where | None = None) -> Search[Hits]:
+    """The BM25 search of ``text`` as a ranked list (of the records passing ``where``)."""
+    return Mapped(bm25.searcher(space, text, limit, where=where), _bm25_hits)
 
 
-def composite_hits(query: Query, weights: dict[str, float], limit: int, now: float) -> Search[Hits] | None:
+def composite_hits(
+    query: Query, weights: dict[str, float], limit: int, now: float, where: Where | None = None,
+) -> Search[Hits] | None:
     """The composite search of the query's partition as a ranked list (None for ``limit`` 0)."""
-    search = composite_search(query, weights, limit, as_of=now)
+    search = composite_search(query, weights, limit, as_of=now, where=where)
     return None if search is None else Mapped(search, _composite_pairs)
 
 

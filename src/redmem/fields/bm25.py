@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..model.field import Field
+from ..model.filters import Where, compile_where
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
@@ -203,15 +204,21 @@ class BM25Field(Field[Any]):
         )
 
     # -- searches ----------------------------------------------------------------------------
-    def search(self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False) -> SearchResult:
+    def search(
+        self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False, where: Where | None = None,
+    ) -> SearchResult:
         """The top ``limit`` (record id, score) of partition ``space`` for ``text``: one Lua call.
 
         ``exhaustive`` scores every posting of the query terms instead of stopping early; the
         answer is the same (it is the reference the bounded search is checked against).
+        ``where`` (:func:`~redmem.model.filters.compile_where`): the top ``limit`` of the records
+        that pass it, each candidate checked inside the script when its id is first known.
         """
-        return run_search(self.model._meta.client, self.searcher(space, text, limit, exhaustive))
+        return run_search(self.model._meta.client, self.searcher(space, text, limit, exhaustive, where))
 
-    def searcher(self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False) -> BM25Search:
+    def searcher(
+        self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False, where: Where | None = None,
+    ) -> BM25Search:
         """The search behind :meth:`search`, to share a round trip with other searches."""
         if not isinstance(text, str):
             raise ValidationError(f"{self.label}: the query must be a str, got {type(text).__name__}")
@@ -220,13 +227,12 @@ class BM25Field(Field[Any]):
         if not query_tf or limit == 0:
             return BM25Search(None)
         keys, terms = self.keys_in(space), sorted(query_tf)
+        script_keys = [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)]
         args: list[Any] = [repr(self.k1), repr(self.b), limit, 0 if exhaustive else FIRST_PAGE, repr(STOP_SLACK),
-                           int(self.unit)]
+                           int(self.unit), "" if where is None else where.json(space, script_keys)]
         for term in terms:
             args += [term, query_tf[term]]
-        return BM25Search(ScriptCall(
-            "bm25_search", [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)], args
-        ))
+        return BM25Search(ScriptCall("bm25_search", script_keys, args))
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
     asearch = async_variant(search)
@@ -251,18 +257,23 @@ class BM25Search:
 
 
 def keyword_search(
-    query: Query, text: str, limit: int = 10, *, field: str | None = None, exhaustive: bool = False
+    query: Query, text: str, limit: int = 10, *, field: str | None = None, exhaustive: bool = False,
+    where: Mapping[str, Any] | None = None,
 ) -> HitList[Any]:
     """The ``limit`` records of the query's partition that best match ``text`` by BM25.
 
     Best first, ties by record id ascending, as a :class:`~redmem.model.hits.HitList` (signal
     ``bm25``); each record also carries its score as ``_bm25_score``. A text with
     no terms (empty, only stop words) finds nothing. Two round trips: one Lua call ranks, one
-    pipeline loads the records. The query may name its partition and nothing else.
+    pipeline loads the records. The query may name its partition and nothing else; ``where``
+    (``{"kind": "fact", "importance__gte": 0.5}``, the conditions of :meth:`Query.filter
+    <redmem.model.query.Query.filter>`) keeps the top ``limit`` of the records that match, each
+    checked inside the script (:mod:`~redmem.model.filters`).
     """
     bm25 = pick_field(query.model, BM25Field, field, "keyword_search")
+    compiled = compile_where(query.model, where)
     space = partition_of(query, "keyword_search")
-    return hydrate(query, space, bm25.search(space, text, limit, exhaustive).ranked, "bm25")
+    return hydrate(query, space, bm25.search(space, text, limit, exhaustive, compiled).ranked, "bm25")
 
 
 def _entry(counts: Counter[str]) -> str:

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
+from ..model.filters import Where, compile_where
 from ..model.hits import Hit, HitList, hit_list
 from ..model.indexed import SortedField
 from ..model.loading import load_records
@@ -399,7 +400,9 @@ class CompositeSearch:
     """A checked composite_score search, built before it runs so it can share a round trip.
 
     Its one call is ``composite_select.lua``; its answer is the top ``n`` (records not loaded),
-    best first, ties by record id ascending, none below ``floor``.
+    best first, ties by record id ascending, none below ``floor``; with ``where``, the top ``n``
+    of the records that pass it (checked in the script as each is first seen; a sorted signal
+    still maps by the min and max of the whole partition, so a score does not depend on the filter).
     """
 
     space: KeySpace
@@ -408,9 +411,13 @@ class CompositeSearch:
     plan: Plan
     n: int
     floor: float | None
+    where: Where | None = None
 
     def calls(self) -> list[ScriptCall]:
-        return [ScriptCall("composite_select", self.plan.keys, [json.dumps(self.plan.plan)])]
+        keys, plan = list(self.plan.keys), self.plan.plan
+        if self.where is not None:
+            plan = {**plan, "width": len(keys), "filter": self.where.plan(self.space, keys)}
+        return [ScriptCall("composite_select", keys, [json.dumps(plan)])]
 
     def finish(self, replies: list[Any]) -> list[Ranked]:
         ranges, rows = parse_reply(self.plan, replies[0])
@@ -422,9 +429,10 @@ class CompositeSearch:
 
 def composite_search(
     query: Query, indexes: Mapping[Any, float], limit: int = 10, min_score: float | None = None,
-    as_of: datetime | float | None = None,
+    as_of: datetime | float | None = None, where: Where | None = None,
 ) -> CompositeSearch | None:
-    """The checked search behind :func:`composite_score` (None for ``limit`` 0: nothing to run)."""
+    """The checked search behind :func:`composite_score` (None for ``limit`` 0: nothing to run);
+    ``where`` keeps the records that pass it."""
     model = query.model
     space = partition_of(query, "composite_score")
     weights, n = signal_weights(model, indexes), _limit(limit)
@@ -433,7 +441,7 @@ def composite_search(
     if n == 0:
         return None
     signals = [_signal(model, name, weight, space, now) for name, weight in weights.items()]
-    return CompositeSearch(space, signals, weights, build_plan(signals, space, now, n, floor), n, floor)
+    return CompositeSearch(space, signals, weights, build_plan(signals, space, now, n, floor), n, floor, where)
 
 
 @every_model_query  # any model: a plain SortedField is a signal
@@ -443,6 +451,7 @@ def composite_score(
     limit: int = 10,
     min_score: float | None = None,
     as_of: datetime | float | None = None,
+    where: Mapping[str, Any] | None = None,
 ) -> HitList[Any]:
     """The ``limit`` records of the query's partition with the highest composite score at ``as_of``.
 
@@ -453,10 +462,13 @@ def composite_score(
     are the mapped signals ({name: value}); each record also carries ``_composite_score`` and
     ``_signals``. Two round trips: one Lua call selects, one pipeline loads.
 
-    Raises QueryException for an unknown signal name, a missing partition or a bad limit,
-    ValidationError for a bad weight or min_score.
+    ``where`` (the conditions of :meth:`Query.filter <redmem.model.query.Query.filter>`, see
+    :mod:`~redmem.model.filters`) keeps the top ``limit`` of the records that match.
+
+    Raises QueryException for an unknown signal name, a missing partition, a bad limit or a bad
+    filter, ValidationError for a bad weight or min_score.
     """
-    search = composite_search(query, indexes, limit, min_score, as_of)
+    search = composite_search(query, indexes, limit, min_score, as_of, compile_where(query.model, where))
     if search is None:
         return HitList()
     ranked = run_search(query.model._meta.client, search)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
+from ..model.filters import Where
 from ..model.loading import load_records
 from ..store.aio import async_variant
 from ..store.connection import server_errors
@@ -288,6 +289,7 @@ class Graph:
     def searcher(
         self, seeds: Iterable[Any], depth: int = 2, decay_per_hop: float = 0.5, threshold: float = 0.01,
         *, limit: int = 0, fanout: int = 0, records_only: bool = False, hub_degree: int = 0,
+        where: Where | None = None,
     ) -> Propagation:
         """The search behind :meth:`propagate`, to share a round trip with other searches.
 
@@ -296,7 +298,8 @@ class Graph:
         edges only (bounds the work around hub nodes); ``records_only``: entities carry energy
         but only record nodes are returned; ``hub_degree`` > 0: a seed with more edges than that
         starts at ``hub_degree / its degree`` instead of 1.0 (a common entity points nowhere in
-        particular). 0 means no bound.
+        particular). 0 means no bound. ``where``: a record node is returned only when the record
+        passes it (checked in the script; energy still flows through every node).
         """
         seed_ids = list(dict.fromkeys(self.node_id(seed) for seed in seeds))
         depth = non_negative_int("depth", depth)
@@ -308,8 +311,10 @@ class Graph:
             raise ValidationError(f"records_only must be a bool, not {records_only!r}")
         if not seed_ids or depth == 0:
             return Propagation(self, None)
-        args = [depth, repr(decay), repr(cut), *bounds, RECORD_PREFIX if records_only else "", hub, *seed_ids]
-        return Propagation(self, ScriptCall("graph_propagate", self.keys[1:2], args))
+        keys = self.keys[1:2]
+        passing = "" if where is None else where.json(self.keyspace, keys)
+        args = [depth, repr(decay), repr(cut), *bounds, RECORD_PREFIX if records_only else "", hub, passing, *seed_ids]
+        return Propagation(self, ScriptCall("graph_propagate", keys, args))
 
     def records(self, weighted: Iterable[tuple[Node, float]]) -> list[tuple[Any, float]]:
         """The record nodes of ``weighted`` hydrated (one round trip), in order, with their weights;

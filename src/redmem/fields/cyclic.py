@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from ..model.codecs import finite_float
 from ..model.field import Field
+from ..model.filters import Where
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
@@ -315,9 +316,12 @@ class CyclicDecayField(Field[dict[str, Any]]):
         """(record id, score) of the partition's records scoring >= ``threshold``, best first."""
         return run_search(self.model._meta.client, self.searcher(space, now, threshold, limit))
 
-    def searcher(self, space: KeySpace, now: float, threshold: float, limit: int | None) -> CyclicSearch:
-        """The search behind :meth:`ranked`, to share a round trip with other searches."""
-        return CyclicSearch(self, space, now, threshold, limit)
+    def searcher(
+        self, space: KeySpace, now: float, threshold: float, limit: int | None, where: Where | None = None,
+    ) -> CyclicSearch:
+        """The search behind :meth:`ranked`, to share a round trip with other searches; ``where``
+        keeps the records that pass it (checked in the script as each is first seen)."""
+        return CyclicSearch(self, space, now, threshold, limit, where)
 
     def _lists(self, weights: list[float]) -> list[list[Any]]:
         """Sorted lists to walk: t and base (complete), each weighted cycle and last_resolved (with defaults)."""
@@ -344,14 +348,15 @@ class CyclicSearch:
     threshold algorithm over the field's sorted sets), its rows scored here and cut at the threshold."""
 
     def __init__(self, field: CyclicDecayField, space: KeySpace, now: float, threshold: float,
-                 limit: int | None) -> None:
+                 limit: int | None, where: Where | None = None) -> None:
         self.field, self.now, self.threshold, self.limit = field, now, threshold, limit
+        self.space, self.where = space, where
         self.keys = field._index_keys(space)
 
     def calls(self) -> list[ScriptCall]:
         field, now = self.field, self.now
         weights = [cycle_weight(now, c.period, c.phase) for c in field.cycles]
-        plan = {
+        plan: dict[str, Any] = {
             "now": now, "rate": field.decay_rate, "n": -1 if self.limit is None else self.limit,
             "threshold": self.threshold, "base": 2 if field.base_score_field else 0, "confidence": 0,
             "linear": [[4 + i, w] for i, w in enumerate(weights)],
@@ -359,7 +364,10 @@ class CyclicSearch:
         }
         if field.pressure_rate > 0:
             plan["pressure"] = [3, field.pressure_rate]
-        return [select_call(self.keys, plan)]
+        keys = list(self.keys)
+        if self.where is not None:
+            plan.update(width=len(keys), filter=self.where.plan(self.space, keys))
+        return [select_call(keys, plan)]
 
     def finish(self, replies: list[Any]) -> list[tuple[str, float]]:
         rows = select_rows(replies[0], self.keys)

@@ -34,6 +34,7 @@ import numpy as np
 from ..embeddings.base import EmbeddingProvider, as_matrix, embed_in_batches
 from ..embeddings.codec import DTYPES, digest, encode_stored, encode_vector, stored_digest
 from ..model.field import Field
+from ..model.filters import Where
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
@@ -291,13 +292,15 @@ class EmbeddingField(Field[Any]):
         return len(texts)
 
     # -- searching -----------------------------------------------------------------------------
-    def searcher(self, space: KeySpace, text: Any, limit: int = 10) -> VectorSearch:
+    def searcher(self, space: KeySpace, text: Any, limit: int = 10, where: Where | None = None) -> VectorSearch:
         """The search of partition ``space`` for ``text`` (embedded as a query, or a vector already),
-        to share a round trip with other searches: (record id, cosine) pairs, best first."""
+        to share a round trip with other searches: (record id, cosine) pairs, best first; with
+        ``where``, the exact top ``limit`` of the records that pass it (their ids are listed in
+        the same request, then only their rows are scored)."""
         limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
         vector = _query_vector(self, text) if limit > 0 else None
         return VectorSearch(self.model._meta.client, self.keys(space), vector, _stored_dimensions(self, text, vector),
-                            limit)
+                            limit, None if where is None else where.ids_call(space))
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
     aembed_many = async_variant(embed_many)

@@ -57,12 +57,18 @@ class VectorSearch:
     changes made elsewhere (one more round trip per further :data:`CHANGES_PER_CALL` changed or
     reloaded vectors) and releases the matrix, as :meth:`abandon` does when the replies never come.
     With ``limit`` 0 the search only brings the matrix up to date, for a caller that then scores
-    chosen rows (:meth:`~redmem.embeddings.matrix.VectorMatrix.cosines_of`).
+    chosen rows (:meth:`~redmem.embeddings.matrix.VectorMatrix.cosines_at`).
+
+    ``among``: a ``query.lua`` call listing the ids of the records a filter lets through
+    (:meth:`~redmem.model.filters.Where.ids_call`), sent with the changes in the same request;
+    the hits are then the exact top ``limit`` of those records' rows, scored in :meth:`finish`
+    once the ids are known (:meth:`work` has nothing to do).
     """
 
     def __init__(self, client: Any, keys: list[str], vector: np.ndarray | None, dimensions: int | None,
-                 limit: int) -> None:
+                 limit: int, among: ScriptCall | None = None) -> None:
         self.client, self.vector, self.dimensions, self.limit = client, vector, dimensions, limit
+        self.among = among
         self.change_keys = [keys[1], keys[2], keys[0]]
         self.matrix = matrices.get(client, keys[0])
         self.ranking: Ranking | None = None
@@ -77,12 +83,15 @@ class VectorSearch:
         """Lock the matrix; the one call reads the changes since its version."""
         self.matrix.lock.acquire()
         self._locked = True
-        return [ScriptCall("vector_changes", self.change_keys, _changes_args(self.matrix))]
+        changes = ScriptCall("vector_changes", self.change_keys, _changes_args(self.matrix))
+        return [changes] if self.among is None else [changes, self.among]
 
     def work(self) -> Ranking:
-        """Rank the locked matrix as it was when :meth:`calls` read its version (once)."""
+        """Rank the locked matrix as it was when :meth:`calls` read its version (once); with
+        ``among`` nothing is ranked (an empty ranking) before the filter's ids are known."""
         if self.ranking is None:
-            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), self.limit)  # not empty: a vector
+            limit = 0 if self.among is not None else self.limit
+            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), limit)  # not empty: a vector
         return self.ranking
 
     def finish(self, replies: list[Any]) -> Hits:
@@ -90,7 +99,10 @@ class VectorSearch:
         try:
             self.work()
             with server_errors(self.client):
-                return self._catch_up(replies[0])
+                if self.among is None:
+                    return self._catch_up(replies[0])
+                self._up_to_date(replies[0])
+            return self.matrix.search_among(cast(np.ndarray, self.vector), replies[1], self.limit)
         finally:
             self._release()
 
@@ -106,13 +118,18 @@ class VectorSearch:
 
     def _catch_up(self, reply: list[Any]) -> Hits:
         """The hits once the matrix has caught up with the partition's changes."""
-        matrix = self.matrix
-        generation, changed = matrix.generation, set[str]()
+        generation = self.matrix.generation
+        changed = self._up_to_date(reply)
+        return _current_hits(self.matrix, self.work(), generation, changed)
+
+    def _up_to_date(self, reply: list[Any]) -> set[str]:
+        """Apply the changes of ``reply`` and of the further calls needed; the ids changed."""
+        matrix, changed = self.matrix, set[str]()
         current = _apply_changes(matrix, reply, changed, self.dimensions)
         while not current:
             reply = run_script("vector_changes", self.change_keys, _changes_args(matrix), self.client)
             current = _apply_changes(matrix, reply, changed, self.dimensions)
-        return _current_hits(matrix, self.work(), generation, changed)
+        return changed
 
 
 def search_records(query: Query, space: KeySpace, search: VectorSearch) -> HitList[Any]:

@@ -6,10 +6,14 @@
 -- KEYS[1] hash docno -> "dl id"   KEYS[2] hash id -> entry JSON [docno, dl, term, tf, ..]
 -- KEYS[3] hash "total" -> sum of lengths   KEYS[4] hash term -> "reference size"
 -- KEYS[5..] posting zsets (member docno, score ceil(tf_norm at the list's reference * unit)),
---   one per query term
+--   one per query term; then the filter's index keys
 -- ARGV[1] k1   ARGV[2] b   ARGV[3] limit   ARGV[4] first page size (0: score every posting)
 -- ARGV[5] relative slack of the stopping test   ARGV[6] unit: the power of two scaling the impacts
--- ARGV[7..] term, qtf, term, qtf, .. (order of KEYS[5..])
+-- ARGV[7] filter plan JSON ("": none; see include/filter_check.lua): only records passing it
+--   are scored and ranked, so the reply is the top-k of the matching records. A selective filter
+--   (at most half the records pass) is checked where a candidate is first met, before its bound
+--   is looked up; a broad one on the candidates that survive the bounds, before scoring.
+-- ARGV[8..] term, qtf, term, qtf, .. (order of KEYS[5..])
 -- returns {mode ("bounded"|"exhaustive"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
 local k1, b, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -18,9 +22,14 @@ local n = redis.call("HLEN", KEYS[1])
 if n == 0 then return {"bounded", 0, 0} end
 local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
 
+--#include filter_check
+local filter = ARGV[7] ~= "" and cjson.decode(ARGV[7]) or nil
+local pass = filter and filter_many(filter)
+local early = filter ~= nil and filter_most(filter) <= n / 2
+
 local exhaustive, lists = page == 0, {}
-for i = 7, #ARGV, 2 do
-  local key = KEYS[(i - 7) / 2 + 5]
+for i = 8, #ARGV, 2 do
+  local key = KEYS[(i - 8) / 2 + 5]
   local df = redis.call("ZCARD", key)
   if df > 0 then
     local ref = redis.call("HGET", KEYS[4], ARGV[i])
@@ -103,10 +112,14 @@ if exhaustive then  -- every posting, list by list, so each record's sum runs in
       read = read + #ids
     end
   end
-  local scored = 0
-  for id, s in pairs(sums) do
-    scored = scored + 1
-    offer(id, s)
+  local ids, scored = {}, 0
+  for id in pairs(sums) do ids[#ids + 1] = id end
+  local passed = pass and pass(ids)
+  for j, id in ipairs(ids) do
+    if not passed or passed[j] then
+      scored = scored + 1
+      offer(id, sums[id])
+    end
   end
   return reply("exhaustive", read, scored)
 end
@@ -115,12 +128,26 @@ local function bound(impact, ref)  -- max tf_norm now of a posting whose stored 
   return (k1 + 1) / (1 + math.min(1, ref / avgdl) * ((k1 + 1) / impact - 1))
 end
 
+local function matching(docnos, known)  -- the filter, where candidates are first met: those that pass
+  local kept, impacts = {}, {}
+  local _, ids = lengths(docnos)
+  local passed = pass(ids)
+  for j = 1, #ids do
+    if passed[j] then kept[#kept + 1], impacts[#impacts + 1] = docnos[j], known[j] end
+  end
+  return kept, impacts
+end
+
 -- the records `docnos` (first seen in list `from`, with impacts `known`) that can still enter the top:
 -- an upper bound per record, the impact bound of each list looked up so far plus the current bound
 -- of the lists not yet looked up (its unread postings), lists best bound first, a record dropped
 -- once its bound falls below the k-th score; the survivors are scored exactly, in term order;
 -- returns how many were scored
 local function score_page(docnos, from, known)
+  if early then
+    docnos, known = matching(docnos, known)
+    if #docnos == 0 then return 0 end
+  end
   local floor, order, rest = #top == limit and top[limit][2], {}, 0
   for _, list in ipairs(lists) do
     if list ~= from then
@@ -160,15 +187,19 @@ local function score_page(docnos, from, known)
   local members = {}
   for k, i in ipairs(alive) do members[k] = docnos[i] end
   local dls, ids = lengths(members)
+  local passed, scored = not early and pass and pass(ids), 0  -- a broad filter: checked on the survivors
   for k, i in ipairs(alive) do
-    local sum = 0
-    for _, list in ipairs(lists) do
-      local impact = impacts[list][i]
-      if impact then sum = sum + list.weight * tf_norm(frequency(tonumber(impact), dls[k], list.ref), dls[k]) end
+    if not passed or passed[k] then
+      local sum = 0
+      for _, list in ipairs(lists) do
+        local impact = impacts[list][i]
+        if impact then sum = sum + list.weight * tf_norm(frequency(tonumber(impact), dls[k], list.ref), dls[k]) end
+      end
+      offer(ids[k], sum)
+      scored = scored + 1
     end
-    offer(ids[k], sum)
   end
-  return #alive
+  return scored
 end
 
 for _, list in ipairs(lists) do list.bound = list.weight * (k1 + 1) end

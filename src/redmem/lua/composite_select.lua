@@ -10,14 +10,20 @@
 -- KEYS[2..] zsets the plan names by index
 -- ARGV[1] plan, JSON: {now, n >= 1, threshold?, eps, defaults=[value|false per key],
 --         lists=[[k, descending, complete]..] to walk, ranges=[k..] (sets whose min and max the
---         sorted map needs), signals=[{kind, w, key indexes, parameters}..]}
+--         sorted map needs), signals=[{kind, w, key indexes, parameters}..],
+--         width? (KEYS[1..width] are the columns; the filter's index keys follow), filter? (plan
+--         of include/filter_check.lua: a record that fails it is seen but never scored, so the
+--         answer is the top n of the records that pass)}
 -- returns {min, max per ranges entry ("" for an empty set), then id, s2, .., sK, id, ..}: the n
 --         best, plus every record scoring within eps*(1+|x|) below the n-th without equalling it
 --         (for the caller's own floats to order), each id followed by its ZMSCORE string in
 --         KEYS[2..] ("" if none)
 local plan = cjson.decode(ARGV[1])
 local now, n, threshold, eps, defaults = plan.now, plan.n, plan.threshold, plan.eps, plan.defaults
-local nkeys = #KEYS
+local nkeys = plan.width or #KEYS
+
+--#include filter_check
+local pass = plan.filter and filter_many(plan.filter)
 
 local out, range = {}, {}
 for _, k in ipairs(plan.ranges) do
@@ -108,8 +114,9 @@ end
 local function visit(ids)
   local cols, scores, v = {}, {}, {}
   for k = 1, nkeys do cols[k] = redis.call("ZMSCORE", KEYS[k], unpack(ids)) end
+  local passed = pass and pass(ids)
   for i = 1, #ids do
-    if cols[1][i] then
+    if cols[1][i] and (not passed or passed[i]) then
       for k = 2, nkeys do v[k] = cols[k][i] and tonumber(cols[k][i]) or defaults[k] end
       scores[i] = score(v)
       keep_best(scores[i], ids[i])

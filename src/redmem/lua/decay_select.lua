@@ -7,12 +7,17 @@
 -- KEYS[2..] further per-record zsets the plan names by index
 -- ARGV[1] plan, JSON: {now, rate, n (-1: no limit), threshold?, eps, base (k|0), confidence (k|0),
 --         center, spread, linear=[[k, weight]..], pressure=[k, rate]?,
---         lists=[[k, descending, complete]..] to walk, defaults=[value|false per key]}
+--         lists=[[k, descending, complete]..] to walk, defaults=[value|false per key],
+--         width? (KEYS[1..width] are the columns; the filter's index keys follow), filter? (plan
+--         of include/filter_check.lua: a record that fails it is seen but never scored)}
 -- returns {id, s1, s2, .., id, ..}: a superset of the answer (every record whose score is within
 --         eps*(1+|x|) of the cut), each id followed by its ZMSCORE string in every key ("" if none)
 local plan = cjson.decode(ARGV[1])
 local now, rate, n, threshold, eps = plan.now, plan.rate, plan.n, plan.threshold, plan.eps
-local defaults, nkeys = plan.defaults, #KEYS
+local defaults, nkeys = plan.defaults, plan.width or #KEYS
+
+--#include filter_check
+local pass = plan.filter and filter_many(plan.filter)
 
 local function score(v)
   local days = math.max((now - v[1]) / 86400, 0.01)
@@ -42,8 +47,9 @@ local v = {}
 local function visit(ids)
   local cols, scores = {}, {}
   for k = 1, nkeys do cols[k] = redis.call("ZMSCORE", KEYS[k], unpack(ids)) end
+  local passed = pass and pass(ids)
   for i = 1, #ids do
-    if cols[1][i] then
+    if cols[1][i] and (not passed or passed[i]) then
       for k = 1, nkeys do v[k] = cols[k][i] and tonumber(cols[k][i]) or defaults[k] end
       scores[i] = score(v)
       keep_best(scores[i])

@@ -22,17 +22,7 @@ local function rank(w)  -- weight bytes inverted, hex: lexical order = weight de
   local hi, lo = struct.unpack(">I4I4", struct.pack(">d", w))
   return string.format("%08x%08x", 4294967295 - hi, 4294967295 - lo)
 end
-local function text(x)  -- shortest of %.15g / %.17g that reads back as exactly x
-  local t = string.format("%.15g", x)
-  if tonumber(t) ~= x then t = string.format("%.17g", x) end
-  return t
-end
-local function degree(node, delta)  -- add delta to node's degree; a node left without edges has none
-  local left = redis.call("ZLEXCOUNT", KEYS[2], "[" .. node .. " ", "(" .. node .. "!")
-  if not SYM then left = left + redis.call("ZLEXCOUNT", KEYS[3], "[" .. node .. " ", "(" .. node .. "!") end
-  if left == 0 then redis.call("HDEL", KEYS[4], node); return end
-  redis.call("HSET", KEYS[4], node, text(tonumber(redis.call("HGET", KEYS[4], node) or "0") + delta))
-end
+--#include graph_degree
 local function drop(x, y, r)
   local w = tonumber(redis.call("HGET", KEYS[1], pair(x, y)))
   redis.call("HDEL", KEYS[1], pair(x, y))

@@ -4,13 +4,26 @@
 -- With limit > 0 only the limit heaviest nodes whose id starts with ARGV[6] are returned (ties:
 -- node id), and the walk stops once no further hop can change them. With hub > 0 a seed of degree d
 -- starts at min(1, hub / d) instead of 1.0 (a common entity points nowhere in particular).
+-- With a filter, a record node ("r:<id>") is returned only when the record passes it; energy
+-- still flows through every node (the filter says what is returned, not how the graph connects).
 -- KEYS[1] zset (lex) "<a> <rank> <b>", rank = weight bytes inverted in hex (weight descending)
+-- KEYS[2..] the filter's index keys
 -- ARGV[1] depth   ARGV[2] decay per hop   ARGV[3] threshold   ARGV[4] limit (0: every node)
 -- ARGV[5] fanout (0: every edge)   ARGV[6] id prefix of the nodes returned ("": any)
--- ARGV[7] hub degree (0: every seed starts at 1.0)   ARGV[8..] seed node ids
+-- ARGV[7] hub degree (0: every seed starts at 1.0)
+-- ARGV[8] filter plan JSON ("": none; see include/filter_check.lua)   ARGV[9..] seed node ids
 -- returns {node, weight, node, weight, ...} without the seeds (unordered without a limit)
 local depth, decay, threshold = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local limit, fanout, prefix, hub = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+
+--#include filter_check
+local filter = ARGV[8] ~= "" and cjson.decode(ARGV[8]) or nil
+local passes, shown = filter_of(filter), {}
+local function returned(node)  -- an entity, or a record that passes the filter (checked once)
+  if filter == nil or string.sub(node, 1, 2) ~= "r:" then return true end
+  if shown[node] == nil then shown[node] = passes(string.sub(node, 3)) end
+  return shown[node]
+end
 
 local function rank(w)  -- weight bytes inverted, hex: lexical order = weight descending
   local hi, lo = struct.unpack(">I4I4", struct.pack(">d", w))
@@ -23,7 +36,7 @@ local function weight(r)  -- inverse of rank
 end
 
 local best, frontier, seeds = {}, {}, {}
-for i = 8, #ARGV do
+for i = 9, #ARGV do
   local energy = 1.0
   if hub > 0 then
     local degree = redis.call("ZLEXCOUNT", KEYS[1], "[" .. ARGV[i] .. " ", "(" .. ARGV[i] .. "!")
@@ -34,7 +47,9 @@ end
 local function kept()  -- the nodes to return, heaviest first (ties: node id)
   local out = {}
   for node, w in pairs(best) do
-    if not seeds[node] and string.sub(node, 1, #prefix) == prefix then table.insert(out, {node, w}) end
+    if not seeds[node] and string.sub(node, 1, #prefix) == prefix and returned(node) then
+      table.insert(out, {node, w})
+    end
   end
   if limit > 0 then
     table.sort(out, function(x, y) return x[2] > y[2] or (x[2] == y[2] and x[1] < y[1]) end)

@@ -8,41 +8,12 @@ local plan = cjson.decode(ARGV[1])
 local sets, any, ranges = plan.sets or {}, plan.any or {}, plan.ranges or {}
 local order, limit, offset = plan.order or 0, plan.limit or -1, plan.offset or 0
 
-local function bound(text)
-  local open = string.sub(text, 1, 1) == "("
-  local body = open and string.sub(text, 2) or text
-  if body == "-inf" then return -math.huge, open end
-  if body == "+inf" or body == "inf" then return math.huge, open end
-  return tonumber(body), open
-end
+--#include filter_check
 
-local function in_range(score, min, max)
-  local lo, lo_open = bound(min)
-  local hi, hi_open = bound(max)
-  if score < lo or (lo_open and score == lo) then return false end
-  if score > hi or (hi_open and score == hi) then return false end
-  return true
-end
-
+local passes = filter_of(plan)
 local function keep(id, skip_set, skip_range)
   if redis.call("ZSCORE", KEYS[1], id) == false then return false end
-  for i, k in ipairs(sets) do
-    if i ~= skip_set and redis.call("SISMEMBER", KEYS[k], id) == 0 then return false end
-  end
-  for _, group in ipairs(any) do
-    local hit = false
-    for _, k in ipairs(group) do
-      if redis.call("SISMEMBER", KEYS[k], id) == 1 then hit = true break end
-    end
-    if not hit then return false end
-  end
-  for i, r in ipairs(ranges) do
-    if i ~= skip_range then
-      local s = redis.call("ZSCORE", KEYS[r[1]], id)
-      if s == false or not in_range(tonumber(s), r[2], r[3]) then return false end
-    end
-  end
-  return true
+  return passes(id, skip_set, skip_range)
 end
 
 -- Fast paths: paging the partition by id, or one range on the ordering index, read only a page.
@@ -112,7 +83,7 @@ elseif #ranges > 0 then
 elseif #any > 0 then
   local group = {}
   for _, k in ipairs(any[1]) do table.insert(group, KEYS[k]) end
-  candidates = redis.call("SUNION", unpack(group))
+  candidates = #group > 0 and redis.call("SUNION", unpack(group)) or {}  -- __any=[]: nothing matches
 else
   candidates = redis.call("ZRANGE", KEYS[1], 0, -1)
 end

@@ -22,7 +22,8 @@ from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script
 from ..store.validation import non_negative_int
 from .dbkey import DbKey
-from .indexed import KeyField, SortedField, TagField
+from .filters import index_plan, parse_condition, range_slot
+from .indexed import SortedField
 from .loading import load_records
 from .persistence import ALL_RECORDS
 from .query_methods import every_model_query_methods, find_query_method
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Query"]
 
-RANGE_OPS = {"gt", "gte", "lt", "lte", "eq"}
-TAG_OPS = {"any", "all", "eq"}
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,11 @@ class Query:
 
     # -- building ----------------------------------------------------------------------------
     def filter(self, **conditions: Any) -> Query:
-        """Add conditions: ``key=v``, ``sorted__gte=x`` (gt/gte/lt/lte), ``tags__any=[..]`` / ``__all``."""
-        parsed = tuple(self._parse(name, value) for name, value in conditions.items())
+        """Add conditions: ``key=v``, ``key__in=[..]``, ``sorted__gte=x`` (gt/gte/lt/lte),
+        ``tags=t``, ``tags__any=[..]`` / ``__all``; the same language as ``where=``
+        (:mod:`~redmem.model.filters`). QueryException naming the field for an unknown field, one
+        with no index, an operator it does not take or a value of the wrong type."""
+        parsed = tuple(parse_condition(self.model, name, value) for name, value in conditions.items())
         return replace(self, conditions=self.conditions + parsed)
 
     def order_by(self, field: str) -> Query:
@@ -73,24 +75,6 @@ class Query:
     def no_track(self) -> Query:
         """Read without read effects (no access staging): for inspection and maintenance."""
         return replace(self, tracking=False)
-
-    def _parse(self, name: str, value: Any) -> tuple[str, str, Any]:
-        field_name, _, op = name.partition("__")
-        op = op or "eq"
-        field = self.model._meta.fields.get(field_name)
-        if field is None:
-            raise QueryException(f"{self.model.__name__} has no field {field_name!r}")
-        if isinstance(field, SortedField) and op in RANGE_OPS:
-            return field_name, op, field.score(field.coerce(value))
-        if isinstance(field, TagField) and op in TAG_OPS:
-            tags = [value] if op == "eq" else list(value)
-            return field_name, "all" if op == "eq" else op, field.coerce(tags)
-        if isinstance(field, KeyField) and op == "eq":
-            return field_name, op, field.validate(value)
-        raise QueryException(
-            f"cannot filter {self.model.__name__} on {name!r}: filters work on key fields (=), "
-            "sorted fields (=, __gt, __gte, __lt, __lte) and tag fields (=, __any, __all)"
-        )
 
     # -- running -----------------------------------------------------------------------------
     def get(self, /, **keys: Any) -> Any:
@@ -180,34 +164,13 @@ class Query:
         return listed_partitions(meta, meta.client)
 
     def _plan(self, space: KeySpace, count: bool) -> tuple[list[str], dict[str, Any]]:
-        meta = self.model._meta
         keys = [space.key(ALL_RECORDS)]
-        plan: dict[str, Any] = {"sets": [], "any": [], "ranges": [], "count": count}
-
-        def slot(key: str) -> int:
-            keys.append(key)
-            return len(keys)
-
-        ranges: dict[str, list[str]] = {}
-        id_values = {n: v for n, op, v in self.conditions if n in meta.id_fields}
-        if id_values and len(id_values) == len(meta.id_fields):
-            plan["ids"] = [meta.record_id(id_values)]
-        for name, op, value in self.conditions:
-            if name in meta.partition_fields:
-                continue
-            if name in id_values and "ids" not in plan:
-                plan["sets"].append(slot(space.value_key(KeyKind.KEY_VALUE, name, meta.key_field(name).key_text(value))))
-            elif op == "all":
-                plan["sets"].extend(slot(space.value_key(KeyKind.TAG, name, tag)) for tag in value)
-            elif op == "any":
-                plan["any"].append([slot(space.value_key(KeyKind.TAG, name, tag)) for tag in value])
-            elif name not in id_values:
-                _narrow(ranges.setdefault(name, ["-inf", "+inf"]), op, value)
-        order_slot = slot(space.key(KeyKind.SORTED, self.ordering)) if self.ordering else 0
-        for name, (low, high) in ranges.items():
-            index = order_slot if name == self.ordering else slot(space.key(KeyKind.SORTED, name))
-            plan["ranges"].append([index, low, high])
-        plan.update(order=order_slot, desc=self.descending)
+        plan = index_plan(self.model._meta, space, self.conditions, keys)
+        order_slot = 0
+        if self.ordering:
+            order_key = space.key(KeyKind.SORTED, self.ordering)
+            order_slot = range_slot(plan, keys, order_key) or _appended(keys, order_key)
+        plan.update(order=order_slot, desc=self.descending, count=count)
         return keys, plan
 
     def _run(self, count: bool) -> tuple[int, list[tuple[DbKey, str]]]:
@@ -246,21 +209,7 @@ def _or_all(size: int | None, extra: int = 0) -> int:
     return -1 if size is None else size + extra
 
 
-def _narrow(bounds: list[str], op: str, value: float) -> None:
-    """Tighten ``[low, high]`` (ZRANGEBYSCORE syntax) by one comparison."""
-    text = repr(value)
-    if op in ("gt", "gte", "eq"):
-        bounds[0] = _tighter(bounds[0], ("(" if op == "gt" else "") + text, max)
-    if op in ("lt", "lte", "eq"):
-        bounds[1] = _tighter(bounds[1], ("(" if op == "lt" else "") + text, min)
 
-
-def _tighter(current: str, candidate: str, pick: Any) -> str:
-    def number(bound: str) -> tuple[float, bool]:
-        return float(bound.lstrip("(")), bound.startswith("(")
-
-    cur_value, cur_open = number(current)
-    new_value, _ = number(candidate)
-    if cur_value == new_value:
-        return current if cur_open else candidate
-    return current if pick(cur_value, new_value) == cur_value else candidate
+def _appended(keys: list[str], key: str) -> int:
+    keys.append(key)
+    return len(keys)

@@ -26,6 +26,7 @@ from ..context.retrieval import Capabilities, PullPlan, plan_pull, push_candidat
 from ..context.tokens import TokenCounter, resolve_counter
 from ..fields.composite import signal_weights
 from ..model.base import Model
+from ..model.filters import compile_where
 from ..model.hits import Hit
 from ..model.loading import load_records
 from ..observation.protocol import ObservationProtocol
@@ -179,21 +180,28 @@ class ContextAssembler:
     # -- the one call --------------------------------------------------------------------------
     def assemble(
         self, query_cues: dict[str, Any] | str | None = None, *, assess_quality: bool = False,
-        emit_trace: bool = False, now: float | None = None, **partition: Any,
+        emit_trace: bool = False, now: float | None = None, where: Mapping[str, Any] | None = None,
+        **partition: Any,
     ) -> AssemblyResult:
         """Retrieve, merge, budget, render and record post-effects for one turn.
 
         ``partition`` names the tenant (e.g. ``agent_id="agent-1"``); every path searches only
         inside it. ``now`` (epoch seconds) fixes the clock for decay and cyclic scores.
+        ``where`` keeps only the records that match these conditions on indexed fields, in every
+        path (``{"kind": "fact", "tags__any": ["ops"], "importance__gte": 0.5}``, the language of
+        :meth:`Query.filter <redmem.model.query.Query.filter>`; see :mod:`redmem.model.filters`),
+        checked before any Redis call and applied inside each search, with no extra round trip.
         """
         started = time.perf_counter()
         at = timestamp("now", now)
         query = self._query(partition)
+        filtered = compile_where(self.model_class, where)
         space = query.partition()
         text = cue_text(query_cues)
         push_limit = self.max_items * 2
-        scan = [f.searcher(space, at, self.surfacing_threshold, push_limit) for f in self.capabilities.cyclic]
-        pulled = retrieve(self.model_class._meta.client, plan_pull(self.capabilities, query, text, self._plan(), at, scan))
+        scan = [f.searcher(space, at, self.surfacing_threshold, push_limit, filtered) for f in self.capabilities.cyclic]
+        pull = plan_pull(self.capabilities, query, text, self._plan(), at, scan, filtered)
+        pulled = retrieve(self.model_class._meta.client, pull)
         for message in pulled.warnings:
             warnings.warn(message, RuntimeWarning, stacklevel=2)
         push = push_candidates(space, pulled.riders, push_limit)

@@ -8,10 +8,16 @@ Every script that writes (``WRITE_SCRIPTS``) is loaded guarded by an operation k
 (:mod:`redmem.store.outcome`): each call adds a fresh one as its last KEY, and redis-py resends
 the same key when it retries after a timeout, so the write is applied once; the guard adds no
 round trip. Read-only scripts run as written and may be retried freely.
+
+Scripts share code by inclusion: a line ``--#include NAME`` is replaced, when the script is
+loaded, by the text of ``redmem/lua/include/NAME.lua`` (e.g. ``filter_check``, the record-filter
+check of :mod:`redmem.model.filters`). Redis runs each script in its own sandbox with no way to
+load a module, so the shared snippet is pasted in; the SHA is that of the expanded source.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -23,7 +29,7 @@ from redis.exceptions import NoScriptError
 
 from .outcome import guarded_source, operation_key, unknown_outcome
 
-__all__ = ["script", "run_script", "queue_script", "ScriptCall", "run_calls", "WRITE_SCRIPTS"]
+__all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "WRITE_SCRIPTS"]
 
 #: The scripts that change data: each runs at most once per call, whatever the retries.
 WRITE_SCRIPTS = frozenset({
@@ -35,10 +41,31 @@ WRITE_SCRIPTS = frozenset({
 })
 
 
+#: A line naming a snippet of ``redmem/lua/include/`` to paste in its place.
+_INCLUDE = re.compile(rb"^--#include ([a-z_]+)[ \t]*$", re.MULTILINE)
+#: A snippet's comment-only lines, left out when it is pasted (the file documents it; a pipelined
+#: EVAL sends the source each time, so what is pasted stays short).
+_COMMENT_LINE = re.compile(rb"^[ \t]*--.*\n", re.MULTILINE)
+
+
+def script_source(name: str) -> bytes:
+    """The source of ``redmem/lua/<name>.lua`` with each ``--#include NAME`` line replaced by
+    ``redmem/lua/include/NAME.lua`` without its comment-only lines (a snippet includes nothing
+    itself)."""
+    lua = resources.files("redmem.lua")
+
+    def snippet(line: re.Match[bytes]) -> bytes:
+        text = lua.joinpath("include", f"{line[1].decode()}.lua").read_bytes()
+        return _COMMENT_LINE.sub(b"", text).rstrip(b"\n")
+
+    return _INCLUDE.sub(snippet, lua.joinpath(f"{name}.lua").read_bytes())
+
+
 @cache
 def script(name: str) -> Script:
-    """The ``Script`` built from ``redmem/lua/<name>.lua`` (guarded when it is a write script)."""
-    source = resources.files("redmem.lua").joinpath(f"{name}.lua").read_bytes()
+    """The ``Script`` built from ``redmem/lua/<name>.lua`` with its includes expanded
+    (:func:`script_source`), guarded when it is a write script."""
+    source = script_source(name)
     # redis-py runs a Script with no client of its own when each call passes one; its annotation omits None.
     return Script(None, guarded_source(source) if name in WRITE_SCRIPTS else source)  # type: ignore[arg-type]
 
