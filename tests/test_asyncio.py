@@ -29,7 +29,7 @@ import redis.asyncio as redis_asyncio
 import redmem
 import redmem.store.aio as aio
 from models import Memory, Note, RhythmicMemory
-from redmem import ConfidenceField, ContextAssembler, ObservationProtocol
+from redmem import BM25Field, ConfidenceField, ContextAssembler, ObservationProtocol
 from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.conversation import (
     ConversationMemory,
@@ -265,7 +265,30 @@ async def hsca_session(call: Call) -> Any:
             await call(engine, "assemble", "tortoise race"), await call(engine, "domain_evolution")]
 
 
-SCENARIOS = [hsca_session, save_update_delete, save_many_and_get, query_methods, primitive_operations, assemble_and_feedback,
+class Filed(redmem.Model):
+    """Filterable fields (a value-indexed key field, a sorted field, tags) beside BM25 and vectors."""
+
+    filed_id = redmem.AutoKeyField()
+    kind = redmem.KeyField()
+    agent_id = redmem.KeyField()
+    content = redmem.StringField()
+    importance = redmem.SortedField(partition_by="agent_id")
+    tags = redmem.TagField()
+    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+    embedding = redmem.EmbeddingField(source="content", partition_by="agent_id")
+
+
+async def filtered_retrieval(call: Call) -> Any:
+    rows = [("fact", 1.0, ["ops"], "deploy with helm"), ("plan", 2.0, ["db"], "deploy the database"),
+            ("fact", 3.0, ["db", "ops"], "helm deploy of the database"), ("note", 0.5, ["ops"], "lunch with helm")]
+    await call(Filed, "save_many", [Filed(kind=k, agent_id="a", importance=i, tags=t, content=c) for k, i, t, c in rows])
+    where = {"kind__in": ["fact", "plan"], "importance__gte": 1.0, "tags__any": ["ops", "db"]}
+    assembler = ContextAssembler(Filed, max_items=3)
+    return [await call(assembler, "assemble", "deploy helm", where=where, agent_id="a"),
+            await call(Filed.query.filter(agent_id="a"), "keyword_search", "deploy", 5, where={"kind": "fact"})]
+
+
+SCENARIOS = [filtered_retrieval, hsca_session, save_update_delete, save_many_and_get, query_methods, primitive_operations, assemble_and_feedback,
              conversation]
 
 
