@@ -283,6 +283,7 @@ class LoopThread:
         self.thread.start()
 
     def resolve(self, awaitable: Awaitable[R]) -> R:
+        """The result of ``awaitable``, awaited on this loop while the calling thread waits."""
         if threading.current_thread() is self.thread:
             close = getattr(awaitable, "close", None)
             if close is not None:
@@ -295,8 +296,10 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(awaited(), self.loop).result()
 
     def stop(self) -> None:
+        """Stop the loop, wait for its thread, and close the loop."""
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
+        self.loop.close()
 
 
 # -- the asyncio twin of a configured client --------------------------------------------------
