@@ -81,12 +81,18 @@ def cluster_url():
 
 @pytest.fixture(scope="session")
 def single_client(redis_url, request):
-    return _bridged(redmem.connect(redis_url), request)
+    client = _bridged(redmem.connect(redis_url), request)
+    yield client
+    if BRIDGE:
+        client.close()  # on its loop, before the loop thread stops
 
 
 @pytest.fixture(scope="session")
 def cluster_client(cluster_url, request):
-    return _bridged(redmem.connect(cluster_url), request)
+    client = _bridged(redmem.connect(cluster_url), request)
+    yield client
+    if BRIDGE:
+        client.close()
 
 
 def _use(client):
