@@ -24,15 +24,20 @@ is the LoCoMo run's business). Measured per library and N:
   times: p50/p95/p99 in ms (total, and without query embedding), round trips and commands sent
   per call (median). Reported figures are the medians over repeats.
 
-``--workload questions`` (redmem only, lexical): the natural-language workload of
-``questions.py`` -- N memories of LoCoMo dialog sentences read from ``--data``, the LoCoMo
-questions of 6-15 words as queries (``--queries`` of them, every one by default), the seed's
-Memory model assembled with ``score_weights={"relevance": 1.0}``, max_items 10. Per N:
-assemble() and ``keyword_search`` alone (p50/p95/p99, round trips), what each BM25 search read
-inside Redis (postings, records scored), and the top-k exactness check: redmem's BM25 top 10
-against an exact BM25 computed in Python over the same corpus with the same formulas
-(``retrieval_bm25.Reference``), every disagreeing query kept. The load average is recorded
-before and after each N (the machine is shared). Written to ``results/latency_questions.json``.
+``--workload questions`` (redmem only): the natural-language workload of ``questions.py`` --
+N memories of LoCoMo dialog sentences read from ``--data``, the LoCoMo questions of 6-15 words
+as queries (``--queries`` of them, every one by default), the seed's Memory model (lexical, and
+hybrid with hashed vectors) assembled with ``score_weights={"relevance": 1.0}``, max_items 10.
+Per N and mode: assemble() (p50/p95/p99 with and without the query embedding, round trips; the
+first pass apart, as it fills the process's copy of the postings; the server's CPU per
+question from ``INFO commandstats`` over the other passes); ``keyword_search`` alone; what each
+BM25 search read inside Redis (postings, records scored); and the top-k exactness check:
+redmem's BM25 top 10 against an exact BM25 computed in Python over the same corpus with the
+same formulas (``retrieval_bm25.Reference``), on the questions and on ``--word-queries``
+3-word queries of stored memories, every disagreeing query kept; and what the process's copy
+of the lexical model's postings holds after its passes (``PostingsCopy.footprint``). The load
+average is recorded around each mode (the machine is shared). Written to
+``results/latency_questions.json``.
 
 popoto's hybrid model is measured up to ``--popoto-hybrid-up-to`` memories (default 10k): it
 writes one vector file per memory and its ingest slows as N grows (about 40 memories/s by
@@ -59,6 +64,7 @@ import redmem
 from common import CommandCounter, machine, median_of, summary, synthetic_queries, synthetic_texts, write_json
 from popoto_bridge import PopotoProcess
 from questions import dialog_corpus, locomo_questions
+from redmem.fields.bm25_postings import copies
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
@@ -253,20 +259,56 @@ def exactness(model: type, ids: list[str], texts: list[str], queries: list[str])
             "records_scored": summary(scored)}
 
 
-def run_questions(n: int, texts: list[str], queries: list[str], args: Any) -> dict[str, Any]:
-    """Ingest N dialog memories (lexical model), then time assemble() and keyword_search, check exactness."""
-    model = memory_model(f"LatQ{n}")
-    ingest = ingest_measured(model, AGENT, texts, 0, chunk_size=args.chunk_size)
-    assembler = ContextAssembler(model, score_weights={"relevance": 1.0}, max_items=10, retrieval_mode="lexical")
+def server_usec(client: Any) -> dict[str, dict[str, float]]:
+    """``INFO commandstats`` of the server: calls and microseconds by command (since the last RESETSTAT)."""
+    return {name.removeprefix("cmdstat_"): {"calls": stats["calls"], "usec": stats["usec"]}
+            for name, stats in client.info("commandstats").items()}
+
+
+def timed_questions(model: type, mode: str, queries: list[str], args: Any, client: Any,
+                    provider: Any) -> dict[str, Any]:
+    """assemble() of every question in ``mode`` (relevance only, max_items 10), ``--repeats`` times after
+    the warm-up: figures as ``latency_figures`` (medians over repeats), the first pass apart (it
+    fills the process's copy of the postings), and the CPU per question over the other passes: the
+    server's (``INFO commandstats`` usec, reset after the first pass) and this process's
+    (``time.process_time``, embedding included). ``provider``: the hybrid model's."""
+    assembler = ContextAssembler(model, score_weights={"relevance": 1.0}, max_items=10, retrieval_mode=mode)
     load_before = list(os.getloadavg())
-    assemble_many(model, "lexical", AGENT, queries[:WARMUP], assembler=assembler)
-    runs = [assemble_many(model, "lexical", AGENT, queries, assembler=assembler) for _ in range(args.repeats)]
-    out = {"ingest_seconds": ingest["bulk_seconds"], "assemble": latency_figures(runs),
-           "keyword_search": keyword_search_alone(model, queries, args.repeats),
-           "load_average": {"before": load_before, "after": list(os.getloadavg())}}
-    out["exactness"] = exactness(model, ingest["ids"], texts, queries)
-    log.info("questions N=%d assemble %s keyword_search %s identical %.4f", n, _short(out["assemble"]),
-             _short(out["keyword_search"]), out["exactness"]["identical"])
+    assemble_many(model, mode, AGENT, queries[:WARMUP], assembler=assembler, provider=provider)
+    runs = [assemble_many(model, mode, AGENT, queries, assembler=assembler, provider=provider)]
+    client.config_resetstat()
+    cpu = time.process_time()
+    runs += [assemble_many(model, mode, AGENT, queries, assembler=assembler, provider=provider)
+             for _ in range(args.repeats - 1)]
+    cpu, stats, asked = time.process_time() - cpu, server_usec(client), len(queries) * (args.repeats - 1)
+    return {**latency_figures(runs), "first_pass": latency_figures(runs[:1]),
+            "client_cpu_ms_per_query": 1000 * cpu / asked if asked else None,
+            "server_usec_per_query": sum(s["usec"] for s in stats.values()) / asked if asked else None,
+            "server_commandstats": stats,
+            "load_average": {"before": load_before, "after": list(os.getloadavg())}}
+
+
+def run_questions(n: int, texts: list[str], queries: list[str], args: Any, client: Any) -> dict[str, Any]:
+    """Ingest N dialog memories (a lexical and a hybrid model), time assemble() in both modes and
+    keyword_search alone, check exactness on the questions and on 3-word queries of stored memories."""
+    providers = {"lexical": None, "hybrid": hash_provider()}
+    models = {"lexical": memory_model(f"LatQ{n}"), "hybrid": memory_model(f"LatQH{n}", providers["hybrid"])}
+    ingest = {mode: ingest_measured(model, AGENT, texts, 0, providers[mode], chunk_size=args.chunk_size)
+              for mode, model in models.items()}
+    out: dict[str, Any] = {"ingest_seconds": {mode: part["bulk_seconds"] for mode, part in ingest.items()},
+                           "assemble": {}}
+    for mode, model in models.items():
+        out["assemble"][mode] = timed_questions(model, mode, queries, args, client, providers[mode])
+    lexical = models["lexical"]
+    out["postings_copy"] = copies.get(lexical._meta.client, lexical.content_bm25.keys_in(
+        lexical.query.filter(agent_id=AGENT).partition()).lengths).footprint()
+    out["keyword_search"] = keyword_search_alone(models["lexical"], queries, args.repeats)
+    words = synthetic_queries(texts, args.word_queries)
+    out["exactness"] = exactness(models["lexical"], ingest["lexical"]["ids"], texts, queries)
+    out["exactness_words"] = exactness(models["lexical"], ingest["lexical"]["ids"], texts, words)
+    log.info("questions N=%d lexical %s hybrid %s keyword_search %s identical %.4f / words %.4f", n,
+             _short(out["assemble"]["lexical"]), _short(out["assemble"]["hybrid"]), _short(out["keyword_search"]),
+             out["exactness"]["identical"], out["exactness_words"]["identical"])
     return out
 
 
@@ -283,13 +325,15 @@ def main_questions(args: Any) -> dict[str, Any]:
     for n in sizes:
         with EmbeddedServer() as server:
             redmem.connect(server.url, socket_timeout=120)  # a bulk chunk of 1,000 on a loaded shared host
-            results[str(n)] = run_questions(n, dialog_corpus(path, n), queries, args)
+            results[str(n)] = run_questions(n, dialog_corpus(path, n), queries, args, server.client())
             payload["redis_version"] = server.client().info("server").get("redis_version")
         smallest = results[str(sizes[0])]
+        figures = {"keyword_search": lambda r: r["keyword_search"],
+                   **{mode: lambda r, mode=mode: r["assemble"][mode] for mode in ("lexical", "hybrid")}}
         payload["growth"] = {
-            what: {"p50": results[str(n)][what]["p50"] / smallest[what]["p50"],
-                   "p95": results[str(n)][what]["p95"] / smallest[what]["p95"]}
-            for what in ("assemble", "keyword_search")}
+            what: {"p50": pick(results[str(n)])["p50_without_embedding"] / pick(smallest)["p50_without_embedding"],
+                   "p95": pick(results[str(n)])["p95_without_embedding"] / pick(smallest)["p95_without_embedding"]}
+            for what, pick in figures.items()}
         payload.update(machine=machine(), seconds=time.perf_counter() - started)
         if out:
             write_json(out, payload)
@@ -312,6 +356,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--queries", type=int, default=None,
                         help="queries per N (default: 200 words; every question of 6-15 words)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--word-queries", type=int, default=200,
+                        help="--workload questions: 3-word queries of stored memories checked for exactness too")
     parser.add_argument("--ingest-repeats", type=int, default=3,
                         help="ingests per N and system (the extra ones on fresh servers); figures are medians")
     parser.add_argument("--single", type=int, default=2000, help="memories saved one by one (at most N/5)")

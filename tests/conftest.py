@@ -19,6 +19,7 @@ from hypothesis import settings as hypothesis_settings
 
 import redmem
 from redmem.store.aio import AioClient, LoopThread, async_twin, is_cluster
+from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
 
@@ -158,3 +159,19 @@ def sent(monkeypatch):
     monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counting)
     monkeypatch.setattr(redis.connection.AbstractConnection, "on_connect_check_health", uncounted)
     return requests
+
+
+@pytest.fixture
+def restartable(tmp_path):
+    """A server whose data lives in ``tmp_path`` (dump.rdb), restartable on the same port; the
+    default client is one that outlives the restart (its cached matrices and postings too)."""
+    before = settings()
+    args = ["--dir", str(tmp_path), "--dbfilename", "dump.rdb"]
+    server = EmbeddedServer(unix_socket=False, extra_args=args).start()
+    redmem.connect(server.url)
+    redmem.configure(key_prefix="rollback")
+    try:
+        yield server, tmp_path
+    finally:
+        server.stop()
+        redmem.configure(client=before.client, key_prefix=before.key_prefix)

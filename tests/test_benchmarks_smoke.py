@@ -96,6 +96,20 @@ def test_locomo_one_conversation(tmp_path):
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
+def test_latency_on_questions(tmp_path):
+    payload = run("latency.py", "--workload", "questions", "--data", str(LOCOMO), "--sizes", "300,600",
+                  "--queries", "20", "--repeats", "2", "--word-queries", "10", out_dir=tmp_path)
+    for row in payload["results"].values():
+        for mode in ("lexical", "hybrid"):
+            figures = row["assemble"][mode]
+            assert figures["round_trips_max"] <= 3 and figures["p50"] > 0 and figures["first_pass"]["p50"] > 0
+            assert figures["client_cpu_ms_per_query"] > 0 and figures["server_usec_per_query"] > 0
+        assert row["exactness"]["identical"] == row["exactness_words"]["identical"] == 1.0
+        assert row["exactness"]["modes"] == {"cached": 20} and row["postings_copy"]["postings"] > 0
+    assert set(payload["growth"]) == {"keyword_search", "lexical", "hybrid"}
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
 def test_vector_dtypes_one_conversation(tmp_path):
     results = run("vector_dtypes.py", "--data", str(LOCOMO), "--conversations", "1", "--records", "2000",
                   out_dir=tmp_path)["results"]

@@ -34,6 +34,7 @@ from redmem import (
 )
 from redmem.fields.bm25 import BM25Field
 from redmem.fields.bm25_math import bm25_score, idf, impact_bound, impact_unit, term_frequency, tf_norm
+from redmem.fields.search_protocol import run_search
 from redmem.store.keys import escape
 from redmem.text import Analyzer, default_analyzer
 
@@ -94,8 +95,16 @@ class LuceneIdfOkapi(BM25Okapi):
 
 
 def expected_ranking(scores: dict[str, float], limit: int) -> list[str]:
-    matching = [(s, rid) for rid, s in scores.items() if s > 0]
-    return [rid for _, rid in sorted(matching, key=lambda pair: (-pair[0], pair[1]))[:limit]]
+    """Best first, ties by id; scores within 1e-12 (relative) of each other count as ties, since
+    the numpy reference sums by matrix product, whose rounding may differ between equal rows."""
+    matching = sorted(((s, rid) for rid, s in scores.items() if s > 0), key=lambda pair: (-pair[0], pair[1]))
+    groups: list[list[tuple[float, str]]] = []
+    for pair in matching:
+        if groups and pair[0] >= groups[-1][0][0] * (1 - 1e-12):
+            groups[-1].append(pair)
+        else:
+            groups.append([pair])
+    return [rid for group in groups for _, rid in sorted(group, key=lambda pair: pair[1])][:limit]
 
 
 def check_search(model: type, agent: str | None, docs: dict[str, str], text: str, limit: int = 10, **kw) -> list:
@@ -112,7 +121,14 @@ def check_search(model: type, agent: str | None, docs: dict[str, str], text: str
     exhaustive = query.keyword_search(text, limit=limit, exhaustive=True, **kw)
     assert [r._saved_key.record_id for r in exhaustive] == ids
     assert [r._bm25_score for r in exhaustive] == [r._bm25_score for r in found]
+    bounded = server_search(field, query.partition(), text, limit)
+    assert bounded.ranked == [(r._saved_key.record_id, r._bm25_score) for r in found]
     return found
+
+
+def server_search(field: BM25Field, space, text: str, limit: int):
+    """The search ranked inside Redis (``bm25_search.lua``, bounded) instead of in-process."""
+    return run_search(field.model._meta.client, field.server_searcher(space, field.term_counts(text), limit))
 
 
 def index_state(field: BM25Field, space, client) -> dict:
@@ -310,7 +326,7 @@ def test_bounded_search_reads_part_of_long_lists(any_db):
     texts = [" ".join(["memory"] * rng.randint(1, 3) + rng.choices(WORDS, k=rng.randint(3, 30))) for _ in range(400)]
     records = [Memory.create(agent_id=agent, content=t) for t in texts]
     space = Memory.query.filter(agent_id=agent).partition()
-    result = Memory.content_bm25.search(space, "memory", 5)
+    result = server_search(Memory.content_bm25, space, "memory", 5)
     exhaustive = Memory.content_bm25.search(space, "memory", 5, exhaustive=True)
     assert (result.mode, exhaustive.mode) == ("bounded", "exhaustive")
     assert result.ranked == exhaustive.ranked
@@ -326,7 +342,7 @@ def test_records_that_cannot_reach_the_top_are_not_scored(any_db):
     records = [Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 600, common=0.6)]
     space = Memory.query.filter(agent_id=agent).partition()
     question = "which agent memory search index latency in the redis cluster"
-    result = Memory.content_bm25.search(space, question, 10)
+    result = server_search(Memory.content_bm25, space, question, 10)
     exhaustive = Memory.content_bm25.search(space, question, 10, exhaustive=True)
     assert result.mode == "bounded" and result.ranked == exhaustive.ranked
     assert result.records_scored < result.postings_read / 4
@@ -352,9 +368,9 @@ def test_a_list_without_a_reference_falls_back_to_scoring_every_posting(any_db):
     agent, rng = fresh_agent(), random.Random(2)
     records = [Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 50)]
     space = Memory.query.filter(agent_id=agent).partition()
-    before = Memory.content_bm25.search(space, "redis cluster", 5)
+    before = server_search(Memory.content_bm25, space, "redis cluster", 5)
     any_db.hdel(Memory.content_bm25.keys_in(space).references, "cluster")  # damaged by hand
-    after = Memory.content_bm25.search(space, "redis cluster", 5)
+    after = server_search(Memory.content_bm25, space, "redis cluster", 5)
     assert (before.mode, after.mode) == ("bounded", "exhaustive")
     assert after.ranked == before.ranked
     check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, "redis cluster", limit=5)

@@ -3,6 +3,9 @@ with cosine >= DUPLICATE_COSINE; the best-ranked copy stays, and no round trip i
 
 from __future__ import annotations
 
+import random
+import unicodedata
+
 import numpy as np
 import pytest
 
@@ -144,3 +147,16 @@ def test_duplicate_cosine_none_keeps_near_duplicates_and_bad_values_are_refused(
     for bad in (0, 1.5, -0.2, "0.9", True):
         with pytest.raises(ValueError, match="duplicate_cosine"):
             ContextAssembler(Note, duplicate_cosine=bad)
+
+
+def test_ascii_texts_normalise_as_every_other_text():
+    """The ASCII shortcut (lower, a table of punctuation) gives what NFKC, casefold and the
+    per-character category test give."""
+    def by_category(text: str) -> str:
+        folded = unicodedata.normalize("NFKC", text).casefold()
+        return " ".join("".join(c for c in folded if not unicodedata.category(c).startswith("P")).split())
+
+    rng = random.Random(4)
+    for _ in range(5000):
+        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 30)))
+        assert normalised_text(text) == by_category(text)

@@ -58,3 +58,14 @@ def test_bad_settings_are_refused():
         EmbeddingDomains(Broken(), floor=2.0)
     with pytest.raises(ValidationError):
         EmbeddingDomains(Broken(), bridge=float("nan"))
+
+
+def test_own_prototypes_replace_the_written_ones():
+    meaning = EmbeddingDomains(MiniLMEmbeddings(), prototypes={"medical": ["A doctor treats a patient."],
+                                                               "legal": ["A court decides a lawsuit."]})
+    assert set(meaning.similarities("The nurse took his blood pressure.")) == {"medical", "legal"}
+    assert meaning.topical("The nurse took his blood pressure.")[0] == "medical"
+    with pytest.raises(ValidationError):
+        EmbeddingDomains(Broken(), prototypes={"medical": []})
+    with pytest.raises(ValidationError):
+        EmbeddingDomains(Broken(), prototypes={"gardening": ["Roses need sun."]})

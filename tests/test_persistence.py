@@ -211,7 +211,8 @@ def memory_model(name: str) -> type:
 
 def stored_state(client, model: type, ids: list[str]) -> dict:
     """Every key of ``model`` and its content, with the model name left out, each record id replaced
-    by its position in ``ids`` and the decay clocks (save times) left out."""
+    by its position in ``ids`` and the decay clocks (save times) and the BM25 change log's epoch and
+    server run id left out."""
     prefix = f"{redmem.store.settings().key_prefix}:{model._meta.name}:"
     position = {record_id: f"<{i}>" for i, record_id in enumerate(ids)}
 
@@ -225,7 +226,8 @@ def stored_state(client, model: type, ids: list[str]) -> dict:
             continue
         kind = client.type(key).decode()
         if kind == "hash":
-            content = {plain(k): plain(v) for k, v in client.hgetall(key).items()}
+            stamps = {b"epoch", b"run"} if ":b:" in key and key.endswith(":v") else set()
+            content = {plain(k): plain(v) for k, v in client.hgetall(key).items() if k not in stamps}
         elif kind == "zset":
             clock = key.endswith(":d:relevance:t")
             content = {plain(m): None if clock else s for m, s in client.zrange(key, 0, -1, withscores=True)}

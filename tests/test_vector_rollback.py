@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
-
 import redmem
 from redmem import AutoKeyField, KeyField, Model, StringField
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields import EmbeddingField
-from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
 
 
@@ -30,22 +27,6 @@ def notes(agent: str, topic: str, count: int) -> list[Note]:
 
 def search(agent: str, text: str, limit: int) -> set[str]:
     return {n.note_id for n in Note.query.filter(agent_id=agent).semantic_search(text, limit=limit)}
-
-
-@pytest.fixture
-def restartable(tmp_path):
-    """A server whose data lives in ``tmp_path`` (dump.rdb), restartable on the same port; the
-    default client is one that outlives the restart (its cached matrices too)."""
-    before = settings()
-    args = ["--dir", str(tmp_path), "--dbfilename", "dump.rdb"]
-    server = EmbeddedServer(unix_socket=False, extra_args=args).start()
-    redmem.connect(server.url)
-    redmem.configure(key_prefix="rollback")
-    try:
-        yield server, tmp_path
-    finally:
-        server.stop()
-        redmem.configure(client=before.client, key_prefix=before.key_prefix)
 
 
 def test_search_sees_the_server_state_after_a_restart_from_an_older_snapshot(restartable):

@@ -22,16 +22,14 @@ import itertools
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from ..store.aio import CooperativeLock
+from ..store.client_cache import ClientCache
 from . import prescan
 from .base import unit_rows
 from .codec import decode_rows, stored_dimensions
@@ -317,29 +315,11 @@ def _grown(array: np.ndarray, capacity: int, keep: int, width: int | None = None
     return grown
 
 
-class MatrixCache:
+class MatrixCache(ClientCache[VectorMatrix]):
     """Matrices by (client, vector hash key), the least recently used dropped past ``capacity``.
 
     Each client has its own matrices, so two clients in one process behave like two processes.
     """
 
     def __init__(self, capacity: int = 128) -> None:
-        self.capacity = capacity
-        self._by_client: WeakKeyDictionary[Any, OrderedDict[str, VectorMatrix]] = WeakKeyDictionary()
-        self._lock = threading.Lock()
-
-    def get(self, client: Any, key: str) -> VectorMatrix:
-        """The matrix of ``key`` as seen through ``client`` (empty and unversioned when new)."""
-        with self._lock:
-            matrices = self._by_client.setdefault(client, OrderedDict())
-            matrix = matrices.get(key)
-            if matrix is None:
-                matrix = matrices[key] = VectorMatrix()
-                while len(matrices) > self.capacity:
-                    matrices.popitem(last=False)
-            matrices.move_to_end(key)
-            return matrix
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_client.clear()
+        super().__init__(VectorMatrix, capacity)

@@ -10,14 +10,18 @@ the total length and every df stay exact. Postings are impact-ordered: one sorte
 member = the record's docno (a short number given when it is first indexed), score = ``tf_norm``
 at the term list's reference average length, scaled by
 :func:`~redmem.fields.bm25_math.impact_unit` and rounded up to an integer (compact and fast in
-Redis, exact ``tf`` on the way back). A search is one Lua call (``bm25_search.lua``): Fagin's
-threshold algorithm walks the lists best-first and stops once the exact bound of
-:func:`~redmem.fields.bm25_math.impact_bound` shows that no unread posting can reach the top
-``limit`` -- whatever avgdl has drifted to since the postings were written. A newly seen record
-is scored exactly only if it can still reach the top: its upper bound (the impact bounds of the
-lists looked up so far, best list first, plus the current bound of the others) is checked
-against the ``limit``-th score after each lookup, MaxScore-style, so a question of many common
-words reads few lengths and entries. Then one pipelined round trip loads the records.
+Redis, exact ``tf`` on the way back). Each write also logs the changed records under a version
+counter, so a search (``cache_postings``, the default) is one ``bm25_sync.lua`` call that
+brings the process's copy of the query terms' lists up to date, then an exact ranking of every
+posting of those lists in-process (:mod:`redmem.fields.bm25_postings`). With
+``cache_postings=False`` (or ``exhaustive``) the search ranks inside Redis instead, one Lua call
+(``bm25_search.lua``): Fagin's threshold algorithm walks the lists best-first and stops once the
+exact bound of :func:`~redmem.fields.bm25_math.impact_bound` shows that no unread posting can
+reach the top ``limit`` -- whatever avgdl has drifted to since the postings were written. A
+newly seen record is scored exactly only if it can still reach the top: its upper bound (the
+impact bounds of the lists looked up so far, best list first, plus the current bound of the
+others) is checked against the ``limit``-th score after each lookup, MaxScore-style. Either way
+one pipelined round trip then loads the records.
 """
 
 from __future__ import annotations
@@ -37,19 +41,21 @@ from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.aio import async_variant
+from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape
 from ..store.scripts import ScriptCall
 from ..store.validation import is_finite_number, non_negative_int
 from ..text.analyzer import Analyzer, default_analyzer
 from .bm25_math import impact_unit
+from .bm25_postings import SyncReply, copies
 from .search import hydrate, partition_of, pick_field
 from .search_protocol import run_search
 
 if TYPE_CHECKING:
     from ..model.batch import SaveBatch
 
-__all__ = ["BM25Field", "BM25Keys", "BM25Search", "SearchResult", "keyword_search"]
+__all__ = ["BM25Field", "BM25Keys", "BM25Search", "CachedBM25Search", "SearchResult", "keyword_search"]
 
 #: A list is re-scored at the current avgdl when it has doubled since its last check and avgdl
 #: moved by more than this fraction (amortised O(1) extra work per posting written).
@@ -60,6 +66,13 @@ FIRST_PAGE = 16
 STOP_SLACK = 1e-9
 #: Compact JSON of entries (one encoder: ``json.dumps`` with options builds one per call).
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: The change log keeps the newest max(LOG_KEEP, records / LOG_FRACTION) entries: a reader further
+#: behind reloads the lists it asks for.
+LOG_KEEP = 1024
+LOG_FRACTION = 64
+#: Sync attempts of one in-process search before it asks the server to rank instead (only
+#: concurrent searches of one copy in several threads, or a writer that does not log, need more than one).
+SYNC_ATTEMPTS = 3
 #: Version of the stored layout, part of the index keys: 2 = docno members, integer impacts.
 STORAGE_FORMAT = 2
 
@@ -73,6 +86,8 @@ class BM25Keys:
     totals: str  # hash "total" -> sum of document lengths, "next" -> the last docno given
     references: str  # hash term -> "<reference avgdl> <list size at the last check> <list size>"
     postings: str  # prefix of the per-term zsets: ``<postings>:<escaped term>``
+    version: str  # hash {epoch, n, floor, run} of the change log
+    log: str  # zset "<docno>[ <JSON list of the terms of its previous entry>]" -> version n of the change
 
     def posting(self, term: str) -> str:
         return f"{self.postings}:{_escaped(term)}"
@@ -83,9 +98,9 @@ class SearchResult:
     """What one search returned: (record id, score) best first, and what it cost inside Redis."""
 
     ranked: list[tuple[str, float]]
-    mode: str  # "bounded" (threshold algorithm) or "exhaustive" (every posting)
-    postings_read: int
-    records_scored: int
+    mode: str  # "cached" (in-process copy), "bounded" (threshold algorithm in Redis) or "exhaustive"
+    postings_read: int  # postings read inside Redis (cached: the lists sent to the copy)
+    records_scored: int  # records scored exactly (cached: every record holding a query term)
 
 
 class BM25Field(Field[Any]):
@@ -96,6 +111,10 @@ class BM25Field(Field[Any]):
         k1: term-frequency saturation, > 0.
         b: length normalisation, in [0, 1].
         analyzer: the :class:`~redmem.text.Analyzer` turning text into terms (default: the shared one).
+        cache_postings: rank in-process over a copy of the query terms' lists kept exact by the
+            index's change log (default), or (False) rank inside Redis with ``bm25_search.lua``
+            (nothing held in the process: for short-lived processes, or many partitions each
+            searched rarely). Same answers either way.
         partition_by: the model's partition field(s), as for any field.
 
     The index keys carry a short version derived from source, k1, b, the analyser options and
@@ -112,6 +131,7 @@ class BM25Field(Field[Any]):
         b: float = 0.75,
         analyzer: Analyzer | None = None,
         *,
+        cache_postings: bool = True,
         partition_by: str | tuple[str, ...] | None = None,
     ) -> None:
         super().__init__(str, partition_by=partition_by)
@@ -122,6 +142,7 @@ class BM25Field(Field[Any]):
         if analyzer is not None and not isinstance(analyzer, Analyzer):
             raise ModelException(f"BM25Field analyzer must be a redmem.text.Analyzer, got {type(analyzer).__name__}")
         self.source, self.k1, self.b = source, float(k1), float(b)
+        self.cache_postings = bool(cache_postings)
         self.analyzer = analyzer or default_analyzer()
         self.version = _version(source, self.k1, self.b, self.analyzer)
         self.unit = impact_unit(self.k1)
@@ -144,7 +165,7 @@ class BM25Field(Field[Any]):
         return Counter(self.analyzer.tokens(text)) if text else Counter()
 
     def keys_in(self, space: KeySpace) -> BM25Keys:
-        parts = ("len", "doc", "sum", "ref", "p")
+        parts = ("len", "doc", "sum", "ref", "p", "v", "log")
         return BM25Keys(*(space.key(KeyKind.BM25, self.name, self.version, part) for part in parts))
 
     # -- saves -------------------------------------------------------------------------------
@@ -199,8 +220,9 @@ class BM25Field(Field[Any]):
         plan = _JSON.encode([x for term in terms for x in (term, joining[term])])
         batch.script(
             "bm25_write",
-            [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)],
-            [*self._write_options, len(records) // 2, plan, *records],
+            [keys.lengths, keys.entries, keys.totals, keys.references, keys.version, keys.log,
+             *map(keys.posting, terms)],
+            [*self._write_options, LOG_KEEP, LOG_FRACTION, len(records) // 2, plan, *records],
         )
 
     # -- searches ----------------------------------------------------------------------------
@@ -218,14 +240,24 @@ class BM25Field(Field[Any]):
 
     def searcher(
         self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False, where: Where | None = None,
-    ) -> BM25Search:
-        """The search behind :meth:`search`, to share a round trip with other searches."""
+    ) -> BM25Search | CachedBM25Search:
+        """The search behind :meth:`search`, to share a round trip with other searches: in-process
+        over the cached postings (``cache_postings``), else (or ``exhaustive``, or with a ``where``
+        filter, checked inside the script) inside Redis."""
         if not isinstance(text, str):
             raise ValidationError(f"{self.label}: the query must be a str, got {type(text).__name__}")
         limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
         query_tf = self.term_counts(text)
         if not query_tf or limit == 0:
             return BM25Search(None)
+        if self.cache_postings and not exhaustive and where is None:
+            return CachedBM25Search(self, space, query_tf, limit)
+        return self.server_searcher(space, query_tf, limit, exhaustive, where)
+
+    def server_searcher(self, space: KeySpace, query_tf: Mapping[str, int], limit: int,
+                        exhaustive: bool = False, where: Where | None = None) -> BM25Search:
+        """The search ranked inside Redis by ``bm25_search.lua`` (bounded, or ``exhaustive``),
+        among the records that pass ``where`` when given."""
         keys, terms = self.keys_in(space), sorted(query_tf)
         script_keys = [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)]
         args: list[Any] = [repr(self.k1), repr(self.b), limit, 0 if exhaustive else FIRST_PAGE, repr(STOP_SLACK),
@@ -254,6 +286,47 @@ class BM25Search:
         reply = replies[0]
         ranked = [(reply[i].decode(), float(reply[i + 1])) for i in range(3, len(reply), 2)]
         return SearchResult(ranked, reply[0].decode(), int(reply[1]), int(reply[2]))
+
+
+class CachedBM25Search:
+    """One BM25 search ranked in-process over the partition's :class:`~redmem.fields.bm25_postings.PostingsCopy`.
+
+    Its one call, ``bm25_sync.lua``, brings the copy up to date and sends the query terms' lists
+    it lacks; :meth:`finish` applies the reply and ranks (exact BM25, every posting of the query
+    terms scored). A reply that cannot be applied (a concurrent search of the same copy moved it
+    on, or a list's length differs from its df) is followed by another sync, at most
+    :data:`SYNC_ATTEMPTS` in all, then by the search inside Redis: extra round trips only then.
+    """
+
+    def __init__(self, field: BM25Field, space: KeySpace, query_tf: Mapping[str, int], limit: int) -> None:
+        self.field, self.space, self.limit = field, space, limit
+        self.query_tf, self.terms = dict(query_tf), sorted(query_tf)
+        keys = field.keys_in(space)
+        self.keys = [keys.lengths, keys.entries, keys.totals, keys.references, keys.version, keys.log,
+                     *map(keys.posting, self.terms)]
+        self.client = field.model._meta.client
+        self.copy = copies.get(self.client, keys.lengths)
+        self.asked = 0
+
+    def calls(self) -> list[ScriptCall]:
+        with self.copy.lock:
+            self.asked, args = self.copy.request(self.terms)
+        return [ScriptCall("bm25_sync", self.keys, args)]
+
+    def finish(self, replies: list[Any]) -> SearchResult:
+        field, sent = self.field, 0
+        shape = (field.k1, field.b, field.unit)
+        reply = SyncReply(replies[0])
+        for attempt in range(SYNC_ATTEMPTS):
+            sent += reply.postings_sent
+            with self.copy.lock:
+                if self.copy.apply(reply, self.terms, self.asked, shape):
+                    ranked, matched = self.copy.rank(self.query_tf, reply.n, reply.total, self.limit, field.k1, field.b)
+                    return SearchResult(ranked, "cached", sent, matched)
+            if attempt + 1 < SYNC_ATTEMPTS:
+                with server_errors(self.client):
+                    reply = SyncReply(self.calls()[0].run(self.client))
+        return run_search(self.client, field.server_searcher(self.space, self.query_tf, self.limit))
 
 
 def keyword_search(

@@ -5,19 +5,31 @@
 -- KEYS[1] hash docno -> "dl id"   KEYS[2] hash id -> entry JSON [docno, dl, term, tf, ..]
 -- KEYS[3] hash "total" -> sum of lengths, "next" -> last docno given
 -- KEYS[4] hash term -> "reference size df" (size: df at the list's last check)
--- KEYS[5..] posting zsets (member docno, score ceil(tf_norm * unit)), one per term of ARGV[6], in
+-- KEYS[5] version hash {epoch, n, floor, run}   KEYS[6] change log zset ("docno [old terms]", scored
+--   by the version n of the change)
+-- KEYS[7..] posting zsets (member docno, score ceil(tf_norm * unit)), one per term of ARGV[8], in
 --   its order; they must cover the stored entries' terms and the new ones
 -- ARGV[1] k1   ARGV[2] b   ARGV[3] drift: relative avgdl change that rebases a list that has doubled
--- ARGV[4] unit: the power of two scaling impacts to integers   ARGV[5] R, the number of records
--- ARGV[6] JSON [term, [record, tf, record, tf, ..], term, ..]: each list's term and the new entries
+-- ARGV[4] unit: the power of two scaling impacts to integers
+-- ARGV[5] the log keeps at least this many entries   ARGV[6] ... or 1 per this many records, if more
+-- ARGV[7] R, the number of records
+-- ARGV[8] JSON [term, [record, tf, record, tf, ..], term, ..]: each list's term and the new entries
 --   that join it (record: 1-based position among the R records, ascending)
--- ARGV[7..6 + 2R] record id, entry JSON [dl, term, tf, term, tf, ..] ("" removes it), ids distinct
+-- ARGV[9..8 + 2R] record id, entry JSON [dl, term, tf, term, tf, ..] ("" removes it), ids distinct
 -- A posting's impact is tf_norm at its list's reference avgdl; a list is re-scored at the current
 -- avgdl when it has doubled since its last check and avgdl moved by more than drift. A record keeps
 -- its docno (the short posting member) while it is indexed.
+-- Each changed record adds one entry to the change log, "<docno>[ <JSON list of its previous terms>]",
+-- scored by the index's version n (one more per change), so an in-process copy of the postings
+-- (redmem/fields/bm25_postings.py) catches up by reading the entries above its version: the lists
+-- a record left, and (read then) its current entry. The epoch, run and floor rules are those of
+-- vector_write.lua: an index that becomes empty is deleted with its version and log (the next
+-- write starts a new epoch), a write on another server process starts a new epoch, the oldest log
+-- entries past the bound are dropped and floor = the newest version dropped.
 -- returns the number of records changed, -1 when a stored entry has a term without a key (nothing written)
 local k1, b, drift, unit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local count, plan = tonumber(ARGV[5]), cjson.decode(ARGV[6])
+local keep, fraction = tonumber(ARGV[5]), tonumber(ARGV[6])
+local count, plan = tonumber(ARGV[7]), cjson.decode(ARGV[8])
 local lists = #plan / 2
 local terms, position = {}, {}
 for p = 1, lists do
@@ -42,19 +54,20 @@ end
 -- records in order: which change, their docnos and lengths, avgdl once each has joined, and the
 -- lists their stored entries leave (removals[p]: record positions, ascending)
 local ids = {}
-for i = 1, count do ids[i] = ARGV[5 + 2 * i] end
+for i = 1, count do ids[i] = ARGV[7 + 2 * i] end
 local stored = call("HMGET", KEYS[2], ids)
 local n = redis.call("HLEN", KEYS[1])
 local sums = redis.call("HMGET", KEYS[3], "total", "next")
 local total, last = tonumber(sums[1]) or 0, tonumber(sums[2]) or 0
 local docnos, lengths, averages, removals = {}, {}, {}, {}
-local rows, entries, gone, dropped = {}, {}, {}, {}
+local rows, entries, gone, dropped, logged = {}, {}, {}, {}, {}
 local changed = 0
 for i = 1, count do
-  local old, entry = stored[i], ARGV[6 + 2 * i]
+  local old, entry = stored[i], ARGV[8 + 2 * i]
   local docno = old and string.match(old, "^%[(%d+),")
   if (old or entry ~= "") and not (old and entry ~= "" and old == "[" .. docno .. "," .. string.sub(entry, 2)) then
     changed = changed + 1
+    local left = {}
     if old then
       local decoded = cjson.decode(old)
       for t = 3, #decoded, 2 do
@@ -62,6 +75,7 @@ for i = 1, count do
         if not p then return -1 end
         local r = removals[p]
         if r then r[#r + 1] = i else removals[p] = {i} end
+        left[#left + 1] = decoded[t]
       end
       n, total = n - 1, total - decoded[2]
     end
@@ -80,6 +94,7 @@ for i = 1, count do
       gone[#gone + 1], dropped[#dropped + 1] = ids[i], docno
     end
     docnos[i] = docno
+    logged[#logged + 1] = #left == 0 and docno or docno .. " " .. cjson.encode(left)
   end
 end
 if changed == 0 then return 0 end
@@ -145,7 +160,7 @@ for p = 1, lists do
     end
   end
   if events > 0 then
-    local key = KEYS[4 + p]
+    local key = KEYS[6 + p]
     if removed then call("ZREM", key, removed) end
     if r0 and r and r ~= r0 then rebase(key, r0, r) end
     local m = 0
@@ -178,8 +193,30 @@ if #rows > 0 then
   call("HSET", KEYS[2], entries)
 end
 if n == 0 then
-  redis.call("DEL", KEYS[3])
-else
-  redis.call("HSET", KEYS[3], "total", string.format("%d", total), "next", string.format("%d", last))
+  redis.call("DEL", KEYS[3], KEYS[5], KEYS[6])
+  return changed
+end
+redis.call("HSET", KEYS[3], "total", string.format("%d", total), "next", string.format("%d", last))
+
+local info = redis.pcall("INFO", "server")  -- an ACL user without INFO: no run check
+local run = type(info) == "string" and string.match(info, "run_id:(%x+)") or false
+local state = redis.call("HMGET", KEYS[5], "n", "run")
+local version = tonumber(state[1])
+if not version or (run and state[2] ~= run) then
+  local now = redis.call("TIME")
+  redis.call("HSET", KEYS[5], "epoch", now[1] .. "." .. now[2])
+  if run then redis.call("HSET", KEYS[5], "run", run) end
+end
+version = version or 0
+local log = {}
+for j, member in ipairs(logged) do
+  log[2 * j - 1], log[2 * j] = version + j, member
+end
+call("ZADD", KEYS[6], log)
+redis.call("HSET", KEYS[5], "n", version + #logged)
+local excess = redis.call("ZCARD", KEYS[6]) - math.max(keep, math.floor(n / fraction))
+if excess > 0 then
+  local popped = redis.call("ZPOPMIN", KEYS[6], excess)
+  redis.call("HSET", KEYS[5], "floor", popped[#popped])
 end
 return changed

@@ -1,7 +1,8 @@
 """Layer 2 by meaning: domain tags from sentence embeddings instead of keyword lists.
 
 Each topical domain has a centroid, the mean unit vector of a few prototype sentences written
-for it (:data:`DOMAIN_PROTOTYPES`). A chunk's vector ``v`` is compared with every centroid
+for it (:data:`DOMAIN_PROTOTYPES`, or the caller's own ``prototypes``, e.g. labelled turns of
+the agent's own conversations). A chunk's vector ``v`` is compared with every centroid
 ``c_d``; a domain is tagged when::
 
     cos(v, c_d) >= floor   and   cos(v, c_d) >= max_d' cos(v, c_d') - margin
@@ -17,11 +18,12 @@ classification never raises. Vectors are cached by text (the last :data:`CACHED_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ...store.errors import ValidationError
 from ...store.validation import finite_number
 from .domains import classify_domains, conversational_register, unrelated_pair
 from .interface import DomainTag
@@ -99,11 +101,20 @@ class EmbeddingDomains:
         floor: the least cosine to a centroid for a tag.
         margin: how far below the best cosine a second tag may be.
         bridge: the cosine between two turns from which the later takes the earlier's best domain.
+        prototypes: per topical domain, the sentences of its centroid (default
+            :data:`DOMAIN_PROTOTYPES`); a domain without sentences is never tagged by meaning.
     """
 
     def __init__(self, embedder: Any, floor: float = DEFAULT_FLOOR, margin: float = DEFAULT_MARGIN,
-                 bridge: float = DEFAULT_BRIDGE) -> None:
+                 bridge: float = DEFAULT_BRIDGE, prototypes: Mapping[str, Sequence[str]] | None = None) -> None:
         self.embedder = embedder
+        chosen = {d.value: t for d, t in DOMAIN_PROTOTYPES.items()} if prototypes is None else prototypes
+        topical = {d.value for d in DOMAIN_PROTOTYPES}
+        if not set(chosen) <= topical:
+            raise ValidationError(f"prototypes are for the topical domains {sorted(topical)}, got {sorted(chosen)}")
+        self.prototypes = {DomainTag(d): tuple(texts) for d, texts in chosen.items() if texts}
+        if not self.prototypes or not all(isinstance(t, str) for texts in self.prototypes.values() for t in texts):
+            raise ValidationError("EmbeddingDomains needs prototype sentences (str) for at least one domain")
         self.floor = finite_number("floor", floor, low=-1.0, high=1.0)
         self.margin = finite_number("margin", margin, low=0.0, high=2.0)
         self.bridge = finite_number("bridge", bridge, low=-1.0, high=1.0)
@@ -114,8 +125,8 @@ class EmbeddingDomains:
     def centroids(self) -> tuple[list[DomainTag], np.ndarray]:
         """The domains and their unit centroids (embedded once, on first use)."""
         if self._centroids is None:
-            domains = list(DOMAIN_PROTOTYPES)
-            rows = [_unit(self._embed(DOMAIN_PROTOTYPES[d]).mean(axis=0)) for d in domains]
+            domains = list(self.prototypes)
+            rows = [_unit(self._embed(self.prototypes[d]).mean(axis=0)) for d in domains]
             self._centroids = (domains, np.vstack(rows))
         return self._centroids
 

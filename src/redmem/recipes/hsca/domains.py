@@ -7,12 +7,16 @@ is tagged when first- and second-person words and interjections make up :data:`D
 the surface words. ``cross_domain`` is added when two topical domains that are not related
 (:data:`RELATED_DOMAINS`) are both tagged. No domain, or any failure, gives ``["unclassified"]``:
 classification never raises.
+
+Keyword weights (tuned per agent from its served history, :mod:`.keyword_tuning`) scale each
+keyword's hits for one domain: ``hits[d] = sum(count(s) * keyword_weights[d].get(s, 1) for s in
+stems(d))``, compared with the same thresholds; without weights every hit counts 1.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from itertools import combinations
 
@@ -20,7 +24,13 @@ from ...text.analyzer import default_analyzer
 from .interface import DomainTag
 from .text import ParsedTurn
 
-__all__ = ["classify_domains", "conversational_register", "unrelated_pair", "DOMAIN_KEYWORDS", "RELATED_DOMAINS", "DOMAIN_SHARE", "MIN_TERMS_FOR_TWO_HITS"]
+__all__ = [
+    "classify_domains", "conversational_register", "unrelated_pair", "domain_stems", "keyword_hits", "KeywordWeights",
+    "DOMAIN_KEYWORDS", "RELATED_DOMAINS", "DOMAIN_SHARE", "MIN_TERMS_FOR_TWO_HITS",
+]
+
+#: Per domain (its tag's value), per keyword stem, the factor on that keyword's hits for that domain.
+KeywordWeights = Mapping[str, Mapping[str, float]]
 
 #: Share of a chunk's terms a domain's keywords must reach to tag it.
 DOMAIN_SHARE = 0.05
@@ -78,22 +88,31 @@ _CONVERSATIONAL_WORDS = frozenset(
 
 
 @cache
-def _stems(domain: DomainTag) -> frozenset[str]:
+def domain_stems(domain: DomainTag) -> frozenset[str]:
+    """The analyser stems of ``domain``'s keywords."""
     return frozenset(default_analyzer().tokens(DOMAIN_KEYWORDS[domain]))
 
 
-def classify_domains(turn: ParsedTurn) -> list[str]:
-    """The chunk's domain tags (most keyword hits first), ``cross_domain`` last when it applies."""
+def keyword_hits(terms: Iterable[str]) -> dict[DomainTag, Counter[str]]:
+    """Per topical domain, how often each of its keyword stems occurs in ``terms`` (domains hit only)."""
+    counts = Counter(terms)
+    hits = {d: Counter({s: counts[s] for s in domain_stems(d) if counts[s]}) for d in DOMAIN_KEYWORDS}
+    return {d: found for d, found in hits.items() if found}
+
+
+def classify_domains(turn: ParsedTurn, keyword_weights: KeywordWeights | None = None) -> list[str]:
+    """The chunk's domain tags (most weighted keyword hits first), ``cross_domain`` last when it applies."""
     try:
-        return _classify(turn.terms, [w.lower() for w in turn.words])
+        return _classify(turn.terms, [w.lower() for w in turn.words], keyword_weights or {})
     except Exception:  # fail closed: classification is advisory and must never stop ingestion
         return [DomainTag.UNCLASSIFIED.value]
 
 
-def _classify(terms: list[str], words: list[str]) -> list[str]:
-    counts = Counter(terms)
+def _classify(terms: list[str], words: list[str], keyword_weights: KeywordWeights) -> list[str]:
     needed = 2 if len(terms) >= MIN_TERMS_FOR_TWO_HITS else 1
-    hits = {d: sum(counts[s] for s in _stems(d)) for d in DOMAIN_KEYWORDS}
+    found = keyword_hits(terms)
+    hits = {d: sum(n * keyword_weights.get(d.value, {}).get(s, 1.0) for s, n in found.get(d, Counter()).items())
+            for d in DOMAIN_KEYWORDS}
     topical = sorted((d for d, n in hits.items() if n >= needed and n >= DOMAIN_SHARE * len(terms)),
                      key=lambda d: -hits[d])
     tags = [d.value for d in topical]

@@ -19,6 +19,7 @@ from ...text.analyzer import default_analyzer
 from ..context_assembler import AssemblyResult, ContextAssembler
 from .beats import Beat, MemoryBeats, snapshot_term_weights
 from .domain_model import EmbeddingDomains
+from .domains import KeywordWeights
 from .history import record_served
 from .interface import ContextSnapshot, WeightedChunk
 from .macro import DEFAULT_LOCALITY, DomainStep, RelevantBeat, rank_relevant
@@ -48,6 +49,8 @@ class HSCAEngine:
             (None: those flags are omitted).
         domain_model: tags domains by meaning (:class:`EmbeddingDomains`; None: keyword lists).
         flag_weights: per nuance flag, the factor on a flagged chunk's layer 1 (self-tuning; none: 1).
+        keyword_weights: per domain, per keyword stem, the factor on that keyword's hits for that
+            domain in layer 2's keyword lists (self-tuning; none: 1).
 
     :meth:`for_agent` builds an engine with the agent's tuned parameters; :meth:`record_served`
     records which chunks served a query, the history :func:`~redmem.recipes.hsca.tune` learns from.
@@ -66,6 +69,7 @@ class HSCAEngine:
         nuance_model: NuanceModel | None = None,
         domain_model: EmbeddingDomains | None = None,
         flag_weights: Mapping[str, float] | None = None,
+        keyword_weights: KeywordWeights | None = None,
     ) -> None:
         self.snapshot_coherence_threshold = finite_number(
             "snapshot_coherence_threshold", snapshot_coherence_threshold, low=0.0, high=1.0)
@@ -77,6 +81,9 @@ class HSCAEngine:
         self.domain_model = domain_model
         self.flag_weights = {str(f): finite_number(f"flag_weights[{f!r}]", w, low=0.0)
                              for f, w in (flag_weights or {}).items()}
+        self.keyword_weights = {str(d): {str(s): finite_number(f"keyword_weights[{d!r}][{s!r}]", w, low=0.0)
+                                         for s, w in stems.items()}
+                                for d, stems in (keyword_weights or {}).items()}
         self.agent_id, self.session_id = agent_id, session_id
         self._buffer: list[ScoredTurn] = []
         self._recent: deque[ParsedTurn] = deque(maxlen=self.max_buffer_chunks)
@@ -84,12 +91,12 @@ class HSCAEngine:
 
     @classmethod
     def for_agent(cls, agent_id: str, session_id: str | None = None, **options: Any) -> HSCAEngine:
-        """An engine with ``agent_id``'s tuned window, threshold and flag weights (the defaults if
-        never tuned); with ``session_id`` its snapshots go to that session in Redis."""
+        """An engine with ``agent_id``'s tuned window, threshold, flag weights and keyword weights
+        (the defaults if never tuned); with ``session_id`` its snapshots go to that session in Redis."""
         tuned = load_parameters(agent_id)
         return cls(tuned.snapshot_coherence_threshold, cooccurrence_window=tuned.cooccurrence_window,
-                   flag_weights=tuned.flag_weights, agent_id=agent_id if session_id is not None else None,
-                   session_id=session_id, **options)
+                   flag_weights=tuned.flag_weights, keyword_weights=tuned.keyword_weights,
+                   agent_id=agent_id if session_id is not None else None, session_id=session_id, **options)
 
     def record_served(self, query: str, served_chunk_ids: Sequence[str]) -> None:
         """Record that these chunks of the session's snapshots served ``query`` (the tuning signal).
@@ -195,7 +202,8 @@ class HSCAEngine:
 
     def _score(self, text: Any) -> ScoredTurn:
         return score_turn(text, self.cooccurrence_window, list(self._recent), self.nuance_model,
-                          domain_model=self.domain_model, flag_weights=self.flag_weights)
+                          domain_model=self.domain_model, flag_weights=self.flag_weights,
+                          keyword_weights=self.keyword_weights)
 
     @staticmethod
     def _terms(text: str) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Any
 from ...text.analyzer import Analyzer
 from .coherence import coherence_score
 from .domain_model import EmbeddingDomains
-from .domains import classify_domains
+from .domains import KeywordWeights, classify_domains
 from .interface import NuanceFlag, WeightedChunk
 from .nuance import deterministic_flags
 from .nuance_model import NuanceModel
@@ -52,10 +52,12 @@ def weighted_layer1(relational: float, flags: Sequence[str], flag_weights: Mappi
 def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
                nuance_model: NuanceModel | None = None, analyzer: Analyzer | None = None,
                domain_model: EmbeddingDomains | None = None,
-               flag_weights: Mapping[str, float] | None = None) -> ScoredTurn:
+               flag_weights: Mapping[str, float] | None = None,
+               keyword_weights: KeywordWeights | None = None) -> ScoredTurn:
     """Layers 1-3 of ``text``; ArgumentTypeError for a non-str, ValidationError for unwritable text.
 
-    ``domain_model`` tags domains by meaning (:mod:`.domain_model`) instead of keyword lists.
+    ``domain_model`` tags domains by meaning (:mod:`.domain_model`) instead of keyword lists;
+    ``keyword_weights`` scale the keyword lists' hits (:mod:`.domains`).
     """
     parsed = parse_turn(checked_turn(text), analyzer)
     relational = relational_weight(parsed, window, context)
@@ -68,7 +70,8 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
         chunk_id=str(uuid.uuid4()),
         text=parsed.text,
         layer1_score=weighted_layer1(relational.score, flags, flag_weights),
-        domain_tags=classify_domains(parsed) if domain_model is None else domain_model.classify(parsed, context),
+        domain_tags=(classify_domains(parsed, keyword_weights) if domain_model is None
+                     else domain_model.classify(parsed, context)),
         coherence_score=coherence_score(parsed),
         nuance_flags=flags,
         parent_id=None,

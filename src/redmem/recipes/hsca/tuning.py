@@ -1,4 +1,5 @@
-"""Self-tuning: an agent's co-occurrence window, flag weights and coherence threshold, from what served.
+"""Self-tuning: an agent's co-occurrence window, flag weights, coherence threshold and domain keyword
+weights, from what served.
 
 The history (:mod:`.history`) says, for each answered query, which chunks of a session served
 it; the other chunks of that session did not. The tuner re-reads those sessions' snapshots
@@ -19,7 +20,13 @@ short history moves the parameters a little and a long one most of the way. The 
 are the agent's last :data:`MAX_QUERIES` at most (a seeded sample when there are more), so a
 tuning costs a bounded time and the same history and seed give the same parameters.
 Sessions whose snapshots dropped their text (``keep_text=False``) tune the flag weights and
-the threshold only: their layer 1 cannot be recomputed for another window.
+the threshold only: their layer 1 cannot be recomputed for another window, nor their keywords read.
+
+Layer 2's **keyword weights** (per domain, per keyword stem) are learned from the same queries
+(:mod:`.keyword_tuning`): a keyword hit in a served chunk is read against the query's domain,
+one in an unserved chunk only where it names the query's domain; a keyword that keeps naming
+the wrong domain loses weight for it, one that keeps naming the right one gains, bounded, with
+pseudo-readings in place of the shrink above.
 
 The result is stored per agent (:class:`TunedParameters`) and read by
 :meth:`~redmem.recipes.hsca.HSCAEngine.for_agent`.
@@ -38,6 +45,7 @@ from ...model.indexed import KeyField
 from ...store.validation import non_negative_int, positive_int
 from .history import ServedQuery, served_history
 from .interface import WeightedChunk
+from .keyword_tuning import keyword_readings, keyword_weights, served_domain_match
 from .relational import relational_weight
 from .scoring import weighted_layer1
 from .store import SessionStore
@@ -66,6 +74,7 @@ class HSCAParameters:
     cooccurrence_window: int = DEFAULT_WINDOW
     snapshot_coherence_threshold: float = DEFAULT_THRESHOLD
     flag_weights: Mapping[str, float] = field(default_factory=dict)
+    keyword_weights: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     history: int = 0
     seed: int = 0
 
@@ -77,6 +86,7 @@ class TunedParameters(Model):
     cooccurrence_window = IntField(default=DEFAULT_WINDOW)
     snapshot_coherence_threshold = FloatField(default=DEFAULT_THRESHOLD)
     flag_weights = DictField(default={})
+    keyword_weights = DictField(default={})
     history = IntField(default=0)
     seed = IntField(default=0)
     tuned_at = FloatField(default=0.0)
@@ -84,12 +94,14 @@ class TunedParameters(Model):
 
 @dataclass(frozen=True)
 class TuningResult:
-    """The stored parameters and the objectives on the history read: defaults against tuned."""
+    """The stored parameters and the objectives on the history read: defaults against tuned
+    (``domain_match``: served chunks whose first domain tag is their query's domain)."""
 
     parameters: HSCAParameters
     queries: int
     ranking_auc: tuple[float, float]
     beat_f1: tuple[float, float]
+    domain_match: tuple[float, float]
 
 
 def load_parameters(agent_id: str) -> HSCAParameters:
@@ -98,13 +110,16 @@ def load_parameters(agent_id: str) -> HSCAParameters:
     if record is None:
         return HSCAParameters()
     return HSCAParameters(int(record.cooccurrence_window), float(record.snapshot_coherence_threshold),
-                          dict(record.flag_weights), int(record.history), int(record.seed))
+                          dict(record.flag_weights), {d: dict(w) for d, w in record.keyword_weights.items()},
+                          int(record.history), int(record.seed))
 
 
 def save_parameters(agent_id: str, parameters: HSCAParameters) -> None:
     TunedParameters(agent_id=agent_id, cooccurrence_window=parameters.cooccurrence_window,
                     snapshot_coherence_threshold=parameters.snapshot_coherence_threshold,
-                    flag_weights=dict(parameters.flag_weights), history=parameters.history,
+                    flag_weights=dict(parameters.flag_weights),
+                    keyword_weights={d: dict(w) for d, w in parameters.keyword_weights.items()},
+                    history=parameters.history,
                     seed=parameters.seed, tuned_at=time.time()).save()
 
 
@@ -152,18 +167,20 @@ def tune(agent_id: str, *, seed: int = 0, max_buffer_chunks: int = 20, min_beat_
     queries = [(s, served) for s, served in queries if any(c.chunk_id in served for c in s.chunks)]
     defaults = HSCAParameters(seed=seed)
     if not queries:
-        result = TuningResult(defaults, 0, (0.0, 0.0), (0.0, 0.0))
+        result = TuningResult(defaults, 0, (0.0, 0.0), (0.0, 0.0), (0.0, 0.0))
         if store:
             save_parameters(agent_id, defaults)
         return result
     window, weights = _search_layer1(queries, rng, max_buffer_chunks)
     threshold = _search_threshold(queries, window, weights, max_buffer_chunks, min_beat_chunks)
+    read = [[(c.parsed, c.chunk_id in served) for c in session.chunks] for session, served in queries]
+    keywords = keyword_weights(keyword_readings(read))
     share = len(queries) / (len(queries) + PRIOR_QUERIES)
     tuned = HSCAParameters(
         cooccurrence_window=round(DEFAULT_WINDOW + (window - DEFAULT_WINDOW) * share),
         snapshot_coherence_threshold=round(DEFAULT_THRESHOLD + (threshold - DEFAULT_THRESHOLD) * share, 4),
         flag_weights={f: round(1.0 + (w - 1.0) * share, 4) for f, w in sorted(weights.items()) if w != 1.0},
-        history=len(queries), seed=seed,
+        keyword_weights=keywords, history=len(queries), seed=seed,
     )
     result = TuningResult(
         tuned, len(queries),
@@ -172,6 +189,7 @@ def tune(agent_id: str, *, seed: int = 0, max_buffer_chunks: int = 20, min_beat_
         (_beats(queries, DEFAULT_WINDOW, {}, DEFAULT_THRESHOLD, max_buffer_chunks, min_beat_chunks),
          _beats(queries, tuned.cooccurrence_window, tuned.flag_weights, tuned.snapshot_coherence_threshold,
                 max_buffer_chunks, min_beat_chunks)),
+        (served_domain_match(read, None), served_domain_match(read, keywords)),
     )
     if store:
         save_parameters(agent_id, tuned)
