@@ -31,6 +31,7 @@ import redmem.store.aio as aio
 from models import Memory, Note, RhythmicMemory
 from redmem import BM25Field, ConfidenceField, ContextAssembler, ObservationProtocol
 from redmem.embeddings import HashingEmbeddings
+from redmem.fields.embedding_search import matrices
 from redmem.recipes.conversation import (
     ConversationMemory,
     aingest_conversation,
@@ -726,3 +727,20 @@ def test_a_script_missing_from_the_server_cache_is_loaded_and_run(db):
     reply = asyncio.run(greenlet_spawn(query))
     assert reply[:2] == [1, record.note_id.encode()]
     assert db.script_exists(script("query").sha) == [True]
+
+
+def test_the_asyncio_api_shares_the_process_vector_matrix_of_its_client(db):
+    """A facade's twin talks to the configured client's server: one matrix per partition, warmed
+    by sync calls and kept across event loops."""
+    memory("a", "deploy the service with helm").save()
+    ContextAssembler(Memory, max_items=2).assemble("helm", agent_id="a")
+    key = Memory.embedding.keys(Memory.query.filter(agent_id="a").partition())[0]
+    sync_matrix = matrices.get(db, key)
+
+    def seen() -> Any:
+        client = Memory._meta.client
+        assert isinstance(client, AioClient)
+        return matrices.get(client, key)
+
+    assert run(greenlet_spawn(seen)) is sync_matrix
+    assert run(greenlet_spawn(seen)) is sync_matrix  # another loop, another facade, the same matrix

@@ -51,6 +51,7 @@ __all__ = [
     "loop_facade",
     "aclose_clients",
     "unwrapped",
+    "cache_owner",
     "is_cluster",
     "CooperativeLock",
     "AsyncVariant",
@@ -265,6 +266,13 @@ def unwrapped(client: Any) -> Any:
     return client.wrapped if isinstance(client, _Facade) else client
 
 
+def cache_owner(client: Any) -> Any:
+    """The client whose in-process caches ``client`` shares: for a loop's facade, the configured
+    client it stands for (its twin talks to the same server), so sync and async calls, and
+    successive event loops, keep one vector matrix per partition; else ``client`` itself."""
+    return vars(client).get("stands_for", client) if isinstance(client, AioClient) else client
+
+
 def is_cluster(client: Any) -> bool:
     """Whether ``client`` (sync, asyncio or a facade) talks to a Redis Cluster."""
     return isinstance(unwrapped(client), (RedisCluster, redis.asyncio.cluster.RedisCluster))
@@ -387,6 +395,7 @@ def loop_facade(client: Any, async_client: Any = None) -> AioClient:
     if entry is not None and entry[0] is source:
         return entry[1]
     facade = AioClient(async_twin(client) if async_client is None else async_client, await_only)
+    facade.stands_for = source
     with _by_loop_lock:
         made[id(source)] = (source, facade)
     return facade
