@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..store.aio import CooperativeLock
 from ..store.client_cache import ClientCache
 from . import prescan
 from .base import unit_rows
@@ -120,7 +121,7 @@ class VectorMatrix:
         self._scale = np.zeros(0, dtype=np.float32)
         self._error = np.zeros(0, dtype=np.float32)
         self._coded = 0  # rows 0.._coded-1 have current int8 codes
-        self.lock = threading.Lock()
+        self.lock = CooperativeLock()
 
     @property
     def dimensions(self) -> int | None:
