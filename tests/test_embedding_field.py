@@ -28,6 +28,7 @@ from redmem.fields import embedding as embedding_module
 from redmem.fields.embedding import matrices, text_digest
 from redmem.fields.reindex import reindex
 from redmem.recipes.context_assembler import ContextAssembler
+from redmem.store.aio import AioClient, async_twin, is_cluster
 
 
 class Counting(HashingEmbeddings):
@@ -95,7 +96,9 @@ def as_stored(vectors, dtype="float16"):
 
 def second_client(client):
     """Another connection to the same server(s): a separate matrix cache, like another process."""
-    if isinstance(client, redis.RedisCluster):
+    if isinstance(client, AioClient):  # REDMEM_TEST_CLIENT=asyncio-bridge: another redis.asyncio client
+        return AioClient(async_twin(client), client.resolve)
+    if is_cluster(client):
         node = client.get_default_node()
         return redis.RedisCluster(host=node.host, port=node.port)
     pool = client.connection_pool

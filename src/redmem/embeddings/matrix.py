@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..store.aio import CooperativeLock
 from ..store.client_cache import ClientCache
 from . import binary_prescan
 from . import prescan as _prescan
@@ -131,7 +132,7 @@ class VectorMatrix:
         self._coded = 0  # rows 0.._coded-1 have current int8 codes
         self._signs = np.zeros((0, 0), dtype=np.uint64)  # sign bits, word-major (binary pre-scan)
         self._signed = 0  # rows 0.._signed-1 have current sign bits
-        self.lock = threading.Lock()
+        self.lock = CooperativeLock()
 
     @property
     def dimensions(self) -> int | None:

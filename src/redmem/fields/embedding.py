@@ -39,6 +39,7 @@ from ..model.filters import Where
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
+from ..store.aio import async_variant
 from ..store.connection import settings
 from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
 from ..store.keys import KeyKind, KeySpace
@@ -310,6 +311,9 @@ class EmbeddingField(Field[Any]):
         vector = _query_vector(self, text) if limit > 0 else None
         return VectorSearch(self.model._meta.client, self.keys(space), vector, _stored_dimensions(self, text, vector),
                             limit, None if where is None else where.ids_call(space), prescan=self.prescan)
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aembed_many = async_variant(embed_many)
 
 
 def embedding_fields(model: type[Model]) -> list[EmbeddingField]:
