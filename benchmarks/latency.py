@@ -37,7 +37,11 @@ same formulas (``retrieval_bm25.Reference``), on the questions and on ``--word-q
 3-word queries of stored memories, every disagreeing query kept; and what the process's copy
 of the lexical model's postings holds after its passes (``PostingsCopy.footprint``). The load
 average is recorded around each mode (the machine is shared). Written to
-``results/latency_questions.json``.
+``results/latency_questions.json``. ``--vector-prescans exact,binary``: the hybrid model is
+timed once per vector pre-scan of its EmbeddingField (mode ``hybrid`` for the first, then
+``hybrid-<prescan>``, the field's ``prescan`` switched between passes), and the vector top 10
+of each approximate pre-scan is compared with the exact one on every question
+(``vector_recall``: recall of the exact top 10, share of identical lists).
 
 popoto's hybrid model is measured up to ``--popoto-hybrid-up-to`` memories (default 10k): it
 writes one vector file per memory and its ingest slows as N grows (about 40 memories/s by
@@ -61,10 +65,20 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
-from common import CommandCounter, machine, median_of, summary, synthetic_queries, synthetic_texts, write_json
+from common import (
+    CommandCounter,
+    hash_vectors,
+    machine,
+    median_of,
+    summary,
+    synthetic_queries,
+    synthetic_texts,
+    write_json,
+)
 from popoto_bridge import PopotoProcess
 from questions import dialog_corpus, locomo_questions
 from redmem.fields.bm25_postings import copies
+from redmem.fields.embedding_search import matrices
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
@@ -288,6 +302,21 @@ def timed_questions(model: type, mode: str, queries: list[str], args: Any, clien
             "load_average": {"before": load_before, "after": list(os.getloadavg())}}
 
 
+def vector_recall(model: type, queries: list[str], prescan: str) -> dict[str, Any]:
+    """The hybrid model's vector top 10 with ``prescan`` against the exact one, per question."""
+    field = model.embedding
+    matrix = matrices.get(model._meta.client, field.keys(model.query.filter(agent_id=AGENT).partition())[0])
+    recalls, identical = [], 0
+    with matrix.lock:
+        for vector in hash_vectors(queries):
+            exact = [i for i, _ in matrix.search(vector, 10)]
+            found = [i for i, _ in matrix.search(vector, 10, prescan)]
+            recalls.append(len(set(exact) & set(found)) / len(exact) if exact else 1.0)
+            identical += found == exact
+    return {"prescan": prescan, "queries": len(queries), "recall_at_10": statistics.fmean(recalls),
+            "identical": identical / len(queries), "recall": summary(recalls)}
+
+
 def run_questions(n: int, texts: list[str], queries: list[str], args: Any, client: Any) -> dict[str, Any]:
     """Ingest N dialog memories (a lexical and a hybrid model), time assemble() in both modes and
     keyword_search alone, check exactness on the questions and on 3-word queries of stored memories."""
@@ -297,8 +326,15 @@ def run_questions(n: int, texts: list[str], queries: list[str], args: Any, clien
               for mode, model in models.items()}
     out: dict[str, Any] = {"ingest_seconds": {mode: part["bulk_seconds"] for mode, part in ingest.items()},
                            "assemble": {}}
+    prescans = args.vector_prescans.split(",")
     for mode, model in models.items():
-        out["assemble"][mode] = timed_questions(model, mode, queries, args, client, providers[mode])
+        for prescan in prescans if mode == "hybrid" else [None]:
+            name = mode if prescan in (None, prescans[0]) else f"{mode}-{prescan}"
+            if prescan is not None:
+                model.embedding.prescan = prescan
+            out["assemble"][name] = timed_questions(model, mode, queries, args, client, providers[mode])
+            if prescan not in (None, "exact"):
+                out.setdefault("vector_recall", {})[prescan] = vector_recall(model, queries, prescan)
     lexical = models["lexical"]
     out["postings_copy"] = copies.get(lexical._meta.client, lexical.content_bm25.keys_in(
         lexical.query.filter(agent_id=AGENT).partition()).lengths).footprint()
@@ -329,7 +365,7 @@ def main_questions(args: Any) -> dict[str, Any]:
             payload["redis_version"] = server.client().info("server").get("redis_version")
         smallest = results[str(sizes[0])]
         figures = {"keyword_search": lambda r: r["keyword_search"],
-                   **{mode: lambda r, mode=mode: r["assemble"][mode] for mode in ("lexical", "hybrid")}}
+                   **{mode: lambda r, mode=mode: r["assemble"][mode] for mode in smallest["assemble"]}}
         payload["growth"] = {
             what: {"p50": pick(results[str(n)])["p50_without_embedding"] / pick(smallest)["p50_without_embedding"],
                    "p95": pick(results[str(n)])["p95_without_embedding"] / pick(smallest)["p95_without_embedding"]}
@@ -369,6 +405,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="measure popoto's hybrid model only up to this N (its ingest slows as N grows)")
     parser.add_argument("--cluster", action="store_true", help="3-master cluster (redmem only)")
     parser.add_argument("--quick", action="store_true", help="N = 1k, 2k; 50 queries; 1 repeat")
+    parser.add_argument("--vector-prescans", default="exact",
+                        help="questions workload: the hybrid model's EmbeddingField prescan(s), e.g. exact,binary")
     parser.add_argument("--out", default=None, help="results/<out>.json (default latency or latency_cluster; '' none)")
     args = parser.parse_args(argv)
     if args.quick:

@@ -1,6 +1,7 @@
 """Plots and the Markdown summary of the benchmark results (reads results/*.json, writes PNG + .md).
 
     .venv/bin/python benchmarks/plots.py          # results/latency_vs_n.png, locomo_recall.png, summary.md
+                                                  # and docs/img/latency_workloads.png (issue 18)
 
 Needs matplotlib (the ``dev`` extra). Any result file that is missing is left out; the
 summary checks the issue's targets against the measured values and says PASS or MISS.
@@ -45,6 +46,62 @@ def plot_latency(latency: dict, cluster: dict | None, path: Path) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def workload_series(side: dict, scale: dict | None) -> dict[str, dict[str, list[tuple[int, float, float]]]]:
+    """``{workload: {system label: [(N, p50, p95)]}}`` from side_by_side.json (and scale.json's 1M lexical point)."""
+    out: dict[str, dict[str, list[tuple[int, float, float]]]] = {}
+    for workload, by_n in side["results"].items():
+        series = out.setdefault(workload, {})
+        for n, systems in by_n.items():
+            rows = []
+            if "redmem" in systems:
+                rows += [("redmem assemble", systems["redmem"]["assemble"]),
+                         ("redmem keyword_search", systems["redmem"]["keyword_search"])]
+            if "popoto" in systems:
+                rows.append(("popoto 1.10.1 assemble", systems["popoto"]["assemble"]))
+            stack = systems.get("stack") or {}
+            if "redisvl" in stack:
+                rows.append(("redisvl 0.28 TextQuery", stack["redisvl"]["search"]))
+            engine = (stack.get("query_engine") or {}).get("scorers", {}).get("BM25STD terms", {})
+            if "search" in engine:
+                rows.append(("FT.SEARCH BM25STD over redmem records", engine["search"]))
+            for label, row in rows:
+                series.setdefault(label, []).append((int(n), row["p50"], row["p95"]))
+    lexical = (scale or {}).get("results", {}).get("lexical")
+    if lexical and "questions" in out:
+        out["questions"].setdefault("redmem assemble", []).append(
+            (int(scale["n"]), lexical["assemble"]["p50_without_embedding"], lexical["assemble"]["p95_without_embedding"]))
+    return out
+
+
+def plot_workloads(side: dict, scale: dict | None, path: Path) -> None:
+    """p50 (solid) and p95 (dashed) against N, one panel per workload, log-log."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = workload_series(side, scale)
+    fig, axes = plt.subplots(1, len(data), figsize=(6.5 * len(data), 4.8), squeeze=False)
+    for ax, (workload, series) in zip(axes[0], sorted(data.items())):
+        for i, (label, points) in enumerate(sorted(series.items())):
+            points.sort()
+            color = f"C{i}"
+            xs = [p[0] for p in points]
+            ax.plot(xs, [p[1] for p in points], "-", marker="o", color=color, label=f"{label} p50")
+            ax.plot(xs, [p[2] for p in points], "--", marker="x", color=color, label=f"{label} p95")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("memories in the partition (N)")
+        ax.set_ylabel("ms")
+        ax.set_title(f"{workload} workload: p50 (solid) / p95 (dashed)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
@@ -218,12 +275,16 @@ def summary_markdown(directory: Path) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--docs-images", type=Path, default=RESULTS.parent.parent / "docs" / "img")
     args = parser.parse_args(argv)
     latency, locomo = read_json("latency", args.results), read_json("locomo", args.results)
     if latency:
         plot_latency(latency, read_json("latency_cluster", args.results), args.results / "latency_vs_n.png")
     if locomo:
         plot_recall(locomo, args.results / "locomo_recall.png")
+    side = read_json("side_by_side", args.results)
+    if side:
+        plot_workloads(side, read_json("scale", args.results), args.docs_images / "latency_workloads.png")
     (args.results / "summary.md").write_text(summary_markdown(args.results) + "\n")
 
 

@@ -78,8 +78,9 @@ def hash_provider() -> TimedProvider:
 
 
 def memory_model(name: str, provider: TimedProvider | None = None, push: bool = False,
-                 extra: dict[str, Any] | None = None) -> type:
-    """The seed's Memory model under the key name ``name``; with an EmbeddingField when ``provider``;
+                 dtype: str = "float16", extra: dict[str, Any] | None = None) -> type:
+    """The seed's Memory model under the key name ``name``; with an EmbeddingField when ``provider``
+    (its vectors stored as ``dtype``);
     with ``push`` also a CyclicDecayField on ``importance`` (every fresh record is above the
     surfacing threshold: the push path offers memories unrelated to the query); ``extra``: more
     fields by name (``filters.py``: the fields it filters on)."""
@@ -94,7 +95,7 @@ def memory_model(name: str, provider: TimedProvider | None = None, push: bool = 
         "associations": CoOccurrenceField(),
     }
     if provider is not None:
-        fields["embedding"] = EmbeddingField(source="content", provider=provider)
+        fields["embedding"] = EmbeddingField(source="content", provider=provider, dtype=dtype)
     if push:
         fields["rhythm"] = CyclicDecayField(base_score_field="importance", partition_by="agent_id")
     meta = type("Meta", (), {"name": name})

@@ -133,8 +133,8 @@ class Reference:
                 self.postings.setdefault(term, []).append((record_id, tf))
         self.avgdl = sum(self.lengths.values()) / len(self.lengths)
 
-    def top(self, text: str, limit: int) -> list[str]:
-        """Record ids of the exact top ``limit``, ties by id; each sum runs in term order like the Lua."""
+    def scores(self, text: str) -> dict[str, float]:
+        """The exact BM25 score of every record matching ``text``; each sum runs in term order like the Lua."""
         query, n, sums = self.field.term_counts(text), len(self.lengths), {}
         for term in sorted(query):
             postings = self.postings.get(term, [])
@@ -142,7 +142,11 @@ class Reference:
             for record_id, tf in postings:
                 norm = tf_norm(tf, self.lengths[record_id], self.avgdl, self.field.k1, self.field.b)
                 sums[record_id] = sums.get(record_id, 0.0) + weight * norm
-        return [rid for rid, _ in sorted(sums.items(), key=lambda pair: (-pair[1], pair[0]))[:limit]]
+        return sums
+
+    def top(self, text: str, limit: int) -> list[str]:
+        """Record ids of the exact top ``limit``, ties by id."""
+        return [rid for rid, _ in sorted(self.scores(text).items(), key=lambda pair: (-pair[1], pair[0]))[:limit]]
 
 
 # ----------------------------------------------------------------------------- measures

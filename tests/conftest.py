@@ -1,4 +1,11 @@
-"""Fixtures: a private Redis server (or REDIS_URL), a 3-master cluster, one key prefix per test."""
+"""Fixtures: a private Redis server (or REDIS_URL), a 3-master cluster, one key prefix per test.
+
+``REDMEM_TEST_CLIENT=asyncio-bridge`` makes the clients the fixtures hand out facades over
+``redis.asyncio`` clients, driven by an event loop in a background thread
+(:class:`redmem.store.aio.LoopThread`): the sync suite then runs over redis.asyncio. Tests that
+inspect the sync connection's internals (the ``sent`` fixture, fault injection) are marked
+``sync_only`` (or use ``sent``) and are left out in that mode.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +18,40 @@ import redis
 from hypothesis import settings as hypothesis_settings
 
 import redmem
+from redmem.store.aio import AioClient, LoopThread, async_twin, is_cluster
 from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
 
 _prefixes = itertools.count(1)
+#: Whether the fixtures' clients go through redis.asyncio (see the module docstring).
+BRIDGE = os.environ.get("REDMEM_TEST_CLIENT", "sync") == "asyncio-bridge"
+
+
+def pytest_collection_modifyitems(config, items):
+    """In asyncio-bridge mode, leave out the tests that inspect the sync connection's internals."""
+    if not BRIDGE:
+        return
+    kept = [item for item in items if "sent" not in getattr(item, "fixturenames", ()) and not item.get_closest_marker("sync_only")]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def loop_thread():
+    """The event loop thread that drives the bridge facades (asyncio-bridge mode)."""
+    thread = LoopThread()
+    yield thread
+    thread.stop()
+
+
+def _bridged(client, request):
+    """``client``, or in asyncio-bridge mode the default-making facade over its redis.asyncio twin."""
+    if not BRIDGE:
+        return client
+    facade = AioClient(async_twin(client), request.getfixturevalue("loop_thread").resolve)
+    redmem.configure(client=facade)
+    return facade
 
 # CI runs each property test on the same examples every time (a red CI blocks a landing, so a
 # rare counter-example must be found locally, where examples stay random, not by chance in CI).
@@ -45,13 +81,19 @@ def cluster_url():
 
 
 @pytest.fixture(scope="session")
-def single_client(redis_url):
-    return redmem.connect(redis_url)
+def single_client(redis_url, request):
+    client = _bridged(redmem.connect(redis_url), request)
+    yield client
+    if BRIDGE:
+        client.close()  # on its loop, before the loop thread stops
 
 
 @pytest.fixture(scope="session")
-def cluster_client(cluster_url):
-    return redmem.connect(cluster_url)
+def cluster_client(cluster_url, request):
+    client = _bridged(redmem.connect(cluster_url), request)
+    yield client
+    if BRIDGE:
+        client.close()
 
 
 def _use(client):
@@ -81,7 +123,7 @@ def all_keys(client, prefix: str | None = None) -> set[str]:
     """
     prefix = prefix or redmem.store.settings().key_prefix
     pattern = f"{prefix}:*"
-    if isinstance(client, redis.RedisCluster):
+    if is_cluster(client):
         found = client.scan_iter(match=pattern, target_nodes=redis.RedisCluster.PRIMARIES)
     else:
         found = client.scan_iter(match=pattern)

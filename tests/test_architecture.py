@@ -103,3 +103,15 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert isinstance(node, ast.ImportFrom)
     assert _targets(module, node) == ["recipes"]
     assert LAYERS["recipes"] > LAYERS[_owner(module)]
+
+
+def test_the_asyncio_bridge_is_one_store_module_that_only_the_store_layer_owns() -> None:
+    """The asyncio API adds one module, in the store layer, importing nothing of redmem above it;
+    every layer reaches it, none copies it (no second ``greenlet`` user)."""
+    module = PACKAGE / "store" / "aio.py"
+    assert _owner(module) == "store"
+    assert {target for target, _ in _imports(module)} <= {"store"}
+    users = [p for p in _modules()
+             if any((isinstance(n, ast.Import) and any(a.name == "greenlet" for a in n.names))
+                    or (isinstance(n, ast.ImportFrom) and n.module == "greenlet") for n in ast.walk(ast.parse(p.read_text())))]
+    assert users == [module]

@@ -110,6 +110,28 @@ def test_latency_on_questions(tmp_path):
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
+def test_latency_on_questions_per_vector_prescan(tmp_path):
+    payload = run("latency.py", "--workload", "questions", "--data", str(LOCOMO), "--sizes", "300",
+                  "--queries", "10", "--repeats", "2", "--word-queries", "5", "--vector-prescans", "exact,binary",
+                  out_dir=tmp_path)
+    row = payload["results"]["300"]
+    assert set(row["assemble"]) == {"lexical", "hybrid", "hybrid-binary"}
+    assert row["assemble"]["hybrid-binary"]["round_trips_max"] <= 3
+    # 300 rows are below the pre-scan's minimum: every search scans them all, so nothing is missed
+    assert row["vector_recall"]["binary"]["recall_at_10"] == row["vector_recall"]["binary"]["identical"] == 1.0
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
+def test_vector_prescan_on_hashed_vectors(tmp_path):
+    payload = run("vector_prescan.py", "--data", str(LOCOMO), "--hashed", "9000", "--minilm", "0",
+                  "--repeats", "1", out_dir=tmp_path)
+    hashed = payload["results"]["hashed"]
+    assert hashed["rows"] == 9000 and hashed["queries"] > 700 and set(payload["results"]) == {"hashed"}
+    assert hashed["exact_cpu_ms"] > 0 and hashed["binary_cpu_ms"] > 0
+    assert 0 < hashed["recall_at_10"] < 1 and payload["candidates_per_hit"] == 20
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
 def test_vector_dtypes_one_conversation(tmp_path):
     results = run("vector_dtypes.py", "--data", str(LOCOMO), "--conversations", "1", "--records", "2000",
                   out_dir=tmp_path)["results"]

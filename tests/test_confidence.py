@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redis.cluster import RedisCluster
 
 import redmem
 from conftest import all_keys
@@ -17,6 +16,7 @@ from redmem import AutoKeyField, KeyField, Model, RecordNotFound, StringField, V
 from redmem.fields import ConfidenceField
 from redmem.fields.confidence import updated_confidence, validate_signal
 from redmem.model.persistence import queue_new_record
+from redmem.store.aio import is_cluster
 
 
 class Belief(Model):
@@ -241,7 +241,7 @@ def test_lua_matches_the_python_formula_exactly(any_db, signals, cap):
 
 # -- concurrency ------------------------------------------------------------------------------
 def _url(request, client) -> str:
-    return request.getfixturevalue("cluster_url" if isinstance(client, RedisCluster) else "redis_url")
+    return request.getfixturevalue("cluster_url" if is_cluster(client) else "redis_url")
 
 
 def _update_many(url: str, prefix: str, belief_id: str, signal: float, start: Any) -> None:

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redis.cluster import RedisCluster
 
 import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, RecordNotFound, StringField, ValidationError
 from redmem.fields import CoOccurrenceField, Entity
 from redmem.fields.cooccurrence import propagation_weights, rank_weight, weight_rank
+from redmem.store.aio import is_cluster
 
 
 class Memory(Model):
@@ -302,7 +302,7 @@ def test_records_hydrates_record_nodes(any_db):
 
 # -- concurrency ------------------------------------------------------------------------------
 def _url(request, client) -> str:
-    return request.getfixturevalue("cluster_url" if isinstance(client, RedisCluster) else "redis_url")
+    return request.getfixturevalue("cluster_url" if is_cluster(client) else "redis_url")
 
 
 def _strengthen_many(url: str, prefix: str, start: Any, highest: Any) -> None:

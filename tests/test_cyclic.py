@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, ModelException, QueryException
 from redmem.fields import CyclicDecayField, TemporalPeriod
 from redmem.fields.cyclic import Cycle, cycle_weight, cyclic_score, pressure, scale_amplitude
+from redmem.store.aio import is_cluster
 
 DAY = 86400.0
 T0 = 1_750_000_000.0
@@ -211,7 +211,7 @@ def _worker(url: str, prefix: str, agent: str, habit_id: str, count: int) -> Non
 
 
 def test_concurrent_adjustments_and_saves_lose_nothing(any_db, request):
-    cluster = isinstance(any_db, redis.RedisCluster)
+    cluster = is_cluster(any_db)
     url = request.getfixturevalue("cluster_url" if cluster else "redis_url")
     habit = Habit.create(agent_id="a")
     procs, count = 3, 100

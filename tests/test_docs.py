@@ -61,6 +61,7 @@ PAGES = [
     "operations.md",
     "contributing.md",
     "mcp.md",
+    "asyncio.md",
 ]
 #: Pages whose examples need an optional extra: they run when its packages are installed.
 EXTRAS = {"integrations.md": ("agents", "langgraph"), "mcp.md": ("mcp",)}

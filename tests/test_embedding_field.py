@@ -21,13 +21,14 @@ from redmem import (
     StringField,
     ValidationError,
 )
-from redmem.embeddings import EmbeddingError, HashingEmbeddings, OpenAIEmbeddings
+from redmem.embeddings import EmbeddingError, HashingEmbeddings, OpenAIEmbeddings, binary_prescan, prescan
 from redmem.embeddings.codec import decode_stored, encode_stored, encode_vector
 from redmem.fields import EmbeddingField, embed_many, embedding_search
 from redmem.fields import embedding as embedding_module
 from redmem.fields.embedding import matrices, text_digest
 from redmem.fields.reindex import reindex
 from redmem.recipes.context_assembler import ContextAssembler
+from redmem.store.aio import AioClient, async_twin, is_cluster
 
 
 class Counting(HashingEmbeddings):
@@ -95,7 +96,9 @@ def as_stored(vectors, dtype="float16"):
 
 def second_client(client):
     """Another connection to the same server(s): a separate matrix cache, like another process."""
-    if isinstance(client, redis.RedisCluster):
+    if isinstance(client, AioClient):  # REDMEM_TEST_CLIENT=asyncio-bridge: another redis.asyncio client
+        return AioClient(async_twin(client), client.resolve)
+    if is_cluster(client):
         node = client.get_default_node()
         return redis.RedisCluster(host=node.host, port=node.port)
     pool = client.connection_pool
@@ -142,6 +145,30 @@ def test_each_dtype_stores_its_size_and_search_is_exact_over_what_is_stored(any_
 def test_an_unknown_dtype_is_refused():
     with pytest.raises(ModelException, match="dtype"):
         EmbeddingField(source="text", dtype="float64")
+
+
+def test_an_unknown_prescan_is_refused():
+    with pytest.raises(ModelException, match="prescan"):
+        EmbeddingField(source="text", prescan="hnsw")
+
+
+def test_a_binary_prescan_field_ranks_through_sign_bits_with_exact_scores(db, monkeypatch):
+    monkeypatch.setattr(prescan, "PRESCAN_MIN_ROWS", 64)
+
+    class Dense(Model):
+        item_id = KeyField()
+        embedding = EmbeddingField(dimensions=48, dtype="float32", prescan="binary")
+
+    rng = np.random.default_rng(21)
+    vectors = rng.standard_normal((400, 48)).astype(np.float32)
+    Dense.save_many([Dense(item_id=f"{n:03d}", embedding=v) for n, v in enumerate(vectors)])
+    query = vectors[123] + 0.05 * rng.standard_normal(48).astype(np.float32)
+    found = Dense.query.semantic_search(query, limit=3)
+    cosines = vectors @ query / np.linalg.norm(vectors, axis=1) / np.linalg.norm(query)
+    assert found[0].item_id == "123"
+    assert [r._vector_score for r in found] == pytest.approx([cosines[int(r.item_id)] for r in found], abs=1e-5)
+    ranking = matrices.get(db, Dense.embedding.keys(Dense.query.partition())[0]).rank(query, 3, "binary")
+    assert not ranking.complete and len(ranking.ids) == binary_prescan.CANDIDATES_PER_HIT * 3
 
 
 def test_semantic_search_ranks_by_cosine_and_scores_records(any_db):

@@ -24,6 +24,7 @@ from redmem.embeddings import (
     OpenAIEmbeddings,
     VectorMatrix,
     as_matrix,
+    binary_prescan,
     embed_in_batches,
     prescan,
 )
@@ -421,6 +422,83 @@ def test_rerank_after_a_prescan_ranking_equals_a_fresh_search(monkeypatch):
     changed = {"r1": query * 3, "r2": None, "new": -query}
     matrix.apply((i, None if v is None else encode_stored(v.astype(np.float32), "float32", ORIGIN)) for i, v in changed.items())
     assert matrix.rerank(ranking, set(changed)) == matrix.search(query, 10)
+    assert matrix.rerank(ranking, set(changed))[0][0] == "r1"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 130), st.integers(1, 300), st.integers(0, 2**32 - 1), st.data())
+def test_binary_nearest_are_the_rows_of_smallest_hamming_distance(dimensions, count, seed, data):
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((count, dimensions)).astype(np.float32)
+    rows[rng.random(rows.shape) < 0.3] = 0  # zeros take the bit of negatives
+    query = rng.standard_normal(dimensions).astype(np.float32)
+    wanted = data.draw(st.integers(1, count + 3))
+    words = binary_prescan.sign_words(rows)
+    assert words.shape == ((dimensions + 63) // 64, count) and words.flags.c_contiguous
+    distance = ((rows > 0) != (query > 0)).sum(axis=1)
+    expected = np.sort(np.argsort(distance, kind="stable")[:wanted])
+    chosen = binary_prescan.nearest(words, binary_prescan.sign_words(query[None, :])[:, 0], wanted)
+    assert chosen.tolist() == expected.tolist()
+
+
+def _clustered(rng: np.random.Generator, count: int, dimensions: int) -> np.ndarray:
+    """Rows around 40 centres, as a model's embeddings of related texts lie (dense, not sparse)."""
+    centres = rng.standard_normal((40, dimensions))
+    return (centres[rng.integers(0, 40, count)] + 0.6 * rng.standard_normal((count, dimensions))).astype(np.float32)
+
+
+def test_binary_prescan_scores_exactly_and_finds_most_of_the_exact_top_k(monkeypatch):
+    monkeypatch.setattr(prescan, "PRESCAN_MIN_ROWS", 256)
+    rng = np.random.default_rng(5)
+    rows = _clustered(rng, 3000, 96)
+    ids = [f"r{n:04d}" for n in range(len(rows))]
+    matrix = VectorMatrix()
+    matrix.apply((i, encode_stored(v, "float32", ORIGIN)) for i, v in zip(ids, rows))
+    recall = []
+    for n in range(40):
+        query = rows[n * 7] + 0.3 * rng.standard_normal(96).astype(np.float32)
+        ranking = matrix.rank(query, 10, "binary")
+        assert not ranking.complete and ranking.prescan == "binary"
+        assert len(ranking.ids) == binary_prescan.CANDIDATES_PER_HIT * 10
+        exact = dict(_exact_top(rows, ids, query, len(rows)))
+        assert [s for _, s in ranking.hits] == pytest.approx([exact[i] for i, _ in ranking.hits], abs=1e-5)
+        recall.append(len({i for i, _ in ranking.hits} & {i for i, _ in _exact_top(rows, ids, query, 10)}) / 10)
+    assert np.mean(recall) >= 0.9
+    assert matrix.search(rows[5], 1, "binary")[0][0] == "r0005"
+    assert matrix.search(rows[5], 1) == matrix.search(rows[5], 1, "exact")
+
+
+def test_binary_sign_bits_follow_updates_and_removals(monkeypatch):
+    monkeypatch.setattr(prescan, "PRESCAN_MIN_ROWS", 64)
+    rng = np.random.default_rng(13)
+    truth = {f"r{n}": rng.standard_normal(64).astype(np.float32) for n in range(90)}
+    matrix = VectorMatrix()
+    matrix.apply((i, encode_stored(v, "float32", ORIGIN)) for i, v in truth.items())
+    for step in range(300):
+        record_id = f"r{rng.integers(0, 150)}"
+        if rng.random() < 0.3:
+            truth.pop(record_id, None)
+            matrix.apply([(record_id, None)])
+        else:
+            truth[record_id] = rng.standard_normal(64).astype(np.float32)
+            matrix.apply([(record_id, encode_stored(truth[record_id], "float32", ORIGIN))])
+        if step % 3 == 0:  # a stored row's own bits are at distance 0: stale bits would lose it
+            probe = sorted(truth)[step % len(truth)]
+            hits = matrix.search(truth[probe], 2, "binary")
+            assert hits[0] == (probe, pytest.approx(1.0, abs=1e-5))
+    assert len(truth) > 64
+
+
+def test_rerank_after_a_binary_ranking_stays_binary(monkeypatch):
+    monkeypatch.setattr(prescan, "PRESCAN_MIN_ROWS", 64)
+    rng = np.random.default_rng(17)
+    matrix = VectorMatrix()
+    matrix.apply((f"r{n}", encode_stored(v, "float32", ORIGIN)) for n, v in enumerate(_clustered(rng, 400, 32)))
+    query = rng.standard_normal(32).astype(np.float32)
+    ranking = matrix.rank(query, 5, "binary")
+    changed = {"r1": query * 3, "r2": None, "new": -query}
+    matrix.apply((i, None if v is None else encode_stored(v.astype(np.float32), "float32", ORIGIN)) for i, v in changed.items())
+    assert matrix.rerank(ranking, set(changed)) == matrix.search(query, 5, "binary")
     assert matrix.rerank(ranking, set(changed))[0][0] == "r1"
 
 

@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from redis.cluster import RedisCluster
 
 import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, StringField
 from redmem.model.field import Field
 from redmem.observation import EventStreamMixin, ObservationProtocol, PredictionLedgerMixin, StreamConsumer, StreamEvent
+from redmem.store.aio import is_cluster
 
 HERE = Path(__file__).parent
 
@@ -65,7 +65,7 @@ class Fragile(EventStreamMixin, Model):
 @pytest.fixture
 def url(any_db, request):
     """The URL of the server (or cluster) behind ``any_db``, for child processes."""
-    return request.getfixturevalue("cluster_url" if isinstance(any_db, RedisCluster) else "redis_url")
+    return request.getfixturevalue("cluster_url" if is_cluster(any_db) else "redis_url")
 
 
 def ops(events) -> list[tuple[str, list[str]]]:

@@ -11,7 +11,6 @@ from typing import Any
 
 import openai
 import pytest
-from redis import RedisCluster
 
 import redmem
 from conftest import all_keys
@@ -19,6 +18,7 @@ from openai_server import OpenAICompatibleServer
 from redmem.context.tokens import exact_counter
 from redmem.recipes.hce import ExportError, HCEInteraction, HCEPipeline, HCETopic
 from redmem.recipes.hce.export import FILE_NAME
+from redmem.store.aio import is_cluster
 from redmem.store.errors import ArgumentTypeError, ValidationError
 
 FILLER = [
@@ -317,7 +317,7 @@ def _sha(keys: list[Any]) -> str:
 
 # -- concurrency -----------------------------------------------------------------------------------
 def _url(request: Any, client: Any) -> str:
-    return request.getfixturevalue("cluster_url" if isinstance(client, RedisCluster) else "redis_url")
+    return request.getfixturevalue("cluster_url" if is_cluster(client) else "redis_url")
 
 
 def _update_many(url: str, prefix: str, worker: int, start: Any) -> None:

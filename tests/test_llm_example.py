@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from redis.cluster import RedisCluster
 
 import redmem
 from openai_server import OpenAICompatibleServer
 from redmem.recipes.default_memory import DefaultMemory
+from redmem.store.aio import is_cluster
 
 SCRIPT = Path(__file__).resolve().parent.parent / "recipes" / "llm_integration.py"
 DEPLOYMENT = {"deploy-blue-green", "deploy-freeze", "deploy-checks", "deploy-rollback"}
@@ -23,7 +23,7 @@ AGENT = "agent-7"
 @pytest.fixture
 def url(any_db, request):
     """The URL of the server (or cluster) behind ``any_db``, for the script's process."""
-    return request.getfixturevalue("cluster_url" if isinstance(any_db, RedisCluster) else "redis_url")
+    return request.getfixturevalue("cluster_url" if is_cluster(any_db) else "redis_url")
 
 
 def run_script(url: str, **env: str) -> subprocess.CompletedProcess:

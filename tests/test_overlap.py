@@ -8,6 +8,7 @@ import pytest
 import redis
 
 import redmem
+import redmem.store.aio as aio
 from redmem.store.overlap import Request, execute_while, sendable
 from redmem.store.scripts import queue_script
 
@@ -103,6 +104,7 @@ def test_a_command_refused_while_queued_aborts_the_transaction(db):
     assert db.ping() is True
 
 
+@pytest.mark.sync_only  # patches a sync pooled connection
 def test_a_failed_send_is_retried_on_a_new_connection(db):
     with db.pipeline(transaction=True) as pipe:
         pipe.set(_key("retried"), "1")
@@ -126,6 +128,7 @@ def test_a_failed_send_is_retried_on_a_new_connection(db):
     assert "send_packed_command" not in vars(connection)
 
 
+@pytest.mark.sync_only  # the asyncio facade's pipelines are never sent ahead (see the next test)
 def test_sendable_only_on_one_server_with_queued_commands(db):
     with db.pipeline(transaction=True) as pipe:
         assert not sendable(db, pipe)  # nothing queued
@@ -134,3 +137,18 @@ def test_sendable_only_on_one_server_with_queued_commands(db):
     with db.pipeline(transaction=True) as pipe:
         pipe.watch(_key("x"))
         assert not sendable(db, pipe)  # WATCH mode: commands run at once
+
+
+def test_the_asyncio_facade_runs_the_pipeline_first_then_the_work(db):
+    """Replies of a facade's pipeline are read by the event loop: no send-ahead, same replies."""
+    thread = aio.LoopThread()
+    facade = aio.AioClient(aio.async_twin(db), thread.resolve)
+    try:
+        with facade.pipeline(transaction=False) as pipe:
+            pipe.set(_key("facade"), "1")
+            assert not sendable(facade, pipe)
+            replies, work = execute_while(facade, pipe, lambda: db.get(_key("facade")))
+        assert replies == [True] and work == b"1"
+    finally:
+        facade.close()
+        thread.stop()

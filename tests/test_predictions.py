@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from redis.cluster import RedisCluster
 
 import redmem
 from redmem import KeyField, Model, StringField
@@ -34,6 +33,7 @@ from redmem.observation.predictions import (
     summarize_errors,
     value_error,
 )
+from redmem.store.aio import is_cluster
 
 HERE = Path(__file__).parent
 
@@ -59,7 +59,7 @@ class Global(PredictionLedgerMixin, EventStreamMixin, Model):
 
 @pytest.fixture
 def url(any_db, request):
-    return request.getfixturevalue("cluster_url" if isinstance(any_db, RedisCluster) else "redis_url")
+    return request.getfixturevalue("cluster_url" if is_cluster(any_db) else "redis_url")
 
 
 # -- the formulas --------------------------------------------------------------------------------

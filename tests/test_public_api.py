@@ -31,15 +31,15 @@ PINNED = {
         "QueryArgumentTypeError", "QueryException", "RecallProposal", "RecordNotFound",
         "RedmemError", "RetrievalQuality", "ServerUnavailable", "SortedField", "StreamConsumer",
         "StreamEvent", "StringField", "SubconsciousMemory", "TagField", "TemporalPeriod",
-        "ValidationError", "WriteConflict", "WriteFilterMixin", "WriteOutcomeUnknown", "configure",
-        "connect", "default_analyzer", "estimate_tokens", "exact_counter", "get_client",
+        "ValidationError", "WriteConflict", "WriteFilterMixin", "WriteOutcomeUnknown", "aclose_clients",
+        "configure", "connect", "default_analyzer", "estimate_tokens", "exact_counter", "get_client",
         "query_adaptive_weights", "reciprocal_rank_fusion", "reindex", "resolve_counter",
     ],
     "redmem.store": [
         "ArgumentTypeError", "ConfigurationError", "KeySpace", "ModelException", "PermissionDenied",
         "QueryArgumentError", "QueryArgumentTypeError", "QueryException", "RecordNotFound",
         "RedmemError", "ServerUnavailable", "ValidationError", "WriteConflict",
-        "WriteOutcomeUnknown", "configure", "connect", "escape", "get_client", "server_address",
+        "WriteOutcomeUnknown", "aclose_clients", "configure", "connect", "escape", "get_client", "server_address",
         "settings", "unescape",
     ],
     "redmem.fields": [

@@ -53,3 +53,23 @@ def test_a_search_hit_reads_as_its_model_and_its_scores(tmp_path, monkeypatch):
     revealed = revealed_types(HITS_SNIPPET, tmp_path, monkeypatch)
     memory = "redmem.recipes.default_memory.DefaultMemory"
     assert revealed == [memory, memory, "float", "typing.Mapping[str, float]", "float"]
+
+
+ASYNC_SNIPPET = """
+from redmem import ContextAssembler
+from redmem.recipes.default_memory import DefaultMemory
+
+
+async def main() -> None:
+    memory = DefaultMemory(agent_id="a", content="x")
+    reveal_type(await memory.asave())
+    reveal_type(await DefaultMemory.acreate(agent_id="a", content="y"))
+    reveal_type(await DefaultMemory.query.filter(agent_id="a").acount())
+    reveal_type(await ContextAssembler(DefaultMemory).aassemble("x", agent_id="a"))
+"""
+
+
+def test_an_async_variant_awaits_to_its_sync_twins_type(tmp_path, monkeypatch):
+    revealed = revealed_types(ASYNC_SNIPPET, tmp_path, monkeypatch)
+    assert revealed == ["bool", "redmem.recipes.default_memory.DefaultMemory", "int",
+                        "redmem.recipes.context_assembler.AssemblyResult"]

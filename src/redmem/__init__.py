@@ -76,6 +76,7 @@ from .store import (
     ValidationError,
     WriteConflict,
     WriteOutcomeUnknown,
+    aclose_clients,
     configure,
     connect,
     get_client,
@@ -104,7 +105,7 @@ __all__ = [
     "ContextAssembler", "AssemblerConfig", "AssemblyResult", "RetrievalQuality", "AdaptiveAssembler", "PolicyCache",
     "SubconsciousMemory", "DefaultMemory", "HybridMemory",
     # connection and errors
-    "connect", "configure", "get_client", "RedmemError", "ValidationError", "ArgumentTypeError",
+    "connect", "configure", "get_client", "aclose_clients", "RedmemError", "ValidationError", "ArgumentTypeError",
     "QueryException", "QueryArgumentError", "QueryArgumentTypeError",
     "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict", "WriteOutcomeUnknown",
     "RecordNotFound", "PermissionDenied", "EmbeddingError", "OutcomeError",

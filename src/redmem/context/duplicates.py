@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -51,16 +51,20 @@ def collapse_duplicates(
     kept: list[T] = []
     collapsed: list[T] = []
     seen: set[str] = set()
-    kept_vectors: list[np.ndarray] = []
+    kept_vectors: np.ndarray | None = None  # the kept copies' vectors, rows 0..count-1 (no restacking)
+    count = 0
     for candidate in candidates:
         text = normalised_text(text_of(candidate))
         vector = vectors.get(key_of(candidate)) if vectors else None
-        near = vector is not None and bool(kept_vectors) and float(np.max(np.stack(kept_vectors) @ vector)) >= threshold
+        near = vector is not None and count > 0 and float((cast(np.ndarray, kept_vectors)[:count] @ vector).max()) >= threshold
         if text in seen or near:
             collapsed.append(candidate)
             continue
         kept.append(candidate)
         seen.add(text)
         if vector is not None:
-            kept_vectors.append(vector)
+            if kept_vectors is None:
+                kept_vectors = np.empty((len(candidates), vector.shape[0]), dtype=vector.dtype)
+            kept_vectors[count] = vector
+            count += 1
     return kept, collapsed

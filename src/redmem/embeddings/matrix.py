@@ -12,8 +12,11 @@ is one matrix-vector product:
 The product reads the whole matrix (memory bound: ~10 ms per 100,000 x 384 floats on one core),
 so a large matrix is first pre-scanned in int8 (:mod:`~redmem.embeddings.prescan`: a quarter of
 the bytes, with error bounds that keep the top-k exact) and only its shortlist is scored in
-float32; without the pre-scan, a large matrix is scored in slices on a few threads. No I/O
-here: callers feed changes in and read top-k lists out.
+float32; without the pre-scan, a large matrix is scored in slices on a few threads. Opt-in
+(``prescan="binary"``), the shortlist comes instead from one sign bit per dimension
+(:mod:`~redmem.embeddings.binary_prescan`: an eighth of the int8 bytes, approximate: a true
+neighbour can be missed, every returned cosine is exact). No I/O here: callers feed changes in
+and read top-k lists out.
 """
 
 from __future__ import annotations
@@ -28,16 +31,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..store.aio import CooperativeLock
 from ..store.client_cache import ClientCache
-from . import prescan
+from . import binary_prescan
+from . import prescan as _prescan
 from .base import unit_rows
 from .codec import decode_rows, stored_dimensions
 
-__all__ = ["VectorMatrix", "Ranking", "MatrixCache", "top_k", "cosines"]
+__all__ = ["VectorMatrix", "Ranking", "MatrixCache", "top_k", "cosines", "PRESCANS"]
 
 logger = logging.getLogger(__name__)
 #: Above this many changed ids, :meth:`VectorMatrix.rerank` scores every row again.
 RERANK_MOST = 1000
+#: How a large matrix is pre-scanned: "exact" (int8 codes with error bounds, the default) or
+#: "binary" (sign bits, approximate; :mod:`~redmem.embeddings.binary_prescan`).
+PRESCANS = ("exact", "binary")
 #: Threads that score one large matrix (numpy's einsum releases the GIL; BLAS threads are not
 #: used: waking them from idle costs more than they save on a busy 2-core machine).
 SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))
@@ -86,7 +94,8 @@ def top_k(scores: np.ndarray, ids: list[str], limit: int) -> list[tuple[str, flo
 class Ranking:
     """One search's result with what :meth:`VectorMatrix.rerank` needs to update it.
 
-    ``scores`` and ``ids`` cover every row, or (``complete`` False) only a pre-scan's shortlist.
+    ``scores`` and ``ids`` cover every row, or (``complete`` False) only a pre-scan's shortlist;
+    ``prescan`` is the one it was ranked with (see :data:`PRESCANS`).
     """
 
     query: np.ndarray
@@ -96,6 +105,7 @@ class Ranking:
     limit: int
     hits: list[tuple[str, float]]
     complete: bool = True
+    prescan: str = "exact"
 
 
 class VectorMatrix:
@@ -120,7 +130,9 @@ class VectorMatrix:
         self._scale = np.zeros(0, dtype=np.float32)
         self._error = np.zeros(0, dtype=np.float32)
         self._coded = 0  # rows 0.._coded-1 have current int8 codes
-        self.lock = threading.Lock()
+        self._signs = np.zeros((0, 0), dtype=np.uint64)  # sign bits, word-major (binary pre-scan)
+        self._signed = 0  # rows 0.._signed-1 have current sign bits
+        self.lock = CooperativeLock()
 
     @property
     def dimensions(self) -> int | None:
@@ -133,7 +145,7 @@ class VectorMatrix:
         self.layout += 1
         self.ids, self._position = [], {}
         self._rows = np.zeros((0, 0), dtype=np.float32)
-        self._coded = 0
+        self._coded = self._signed = 0
 
     def apply(self, changes: Iterable[tuple[str, bytes | None]], dimensions: int | None = None) -> None:
         """Set each id's vector (a stored value, see :mod:`~redmem.embeddings.codec`) or remove it (None or empty).
@@ -165,25 +177,49 @@ class VectorMatrix:
         with self.lock:
             return {i: self._rows[self._position[i]].copy() for i in ids if i in self._position}
 
-    def search(self, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        """Ids of the ``limit`` rows of highest cosine with ``query`` (cosine > 0), best first."""
-        return self.rank(query, limit).hits
+    def search(self, query: np.ndarray, limit: int, prescan: str = "exact") -> list[tuple[str, float]]:
+        """Ids of the ``limit`` rows of highest cosine with ``query`` (cosine > 0), best first;
+        ``prescan`` "binary": of the rows a sign-bit pre-scan shortlists (approximate, see
+        :data:`PRESCANS`)."""
+        return self.rank(query, limit, prescan).hits
 
-    def rank(self, query: np.ndarray, limit: int) -> Ranking:
+    def rank(self, query: np.ndarray, limit: int, prescan: str = "exact") -> Ranking:
         """:meth:`search`, keeping every row's score so :meth:`rerank` can follow later changes
         (nothing is scored for ``limit`` 0)."""
         if limit <= 0 or not self.ids or query.shape[-1] != self.dimensions:
-            return Ranking(query, None, np.zeros(0, dtype=np.float32), [], limit, [])
+            return Ranking(query, None, np.zeros(0, dtype=np.float32), [], limit, [], prescan=prescan)
         unit = unit_rows(query.reshape(1, -1).astype(np.float32))[0]
         count = len(self.ids)
-        if count >= prescan.PRESCAN_MIN_ROWS and self._coded >= count:
-            chosen = prescan.shortlist(self._codes[:count], self._scale[:count], self._error[:count], unit, limit)
-            if chosen is not None:
-                scores = np.einsum("ij,j->i", self._rows[chosen], unit)
-                ids = [self.ids[i] for i in chosen.tolist()]
-                return Ranking(query, unit, scores, ids, limit, top_k(scores, ids, limit), complete=False)
+        chosen = None
+        if count >= _prescan.PRESCAN_MIN_ROWS and prescan == "binary":
+            chosen = self._binary_shortlist(unit, limit)
+        elif count >= _prescan.PRESCAN_MIN_ROWS and self._coded >= count:
+            chosen = _prescan.shortlist(self._codes[:count], self._scale[:count], self._error[:count], unit, limit)
+        if chosen is not None:
+            scores = np.einsum("ij,j->i", self._rows[chosen], unit)
+            ids = [self.ids[i] for i in chosen.tolist()]
+            return Ranking(query, unit, scores, ids, limit, top_k(scores, ids, limit), complete=False, prescan=prescan)
         scores = cosines(self._rows[:count], unit)
-        return Ranking(query, unit, scores, self.ids, limit, top_k(scores, self.ids, limit))
+        return Ranking(query, unit, scores, self.ids, limit, top_k(scores, self.ids, limit), prescan=prescan)
+
+    def _binary_shortlist(self, unit: np.ndarray, limit: int) -> np.ndarray | None:
+        """The rows of the sign-bit pre-scan's :data:`~.binary_prescan.CANDIDATES_PER_HIT` ``* limit``
+        candidates (their sign bits brought up to date first); None when that is every row."""
+        count, wanted = len(self.ids), binary_prescan.CANDIDATES_PER_HIT * limit
+        if wanted >= count:
+            return None
+        words = (self._rows.shape[1] + 63) // 64
+        if self._signs.shape[0] != words:  # first use, or rows of other dimensions since
+            self._signs, self._signed = np.zeros((words, 0), dtype=np.uint64), 0
+        if self._signs.shape[1] < count:
+            grown = np.zeros((words, self._rows.shape[0]), dtype=np.uint64)
+            grown[:, : self._signed] = self._signs[:, : self._signed]
+            self._signs = grown
+        if self._signed < count:
+            self._signs[:, self._signed:count] = binary_prescan.sign_words(self._rows[self._signed:count])
+            self._signed = count
+        query = binary_prescan.sign_words(unit[None, :])[:, 0]
+        return binary_prescan.nearest(self._signs[:, :count], query, wanted)
 
     def rows_of(self, ids: list[str]) -> np.ndarray:
         """The rows of the leading ``ids`` that have one (up to the first that has none); call
@@ -251,7 +287,7 @@ class VectorMatrix:
         """
         if (not ranking.complete or ranking.unit is None or ranking.unit.size != self.dimensions
                 or len(changed) > RERANK_MOST):
-            return self.search(ranking.query, ranking.limit)
+            return self.search(ranking.query, ranking.limit, ranking.prescan)
         kept = top_k(ranking.scores, ranking.ids, ranking.limit + len(changed))
         candidates = [(i, s) for i, s in kept if i not in changed]
         present = [i for i in changed if i in self._position]
@@ -269,7 +305,7 @@ class VectorMatrix:
             capacity = max(needed, 2 * self._rows.shape[0], 16)
             self._rows = _grown(self._rows, capacity, count)
         self._rows[count:needed] = block
-        if prescan.available() and needed >= prescan.PRESCAN_MIN_ROWS:
+        if _prescan.available() and needed >= _prescan.PRESCAN_MIN_ROWS:
             self._code_rows(needed)
         self._position.update((record_id, count + n) for n, record_id in enumerate(ids))
         self.ids.extend(ids)
@@ -288,10 +324,15 @@ class VectorMatrix:
                     self._codes[last], self._scale[last], self._error[last]
             else:
                 self._coded = min(self._coded, row)
+            if last < self._signed:
+                self._signs[:, row] = self._signs[:, last]
+            else:
+                self._signed = min(self._signed, row)
             self.ids[row] = moved
             self._position[moved] = row
         self.ids.pop()
         self._coded = min(self._coded, len(self.ids))
+        self._signed = min(self._signed, len(self.ids))
 
 
     def _code_rows(self, stop: int) -> None:
@@ -301,7 +342,7 @@ class VectorMatrix:
             self._codes = _grown(self._codes, self._rows.shape[0], start, self._rows.shape[1])
             self._scale = _grown(self._scale, self._rows.shape[0], start)
             self._error = _grown(self._error, self._rows.shape[0], start)
-        self._codes[start:stop], self._scale[start:stop], self._error[start:stop] = prescan.quantize(self._rows[start:stop])
+        self._codes[start:stop], self._scale[start:stop], self._error[start:stop] = _prescan.quantize(self._rows[start:stop])
         self._coded = stop
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.field import Field
 from ..model.query_methods import QueryMethod
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryException, ValidationError
 from ..store.keys import KeyKind, KeySpace
@@ -259,6 +260,13 @@ class ExistenceFilter(TermField):
         key, client = self.key(space), self.model._meta.client
         with server_errors(client):
             return run_calls(client, [ScriptCall(script, [key], args) for args in calls])
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aadd = async_variant(add)
+    amight_exist = async_variant(might_exist)
+    adefinitely_missing = async_variant(definitely_missing)
+    amight_exist_many = async_variant(might_exist_many)
+    afill_ratio = async_variant(fill_ratio)
 
 
 class ExistenceCheck:

@@ -40,6 +40,7 @@ from ..model.filters import Where, compile_where
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape
@@ -264,6 +265,9 @@ class BM25Field(Field[Any]):
         for term in terms:
             args += [term, query_tf[term]]
         return BM25Search(ScriptCall("bm25_search", script_keys, args))
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    asearch = async_variant(search)
 
 
 @dataclass(frozen=True)

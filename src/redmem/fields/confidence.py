@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeyKind, KeySpace
@@ -193,6 +194,11 @@ class ConfidenceField(Field[Any]):
         confidence = field.initial_confidence if raw[0] is None else float(raw[0])
         counts = {name: int(v) if v is not None else 0 for name, v in zip(_COUNTS, raw[1:])}
         return {"confidence": confidence, **counts}
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aupdate_confidence = async_variant(update_confidence)
+    aget_confidence = async_variant(get_confidence)
+    aget_confidence_data = async_variant(get_confidence_data)
 
 
 def _field_of(instance: Any, field_name: str) -> ConfidenceField:

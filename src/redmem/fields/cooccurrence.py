@@ -37,6 +37,7 @@ from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.filters import Where
 from ..model.loading import load_records
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ModelException, RecordNotFound, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape, unescape
@@ -327,6 +328,16 @@ class Graph:
         with server_errors(client):
             return run_script(script, keys, args, client)
 
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    alink = async_variant(link)
+    astrengthen = async_variant(strengthen)
+    aunlink = async_variant(unlink)
+    aweaken_all = async_variant(weaken_all)
+    adegrees = async_variant(degrees)
+    aget_linked = async_variant(get_linked)
+    apropagate = async_variant(propagate)
+    arecords = async_variant(records)
+
 
 @dataclass(frozen=True)
 class GraphSize:
@@ -469,6 +480,14 @@ class CoOccurrenceField(Field[Any]):
         """Remove the record's edges in both directions, in the delete's own MULTI/EXEC."""
         keys = Graph(self, batch.keyspace).keys
         batch.script("graph_remove_node", keys, [RECORD_PREFIX + batch.record_id, self.symmetric_flag])
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    alink = async_variant(link)
+    astrengthen = async_variant(strengthen)
+    aunlink = async_variant(unlink)
+    aweaken_all = async_variant(weaken_all)
+    aget_linked = async_variant(get_linked)
+    apropagate = async_variant(propagate)
 
 
 def _keyspace_of(node: Any) -> KeySpace:

@@ -33,6 +33,7 @@ from ..model.filters import Where
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError, ValidationError
 from ..store.keys import KeyKind, KeySpace, escape
@@ -331,6 +332,15 @@ class CyclicDecayField(Field[dict[str, Any]]):
             lists.append([3, False, False])
         lists.extend([4 + i, w > 0, False] for i, w in enumerate(weights) if w != 0)
         return lists
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    atouch = async_variant(touch)
+    aresolve_pressure = async_variant(resolve_pressure)
+    astrengthen_cycle = async_variant(strengthen_cycle)
+    aweaken_cycle = async_variant(weaken_cycle)
+    aamplitudes_of = async_variant(amplitudes_of)
+    ascore_of = async_variant(score_of)
+    aranked = async_variant(ranked)
 
 
 class CyclicSearch:

@@ -36,6 +36,7 @@ from ..model.field import MISSING, Field
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ModelException, QueryArgumentError
 from ..store.keys import KeyKind, KeySpace
@@ -307,6 +308,11 @@ class DecayingSortedField(Field[Any]):
         base = values[1] if self.base_score_field and values[1] is not None else 1.0
         confidence = values[-1] if self.confidence_source() is not None else None
         return self.score(base, cast(float, values[0]), confidence, now)  # every selected row has its time
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    atouch = async_variant(touch)
+    ascore_of = async_variant(score_of)
+    aranked = async_variant(ranked)
 
 
 def top_by_decay(

@@ -33,11 +33,13 @@ import numpy as np
 
 from ..embeddings.base import EmbeddingProvider, as_matrix, embed_in_batches
 from ..embeddings.codec import DTYPES, digest, encode_stored, encode_vector, stored_digest
+from ..embeddings.matrix import PRESCANS
 from ..model.field import Field
 from ..model.filters import Where
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
+from ..store.aio import async_variant
 from ..store.connection import settings
 from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
 from ..store.keys import KeyKind, KeySpace
@@ -89,6 +91,11 @@ class EmbeddingField(Field[Any]):
         dimensions: the vector length, for a field without a provider (assigned vectors only).
         dtype: how vectors are stored in Redis: "float16" (2 bytes a dimension), "float32" (4)
             or "int8" (1, plus 4 for a scale). Search is exact over the vectors as stored.
+        prescan: how a partition of 8,192 vectors or more is pre-scanned before the float32
+            scoring of its shortlist: "exact" (int8 codes with error bounds: the exact top-k) or
+            "binary" (opt-in, approximate: the 20 x k rows nearest in sign bits are scored; a
+            true neighbour can be missed, the scores are exact; for dense embeddings of a model,
+            not sparse vectors; see docs/primitives/embeddings.md). Filtered searches stay exact.
 
     Reading the attribute gives the vector this instance computed or was given (a float32
     array), else None. Wrong dimensions raise ValidationError; no provider raises
@@ -111,15 +118,19 @@ class EmbeddingField(Field[Any]):
         dimensions: int | None = None,
         dtype: str = "float16",
         partition_by: str | tuple[str, ...] | None = None,
+        prescan: str = "exact",
     ) -> None:
         super().__init__(partition_by=partition_by)
         if dtype not in DTYPES:
             raise ModelException(f"dtype must be one of {list(DTYPES)}, not {dtype!r}")
+        if prescan not in PRESCANS:
+            raise ModelException(f"prescan must be one of {list(PRESCANS)}, not {prescan!r}")
         if provider is not None and not isinstance(provider, EmbeddingProvider):
             raise ModelException(f"provider {provider!r} lacks embed(), dimensions or max_batch_size")
         positive_int("dimensions", dimensions, none=True, error=ModelException)
         self.source = source
         self.dtype = dtype
+        self.prescan = prescan
         self._provider = provider
         self._dimensions = dimensions
 
@@ -299,7 +310,10 @@ class EmbeddingField(Field[Any]):
         limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
         vector = _query_vector(self, text) if limit > 0 else None
         return VectorSearch(self.model._meta.client, self.keys(space), vector, _stored_dimensions(self, text, vector),
-                            limit, None if where is None else where.ids_call(space))
+                            limit, None if where is None else where.ids_call(space), prescan=self.prescan)
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aembed_many = async_variant(embed_many)
 
 
 def embedding_fields(model: type[Model]) -> list[EmbeddingField]:

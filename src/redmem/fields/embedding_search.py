@@ -59,6 +59,8 @@ class VectorSearch:
     With ``limit`` 0 the search only brings the matrix up to date, for a caller that then scores
     chosen rows (:meth:`~redmem.embeddings.matrix.VectorMatrix.cosines_at`).
 
+    ``prescan``: the pre-scan of a large matrix (see :data:`~redmem.embeddings.matrix.PRESCANS`).
+
     ``among``: a ``query.lua`` call listing the ids of the records a filter lets through
     (:meth:`~redmem.model.filters.Where.ids_call`), sent with the changes in the same request;
     the hits are then the exact top ``limit`` of those records' rows, scored in :meth:`finish`
@@ -66,9 +68,9 @@ class VectorSearch:
     """
 
     def __init__(self, client: Any, keys: list[str], vector: np.ndarray | None, dimensions: int | None,
-                 limit: int, among: ScriptCall | None = None) -> None:
+                 limit: int, among: ScriptCall | None = None, prescan: str = "exact") -> None:
         self.client, self.vector, self.dimensions, self.limit = client, vector, dimensions, limit
-        self.among = among
+        self.among, self.prescan = among, prescan
         self.change_keys = [keys[1], keys[2], keys[0]]
         self.matrix = matrices.get(client, keys[0])
         self.ranking: Ranking | None = None
@@ -91,7 +93,7 @@ class VectorSearch:
         ``among`` nothing is ranked (an empty ranking) before the filter's ids are known."""
         if self.ranking is None:
             limit = 0 if self.among is not None else self.limit
-            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), limit)  # not empty: a vector
+            self.ranking = self.matrix.rank(cast(np.ndarray, self.vector), limit, self.prescan)  # not empty: a vector
         return self.ranking
 
     def finish(self, replies: list[Any]) -> Hits:
@@ -202,7 +204,7 @@ def _changes_args(matrix: VectorMatrix) -> list[Any]:
 def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, changed: set[str]) -> Hits:
     """The ranking's hits, brought up to date with the changes just applied."""
     if matrix.generation != generation:
-        return matrix.search(ranking.query, ranking.limit)
+        return matrix.search(ranking.query, ranking.limit, ranking.prescan)
     return matrix.rerank(ranking, changed) if changed else ranking.hits
 
 

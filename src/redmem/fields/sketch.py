@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ModelException, ValidationError
 from ..store.keys import KeyKind, KeySpace
@@ -142,6 +143,12 @@ class FrequencySketch(TermField):
                 ops = [arg for index in chunk for arg in ("GET", COUNTER, f"#{index}")]
                 pipe.execute_command("BITFIELD_RO", key, *ops)
             return [int(value) for reply in pipe.execute() for value in reply]
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aadd = async_variant(add)
+    aestimate = async_variant(estimate)
+    aestimate_many = async_variant(estimate_many)
+    atotal = async_variant(total)
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:

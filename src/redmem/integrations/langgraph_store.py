@@ -5,13 +5,12 @@ with ``.``, which LangGraph forbids inside a label): its value as JSON, its time
 text indexed by BM25 (the value's strings, or the paths a put's ``index`` names). A search with
 a ``query`` ranks by BM25 inside each namespace under the prefix, fused with the vector list
 (convex score fusion) when the model declares an ``EmbeddingField``; ``filter`` is applied to
-the values as LangGraph's own stores do. redmem is synchronous, so ``abatch`` runs ``batch`` in
-a worker thread (``asyncio.to_thread``) until redmem has an asyncio API.
+the values as LangGraph's own stores do. ``abatch`` runs ``batch`` over ``redis.asyncio``
+on the caller's event loop (:mod:`redmem.store.aio`, docs/asyncio.md).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -42,6 +41,7 @@ from ..model.base import Model
 from ..model.fields import DictField, FloatField, StringField
 from ..model.indexed import KeyField
 from ..model.registry import listed_partitions
+from ..store.aio import greenlet_spawn
 from ..store.keys import unescape
 
 __all__ = ["StoreRecord", "RedmemStore", "NAMESPACE_SEPARATOR", "matches_filter", "namespace_matches"]
@@ -147,8 +147,8 @@ class RedmemStore(BaseStore):
         return [self._run(op) for op in ops]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread, off the event loop."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` over redis.asyncio: each Redis call awaits on this event loop."""
+        return await greenlet_spawn(self.batch, list(ops))
 
     def _run(self, op: Op) -> Result:
         if isinstance(op, GetOp):

@@ -3,9 +3,9 @@
 :class:`RedmemSession` keeps a session's items as :class:`SessionItem` records (a
 ConversationMemory subclass) of the agent's partition: each item's JSON as given, and its
 speaker and text indexed like any dialog turn, so an agent's past sessions become memory that
-:func:`memory_instructions` recalls into the system prompt of each turn. The redmem calls are
-synchronous; the SDK's async methods run them in a worker thread (``asyncio.to_thread``) until
-redmem has an asyncio API.
+:func:`memory_instructions` recalls into the system prompt of each turn. The SDK's async
+methods run redmem over ``redis.asyncio`` (:mod:`redmem.store.aio`, docs/asyncio.md), on the
+caller's event loop.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ except ImportError as missing:  # pragma: no cover - depends on the install
 from ..model.indexed import SortedField, TagField
 from ..recipes.context_assembler import ContextAssembler
 from ..recipes.conversation import DEFAULT_WINDOW, ConversationMemory, SearchText, Turn, build_contexts, build_passages
+from ..store.aio import greenlet_spawn
 from ..store.validation import non_negative_int
 
 __all__ = ["SessionItem", "SessionTag", "RedmemSession", "item_turn", "latest_user_text", "memory_instructions"]
@@ -124,7 +125,7 @@ class RedmemSession:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items in order; with ``limit``, its latest ``limit`` items."""
-        records = await asyncio.to_thread(self._latest, limit)
+        records = await greenlet_spawn(self._latest, limit)
         return [json.loads(record.item) for record in records]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -132,17 +133,17 @@ class RedmemSession:
         if not items:
             return
         async with self._writing:
-            await asyncio.to_thread(self._add, list(items))
+            await greenlet_spawn(self._add, list(items))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the latest item, or None when the session is empty."""
         async with self._writing:
-            return await asyncio.to_thread(self._pop)
+            return await greenlet_spawn(self._pop)
 
     async def clear_session(self) -> None:
         """Delete every item of the session (the agent's other sessions stay)."""
         async with self._writing:
-            await asyncio.to_thread(self._clear)
+            await greenlet_spawn(self._clear)
 
 
 def latest_user_text(items: list[TResponseInputItem]) -> str:
@@ -168,7 +169,7 @@ def memory_instructions(
         query = latest_user_text(context.turn_input)
         if not query:
             return instructions
-        result = await asyncio.to_thread(assembler.assemble, query, **partition)
+        result = await assembler.aassemble(query, **partition)
         return f"{instructions}\n\n{heading}\n{result.formatted}" if result.records else instructions
 
     return with_memory

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from ..store.aio import async_variant, greenlet_spawn
 from ..store.errors import ModelException, ValidationError
 from .batch import SaveBatch
 from .bulk import save_many
@@ -73,7 +74,7 @@ class Model(metaclass=ModelMeta):
         self._saved_key: DbKey | None = None
 
     @classmethod
-    def create(cls, **values: Any) -> Self:
+    def create(cls, /, **values: Any) -> Self:
         """Build and save a record in one call."""
         instance = cls(**values)
         instance.save()
@@ -159,6 +160,17 @@ class Model(metaclass=ModelMeta):
     def queue_delete(self, batch: SaveBatch) -> None:
         """Queue the removal of this record and its index entries; mixins extend it like queue_save."""
         queue_removal(batch)
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    @classmethod
+    async def acreate(cls, /, **values: Any) -> Self:
+        """``await`` form of :meth:`create` (written out: a class attribute cannot carry ``Self``)."""
+        return await greenlet_spawn(cls.create, **values)
+
+    asave_many = async_variant(save_many)
+    asave = async_variant(save)
+    adelete = async_variant(delete)
+    atouch = async_variant(touch)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

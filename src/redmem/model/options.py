@@ -2,7 +2,7 @@
 
 A model's inner ``class Meta`` may set ``name`` (used in keys; default: the class name),
 ``abstract`` (no records of its own) and any library setting of :func:`redmem.configure` for
-this model alone: ``client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
+this model alone: ``client``, ``async_client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
 ``partition_registry``. A subclass inherits its bases' settings (as walrus models share their
 base's database), not their name or abstractness; a setting no Meta gives is the configured
 default, read at each use.
@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ..store.connection import SETTING_NAMES, checked_settings, get_client, settings
+from ..store.aio import in_worker, loop_facade
+from ..store.connection import SETTING_NAMES, checked_settings, get_client, resolved_client, settings
 from ..store.errors import ConfigurationError, ModelException
 from ..store.keys import GLOBAL_TAG, KeySpace, check_name, escape
 from .field import Field
@@ -87,9 +88,13 @@ class Options:
 
     @property
     def client(self) -> Any:
-        """The Redis client of the model's records: Meta ``client``, else the default client."""
-        client = self.overrides.get("client")
-        return client if client is not None else get_client()
+        """The Redis client of the model's records: Meta ``client``, else the default client
+        (inside the asyncio API: the facade over its ``redis.asyncio`` twin, or over Meta
+        ``async_client``; :func:`~redmem.store.connection.resolved_client`)."""
+        own, own_async = self.overrides.get("client"), self.overrides.get("async_client")
+        if own_async is not None and in_worker():
+            return loop_facade(own, own_async)
+        return get_client() if own is None else resolved_client(own)
 
     @property
     def key_prefix(self) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
+from ..store.aio import async_variant, greenlet_spawn
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryException
 from ..store.keys import KeyKind, KeySpace
@@ -75,7 +77,7 @@ class Query:
         return replace(self, tracking=False)
 
     # -- running -----------------------------------------------------------------------------
-    def get(self, **keys: Any) -> Any:
+    def get(self, /, **keys: Any) -> Any:
         """The record with exactly these key values, or None."""
         meta = self.model._meta
         if set(keys) != set(meta.key_fields):
@@ -106,6 +108,13 @@ class Query:
     def __iter__(self) -> Iterator[Any]:
         return iter(self.all())
 
+    # The asyncio API (docs/asyncio.md); a query method ``m`` is awaited as ``query.am(..)`` too.
+    aget = async_variant(get)
+    akeys = async_variant(keys)
+    aall = async_variant(all)
+    afirst = async_variant(first)
+    acount = async_variant(count)
+
     def __getattr__(self, name: str) -> Any:
         """A query method of the model (``keyword_search`` with a BM25Field...), bound to this query.
 
@@ -115,11 +124,16 @@ class Query:
         model = vars(self).get("model")
         if model is None or name.startswith("_"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return MethodType(find_query_method(model, model._meta.query_methods, name), self)
+        methods = model._meta.query_methods
+        if name not in methods and name.startswith("a") and name[1:] in {*methods, *every_model_query_methods()}:
+            return partial(greenlet_spawn, MethodType(find_query_method(model, methods, name[1:]), self))
+        return MethodType(find_query_method(model, methods, name), self)
 
     def __dir__(self) -> list[str]:
-        """The attributes of a query, the model's query methods and every model's included."""
-        return sorted({*super().__dir__(), *self.model._meta.query_methods, *every_model_query_methods()})
+        """The attributes of a query, the model's query methods and every model's included (with their
+        ``a``-prefixed awaitable forms)."""
+        methods = {*self.model._meta.query_methods, *every_model_query_methods()}
+        return sorted({*super().__dir__(), *methods, *("a" + name for name in methods)})
 
     def partition(self) -> KeySpace:
         """The one partition this query names; QueryException when the filter does not name it."""

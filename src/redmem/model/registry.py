@@ -30,6 +30,7 @@ from weakref import WeakKeyDictionary
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
+from ..store.aio import is_cluster
 from ..store.connection import server_errors
 from ..store.errors import PermissionDenied
 from ..store.keys import GLOBAL_TAG, KeyKind, KeySpace
@@ -122,7 +123,7 @@ def scan_partitions(meta: Any, client: Any) -> list[KeySpace]:
     base = meta.global_keyspace()
     head, tail = f"{base.prefix}:{base.model}:{{", f"}}:{KeyKind.ALL_RECORDS}"
     options: dict[str, Any] = {"match": f"{head}*{tail}", "count": 1000, "_type": "zset"}
-    if isinstance(client, RedisCluster):
+    if is_cluster(client):
         options["target_nodes"] = RedisCluster.PRIMARIES
     with server_errors(client):
         keys = {raw.decode() for raw in client.scan_iter(**options)}

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from ..model.base import Model, RecordMixin
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import queue_script, run_script
@@ -170,3 +171,12 @@ class AccessTrackerMixin(RecordMixin):
         super().queue_delete(batch)
         key = DbKey(batch.keyspace, batch.record_id)
         batch.pipe.delete(staged_key(key), staged_count_key(key), log_key(key))
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aconfirm_access = async_variant(confirm_access)
+    adiscard_staged_access = async_variant(discard_staged_access)
+    aaccess_count = async_variant(access_count)
+    alast_accessed = async_variant(last_accessed)
+    aaccess_log = async_variant(access_log)
+    astaged_accesses = async_variant(staged_accesses)
+    astaged_access_count = async_variant(staged_access_count)

@@ -24,7 +24,8 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from ..store.connection import get_client, reply_timeout, server_errors
+from ..store.aio import async_variant
+from ..store.connection import get_client, reply_timeout, resolved_client, server_errors
 from .events import StreamEvent
 
 __all__ = ["StreamConsumer"]
@@ -61,10 +62,15 @@ class StreamConsumer:
         start_id: str = "0",
     ) -> None:
         self.stream, self.group, self.consumer = stream, group, consumer
-        self.client = client if client is not None else get_client()
+        self._client = client
         self.batch_size, self.block_ms = batch_size, block_ms
         self.claim_idle_ms, self.start_id = claim_idle_ms, start_id
         self._group_ready = False
+
+    @property
+    def client(self) -> Any:
+        """The client given, else the default one (inside the asyncio API: its facade)."""
+        return get_client() if self._client is None else resolved_client(self._client)
 
     def ensure_group(self) -> None:
         """Create the consumer group (and the stream) if missing; an existing group is kept."""
@@ -151,3 +157,12 @@ class StreamConsumer:
         while stop is None or not stop.is_set():
             done += self.process_once(handler)
         return done
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aensure_group = async_variant(ensure_group)
+    aread = async_variant(read)
+    aclaim_stale = async_variant(claim_stale)
+    aack = async_variant(ack)
+    apending_count = async_variant(pending_count)
+    ahandle = async_variant(handle)
+    aprocess_once = async_variant(process_once)

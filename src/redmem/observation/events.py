@@ -33,11 +33,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from redis.cluster import RedisCluster
-
 from ..model.base import RecordMixin
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
+from ..store.aio import async_variant, is_cluster
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
 from ..store.keys import KeyKind, KeySpace
@@ -163,7 +162,7 @@ class EventStreamMixin(RecordMixin):
     @classmethod
     def stream_shares_slot(cls, client: Any, keyspace: KeySpace) -> bool:
         """True when the stream of ``keyspace`` can be written in the same MULTI or script as its records."""
-        if not isinstance(client, RedisCluster):
+        if not is_cluster(client):
             return True
         return not cls.event_stream_per_model or keyspace.tag == cls._meta.global_keyspace().tag
 
@@ -250,3 +249,7 @@ class EventStreamMixin(RecordMixin):
         with server_errors(client):
             entries = client.xrange(cls.event_stream_key(**partition), count=count)
         return [StreamEvent.from_entry(entry_id, raw) for entry_id, raw in entries]
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aemit_event = async_variant(emit_event)
+    aread_events = async_variant(read_events)

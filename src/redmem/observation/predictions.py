@@ -39,6 +39,7 @@ from ..fields.confidence import ConfidenceField
 from ..model.base import RecordMixin
 from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import RecordNotFound, ValidationError
 from ..store.keys import KeyKind, KeySpace
@@ -355,3 +356,12 @@ class PredictionLedgerMixin(RecordMixin):
         """Delete the record's prediction with it (its ledger entries stay)."""
         super().queue_delete(batch)
         batch.pipe.delete(prediction_key(DbKey(batch.keyspace, batch.record_id)))
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    arecord_prediction = async_variant(record_prediction)
+    aprediction_state = async_variant(prediction_state)
+    aresolve_prediction = async_variant(resolve_prediction)
+    aauto_resolve = async_variant(auto_resolve)
+    aget_highest_errors = async_variant(get_highest_errors)
+    aresolved_predictions = async_variant(resolved_predictions)
+    aerror_summary = async_variant(error_summary)

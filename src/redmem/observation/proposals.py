@@ -26,6 +26,7 @@ from ..model.dbkey import DbKey
 from ..model.fields import FloatField, StringField
 from ..model.indexed import KeyField, SortedField
 from ..model.persistence import queue_new_record
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.keys import KeyKind
 from ..store.scripts import queue_script
@@ -143,3 +144,9 @@ class RecallProposal(Model):
         chosen = partition if partition is not None else proposal_partition(record)
         proposal: RecallProposal | None = cls.query.no_track().get(partition=chosen, record_key=record_key_of(record))
         return proposal
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    asurface = async_variant(surface)
+    aexpire_stale = async_variant(expire_stale)
+    alist_pending = async_variant(list_pending)
+    afor_record = async_variant(for_record)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ..fields.confidence import ConfidenceField
 from ..fields.cyclic import CyclicDecayField
 from ..model.options import shared_client
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from .access import AccessTrackerMixin
 from .events import (
@@ -247,3 +248,8 @@ class ObservationProtocol:
             replies = pipe.execute()
         call.write_late_events(replies, client)
         return {_key(r): o for r, o in zip(records, outcomes)}
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aon_read = async_variant(on_read)
+    aon_surfaced = async_variant(on_surfaced)
+    aon_context_used = async_variant(on_context_used)

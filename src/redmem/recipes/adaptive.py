@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from itertools import permutations
 from typing import Any
 
+from ..store.aio import async_variant
 from ..store.errors import ValidationError
 from ..store.validation import is_real, positive_int
 from .quality import RetrievalQuality
@@ -157,3 +158,6 @@ class AdaptiveAssembler:
         self._trial = None
         logger.info("%s %s -> %s (%.4f vs baseline %.4f)", "kept" if kept else "reverted",
                     trial.donor, trial.receiver, candidate_mean, baseline_mean)
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aassemble = async_variant(assemble)

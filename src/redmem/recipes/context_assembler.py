@@ -30,6 +30,7 @@ from ..model.filters import compile_where
 from ..model.hits import Hit
 from ..model.loading import load_records
 from ..observation.protocol import ObservationProtocol
+from ..store.aio import async_variant
 from ..store.errors import ArgumentTypeError
 from ..store.keys import KeySpace
 from ..store.validation import subclass_of, timestamp
@@ -72,6 +73,9 @@ class AssemblyResult:
         outcome or a key naming no record of this context.
         """
         return ObservationProtocol.on_context_used([*self.records, *self.proactive], outcome, partition, now)
+
+    # The asyncio API (docs/asyncio.md).
+    areport = async_variant(report)
 
 
 class ContextAssembler:
@@ -297,6 +301,10 @@ class ContextAssembler:
     ) -> RetrievalQuality:
         return assess_retrieval(self.model_class, self.capabilities, self.config, space, cues,
                                 candidates=candidates, now=now)
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aassemble = async_variant(assemble)
+    aassess = async_variant(assess)
 
 
 def cue_text(query_cues: dict[str, Any] | str | None) -> str:

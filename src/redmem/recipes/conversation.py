@@ -43,6 +43,7 @@ from ..model.base import Model
 from ..model.fields import FloatField, IntField, StringField
 from ..model.indexed import AutoKeyField, KeyField
 from ..observation.access import AccessTrackerMixin
+from ..store.aio import async_function
 from ..store.errors import ValidationError
 from ..store.validation import non_negative_int, positive_int
 from ..text.analyzer import Analyzer
@@ -194,6 +195,10 @@ def ingest_conversation(
         field.embed_many(records)
     model.save_many(records)
     return records
+
+
+#: ``await aingest_conversation(...)``: :func:`ingest_conversation` over redis.asyncio (docs/asyncio.md).
+aingest_conversation = async_function(ingest_conversation)
 
 
 def conversation_assembler(model: type[Model] = ConversationMemory, **options: Any) -> ContextAssembler:

@@ -45,6 +45,7 @@ from ..model.loading import decode_stored
 from ..model.persistence import queue_new_record, queue_record_write
 from ..observation.consumer import StreamConsumer
 from ..observation.events import CREATE, StreamEvent
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
 from ..store.keys import KeyKind
@@ -210,3 +211,12 @@ class PolicyCache:
         query = PolicyEntry.query.filter(agent_id=self.agent_id).no_track()
         due: HitList[PolicyEntry] = query.above_cyclic_threshold(threshold, as_of=as_of, limit=limit)
         return due
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    arecord = async_variant(record)
+    acrystallise = async_variant(crystallise)
+    aapply_event = async_variant(apply_event)
+    abest_action = async_variant(best_action)
+    aentries = async_variant(entries)
+    aentry = async_variant(entry)
+    adue_actions = async_variant(due_actions)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..fields.bm25 import BM25Field
 from ..fields.cooccurrence import CoOccurrenceField, Entity
 from ..model.indexed import AutoKeyField
+from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import ModelException, ValidationError
 from .context_assembler import AssemblyResult, ContextAssembler
@@ -172,6 +173,11 @@ class SubconsciousMemory:
         :meth:`AssemblyResult.report` takes it; unnamed records are ``deferred``); returns
         ``{key: outcome}``. OutcomeError (a ValueError) for an unknown outcome or record."""
         return result.report(outcome)
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    ainject_context = async_variant(inject_context)
+    aextract_memories = async_variant(extract_memories)
+    areport_outcomes = async_variant(report_outcomes)
 
 
 def _distinct(items: Sequence[ExtractedMemory | str]) -> list[ExtractedMemory]:

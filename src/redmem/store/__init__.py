@@ -1,5 +1,6 @@
-"""The store layer: connections, the embedded server, key schema, Lua scripts and errors."""
+"""The store layer: connections (and their asyncio facades), the embedded server, key schema, Lua scripts and errors."""
 
+from .aio import aclose_clients
 from .connection import configure, connect, get_client, server_address, settings
 from .errors import (
     ArgumentTypeError,
@@ -19,6 +20,7 @@ from .errors import (
 from .keys import KeySpace, escape, unescape
 
 __all__ = [
+    "aclose_clients",
     "configure",
     "connect",
     "get_client",

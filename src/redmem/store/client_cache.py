@@ -1,6 +1,7 @@
 """ClientCache: in-process state per (client, key), the least recently used dropped past a capacity.
 
-Each client has its own entries, so two clients in one process behave like two processes; a
+Each client has its own entries, so two clients in one process behave like two processes (the
+asyncio API's per-loop facade of a client shares that client's: same server, same state); a
 client that is garbage-collected takes its entries with it. Used for the state a process keeps
 per partition and brings up to date from the partition's change log (vector matrices, BM25
 postings).
@@ -13,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 from weakref import WeakKeyDictionary
+
+from .aio import cache_owner
 
 __all__ = ["ClientCache"]
 
@@ -28,9 +31,10 @@ class ClientCache(Generic[T]):
         self._lock = threading.Lock()
 
     def get(self, client: Any, key: str) -> T:
-        """The entry of ``key`` as seen through ``client`` (a new one from ``factory`` when unknown)."""
+        """The entry of ``key`` as seen through ``client`` (a new one from ``factory`` when unknown);
+        the asyncio API's facade sees its configured client's (:func:`~redmem.store.aio.cache_owner`)."""
         with self._lock:
-            entries = self._by_client.setdefault(client, OrderedDict())
+            entries = self._by_client.setdefault(cache_owner(client), OrderedDict())
             entry = entries.get(key)
             if entry is None:
                 entry = entries[key] = self.factory()

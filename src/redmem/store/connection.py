@@ -26,6 +26,7 @@ from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
+from .aio import in_worker, is_cluster, loop_facade, unwrapped
 from .embedded import EmbeddedServer
 from .errors import ConfigurationError, PermissionDenied, ServerUnavailable
 from .keys import check_name
@@ -35,6 +36,7 @@ __all__ = [
     "configure",
     "embedded_server",
     "get_client",
+    "resolved_client",
     "settings",
     "checked_settings",
     "SETTING_NAMES",
@@ -57,7 +59,9 @@ BACKOFF_CAP = 0.5
 
 
 #: The settings :func:`configure` changes, which a model's ``Meta`` may also set for that model.
-SETTING_NAMES = ("client", "key_prefix", "embedding_provider", "token_counter", "partition_registry")
+SETTING_NAMES = (
+    "client", "key_prefix", "embedding_provider", "token_counter", "partition_registry", "async_client",
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,9 @@ class Settings:
     ``Meta`` say otherwise."""
 
     client: Any = None
+    #: The ``redis.asyncio`` client of the ``a``-prefixed API (None: one made from ``client``
+    #: per event loop; see :mod:`redmem.store.aio`).
+    async_client: Any = None
     key_prefix: str = "rm"
     embedding_provider: Any = None
     token_counter: Any = None
@@ -99,7 +106,7 @@ def checked_settings(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def configure(**options: Any) -> Settings:
-    """Change library-wide defaults: ``client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
+    """Change library-wide defaults: ``client``, ``async_client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
     ``partition_registry`` (keep the best-effort registry of partitions; see :mod:`redmem.model.registry`).
 
     A model's ``Meta`` may set any of them for that model (and its subclasses) alone.
@@ -194,14 +201,25 @@ def connect(url: str | None = None, *, cluster: bool = False, **options: Any) ->
 
 
 def get_client() -> Any:
-    """The default client, connecting on first use."""
-    return _settings.client if _settings.client is not None else connect()
+    """The default client, connecting on first use (inside the asyncio API: its facade, see
+    :func:`resolved_client`)."""
+    if _settings.async_client is not None and in_worker():
+        return loop_facade(_settings.client, _settings.async_client)
+    return resolved_client(_settings.client if _settings.client is not None else connect())
+
+
+def resolved_client(client: Any) -> Any:
+    """The client Redis I/O goes through: ``client`` itself, except inside the asyncio API
+    (:func:`~redmem.store.aio.greenlet_spawn`), where it is the facade over ``client``'s
+    ``redis.asyncio`` twin made for the running event loop."""
+    return loop_facade(client) if in_worker() else client
 
 
 def server_address(client: Any) -> str:
     """A human-readable address of the server(s) behind ``client``."""
-    if isinstance(client, RedisCluster):
-        nodes = client.get_nodes() or []  # type: ignore[no-untyped-call]  # redis-py: unannotated
+    client = unwrapped(client)
+    if is_cluster(client):
+        nodes = client.get_nodes() or []
         return "cluster " + ",".join(f"{n.host}:{n.port}" for n in nodes[:3])
     kwargs = client.connection_pool.connection_kwargs
     if "path" in kwargs:
@@ -211,8 +229,11 @@ def server_address(client: Any) -> str:
 
 def reply_timeout(client: Any) -> float | None:
     """The seconds ``client`` waits for a reply before it retries (None: no limit)."""
+    client = unwrapped(client)
     if isinstance(client, RedisCluster):
         return client.nodes_manager.connection_kwargs.get("socket_timeout")
+    if is_cluster(client):
+        return client.connection_kwargs.get("socket_timeout")  # type: ignore[no-any-return]  # redis.asyncio: dict[str, Any]
     timeout: float | None = client.connection_pool.connection_kwargs.get("socket_timeout")
     return timeout
 

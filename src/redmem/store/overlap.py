@@ -4,8 +4,8 @@ A first retrieval round sends its searches and, meanwhile, scores the in-process
 a bulk save sends one chunk's MULTI/EXEC and, meanwhile, builds and packs the next chunk. The
 server and the client each use a core, so the round trip and the work cost the longer of the
 two instead of their sum -- in one thread, so no second thread fights the first for the GIL.
-On a cluster (replies come from several nodes) or a pipeline in WATCH mode, the pipeline runs
-as usual first, then the work.
+On a cluster (replies come from several nodes), a pipeline in WATCH mode or the asyncio API's
+facade (:mod:`.aio`: the event loop reads the replies), the pipeline runs as usual first, then the work.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from redis.cluster import RedisCluster
 from redis.exceptions import ExecAbortError, ResponseError, WatchError
+
+from .aio import AioClient, is_cluster
 
 __all__ = ["execute_while", "Request", "sendable"]
 
@@ -23,7 +24,8 @@ T = TypeVar("T")
 
 def sendable(client: Any, pipe: Any) -> bool:
     """Whether ``pipe`` can be sent ahead of reading its replies (one server, queued commands, no WATCH)."""
-    return not isinstance(client, RedisCluster) and bool(pipe.command_stack) and not getattr(pipe, "watching", False)
+    return (not is_cluster(client) and not isinstance(client, AioClient) and bool(pipe.command_stack)
+            and not getattr(pipe, "watching", False))
 
 
 class Request:

@@ -18,6 +18,7 @@ from ...fields.confidence import ConfidenceField
 from ...fields.cooccurrence import Graph
 from ...fields.search_protocol import run_search
 from ...model.dbkey import DbKey
+from ...store.aio import async_variant
 from ...store.connection import server_errors
 from ...store.errors import RecordNotFound, ValidationError
 from ...store.keys import KeySpace
@@ -332,6 +333,21 @@ class FrameMemory:
         """Move the self version: cached frames built before are stale in every process."""
         with server_errors(self.client):
             self.client.incr(block_keys(self.space)["version"])
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    alearn = async_variant(learn)
+    aconnect = async_variant(connect)
+    acontradict = async_variant(contradict)
+    aarchive = async_variant(archive)
+    aupdate_confidence = async_variant(update_confidence)
+    aget = async_variant(get)
+    abegin_session = async_variant(begin_session)
+    aend_session = async_variant(end_session)
+    aactive_hours = async_variant(active_hours)
+    aregister_frame = async_variant(register_frame)
+    aframe_definition = async_variant(frame_definition)
+    arecall = async_variant(recall)
+    aframe = async_variant(frame)
 
 
 def _is_self(tags: Sequence[str]) -> bool:

@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from ...embeddings.matrix import VectorMatrix
+from ...store.aio import CooperativeLock
 from ...store.scripts import ScriptCall
 
 __all__ = ["MemberIndex", "MemberRead", "member_index", "member_entry", "INDEX_CAPACITY"]
@@ -41,7 +42,7 @@ class MemberIndex:
     def __init__(self) -> None:
         self.read, self.last = 0, ""
         self.by_topic: dict[str, list[str]] = {}
-        self.lock = threading.Lock()
+        self.lock = CooperativeLock()
         self._rows: dict[str, np.ndarray] = {}
         self._layout: tuple[VectorMatrix | None, int] = (None, 0)
 

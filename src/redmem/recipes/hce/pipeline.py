@@ -30,6 +30,7 @@ from ...fields.search_protocol import run_search, run_searches
 from ...model.dbkey import DbKey
 from ...model.loading import load_records
 from ...model.persistence import queue_new_records
+from ...store.aio import async_variant
 from ...store.connection import server_errors, settings
 from ...store.errors import ArgumentTypeError, ValidationError
 from ...store.validation import is_real, positive_int, utf8_text
@@ -262,6 +263,16 @@ class HCEPipeline:
         """Forget the session: delete its buffer, graph, tree and filter (one MULTI/EXEC); returns
         how many keys there were."""
         return clear_session(self.session_id)
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    aretrieve_candidates = async_variant(retrieve_candidates)
+    aretrieve_context = async_variant(retrieve_context)
+    abuild_prompt = async_variant(build_prompt)
+    aupdate = async_variant(update)
+    aupdate_many = async_variant(update_many)
+    asave = async_variant(save)
+    aload = async_variant(load)
+    aclear = async_variant(clear)
 
 
 def _reply_text(value: Any) -> str:

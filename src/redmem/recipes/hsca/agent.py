@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ...store.aio import async_variant
 from ...store.connection import server_errors
 from ...store.errors import ValidationError
 from ...store.keys import KeyKind
@@ -180,6 +181,14 @@ class AgentMacro:
                     scored.append((-score, order, position, AgentBeat(session_id, beat.snapshot, score)))
         scored.sort(key=lambda s: s[:3])
         return [s[3] for s in scored[:limit]]
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    asession_ids = async_variant(session_ids)
+    asessions = async_variant(sessions)
+    adomain_evolution = async_variant(domain_evolution)
+    adomain_mix = async_variant(domain_mix)
+    afirst_appearance = async_variant(first_appearance)
+    arelevant = async_variant(relevant)
 
 
 def session_profile(sums: dict[Any, Any]) -> tuple[int, dict[str, float]] | None:

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...store.aio import async_variant
 from ...store.errors import ValidationError
 from ...store.validation import finite_number, positive_int
 from ...text.analyzer import default_analyzer
@@ -207,6 +208,20 @@ class HSCAEngine:
     @staticmethod
     def _terms(text: str) -> list[str]:
         return list(dict.fromkeys(default_analyzer().tokens(text)))
+
+    # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
+    afor_agent = async_variant(for_agent)
+    arecord_served = async_variant(record_served)
+    aingest_turn = async_variant(ingest_turn)
+    atake_snapshot = async_variant(take_snapshot)
+    aget_macro_context = async_variant(get_macro_context)
+    aregion = async_variant(region)
+    alast_beats = async_variant(last_beats)
+    afirst_mention = async_variant(first_mention)
+    astate_before = async_variant(state_before)
+    adomain_evolution = async_variant(domain_evolution)
+    arelevant = async_variant(relevant)
+    aassemble = async_variant(assemble)
 
 
 def _beats_of(agent_id: str | None, session_id: str | None) -> MemoryBeats | SessionStore:
