@@ -120,7 +120,7 @@ def _ingest(console: Console, conversation: Conversation, demo_run: DemoRun) -> 
                   f"{turns[0].at.date()} to {turns[-1].at.date()} (replayed so the last session was yesterday)")
     began = time.perf_counter()
     memories = ingest_with_progress(console, conversation, demo_run.agent, "ingesting the sample conversation",
-                                    before_save=demo_run.record)
+                                    before_save=demo_run.record, ids=demo_run.memory_ids(len(turns)))
     console.print(
         f"stored {len(memories)} memories in {time.perf_counter() - began:.1f} s: each with BM25 terms, a vector, "
         "existence-filter bits, decay clocks set to when it was said; consecutive turns linked in the graph"

@@ -3,9 +3,15 @@
 The list is a set of memory ids at ``<prefix>:ChatMemory:{<agent>}:demo-run`` (the agent's hash
 tag, so it sits on the agent's cluster slot). Ids are added before their memories are saved:
 a run that dies half-way still leaves every memory it saved listed.
+
+The ids are fixed (:meth:`DemoRun.memory_ids`, a name-based UUID of the agent and the turn's
+position), not random: searches break ties by record id (equal graph weights, equal BM25
+scores), so random ids made which record filled the last context slot change from run to run.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from ..model.dbkey import DbKey
 from ..model.loading import load_records
@@ -14,7 +20,10 @@ from ..store.errors import ConfigurationError
 from ..store.keys import KeyKind
 from .memory import ChatMemory
 
-__all__ = ["DemoRun"]
+__all__ = ["DemoRun", "DEMO_NAMESPACE"]
+
+#: Namespace of the demo's name-based memory ids (``uuid5``).
+DEMO_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "redmem:demo")
 
 
 class DemoRun:
@@ -40,6 +49,10 @@ class DemoRun:
                 "the demo did not create; the demo leaves them alone: run it with another --agent or --prefix "
                 "(default prefix: redmem-demo)"
             )
+
+    def memory_ids(self, count: int) -> list[str]:
+        """The ids of the memories of the first ``count`` turns: the same every run (module docstring)."""
+        return [uuid.uuid5(DEMO_NAMESPACE, f"{self.agent}/{position}").hex for position in range(count)]
 
     def record(self, memories: list[ChatMemory]) -> None:
         """List ``memories`` (ids set, not saved yet) as created by this run."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..fields.embedding import embed_many
 from ..store.connection import server_errors
+from ..store.errors import ValidationError
 from .conversation import Conversation, Turn, read_conversation
 from .memory import ChatMemory
 from .runtime import print_notes, start
@@ -33,10 +34,10 @@ LINK_WEIGHT = 0.5
 CHUNK = 32
 
 
-def memory_of(turn: Turn, agent: str) -> ChatMemory:
-    """The (unsaved) memory of one turn, its id already drawn (so it can be recorded before the save)."""
+def memory_of(turn: Turn, agent: str, memory_id: str | None = None) -> ChatMemory:
+    """The (unsaved) memory of one turn, its id given or drawn at random (so it can be recorded before the save)."""
     return ChatMemory(
-        memory_id=uuid.uuid4().hex, agent_id=agent, session=turn.session, date=turn.at.date().isoformat(),
+        memory_id=memory_id or uuid.uuid4().hex, agent_id=agent, session=turn.session, date=turn.at.date().isoformat(),
         speaker=turn.speaker, content=turn.text, importance=turn.importance, routine=1.0 if turn.recurring else 0.0,
     )
 
@@ -44,14 +45,19 @@ def memory_of(turn: Turn, agent: str) -> ChatMemory:
 def store_turns(
     turns: list[Turn], agent: str, *, after: ChatMemory | None = None,
     advance: Callable[[int], None] | None = None, before_save: Callable[[list[ChatMemory]], None] | None = None,
+    ids: Sequence[str] | None = None,
 ) -> list[ChatMemory]:
     """Save ``turns`` as memories of ``agent``; returns them (saved) in the order given.
 
     Consecutive turns of one session are linked, the first one to ``after`` (the memory said
     just before, if any) too. ``before_save(chunk)`` is called before each chunk is saved,
-    ``advance(n)`` after each chunk of ``n`` turns.
+    ``advance(n)`` after each chunk of ``n`` turns. ``ids``: the memory id of each turn (default
+    random). Searches break ties by record id, so fixed ids make what ties select repeatable.
     """
-    memories = [memory_of(turn, agent) for turn in turns]
+    if ids is not None and len(ids) != len(turns):
+        raise ValidationError(f"store_turns got {len(ids)} ids for {len(turns)} turns")
+    chosen: Sequence[str | None] = [None] * len(turns) if ids is None else ids
+    memories = [memory_of(turn, agent, memory_id) for turn, memory_id in zip(turns, chosen)]
     for first in range(0, len(memories), CHUNK):
         chunk = memories[first : first + CHUNK]
         if before_save is not None:
@@ -92,13 +98,13 @@ def progress_bar(console: Console) -> Progress:
 
 def ingest_with_progress(
     console: Console, conversation: Conversation, agent: str, label: str,
-    before_save: Callable[[list[ChatMemory]], None] | None = None,
+    before_save: Callable[[list[ChatMemory]], None] | None = None, ids: Sequence[str] | None = None,
 ) -> list[ChatMemory]:
-    """Store the conversation's turns for ``agent`` behind a progress bar (``before_save`` as in store_turns)."""
+    """Store the conversation's turns for ``agent`` behind a progress bar (``before_save``, ``ids`` as in store_turns)."""
     with progress_bar(console) as progress:
         task = progress.add_task(escape(label), total=len(conversation.turns))
         return store_turns(conversation.turns, agent, advance=lambda n: progress.advance(task, n),
-                           before_save=before_save)
+                           before_save=before_save, ids=ids)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
