@@ -292,6 +292,15 @@ def test_bulk_save_once_or_unknown(client):  # a chunk's reply lost: never resen
     assert events(Draft, agent_id="a") == ["create"] * len(Draft.query.filter(agent_id="a").all())
 
 
+def test_bulk_chunk_waits_past_socket_timeout(client):  # a slow chunk is not taken for a lost reply
+    Draft.save_many([Draft(agent_id="warm", body=str(i)) for i in range(1000)])  # two pooled connections
+    staller.arm(0.5)  # longer than the 0.2 s socket_timeout, shorter than the first chunk's 62 * 0.01 s
+    Draft.save_many([Draft(agent_id="a", body=str(i)) for i in range(1000)])
+    staller.wait()
+    assert len(Draft.query.filter(agent_id="a").all()) == 1000
+    assert events(Draft) == ["create"] * 2000  # Draft's one stream: the warm-up's records and these, once each
+
+
 # -- no reply after every retry: WriteOutcomeUnknown, and still once -----------------------------
 def test_lost_reply_raises_write_outcome_unknown_and_applies_once(client):
     belief = Belief.create(agent_id="a")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..store.connection import server_address, server_errors
+from ..store.connection import reply_timeout, server_address, server_errors
 from ..store.errors import ValidationError, WriteOutcomeUnknown
 from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key
 from ..store.overlap import Request
@@ -23,12 +23,16 @@ from .registry import register
 if TYPE_CHECKING:
     from .base import Model
 
-__all__ = ["save_many", "cyclic_gc_paused", "CHUNK_START", "CHUNK_GROWTH"]
+__all__ = ["save_many", "cyclic_gc_paused", "CHUNK_START", "CHUNK_GROWTH", "REPLY_SECONDS_PER_RECORD"]
 
 #: The first chunk of a bulk save is its chunk_size divided by this (at least one record) ..
 CHUNK_START = 16
 #: .. and each next chunk is this much larger, up to chunk_size (the last chunks mirror the first).
 CHUNK_GROWTH = 1.5
+#: A chunk's replies may take this many seconds per record when that is longer than the client's
+#: ``socket_timeout``: a chunk is never resent, so waiting is safe, and a loaded server took up
+#: to 4.3 ms per record (``benchmarks/scale.py``, 1M memories; 0.1 ms on a quiet one).
+REPLY_SECONDS_PER_RECORD = 0.01
 
 
 def save_many(model: type[Model], instances: list[Any], chunk_size: int = 1000) -> int:
@@ -123,7 +127,8 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
     """One MULTI/EXEC per chunk of checked new records, in order; none after one that failed.
 
     A chunk is never resent after it left: a lost reply raises WriteOutcomeUnknown naming each
-    chunk's operation key (it exists iff that chunk was applied).
+    chunk's operation key (it exists iff that chunk was applied). So its replies may wait longer
+    than ``socket_timeout`` (:func:`_chunk_reply_timeout`): a slow server is not taken for a lost reply.
 
     While the server executes a chunk's transaction the client builds and packs the next one
     (:class:`~redmem.store.overlap.Request`) and sends it once the first one's replies are read,
@@ -134,7 +139,8 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
     try:
         for chunk in chunks:
             try:
-                following = Request(client, _chunk_transaction(client, chunk, markers))
+                following = Request(client, _chunk_transaction(client, chunk, markers),
+                                    reply_timeout=_chunk_reply_timeout(client, len(chunk)))
             finally:  # built, or not, while the chunk before ran: that one's replies first
                 if current is not None:
                     current.replies()
@@ -148,6 +154,13 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
         for request in (current, following):
             if request is not None:
                 request.abandon()
+
+
+def _chunk_reply_timeout(client: Any, records: int) -> float | None:
+    """Seconds a chunk of ``records`` may wait for its replies: the client's ``socket_timeout`` or,
+    when longer, :data:`REPLY_SECONDS_PER_RECORD` per record (None: the client waits without limit)."""
+    timeout = reply_timeout(client)
+    return None if timeout is None else max(timeout, REPLY_SECONDS_PER_RECORD * records)
 
 
 def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict[str, Any]]], markers: list[str]) -> Any:

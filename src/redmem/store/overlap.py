@@ -35,10 +35,12 @@ class Request:
     the request holds its connection; :meth:`abandon` gives it back (closed if replies may be
     left unread). The pipeline itself is reset once the replies are read. A pipeline that cannot
     be sent ahead (:func:`sendable`: a cluster, a WATCH) simply runs at :meth:`send`.
+    ``reply_timeout``: seconds each reply of a sent-ahead transaction may take, instead of the
+    connection's ``socket_timeout`` (for a write that is never resent, so waiting is safe).
     """
 
-    def __init__(self, client: Any, pipe: Any) -> None:
-        self.client, self.pipe = client, pipe
+    def __init__(self, client: Any, pipe: Any, *, reply_timeout: float | None = None) -> None:
+        self.client, self.pipe, self.reply_timeout = client, pipe, reply_timeout
         self.connection, self.sent = None, False
         self.done: list[Any] = []
         if not sendable(client, pipe):
@@ -73,7 +75,7 @@ class Request:
             return self.done
         try:
             if self.transaction:
-                replies = _read_transaction(self.client, self.connection, self.commands)
+                replies = _read_transaction(self.client, self.connection, self.commands, self.reply_timeout)
             else:
                 replies = [_reply(self.client, self.connection, args, options) for args, options in self.commands]
         except BaseException:
@@ -121,15 +123,28 @@ def _reply(client: Any, connection: Any, args: tuple[Any, ...], options: dict[st
         return error
 
 
-def _read_transaction(client: Any, connection: Any, commands: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
+def _read_transaction(
+    client: Any, connection: Any, commands: list[tuple[tuple[Any, ...], dict[str, Any]]], timeout: float | None = None
+) -> list[Any]:
     """The replies of a sent MULTI / commands / EXEC, each through its command's response callback.
 
     A command refused while queued aborts the whole transaction: its error is raised. A
-    transaction that lost a WATCH race raises :class:`~redis.exceptions.WatchError`.
+    transaction that lost a WATCH race raises :class:`~redis.exceptions.WatchError`. ``timeout``:
+    seconds each reply may take (default: the connection's ``socket_timeout``).
     """
-    queued = [_reply(client, connection, ("_",), {}) for _ in range(len(commands) + 1)]  # MULTI, QUEUED..
+    waits = {} if timeout is None else {"timeout": timeout}
+
+    def read() -> Any:
+        return connection.read_response(**waits)
+
+    queued = []  # MULTI's OK, then QUEUED or the error of each refused command
+    for _ in range(len(commands) + 1):
+        try:
+            queued.append(read())
+        except ResponseError as error:
+            queued.append(error)
     try:
-        results = client.parse_response(connection, "_")
+        results = read()
     except ExecAbortError as aborted:
         refused = [e for e in queued if isinstance(e, ResponseError)]
         raise (refused[0] if refused else aborted) from None
