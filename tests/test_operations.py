@@ -1,7 +1,9 @@
 """The replication advice of docs/operations.md, checked on a real primary and replica.
 
-``WAIT`` after a redmem write on a ``single_connection_client`` counts the replicas that have
-that write: 1 while the replica follows, 0 (after the timeout) while it is stopped.
+``min-replicas-to-write`` makes a primary whose replica went silent refuse redmem's saves
+(nothing half-written), and accept them again once the replica reports. (``WAIT`` is not
+offered: it counts only the writes of its own connection, and redmem's transactions run on
+pooled connections, so a ``WAIT`` on ``single_connection_client`` did not cover them.)
 """
 
 from __future__ import annotations
@@ -39,19 +41,36 @@ def primary_and_replica():
         follower.close()
 
 
-def test_wait_counts_the_replicas_that_have_a_save(primary_and_replica):
+def test_min_replicas_to_write_refuses_saves_a_cut_off_primary_would_lose(primary_and_replica):
     primary, replica = primary_and_replica
-    client = redmem.connect(primary.url, single_connection_client=True)
+    redmem.connect(primary.url)
     redmem.configure(key_prefix="ops")
+    operator = redis.Redis.from_url(primary.url)
+    operator.config_set("min-replicas-to-write", 1)
+    operator.config_set("min-replicas-max-lag", 1)
     Note.create(agent_id="agent-1", content="The invoice is due on Friday")
-    assert client.wait(1, 2000) == 1
     os.kill(replica.pid, signal.SIGSTOP)
     try:
-        Note.create(agent_id="agent-1", content="written while the replica is stopped")
-        started = time.monotonic()
-        assert client.wait(1, 300) == 0
-        assert time.monotonic() - started >= 0.25
+        deadline, refused, accepted = time.monotonic() + 10, None, 1
+        while refused is None:  # the primary notices the silent replica after max-lag seconds
+            assert time.monotonic() < deadline, "the primary kept accepting writes"
+            try:
+                Note.create(agent_id="agent-1", content="written while the replica is stopped")
+                accepted += 1
+                time.sleep(0.2)
+            except redis.exceptions.ResponseError as exc:
+                refused = exc
+        assert "NOREPLICAS" in str(refused) or "EXECABORT" in str(refused)
+        assert len(Note.query.filter(agent_id="agent-1").all()) == accepted  # the refused save left nothing
     finally:
         os.kill(replica.pid, signal.SIGCONT)
-    assert client.wait(1, 5000) == 1
-    client.close()
+    deadline = time.monotonic() + 10
+    while True:  # accepted again once the replica reports
+        try:
+            Note.create(agent_id="agent-1", content="written after the replica came back")
+            break
+        except redis.exceptions.ResponseError:
+            assert time.monotonic() < deadline, "writes stayed refused"
+            time.sleep(0.2)
+    assert len(Note.query.filter(agent_id="agent-1").all()) == accepted + 1
+    operator.close()
