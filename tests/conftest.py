@@ -9,6 +9,7 @@ inspect the sync connection's internals (the ``sent`` fixture, fault injection) 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -175,3 +176,14 @@ def restartable(tmp_path):
     finally:
         server.stop()
         redmem.configure(client=before.client, key_prefix=before.key_prefix)
+
+
+@contextlib.contextmanager
+def configured_embeddings(provider):
+    """``provider`` as the configured embedding provider inside the block, then the previous one again."""
+    previous = settings().embedding_provider
+    redmem.configure(embedding_provider=provider)
+    try:
+        yield provider
+    finally:
+        redmem.configure(embedding_provider=previous)

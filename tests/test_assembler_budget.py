@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import redmem
+from conftest import configured_embeddings
 from models import Card, Memory
 from redmem import (
     AutoKeyField,
@@ -43,10 +44,8 @@ FORMATS = ["structured", "xml", "natural", "content"]
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 def cards(agent: str, *specs: tuple[float, str]) -> list[Card]:

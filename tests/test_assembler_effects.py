@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import redmem
+from conftest import configured_embeddings
 from models import RhythmicMemory as Memory
 from redmem import (
     AutoKeyField,
@@ -54,10 +55,8 @@ FRESH = 0.01 ** -0.1  # the decay factor of a record younger than 864 s
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 def memory(agent: str, content: str, topic: str = "deployment", **values) -> Memory:

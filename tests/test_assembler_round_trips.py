@@ -16,6 +16,7 @@ from contextlib import nullcontext
 import pytest
 
 import redmem
+from conftest import configured_embeddings
 from models import Card, Note
 from models import RhythmicMemory as Memory
 from redmem import (
@@ -52,10 +53,8 @@ class Vectors(AccessTrackerMixin, Model):
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 def round_trips(sent: list, assembler: ContextAssembler, cues, agent: str) -> int:

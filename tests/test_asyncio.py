@@ -28,6 +28,7 @@ import redis.asyncio as redis_asyncio
 
 import redmem
 import redmem.store.aio as aio
+from conftest import configured_embeddings
 from models import Memory, Note, RhythmicMemory
 from redmem import BM25Field, ConfidenceField, ContextAssembler, ObservationProtocol
 from redmem.embeddings import HashingEmbeddings
@@ -52,10 +53,8 @@ Call = Callable[..., Awaitable[Any]]
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 async def sync_call(target: Any, name: str, *args: Any, **kwargs: Any) -> Any:

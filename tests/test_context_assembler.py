@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import redmem
+from conftest import configured_embeddings
 from models import Memory, Note
 from redmem import (
     AccessTrackerMixin,
@@ -152,10 +153,8 @@ class Diary(Model):
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
     """HashingEmbeddings as the configured provider for the test, then the previous one again."""
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import redmem
+from conftest import configured_embeddings
 from redmem import (
     AutoKeyField,
     BM25Field,
@@ -60,10 +60,8 @@ class Fact(Model):
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(32))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(32)):
+        yield
 
 
 WORDS = ["deploy", "helm", "canary", "rollback", "freeze", "alert"]

@@ -11,7 +11,7 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-import redmem
+from conftest import configured_embeddings
 from models import RhythmicMemory
 from redmem import (
     AutoKeyField,
@@ -31,10 +31,8 @@ TEXTS = ["invoice paid in march", "invoice overdue since april", "standup at ten
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 class Ticket(WriteFilterMixin, Model):

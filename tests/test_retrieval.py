@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-import redmem
+from conftest import configured_embeddings
 from models import RhythmicMemory as Memory
 from redmem.context.retrieval import Expansion, Fallback, Fusion, Retrieval, keyword_hits, retrieve
 from redmem.embeddings import HashingEmbeddings
@@ -16,10 +16,8 @@ from redmem.fields.cooccurrence import Graph
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import time
 import pytest
 import redis
 
-import redmem
+from conftest import configured_embeddings
 from models import RhythmicMemory as Memory
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields.search_protocol import LocalSearch, Mapped, run_search, run_searches
@@ -17,10 +17,8 @@ from redmem.store.scripts import ScriptCall
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 def remember(agent: str = "a") -> list:

@@ -21,7 +21,7 @@ import textwrap
 
 import pytest
 
-import redmem
+from conftest import configured_embeddings
 from models import Memory
 from openai_server import OpenAICompatibleServer
 from redmem import (
@@ -154,10 +154,8 @@ def run(source: str, **names) -> dict:
 
 @pytest.fixture(autouse=True)
 def hashing_embeddings():
-    previous = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=HashingEmbeddings(64))
-    yield
-    redmem.configure(embedding_provider=previous)
+    with configured_embeddings(HashingEmbeddings(64)):
+        yield
 
 
 @pytest.fixture
