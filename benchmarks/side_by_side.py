@@ -28,7 +28,8 @@ Per workload and N:
    - redmem on the same server (same model, same texts): ``keyword_search`` alone, so the
      module-free BM25 and RediSearch's are timed on one server binary.
    - **RediSearch over redmem's own records** (the query-engine question): ``FT.CREATE`` on
-     redmem's record hashes (prefix ``<partition>:r:``; ``content`` TEXT, ``agent_id`` TAG), then
+     redmem's record hashes (prefix ``<partition>:r:``; ``content`` TEXT, ``agent_id`` TAG: redmem
+     keeps the tenant in the key name only, so the run first writes it into each hash), then
      per query ``FT.SEARCH "@agent_id:{agent} @content:(w1|w2|...)" SCORER <s> NOCONTENT
      WITHSCORES LIMIT 0 10`` for the scorers ``BM25`` and ``BM25STD``, with two word lists:
      ``words`` (the question's runs of letters and digits but RediSearch's stop words, which
@@ -218,6 +219,17 @@ def wait_indexed(client: Any, index: str) -> None:
         time.sleep(0.05)
 
 
+def tag_tenant(client: Any, model: type, ids: list[str]) -> None:
+    """Write ``agent_id`` into each record hash, the entry the FT indexes' tenant TAG reads: redmem
+    keeps it in the key name only (docs/models.md, record hashes and key fields)."""
+    space = model.query.filter(agent_id=AGENT).partition()
+    with client.pipeline(transaction=False) as pipe:
+        for start in range(0, len(ids), 1000):
+            for record_id in ids[start:start + 1000]:
+                pipe.hset(space.record(record_id), "agent_id", AGENT)
+            pipe.execute()
+
+
 def run_query_engine(model: type, texts: list[str], queries: list[str], client: Any,
                      exact: list[list[str]], scores: list[dict[str, float]]) -> dict[str, Any]:
     """FT.CREATE over redmem's record hashes; FT.SEARCH per scorer: latency, memory, agreement with exact."""
@@ -322,6 +334,7 @@ def run_stack(name: str, texts: list[str], queries: list[str]) -> dict[str, Any]
         out["redmem_keyword_search"] = {**timed(rows), "server_usec_per_call": usec_per_call(client, "evalsha"),
                                         "vs_exact_bm25": agreement(found, exact, scores)}
         log.info("redmem keyword_search on Stack: %s", _short(out["redmem_keyword_search"]))
+        tag_tenant(client, model, ids)
         out["query_engine"] = run_query_engine(model, texts, queries, client, exact, scores)
         out["query_engine"]["aligned"] = run_aligned(model, ids, texts, queries, client)
         out["redisvl"] = run_redisvl(server.url, name, texts, queries, client, ids, exact, scores)

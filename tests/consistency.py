@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from redmem.model.dbkey import DbKey
 from redmem.model.indexed import KeyField, SortedField, TagField
+from redmem.model.loading import decode_stored
 from redmem.store.keys import GLOBAL_TAG, KeySpace, escape
 
 
@@ -30,9 +32,9 @@ def assert_consistent(model, client, all_keys: set[str]) -> int:
             assert raw, f"{space.record(record_id)} is listed but has no hash"
             seen_keys.add(space.record(record_id))
             checked += 1
+            values = decode_stored(model, DbKey(space, record_id), raw)  # key fields from the key name
             for name, field in meta.fields.items():
-                encoded = raw.get(name.encode())
-                value = None if encoded is None else field.decode(encoded)
+                value = values.get(name)
                 if isinstance(field, SortedField) and value is not None:
                     scores.setdefault(space.key("z", name), {})[record_id] = field.score(value)
                 elif isinstance(field, TagField):

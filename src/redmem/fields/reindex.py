@@ -134,7 +134,7 @@ def _read(model: type[Model], client: Any, watching: Any, keys: list[DbKey], fie
         if not raw:
             continue  # deleted since the page was listed
         batch.instance = instance_from_stored(model, key, raw)
-        batch.old = decode_stored(model, raw)
+        batch.old = decode_stored(model, key, raw)
         for field in fields:
             if field not in readers:
                 batch.prepared[field.name] = field.prepare(watching, batch)

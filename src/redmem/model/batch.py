@@ -24,12 +24,16 @@ class SaveBatch:
     keyspace: KeySpace
     record_id: str
     instance: Any
-    #: The record's stored field values before this write (None: it did not exist).
+    #: The record's stored field values before this write (None: it did not exist), the key
+    #: fields its hash leaves out filled from the key.
     old: dict[str, Any] | None = None
     #: What each field's ``prepare`` read, by field name.
     prepared: dict[str, Any] = field(default_factory=dict)
     #: The record's key was generated for this write: nothing at all is stored under it.
     fresh: bool = False
+    #: The entry names of the stored hash when it was read (None: not read), so a write deletes
+    #: exactly the entries it replaces with nothing.
+    held: frozenset[str] | None = None
 
     @property
     def record_key(self) -> str:

@@ -21,6 +21,8 @@ __all__ = ["KeyField", "AutoKeyField", "SortedField", "TagField"]
 class KeyField(Field[Any]):
     """Part of the record's identity (and of its Redis key); never None.
 
+    Its value is in the record's key name, so the record hash does not repeat it when its
+    encoding is its key text (:mod:`.key_values`: a str or int KeyField, an AutoKeyField).
     When a model has several non-partition key fields, each is also indexed by value so that
     a filter naming only some of them can find records.
     """

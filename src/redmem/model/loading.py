@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
 from .dbkey import DbKey
+from .key_values import with_key_values
 
 if TYPE_CHECKING:
     from .base import Model
@@ -14,19 +15,22 @@ if TYPE_CHECKING:
 __all__ = ["load_records", "decode_stored", "instance_from_stored"]
 
 
-def decode_stored(model: type[Model], raw: dict[bytes, bytes]) -> dict[str, Any]:
-    """Field values of a stored hash, by field name (absent fields are None)."""
+def decode_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> dict[str, Any]:
+    """Field values of the hash stored at ``key``, by field name (absent fields are None).
+
+    The key fields the hash leaves out come from ``key`` (:mod:`.key_values`).
+    """
     values = {}
     for field in model._meta.stored_fields():
         encoded = raw.get(field.name.encode())
         values[field.name] = None if encoded is None else field.decode(encoded)
-    return values
+    return with_key_values(model._meta, key, values)
 
 
 def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> Any:
-    """A model instance holding the values of a stored hash."""
+    """A model instance holding the values of the hash stored at ``key``."""
     instance = model.__new__(model)
-    for name, value in decode_stored(model, raw).items():
+    for name, value in decode_stored(model, key, raw).items():
         setattr(instance, name, value)
     instance._saved_key = key
     return instance

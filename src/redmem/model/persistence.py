@@ -21,6 +21,7 @@ from ..store.watch import MAX_ATTEMPTS
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
+from .key_values import key_derived_fields
 from .loading import decode_stored
 from .registry import register
 
@@ -39,12 +40,17 @@ __all__ = [
     "queue_fields_save_many",
     "ALL_RECORDS",
     "LOST_REPLY_REBUILDS",
+    "EXISTS_ENTRY",
+    "held_entries",
 ]
 
 #: A write rebuilt this many times in a row after its EXEC's reply was lost reports its outcome unknown.
 LOST_REPLY_REBUILDS = 3
 #: Key kind of the sorted set of every record id of a partition.
 ALL_RECORDS = KeyKind.ALL_RECORDS
+#: The entry of a record hash that holds no field (every value None, key fields in the key name),
+#: so the record still exists.
+EXISTS_ENTRY = "_"
 
 
 def _transact(
@@ -113,8 +119,8 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
 
 def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict[bytes, bytes]) -> SaveBatch:
     """A batch for the record at ``key`` with its stored values and every field's prepared reads."""
-    old = decode_stored(type(instance), stored) if stored else None
-    batch = SaveBatch(None, client, key.keyspace, key.record_id, instance, old)
+    old = decode_stored(type(instance), key, stored) if stored else None
+    batch = SaveBatch(None, client, key.keyspace, key.record_id, instance, old, held=held_entries(stored))
     for field in instance._meta.fields.values():
         batch.prepared[field.name] = field.prepare(reader, batch)
     return batch
@@ -215,21 +221,40 @@ def checked_values(instance: Model, creating: bool) -> dict[str, Any]:
     return values
 
 
+def held_entries(stored: dict[bytes, bytes]) -> frozenset[str] | None:
+    """The entry names of a stored hash as read (``SaveBatch.held``); None for no hash."""
+    return frozenset(name.decode() for name in stored) if stored else None
+
+
 def hashes_present(batch: SaveBatch) -> set[str]:
-    """Names of the fields the stored record may hold (all of them when it was not read first)."""
-    if batch.old is None:
-        return {field.name for field in batch.instance._meta.stored_fields()}
-    return {name for name, value in batch.old.items() if value is not None}
+    """Names of the entries the stored record may hold: its hash's when it was read, else every
+    stored field but the key fields (with a non-None value, when the stored values are known).
+
+    A key field is never None, and the entry an older version wrote for one holds the key's own
+    value, so an entry nobody read may stay.
+    """
+    if batch.held is not None:
+        return set(batch.held)
+    names = {field.name for field in batch.instance._meta.stored_fields() if not field.is_key}
+    return names if batch.old is None else {name for name in names if batch.old.get(name) is not None}
 
 
 def _queue_hash_write(pipe: Any, instance: Any, key: DbKey, values: dict[str, Any], present: set[str]) -> None:
-    fields = instance._meta.fields
-    mapping = {n: fields[n].encode(v) for n, v in values.items() if v is not None}
-    cleared = [n for n, v in values.items() if v is None and n in present]
+    """Queue the HSET of the record's entries, then the HDEL of the ``present`` ones it no longer has.
+
+    Entries: every non-None value but the key-derived fields (:mod:`.key_values`). Deleted: the
+    fields now None, a key-derived field's entry an older version wrote, and ``EXISTS_ENTRY``
+    once the record has entries of its own.
+    """
+    meta = instance._meta
+    derived = key_derived_fields(meta, values)
+    mapping = {n: meta.fields[n].encode(v) for n, v in values.items() if v is not None and n not in derived}
+    cleared = [n for n, v in values.items() if (v is None or n in derived) and n in present]
     if mapping:
         pipe.hset(key.redis_key, mapping=mapping)
+        cleared += [EXISTS_ENTRY] if EXISTS_ENTRY in present else []
     else:
-        pipe.hset(key.redis_key, "_", "")  # a record whose fields are all None still exists
+        pipe.hset(key.redis_key, EXISTS_ENTRY, "")  # a record with no entry of its own still exists
     if cleared:
         pipe.hdel(key.redis_key, *cleared)
 

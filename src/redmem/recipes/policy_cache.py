@@ -42,7 +42,7 @@ from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..model.hits import HitList
 from ..model.loading import decode_stored
-from ..model.persistence import queue_new_record, queue_record_write
+from ..model.persistence import held_entries, queue_new_record, queue_record_write
 from ..observation.consumer import StreamConsumer
 from ..observation.events import CREATE, StreamEvent
 from ..store.aio import async_variant
@@ -124,34 +124,37 @@ class PolicyCache:
         return watched_transaction(client, lambda pipe: self._apply(pipe, client, event_key), conflict)
 
     def _apply(self, pipe: Any, client: Any, event_key: str) -> bool:
+        event_at = DbKey.parse(event_key)
         pipe.watch(event_key)
         raw = pipe.hgetall(event_key)
-        if not raw or APPLIED_ENTRY.encode() in raw:
+        if not raw or event_at is None or APPLIED_ENTRY.encode() in raw:
             pipe.unwatch()
             return False
-        event = decode_stored(PolicyEvent, raw)
+        event = decode_stored(PolicyEvent, event_at, raw)
         entry_key = DbKey(self.entry_space, PolicyEntry._meta.record_id(event))
         next_index = self._q_key(KeyKind.POLICY_Q, event["next_fingerprint"]) if event["next_fingerprint"] else None
         pipe.watch(entry_key.redis_key, *([next_index] if next_index else []))
         stored = pipe.hgetall(entry_key.redis_key)
         best_next = pipe.zrevrange(next_index, 0, 0, withscores=True) if next_index else []
-        old = decode_stored(PolicyEntry, stored) if stored else None
+        old = decode_stored(PolicyEntry, entry_key, stored) if stored else None
         entry = PolicyEntry(**fold_event(old, event, best_next[0][1] if best_next else 0.0, self.rules))
         pipe.multi()
-        self._queue_entry(pipe, client, entry, old)
+        self._queue_entry(pipe, client, entry, old, held_entries(stored))
         pipe.hset(event_key, APPLIED_ENTRY, repr(time.time()))
         pipe.execute()
         return True
 
-    def _queue_entry(self, pipe: Any, client: Any, entry: PolicyEntry, old: dict[str, Any] | None) -> None:
-        """Queue the entry's record write, its Q indexes and the cycles switched on or off."""
+    def _queue_entry(self, pipe: Any, client: Any, entry: PolicyEntry, old: dict[str, Any] | None,
+                     held: frozenset[str] | None) -> None:
+        """Queue the entry's record write, its Q indexes and the cycles switched on or off
+        (``old``, ``held``: the stored entry's values and hash entry names)."""
         if old is None:
             batch = queue_new_record(pipe, client, entry)
         else:
             for field in entry._meta.fields.values():
                 field.before_save(entry, False)
             key = entry.db_key
-            batch = SaveBatch(pipe, client, key.keyspace, key.record_id, entry, old)
+            batch = SaveBatch(pipe, client, key.keyspace, key.record_id, entry, old, held=held)
             queue_record_write(batch, entry.validated_values())
             entry._saved_key = key
         pipe.zadd(self._q_key(KeyKind.POLICY_Q, entry.fingerprint), {entry.action: entry.q})

@@ -237,7 +237,8 @@ def clear_session(session_id: str) -> int:
 
 
 def _decoded(entry: dict[str, Any], session_id: str) -> Any:
-    """An entry's value as bytes (records re-homed: their session_id field is the new session's)."""
+    """An entry's value as bytes; a record of an export by an older version, which holds its session_id
+    (newer ones leave it to the key name), is re-homed: that entry becomes the new session's."""
     value = entry["value"]
     try:
         if entry["type"] == "hash":
