@@ -231,7 +231,7 @@ class PostingsCopy:
         """The tf_norm of each of ``docnos`` in ``scored``'s list, 0 where it is absent."""
         probe = self._probe_scratch
         probe[scored.docnos] = scored.norms
-        found = probe[docnos]
+        found: np.ndarray = probe[docnos]
         probe[scored.docnos] = 0
         return found
 
