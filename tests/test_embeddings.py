@@ -561,3 +561,18 @@ def test_the_prescan_in_threaded_slices_equals_one_pass(rows, threads, limit, se
     finally:
         slices_module.SCAN_THREADS, slices_module.SLICE_MIN = previous
     assert (one_pass is None and sliced is None) or np.array_equal(one_pass, sliced)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(70, 600), st.integers(1, 4), st.integers(1, 200), st.integers(0, 2 ** 32 - 1))
+def test_the_binary_prescan_in_threaded_slices_equals_one_pass(rows, threads, count, seed):
+    rng = np.random.default_rng(seed)
+    words = binary_prescan.sign_words(rng.standard_normal((rows, 100)).astype(np.float32))
+    query = binary_prescan.sign_words(rng.standard_normal((1, 100)).astype(np.float32))[:, 0]
+    one_pass = binary_prescan.nearest(words, query, count)
+    previous = slices_module.SCAN_THREADS, slices_module.SLICE_MIN
+    slices_module.SCAN_THREADS, slices_module.SLICE_MIN = threads, 16 * 8 * words.shape[0]
+    try:
+        assert np.array_equal(binary_prescan.nearest(words, query, count), one_pass)
+    finally:
+        slices_module.SCAN_THREADS, slices_module.SLICE_MIN = previous
