@@ -71,8 +71,10 @@ def workload_series(side: dict, scale: dict | None) -> dict[str, dict[str, list[
                 series.setdefault(label, []).append((int(n), row["p50"], row["p95"]))
     lexical = (scale or {}).get("results", {}).get("lexical")
     if lexical and "questions" in out:
+        timed = lexical["assemble"]
+        timed = timed[0] if isinstance(timed, list) else timed  # one row per pre-scan since scale.py's --passes
         out["questions"].setdefault("redmem assemble", []).append(
-            (int(scale["n"]), lexical["assemble"]["p50_without_embedding"], lexical["assemble"]["p95_without_embedding"]))
+            (int(scale["n"]), timed["p50_without_embedding"], timed["p95_without_embedding"]))
     return out
 
 

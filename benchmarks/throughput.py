@@ -7,7 +7,9 @@
 Per N, one fresh private server (``EmbeddedServer``, unix socket) holds N memories of one agent
 in the seed's Memory model (lexical), ingested once with ``save_many``. Then, for each client
 count C, C processes (``multiprocessing``, spawned: each its own interpreter, connection and
-``CommandCounter``) wait on a barrier, then each runs ``ContextAssembler.assemble()`` (max_items
+``CommandCounter``) each warm up -- one pass over every query, so each process's copy of the
+postings holds the queries' terms as a long-running agent server's would (``--cold``: 5
+queries only, the window then mostly measures the copies filling) -- wait on a barrier, then each runs ``ContextAssembler.assemble()`` (max_items
 10, lexical; ``score_weights={"relevance": 1.0}`` on the questions workload) in a loop over the
 queries, each process starting at a different offset, for ``--seconds`` seconds. Measured per C:
 
@@ -62,8 +64,9 @@ TARGET = "8 clients: report queries/s and p99; the server is not the bottleneck 
 
 # ----------------------------------------------------------------------------- a client process
 def client_process(url: str, model_name: str, queries: list[str], offset: int, relevance_only: bool,
-                   seconds: float, barrier: Any, out: Any) -> None:
-    """One client: warm up, wait for the others, then assemble() in a loop for ``seconds``."""
+                   seconds: float, warm_pass: bool, barrier: Any, out: Any) -> None:
+    """One client: warm up (every query once with ``warm_pass``, else the first few), wait for the
+    others, then assemble() in a loop for ``seconds``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from redmem.recipes.context_assembler import ContextAssembler
 
@@ -71,7 +74,7 @@ def client_process(url: str, model_name: str, queries: list[str], offset: int, r
     model = memory_model(model_name)
     weights = {"relevance": 1.0} if relevance_only else None
     assembler = ContextAssembler(model, score_weights=weights, max_items=10, retrieval_mode="lexical")
-    for text in queries[:WARMUP]:
+    for text in queries if warm_pass else queries[:WARMUP]:
         assembler.assemble(query_cues={"query": text}, agent_id=AGENT)
     barrier.wait()
     started, cpu_before, ms = time.monotonic(), time.process_time(), []
@@ -112,18 +115,19 @@ def script_usec_per_query(commands: dict[str, dict[str, float]]) -> float:
 
 
 def run_clients(url: str, client: Any, model_name: str, queries: list[str], clients: int, seconds: float,
-                relevance_only: bool) -> dict[str, Any]:
+                relevance_only: bool, warm_pass: bool = True) -> dict[str, Any]:
     """``clients`` processes assembling concurrently for ``seconds``: throughput, latency, server CPU."""
     context = multiprocessing.get_context("spawn")
     barrier, out = context.Barrier(clients + 1), context.Queue()
     step = max(1, len(queries) // clients)
     processes = [context.Process(target=client_process,
-                                 args=(url, model_name, queries, i * step, relevance_only, seconds, barrier, out))
+                                 args=(url, model_name, queries, i * step, relevance_only, seconds, warm_pass,
+                                       barrier, out))
                  for i in range(clients)]
     for process in processes:
         process.start()
     load_before = list(os.getloadavg())
-    barrier.wait(timeout=300)
+    barrier.wait(timeout=1800)
     client.config_resetstat()
     cpu_before = server_cpu(client)
     rows = [out.get(timeout=seconds + 300) for _ in processes]
@@ -158,7 +162,9 @@ def markdown(payload: dict[str, Any]) -> str:
     """A short table per N: clients, queries/s, p50/p95/p99, server CPU per query and busy share."""
     lines = [f"# assemble() throughput, {payload['workload']} workload", "",
              f"`{payload['command']}` -- {payload['machine']['date']}, git {payload['machine']['git']}, "
-             f"{payload['machine']['cores']} cores shared with other jobs (load average in each row).", ""]
+             f"{payload['machine']['cores']} cores shared with other jobs (load average in each row); each client "
+             + ("warmed by one pass over every query." if payload.get("warm_pass") else "warmed by 5 queries (--cold)."),
+             ""]
     for n, rows in payload["results"].items():
         lines += [f"## N = {int(n):,} memories (ingest {rows['ingest_seconds']:.0f} s)", "",
                   "| clients | queries/s | p50 ms | p95 ms | p99 ms | server CPU ms/query | script usec/query "
@@ -185,6 +191,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data/locomo-dev.json"),
                         help="the LoCoMo file of the questions workload (read, never copied)")
     parser.add_argument("--chunk-size", type=int, default=1000)
+    parser.add_argument("--cold", action="store_true",
+                        help="warm each client with 5 queries only (default: one pass over every query, so the "
+                             "window measures processes whose postings copies hold the queries' terms)")
     parser.add_argument("--quick", action="store_true", help="N = 2k; 1 and 2 clients; 5 s each")
     parser.add_argument("--out", default=None, help="results/<out>.json and .md (default throughput_<workload>)")
     args = parser.parse_args(argv)
@@ -195,7 +204,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     payload: dict[str, Any] = {
         "benchmark": "throughput", "workload": args.workload, "sizes": args.sizes, "clients": args.clients,
-        "seconds_per_count": args.seconds, "target": TARGET, "socket_timeout": SOCKET_TIMEOUT,
+        "seconds_per_count": args.seconds, "warm_pass": not args.cold, "target": TARGET, "socket_timeout": SOCKET_TIMEOUT,
         "command": "python benchmarks/throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "results": results}
     started = time.perf_counter()
@@ -210,7 +219,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             results[str(n)] = {"ingest_seconds": ingest["bulk_seconds"], "clients": []}
             for count in (int(c) for c in args.clients.split(",")):
                 row = run_clients(server.url, client, name, queries, count, args.seconds,
-                                  args.workload == "questions")
+                                  args.workload == "questions", warm_pass=not args.cold)
                 results[str(n)]["clients"].append(row)
                 log.info("N=%d clients=%d: %.0f q/s p50 %.2f p99 %.2f ms, server %.3f ms/query busy %.2f, load %.1f",
                          n, count, row["queries_per_s"], row["latency_ms"]["p50"], row["latency_ms"]["p99"],

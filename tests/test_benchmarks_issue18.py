@@ -26,13 +26,18 @@ def test_throughput_reports_each_client_count_and_the_servers_share(tmp_path):
 
 def test_scale_ingests_in_timed_calls_and_vectors_add_bytes(tmp_path):
     payload = run("scale.py", "--n", "600", "--kinds", "lexical,hybrid-int8", "--queries", "5", "--call-size", "200",
-                  "--progress", "200", "--data", str(LOCOMO), out_dir=tmp_path, timeout=300)
+                  "--progress", "200", "--passes", "1", "--vector-prescans", "exact,binary", "--data", str(LOCOMO),
+                  out_dir=tmp_path, timeout=300)
     lexical, hybrid = payload["results"]["lexical"], payload["results"]["hybrid-int8"]
     for out in (lexical, hybrid):
         assert out["ingest"]["call_seconds"]["n"] == 3 and len(out["ingest"]["progress"]) == 3
         assert out["ingest"]["progress"][-1]["memories"] == 600
-        assert out["assemble"]["queries"] == 5 and out["assemble"]["round_trips"] >= 1
-    assert hybrid["assemble"]["mode"] == "hybrid"
+        for timed in out["assemble"]:
+            assert timed["queries"] == 5 and timed["round_trips"] >= 1
+            assert timed["first_pass_p50_without_embedding"] > 0 and timed["p50_without_embedding"] > 0
+    assert [(t["mode"], t["prescan"]) for t in lexical["assemble"]] == [("lexical", None)]
+    assert [(t["mode"], t["prescan"]) for t in hybrid["assemble"]] == [("hybrid", "exact"), ("hybrid", "binary")]
+    assert (tmp_path / "smoke_scale.md").read_text().count("| hybrid-int8 |") == 3  # ingest row, two assemble rows
     # an int8 vector of 384 dimensions is 397 bytes in its hash field
     assert hybrid["ingest"]["bytes_per_memory"] - lexical["ingest"]["bytes_per_memory"] > 397
 

@@ -28,7 +28,7 @@ from redmem.embeddings import (
     embed_in_batches,
     prescan,
 )
-from redmem.embeddings import matrix as matrix_module
+from redmem.embeddings import slices as slices_module
 from redmem.embeddings.codec import (
     DTYPES,
     decode_rows,
@@ -284,12 +284,12 @@ def test_top_k_breaks_ties_by_id():
 def test_scores_in_threaded_slices_equal_one_pass(rows, dimensions, threads, seed):
     matrix = np.random.default_rng(seed).standard_normal((rows, dimensions)).astype(np.float32)
     unit = np.random.default_rng(seed + 1).standard_normal(dimensions).astype(np.float32)
-    previous = matrix_module.SCAN_THREADS, matrix_module.SLICE_MIN
-    matrix_module.SCAN_THREADS, matrix_module.SLICE_MIN = threads, 8
+    previous = slices_module.SCAN_THREADS, slices_module.SLICE_MIN
+    slices_module.SCAN_THREADS, slices_module.SLICE_MIN = threads, 8
     try:
         np.testing.assert_allclose(cosines(matrix, unit), matrix @ unit, rtol=1e-5, atol=1e-5)
     finally:
-        matrix_module.SCAN_THREADS, matrix_module.SLICE_MIN = previous
+        slices_module.SCAN_THREADS, slices_module.SLICE_MIN = previous
 
 
 @settings(max_examples=40, deadline=None)
@@ -529,11 +529,12 @@ def test_shortlist_is_exact_when_the_top_rows_share_one_block():
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
 def test_the_prescan_kernel_runs_on_the_calling_thread_alone():
-    """A shortlist starts no thread (numkong's OpenMP team, if it ran one, would spin on the core
-    the server needs)."""
+    """numkong starts no thread of its own (its OpenMP team, if it ran one, would spin on the core
+    the server needs); the row slices are redmem's, switched off here."""
     script = (
         "import os, numpy as np\n"
-        "from redmem.embeddings import prescan\n"
+        "from redmem.embeddings import prescan, slices\n"
+        "slices.SLICE_MIN = 1 << 60\n"
         "rows = np.random.default_rng(0).standard_normal((20000, 64)).astype(np.float32)\n"
         "rows /= np.linalg.norm(rows, axis=1, keepdims=True)\n"
         "before = len(os.listdir('/proc/self/task'))\n"
@@ -543,3 +544,35 @@ def test_the_prescan_kernel_runs_on_the_calling_thread_alone():
     before, after = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
                                    text=True, env={**os.environ, "OMP_NUM_THREADS": "2"}).stdout.split()
     assert after == before
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(40, 400), st.integers(1, 4), st.integers(1, 30), st.integers(0, 2 ** 32 - 1))
+def test_the_prescan_in_threaded_slices_equals_one_pass(rows, threads, limit, seed):
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((rows, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    query = matrix[rng.integers(rows)] + 0.1 * rng.standard_normal(16).astype(np.float32)
+    one_pass = prescan.shortlist(*prescan.quantize(matrix), query / np.linalg.norm(query), limit)
+    previous = slices_module.SCAN_THREADS, slices_module.SLICE_MIN
+    slices_module.SCAN_THREADS, slices_module.SLICE_MIN = threads, 16 * 8
+    try:
+        sliced = prescan.shortlist(*prescan.quantize(matrix), query / np.linalg.norm(query), limit)
+    finally:
+        slices_module.SCAN_THREADS, slices_module.SLICE_MIN = previous
+    assert (one_pass is None and sliced is None) or np.array_equal(one_pass, sliced)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(70, 600), st.integers(1, 4), st.integers(1, 200), st.integers(0, 2 ** 32 - 1))
+def test_the_binary_prescan_in_threaded_slices_equals_one_pass(rows, threads, count, seed):
+    rng = np.random.default_rng(seed)
+    words = binary_prescan.sign_words(rng.standard_normal((rows, 100)).astype(np.float32))
+    query = binary_prescan.sign_words(rng.standard_normal((1, 100)).astype(np.float32))[:, 0]
+    one_pass = binary_prescan.nearest(words, query, count)
+    previous = slices_module.SCAN_THREADS, slices_module.SLICE_MIN
+    slices_module.SCAN_THREADS, slices_module.SLICE_MIN = threads, 16 * 8 * words.shape[0]
+    try:
+        assert np.array_equal(binary_prescan.nearest(words, query, count), one_pass)
+    finally:
+        slices_module.SCAN_THREADS, slices_module.SLICE_MIN = previous

@@ -1,4 +1,4 @@
-"""execute_while: local work runs while the server executes a pipeline, replies as pipe.execute's."""
+"""Request: a pipeline sent ahead, local work while the server executes it, replies as pipe.execute's."""
 
 from __future__ import annotations
 
@@ -9,12 +9,25 @@ import redis
 
 import redmem
 import redmem.store.aio as aio
-from redmem.store.overlap import Request, execute_while, sendable
+from redmem.store.overlap import Request, sendable
 from redmem.store.scripts import queue_script
 
 
 def _key(name: str) -> str:
     return f"{redmem.store.settings().key_prefix}:{{ov}}:{name}"
+
+
+def execute_while(client, pipe, work):
+    """(replies, work()) with ``work`` run between sending ``pipe`` and reading its replies, as
+    a bulk save runs its next chunk's packing."""
+    request = Request(client, pipe)
+    try:
+        request.send()
+        result = work()
+    except BaseException:
+        request.abandon()
+        raise
+    return request.replies(), result
 
 
 def _queue_mixed(pipe) -> None:

@@ -3,6 +3,7 @@ finishing from its own replies; the vector search's matrix released whatever hap
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -100,3 +101,68 @@ def test_mapped_passes_the_answer_through_and_refuses_a_local_search(db):
     assert len(run_search(db, ids)) == 2
     with pytest.raises(TypeError, match="VectorSearch works in-process"):
         Mapped(Memory.embedding.searcher(space, "deploy", 10), len)
+
+
+class Work:
+    """A local search whose work waits (up to a second) for ``signal``, noting its thread and
+    when it ended; ``fail`` makes the work raise."""
+
+    def __init__(self, signal: threading.Event, fail: bool = False) -> None:
+        self.signal, self.fail = signal, fail
+        self.thread: int | None = None
+        self.events: list[str] = []
+
+    def calls(self) -> list[ScriptCall]:
+        return []
+
+    def work(self) -> None:
+        self.thread = threading.get_ident()
+        self.events.append("signalled" if self.signal.wait(1.0) else "timed out")
+        if self.fail:
+            raise ValueError("work failed")
+
+    def finish(self, replies):
+        return self.events
+
+    def abandon(self) -> None:
+        self.events.append("abandoned")
+
+
+class Signalling:
+    """A search without local work whose finish sets ``signal``."""
+
+    def __init__(self, key: str, signal: threading.Event) -> None:
+        self.key, self.signal = key, signal
+
+    def calls(self) -> list[ScriptCall]:
+        return [ScriptCall("graph_size", [self.key], [])]
+
+    def finish(self, replies):
+        self.signal.set()
+        return replies[0]
+
+
+def test_local_work_runs_on_a_worker_while_the_other_searches_finish(db):
+    signal = threading.Event()
+    local = Work(signal)
+    assert isinstance(local, LocalSearch)
+    events, size = run_searches(db, [local, Signalling("graph-size-of-nothing", signal)])
+    assert (events, size) == (["signalled"], 0)  # the other search finished while the work waited
+    assert local.thread is not None and local.thread != threading.get_ident()
+
+
+def test_an_error_of_the_local_work_is_raised_and_its_search_abandoned(db):
+    signal = threading.Event()
+    local = Work(signal, fail=True)
+    with pytest.raises(ValueError, match="work failed"):
+        run_searches(db, [local, Signalling("graph-size-of-nothing", signal)])
+    assert local.events == ["signalled", "abandoned"]
+
+
+def test_a_failed_round_trip_abandons_the_local_search_only_once_its_work_ended(db):
+    space = Memory.query.filter(agent_id="a").partition()
+    db.set(space.key("wrong"), "a string")
+    local = Work(threading.Event())  # never signalled: the work ends by timing out
+    with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+        run_searches(db, [local, Refused(space.key("wrong"))])
+    assert local.events == ["timed out", "abandoned"]

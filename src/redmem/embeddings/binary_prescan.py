@@ -6,8 +6,9 @@ dimensions, an eighth of the int8 codes), stored word-major — ``words[w, i]`` 
 
     h(q, r) = sum_w popcount(q_w XOR r_w),
 
-is a few numpy passes over contiguous arrays (no per-row call). For dense embeddings the angle
-between two vectors grows with ``h`` (``E[h] / dims = angle / pi`` for random hyperplanes), so
+is a few numpy passes over contiguous arrays (no per-row call), in row slices on a few
+threads. For dense embeddings the angle between two vectors grows with ``h`` (``E[h] / dims =
+angle / pi`` for random hyperplanes), so
 the :data:`CANDIDATES_PER_HIT` ``* k`` rows of smallest ``h`` (ties by row order) hold most of
 the exact top-k; the caller scores those alone in float32, so every returned cosine is exact
 but a true neighbour can be missed. Sparse vectors (most coordinates 0, e.g. feature hashing)
@@ -18,6 +19,8 @@ pre-scan (:mod:`~redmem.embeddings.prescan`) for them.
 from __future__ import annotations
 
 import numpy as np
+
+from .slices import in_slices
 
 __all__ = ["CANDIDATES_PER_HIT", "sign_words", "nearest"]
 
@@ -44,12 +47,17 @@ def nearest(words: np.ndarray, query: np.ndarray, count: int) -> np.ndarray:
     if count >= rows:
         return np.arange(rows)
     distance = np.zeros(rows, dtype=np.uint16)
-    scratch = np.empty(rows, dtype=np.uint64)
-    bits = np.empty(rows, dtype=np.uint8)
-    for word, wanted in zip(words, query.tolist()):
-        np.bitwise_xor(word, np.uint64(wanted), out=scratch)
-        np.bitwise_count(scratch, out=bits)
-        np.add(distance, bits, out=distance)
+    wanted = [np.uint64(word) for word in query.tolist()]
+
+    def fill(start: int, stop: int) -> None:
+        part = distance[start:stop]
+        scratch, bits = np.empty(stop - start, dtype=np.uint64), np.empty(stop - start, dtype=np.uint8)
+        for word, bit_word in zip(words, wanted):
+            np.bitwise_xor(word[start:stop], bit_word, out=scratch)
+            np.bitwise_count(scratch, out=bits)
+            np.add(part, bits, out=part)
+
+    in_slices(rows, 8 * words.shape[0], fill)
     reached = np.cumsum(np.bincount(distance))
     threshold = int(np.searchsorted(reached, count))
     below = np.flatnonzero(distance < threshold)

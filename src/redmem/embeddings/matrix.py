@@ -12,7 +12,7 @@ is one matrix-vector product:
 The product reads the whole matrix (memory bound: ~10 ms per 100,000 x 384 floats on one core),
 so a large matrix is first pre-scanned in int8 (:mod:`~redmem.embeddings.prescan`: a quarter of
 the bytes, with error bounds that keep the top-k exact) and only its shortlist is scored in
-float32; without the pre-scan, a large matrix is scored in slices on a few threads. Opt-in
+float32; either scan runs in row slices on a few threads (:mod:`~redmem.embeddings.slices`). Opt-in
 (``prescan="binary"``), the shortlist comes instead from one sign bit per dimension
 (:mod:`~redmem.embeddings.binary_prescan`: an eighth of the int8 bytes, approximate: a true
 neighbour can be missed, every returned cosine is exact). No I/O here: callers feed changes in
@@ -21,12 +21,8 @@ and read top-k lists out.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import os
-import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +33,7 @@ from . import binary_prescan
 from . import prescan as _prescan
 from .base import unit_rows
 from .codec import decode_rows, stored_dimensions
+from .slices import in_slices
 
 __all__ = ["VectorMatrix", "Ranking", "MatrixCache", "top_k", "cosines", "PRESCANS"]
 
@@ -46,34 +43,12 @@ RERANK_MOST = 1000
 #: How a large matrix is pre-scanned: "exact" (int8 codes with error bounds, the default) or
 #: "binary" (sign bits, approximate; :mod:`~redmem.embeddings.binary_prescan`).
 PRESCANS = ("exact", "binary")
-#: Threads that score one large matrix (numpy's einsum releases the GIL; BLAS threads are not
-#: used: waking them from idle costs more than they save on a busy 2-core machine).
-SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))
-#: Numbers (rows x dimensions) one scoring thread takes at least: below, one thread is faster.
-SLICE_MIN = 1 << 20
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    """The threads that score the slices of a matrix past the first (the caller scores that one)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(SCAN_THREADS - 1, thread_name_prefix="redmem-scan")
-        return _pool
 
 
 def cosines(rows: np.ndarray, unit: np.ndarray) -> np.ndarray:
-    """``rows @ unit`` (float32), in up to :data:`SCAN_THREADS` row slices of >= :data:`SLICE_MIN` numbers."""
+    """``rows @ unit`` (float32), in row slices on a few threads (:func:`~.slices.in_slices`)."""
     out = np.empty(rows.shape[0], dtype=np.float32)
-    slices = min(SCAN_THREADS, max(1, rows.size // SLICE_MIN))
-    bounds = [rows.shape[0] * k // slices for k in range(slices + 1)]
-    futures = [_executor().submit(np.einsum, "ij,j->i", rows[a:b], unit, out=out[a:b])
-               for a, b in itertools.pairwise(bounds[1:])]
-    np.einsum("ij,j->i", rows[: bounds[1]], unit, out=out[: bounds[1]])
-    for future in futures:
-        future.result()
+    in_slices(rows.shape[0], rows.shape[1], lambda a, b: np.einsum("ij,j->i", rows[a:b], unit, out=out[a:b]))
     return out
 
 

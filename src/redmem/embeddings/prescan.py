@@ -7,7 +7,7 @@ integer product ``c . d`` (SIMD kernel of ``numkong``, exact in integers) gives
     approx = s t (c . d),    |q . r - approx| <= e + e_q (1 + e) + slack <= bound
 
 (``q.r - s t c.d = q.(r - s c) + (q - t d).(s c)``, and ``|s c| <= 1 + e``; ``bound`` takes the
-largest ``e`` of the matrix). Every row whose ``approx`` reaches a lower bound of the k-th
+largest ``e`` of the matrix), in row slices on a few threads. Every row whose ``approx`` reaches a lower bound of the k-th
 largest ``approx`` minus ``2 bound`` is kept: the exact top-k is among them, and only they are
 scored in float32. ``slack`` covers float32 rounding of the products.
 Without ``numkong`` installed, :func:`available` is False and callers scan in float32.
@@ -16,6 +16,8 @@ Without ``numkong`` installed, :func:`available` is False and callers scan in fl
 from __future__ import annotations
 
 import numpy as np
+
+from .slices import in_slices
 
 try:
     import numkong
@@ -71,9 +73,15 @@ def shortlist(codes: np.ndarray, scale: np.ndarray, error: np.ndarray, unit: np.
     if numkong is None or limit <= 0 or limit >= codes.shape[0]:
         return None
     query_codes, query_scale, query_error = quantize(unit[None, :])
-    approx = np.asarray(numkong.cdist(query_codes, codes, metric="dot", out_dtype="float32"))[0]
-    approx *= scale
-    approx *= query_scale[0]
+    approx = np.empty(codes.shape[0], dtype=np.float32)
+
+    def fill(start: int, stop: int) -> None:
+        part = approx[start:stop]
+        part[:] = np.asarray(numkong.cdist(query_codes, codes[start:stop], metric="dot", out_dtype="float32"))[0]
+        part *= scale[start:stop]
+        part *= query_scale[0]
+
+    in_slices(codes.shape[0], codes.shape[1], fill)
     worst = float(error.max())
     bound = worst + float(query_error[0]) * (1.0 + worst) + SLACK
     chosen = np.flatnonzero(approx >= kth_largest_floor(approx, limit) - 2 * bound)

@@ -93,9 +93,9 @@ class PostingsCopy:
         self.ids: list[str | None] = []
         self.lock = threading.Lock()
         self._scores = np.zeros(0)  # scratch of rank(), by docno: zeros between searches
+        self._probe_scratch = np.zeros(0)  # scratch of _probe(), by docno: zeros between searches
         self._known = np.zeros(0, dtype=bool)  # by docno: length and id current
         self._norms: dict[str, tuple[float, np.ndarray, np.ndarray, float]] = {}  # term -> (avgdl, docnos, tf_norm, max)
-        self._orders: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # term -> (docnos, argsort, sorted)
 
     def request(self, terms: list[str]) -> tuple[int, list[Any]]:
         """(version, ``bm25_sync`` arguments) for the sorted query ``terms``; the lock is held."""
@@ -114,9 +114,9 @@ class PostingsCopy:
             if self.epoch == reply.epoch and self.version > reply.version:
                 return False
             if self.epoch != reply.epoch:
-                self.lengths, self.ids, self._scores = np.zeros(0), [], np.zeros(0)
+                self.lengths, self.ids, self._scores, self._probe_scratch = np.zeros(0), [], np.zeros(0), np.zeros(0)
             self._known = np.zeros(len(self.ids), dtype=bool)  # changes were missed: learn again
-            self.epoch, self.lists, self._norms, self._orders = reply.epoch, {}, {}, {}
+            self.epoch, self.lists, self._norms = reply.epoch, {}, {}
         elif self.epoch != reply.epoch or not asked <= self.version <= reply.version:
             return False
         else:
@@ -128,7 +128,7 @@ class PostingsCopy:
         if any(term not in self.lists for term in terms):
             return False
         if any(len(self.lists[term][0]) != df for term, df in zip(terms, reply.dfs)):
-            self.epoch, self.version, self.lists, self._norms, self._orders = None, 0, {}, {}, {}
+            self.epoch, self.version, self.lists, self._norms = None, 0, {}, {}
             return False
         return True
 
@@ -136,8 +136,8 @@ class PostingsCopy:
         """What the copy holds: ``lists``, ``postings``, ``array_bytes`` (numpy arrays) and
         ``id_bytes`` (the record ids, as Python strings)."""
         with self.lock:
-            arrays = [self.lengths, self._known, self._scores, *(a for pair in self.lists.values() for a in pair),
-                      *(kept[2] for kept in self._norms.values()), *(a for kept in self._orders.values() for a in kept[1:])]
+            arrays = [self.lengths, self._known, self._scores, self._probe_scratch,
+                      *(a for pair in self.lists.values() for a in pair), *(kept[2] for kept in self._norms.values())]
             return {"lists": len(self.lists), "postings": sum(len(docnos) for docnos, _ in self.lists.values()),
                     "array_bytes": sum(array.nbytes for array in arrays),
                     "id_bytes": sum(sys.getsizeof(record_id) for record_id in self.ids if record_id is not None)}
@@ -212,9 +212,8 @@ class PostingsCopy:
         scores, seen = self._scores, []
         for scored in lists:
             if scored.term in optional:
-                position, hit = self._lookup(scored, cast(np.ndarray, candidates))
-                docnos = cast(np.ndarray, candidates)[hit]
-                scores[docnos] = scores[docnos] + scored.weight * scored.norms[position[hit]]
+                docnos = cast(np.ndarray, candidates)
+                scores[docnos] = scores[docnos] + scored.weight * self._probe(scored, docnos)
                 continue
             before = scores[scored.docnos]
             if candidates is None:
@@ -228,16 +227,13 @@ class PostingsCopy:
         scores[matched] = 0
         return found, matched
 
-    def _lookup(self, scored: _Scored, docnos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(positions in the list, found mask) of ``docnos`` in ``scored``'s list (sorted copy kept)."""
-        kept = self._orders.get(scored.term)
-        if kept is None or kept[0] is not scored.docnos:
-            order = np.argsort(scored.docnos, kind="stable")
-            kept = self._orders[scored.term] = (scored.docnos, order, scored.docnos[order])
-        _, order, ordered = kept
-        at = np.minimum(np.searchsorted(ordered, docnos), len(ordered) - 1)
-        hit = ordered[at] == docnos
-        return order[at], hit
+    def _probe(self, scored: _Scored, docnos: np.ndarray) -> np.ndarray:
+        """The tf_norm of each of ``docnos`` in ``scored``'s list, 0 where it is absent."""
+        probe = self._probe_scratch
+        probe[scored.docnos] = scored.norms
+        found: np.ndarray = probe[docnos]
+        probe[scored.docnos] = 0
+        return found
 
     def _tf_norms(self, term: str, docnos: np.ndarray, tf: np.ndarray, avgdl: float, k1: float,
                   b: float) -> tuple[np.ndarray, float]:
@@ -259,7 +255,7 @@ class PostingsCopy:
             size = max(top, 2 * len(self.ids))
             self.lengths = np.concatenate([self.lengths, np.zeros(size - len(self.lengths))])
             self._known = np.concatenate([self._known, np.zeros(size - len(self._known), dtype=bool)])
-            self._scores = np.zeros(size)
+            self._scores, self._probe_scratch = np.zeros(size), np.zeros(size)
             self.ids.extend([None] * (size - len(self.ids)))
 
     def _learn(self, docnos: list[int], values: list[Any]) -> None:

@@ -6,20 +6,25 @@ turns the replies to exactly those calls, in order, into the answer. So any set 
 share one round trip (:func:`run_searches`) without their caller knowing where each reply lies.
 
 A search that also works in-process (the vector search scores its cached matrix) is a
-:class:`LocalSearch`: its :meth:`~LocalSearch.work` runs while the server executes the shared
-pipeline, and :meth:`~LocalSearch.abandon` gives back what :meth:`~Search.calls` took when the
-replies never come.
+:class:`LocalSearch`: its :meth:`~LocalSearch.work` runs on a worker thread from the moment the
+calls are queued, while the server executes the shared pipeline and while the other searches
+finish (the BM25 search ranks its in-process postings then), and :meth:`~LocalSearch.abandon`
+gives back what :meth:`~Search.calls` took when the replies never come. The vector scan spends
+its time in numkong and numpy with the GIL released, so on two cores it and the BM25 ranking
+cost the longer of the two instead of their sum (``benchmarks/results/latency_questions*.md``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..store.connection import server_errors
-from ..store.overlap import execute_while
 from ..store.scripts import ScriptCall, run_calls
+from ..store.thread_pool import LazyPool
 
 __all__ = ["Search", "LocalSearch", "Mapped", "Hits", "run_searches", "run_search"]
 
@@ -80,21 +85,28 @@ class Mapped(Generic[T, R]):
 def run_searches(client: Any, searches: Sequence[Search[Any]]) -> list[Any]:
     """Each search's answer, in order, all asked in ONE round trip.
 
-    Without local work the calls go as :func:`~redmem.store.scripts.run_calls` sends them (one
-    pipeline; a call alone by EVALSHA; none: no round trip). With it they go as one pipeline sent
-    ahead, the local work running while the server executes it
-    (:func:`~redmem.store.overlap.execute_while`). A search's :meth:`~Search.finish` may take
-    more round trips of its own (the vector search catching up with changes made elsewhere).
+    The calls go as :func:`~redmem.store.scripts.run_calls` sends them (one pipeline; a call
+    alone by EVALSHA; none: no round trip). The local searches' work starts on a worker thread
+    first; the searches without local work finish as soon as the replies are in, the local ones
+    once their work is done. A search's :meth:`~Search.finish` may take more round trips of its
+    own (the vector search catching up with changes made elsewhere).
     """
     local = [search for search in searches if isinstance(search, LocalSearch)]
+    working: Future[None] | None = None
     try:
         planned = [search.calls() for search in searches]
-        replies = _send(client, [call for calls in planned for call in calls], local)
-        answers, start = [], 0
-        for search, calls in zip(searches, planned):
-            answers.append(search.finish(replies[start : start + len(calls)]))
-            start += len(calls)
+        working = _start(local)
+        with server_errors(client):
+            replies = run_calls(client, [call for calls in planned for call in calls])
+        answers: list[Any] = [None] * len(searches)
+        starts = [sum(len(calls) for calls in planned[:i]) for i in range(len(searches))]
+        for i in sorted(range(len(searches)), key=lambda i: isinstance(searches[i], LocalSearch)):
+            if working is not None and isinstance(searches[i], LocalSearch):
+                working.result()
+            answers[i] = searches[i].finish(replies[starts[i] : starts[i] + len(planned[i])])
     except BaseException:
+        if working is not None:
+            wait([working])  # the work reads what abandon() gives back
         for search in local:
             search.abandon()
         raise
@@ -107,12 +119,18 @@ def run_search(client: Any, search: Search[R]) -> R:
     return answer
 
 
-def _send(client: Any, calls: list[ScriptCall], local: list[LocalSearch[Any]]) -> list[Any]:
-    """The replies to ``calls``; the local searches work while the server executes them."""
-    with server_errors(client):
-        if not local:
-            return run_calls(client, calls)
-        with client.pipeline(transaction=False) as pipe:
-            for call in calls:
-                call.queue(pipe)
-            return execute_while(client, pipe, lambda: [search.work() for search in local])[0]
+#: Threads that run local searches' work (one per concurrent caller, up to the cores).
+LOCAL_WORKERS = max(2, os.cpu_count() or 1)
+_workers = LazyPool(LOCAL_WORKERS, "redmem-local")
+
+
+def _start(local: list[LocalSearch[Any]]) -> Future[None] | None:
+    """The local searches' work, running on a worker thread (None when there is none)."""
+    if not local:
+        return None
+    return _workers.submit(_work, local)
+
+
+def _work(local: list[LocalSearch[Any]]) -> None:
+    for search in local:
+        search.work()

@@ -1,25 +1,23 @@
 """Run local work while the server executes a pipeline: send, work, then read the replies.
 
-A first retrieval round sends its searches and, meanwhile, scores the in-process vector matrix;
-a bulk save sends one chunk's MULTI/EXEC and, meanwhile, builds and packs the next chunk. The
+A bulk save sends one chunk's MULTI/EXEC and, meanwhile, builds and packs the next chunk. The
 server and the client each use a core, so the round trip and the work cost the longer of the
-two instead of their sum -- in one thread, so no second thread fights the first for the GIL.
+two instead of their sum -- in one thread, so no second thread fights the first for the GIL
+(the packing is Python). (A retrieval's vector scan, which releases the GIL, runs on a worker
+thread instead: :mod:`redmem.fields.search_protocol`.)
 On a cluster (replies come from several nodes), a pipeline in WATCH mode or the asyncio API's
 facade (:mod:`.aio`: the event loop reads the replies), the pipeline runs as usual first, then the work.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from redis.exceptions import ExecAbortError, ResponseError, WatchError
 
 from .aio import AioClient, is_cluster
 
-__all__ = ["execute_while", "Request", "sendable"]
-
-T = TypeVar("T")
+__all__ = ["Request", "sendable"]
 
 
 def sendable(client: Any, pipe: Any) -> bool:
@@ -97,22 +95,6 @@ class Request:
             self.connection.disconnect()
         self.client.connection_pool.release(self.connection)
         self.connection = None
-
-
-def execute_while(client: Any, pipe: Any, work: Callable[[], T]) -> tuple[list[Any], T]:
-    """``(pipe's replies, work())``, ``work`` running while the server executes the pipeline.
-
-    Replies are those of ``pipe.execute()``; the first error reply is raised after all replies
-    are read.
-    """
-    request = Request(client, pipe)
-    try:
-        request.send()
-        result = work()
-    except BaseException:
-        request.abandon()
-        raise
-    return request.replies(), result
 
 
 def _reply(client: Any, connection: Any, args: tuple[Any, ...], options: dict[str, Any]) -> Any:
