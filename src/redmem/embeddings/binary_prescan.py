@@ -57,7 +57,7 @@ def nearest(words: np.ndarray, query: np.ndarray, count: int) -> np.ndarray:
             np.bitwise_count(scratch, out=bits)
             np.add(part, bits, out=part)
 
-    in_slices(rows, 8 * words.shape[0], fill)
+    in_slices(rows, words.shape[0], fill)
     reached = np.cumsum(np.bincount(distance))
     threshold = int(np.searchsorted(reached, count))
     below = np.flatnonzero(distance < threshold)
