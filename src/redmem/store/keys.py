@@ -13,6 +13,7 @@ the library writes is one member of :class:`KeyKind`, so no two primitives can s
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum, unique
@@ -190,9 +191,10 @@ class KeySpace:
     def base(self) -> str:
         return f"{self.prefix}:{self.model}:{{{self.tag}}}"
 
-    @property
+    @functools.cached_property
     def partition_values(self) -> tuple[str, ...]:
-        """The partition field values this key space was built from."""
+        """The partition field values this key space was built from (parsed once per key space:
+        every record loaded from a partition reads them)."""
         if self.tag == GLOBAL_TAG:
             return ()
         return tuple(unescape(part) for part in self.tag.split(":"))
