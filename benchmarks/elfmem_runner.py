@@ -42,7 +42,7 @@ from elfmem.db.engine import create_engine
 from elfmem.db.models import metadata
 from elfmem.db.queries import insert_contradiction, seed_builtin_data
 
-log = logging.getLogger("benchmarks.elfmem_runner")
+from runner_protocol import serve
 
 #: Thresholds above any cosine: no near-duplicate rejection or pairing, no similarity edges.
 NEVER = 1.01
@@ -135,24 +135,17 @@ class Runner:
         return {"results": rows}
 
 
-async def serve() -> None:
-    runner = Runner()
-    for line in sys.stdin:
-        request = json.loads(line)
-        op = request.pop("op")
-        if op == "quit":
-            break
-        try:
-            answer = await getattr(runner, op)(**request)
-        except Exception as exc:  # reported to the parent, which raises
-            log.exception("%s failed", op)
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
-    if runner.system:
-        await runner.system.close()
+def main() -> None:
+    """Serve the requests, each op awaited on one event loop kept for the runner's life."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    loop, runner = asyncio.new_event_loop(), Runner()
+    try:
+        serve(lambda op, arguments: loop.run_until_complete(getattr(runner, op)(**arguments)))
+        if runner.system:
+            loop.run_until_complete(runner.system.close())
+    finally:
+        loop.close()
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    asyncio.run(serve())
+    main()

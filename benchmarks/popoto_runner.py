@@ -25,7 +25,6 @@ truncate to 256 word pieces, mean-pool over real tokens, L2-normalise.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -41,8 +40,7 @@ from popoto.fields.embedding_field import EmbeddingField
 from popoto.recipes.context_assembler import ContextAssembler
 
 from common import CommandCounter, hash_vectors
-
-log = logging.getLogger("benchmarks.popoto_runner")
+from runner_protocol import serve
 
 
 class MiniLM:
@@ -165,19 +163,7 @@ class Runner:
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     runner = Runner()
-    for line in sys.stdin:
-        request = json.loads(line)
-        op = request.pop("op")
-        if op == "quit":
-            break
-        try:
-            answer = getattr(runner, op)(**request)
-        except Exception as exc:  # reported to the parent, which raises
-            log.exception("request %s failed", op)
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
-
+    serve(lambda op, arguments: getattr(runner, op)(**arguments))
 
 if __name__ == "__main__":
     main()

@@ -19,7 +19,6 @@ environment; one JSON request per line on stdin, one JSON answer per line on std
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -31,7 +30,8 @@ from redisvl.index import SearchIndex
 from redisvl.query import TextQuery
 from redisvl.query.filter import Tag
 
-log = logging.getLogger("benchmarks.stack_runner")
+from runner_protocol import serve
+
 _NOT_WORD = re.compile(r"[^0-9A-Za-z]+")
 indexes: dict[str, SearchIndex] = {}
 
@@ -72,18 +72,7 @@ OPS = {"setup": setup, "ingest": ingest, "search": search}
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-    for line in sys.stdin:
-        request = json.loads(line)
-        op = request.pop("op")
-        if op == "quit":
-            break
-        try:
-            answer = OPS[op](**request)
-        except Exception as exc:  # reported to the parent, which raises it there
-            log.exception("%s failed", op)
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
-        print(json.dumps(answer), flush=True)
-
+    serve(lambda op, arguments: OPS[op](**arguments))
 
 if __name__ == "__main__":
     main()
