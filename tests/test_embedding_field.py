@@ -149,7 +149,7 @@ def test_an_unknown_dtype_is_refused():
 
 def test_an_unknown_prescan_is_refused():
     with pytest.raises(ModelException, match="prescan"):
-        EmbeddingField(source="text", prescan="hnsw")
+        EmbeddingField(source="text", prescan="ivf")
 
 
 def test_a_binary_prescan_field_ranks_through_sign_bits_with_exact_scores(db, monkeypatch):

@@ -15,7 +15,10 @@ the bytes, with error bounds that keep the top-k exact) and only its shortlist i
 float32; either scan runs in row slices on a few threads (:mod:`~redmem.embeddings.slices`). Opt-in
 (``prescan="binary"``), the shortlist comes instead from one sign bit per dimension
 (:mod:`~redmem.embeddings.binary_prescan`: an eighth of the int8 bytes, approximate: a true
-neighbour can be missed, every returned cosine is exact). No I/O here: callers feed changes in
+neighbour can be missed, every returned cosine is exact), or (``prescan="hnsw"``) from an HNSW
+graph over the rows (:mod:`~redmem.embeddings.hnsw_prescan`: visits a few hundred rows,
+approximate in the same way; built in the background, the exact pre-scan serves until it is
+ready). No I/O here: callers feed changes in
 and read top-k lists out.
 """
 
@@ -29,7 +32,7 @@ import numpy as np
 
 from ..store.aio import CooperativeLock
 from ..store.client_cache import ClientCache
-from . import binary_prescan
+from . import binary_prescan, hnsw_prescan
 from . import prescan as _prescan
 from .base import unit_rows
 from .codec import decode_rows, stored_dimensions
@@ -40,9 +43,10 @@ __all__ = ["VectorMatrix", "Ranking", "MatrixCache", "top_k", "cosines", "PRESCA
 logger = logging.getLogger(__name__)
 #: Above this many changed ids, :meth:`VectorMatrix.rerank` scores every row again.
 RERANK_MOST = 1000
-#: How a large matrix is pre-scanned: "exact" (int8 codes with error bounds, the default) or
-#: "binary" (sign bits, approximate; :mod:`~redmem.embeddings.binary_prescan`).
-PRESCANS = ("exact", "binary")
+#: How a large matrix is pre-scanned: "exact" (int8 codes with error bounds, the default),
+#: "binary" (sign bits, approximate; :mod:`~redmem.embeddings.binary_prescan`) or "hnsw" (a
+#: graph, approximate; :mod:`~redmem.embeddings.hnsw_prescan`).
+PRESCANS = ("exact", "binary", "hnsw")
 
 
 def cosines(rows: np.ndarray, unit: np.ndarray) -> np.ndarray:
@@ -107,6 +111,7 @@ class VectorMatrix:
         self._coded = 0  # rows 0.._coded-1 have current int8 codes
         self._signs = np.zeros((0, 0), dtype=np.uint64)  # sign bits, word-major (binary pre-scan)
         self._signed = 0  # rows 0.._signed-1 have current sign bits
+        self._graph: hnsw_prescan.HnswGraph | None = None  # told of every row change once made
         self.lock = CooperativeLock()
 
     @property
@@ -121,6 +126,7 @@ class VectorMatrix:
         self.ids, self._position = [], {}
         self._rows = np.zeros((0, 0), dtype=np.float32)
         self._coded = self._signed = 0
+        self._drop_graph()
 
     def apply(self, changes: Iterable[tuple[str, bytes | None]], dimensions: int | None = None) -> None:
         """Set each id's vector (a stored value, see :mod:`~redmem.embeddings.codec`) or remove it (None or empty).
@@ -154,7 +160,7 @@ class VectorMatrix:
 
     def search(self, query: np.ndarray, limit: int, prescan: str = "exact") -> list[tuple[str, float]]:
         """Ids of the ``limit`` rows of highest cosine with ``query`` (cosine > 0), best first;
-        ``prescan`` "binary": of the rows a sign-bit pre-scan shortlists (approximate, see
+        ``prescan`` "binary" or "hnsw": of the rows that pre-scan shortlists (approximate, see
         :data:`PRESCANS`)."""
         return self.rank(query, limit, prescan).hits
 
@@ -168,8 +174,11 @@ class VectorMatrix:
         chosen = None
         if count >= _prescan.PRESCAN_MIN_ROWS and prescan == "binary":
             chosen = self._binary_shortlist(unit, limit)
-        elif count >= _prescan.PRESCAN_MIN_ROWS and self._coded >= count:
-            chosen = _prescan.shortlist(self._codes[:count], self._scale[:count], self._error[:count], unit, limit)
+        elif count >= _prescan.PRESCAN_MIN_ROWS:
+            if prescan == "hnsw":  # None until the graph is built: the exact pre-scan serves
+                chosen = self._current_graph().candidates(self._rows, count, unit, limit)
+            if chosen is None and self._coded >= count:
+                chosen = _prescan.shortlist(self._codes[:count], self._scale[:count], self._error[:count], unit, limit)
         if chosen is not None:
             scores = np.einsum("ij,j->i", self._rows[chosen], unit)
             ids = [self.ids[i] for i in chosen.tolist()]
@@ -195,6 +204,29 @@ class VectorMatrix:
             self._signed = count
         query = binary_prescan.sign_words(unit[None, :])[:, 0]
         return binary_prescan.nearest(self._signs[:, :count], query, wanted)
+
+    def _current_graph(self) -> hnsw_prescan.HnswGraph:
+        """This matrix's HNSW graph, started now (built in the background) when it has none that
+        can serve; call under :attr:`lock`."""
+        if self._graph is None or self._graph.stale:
+            self._drop_graph()
+            self._graph = hnsw_prescan.HnswGraph(self.lock, lambda: (self._rows, len(self.ids)))
+        return self._graph
+
+    def wait_for_graph(self, timeout: float | None = None) -> bool:
+        """Start this matrix's HNSW graph if it has none and wait up to ``timeout`` seconds for its
+        build (not under :attr:`lock`: the build reads the rows under it); whether it is built.
+
+        A process that serves ``prescan="hnsw"`` searches can call it once the matrix is loaded,
+        so its first searches do not fall back to the exact pre-scan."""
+        with self.lock:
+            graph = self._current_graph()
+        return graph.wait(timeout)
+
+    def _drop_graph(self) -> None:
+        if self._graph is not None:
+            self._graph.close()
+            self._graph = None
 
     def rows_of(self, ids: list[str]) -> np.ndarray:
         """The rows of the leading ``ids`` that have one (up to the first that has none); call
@@ -276,6 +308,7 @@ class VectorMatrix:
         count, needed = len(self.ids), len(self.ids) + len(ids)
         if self._rows.shape[1] != block.shape[1]:
             self._rows = np.zeros((0, block.shape[1]), dtype=np.float32)
+            self._drop_graph()
         if needed > self._rows.shape[0]:
             capacity = max(needed, 2 * self._rows.shape[0], 16)
             self._rows = _grown(self._rows, capacity, count)
@@ -291,6 +324,9 @@ class VectorMatrix:
             return
         self.layout += 1
         last = len(self.ids) - 1
+        if self._graph is not None:
+            self._graph.changed(row)
+            self._graph.changed(last)
         if row != last:  # move the last row into the hole
             moved = self.ids[last]
             self._rows[row] = self._rows[last]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
+from ..embeddings import hnsw_prescan
 from ..embeddings.base import EmbeddingProvider, as_matrix, embed_in_batches
 from ..embeddings.codec import DTYPES, digest, encode_stored, encode_vector, stored_digest
 from ..embeddings.matrix import PRESCANS
@@ -95,7 +96,10 @@ class EmbeddingField(Field[Any]):
             scoring of its shortlist: "exact" (int8 codes with error bounds: the exact top-k) or
             "binary" (opt-in, approximate: the 20 x k rows nearest in sign bits are scored; a
             true neighbour can be missed, the scores are exact; for dense embeddings of a model,
-            not sparse vectors; see docs/primitives/embeddings.md). Filtered searches stay exact.
+            not sparse vectors) or "hnsw" (opt-in, approximate: the 5 x k rows an HNSW graph
+            finds are scored; needs ``redmem[hnsw]``; the graph is built in the background and
+            the exact pre-scan serves until it is ready; see docs/primitives/embeddings.md).
+            Filtered searches stay exact.
 
     Reading the attribute gives the vector this instance computed or was given (a float32
     array), else None. Wrong dimensions raise ValidationError; no provider raises
@@ -125,6 +129,8 @@ class EmbeddingField(Field[Any]):
             raise ModelException(f"dtype must be one of {list(DTYPES)}, not {dtype!r}")
         if prescan not in PRESCANS:
             raise ModelException(f"prescan must be one of {list(PRESCANS)}, not {prescan!r}")
+        if prescan == "hnsw" and not hnsw_prescan.available():
+            raise ModelException(hnsw_prescan.MISSING)
         if provider is not None and not isinstance(provider, EmbeddingProvider):
             raise ModelException(f"provider {provider!r} lacks embed(), dimensions or max_batch_size")
         positive_int("dimensions", dimensions, none=True, error=ModelException)
