@@ -30,9 +30,10 @@ from redmem import (
     Model,
     StringField,
 )
+from redmem.fields.embedding_search import matrices
 from redmem.recipes.context_assembler import ContextAssembler
 
-__all__ = ["TimedProvider", "memory_model", "assemble_many", "COMPOSITE_WEIGHTS", "minilm_function"]
+__all__ = ["TimedProvider", "memory_model", "assemble_many", "COMPOSITE_WEIGHTS", "minilm_function", "graph_ready"]
 
 #: score_weights of the composite runs (the seed example's weights).
 COMPOSITE_WEIGHTS = {"relevance": 0.6, "confidence": 0.3}
@@ -160,3 +161,16 @@ def ingest_measured(model: type, agent_id: str, texts: Sequence[str], single: in
         parts[f"{part}_count"] = len(chunk)
     parts["ids"] = [str(r.memory_id) for r in records]
     return parts
+
+
+def graph_ready(model: type, agent: str) -> float | None:
+    """For a model whose EmbeddingField pre-scans with "hnsw": wait until the process's graph of
+    ``agent``'s vectors is built (a search has loaded them) and return its build time in seconds;
+    None for other pre-scans."""
+    field = next(f for f in model._meta.fields.values() if isinstance(f, EmbeddingField))
+    if field.prescan != "hnsw":
+        return None
+    matrix = matrices.get(model._meta.client, field.keys(model.query.filter(agent_id=agent).partition())[0])
+    matrix.wait_for_graph()
+    graph = matrix._graph
+    return graph.build_seconds if graph is not None else None

@@ -22,7 +22,8 @@ is not the library's, and is timed apart anyway).
   words after 5 warm-ups: a first pass reported apart (it copies the query terms' postings and,
   for hybrid, the partition's vectors into the process), then ``--passes`` more: p50/p95/p99
   ms, without the query embedding for hybrid, round trips; hybrid kinds once per
-  ``--vector-prescans`` pre-scan (``exact``, ``binary``).
+  ``--vector-prescans`` pre-scan (``exact``, ``binary``, ``hnsw``: its graph built after the
+  warm-up, before the first pass, and its build time recorded).
 
 Written to ``results/scale.json`` and ``.md`` after every kind (``--out`` to change the name).
 """
@@ -46,7 +47,7 @@ from questions import dialog_corpus, locomo_questions
 from redmem import EmbeddingField
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
-from redmem_driver import TimedProvider, assemble_many, hash_provider, memory_model
+from redmem_driver import TimedProvider, assemble_many, graph_ready, hash_provider, memory_model
 
 log = logging.getLogger("benchmarks.scale")
 
@@ -112,6 +113,7 @@ def latency(model: type, kind: str, queries: list[str], provider: TimedProvider 
         next(f for f in model._meta.fields.values() if isinstance(f, EmbeddingField)).prescan = prescan
     assembler = ContextAssembler(model, score_weights={"relevance": 1.0}, max_items=10, retrieval_mode=mode)
     assemble_many(model, mode, AGENT, queries[:WARMUP], provider=provider, assembler=assembler)
+    graph_seconds = graph_ready(model, AGENT) if mode == "hybrid" else None
     first = assemble_many(model, mode, AGENT, queries, provider=provider, assembler=assembler)
     rows = [row for _ in range(passes)
             for row in assemble_many(model, mode, AGENT, queries, provider=provider, assembler=assembler)]
@@ -121,7 +123,8 @@ def latency(model: type, kind: str, queries: list[str], provider: TimedProvider 
             "p50": total["p50"], "p95": total["p95"], "p99": total["p99"],
             "p50_without_embedding": bare["p50"], "p95_without_embedding": bare["p95"],
             "first_pass_p50_without_embedding": cold["p50"], "first_pass_p95_without_embedding": cold["p95"],
-            "round_trips": statistics.median(r["round_trips"] for r in rows), "queries": len(first)}
+            "round_trips": statistics.median(r["round_trips"] for r in rows), "queries": len(first),
+            "hnsw_build_seconds": graph_seconds}
 
 
 def markdown(payload: dict[str, Any]) -> str:

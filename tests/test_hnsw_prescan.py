@@ -72,7 +72,7 @@ def test_the_exact_prescan_serves_until_the_graph_is_built(small_matrices):
     assert matrix.wait_for_graph(60)
     after = matrix.rank(query, 10, "hnsw")
     assert not after.complete and after.prescan == "hnsw"
-    assert len(after.ids) == hnsw_prescan.CANDIDATES_PER_HIT * 10
+    assert len(after.ids) == hnsw_prescan.candidate_count(10)
     assert matrix._graph.build_seconds is not None
 
 
@@ -118,11 +118,11 @@ def test_the_graph_follows_sets_moves_and_removals(small_matrices):
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), chunk=st.sampled_from([7, 50, 1000]),
-       changes=st.lists(st.tuples(st.integers(0, 180), st.booleans()), max_size=80))
+       changes=st.lists(st.tuples(st.integers(0, 450), st.booleans()), max_size=80))
 def test_changes_made_while_the_graph_is_built_reach_it(seed, chunk, changes):
     """Rows set or removed between the build's chunks (or after it) end up in the graph as they are."""
     rng = np.random.default_rng(seed)
-    truth = {f"r{n}": rng.standard_normal(16).astype(np.float32) for n in range(150)}
+    truth = {f"r{n}": rng.standard_normal(16).astype(np.float32) for n in range(400)}
     matrix = loaded(truth)
     original, hnsw_prescan.BUILD_CHUNK = hnsw_prescan.BUILD_CHUNK, chunk
     original_min, prescan.PRESCAN_MIN_ROWS = prescan.PRESCAN_MIN_ROWS, 8
@@ -149,12 +149,12 @@ def test_changes_made_while_the_graph_is_built_reach_it(seed, chunk, changes):
 
 def test_a_reset_or_new_dimensions_drop_the_graph(small_matrices):
     rng = np.random.default_rng(7)
-    matrix = loaded({f"r{n}": v for n, v in enumerate(rng.standard_normal((200, 16)))})
+    matrix = loaded({f"r{n}": v for n, v in enumerate(rng.standard_normal((300, 16)))})
     assert matrix.wait_for_graph(60)
     first = matrix._graph
     matrix.reset(b"another-epoch")
     assert matrix._graph is None and first._closed
-    rows = {f"s{n}": v for n, v in enumerate(rng.standard_normal((200, 24)).astype(np.float32))}
+    rows = {f"s{n}": v for n, v in enumerate(rng.standard_normal((300, 24)).astype(np.float32))}
     matrix.apply((i, stored(v)) for i, v in rows.items())
     assert matrix.wait_for_graph(60) and matrix._graph is not first
     assert matrix.search(rows["s9"], 1, "hnsw")[0][0] == "s9"
@@ -163,7 +163,7 @@ def test_a_reset_or_new_dimensions_drop_the_graph(small_matrices):
 
 def test_a_graph_with_more_removals_than_rows_is_built_again(small_matrices):
     rng = np.random.default_rng(8)
-    truth = {f"r{n}": v for n, v in enumerate(rng.standard_normal((120, 16)).astype(np.float32))}
+    truth = {f"r{n}": v for n, v in enumerate(rng.standard_normal((300, 16)).astype(np.float32))}
     matrix = loaded(truth)
     assert matrix.wait_for_graph(60)
     first = matrix._graph
@@ -252,4 +252,4 @@ def test_an_hnsw_field_searches_through_the_graph_with_exact_scores(db, small_ma
     assert Graphed.query.semantic_search(query, limit=1)[0].item_id == "new"
     with matrix.lock:
         ranking = matrix.rank(query, 3, "hnsw")
-    assert not ranking.complete and len(ranking.ids) == hnsw_prescan.CANDIDATES_PER_HIT * 3
+    assert not ranking.complete and len(ranking.ids) == hnsw_prescan.candidate_count(3)

@@ -1,20 +1,23 @@
 """HNSW pre-scan (opt-in, approximate): candidates for cosine top-k from a navigable graph.
 
 A hierarchical navigable small-world graph (Malkov and Yashunin, 2018, arXiv:1603.09320) over a
-matrix's rows, kept by ``usearch`` with int8 vectors (each unit row times 127, rounded): a search visits a few hundred rows instead
-of every one, so its cost grows with ``log n`` rather than ``n``. The
-:data:`CANDIDATES_PER_HIT` ``* k`` rows it returns are scored again in float32 by the caller,
-so every returned cosine is exact but a true neighbour can be missed.
+matrix's rows, kept by ``usearch`` with int8 vectors (each unit row times 127, rounded). A
+search visits a few hundred rows instead of every one, so its cost grows with ``log n`` rather
+than ``n``. The :func:`candidate_count` rows it returns are scored again in float32 by the
+caller, so every returned cosine is exact but a true neighbour can be missed.
 
 The graph is keyed by row number and follows the matrix: rows set, moved or removed since the
-graph last saw them are re-inserted or removed before the next search (:meth:`HnswGraph.candidates`).
+graph last saw them are re-inserted or removed before the next search
+(:meth:`HnswGraph.candidates`). Once more rows have been removed than the graph holds, it is
+built afresh (usearch reuses a removed node's slot, but many removals weaken the links).
+
 A new graph is built on a background thread from the rows as they are then, read in chunks
-under the matrix's lock; until it is done (or in a forked child whose parent was building) the
-caller falls back to the exact pre-scan. The build inserts on one thread: usearch's parallel
-insert is about 1.8x faster on two cores, but leaves a few rows that no search reaches (6 of
-5,000 MiniLM rows not found by their own vector, against 2 on one thread; on 2,000 random
-32-dimensional rows, 2-5 against none), and it leaves a core for serving. Once more rows have been removed than the graph holds,
-it is built afresh (removed nodes stay in the graph as tombstones until then).
+under the matrix's lock; until it is done (or in a forked child, where the parent's builder
+does not exist) the caller falls back to the exact pre-scan. The build inserts on one thread.
+usearch's parallel insert is about 1.8x faster on two cores, but it leaves a few rows that no
+search reaches: 6 of 5,000 MiniLM rows were not found by their own vector, against 2 on one
+thread, and on 2,000 random 32-dimensional rows 2-5 were lost, against none. One thread also
+leaves a core for serving.
 """
 
 from __future__ import annotations
@@ -36,19 +39,21 @@ from ..store.thread_pool import LazyPool
 if TYPE_CHECKING:
     from usearch.index import Index
 
-__all__ = ["available", "new_index", "HnswGraph", "CANDIDATES_PER_HIT", "CONNECTIVITY", "EXPANSION_ADD", "EXPANSION_SEARCH",
+__all__ = ["available", "new_index", "candidate_count", "HnswGraph", "CANDIDATES_PER_HIT", "CONNECTIVITY", "EXPANSION_ADD", "EXPANSION_SEARCH",
            "BUILD_CHUNK", "MISSING"]
 
 logger = logging.getLogger(__name__)
 
-#: Rows rescored in float32 per hit asked for: 5 x k (50 rows for max_items 10).
-CANDIDATES_PER_HIT = 5
+#: Rows rescored in float32 per hit asked for, when more than :data:`EXPANSION_SEARCH`.
+CANDIDATES_PER_HIT = 2
 #: Edges per node (the ``M`` of the paper): more is better recall, more memory, slower inserts.
 CONNECTIVITY = 16
 #: Candidates an insert considers (``efConstruction``).
 EXPANSION_ADD = 128
 #: Candidates a search considers at least (``ef``); a search for more rows considers that many.
 #: On 30,000 MiniLM embeddings of dialog sentences, 128 keeps 99.2% of the exact top 10 (64: 98.2%).
+#: A search returns all of them (:func:`candidate_count`): rescoring 128 rows costs far less than
+#: finding them.
 EXPANSION_SEARCH = 128
 #: Rows a build reads under the matrix's lock at a time.
 BUILD_CHUNK = 20_000
@@ -60,6 +65,15 @@ _builder = LazyPool(1, "redmem-hnsw")
 
 def available() -> bool:
     return find_spec("usearch") is not None
+
+
+def candidate_count(limit: int) -> int:
+    """Rows a search for the top ``limit`` takes from the graph: its whole candidate list
+    (:data:`EXPANSION_SEARCH`), or :data:`CANDIDATES_PER_HIT` ``* limit`` when that is longer. A
+    multiple of ``limit`` alone (as the binary pre-scan takes) would make ``ef`` grow with it:
+    for the 50 candidates ``assemble()`` asks of each list at max_items 10, 5 x 50 rows took
+    1.7 ms at 100,000 rows against 1.1 ms for 128."""
+    return max(EXPANSION_SEARCH, CANDIDATES_PER_HIT * limit)
 
 
 def new_index(dimensions: int) -> Index:
@@ -126,10 +140,10 @@ class HnswGraph:
         self._dirty.add(row)
 
     def candidates(self, rows: np.ndarray, count: int, unit: np.ndarray, limit: int) -> np.ndarray | None:
-        """Row numbers of the graph's :data:`CANDIDATES_PER_HIT` ``* limit`` rows nearest ``unit``,
-        in increasing order, after bringing the graph up to the matrix's first ``count`` ``rows``
-        (call under the matrix's lock); None when the graph is not ready or that is every row."""
-        wanted = CANDIDATES_PER_HIT * limit
+        """Row numbers of the graph's :func:`candidate_count` rows nearest ``unit``, in increasing
+        order, after bringing the graph up to the matrix's first ``count`` ``rows`` (call under
+        the matrix's lock); None when the graph is not ready or that is every row."""
+        wanted = candidate_count(limit)
         if not self.ready or wanted >= count:
             return None
         self._catch_up(rows, count)

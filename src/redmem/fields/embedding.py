@@ -96,8 +96,8 @@ class EmbeddingField(Field[Any]):
             scoring of its shortlist: "exact" (int8 codes with error bounds: the exact top-k) or
             "binary" (opt-in, approximate: the 20 x k rows nearest in sign bits are scored; a
             true neighbour can be missed, the scores are exact; for dense embeddings of a model,
-            not sparse vectors) or "hnsw" (opt-in, approximate: the 5 x k rows an HNSW graph
-            finds are scored; needs ``redmem[hnsw]``; the graph is built in the background and
+            not sparse vectors) or "hnsw" (opt-in, approximate: the 128 rows (or 2 x k) an HNSW
+            graph finds are scored; needs ``redmem[hnsw]``; the graph is built in the background and
             the exact pre-scan serves until it is ready; see docs/primitives/embeddings.md).
             Filtered searches stay exact.
 
