@@ -44,7 +44,8 @@ def loaded(rows: dict[str, np.ndarray]) -> VectorMatrix:
 
 
 def graph_holds_the_matrix(matrix: VectorMatrix) -> None:
-    """After a search, the graph has exactly one node per row, holding that row's vector."""
+    """Once caught up, the graph has exactly one node per row, holding that row's vector."""
+    assert matrix.wait_for_graph(60)
     graph = matrix._graph
     assert graph is not None and graph.ready
     index = graph._index
@@ -112,7 +113,6 @@ def test_the_graph_follows_sets_moves_and_removals(small_matrices):
             assert hits[0] == (probe, pytest.approx(1.0, abs=1e-5))
             assert all(i in truth for i, _ in hits)
     assert matrix._graph.ready and not matrix._graph.stale
-    matrix.search(truth[sorted(truth)[0]], 3, "hnsw")
     graph_holds_the_matrix(matrix)
 
 
@@ -147,6 +147,41 @@ def test_changes_made_while_the_graph_is_built_reach_it(seed, chunk, changes):
         hnsw_prescan.BUILD_CHUNK, prescan.PRESCAN_MIN_ROWS = original, original_min
 
 
+def test_a_write_is_found_at_once_and_the_graph_catches_up_in_the_background(small_matrices):
+    rng = np.random.default_rng(11)
+    truth = {f"r{n}": v for n, v in enumerate(clustered(rng, 2000, 32))}
+    matrix = loaded(truth)
+    assert matrix.wait_for_graph(60)
+    fresh = rng.standard_normal(32).astype(np.float32)
+    with matrix.lock:  # the catch-up takes the lock too: it cannot run before the search
+        matrix.apply([("new", stored(fresh)), ("r5", stored(-fresh)), ("r7", None)])
+        graph = matrix._graph
+        # r5 and r7 left their rows (the last two rows moved in), new and r5 were appended
+        assert {matrix.ids[row] for row in graph.pending(len(matrix.ids))} == {"new", "r5", "r1998", "r1999"}
+        ranking = matrix.rank(fresh, 5, "hnsw")
+        assert ranking.hits[0] == ("new", pytest.approx(1.0, abs=1e-5))
+        assert "r7" not in ranking.ids and "r5" in ranking.ids
+        assert not ranking.complete and len(ranking.ids) >= hnsw_prescan.candidate_count(5)
+    assert matrix.wait_for_graph(60) and graph.pending(len(matrix.ids)).size == 0
+    assert matrix.search(fresh, 1, "hnsw")[0][0] == "new"
+    graph_holds_the_matrix(matrix)
+
+
+def test_a_bulk_write_past_the_pending_limit_is_served_by_the_exact_prescan(small_matrices, monkeypatch):
+    monkeypatch.setattr(hnsw_prescan, "PENDING_MOST", 20)
+    rng = np.random.default_rng(12)
+    matrix = loaded({f"r{n}": v for n, v in enumerate(clustered(rng, 1000, 24))})
+    assert matrix.wait_for_graph(60)
+    bulk = {f"b{n}": v for n, v in enumerate(clustered(rng, 60, 24))}
+    query = rng.standard_normal(24).astype(np.float32)
+    with matrix.lock:
+        matrix.apply((i, stored(v)) for i, v in bulk.items())
+        assert matrix.rank(query, 10, "hnsw").hits == matrix.rank(query, 10, "exact").hits
+    assert matrix.wait_for_graph(60)
+    graph_holds_the_matrix(matrix)
+    assert matrix.search(bulk["b3"], 1, "hnsw")[0][0] == "b3"
+
+
 def test_a_reset_or_new_dimensions_drop_the_graph(small_matrices):
     rng = np.random.default_rng(7)
     matrix = loaded({f"r{n}": v for n, v in enumerate(rng.standard_normal((300, 16)))})
@@ -167,10 +202,11 @@ def test_a_graph_with_more_removals_than_rows_is_built_again(small_matrices):
     matrix = loaded(truth)
     assert matrix.wait_for_graph(60)
     first = matrix._graph
-    for _ in range(3):  # remove every row and add it back, searching between
+    for _ in range(3):  # remove every row and add it back, letting the graph catch up
         matrix.apply((i, None) for i in list(truth))
         matrix.apply((i, stored(v)) for i, v in truth.items())
         matrix.search(truth["r1"], 1, "hnsw")
+        assert matrix.wait_for_graph(60)
     assert first.stale and matrix._graph is not first
     assert matrix.wait_for_graph(60)
     assert matrix.search(truth["r1"], 1, "hnsw")[0][0] == "r1"

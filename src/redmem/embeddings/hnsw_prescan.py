@@ -6,10 +6,12 @@ search visits a few hundred rows instead of every one, so its cost grows with ``
 than ``n``. The :func:`candidate_count` rows it returns are scored again in float32 by the
 caller, so every returned cosine is exact but a true neighbour can be missed.
 
-The graph is keyed by row number and follows the matrix: rows set, moved or removed since the
-graph last saw them are re-inserted or removed before the next search
-(:meth:`HnswGraph.candidates`). Once more rows have been removed than the graph holds, it is
-built afresh (usearch reuses a removed node's slot, but many removals weaken the links).
+The graph is keyed by row number and follows the matrix. Rows set, moved or removed since the
+graph last saw them are removed from it or inserted again by a catch-up on the builder thread,
+a few rows per hold of the matrix's lock; until then a search scores those rows beside the
+graph's candidates (:meth:`HnswGraph.candidates`), so a write is found at once and no search
+waits for inserts. Once more rows have been removed than the graph holds, it is built afresh
+(usearch reuses a removed node's slot, but many removals weaken the links).
 
 A new graph is built on a background thread from the rows as they are then, read in chunks
 under the matrix's lock; until it is done (or in a forked child, where the parent's builder
@@ -22,6 +24,7 @@ leaves a core for serving.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -30,7 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from importlib.util import find_spec
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
     from usearch.index import Index
 
 __all__ = ["available", "new_index", "candidate_count", "HnswGraph", "CANDIDATES_PER_HIT", "CONNECTIVITY", "EXPANSION_ADD", "EXPANSION_SEARCH",
-           "BUILD_CHUNK", "MISSING"]
+           "BUILD_CHUNK", "FOLLOW_STEP", "PENDING_MOST", "MISSING"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +60,12 @@ EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
 #: Rows a build reads under the matrix's lock at a time.
 BUILD_CHUNK = 20_000
+#: Rows inserted (or removed and inserted again) per hold of the matrix's lock while the graph
+#: catches up with writes: each insert takes 0.2-0.5 ms, so a search waits at most ~15 ms.
+FOLLOW_STEP = 32
+#: Rows a search scores beside the graph's candidates while the graph catches up; past this
+#: many (a bulk load) the exact pre-scan serves until it has.
+PENDING_MOST = 4096
 #: The error raised when ``prescan="hnsw"`` is asked for without usearch.
 MISSING = "prescan='hnsw' needs the usearch package: pip install 'redmem[hnsw]'"
 
@@ -103,8 +112,9 @@ class HnswGraph:
         self._removed = 0
         self._closed = False
         self._pid = os.getpid()
-        self._done = threading.Event()
+        self._idle = threading.Event()  # set while no build or catch-up is running
         self.build_seconds: float | None = None
+        self._following = False  # a catch-up is queued or running (read and set under the lock)
         self._build: Future[None] = _builder.submit(self._fill)
 
     @property
@@ -123,49 +133,97 @@ class HnswGraph:
         return self._index is not None and self._removed > max(self._held, 1)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the build is over (raising its error, if it failed); whether it is."""
+        """Block until the build and any catch-up are over (raising the build's error, if it
+        failed); whether they are."""
         if self._pid != os.getpid():
             return False
-        done = self._done.wait(timeout)
+        done = self._idle.wait(timeout)
         if done:
             self._build.result()
         return done
 
     def close(self) -> None:
-        """The matrix no longer uses this graph: a build still running stops at its next chunk."""
+        """The matrix no longer uses this graph: a build or catch-up still running stops at its next step."""
         self._closed = True
 
     def changed(self, row: int) -> None:
         """Row ``row`` now holds another vector, or none (call under the matrix's lock)."""
         self._dirty.add(row)
 
-    def candidates(self, rows: np.ndarray, count: int, unit: np.ndarray, limit: int) -> np.ndarray | None:
-        """Row numbers of the graph's :func:`candidate_count` rows nearest ``unit``, in increasing
-        order, after bringing the graph up to the matrix's first ``count`` ``rows`` (call under
-        the matrix's lock); None when the graph is not ready or that is every row."""
+    def pending(self, count: int) -> np.ndarray:
+        """The rows below ``count`` whose current vector the graph does not hold (call under the
+        matrix's lock): changed since inserted, or never inserted."""
+        changed = [row for row in self._dirty if row < min(count, self._held)]
+        return np.concatenate([np.array(changed, dtype=np.intp), np.arange(self._held, count, dtype=np.intp)])
+
+    def candidates(self, count: int, unit: np.ndarray, limit: int) -> np.ndarray | None:
+        """Row numbers, in increasing order, of the graph's :func:`candidate_count` rows nearest
+        ``unit`` among the matrix's first ``count``, and of every row the graph does not hold
+        yet (call under the matrix's lock). None when the graph is not ready, when that would be
+        every row, or when more than :data:`PENDING_MOST` rows are pending.
+
+        Pending rows start a catch-up on the builder thread, so writes never make a search wait
+        for inserts."""
         wanted = candidate_count(limit)
         if not self.ready or wanted >= count:
             return None
-        self._catch_up(rows, count)
+        waiting = self.pending(count)
+        self.follow(count)
+        if waiting.size > PENDING_MOST:
+            return None
         index = self._index
         assert index is not None  # ready
-        found = index.search(unit, wanted, threads=1).keys
-        return np.sort(found[found < count].astype(np.intp))
+        found = index.search(unit, wanted, threads=1).keys.astype(np.intp)
+        return np.union1d(found[found < count], waiting)
 
-    def _catch_up(self, rows: np.ndarray, count: int) -> None:
-        """Remove the rows that changed or are gone and insert the changed and new ones."""
-        if not self._dirty and self._held == count:
-            return
+    def follow(self, count: int) -> None:
+        """Start a catch-up on the builder thread when the graph is built, differs from the
+        matrix's first ``count`` rows, and none is under way (call under the matrix's lock)."""
+        if self.ready and not self._following and (self._dirty or self._held != count):
+            self._following = True
+            self._idle.clear()
+            _builder.submit(self._catch_up)
+
+    def _catch_up(self) -> None:
+        """Bring the graph up to the matrix, :data:`FOLLOW_STEP` rows per hold of the lock: the
+        removed tail's nodes go, changed rows are removed and inserted again, new rows inserted."""
+        while True:
+            with self._lock:
+                try:
+                    more = not self._closed and self._step()
+                except Exception:  # the rows it lacks are still scored beside its candidates
+                    logger.exception("the HNSW graph could not catch up with the matrix")
+                    more = False
+                if not more:
+                    self._following = False
+                    self._idle.set()
+                    return
+
+    def _step(self) -> bool:
+        """One step of :meth:`_catch_up` (under the lock); False when there was nothing to do."""
         index = self._index
         assert index is not None
-        gone = sorted({r for r in self._dirty if r < self._held} | set(range(count, self._held)))
-        fresh = sorted({r for r in self._dirty if r < count} | set(range(self._held, count)))
-        if gone:
-            index.remove(np.array(gone, dtype=np.uint64))
-            self._removed += len(gone)
+        rows, count = self._rows_of()
+        if self._held > count:
+            self._remove(list(range(count, self._held)))
+            self._dirty = {row for row in self._dirty if row < count}
+            self._held = count
+        changed = [row for row in itertools.islice(self._dirty, FOLLOW_STEP)]
+        if changed:
+            self._dirty.difference_update(changed)
+            self._remove([row for row in changed if row < self._held])
+            fresh = sorted(row for row in changed if row < self._held)
+        else:
+            fresh = list(range(self._held, min(count, self._held + FOLLOW_STEP)))
+            self._held += len(fresh)
         if fresh:
             index.add(np.array(fresh, dtype=np.uint64), rows[fresh], threads=1)
-        self._held, self._dirty = count, set()
+        return bool(changed or fresh)
+
+    def _remove(self, rows: list[int]) -> None:
+        if rows:
+            cast("Index", self._index).remove(np.array(rows, dtype=np.uint64))
+            self._removed += len(rows)
 
     def _fill(self) -> None:
         """The build: every row in chunks of :data:`BUILD_CHUNK`, until none is left (background)."""
@@ -175,18 +233,22 @@ class HnswGraph:
             while True:
                 with self._lock:
                     if self._closed:
+                        self._idle.set()
                         return
                     rows, count = self._rows_of()
                     if index is None:
                         index = new_index(rows.shape[1])
                     if self._held >= count:
+                        self.build_seconds = time.perf_counter() - started
                         self._index = index
+                        self._idle.set()
+                        self.follow(count)  # the rows changed while the build read others
                         break
                     stop = min(count, self._held + BUILD_CHUNK)
                     start, block = self._held, rows[self._held:stop].copy()
                     self._held = stop
                 index.add(np.arange(start, stop, dtype=np.uint64), block, threads=1)
-            self.build_seconds = time.perf_counter() - started
             logger.info("HNSW graph of %d rows built in %.1f s", count, self.build_seconds)
-        finally:
-            self._done.set()
+        except BaseException:
+            self._idle.set()
+            raise

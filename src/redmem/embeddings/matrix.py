@@ -176,7 +176,7 @@ class VectorMatrix:
             chosen = self._binary_shortlist(unit, limit)
         elif count >= _prescan.PRESCAN_MIN_ROWS:
             if prescan == "hnsw":  # None until the graph is built: the exact pre-scan serves
-                chosen = self._current_graph().candidates(self._rows, count, unit, limit)
+                chosen = self._current_graph().candidates(count, unit, limit)
             if chosen is None and self._coded >= count:
                 chosen = _prescan.shortlist(self._codes[:count], self._scale[:count], self._error[:count], unit, limit)
         if chosen is not None:
@@ -215,12 +215,14 @@ class VectorMatrix:
 
     def wait_for_graph(self, timeout: float | None = None) -> bool:
         """Start this matrix's HNSW graph if it has none and wait up to ``timeout`` seconds for its
-        build (not under :attr:`lock`: the build reads the rows under it); whether it is built.
+        build and its catch-up with the writes since (not under :attr:`lock`: both read the rows
+        under it); whether they are done.
 
         A process that serves ``prescan="hnsw"`` searches can call it once the matrix is loaded,
         so its first searches do not fall back to the exact pre-scan."""
         with self.lock:
             graph = self._current_graph()
+            graph.follow(len(self.ids))
         return graph.wait(timeout)
 
     def _drop_graph(self) -> None:
