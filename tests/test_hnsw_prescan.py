@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redmem import KeyField, Model, ModelException
+from redmem import KeyField, Model, ModelException, QueryException
 from redmem.embeddings import VectorMatrix, hnsw_prescan, prescan
 from redmem.embeddings.codec import encode_stored
 from redmem.embeddings.matrix import top_k
@@ -279,13 +281,66 @@ def test_an_hnsw_field_searches_through_the_graph_with_exact_scores(db, small_ma
     query = vectors[123] + 0.05 * rng.standard_normal(48).astype(np.float32)
     assert Graphed.query.semantic_search(query, limit=3)[0].item_id == "123"  # the exact pre-scan, meanwhile
     matrix = matrices.get(db, Graphed.embedding.keys(Graphed.query.partition())[0])
-    assert matrix.wait_for_graph(60)
+    assert Graphed.query.prepare_vectors(timeout=60)
+    assert matrix._graph is not None and matrix._graph.ready
     found = Graphed.query.semantic_search(query, limit=3)
     cosines = vectors @ query / np.linalg.norm(vectors, axis=1) / np.linalg.norm(query)
     assert found[0].item_id == "123"
     assert [r._vector_score for r in found] == pytest.approx([cosines[int(r.item_id)] for r in found], abs=1e-5)
     Graphed(item_id="new", embedding=query).save()
-    assert Graphed.query.semantic_search(query, limit=1)[0].item_id == "new"
+    assert Graphed.query.semantic_search(query, limit=1)[0].item_id == "new"  # found before the graph holds it
+    assert Graphed.query.prepare_vectors(timeout=60)
     with matrix.lock:
         ranking = matrix.rank(query, 3, "hnsw")
     assert not ranking.complete and len(ranking.ids) == hnsw_prescan.candidate_count(3)
+
+
+def test_prepare_vectors_loads_the_partition_and_builds_its_graph(db, small_matrices):
+    class Prepared(Model):
+        item_id = KeyField()
+        owner = KeyField()
+        embedding = EmbeddingField(dimensions=16, dtype="float32", prescan="hnsw", partition_by="owner")
+
+    class Plain(Model):
+        item_id = KeyField()
+        embedding = EmbeddingField(dimensions=16, dtype="float32")
+
+    rng = np.random.default_rng(22)
+    Prepared.save_many([Prepared(item_id=str(n), owner="a", embedding=v) for n, v in enumerate(rng.standard_normal((300, 16)))])
+    matrix = matrices.get(db, Prepared.embedding.keys(Prepared.query.filter(owner="a").partition())[0])
+    assert len(matrix.ids) == 0
+    assert Prepared.query.filter(owner="a").prepare_vectors(timeout=60)
+    assert len(matrix.ids) == 300 and matrix._graph.ready  # loaded and built before any search
+    Plain(item_id="x", embedding=rng.standard_normal(16)).save()
+    assert Plain.query.prepare_vectors() and len(matrices.get(db, Plain.embedding.keys(Plain.query.partition())[0]).ids) == 1
+    with pytest.raises(QueryException, match="partition only"):
+        Prepared.query.filter(owner="a", item_id="1").prepare_vectors()
+
+
+def test_aprepare_vectors_waits_for_the_graph_without_blocking_the_event_loop(db, small_matrices):
+    class Awaited(Model):
+        item_id = KeyField()
+        embedding = EmbeddingField(dimensions=64, dtype="float32", prescan="hnsw")
+
+    rng = np.random.default_rng(23)
+    Awaited.save_many([Awaited(item_id=str(n), embedding=v) for n, v in enumerate(rng.standard_normal((4000, 64)))])
+    ticks = []
+
+    async def ticker(done: asyncio.Event) -> None:
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.002)
+
+    async def prepare() -> tuple[bool, float]:
+        done = asyncio.Event()
+        ticking = asyncio.create_task(ticker(done))
+        started = time.perf_counter()
+        ready = await Awaited.query.aprepare_vectors(timeout=60)
+        done.set()
+        await ticking
+        return ready, time.perf_counter() - started
+
+    ready, seconds = asyncio.run(prepare())
+    matrix = matrices.get(db, Awaited.embedding.keys(Awaited.query.partition())[0])
+    assert ready and matrix._graph.ready and matrix._graph.build_seconds > 0.05
+    assert len(ticks) >= 10 and max(np.diff(ticks)) < seconds / 2  # the loop kept running during the build

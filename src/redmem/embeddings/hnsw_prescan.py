@@ -24,6 +24,7 @@ leaves a core for serving.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import os
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from ..store.aio import await_only, in_worker
 from ..store.thread_pool import LazyPool
 
 if TYPE_CHECKING:
@@ -134,10 +136,17 @@ class HnswGraph:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the build and any catch-up are over (raising the build's error, if it
-        failed); whether they are."""
+        failed); whether they are. Under the asyncio API the wait sleeps on the event loop
+        (polling every 10 ms) instead of blocking it."""
         if self._pid != os.getpid():
             return False
-        done = self._idle.wait(timeout)
+        if in_worker():
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not self._idle.is_set() and (deadline is None or time.monotonic() < deadline):
+                await_only(asyncio.sleep(0.01))
+            done = self._idle.is_set()
+        else:
+            done = self._idle.wait(timeout)
         if done:
             self._build.result()
         return done

@@ -46,6 +46,7 @@ from ..store.errors import ConfigurationError, ModelException, QueryArgumentErro
 from ..store.keys import KeyKind, KeySpace
 from ..store.validation import non_negative_int, positive_int, utf8_text
 from .embedding_search import VectorSearch, matrices, search_records
+from .search_protocol import run_search
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -111,8 +112,9 @@ class EmbeddingField(Field[Any]):
 
     @classmethod
     def query_methods(cls) -> Mapping[str, QueryMethod]:
-        """``query.semantic_search(text)``: the records whose vectors are nearest a text."""
-        return {"semantic_search": semantic_search}
+        """``query.semantic_search(text)``: the records whose vectors are nearest a text;
+        ``query.prepare_vectors()``: load the partition's vectors (and build its HNSW graph) ahead of searches."""
+        return {"semantic_search": semantic_search, "prepare_vectors": prepare_vectors}
 
     def __init__(
         self,
@@ -378,3 +380,21 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     space = query.partition()
     search = embedding.searcher(space, text, limit)
     return HitList() if search.empty else search_records(query, space, search)
+
+
+def prepare_vectors(query: Query, timeout: float | None = None, field: str | None = None) -> bool:
+    """Bring this process's copy of the partition's vectors up to date (loading it on first use)
+    and, for a field with ``prescan="hnsw"``, build its graph, waiting up to ``timeout`` seconds;
+    whether the graph is ready (always True for the other pre-scans).
+
+    For a process that serves searches to call once at start, so its first searches neither load
+    the vectors nor fall back to the exact pre-scan while the graph is built. Round trips: 1 per
+    ~5,000 vectors loaded, then none while the graph is built.
+    """
+    model = query.model
+    embedding = _search_field(model, field)
+    if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
+        raise QueryException("prepare_vectors filters on the partition only")
+    search = embedding.searcher(query.partition(), None, 0)
+    run_search(search.client, search)
+    return embedding.prescan != "hnsw" or search.matrix.wait_for_graph(timeout)
