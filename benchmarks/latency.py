@@ -42,7 +42,9 @@ timed once per vector pre-scan of its EmbeddingField (mode ``hybrid`` for the fi
 ``hybrid-<prescan>``, the field's ``prescan`` switched between passes; for ``hnsw`` the process's
 graph is built after the warm-up, before the timed passes, and its build time recorded), and the vector top 10
 of each approximate pre-scan is compared with the exact one on every question
-(``vector_recall``: recall of the exact top 10, share of identical lists).
+(``vector_recall``: recall of the exact top 10, share of identical lists). ``--vectors minilm``:
+the hybrid model's vectors come from the offline MiniLM (dense, as a real model's) instead of
+hashed words (sparse; no model); embedding time is left out of every figure either way.
 
 popoto's hybrid model is measured up to ``--popoto-hybrid-up-to`` memories (default 10k): it
 writes one vector file per memory and its ingest slows as N grows (about 40 memories/s by
@@ -68,7 +70,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import redmem
 from common import (
     CommandCounter,
-    hash_vectors,
     machine,
     median_of,
     summary,
@@ -83,7 +84,15 @@ from redmem.fields.embedding_search import matrices
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
-from redmem_driver import assemble_many, graph_ready, hash_provider, ingest_measured, memory_model
+from redmem_driver import (
+    TimedProvider,
+    assemble_many,
+    graph_ready,
+    hash_provider,
+    ingest_measured,
+    memory_model,
+    minilm_function,
+)
 from retrieval_bm25 import Reference
 
 log = logging.getLogger("benchmarks.latency")
@@ -305,13 +314,13 @@ def timed_questions(model: type, mode: str, queries: list[str], args: Any, clien
             "load_average": {"before": load_before, "after": list(os.getloadavg())}}
 
 
-def vector_recall(model: type, queries: list[str], prescan: str) -> dict[str, Any]:
+def vector_recall(model: type, queries: list[str], prescan: str, provider: TimedProvider) -> dict[str, Any]:
     """The hybrid model's vector top 10 with ``prescan`` against the exact one, per question."""
     field = model.embedding
     matrix = matrices.get(model._meta.client, field.keys(model.query.filter(agent_id=AGENT).partition())[0])
     recalls, identical = [], 0
     with matrix.lock:
-        for vector in hash_vectors(queries):
+        for vector in provider.embed(queries, "query"):
             exact = [i for i, _ in matrix.search(vector, 10)]
             found = [i for i, _ in matrix.search(vector, 10, prescan)]
             recalls.append(len(set(exact) & set(found)) / len(exact) if exact else 1.0)
@@ -323,7 +332,7 @@ def vector_recall(model: type, queries: list[str], prescan: str) -> dict[str, An
 def run_questions(n: int, texts: list[str], queries: list[str], args: Any, client: Any) -> dict[str, Any]:
     """Ingest N dialog memories (a lexical and a hybrid model), time assemble() in both modes and
     keyword_search alone, check exactness on the questions and on 3-word queries of stored memories."""
-    providers = {"lexical": None, "hybrid": hash_provider()}
+    providers = {"lexical": None, "hybrid": hash_provider() if args.vectors == "hash" else TimedProvider(minilm_function())}
     models = {"lexical": memory_model(f"LatQ{n}"), "hybrid": memory_model(f"LatQH{n}", providers["hybrid"])}
     ingest = {mode: ingest_measured(model, AGENT, texts, 0, providers[mode], chunk_size=args.chunk_size)
               for mode, model in models.items()}
@@ -337,7 +346,7 @@ def run_questions(n: int, texts: list[str], queries: list[str], args: Any, clien
                 model.embedding.prescan = prescan
             out["assemble"][name] = timed_questions(model, mode, queries, args, client, providers[mode])
             if prescan not in (None, "exact"):
-                out.setdefault("vector_recall", {})[prescan] = vector_recall(model, queries, prescan)
+                out.setdefault("vector_recall", {})[prescan] = vector_recall(model, queries, prescan, providers[mode])
     lexical = models["lexical"]
     out["postings_copy"] = copies.get(lexical._meta.client, lexical.content_bm25.keys_in(
         lexical.query.filter(agent_id=AGENT).partition()).lengths).footprint()
@@ -356,7 +365,8 @@ def main_questions(args: Any) -> dict[str, Any]:
     path = Path(args.data)
     queries = locomo_questions(path)[:args.queries or None]
     results: dict[str, Any] = {}
-    payload = {"benchmark": "latency", "workload": "questions", "sizes": args.sizes, "queries": len(queries),
+    payload = {"benchmark": "latency", "workload": "questions", "vectors": args.vectors, "sizes": args.sizes,
+               "queries": len(queries),
                "repeats": args.repeats, "warmup": WARMUP, "chunk_size": args.chunk_size,
                "targets": QUESTION_TARGETS, "results": results}
     started, out = time.perf_counter(), args.out if args.out is not None else "latency_questions"
@@ -410,6 +420,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="N = 1k, 2k; 50 queries; 1 repeat")
     parser.add_argument("--vector-prescans", default="exact",
                         help="questions workload: the hybrid model's EmbeddingField prescan(s), e.g. exact,binary,hnsw")
+    parser.add_argument("--vectors", choices=("hash", "minilm"), default="hash",
+                        help="questions workload: the hybrid model's vectors, hashed words (no model) or the "
+                             "offline MiniLM's (dense, as a model's; embedding 100k texts takes minutes)")
     parser.add_argument("--out", default=None, help="results/<out>.json (default latency or latency_cluster; '' none)")
     args = parser.parse_args(argv)
     if args.quick:

@@ -1,4 +1,4 @@
-"""The vector pre-scans side by side: exact (int8, the default) and binary (sign bits, opt-in).
+"""The vector pre-scans side by side: exact (int8, the default), binary (sign bits) and hnsw (a graph), both opt-in.
 
     .venv/bin/python benchmarks/vector_prescan.py                     # hashed 100k, MiniLM 20k
     .venv/bin/python benchmarks/vector_prescan.py --hashed 100000 --minilm 0 --cache /tmp/vp
@@ -9,9 +9,11 @@ kinds of vectors: the benchmarks' hashed ones (``common.hash_vectors``: sparse, 
 coordinates non-zero) and MiniLM's (``MiniLMEmbeddings``: dense, a real model; embedding is
 slow on the 2-core host, ~15-50 texts/s, so ``--cache DIR`` keeps them as .npy files between
 runs). Each set is loaded into a ``VectorMatrix`` and every question is ranked for its top 10
-with ``prescan="exact"`` and ``"binary"``: CPU per search (``time.process_time``, the median of
-``--repeats`` passes; the load average recorded beside it) and, for binary, the recall of the
-exact top 10 and the share of identical lists. Writes ``results/vector_prescan.json``.
+with ``prescan="exact"``, ``"binary"`` and ``"hnsw"`` (its graph built first, the build time
+recorded): CPU per search (``time.process_time``, the median of ``--repeats`` passes; the load
+average recorded beside it) and, for binary and hnsw, the recall of the exact top 10 and the
+share of identical lists (binary's keys unprefixed, hnsw's prefixed ``hnsw_``). Writes
+``results/vector_prescan.json``.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import hash_vectors, machine, write_json
 from questions import dialog_corpus, locomo_questions
-from redmem.embeddings import binary_prescan
+from redmem.embeddings import binary_prescan, hnsw_prescan
 from redmem.embeddings.codec import encode_vector
 from redmem.embeddings.matrix import VectorMatrix
 
 TOP = 10
+#: The pre-scans compared: the exact one first (the others' recall is measured against it).
+PRESCANS = ("exact", "binary", "hnsw")
 
 
 def vectors(kind: str, texts: list[str], input_type: str, cache: Path | None) -> np.ndarray:
@@ -57,13 +61,16 @@ def vectors(kind: str, texts: list[str], input_type: str, cache: Path | None) ->
 
 
 def measure(rows: np.ndarray, queries: np.ndarray, repeats: int) -> dict[str, Any]:
-    """CPU ms per top-10 search per pre-scan, and the binary pre-scan's agreement with the exact one."""
+    """CPU ms per top-10 search per pre-scan, and the approximate pre-scans' agreement with the exact one."""
     matrix = VectorMatrix()
     matrix.apply(((f"m{n:07d}", encode_vector(row)) for n, row in enumerate(rows)), rows.shape[1])
     assert len(matrix.ids) == len(rows), "every row is in the matrix"
     out: dict[str, Any] = {"rows": len(rows), "queries": len(queries), "load_average_before": list(os.getloadavg())}
-    for prescan in ("exact", "binary"):
+    for prescan in PRESCANS:
         matrix.search(queries[0], TOP, prescan)  # the binary one computes its sign bits here
+        if prescan == "hnsw":
+            matrix.wait_for_graph()
+            out["hnsw_build_seconds"] = matrix._graph.build_seconds if matrix._graph else None
         passes = []
         for _ in range(repeats):
             started = time.process_time()
@@ -71,15 +78,17 @@ def measure(rows: np.ndarray, queries: np.ndarray, repeats: int) -> dict[str, An
                 matrix.rank(query, TOP, prescan)
             passes.append((time.process_time() - started) * 1000 / len(queries))
         out[f"{prescan}_cpu_ms"] = statistics.median(passes)
-    recalls, identical = [], 0
-    for query in queries:
-        exact = [i for i, _ in matrix.search(query, TOP)]
-        found = [i for i, _ in matrix.search(query, TOP, "binary")]
-        recalls.append(len(set(exact) & set(found)) / len(exact) if exact else 1.0)
-        identical += found == exact
-    out.update(recall_at_10=statistics.fmean(recalls), identical=identical / len(queries),
-               all_ten_found=sum(r == 1.0 for r in recalls) / len(queries),
-               load_average_after=list(os.getloadavg()))
+    for prescan in PRESCANS[1:]:
+        recalls, identical = [], 0
+        for query in queries:
+            exact = [i for i, _ in matrix.search(query, TOP)]
+            found = [i for i, _ in matrix.search(query, TOP, prescan)]
+            recalls.append(len(set(exact) & set(found)) / len(exact) if exact else 1.0)
+            identical += found == exact
+        prefix = "" if prescan == "binary" else f"{prescan}_"
+        out.update({f"{prefix}recall_at_10": statistics.fmean(recalls), f"{prefix}identical": identical / len(queries),
+                    f"{prefix}all_ten_found": sum(r == 1.0 for r in recalls) / len(queries)})
+    out["load_average_after"] = list(os.getloadavg())
     return out
 
 
@@ -101,6 +110,7 @@ def main() -> None:
             results[kind] = measure(rows, vectors(kind, questions, "query", cache), args.repeats)
             print(kind, results[kind])
     write_json(args.out, {"benchmark": "vector_prescan", "candidates_per_hit": binary_prescan.CANDIDATES_PER_HIT,
+                          "hnsw_candidates": hnsw_prescan.candidate_count(TOP),
                           "top": TOP, "repeats": args.repeats, "results": results, "machine": machine()})
 
 

@@ -112,13 +112,15 @@ def test_latency_on_questions(tmp_path):
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
 def test_latency_on_questions_per_vector_prescan(tmp_path):
     payload = run("latency.py", "--workload", "questions", "--data", str(LOCOMO), "--sizes", "300",
-                  "--queries", "10", "--repeats", "2", "--word-queries", "5", "--vector-prescans", "exact,binary",
+                  "--queries", "10", "--repeats", "2", "--word-queries", "5", "--vector-prescans", "exact,binary,hnsw",
                   out_dir=tmp_path)
     row = payload["results"]["300"]
-    assert set(row["assemble"]) == {"lexical", "hybrid", "hybrid-binary"}
+    assert set(row["assemble"]) == {"lexical", "hybrid", "hybrid-binary", "hybrid-hnsw"}
     assert row["assemble"]["hybrid-binary"]["round_trips_max"] <= 3
+    assert row["assemble"]["hybrid-hnsw"]["round_trips_max"] <= 3 and row["assemble"]["hybrid-hnsw"]["hnsw_build_seconds"] > 0
     # 300 rows are below the pre-scan's minimum: every search scans them all, so nothing is missed
-    assert row["vector_recall"]["binary"]["recall_at_10"] == row["vector_recall"]["binary"]["identical"] == 1.0
+    for prescan in ("binary", "hnsw"):
+        assert row["vector_recall"][prescan]["recall_at_10"] == row["vector_recall"][prescan]["identical"] == 1.0
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
@@ -129,6 +131,7 @@ def test_vector_prescan_on_hashed_vectors(tmp_path):
     assert hashed["rows"] == 9000 and hashed["queries"] > 700 and set(payload["results"]) == {"hashed"}
     assert hashed["exact_cpu_ms"] > 0 and hashed["binary_cpu_ms"] > 0
     assert 0 < hashed["recall_at_10"] < 1 and payload["candidates_per_hit"] == 20
+    assert hashed["hnsw_cpu_ms"] > 0 and 0.5 < hashed["hnsw_recall_at_10"] <= 1 and hashed["hnsw_build_seconds"] > 0
 
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo dev data (shared/data) not beside the repository")
