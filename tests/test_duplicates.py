@@ -8,6 +8,8 @@ import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import redmem
 from redmem import (
@@ -160,3 +162,26 @@ def test_ascii_texts_normalise_as_every_other_text():
     for _ in range(5000):
         text = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 30)))
         assert normalised_text(text) == by_category(text)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), count=st.integers(0, 25), with_vectors=st.floats(0, 1),
+       threshold=st.sampled_from([0.5, 0.9, DUPLICATE_COSINE]))
+def test_collapse_equals_comparing_each_candidate_with_the_copies_kept_before_it(seed, count, with_vectors, threshold):
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((4, 8))
+    texts = [f"text {rng.integers(0, 6)}" for _ in range(count)]
+    vectors = {}
+    for n in range(count):
+        if rng.random() < with_vectors:
+            vector = centres[rng.integers(0, 4)] + 0.05 * rng.standard_normal(8)
+            vectors[n] = (vector / np.linalg.norm(vector)).astype(np.float32)
+    kept_reference: list[int] = []
+    for n in range(count):
+        near = n in vectors and any(
+            m in vectors and float(vectors[m] @ vectors[n]) >= threshold for m in kept_reference)
+        if texts[n] not in {texts[m] for m in kept_reference} and not near:
+            kept_reference.append(n)
+    kept, collapsed = collapse_duplicates(list(range(count)), lambda n: texts[n], vectors, threshold=threshold)
+    assert kept == kept_reference
+    assert sorted(kept + collapsed) == list(range(count))

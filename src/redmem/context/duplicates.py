@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -51,20 +51,32 @@ def collapse_duplicates(
     kept: list[T] = []
     collapsed: list[T] = []
     seen: set[str] = set()
-    kept_vectors: np.ndarray | None = None  # the kept copies' vectors, rows 0..count-1 (no restacking)
-    count = 0
-    for candidate in candidates:
+    similar = _similar_pairs(candidates, vectors, key_of, threshold)
+    kept_positions: set[int] = set()
+    for position, candidate in enumerate(candidates):
         text = normalised_text(text_of(candidate))
-        vector = vectors.get(key_of(candidate)) if vectors else None
-        near = vector is not None and count > 0 and float((cast(np.ndarray, kept_vectors)[:count] @ vector).max()) >= threshold
-        if text in seen or near:
+        if text in seen or not similar.get(position, set()).isdisjoint(kept_positions):
             collapsed.append(candidate)
             continue
         kept.append(candidate)
+        kept_positions.add(position)
         seen.add(text)
-        if vector is not None:
-            if kept_vectors is None:
-                kept_vectors = np.empty((len(candidates), vector.shape[0]), dtype=vector.dtype)
-            kept_vectors[count] = vector
-            count += 1
     return kept, collapsed
+
+
+def _similar_pairs(candidates: Sequence[T], vectors: Mapping[Any, np.ndarray] | None, key_of: Callable[[T], Any],
+                   threshold: float) -> dict[int, set[int]]:
+    """For each position whose candidate has a vector, the earlier positions whose vectors' cosine
+    with it reaches ``threshold``: one matrix product for all pairs instead of one per candidate."""
+    if not vectors:
+        return {}
+    found = [(position, vectors.get(key_of(candidate))) for position, candidate in enumerate(candidates)]
+    present = [(position, vector) for position, vector in found if vector is not None]
+    if len(present) < 2:
+        return {}
+    stacked = np.stack([vector for _, vector in present])
+    close = np.argwhere(np.tril(stacked @ stacked.T >= threshold, k=-1))
+    similar: dict[int, set[int]] = {}
+    for later, earlier in close.tolist():
+        similar.setdefault(present[later][0], set()).add(present[earlier][0])
+    return similar
