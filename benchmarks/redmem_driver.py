@@ -43,18 +43,27 @@ class TimedProvider:
     """An embedding provider around a vector function, timing itself.
 
     Documents are remembered by text, so identical texts are embedded once per process
-    (LoCoMo's two redmem models share turns); queries are embedded on every call.
+    (LoCoMo's two redmem models share turns); queries are embedded on every call, unless
+    ``queries`` were given: their vectors are computed at once, in batches, and then only looked
+    up, as a remote embedding service's vectors arrive without the model running in this process.
     """
 
-    def __init__(self, function: Callable[[list[str]], np.ndarray], dimensions: int = HASH_DIMENSIONS) -> None:
+    def __init__(self, function: Callable[[list[str]], np.ndarray], dimensions: int = HASH_DIMENSIONS,
+                 queries: Sequence[str] = ()) -> None:
         self.function = function
         self.dimensions = dimensions
         self.max_batch_size = 64
         self.seconds = 0.0
         self._memo: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(queries))
+        self._queries = dict(zip(unique, function(unique))) if unique else {}
 
     def embed(self, texts: Sequence[str], input_type: str = "document") -> np.ndarray:
         started = time.perf_counter()
+        if input_type == "query" and self._queries and all(t in self._queries for t in texts):
+            out = np.array([self._queries[t] for t in texts], dtype=np.float32).reshape(-1, self.dimensions)
+            self.seconds += time.perf_counter() - started
+            return out
         if input_type == "query":
             out = np.asarray(self.function(list(texts)), dtype=np.float32)
             self.seconds += time.perf_counter() - started
