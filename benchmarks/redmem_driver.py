@@ -181,5 +181,4 @@ def graph_ready(model: type, agent: str) -> float | None:
         return None
     matrix = matrices.get(model._meta.client, field.keys(model.query.filter(agent_id=agent).partition())[0])
     matrix.wait_for_graph()
-    graph = matrix._graph
-    return graph.build_seconds if graph is not None else None
+    return matrix.graph_build_seconds

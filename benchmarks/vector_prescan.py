@@ -70,7 +70,7 @@ def measure(rows: np.ndarray, queries: np.ndarray, repeats: int) -> dict[str, An
         matrix.search(queries[0], TOP, prescan)  # the binary one computes its sign bits here
         if prescan == "hnsw":
             matrix.wait_for_graph()
-            out["hnsw_build_seconds"] = matrix._graph.build_seconds if matrix._graph else None
+            out["hnsw_build_seconds"] = matrix.graph_build_seconds
         passes = []
         for _ in range(repeats):
             started = time.process_time()

@@ -76,7 +76,7 @@ def test_the_exact_prescan_serves_until_the_graph_is_built(small_matrices):
     after = matrix.rank(query, 10, "hnsw")
     assert not after.complete and after.prescan == "hnsw"
     assert len(after.ids) == hnsw_prescan.candidate_count(10)
-    assert matrix._graph.build_seconds is not None
+    assert matrix.graph_build_seconds is not None
 
 
 def test_hnsw_scores_exactly_and_finds_most_of_the_exact_top_k(small_matrices):
@@ -342,5 +342,5 @@ def test_aprepare_vectors_waits_for_the_graph_without_blocking_the_event_loop(db
 
     ready, seconds = asyncio.run(prepare())
     matrix = matrices.get(db, Awaited.embedding.keys(Awaited.query.partition())[0])
-    assert ready and matrix._graph.ready and matrix._graph.build_seconds > 0.05
+    assert ready and matrix._graph.ready and matrix.graph_build_seconds > 0.05
     assert len(ticks) >= 10 and max(np.diff(ticks)) < seconds / 2  # the loop kept running during the build

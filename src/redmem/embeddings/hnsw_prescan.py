@@ -24,7 +24,6 @@ leaves a core for serving.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import os
@@ -38,7 +37,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from ..store.aio import await_only, in_worker
+from ..store.aio import in_worker, poll_on_loop
 from ..store.thread_pool import LazyPool
 
 if TYPE_CHECKING:
@@ -137,16 +136,10 @@ class HnswGraph:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the build and any catch-up are over (raising the build's error, if it
         failed); whether they are. Under the asyncio API the wait sleeps on the event loop
-        (polling every 10 ms) instead of blocking it."""
+        (:func:`~redmem.store.aio.poll_on_loop`) instead of blocking it."""
         if self._pid != os.getpid():
             return False
-        if in_worker():
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while not self._idle.is_set() and (deadline is None or time.monotonic() < deadline):
-                await_only(asyncio.sleep(0.01))
-            done = self._idle.is_set()
-        else:
-            done = self._idle.wait(timeout)
+        done = poll_on_loop(self._idle.is_set, timeout, most=0.01) if in_worker() else self._idle.wait(timeout)
         if done:
             self._build.result()
         return done
@@ -217,11 +210,11 @@ class HnswGraph:
             self._remove(list(range(count, self._held)))
             self._dirty = {row for row in self._dirty if row < count}
             self._held = count
-        changed = [row for row in itertools.islice(self._dirty, FOLLOW_STEP)]
-        if changed:
+        changed = list(itertools.islice(self._dirty, FOLLOW_STEP))
+        if changed:  # rows past _held are inserted below, from the range of new rows
             self._dirty.difference_update(changed)
-            self._remove([row for row in changed if row < self._held])
             fresh = sorted(row for row in changed if row < self._held)
+            self._remove(fresh)
         else:
             fresh = list(range(self._held, min(count, self._held + FOLLOW_STEP)))
             self._held += len(fresh)

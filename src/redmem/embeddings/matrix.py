@@ -225,6 +225,11 @@ class VectorMatrix:
             graph.follow(len(self.ids))
         return graph.wait(timeout)
 
+    @property
+    def graph_build_seconds(self) -> float | None:
+        """How long this matrix's HNSW graph took to build; None while it has none built."""
+        return self._graph.build_seconds if self._graph is not None else None
+
     def _drop_graph(self) -> None:
         if self._graph is not None:
             self._graph.close()

@@ -347,6 +347,15 @@ def _search_field(model: type[Model], name: str | None) -> EmbeddingField:
     return fields[0]
 
 
+def _partition_field(query: Query, name: str | None, method: str) -> EmbeddingField:
+    """The embedding field a query method of ``query`` uses; QueryException when the query
+    filters on more than its partition."""
+    model = query.model
+    if any(field not in model._meta.partition_fields for field, _, _ in query.conditions):
+        raise QueryException(f"{method} filters on the partition only")
+    return _search_field(model, name)
+
+
 def _query_vector(field: EmbeddingField, text: Any) -> np.ndarray | None:
     if isinstance(text, str):
         return field.embed_texts([text], "query")[0] if text.strip() else None
@@ -372,11 +381,8 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     Round trips: 1, plus 1 when records changed elsewhere enter the top
     ``limit`` (and 1 per further 5,000 vectors while a matrix catches up or reloads).
     """
-    model = query.model
     limit = non_negative_int("semantic_search: limit", limit, error=QueryArgumentError)
-    embedding = _search_field(model, field)
-    if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
-        raise QueryException("semantic_search filters on the partition only")
+    embedding = _partition_field(query, field, "semantic_search")
     space = query.partition()
     search = embedding.searcher(space, text, limit)
     return HitList() if search.empty else search_records(query, space, search)
@@ -391,10 +397,7 @@ def prepare_vectors(query: Query, timeout: float | None = None, field: str | Non
     the vectors nor fall back to the exact pre-scan while the graph is built. Round trips: 1 per
     ~5,000 vectors loaded, then none while the graph is built.
     """
-    model = query.model
-    embedding = _search_field(model, field)
-    if any(name not in model._meta.partition_fields for name, _, _ in query.conditions):
-        raise QueryException("prepare_vectors filters on the partition only")
+    embedding = _partition_field(query, field, "prepare_vectors")
     search = embedding.searcher(query.partition(), None, 0)
     run_search(search.client, search)
     return embedding.prescan != "hnsw" or search.matrix.wait_for_graph(timeout)

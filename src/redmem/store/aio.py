@@ -24,6 +24,7 @@ import asyncio
 import functools
 import inspect
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
@@ -54,6 +55,7 @@ __all__ = [
     "cache_owner",
     "is_cluster",
     "CooperativeLock",
+    "poll_on_loop",
     "AsyncVariant",
     "async_variant",
     "async_function",
@@ -413,6 +415,20 @@ async def aclose_clients() -> None:
             await facade.wrapped.aclose()
 
 
+def poll_on_loop(ready: Callable[[], bool], timeout: float | None = None, most: float = 0.005) -> bool:
+    """From a worker greenlet, call ``ready()`` until it returns True, sleeping on the event loop
+    between tries (0.1 ms, doubling up to ``most`` s), so the loop's other coroutines run
+    meanwhile; False once ``timeout`` seconds have passed without it."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = 0.0001
+    while not ready():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        await_only(asyncio.sleep(pause))
+        pause = min(pause * 2, most)
+    return True
+
+
 class CooperativeLock:
     """A ``threading.Lock`` that a worker greenlet waits for by yielding to its event loop.
 
@@ -431,11 +447,7 @@ class CooperativeLock:
         """Take the lock (``blocking=False``: only if free at once; returns whether it was taken)."""
         if not blocking or not in_worker():
             return self._lock.acquire(blocking)
-        pause = 0.0001
-        while not self._lock.acquire(blocking=False):
-            await_only(asyncio.sleep(pause))
-            pause = min(pause * 2, self.MAX_POLL)
-        return True
+        return poll_on_loop(lambda: self._lock.acquire(blocking=False), most=self.MAX_POLL)
 
     def release(self) -> None:
         self._lock.release()
