@@ -23,6 +23,11 @@ from redmem import (
     StringField,
 )
 
+#: The seed's ranking: RRF with the graph list weighing 1, no relevance floor, no newer-first move.
+#: Tests of other mechanisms (effects, quality, round trips) written against it pin it; the
+#: defaults are tested in test_ranking_defaults.py and test_context_assembler.py.
+SEED_RANKING = {"fusion": "rrf", "fusion_weights": {"graph": 1.0}, "min_relevance": None, "newer_first": False}
+
 
 class Memory(AccessTrackerMixin, Model):
     """The documented ``Memory``: BM25Field + EmbeddingField (so ``auto`` -> hybrid), decay on

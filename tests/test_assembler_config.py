@@ -11,6 +11,7 @@ import pytest
 
 from models import Card, Note
 from redmem import ArgumentTypeError, AssemblerConfig, ConfigurationError, QueryException, ValidationError
+from redmem.context.floor import DEFAULT_MIN_RELEVANCE
 from redmem.context.tokens import default_counter
 from redmem.recipes.context_assembler import ContextAssembler
 
@@ -28,7 +29,8 @@ def test_the_defaults_are_the_assemblers():
         ContextAssembler.DEFAULT_MAX_ITEMS, None, ContextAssembler.DEFAULT_SURFACING_THRESHOLD,
         ContextAssembler.DEFAULT_PROPAGATION_DEPTH)
     assert (config.output_format, config.retrieval_mode, config.fusion, config.duplicate_cosine) == (
-        "structured", "auto", "rrf", 0.98)
+        "structured", "auto", "convex", 0.98)
+    assert (config.min_relevance, config.newer_first) == (DEFAULT_MIN_RELEVANCE, True)
     assert (config.score_weights, config.render_fields, config.max_proactive, config.fusion_weights) == (
         None, None, None, None)
     assert config.token_counter is default_counter() and config.counter is default_counter()

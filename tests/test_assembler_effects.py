@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import redmem
 from conftest import configured_embeddings
+from models import SEED_RANKING
 from models import RhythmicMemory as Memory
 from redmem import (
     AutoKeyField,
@@ -77,7 +78,7 @@ def test_records_above_the_surfacing_threshold_become_proactive(any_db):
     hot = memory("a", "hot", salience=1.0)     # 1.585
     warm = memory("a", "warm", salience=0.4)   # 0.634
     cold = memory("a", "cold", salience=0.2)   # 0.317
-    result = ContextAssembler(Memory).assemble(agent_id="a", emit_trace=True)
+    result = ContextAssembler(Memory, **SEED_RANKING).assemble(agent_id="a", emit_trace=True)
     assert result.records == [hot, warm] and result.proactive == [hot, warm]
     assert [t["signals"]["cyclic"] for t in result.metadata["trace"]] == pytest.approx([FRESH, 0.4 * FRESH])
     assert result.metadata["push_count"] == 2 and result.metadata["pull_count"] == 0
@@ -85,23 +86,23 @@ def test_records_above_the_surfacing_threshold_become_proactive(any_db):
         proposal = RecallProposal.for_record(record)
         assert (proposal.status, proposal.partition, proposal.reason) == ("pending", "a", SURFACING_REASON)
     assert RecallProposal.for_record(cold) is None
-    stricter = ContextAssembler(Memory, surfacing_threshold=0.7).assemble(agent_id="a")
+    stricter = ContextAssembler(Memory, **SEED_RANKING, surfacing_threshold=0.7).assemble(agent_id="a")
     assert stricter.proactive == [hot]
 
 
 def test_the_push_scan_follows_the_cycle_at_now(any_db):
     routine = Routine.create(agent_id="a", content="standup")
     peak = (math.floor(time.time() / 86400) + 1) * 86400.0  # next midnight UTC: cos = 1
-    at_peak = ContextAssembler(Routine).assemble(agent_id="a", now=peak)
+    at_peak = ContextAssembler(Routine, **SEED_RANKING).assemble(agent_id="a", now=peak)
     assert at_peak.proactive == [routine]
     assert RecallProposal.for_record(routine).surfaced_at == peak
-    at_trough = ContextAssembler(Routine).assemble(agent_id="a", now=peak + 43200)  # cos = -1
+    at_trough = ContextAssembler(Routine, **SEED_RANKING).assemble(agent_id="a", now=peak + 43200)  # cos = -1
     assert at_trough.records == [] and at_trough.proactive == []
 
 
 def test_the_push_path_offers_twice_max_items(any_db):
     hot = [memory("a", f"hot {i}", salience=1.0 - i / 100) for i in range(7)]
-    result = ContextAssembler(Memory, max_items=3).assemble(agent_id="a", emit_trace=True)
+    result = ContextAssembler(Memory, **SEED_RANKING, max_items=3).assemble(agent_id="a", emit_trace=True)
     assert result.metadata["total_candidates"] == 6  # 2 x max_items of the 7 above the threshold
     assert result.records == result.proactive == hot[:3]
     assert [t["source"] for t in result.metadata["trace"]] == ["push"] * 3
@@ -110,7 +111,7 @@ def test_the_push_path_offers_twice_max_items(any_db):
 def test_only_selected_push_records_get_a_proposal(any_db):
     first = memory("a", "first", salience=1.0)
     second = memory("a", "second", salience=0.9)
-    result = ContextAssembler(Memory, max_items=1).assemble(agent_id="a")
+    result = ContextAssembler(Memory, **SEED_RANKING, max_items=1).assemble(agent_id="a")
     assert result.proactive == [first]
     assert RecallProposal.for_record(first).status == "pending"
     assert RecallProposal.for_record(second) is None
@@ -118,7 +119,7 @@ def test_only_selected_push_records_get_a_proposal(any_db):
 
 def test_pull_only_records_get_no_proposal(any_db):
     pulled = memory("a", "deploy with blue green", salience=0.0)
-    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    result = ContextAssembler(Memory, **SEED_RANKING).assemble({"topic": "deploy"}, agent_id="a")
     assert result.records == [pulled] and result.proactive == []
     assert RecallProposal.for_record(pulled) is None
 
@@ -130,7 +131,7 @@ def test_one_staged_read_per_selected_record_per_assembly(any_db):
         memory("a", "water the plants", topic="home", salience=1.0),  # push
         *(memory("a", f"deploy note {word}") for word in ["helm", "canary", "freeze", "alerts"]),
     ]
-    assembler = ContextAssembler(Memory, max_items=5)  # the 5 pull hits fill it: no push-only record
+    assembler = ContextAssembler(Memory, **SEED_RANKING, max_items=5)  # the 5 pull hits fill it: no push-only record
     result = assembler.assemble({"topic": "deploy"}, agent_id="a", emit_trace=True)
     sources = {t["key"]: t["source"] for t in result.metadata["trace"]}
     assert sources[records[0].db_key.redis_key] == "both"
@@ -146,7 +147,7 @@ def test_one_staged_read_per_selected_record_per_assembly(any_db):
 def test_report_one_outcome_for_every_record_of_the_context(any_db):
     pulled = memory("a", "deploy with blue green")
     pushed = memory("a", "water the plants", topic="home", salience=1.0)
-    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    result = ContextAssembler(Memory, **SEED_RANKING).assemble({"topic": "deploy"}, agent_id="a")
     assert set(result.records) == {pulled, pushed} and result.proactive == [pushed]
     assert result.report("acted") == {pulled.db_key.redis_key: "acted", pushed.db_key.redis_key: "acted"}
     assert (pulled.access_count, pushed.access_count) == (1, 1)
@@ -158,7 +159,7 @@ def test_report_per_record_and_refuse_a_record_outside_the_context(any_db):
     pulled = memory("a", "deploy with blue green")
     pushed = memory("a", "water the plants", topic="home", salience=1.0)
     outside = memory("b", "deploy on fridays")
-    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    result = ContextAssembler(Memory, **SEED_RANKING).assemble({"topic": "deploy"}, agent_id="a")
     with pytest.raises(redmem.OutcomeError, match="names no record of the context"):
         result.report({pulled: "acted", outside: "acted"})
     assert len(pulled.staged_accesses) == 1 and confidence(pulled)["evidence_count"] == 0  # nothing written
@@ -170,7 +171,7 @@ def test_report_per_record_and_refuse_a_record_outside_the_context(any_db):
 
 def test_a_report_is_one_round_trip_and_a_refused_one_none(db, sent):
     records = [memory("a", f"deploy note {word}", salience=0.9) for word in ["helm", "canary", "freeze"]]
-    result = ContextAssembler(Memory).assemble({"topic": "deploy"}, agent_id="a")
+    result = ContextAssembler(Memory, **SEED_RANKING).assemble({"topic": "deploy"}, agent_id="a")
     assert len(result.records) == 3
     sent.clear()
     with pytest.raises(redmem.OutcomeError):
@@ -185,7 +186,7 @@ def test_non_selected_pull_candidates_are_suppressed_and_selected_ones_untouched
     hits = [memory("a", text) for text in ladder(5)]       # BM25 ranks 1..5
     push_top = memory("a", "water the plants", topic="home", salience=1.0)
     push_low = memory("a", "feed the cat", topic="home", salience=0.4)
-    assembler = ContextAssembler(Memory, max_items=2, retrieval_mode="lexical")  # max_proactive 1
+    assembler = ContextAssembler(Memory, **SEED_RANKING, max_items=2, retrieval_mode="lexical")  # max_proactive 1
     result = assembler.assemble({"topic": "deployment", "q": "alpha"}, agent_id="a")
     assert result.records == hits[:2]  # the pull hits fill both slots: push_top only follows them
     assert result.metadata["suppressed_count"] == 2
@@ -200,7 +201,9 @@ def test_non_selected_pull_candidates_are_suppressed_and_selected_ones_untouched
 
 def test_a_definitely_missing_query_suppresses_nothing(any_db):
     records = [memory("a", text) for text in ladder(4)]
-    result = ContextAssembler(Memory, max_items=1).assemble({"topic": "kubernetes"}, agent_id="a")
+    # lexical: the pre-check speaks for the keyword arm, which is all there is (hybrid would ask the vectors)
+    assembler = ContextAssembler(Memory, **SEED_RANKING, max_items=1, retrieval_mode="lexical")
+    result = assembler.assemble({"topic": "kubernetes"}, agent_id="a")
     assert result.records == [] and result.metadata["suppressed_count"] == 0
     assert all(confidence(r)["evidence_count"] == 0 for r in records)
 
@@ -243,7 +246,7 @@ WEIGHTS = {"relevance": 0.6, "confidence": 0.3}
 ], ids=["hybrid", "lexical", "semantic", "push-only", "no-text-composite", "composite"])
 def test_no_record_of_another_agent_ever_appears(any_db, mode, cues, weights):
     _a, b = two_tenants()
-    assembler = ContextAssembler(Memory, score_weights=weights, retrieval_mode=mode, max_items=20)
+    assembler = ContextAssembler(Memory, **SEED_RANKING, score_weights=weights, retrieval_mode=mode, max_items=20)
     result = assembler.assemble(cues, agent_id="agent-a", emit_trace=True)
     assert result.metadata["retrieval_mode"] == ("composite" if cues is None else assembler.mode)
     assert_isolated(result, b)
@@ -254,7 +257,7 @@ def test_graph_expansion_through_a_shared_entity_name_stays_in_the_partition(any
     a_friend = memory("agent-a", "unrelated gamma note")
     for record in a[1:] + [a_friend]:
         Memory.associations.link(record, Entity("acme"), initial_weight=0.9)
-    result = ContextAssembler(Memory, retrieval_mode="lexical").assemble(
+    result = ContextAssembler(Memory, **SEED_RANKING, retrieval_mode="lexical").assemble(
         {"topic": "deployment", "q": "alpha"}, agent_id="agent-a", emit_trace=True)
     assert a_friend in result.records  # two hops: seed -> acme -> friend
     assert_isolated(result, b)
@@ -276,7 +279,7 @@ def test_isolation_holds_for_any_interleaving(any_db, words, mode, salience):
     for i, word in enumerate(words):  # the same texts, alternating owners
         memory(mine if i % 2 else theirs, f"{word} runbook {i % 3}", salience=salience)
     query = " ".join(dict.fromkeys(words))
-    result = ContextAssembler(Memory, retrieval_mode=mode, max_items=20).assemble(
+    result = ContextAssembler(Memory, **SEED_RANKING, retrieval_mode=mode, max_items=20).assemble(
         {"topic": "deployment", "q": query}, agent_id=mine, emit_trace=True)
     assert all(r.agent_id == mine for r in result.records)
     assert all(("{" + mine + "}") in t["key"] for t in result.metadata["trace"])

@@ -17,7 +17,7 @@ import pytest
 
 import redmem
 from conftest import configured_embeddings
-from models import Card, Note
+from models import SEED_RANKING, Card, Note
 from models import RhythmicMemory as Memory
 from redmem import (
     AccessTrackerMixin,
@@ -121,7 +121,7 @@ def test_the_graph_costs_a_round_trip_only_when_the_partition_has_an_edge(db, se
     seed.save()
     linked.save()
     graph.link(seed, linked, initial_weight=0.9)
-    assembler = ContextAssembler(model, max_items=10)
+    assembler = ContextAssembler(model, **SEED_RANKING, max_items=10)
     assert round_trips(sent, assembler, cues, "a") == expected + 1
     found = assembler.assemble(cues, agent_id="a")
     assert linked._saved_key.record_id in {r._saved_key.record_id for r in found.records}

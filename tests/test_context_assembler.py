@@ -42,6 +42,7 @@ from redmem import (
 )
 from redmem.context.candidates import Candidate, merge_paths
 from redmem.context.fusion import RRF_K
+from redmem.context.query_weights import query_adaptive_weights
 from redmem.embeddings import HashingEmbeddings
 from redmem.model.dbkey import DbKey
 from redmem.recipes.context_assembler import AssemblyResult, ContextAssembler
@@ -167,6 +168,10 @@ def no_near_texts():
     COSINES.clear()
 
 
+#: The seed's ranking (RRF, no relevance floor, no newer-first move): the tests of its mechanics pin it.
+SEED = {"fusion": "rrf", "fusion_weights": {"graph": 1.0}, "min_relevance": None, "newer_first": False}
+
+
 def ids(records) -> list[str]:
     return [r.content for r in records]
 
@@ -238,7 +243,7 @@ def test_constructor_defaults_and_constants():
     assert (assembler.max_items, assembler.max_tokens, assembler.surfacing_threshold) == (10, None, 0.5)
     assert (assembler.propagation_depth, assembler.output_format, assembler.retrieval_mode) == (2, "structured", "auto")
     assert (assembler.render_fields, assembler.max_proactive) == (None, 2)
-    assert (assembler.fusion, assembler.fusion_weights) == ("rrf", None)
+    assert (assembler.fusion, assembler.fusion_weights) == ("convex", None)
     assert ContextAssembler.COMPETITIVE_SUPPRESSION_SIGNAL == 0.3
     assert ContextAssembler.DEFAULT_SURFACING_THRESHOLD == 0.5
     assert ContextAssembler.DEFAULT_MAX_ITEMS == 10
@@ -266,7 +271,7 @@ def test_assemble_needs_exactly_the_partition(any_db):
 def test_hybrid_mode_fuses_keyword_and_vector(any_db):
     Memory.create(agent_id="a", topic="deployment", content="deploy with blue green switches")
     Memory.create(agent_id="a", topic="deployment", content="rollbacks use helm history")
-    result = ContextAssembler(Memory, max_items=5).assemble({"topic": "deploy"}, agent_id="a", emit_trace=True)
+    result = ContextAssembler(Memory, max_items=5, **SEED).assemble({"topic": "deploy"}, agent_id="a", emit_trace=True)
     assert result.metadata["retrieval_mode"] == "hybrid"
     top = trace_of(result)[0]
     assert result.records[0].content == "deploy with blue green switches"
@@ -277,7 +282,7 @@ def test_hybrid_mode_fuses_keyword_and_vector(any_db):
 def test_lexical_mode_uses_bm25_only(any_db):
     for text in ["alpha beta", "alpha alpha alpha", "gamma delta"]:
         Note.create(agent_id="a", content=text)
-    result = ContextAssembler(Note).assemble("alpha", agent_id="a", emit_trace=True)
+    result = ContextAssembler(Note, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
     assert result.metadata["retrieval_mode"] == "lexical"
     assert ids(result.records) == ["alpha alpha alpha", "alpha beta"]
     assert [t["signals"]["rrf"] for t in trace_of(result)] == [1 / 61, 1 / 62]
@@ -298,11 +303,11 @@ def test_semantic_mode_uses_the_vector_arm_only(any_db):
     NEAR.update({"alpha", "close in meaning"})
     Vectors.create(agent_id="a", content="alpha words")  # the query's word, not its meaning
     close = Vectors.create(agent_id="a", content="close in meaning")
-    result = ContextAssembler(Vectors).assemble("alpha", agent_id="a", emit_trace=True)
+    result = ContextAssembler(Vectors, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
     assert result.metadata["retrieval_mode"] == "semantic"
     assert result.records == [close]
     (entry,) = trace_of(result)
-    assert set(entry["signals"]) == {"vector", "rrf"}
+    assert set(entry["signals"]) == {"vector", "rrf", "match"}
     assert entry["signals"]["vector"] == pytest.approx(1.0) and entry["signals"]["rrf"] == pytest.approx(1 / 61)
 
 
@@ -320,9 +325,9 @@ def test_semantic_graph_expansion_starts_from_the_vector_hits(any_db):
     close = Vectors.create(agent_id="a", content="close in meaning")
     friend = Vectors.create(agent_id="a", content="linked friend")  # cosine 0: not a vector hit
     Vectors.links.link(close, friend, initial_weight=0.5)
-    result = ContextAssembler(Vectors).assemble("alpha", agent_id="a", emit_trace=True)
+    result = ContextAssembler(Vectors, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
     assert result.records == [close, friend]
-    assert trace_of(result)[1]["signals"] == {"graph": 0.25, "rrf": pytest.approx(1 / 61)}  # first of the graph list
+    assert trace_of(result)[1]["signals"] == {"graph": 0.25, "rrf": pytest.approx(1 / 61), "match": 0.0}  # first of the graph list
 
 
 @pytest.mark.parametrize("query", ["alpha 42", '"alpha phrase"', "ask Maria about alpha"])
@@ -443,9 +448,9 @@ def test_composite_with_score_weights_and_no_bm25_ranks_by_the_weights_alone(any
 
 
 # -- ExistenceFilter pre-check --------------------------------------------------------------------
-def test_a_definitely_missing_query_yields_no_pull_candidates(any_db):
+def test_a_definitely_missing_query_yields_no_keyword_candidates(any_db):
     record = Memory.create(agent_id="a", topic="deployment", content="kubernetes rollout with helm charts")
-    assembler = ContextAssembler(Memory)
+    assembler = ContextAssembler(Memory, retrieval_mode="lexical")
     missing = assembler.assemble({"topic": "kubernetes"}, agent_id="a")  # never a topic: filter says no
     assert missing.records == []
     assert missing.metadata["total_candidates"] == 0 and missing.metadata["pull_count"] == 0
@@ -454,6 +459,29 @@ def test_a_definitely_missing_query_yields_no_pull_candidates(any_db):
     found = assembler.assemble({"topic": "deployment", "detail": "kubernetes"}, agent_id="a")
     assert found.records == [record]
     assert ConfidenceField.get_confidence_data(record, "confidence")["evidence_count"] == 0
+
+
+class Allergy(Model):
+    """Hybrid with an ExistenceFilter over the memory text: the pre-check speaks for the keyword arm only."""
+
+    allergy_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    seen = ExistenceFilter(fingerprint_fn=lambda m: m.content, partition_by="agent_id")
+    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+    embedding = EmbeddingField(source="content", provider=TableEmbeddings(NEAR), partition_by="agent_id")
+
+
+def test_the_pre_check_never_hides_what_the_vector_arm_finds(any_db):
+    """A paraphrase shares no word with its memory: the ExistenceFilter says no term occurs, and the
+    vector arm still finds it (it used to skip every arm)."""
+    NEAR.update({"seafood allergy", "Ana is allergic to shellfish"})
+    record = Allergy.create(agent_id="a", content="Ana is allergic to shellfish")
+    Allergy.create(agent_id="a", content="Gus grows tomatoes")
+    assert Allergy.seen.definitely_missing("seafood allergy", agent_id="a")
+    hybrid = ContextAssembler(Allergy).assemble("seafood allergy", agent_id="a")
+    assert hybrid.records == [record] and hybrid.metadata["retrieval_mode"] == "hybrid"
+    assert ContextAssembler(Allergy, retrieval_mode="lexical").assemble("seafood allergy", agent_id="a").records == []
 
 
 # -- graph expansion ----------------------------------------------------------------------------
@@ -470,7 +498,7 @@ def graph_setup() -> dict[str, Note]:
                                                  (2, ["unrelated gamma", "unrelated delta"])])
 def test_graph_expansion_brings_in_linked_records(any_db, depth, expected):
     graph_setup()
-    result = ContextAssembler(Note, propagation_depth=depth).assemble("alpha", agent_id="a", emit_trace=True)
+    result = ContextAssembler(Note, propagation_depth=depth, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
     assert ids(result.records) == ["alpha seed memo", *expected]
     weights = [t["signals"].get("graph") for t in trace_of(result)[1:]]
     assert weights == [0.25, 0.0625][: len(expected)]  # 1.0 * 0.5 (hop) * 0.5 (edge), then again
@@ -483,7 +511,7 @@ def test_graph_seeds_are_the_top_five_keyword_hits(any_db):
     sixth_friend = Note.create(agent_id="a", content="friend of the sixth")
     Note.links.link(hits[4], fifth_friend, initial_weight=0.9)
     Note.links.link(hits[5], sixth_friend, initial_weight=0.9)
-    result = ContextAssembler(Note, max_items=10).assemble("alpha", agent_id="a")
+    result = ContextAssembler(Note, max_items=10, **SEED).assemble("alpha", agent_id="a")
     assert {h.content for h in hits} <= set(ids(result.records))
     assert "friend of the fifth" in ids(result.records)
     assert "friend of the sixth" not in ids(result.records)
@@ -501,7 +529,7 @@ def test_each_arm_returns_five_times_max_items(any_db, keyword_rank, keyword_cou
     NEAR.update({"alpha", texts[keyword_rank - 1]})  # the vector arm finds only the target
     hits = [Ranked.create(agent_id="a", content=text) for text in texts]
     target = hits[keyword_rank - 1]
-    result = ContextAssembler(Ranked, max_items=2).assemble("alpha", agent_id="a", emit_trace=True)
+    result = ContextAssembler(Ranked, max_items=2, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
     signals = {t["key"]: t["signals"] for t in trace_of(result)}
     found = signals[target.db_key.redis_key]
     assert ("bm25" in found) is keyword_counted  # arm limit 2 x 5 = 10: rank 10 in, rank 11 out
@@ -520,18 +548,34 @@ def test_fused_list_keeps_twice_max_items(any_db):
         assert len(result.records) == max_items
 
 
-@pytest.mark.parametrize(("query", "vector_counts"), [
+QUERIES = [
     ("alpha", True),                # plain: keyword 1, vector 1
     ("alpha 42", False),            # a number: exact terms, vector 0
     ("alpha for Bob", False),       # a capitalised word inside the sentence
     ('the "alpha" plan', False),    # a quoted span
     ("my alpha 42", True),          # first person wins over the number
-])
-def test_query_adaptive_weights_switch_the_vector_arm(any_db, query, vector_counts):
+]
+
+
+@pytest.mark.parametrize("query", [query for query, _ in QUERIES])
+def test_by_default_the_vector_list_counts_for_every_query(any_db, query):
+    """Hybrid means hybrid: a memory only the vector arm finds is in the context whatever the
+    query names (the query-adaptive rule gave the vector list weight 0 for names, numbers and
+    quotes: hybrid then ranked as lexical for most questions)."""
     NEAR.update({query, "omega only by meaning"})
     Ranked.create(agent_id="a", content="alpha keyword memo")
     Ranked.create(agent_id="a", content="omega only by meaning")
     result = ContextAssembler(Ranked).assemble(query, agent_id="a")
+    assert set(ids(result.records)) == {"alpha keyword memo", "omega only by meaning"}
+
+
+@pytest.mark.parametrize(("query", "vector_counts"), QUERIES)
+def test_query_adaptive_weights_as_fusion_weights_switch_the_vector_arm(any_db, query, vector_counts):
+    NEAR.update({query, "omega only by meaning"})
+    Ranked.create(agent_id="a", content="alpha keyword memo")
+    Ranked.create(agent_id="a", content="omega only by meaning")
+    assembler = ContextAssembler(Ranked, **{**SEED, "fusion_weights": query_adaptive_weights(query)})
+    result = assembler.assemble(query, agent_id="a")
     assert ("omega only by meaning" in ids(result.records)) is vector_counts
     assert ids(result.records)[0] == "alpha keyword memo"
 
@@ -563,7 +607,7 @@ def convex_setup() -> None:
 
 def test_convex_fusion_keeps_a_keyword_lead_that_rrf_gives_away(any_db):
     convex_setup()
-    rrf = ContextAssembler(Scored, duplicate_cosine=None, max_items=3).assemble("alpha", agent_id="a")
+    rrf = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, **SEED).assemble("alpha", agent_id="a")
     assert ids(rrf.records)[0] == "alpha pad pad pad pad pad pad pad"  # 1/62 + 1/61 > 1/61 + 1/65
     convex = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex").assemble(
         "alpha", agent_id="a", emit_trace=True)
@@ -581,11 +625,11 @@ def test_convex_fusion_keeps_a_keyword_lead_that_rrf_gives_away(any_db):
 def test_convex_fusion_with_fixed_weights_weighs_the_vector_list_for_specific_queries(any_db):
     convex_setup()
     COSINES["alpha for Bob"] = 1.0
-    lexical_only = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex").assemble(
+    lexical_only = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex",
+                                    fusion_weights=query_adaptive_weights("alpha for Bob")).assemble(
         "alpha for Bob", agent_id="a")
     assert ids(lexical_only.records) == ["alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad"]
-    both = ContextAssembler(Scored, duplicate_cosine=None, max_items=3, fusion="convex",
-                            fusion_weights={"keyword": 1.0, "vector": 1.0})
+    both = ContextAssembler(Scored, duplicate_cosine=None, max_items=3)  # the default: convex, every list 1
     assert ids(both.assemble("alpha for Bob", agent_id="a").records) == [
         "alpha alpha alpha alpha", "alpha pad pad pad pad pad pad pad", "near apple"]
 
@@ -601,7 +645,7 @@ def merge_setup() -> dict[str, Note]:
 
 def test_a_record_found_by_both_paths_is_kept_once_and_ranks_by_what_the_query_found(any_db):
     notes = merge_setup()
-    result = ContextAssembler(Note).assemble("alpha", agent_id="a", emit_trace=True)
+    result = ContextAssembler(Note, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
     assert result.records == [notes["pull_first"], notes["both"], notes["push_only"]]
     assert [t["source"] for t in trace_of(result)] == ["pull", "both", "push"]
     assert result.proactive == [notes["both"], notes["push_only"]]
@@ -611,7 +655,7 @@ def test_a_record_found_by_both_paths_is_kept_once_and_ranks_by_what_the_query_f
 
 def test_for_a_question_the_score_is_each_paths_normalised_score(any_db):
     merge_setup()
-    trace = trace_of(ContextAssembler(Note).assemble("alpha", agent_id="a", emit_trace=True))
+    trace = trace_of(ContextAssembler(Note, **SEED).assemble("alpha", agent_id="a", emit_trace=True))
     top_pull = max(t["signals"].get("rrf", 0.0) for t in trace)
     top_push = max(t["signals"].get("cyclic", 0.0) for t in trace)
     for entry in trace:
@@ -799,7 +843,7 @@ def test_a_proactive_record_never_ranks_above_a_pull_hit(any_db):
 
 # -- result and metadata ------------------------------------------------------------------------
 BASE_KEYS = {"pull_count", "push_count", "token_count", "timing_ms", "total_candidates", "retrieval_mode",
-             "duplicates_collapsed",
+             "duplicates_collapsed", "below_floor",
              "suppressed_count"}
 
 

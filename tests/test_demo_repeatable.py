@@ -59,3 +59,19 @@ def test_the_demo_selects_the_same_records_whatever_the_random_generator_draws(e
         selections.append([(record.content, record.memory_id in pushed) for record in dinner.records])
     assert selections[0] == selections[1]
     assert ("I give Biscuit his glucosamine with dinner every evening, one chewable tablet.", True) in selections[0]
+
+
+@pytest.mark.parametrize("max_items", [DEFAULT_MAX_ITEMS, 5])
+def test_the_demos_direct_answers_lead_graph_neighbours(embeddings, max_items):
+    """Turn 4, "What does Biscuit need every day?": the two memories that answer it (best BM25 and
+    best cosine) are the top two, even with five slots (they ranked 6th and 7th of 8 behind
+    graph-expanded turns such as "Good luck with the talk", and out of a 5-item context)."""
+    conversation = sample_conversation(NOW)
+    run = DemoRun("demo")
+    run.clear()
+    _ingest(Console(file=io.StringIO()), conversation, run)
+    question = next(q.text for q in conversation.questions if "every day" in q.text)
+    assembler = assembler_from(Namespace(max_items=max_items, max_tokens=DEFAULT_MAX_TOKENS, format="structured"))
+    top = [record.content for record in assembler.assemble(question, agent_id="demo", now=NOW.timestamp()).records]
+    assert {text.split(",")[0] for text in top[:2]} == {
+        "I give Biscuit his glucosamine with dinner every evening", "He's shy and sleeps most of the day. I walk Biscuit every morning at 7 before work"}

@@ -12,7 +12,7 @@ from dataclasses import FrozenInstanceError
 import pytest
 
 from conftest import configured_embeddings
-from models import RhythmicMemory
+from models import SEED_RANKING, RhythmicMemory
 from redmem import (
     AutoKeyField,
     ContextAssembler,
@@ -153,7 +153,7 @@ def test_fuse_hits_carry_the_rrf_score_and_the_ranks(db):
 # -- the assembler -------------------------------------------------------------------------------
 def test_assembly_hits_are_the_selected_records_with_the_traced_scores(db):
     memories()
-    assembler = ContextAssembler(RhythmicMemory, max_items=3)
+    assembler = ContextAssembler(RhythmicMemory, **SEED_RANKING, max_items=3)
     now = time.time() + 60
     result = assembler.assemble("invoice paid", agent_id="a", emit_trace=True, now=now)
     assert result.records and [hit.record for hit in result.hits] == result.records

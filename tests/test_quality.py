@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import all_keys
+from models import SEED_RANKING
 from redmem import AutoKeyField, FloatField, KeyField, Model, QueryException, StringField, ValidationError
 from redmem.context.candidates import Candidate
 from redmem.context.retrieval import Capabilities
@@ -170,13 +171,13 @@ def assert_reference_numbers(quality: RetrievalQuality) -> None:
 
 def test_reference_fixture_by_the_probe(any_db):
     remember(topic="deployment")
-    assembler = ContextAssembler(Recollection, max_items=5)
+    assembler = ContextAssembler(Recollection, **SEED_RANKING, max_items=5)
     assert_reference_numbers(assembler.assess(CUES, agent_id="agent-1"))
 
 
 def test_reference_fixture_after_assemble(any_db):
     remember(topic="deployment")
-    result = ContextAssembler(Recollection, max_items=5).assemble(CUES, assess_quality=True, agent_id="agent-1")
+    result = ContextAssembler(Recollection, **SEED_RANKING, max_items=5).assemble(CUES, assess_quality=True, agent_id="agent-1")
     assert len(result.records) == 3
     assert_reference_numbers(result.metadata["quality"])
 
@@ -185,7 +186,7 @@ def test_reference_fok_without_a_filter_when_every_record_is_weak(any_db):
     # No ExistenceFilter: familiarity 0.5. Importance 0.2 puts every decay score at
     # 0.2 * 1.585 = 0.317, inside (0, 0.5): all weak. fok = 0.4 * 0.5 + 0.4 * 3/5 + 0.2 * 1 = 0.64.
     remember(Unfiltered, importances=(0.2, 0.2, 0.2))
-    quality = ContextAssembler(Unfiltered, max_items=5).assess(CUES, agent_id="agent-1")
+    quality = ContextAssembler(Unfiltered, **SEED_RANKING, max_items=5).assess(CUES, agent_id="agent-1")
     assert quality.fok_score == pytest.approx(0.64, abs=1e-12)
     assert quality.avg_confidence == pytest.approx(1.6 / 3, abs=1e-12)
     assert quality.score_distribution["max"] == pytest.approx(0.2 * FRESH)
@@ -193,14 +194,14 @@ def test_reference_fok_without_a_filter_when_every_record_is_weak(any_db):
 
 def test_quality_after_assemble_sees_confidence_as_retrieved(db):
     remember(topic="deployment")  # max_items 2: the third candidate is suppressed (signal 0.3)
-    result = ContextAssembler(Recollection, max_items=2).assemble(CUES, assess_quality=True, agent_id="agent-1")
+    result = ContextAssembler(Recollection, **SEED_RANKING, max_items=2).assemble(CUES, assess_quality=True, agent_id="agent-1")
     assert result.metadata["quality"].avg_confidence == pytest.approx(1.6 / 3)
 
 
 def test_quality_after_assemble_uses_the_assembly_clock(db):
     remember(topic="deployment")
     later = time.time() + 2000 * 86400
-    result = ContextAssembler(Recollection, max_items=5).assemble(
+    result = ContextAssembler(Recollection, **SEED_RANKING, max_items=5).assemble(
         CUES, assess_quality=True, now=later, agent_id="agent-1")
     assert result.metadata["quality"].staleness_ratio == pytest.approx(2 / 3)
 
@@ -209,7 +210,7 @@ def test_quality_after_assemble_uses_the_assembly_clock(db):
 def test_a_cue_the_filter_has_never_seen_scores_zero(any_db):
     remember(topic="deployment")
     cues = {"topic": "deployment", "other": "kubernetes"}  # the filter fingerprints topics only
-    quality = ContextAssembler(Recollection, max_items=5).assess(cues, agent_id="agent-1")
+    quality = ContextAssembler(Recollection, **SEED_RANKING, max_items=5).assess(cues, agent_id="agent-1")
     assert quality.per_cue_fok == pytest.approx({"topic": 0.64, "other": 0.0})
     assert quality.fok_score == pytest.approx(0.32)
     assert quality.candidate_count == 3
@@ -218,7 +219,7 @@ def test_a_cue_the_filter_has_never_seen_scores_zero(any_db):
 def test_staleness_and_weak_traces_years_later(any_db):
     records = remember(topic="deployment")
     now = time.time() + 2000 * 86400
-    quality = ContextAssembler(Recollection, max_items=5).assess(CUES, agent_id="agent-1", now=now)
+    quality = ContextAssembler(Recollection, **SEED_RANKING, max_items=5).assess(CUES, agent_id="agent-1", now=now)
     # freshness = 2000 ** -0.1 = 0.468 times the confidence modulation (0.5 is the centre):
     # confidence 0.7 decays slower (0.516, fresh), 0.5 and 0.4 fall below 0.5 (stale).
     strength = [Recollection.relevance.score_of(r, as_of=now) for r in records]
@@ -235,7 +236,7 @@ def test_staleness_and_weak_traces_years_later(any_db):
 
 def test_spread_follows_the_importance(any_db):
     remember(topic="deployment", importances=(1.0, 2.0, 3.0))
-    quality = ContextAssembler(Recollection, max_items=5).assess(CUES, agent_id="agent-1")
+    quality = ContextAssembler(Recollection, **SEED_RANKING, max_items=5).assess(CUES, agent_id="agent-1")
     assert quality.score_spread == pytest.approx(statistics.pstdev([1, 2, 3]) / 2)
     assert quality.score_distribution == pytest.approx(
         {"min": FRESH, "p25": 1.5 * FRESH, "median": 2 * FRESH, "p75": 2.5 * FRESH, "max": 3 * FRESH}
@@ -245,7 +246,7 @@ def test_spread_follows_the_importance(any_db):
 def test_without_confidence_or_decay_the_proxy_is_the_keyword_score(any_db):
     for text in ("deployment runs nightly", "deployment deployment rollback", "lunch menu"):
         Keywords.create(agent_id="agent-1", content=text)
-    quality = ContextAssembler(Keywords, max_items=4).assess("deployment rollback", agent_id="agent-1")
+    quality = ContextAssembler(Keywords, **SEED_RANKING, max_items=4).assess("deployment rollback", agent_id="agent-1")
     assert quality.avg_confidence == 1.0
     assert quality.staleness_ratio == 0.0
     assert quality.candidate_count == 2
@@ -258,7 +259,7 @@ def test_without_confidence_or_decay_the_proxy_is_the_keyword_score(any_db):
 def test_without_keyword_search_the_probe_reads_the_decay_top(any_db):
     for text in CONTENTS + ("lunch menu",):
         Traces.create(agent_id="agent-1", content=text)
-    quality = ContextAssembler(Traces, max_items=2).assess({"a": "x", "b": "y"}, agent_id="agent-1")
+    quality = ContextAssembler(Traces, **SEED_RANKING, max_items=2).assess({"a": "x", "b": "y"}, agent_id="agent-1")
     assert quality.candidate_count == 2  # the same top 2 for both cues
     assert quality.per_cue_fok == pytest.approx({"a": 0.2 + 0.4, "b": 0.2 + 0.4})
     assert quality.avg_confidence == 0.5  # no evidence yet: initial confidence
@@ -266,7 +267,7 @@ def test_without_keyword_search_the_probe_reads_the_decay_top(any_db):
 
 def test_given_candidates_every_cue_scores_that_list(any_db):
     records = remember(topic="deployment")
-    assembler = ContextAssembler(Recollection, max_items=5)
+    assembler = ContextAssembler(Recollection, **SEED_RANKING, max_items=5)
     candidates = [Candidate(key=r.db_key, record=r, pull=1.0, combined=1.0) for r in records[:2]]
     quality = assembler.assess({"topic": "deployment"}, candidates=candidates, agent_id="agent-1")
     assert quality.candidate_count == 2
@@ -287,7 +288,7 @@ def test_assess_retrieval_takes_what_it_reads_not_an_assembler(any_db):
 
 
 def test_nothing_found_and_no_cues(any_db):
-    assembler = ContextAssembler(Recollection, max_items=5)
+    assembler = ContextAssembler(Recollection, **SEED_RANKING, max_items=5)
     quality = assembler.assess(CUES, agent_id="nobody")
     assert (quality.avg_confidence, quality.fok_score, quality.candidate_count) == (0.0, 0.0, 0)
     assert assembler.assess(None, agent_id="nobody").per_cue_fok == {}
@@ -298,7 +299,7 @@ def test_tenants_never_count_each_other(any_db):
     for _ in range(2):
         remember(agent="agent-2", topic="deployment")
     Recollection.create(agent_id="agent-2", topic="billing", content="invoices go out monthly")
-    assembler = ContextAssembler(Recollection, max_items=5)
+    assembler = ContextAssembler(Recollection, **SEED_RANKING, max_items=5)
     assert_reference_numbers(assembler.assess(CUES, agent_id="agent-1"))
     assert assembler.assess({"topic": "billing"}, agent_id="agent-1").fok_score == 0.0
     crowded = assembler.assess({"topic": "deployment"}, agent_id="agent-2")  # six records, max_items 5
@@ -306,7 +307,7 @@ def test_tenants_never_count_each_other(any_db):
 
 
 def test_the_partition_must_be_named(any_db):
-    assembler = ContextAssembler(Recollection, max_items=5)
+    assembler = ContextAssembler(Recollection, **SEED_RANKING, max_items=5)
     with pytest.raises(QueryException):
         assembler.assess(CUES)
     with pytest.raises(QueryException):
@@ -317,7 +318,7 @@ def test_the_partition_must_be_named(any_db):
 
 def test_a_missing_tenant_is_refused_with_the_call_to_write(any_db):
     """No default tenant (one assembler serves many agents): the error names the keyword to add."""
-    assembler = ContextAssembler(Recollection, max_items=5)
+    assembler = ContextAssembler(Recollection, **SEED_RANKING, max_items=5)
     for call in ("assess", "assemble"):
         with pytest.raises(QueryException) as refused:
             getattr(assembler, call)(CUES)
@@ -331,7 +332,7 @@ def test_a_missing_tenant_is_refused_with_the_call_to_write(any_db):
 # -- cost --------------------------------------------------------------------------------------
 def test_round_trips_of_the_probe_and_of_scoring(db, sent):
     records = remember(topic="deployment")
-    assembler = ContextAssembler(Recollection, max_items=5)
+    assembler = ContextAssembler(Recollection, **SEED_RANKING, max_items=5)
     assembler.assess(CUES, agent_id="agent-1")  # scripts loaded
 
     def count(cues, **options):
@@ -347,7 +348,7 @@ def test_round_trips_of_the_probe_and_of_scoring(db, sent):
 
 def test_the_probe_writes_nothing(db):
     remember(topic="deployment")
-    assembler = ContextAssembler(Recollection, max_items=5)
+    assembler = ContextAssembler(Recollection, **SEED_RANKING, max_items=5)
     before = {key: db.dump(key) for key in all_keys(db)}
     assembler.assess(CUES, agent_id="agent-1")
     assert {key: db.dump(key) for key in all_keys(db)} == before
@@ -362,7 +363,7 @@ def test_perturbation_moves_weight_within_the_bounds():
 
 
 def lexical_assembler(weights):
-    return ContextAssembler(Recollection, score_weights=weights, max_items=5)
+    return ContextAssembler(Recollection, **SEED_RANKING, score_weights=weights, max_items=5)
 
 
 def test_a_worse_trial_is_reverted_and_a_better_one_kept(db):

@@ -42,18 +42,27 @@ def test_lists_pre_check_and_riders_share_one_round_trip(made, sent):
     sent.clear()
     found = retrieve(Memory._meta.client, retrieval)
     assert len(sent) == 1
-    assert found.candidates[0].key == made[0].db_key and set(found.candidates[0].signals) == {"bm25", "vector", "rrf"}
+    assert found.candidates[0].key == made[0].db_key and set(found.candidates[0].signals) == {"bm25", "vector", "rrf", "match"}
     assert found.mode == "hybrid" and found.warnings == [] and found.matrix is not None
     assert len(found.riders[0]) == 4  # the push scan, answered as it is
 
 
-def test_a_definitely_missing_pre_check_pulls_nothing_but_answers_the_riders(made, sent):
+def test_a_definitely_missing_pre_check_pulls_nothing_by_keyword_but_answers_the_riders(made, sent):
     push = Memory.rhythm.searcher(space(), time.time(), 0.5, 10)
-    retrieval = Retrieval(space(), lists("deploy"), Fusion("rrf", {}, 10, 5),
+    keyword_only = {"keyword": keyword_hits(Memory.content_bm25, space(), "deploy", 10)}
+    retrieval = Retrieval(space(), keyword_only, Fusion("rrf", {}, 10, 5),
                           existence=Memory.topics_seen.searcher(space(), ["kubernetes"]), riders=[push])
     sent.clear()
     found = retrieve(Memory._meta.client, retrieval)
     assert (found.candidates, found.lists, len(found.riders[0]), len(sent)) == ([], {}, 4, 1)
+
+
+def test_a_definitely_missing_pre_check_leaves_the_vector_list_its_say(made, sent):
+    retrieval = Retrieval(space(), lists("deploy"), Fusion("rrf", {}, 10, 5),
+                          existence=Memory.topics_seen.searcher(space(), ["kubernetes"]))
+    found = retrieve(Memory._meta.client, retrieval)
+    assert set(found.lists) == {"vector"} and found.candidates
+    assert all("bm25" not in c.signals for c in found.candidates)
 
 
 def test_the_graph_expands_from_the_first_list_that_found_anything_only_when_it_has_an_edge(made, sent):

@@ -5,7 +5,8 @@
    the data of ``ingest``, ``ask`` and ``chat`` (prefix ``rm``). The memories of an earlier demo
    run are removed first, and only those (``DemoRun`` lists them); an agent holding memories the
    demo did not create is refused.
-2. For each sample question: assemble the context (pull: BM25 + vectors + graph fused by RRF;
+2. For each sample question: assemble the context (pull: BM25 + vectors fused by convex score
+   fusion, graph neighbours after the hits;
    push: routines above the surfacing threshold) and print the records chosen, with their path
    and score; ``--verbose`` also prints the context itself and every score component.
 3. With a chat model configured (``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``), ask it.

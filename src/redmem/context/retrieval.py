@@ -42,7 +42,6 @@ from ..store.errors import QueryException
 from ..store.keys import KeySpace
 from .candidates import Candidate
 from .fusion import RRF_K, checked_weights, convex_fusion, reciprocal_rank_fusion
-from .query_weights import query_adaptive_weights
 
 if TYPE_CHECKING:
     from ..model.base import Model
@@ -67,6 +66,10 @@ __all__ = [
     "FUSIONS",
     "LIST_NAMES",
     "GRAPH_LIST",
+    "KEYWORD_LIST",
+    "DIRECT_LISTS",
+    "MATCH_SIGNAL",
+    "match_scores",
 ]
 
 MODES = ("auto", "hybrid", "lexical", "semantic", "composite")
@@ -139,8 +142,7 @@ def check_fusion(fusion: str, weights: dict[str, float] | None) -> dict[str, flo
 @dataclass(frozen=True)
 class PullPlan:
     """How one pull runs: the mode, how many candidates each arm returns, graph expansion depth,
-    and how the lists are fused (``fusion_weights`` None: :func:`query_adaptive_weights` in
-    hybrid mode, else every list weighs 1)."""
+    and how the lists are fused (``fusion_weights`` None: every list weighs 1)."""
 
     mode: str
     candidate_limit: int
@@ -148,12 +150,18 @@ class PullPlan:
     propagation_depth: int
     score_weights: dict[str, float]
     graph_seeds: int = 5
-    fusion: str = "rrf"
+    fusion: str = "convex"
     fusion_weights: dict[str, float] | None = None
 
 
 #: The list the graph expansion adds.
 GRAPH_LIST = "graph"
+#: The BM25 list (the one the ExistenceFilter pre-check speaks for).
+KEYWORD_LIST = "keyword"
+#: The lists whose hits are direct evidence for the query (the graph's are reached from them).
+DIRECT_LISTS = ("keyword", "vector")
+#: The signal holding a candidate's :func:`match_scores` value.
+MATCH_SIGNAL = "match"
 #: The signal a list's scores are recorded as on each candidate, when not the list's own name.
 SIGNAL_OF_LIST = {"keyword": "bm25"}
 IGNORED_CUES = "composite retrieval without a BM25Field ignores the query cues"
@@ -245,8 +253,10 @@ def retrieve(client: Any, retrieval: Retrieval) -> Retrieved:
     edges = next(answers) if size else 0
     riders = list(answers)
     matrix = next((s.matrix for s in retrieval.lists.values() if isinstance(s, VectorSearch)), None)
-    if not may_exist:  # nothing in this partition shares a term with the query
-        return Retrieved([], retrieval.mode, {}, riders, [], matrix)
+    if not may_exist:  # no term of the query occurs in this partition: the keyword list has nothing to say
+        lists.pop(KEYWORD_LIST, None)
+        if not any(lists.values()):  # and no other arm found anything: the one check was the whole cost
+            return Retrieved([], retrieval.mode, {}, riders, [], matrix)
     mode, warnings = retrieval.mode, list(retrieval.warnings)
     if retrieval.expansion is not None:
         lists[GRAPH_LIST] = _expanded(client, retrieval.expansion, retrieval.space, lists, edges)
@@ -270,30 +280,79 @@ def _expanded(client: Any, expansion: Expansion, space: KeySpace, lists: dict[st
 
 
 def _candidates(retrieval: Retrieval, lists: dict[str, Hits]) -> list[Candidate]:
-    """The lists fused (:func:`_fused`), each record with its score in every list as a signal."""
+    """The lists fused (:func:`_fused`), each record with its score in every list as a signal.
+
+    Records only the graph expansion reached follow every record a search found, in fused order
+    among themselves: a neighbour of a hit is no evidence for the query, so it never outranks a
+    direct hit. When a keyword or vector list ran, each record also has its ``match``
+    (:func:`match_scores`).
+    """
     signals: dict[str, dict[str, float]] = {}
     for name, hits in lists.items():
         for record_id, score in hits:
             signals.setdefault(record_id, {})[SIGNAL_OF_LIST.get(name, name)] = score
+    matches = match_scores(lists)
     method = retrieval.fusion.method
-    return [
+    candidates = [
         Candidate(key=DbKey(retrieval.space, record_id), pull=score,
-                  signals={**signals.get(record_id, {}), method: score})
+                  signals={**signals.get(record_id, {}), method: score,
+                           **({MATCH_SIGNAL: matches.get(record_id, 0.0)} if matches is not None else {})})
         for record_id, score in _fused(retrieval.fusion, lists)
     ]
+    direct = [c for c in candidates if _found_directly(c.signals)]
+    return direct + [c for c in candidates if not _found_directly(c.signals)]
+
+
+def _found_directly(signals: dict[str, float]) -> bool:
+    """Whether a search (not only the graph expansion) found the record."""
+    return any(SIGNAL_OF_LIST.get(name, name) in signals for name in LIST_NAMES if name != GRAPH_LIST)
+
+
+def match_scores(lists: dict[str, Hits]) -> dict[str, float] | None:
+    """How well each record matches the query, in [0, 1]: the keyword and vector lists that found
+    anything, each score divided by its list's best, averaged with equal weights (missing: 0)::
+
+        match(d) = (1 / |L|) * sum over L in {keyword, vector} with hits of  s_L(d) / top_L
+
+    None when neither list ran or found anything (composite ranking answers no query). It is
+    the fusion-independent measure the relevance floor reads (``min_relevance``).
+    """
+    direct = {name: hits for name in DIRECT_LISTS if (hits := lists.get(name))}
+    if not direct:
+        return None
+    return dict(convex_fusion(direct, limit=None))
 
 
 def _fused(fusion: Fusion, lists: dict[str, Hits]) -> Hits:
     """The lists fused by ``fusion``'s method, at most ``fusion.limit`` (record id, score).
 
+    The graph list weighs 0 unless ``fusion.weights`` names it: a record's neighbours are no
+    evidence that it answers the query, so they do not lift a weaker hit past a stronger one.
+    The records only the graph reached (left out by a weight of 0) follow the fused ones, in
+    activation order, each scored below the lowest fused score.
     For convex fusion every list but the graph's (which holds every node propagation reached)
     was searched with ``list_limit``, so a list that long was cut there.
     """
+    weights = {GRAPH_LIST: 0.0, **fusion.weights}
     if fusion.method == "convex":
         limits = {name: fusion.list_limit for name in lists if name != GRAPH_LIST}
-        return convex_fusion(lists, weights=fusion.weights, limits=limits, limit=fusion.limit)
-    ranked = {name: [record_id for record_id, _ in hits] for name, hits in lists.items()}
-    return reciprocal_rank_fusion(ranked, k=RRF_K, weights=fusion.weights, limit=fusion.limit)
+        fused = convex_fusion(lists, weights=weights, limits=limits, limit=fusion.limit)
+    else:
+        ranked = {name: [record_id for record_id, _ in hits] for name, hits in lists.items()}
+        fused = reciprocal_rank_fusion(ranked, k=RRF_K, weights=weights, limit=fusion.limit)
+    return fused + _reached_only(lists.get(GRAPH_LIST, []), fused)[: fusion.limit - len(fused)]
+
+
+def _reached_only(graph: Hits, fused: Hits) -> Hits:
+    """The graph's records missing from ``fused``, in activation order, scored
+    ``lowest fused score * activation / (2 * best activation)``: below every fused record."""
+    found = {record_id for record_id, _ in fused}
+    reached = [(record_id, activation) for record_id, activation in graph if record_id not in found and activation > 0]
+    if not reached:
+        return []
+    lowest = min((score for _, score in fused), default=1.0)
+    top = max(activation for _, activation in reached)
+    return [(record_id, lowest * activation / (2 * top)) for record_id, activation in reached]
 
 
 # -- the assembler's pull --------------------------------------------------------------------------
@@ -312,7 +371,7 @@ def plan_pull(
     """
     space = query.partition()
     mode = plan.mode if text else "composite"
-    fusion = Fusion(plan.fusion, _list_weights(plan, text), plan.candidate_limit, plan.fused_limit)
+    fusion = Fusion(plan.fusion, _list_weights(plan), plan.candidate_limit, plan.fused_limit)
     existence = caps.existence.searcher(space, [text]) if caps.existence is not None and text else None
     if mode == "composite":
         return Retrieval(space, _composite_lists(caps, query, text, plan, now, where, keyword=True), fusion, mode,
@@ -333,11 +392,14 @@ def plan_pull(
     return Retrieval(space, lists, fusion, mode, existence, expansion, fallback, riders)
 
 
-def _list_weights(plan: PullPlan, text: str) -> dict[str, float]:
-    """The fusion weights of one pull: the plan's, else query-adaptive in hybrid mode, else none (all 1)."""
-    if plan.fusion_weights is not None:
-        return plan.fusion_weights
-    return query_adaptive_weights(text) if text and plan.mode == "hybrid" else {}
+def _list_weights(plan: PullPlan) -> dict[str, float]:
+    """The fusion weights of one pull: the plan's, else none (every list weighs 1).
+
+    Equal weights are the measured default (docs/benchmarks.md, issue 26): the query-adaptive
+    rule of :func:`~redmem.context.query_weights.query_adaptive_weights` gives the vector list
+    weight 0 for any query naming a person or a date, which made hybrid rank as lexical does.
+    """
+    return plan.fusion_weights if plan.fusion_weights is not None else {}
 
 
 def _composite_lists(

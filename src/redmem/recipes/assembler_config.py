@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..context.duplicates import DUPLICATE_COSINE
+from ..context.floor import DEFAULT_MIN_RELEVANCE
 from ..context.packing import Budget
 from ..context.rendering import check_format, check_render_fields
 from ..context.retrieval import check_fusion
 from ..context.tokens import TokenCounter, resolve_counter
 from ..store.connection import settings
 from ..store.errors import ValidationError
-from ..store.validation import finite_number, non_negative_int, positive_int
+from ..store.validation import boolean, finite_number, non_negative_int, positive_int
 
 __all__ = [
     "AssemblerConfig", "DEFAULT_MAX_ITEMS", "DEFAULT_SURFACING_THRESHOLD", "DEFAULT_PROPAGATION_DEPTH",
@@ -46,6 +47,14 @@ class AssemblerConfig:
     ``duplicate_cosine``: two memories whose vectors (when the vector search ran) have at
     least this cosine are near duplicates, and only the better-ranked one is kept; None keeps
     near duplicates (exact ones, the same text after normalisation, always collapse).
+
+    ``min_relevance``: the relevance floor, a number in [0, 1] or None (no floor): a memory
+    whose match with the query (:func:`~redmem.context.retrieval.match_scores`) is below it is
+    left out even when ``max_items`` allows more (:mod:`redmem.context.floor`).
+    ``newer_first``: of two memories where the newer updates the older one's fact, the newer
+    ranks first (:mod:`redmem.context.recency`); it reads the model's first DatetimeField.
+    ``fusion`` defaults to convex score fusion with every list weighing 1, the measured best
+    (the seed's ``"rrf"`` is one option away).
     """
 
     score_weights: dict[Any, float] | None = None
@@ -58,9 +67,11 @@ class AssemblerConfig:
     retrieval_mode: str = "auto"
     render_fields: list[str] | None = None
     max_proactive: int | None = None
-    fusion: str = "rrf"
+    fusion: str = "convex"
     fusion_weights: dict[str, float] | None = None
     duplicate_cosine: float | None = DUPLICATE_COSINE
+    min_relevance: float | None = DEFAULT_MIN_RELEVANCE
+    newer_first: bool = True
 
     def __post_init__(self) -> None:
         counter = self.token_counter if self.token_counter is not None else settings().token_counter
@@ -75,6 +86,8 @@ class AssemblerConfig:
             "max_proactive": non_negative_int("max_proactive", self.max_proactive, none=True),
             "duplicate_cosine": _check_cosine(self.duplicate_cosine),
             "fusion_weights": check_fusion(self.fusion, self.fusion_weights),
+            "min_relevance": finite_number("min_relevance", self.min_relevance, low=0.0, high=1.0, none=True),
+            "newer_first": boolean("newer_first", self.newer_first),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)

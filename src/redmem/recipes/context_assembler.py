@@ -15,17 +15,32 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from ..context.candidates import Candidate, merge_paths
 from ..context.duplicates import collapse_duplicates
 from ..context.effects import apply_post_effects
+from ..context.floor import above_floor
 from ..context.packing import Budget, pack_slices
+from ..context.recency import newer_first
 from ..context.rendering import Renderer
-from ..context.retrieval import Capabilities, PullPlan, plan_pull, push_candidates, resolve_mode, retrieve
+from ..context.retrieval import (
+    MATCH_SIGNAL,
+    Capabilities,
+    PullPlan,
+    plan_pull,
+    push_candidates,
+    resolve_mode,
+    retrieve,
+)
 from ..context.tokens import TokenCounter, resolve_counter
+from ..embeddings.matrix import VectorMatrix
 from ..fields.composite import signal_weights
 from ..model.base import Model
+from ..model.fields import DatetimeField
 from ..model.filters import compile_where
 from ..model.hits import Hit
 from ..model.loading import load_records
@@ -33,7 +48,7 @@ from ..observation.protocol import ObservationProtocol
 from ..store.aio import async_variant
 from ..store.errors import ArgumentTypeError
 from ..store.keys import KeySpace
-from ..store.validation import subclass_of, timestamp
+from ..store.validation import epoch_of, subclass_of, timestamp
 from .assembler_config import (
     DEFAULT_MAX_ITEMS,
     DEFAULT_PROPAGATION_DEPTH,
@@ -123,6 +138,8 @@ class ContextAssembler:
         self.mode = resolve_mode(self.capabilities, config.retrieval_mode, config.score_weights or {})
         self.score_weights = self._check_score_weights(config.score_weights)
         self.renderer = Renderer(model_class, config.output_format, config.render_fields)
+        #: The field saying when a memory was stated, which ``newer_first`` compares: the model's first DatetimeField.
+        self.time_field: DatetimeField | None = next(iter(model_class._meta.fields_of(DatetimeField)), None)
 
     # -- the options, read from the config ---------------------------------------------------------
     @property
@@ -206,7 +223,9 @@ class ContextAssembler:
             warnings.warn(message, RuntimeWarning, stacklevel=2)
         push = push_candidates(space, pulled.riders, push_limit)
         found = self._load(merge_paths(pulled.candidates, push, self.max_proactive, asked=bool(text)))
-        merged, duplicates = self._distinct(found, pulled.matrix)
+        vectors = self._vectors(found, pulled.matrix)
+        distinct, duplicates = self._distinct(found, vectors)
+        merged, below_floor = above_floor(self._newer_first(distinct, vectors), self.config.min_relevance)
         chosen, pieces, token_count = self._pack(merged)
         selected = [c.record for c in chosen]
         proactive = [c.record for c in chosen if c.push is not None]
@@ -223,6 +242,7 @@ class ContextAssembler:
             "retrieval_mode": pulled.mode,
             "suppressed_count": len(suppressed),
             "duplicates_collapsed": len(duplicates),
+            "below_floor": len(below_floor),
         }
         if emit_trace:
             metadata["trace"] = [
@@ -253,14 +273,43 @@ class ContextAssembler:
             candidate.record = loaded.get(candidate.key)
         return [c for c in candidates if c.record is not None]
 
-    def _distinct(self, candidates: list[Candidate], matrix: Any) -> tuple[list[Candidate], list[Candidate]]:
+    @staticmethod
+    def _vectors(candidates: list[Candidate], matrix: VectorMatrix | None) -> dict[str, np.ndarray]:
+        """The unit vector of each candidate the vector search holds one for (none without it)."""
+        return {} if matrix is None else matrix.unit_vectors(c.key.record_id for c in candidates)
+
+    def _distinct(self, candidates: list[Candidate], vectors: dict[str, np.ndarray]) -> tuple[list[Candidate], list[Candidate]]:
         """(kept, collapsed): one copy of each memory text, the best-ranked (see
         :mod:`redmem.context.duplicates`); near duplicates by the vectors the vector search holds."""
-        near = matrix is not None and self.duplicate_cosine is not None
-        vectors = matrix.unit_vectors(c.key.record_id for c in candidates) if near else None
-        return collapse_duplicates(candidates, lambda c: self.renderer.text_of(c.record), vectors,
+        near = self.duplicate_cosine is not None
+        return collapse_duplicates(candidates, lambda c: self.renderer.text_of(c.record), vectors if near else None,
                                    lambda c: c.key.record_id,
-                                   self.duplicate_cosine if near and self.duplicate_cosine is not None else 1.0)
+                                   self.duplicate_cosine if self.duplicate_cosine is not None else 1.0)
+
+    def _newer_first(self, candidates: list[Candidate], vectors: dict[str, np.ndarray]) -> list[Candidate]:
+        """The candidates with each memory that updates an older, better-ranked one moved above it
+        (:mod:`redmem.context.recency`), when ``newer_first`` is on and the model has a time field.
+
+        A memory that moved takes the older one's match when that is higher: an update shares
+        fewer words with the question than the fact it replaces, and must not fall below the
+        relevance floor that the fact clears."""
+        clock = self.time_field
+        if not self.config.newer_first or clock is None:
+            return candidates
+
+        def time_of(candidate: Candidate) -> float | None:
+            value = getattr(candidate.record, clock.name, None)
+            return epoch_of(value) if isinstance(value, datetime) else None
+
+        def cosine_of(a: Candidate, b: Candidate) -> float | None:
+            u, v = vectors.get(a.key.record_id), vectors.get(b.key.record_id)
+            return None if u is None or v is None else float(u @ v)
+
+        order, moves = newer_first(candidates, time_of, lambda c: self.renderer.text_of(c.record), cosine_of)
+        for newer, older in moves:
+            if MATCH_SIGNAL in newer.signals and MATCH_SIGNAL in older.signals:
+                newer.signals[MATCH_SIGNAL] = max(newer.signals[MATCH_SIGNAL], older.signals[MATCH_SIGNAL])
+        return order
 
     def _pack(self, candidates: list[Candidate]) -> tuple[list[Candidate], list[str], int]:
         """Render each candidate's slice and pack them (:func:`~redmem.context.packing.pack_slices`):

@@ -42,6 +42,7 @@ __all__ = [
     "non_negative_int",
     "finite_number",
     "one_of",
+    "boolean",
     "timestamp",
     "epoch_of",
     "utf8_text",
@@ -190,6 +191,13 @@ def one_of(name: str, value: Any, choices: Collection[Any], *, error: type[Redme
         known = False
     if not known:
         raise error(f"{name} must be one of {list(choices)}, got {_shown(value)}")
+    return value
+
+
+def boolean(name: str, value: Any) -> bool:
+    """``value`` if it is a bool (1, 0 and None are not: a flag given a count is a mistake)."""
+    if not isinstance(value, bool):
+        raise _fail(ValidationError, name, "True or False", value, wrong_type=True)
     return value
 
 

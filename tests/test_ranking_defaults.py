@@ -1,0 +1,172 @@
+"""The assembler's default ranking (issue 26): direct evidence before graph-expanded records, the
+relevance floor (no padding), newer facts first. Pure stages tested as functions, then through
+``ContextAssembler`` against a real server.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from redmem import (
+    AutoKeyField,
+    BM25Field,
+    CoOccurrenceField,
+    DatetimeField,
+    EmbeddingField,
+    KeyField,
+    Model,
+    StringField,
+    ValidationError,
+)
+from redmem.context.candidates import Candidate
+from redmem.context.floor import DEFAULT_MIN_RELEVANCE, above_floor
+from redmem.context.recency import is_update, newer_first
+from redmem.context.retrieval import match_scores
+from redmem.model.dbkey import DbKey
+from redmem.recipes.context_assembler import ContextAssembler
+from redmem.store.keys import KeySpace
+
+VECTORS: dict[str, list[float]] = {}
+
+
+class LookupEmbeddings:
+    """Vectors by lookup from VECTORS (unit vectors the test chooses); other texts get e2."""
+
+    dimensions = 3
+    max_batch_size = 64
+
+    def embed(self, texts, input_type="document"):
+        return np.array([VECTORS.get(t, [0.0, 0.0, 1.0]) for t in texts], dtype=np.float32)
+
+
+class Fact(Model):
+    """A hybrid fact with the time it was stated and a co-occurrence graph."""
+
+    fact_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    stated_at = DatetimeField(auto_now_add=True)
+    links = CoOccurrenceField(partition_by="agent_id")
+    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+    embedding = EmbeddingField(source="content", provider=LookupEmbeddings(), partition_by="agent_id")
+
+
+@pytest.fixture(autouse=True)
+def no_vectors():
+    VECTORS.clear()
+    yield
+    VECTORS.clear()
+
+
+def unit(*xs: float) -> list[float]:
+    v = np.array(xs, dtype=np.float64)
+    return list(v / np.linalg.norm(v))
+
+
+# -- match and the floor, as functions ------------------------------------------------------------
+def test_match_averages_each_direct_list_divided_by_its_best():
+    lists = {"keyword": [("a", 4.0), ("b", 1.0)], "vector": [("b", 0.8), ("c", 0.2)], "graph": [("d", 1.0)]}
+    assert match_scores(lists) == pytest.approx({"a": 0.5, "b": (0.25 + 1.0) / 2, "c": 0.125})
+    assert match_scores({"graph": [("d", 1.0)]}) is None
+    assert match_scores({"keyword": [], "vector": [("c", 0.5)]}) == {"c": 1.0}
+
+
+def candidate(record_id: str, **signals: float) -> Candidate:
+    return Candidate(key=DbKey(KeySpace("t", "Fact", ("a",)), record_id), pull=1.0, signals=dict(signals))
+
+
+@given(st.lists(st.floats(0, 1), max_size=12), st.one_of(st.none(), st.floats(0, 1)))
+def test_the_floor_cuts_exactly_the_matches_below_it_and_keeps_order(matches, floor):
+    candidates = [candidate(str(i), match=m) for i, m in enumerate(matches)]
+    push_only = Candidate(key=DbKey(KeySpace("t", "Fact", ("a",)), "push"), push=1.0)
+    kept, cut = above_floor([*candidates, push_only], floor)
+    assert [c.key.record_id for c in kept] == [c.key.record_id for c in candidates
+                                              if floor is None or c.signals["match"] >= floor] + ["push"]
+    assert all(floor is not None and c.signals["match"] < floor for c in cut)
+
+
+def test_the_floor_is_checked_when_the_assembler_is_made():
+    for bad in (-0.1, 1.5, float("nan"), "0.3"):
+        with pytest.raises(ValidationError, match="min_relevance"):
+            ContextAssembler(Fact, min_relevance=bad)
+    with pytest.raises(ValidationError, match="newer_first"):
+        ContextAssembler(Fact, newer_first=1)
+    assert ContextAssembler(Fact).config.min_relevance == DEFAULT_MIN_RELEVANCE
+
+
+# -- newer first, as functions --------------------------------------------------------------------
+@pytest.mark.parametrize(("older", "newer", "cosine", "expected"), [
+    ("Bob uses MySQL for billing", "Bob switched billing to PostgreSQL last week", 0.69, True),
+    ("Alice lives in Berlin.", "Alice moved to Lisbon in May.", 0.65, True),
+    ("Alice lives in Berlin.", "Alice lives in Lisbon.", 0.8, True),           # restated with another value
+    ("Alice lives in Berlin.", "Alice lives in Lisbon.", None, True),          # no vectors: the words decide
+    ("Caroline: I went to a support group yesterday.",
+     "Caroline: The support group was great, I made friends.", 0.87, False),  # one topic, no slot changed
+    ("Ana is allergic to shellfish", "Ana now loves spicy food", 0.54, False),  # another subject
+    ("Caroline: Thanks, Mel. Finding self-acceptance was a long process",
+     "Caroline: but now I'm ready to offer support", 0.64, False),               # "now" said in passing
+    ("Caroline: Hey Mel, what's up? Been a busy week since we talked.",
+     "Caroline: Hey Melanie, great to hear from you. What's been up since we talked?", 0.83, False),  # a paraphrase
+    ("We deploy on Tuesdays", "We deploy on Thursdays instead", 0.78, True),
+])
+def test_is_update(older, newer, cosine, expected):
+    assert is_update(older, newer, cosine) is expected
+
+
+@given(st.lists(st.tuples(st.sampled_from(["Alice lives in Berlin", "Alice lives in Lisbon", "Bob cooks",
+                                           "Alice moved to Oslo"]), st.one_of(st.none(), st.integers(0, 5))),
+                max_size=8))
+def test_newer_first_is_a_permutation_that_moves_only_updates_above_older_ones(items):
+    ranked = list(enumerate(items))
+    out, moves = newer_first(ranked, lambda it: it[1][1], lambda it: it[1][0], lambda a, b: None)
+    assert all(out.index(newer) < out.index(older) for newer, older in moves)
+    assert sorted(out) == sorted(ranked)
+    untimed = [it for it in ranked if it[1][1] is None]
+    assert [it for it in out if it[1][1] is None] == untimed  # what has no time keeps its relative order
+    for i, a in enumerate(out):  # no older statement stays above a newer one that updates it
+        for b in out[i + 1:]:
+            if a[1][1] is not None and b[1][1] is not None and a[1][1] < b[1][1]:
+                assert not is_update(a[1][0], b[1][0], None)
+
+
+# -- through the assembler ------------------------------------------------------------------------
+def test_graph_expanded_records_follow_every_direct_hit(any_db):
+    """A neighbour of the best hit used to outrank weaker direct hits (the demo's "Good luck with
+    the talk" above the memories that answer)."""
+    VECTORS.update({"biscuit walk": unit(1, 0, 0), "Biscuit needs a walk every day": unit(1, 0.2, 0),
+                    "Biscuit eats twice a day": unit(1, 0.6, 0)})
+    best = Fact.create(agent_id="a", content="Biscuit needs a walk every day")
+    second = Fact.create(agent_id="a", content="Biscuit eats twice a day")
+    cheer = Fact.create(agent_id="a", content="Good luck with the talk")
+    Fact.links.link(best, cheer, initial_weight=1.0)
+    result = ContextAssembler(Fact, min_relevance=None).assemble("biscuit walk", agent_id="a", emit_trace=True)
+    assert result.records[:2] == [best, second] and result.records[2] == cheer
+    assert ContextAssembler(Fact).assemble("biscuit walk", agent_id="a").records == [best, second]
+
+
+def test_no_padding_a_memory_sharing_nothing_with_the_question_is_left_out(any_db):
+    VECTORS.update({"When do we deploy?": unit(1, 0, 0), "Deploys go out on Tuesdays": unit(1, 0.3, 0),
+                    "Gus grows tomatoes": unit(0.04, 1, 0)})
+    deploy = Fact.create(agent_id="a", content="Deploys go out on Tuesdays")
+    Fact.create(agent_id="a", content="Gus grows tomatoes")
+    result = ContextAssembler(Fact).assemble("When do we deploy?", agent_id="a")
+    assert result.records == [deploy] and result.metadata["below_floor"] == 1
+    padded = ContextAssembler(Fact, min_relevance=None).assemble("When do we deploy?", agent_id="a")
+    assert len(padded.records) == 2 and padded.metadata["below_floor"] == 0
+
+
+def test_the_newer_of_two_conflicting_facts_ranks_first(any_db):
+    VECTORS.update({"what database does billing use?": unit(1, 0, 0),
+                    "Bob uses MySQL for billing": unit(1, 0.1, 0),
+                    "Bob switched billing to PostgreSQL last week": unit(1, 0.8, 0)})
+    then = datetime.now(UTC) - timedelta(days=30)
+    old = Fact.create(agent_id="a", content="Bob uses MySQL for billing", stated_at=then)
+    new = Fact.create(agent_id="a", content="Bob switched billing to PostgreSQL last week")
+    asked = "what database does billing use?"
+    assert ContextAssembler(Fact).assemble(asked, agent_id="a").records[:2] == [new, old]
+    assert ContextAssembler(Fact, newer_first=False).assemble(asked, agent_id="a").records[:2] == [old, new]
