@@ -7,7 +7,7 @@ what the answering call cost (wall ms with the query embedding, round trips). ``
 every question of a tenant at once, so a stateful path (frames) can be asked in passes.
 
 What "inside a 1,000-token context" means per path: an assembler (and the MCP ``recall`` tool)
-is asked a second time with ``max_tokens=1000`` and room for 100 items; FrameMemory ``recall``
+is asked a second time, right after the timed call, with ``max_tokens=1000`` and room for 100 items; FrameMemory ``recall``
 is asked with ``top_k=100`` and its blocks kept while their exact cl100k_base counts add up to
 1,000 at most; ``frame()`` (which reinforces what it returns) and HCE are cut the same way from
 their one answer (HCE's candidates by their own ``token_cost``).
