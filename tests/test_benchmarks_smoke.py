@@ -186,6 +186,26 @@ def test_frames_smallest_size(tmp_path):
             assert row["questions"] == 15 and 0 <= row["recall@1"] <= row["recall@5"] <= row["recall@10"] <= 1
 
 
+def test_quality_quick_every_path(tmp_path):
+    """quality.py --quick on hashed vectors: every path answers the scenario cases (and, with the LoCoMo
+    file beside the repository, a few questions over the first 60 turns of one conversation)."""
+    parts = "scenarios,locomo" if LOCOMO.exists() else "scenarios"
+    payload = run("quality.py", "--quick", "--hashing", "--parts", parts, "--data", str(LOCOMO),
+                  "--max-turns", "60", "--max-questions", "5", out_dir=tmp_path)
+    scenarios = payload["scenarios"]["results"]
+    assert len(scenarios) == 10 and payload["scenarios"]["cases"] == 10
+    for row in scenarios.values():
+        for half in ("dev", "held_out"):
+            figures = row[half]
+            assert figures["cases"] == 5 and 0 <= figures["recall@1"] <= figures["recall@3"] <= figures["recall@5"] <= 1
+            assert figures["items_per_context"] > 0 and figures["round_trips_p50"] >= 1
+    assert "### held_out" in (tmp_path / "smoke_quality.md").read_text()
+    if LOCOMO.exists():
+        for row in payload["locomo"]["results"].values():
+            assert row["questions"] == 5 and 0 <= row["recall@1"] <= row["recall@5"] <= row["recall@10"] <= 1
+            assert 0 <= row["evidence_in_1000_tokens"] <= 1 and row["ms"]["p50"] > 0
+
+
 def test_elfmem_runner_round_trip(tmp_path):
     """Drives elfmem 0.20.0 in its own venv (created on first use: about a minute, from the index)."""
     payload = run("frames.py", "--parts", "elfmem", "--sizes", "200", "--queries", "10", "--elfmem-queries", "5",
