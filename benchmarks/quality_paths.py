@@ -24,7 +24,16 @@ from typing import Any
 
 from common import CommandCounter
 from hce import pairs_of
-from redmem import BM25Field, ConfidenceField, DecayingSortedField, EmbeddingField, FloatField, Model, StringField
+from redmem import (
+    BM25Field,
+    ConfidenceField,
+    DatetimeField,
+    DecayingSortedField,
+    EmbeddingField,
+    FloatField,
+    Model,
+    StringField,
+)
 from redmem.cli_commands import mcp_server
 from redmem.context.tokens import TokenCounter
 from redmem.model import AutoKeyField, KeyField
@@ -76,6 +85,7 @@ class ReadmeMemory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
+    created_at = DatetimeField(auto_now_add=True)
     importance = FloatField(default=1.0)
     relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
     confidence = ConfidenceField()

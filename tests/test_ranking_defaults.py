@@ -113,6 +113,10 @@ def test_the_floor_is_checked_when_the_assembler_is_made():
     ("Caroline: Hey Mel, what's up? Been a busy week since we talked.",
      "Caroline: Hey Melanie, great to hear from you. What's been up since we talked?", 0.83, False),  # a paraphrase
     ("We deploy on Tuesdays", "We deploy on Thursdays instead", 0.78, True),
+    ("The weekly sync is on Mondays at 10.", "The weekly sync happens on Wednesdays at 11.", 0.88, True),  # other values
+    ("The office Wi-Fi password is tulip42.", "The office password is maple77 since today.", 0.64, True),
+    ("Caroline: I went to a LGBTQ support group", "Caroline: Thanks Mel, the LGBTQ+ art show is great", 0.7, False),
+    ("Our production region is us-east-1.", "We migrated prod to eu-west-1 on November 2.", 0.5, False),  # below 0.6
 ])
 def test_is_update(older, newer, cosine, expected):
     assert is_update(older, newer, cosine) is expected

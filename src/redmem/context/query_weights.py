@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["query_adaptive_weights", "FIRST_PERSON"]
+__all__ = ["query_adaptive_weights", "FIRST_PERSON", "MONTHS_AND_DAYS"]
 
 #: Words that make a query first-person (about the user's own memories).
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|(?<!\w)'[^']+'(?!\w)")
-_MONTHS_AND_DAYS = re.compile(
+#: Month and weekday names, whole or abbreviated, as written (capitalised).
+MONTHS_AND_DAYS = re.compile(
     r"\b(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
     r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?|"
     r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
@@ -53,7 +54,7 @@ def query_adaptive_weights(query_text: str) -> dict[str, float]:
     specific = (
         bool(_QUOTED.search(query_text))
         or any(ch.isdigit() for ch in query_text)
-        or bool(_MONTHS_AND_DAYS.search(query_text))
+        or bool(MONTHS_AND_DAYS.search(query_text))
         or _capitalised_after_start(query_text)
     )
     return {"keyword": 1.0, "vector": 0.0 if specific else 1.0, "graph": 1.0}
