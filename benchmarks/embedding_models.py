@@ -39,6 +39,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -136,7 +137,8 @@ def run_candidate(python: Path, name: str, texts: dict[str, list[str]], queries:
     kept = cache / f"{name}-{digest}" if cache else None
     kinds = [*texts, "queries"]
     if kept and (kept / "report.json").exists():
-        return json.loads((kept / "report.json").read_text()), {k: np.load(kept / f"{k}.npy") for k in kinds}
+        report = {**json.loads((kept / "report.json").read_text()), "cached": True}
+        return report, {k: np.load(kept / f"{k}.npy") for k in kinds}
     with tempfile.TemporaryDirectory(prefix="embedding-models-") as scratch:
         job = Path(scratch) / "job.json"
         job.write_text(json.dumps({"candidate": name, "texts": texts, "queries": queries, "out": scratch,
@@ -269,7 +271,7 @@ def markdown(payload: dict[str, Any]) -> str:
             lines.append(f"| {name} | failed: {row['error'][:120]} |||||||||")
             continue
         q, r = row["retrieval"], row["runner"]
-        turns = payload["query_ms_interleaved"][name]
+        turns = payload["query_ms_interleaved"].get(name, {"p50": math.nan, "p95": math.nan})
         vt, vp, ht, hp = q["vector_turns"], q["vector_passages"], q["hybrid_turns"], q["hybrid_passages"]
         lines.append(
             f"| {name} | {r['dimensions']} | {vt['recall@1']:.3f} / {vt['recall@5']:.3f} / {vt['recall@10']:.3f} "
@@ -282,8 +284,13 @@ def markdown(payload: dict[str, Any]) -> str:
     lines += ["", "Query ms (taking turns): every candidate loaded in one process, each question embedded by each "
               "model in turn, so all face the same load from the rest of the machine; (alone): in the candidate's "
               "own run, after its documents. RSS MiB: the runner's peak resident memory less its resident memory "
-              "before the model loaded.",
-              "", "| model | what | package | licence |", "|---|---|---|---|"]
+              "before the model loaded."]
+    cached = [name for name, row in payload["candidates"].items() if row.get("runner", {}).get("cached")]
+    if cached:
+        lines += ["", "From the cache (measured by the run that embedded the texts, not this one): docs/s, query ms "
+                      f"alone, load s and RSS of {', '.join(cached)}; retrieval is scored and query latency taking "
+                      "turns timed in this run."]
+    lines += ["", "| model | what | package | licence |", "|---|---|---|---|"]
     for name, info_ in CANDIDATES.items():
         if name in payload["candidates"]:
             lines.append(f"| {name} | {info_['model']} | {info_['package']} | {info_['licence']} |")
@@ -309,6 +316,8 @@ def main() -> None:
     parser.add_argument("--candidates", default=",".join(CANDIDATES), help="comma-separated names")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--out", default="embedding_models", help="results/<out>.json and .md")
+    parser.add_argument("--interleave", default="",
+                        help="the candidates whose query latency is timed taking turns (default: all measured)")
     parser.add_argument("--cache", default=str(CACHE),
                         help="keep vectors and reports here and reuse them (re-scoring only); '' for none")
     args = parser.parse_args()
@@ -347,7 +356,8 @@ def main() -> None:
         hp = retrieval["hybrid_passages"]
         log.info("%s: hybrid passages R@1 %.3f R@5 %.3f, query p50 %.2f ms", name, hp["recall@1"], hp["recall@5"],
                  report["query_ms"]["p50"])
-    measured = [name for name, row in payload["candidates"].items() if "error" not in row]
+    measured = [name for name, row in payload["candidates"].items()
+                if "error" not in row and (not args.interleave or name in args.interleave.split(","))]
     log.info("query latency, the candidates taking turns ...")
     payload["query_ms_interleaved"] = run_interleaved(python, measured, queries)
     payload["machine"] = machine()
