@@ -157,6 +157,24 @@ def run_candidate(python: Path, name: str, texts: dict[str, list[str]], queries:
     return report, vectors
 
 
+def latency_alone(python: Path, names: list[str], queries: list[str]) -> dict[str, dict[str, Any]]:
+    """Each candidate in a process of its own, embedding the queries only, one by one, one
+    candidate after the other: no other model's threads spinning between its calls."""
+    found = {}
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix="embedding-models-") as scratch:
+            job = Path(scratch) / "job.json"
+            job.write_text(json.dumps({"candidate": name, "texts": {}, "queries": queries, "out": scratch,
+                                       "threads": THREADS}))
+            env = {**os.environ, "OMP_NUM_THREADS": str(THREADS)}
+            done = subprocess.run([str(python), str(RUNNER), str(job)], capture_output=True, text=True, env=env)
+            if done.returncode:
+                raise RuntimeError(f"{name}: runner failed: {done.stderr[-2000:]}")
+            report = json.loads(done.stdout.strip().splitlines()[-1])
+        found[name] = {"query_ms": report["query_ms"], "load_s": report["load_s"], "rss_mib": report["rss_mib"]}
+    return found
+
+
 def run_interleaved(python: Path, names: list[str], queries: list[str]) -> dict[str, dict[str, float]]:
     """Query embedding ms of every candidate in one process, taking turns query by query."""
     with tempfile.TemporaryDirectory(prefix="embedding-models-") as scratch:
@@ -316,6 +334,8 @@ def main() -> None:
     parser.add_argument("--candidates", default=",".join(CANDIDATES), help="comma-separated names")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--out", default="embedding_models", help="results/<out>.json and .md")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the query embedding, each model alone in turn (results/<out>.json)")
     parser.add_argument("--interleave", default="",
                         help="the candidates whose query latency is timed taking turns (default: all measured)")
     parser.add_argument("--cache", default=str(CACHE),
@@ -341,6 +361,14 @@ def main() -> None:
         "candidates": {},
     }
     python = ensure_venv()
+    if args.latency_only:
+        names = args.candidates.split(",")
+        payload = {"command": "benchmarks/embedding_models.py " + " ".join(sys.argv[1:]), "load_before": load_before,
+                   "questions": len(queries), "threads": THREADS, "latency_alone": latency_alone(python, names, queries),
+                   "machine": machine()}
+        write_json(args.out, payload)
+        print(json.dumps(payload["latency_alone"], indent=1))
+        return
     baseline: dict[str, np.ndarray] | None = None
     for name in args.candidates.split(","):
         log.info("%s ...", name)
