@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/embedding_models.py --data ../shared/data/locomo-dev.json
     .venv/bin/python benchmarks/embedding_models.py --data ... --candidates minilm-l6-int8,use-multilingual-int8
     .venv/bin/python benchmarks/embedding_models.py --data ... --conversations 1      # a quick look
+    .venv/bin/python benchmarks/embedding_models.py --data ... --latency-only --out embedding_models_latency
 
 Every candidate is a model whose weights are files of a package on the registry (nothing is
 downloaded at run time). They are installed once into ``<repo>/.bench-models-venv`` (git-ignored;
@@ -27,7 +28,9 @@ without Redis (the rankings a ContextAssembler would fuse, computed in process):
   a ContextAssembler with ``max_items=10``), keyword 1 / vector 1, each list cut at 50, as
   ``conversation_assembler()`` fuses them; for turn and for passage vectors.
 
-Nothing is tuned: every setting is the recipe's or the model's published one. No cross-encoder
+``--latency-only`` times the query embedding alone: each candidate in its own process, one after
+the other (taking turns in one process, a model timed after an OpenMP or onnxruntime one pays for
+its threads still spinning). Nothing is tuned: every setting is the recipe's or the model's published one. No cross-encoder
 ships inside a package on the registry (see docs/benchmarks.md for the packages checked), so
 there is no reranker row. Results: ``results/embedding_models.json`` and ``.md``. The data set is
 read from the path given and never copied (CC BY-NC 4.0).
