@@ -10,7 +10,8 @@ PyTorch, no TensorFlow, nothing downloaded at run time. Install with the ``local
 Why it is offered beside MiniLM: on LoCoMo, fused with BM25 as ConversationMemory does, it
 ranked better than all-MiniLM-L6-v2 at the top (Recall@1 0.473 against 0.452, Recall@5 0.774
 against 0.766; Recall@10 0.834 against 0.842) for about a fifth of MiniLM's query-embedding
-time (the two timed taking turns in one process), and it maps sentences of different languages
+time (0.79 against 4.20 ms p50, each alone on the idle 2-core host,
+``benchmarks/results/embedding_models_latency.json``), and it maps sentences of different languages
 near each other (``benchmarks/results/embedding_models.md``).
 """
 
