@@ -267,6 +267,46 @@ def test_ingest_names_a_malformed_file(redis_url, db, tmp_path):
     assert 'session 1, turn 1: a turn is an object with a non-empty "text"' in result.stdout
 
 
+def test_ingest_with_said_at_and_session_dates_and_links_the_turns(redis_url, db, tmp_path):
+    lines = tmp_path / "cy.txt"
+    lines.write_text("Did you ever go scuba diving near Belize?\nYes, twice last year!\n")
+    out = on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(lines), "--agent", "cy",
+                         "--said-at", "1:56 pm on 8 May, 2023", "--session", "s1")
+    assert "ingested 2 memories for agent cy from 1 sessions" in out
+    question, answer = sorted(ChatMemory.query.filter(agent_id="cy").no_track().all(), key=lambda m: m.position)
+    assert (question.date, question.said_at, answer.said_at) == (
+        "2023-05-08", "2023-05-08T13:56:00+00:00", "2023-05-08T13:56:01+00:00")
+    assert answer.context == "> Did you ever go scuba diving near Belize?\n[1:56 pm on 8 May, 2023] Yes, twice last year!"
+    space = ChatMemory._meta.keyspace(("cy",))
+    stamp = db.zscore(ChatMemory.relevance.keys_in(space).updated, answer.db_key.record_id)
+    assert stamp == 1683554161.0  # the decay clock starts when it was said
+    found = on_test_server(redis_url, "--embeddings", "hashing", "ask", "scuba diving Belize", "--agent", "cy",
+                           "--format", "content", "--max-items", "2")
+    assert "- Yes, twice last year!" in found
+    conversation = tmp_path / "dy.json"
+    conversation.write_text(json.dumps({"sessions": [{"session": "d", "date": "2023-05-08", "turns": [
+        {"speaker": "Dy", "text": "Back from Oslo.", "said_at": "2023-06-01T09:00:00Z"}]}]}))
+    on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(conversation), "--agent", "dy")
+    [oslo] = ChatMemory.query.filter(agent_id="dy").no_track().all()
+    assert (oslo.date, oslo.said_at) == ("2023-06-01", "2023-06-01T09:00:00+00:00")
+
+
+def test_ingest_with_an_unreadable_said_at_names_it_and_writes_nothing(redis_url, db, tmp_path):
+    lines = tmp_path / "ed.txt"
+    lines.write_text("Ed keeps bees.\n")
+    result = run_cli("--url", redis_url, "--prefix", settings().key_prefix, "--embeddings", "hashing",
+                     "ingest", str(lines), "--agent", "ed", "--said-at", "yesterday")
+    assert result.returncode == 1
+    assert "--said-at: 'yesterday' is not a time: use ISO 8601" in result.stdout + result.stderr
+    bad = tmp_path / "ed.json"
+    bad.write_text(json.dumps({"sessions": [{"session": "e", "turns": [
+        {"text": "Ed keeps bees."}, {"text": "Since May.", "said_at": "sometime in May"}]}]}))
+    result = run_cli("--url", redis_url, "--prefix", settings().key_prefix, "--embeddings", "hashing",
+                     "ingest", str(bad), "--agent", "ed")
+    assert result.returncode == 1 and "session 1, turn 2: 'sometime in May' is not a time" in result.stdout
+    assert ChatMemory.query.filter(agent_id="ed").no_track().count() == 0
+
+
 def test_inspect_shows_fields_scores_confidence_edges_and_access_without_tracking(redis_url, db, tmp_path):
     ingest_conversation(tmp_path, redis_url)
     on_test_server(redis_url, "--embeddings", "hashing", "ask", "smoked lapsang tea", "--agent", "ana")

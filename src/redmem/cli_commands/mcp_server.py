@@ -20,11 +20,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..observation.protocol import ObservationProtocol
-from ..recipes.context_assembler import ContextAssembler
 from ..store.errors import ConfigurationError, RedmemError, ValidationError
 from .conversation import Turn, parse_when
 from .ingest import store_turns
-from .memory import SCORE_WEIGHTS, SHOWN_FIELDS, ChatMemory
+from .memory import ChatMemory, memory_assembler
 from .runtime import print_notes, start
 
 __all__ = ["add_arguments", "run", "build_server", "Outcome", "Format", "INSTRUCTIONS"]
@@ -151,8 +150,7 @@ def store_memory(agent: str, content: str, speaker: str | None = None, session: 
 
 
 def recall_context(agent: str, query: str, max_tokens: int, max_items: int, output_format: Format) -> RecalledContext:
-    assembler = ContextAssembler(ChatMemory, render_fields=list(SHOWN_FIELDS), score_weights=SCORE_WEIGHTS,
-                                 max_items=max_items, max_tokens=max_tokens, output_format=output_format)
+    assembler = memory_assembler(max_items, max_tokens, output_format)
     result = assembler.assemble(query, emit_trace=True, agent_id=agent)
     trace = result.metadata["trace"]
     memories = [Recalled(**memory_of(record), source=row["source"], score=row["score"])

@@ -47,6 +47,7 @@ from ..fields import (
 )
 from ..model import AutoKeyField, FloatField, IntField, KeyField, Model, StringField
 from ..observation import AccessTrackerMixin
+from ..recipes.context_assembler import ContextAssembler
 from ..recipes.conversation import SearchText, TurnContextAnalyzer
 from ..store.errors import ConfigurationError
 
@@ -58,6 +59,8 @@ __all__ = [
     "SCORE_WEIGHTS",
     "SHOWN_FIELDS",
     "MORNING_PHASE",
+    "ASSEMBLER_OPTIONS",
+    "memory_assembler",
 ]
 
 #: Dimensions of every provider the CLI picks, so records written with one stay searchable with another.
@@ -71,6 +74,12 @@ SCORE_WEIGHTS = {"relevance": 0.6, "confidence": 0.4}
 #: The fields of a memory shown to the model, in this order.
 SHOWN_FIELDS = ("date", "speaker", "content")
 EMBEDDINGS = ("auto", "minilm", "hashing")
+#: ContextAssembler options of every assembly over ChatMemory (``ask``, ``chat``, MCP ``recall``)
+#: beside the budget. Near duplicates are not collapsed by vector: the vector is of a turn's
+#: passage (the turns before and after it too), so two consecutive turns of a short session
+#: have near-equal vectors while saying different things; exact duplicates (same text) still
+#: collapse.
+ASSEMBLER_OPTIONS: dict[str, Any] = {"duplicate_cosine": None}
 
 
 class ChatMemory(AccessTrackerMixin, Model):
@@ -98,6 +107,14 @@ class ChatMemory(AccessTrackerMixin, Model):
                                  partition_by="agent_id")
     context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer(), partition_by="agent_id")
     embedding = EmbeddingField(source="passage", partition_by="agent_id")
+
+
+def memory_assembler(max_items: int = 10, max_tokens: int = 2000, output_format: str = "structured") -> ContextAssembler:
+    """The ContextAssembler of ``ask``, ``chat`` and MCP ``recall``: ChatMemory's shown fields,
+    the composite fallback's :data:`SCORE_WEIGHTS` and :data:`ASSEMBLER_OPTIONS`."""
+    return ContextAssembler(ChatMemory, render_fields=list(SHOWN_FIELDS), score_weights=SCORE_WEIGHTS,
+                            max_items=max_items, max_tokens=max_tokens, output_format=output_format,
+                            **ASSEMBLER_OPTIONS)
 
 
 def local_model_installed() -> bool:
