@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/locomo_mcp.py --data ../shared/data/locomo-dev.json
     .venv/bin/python benchmarks/locomo_mcp.py --data ... --no-graph-links     # turns not linked in the graph
-    .venv/bin/python benchmarks/locomo_mcp.py --data ... --options '{"fusion": "convex"}'   # recall options
+    .venv/bin/python benchmarks/locomo_mcp.py --data ... --variants '{"convex": {"fusion": "convex"}}'
 
 Every dialog turn is stored through :func:`redmem.cli_commands.mcp_server.store_memory` (what
 the MCP ``remember`` tool runs), one call per turn in conversation order, with its speaker, its
@@ -42,10 +42,13 @@ from redmem.store.embedded import EmbeddedServer
 log = logging.getLogger("benchmarks.locomo_mcp")
 
 
-def run(conversations: list[dict[str, Any]]) -> dict[str, Any]:
+def run(conversations: list[dict[str, Any]], variants: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Store every conversation through ``remember``, then ask each question once per variant
+    (ContextAssembler options added to ``memory.ASSEMBLER_OPTIONS`` for that variant's recalls)."""
     dated = "said_at" in inspect.signature(store_memory).parameters
+    base = dict(getattr(memory, "ASSEMBLER_OPTIONS", {}))
     latencies: list[float] = []
-    hits: list[int | None] = []
+    hits: dict[str, list[int | None]] = {name: [] for name in variants}
     for talk in conversations:
         agent, to_dia = talk["agent_id"], {}
         for turn in talk["turns"]:
@@ -54,15 +57,22 @@ def run(conversations: list[dict[str, Any]]) -> dict[str, Any]:
             stored = store_memory(agent, turn["text"], turn["speaker"], turn["session"], 1.0, False, **options)
             latencies.append((time.perf_counter() - started) * 1000)
             to_dia[stored.memory_id] = turn["dia_id"]
-        for question in talk["questions"]:
-            recalled = recall_context(agent, question["question"], 2000, 10, "structured")
-            hits.append(first_hit([to_dia[m.memory_id] for m in recalled.memories], question["evidence"]))
+        for name, variant in variants.items():
+            if variant and not hasattr(memory, "ASSEMBLER_OPTIONS"):
+                raise SystemExit("this version of redmem has no memory.ASSEMBLER_OPTIONS")
+            if hasattr(memory, "ASSEMBLER_OPTIONS"):
+                memory.ASSEMBLER_OPTIONS.clear()
+                memory.ASSEMBLER_OPTIONS.update({**base, **variant})
+            for question in talk["questions"]:
+                recalled = recall_context(agent, question["question"], 2000, 10, "structured")
+                hits[name].append(first_hit([to_dia[m.memory_id] for m in recalled.memories], question["evidence"]))
         log.info("%s: %d turns, %d questions", agent, len(talk["turns"]), len(talk["questions"]))
     ordered = sorted(latencies)
     return {
-        **scores(hits), "said_at": dated,
+        "said_at": dated, "variants": {name: {"options": {**base, **variant}, **scores(hits[name])}
+                                       for name, variant in variants.items()},
         "remember_ms": {"p50": statistics.median(ordered), "p95": ordered[int(0.95 * (len(ordered) - 1))],
-                        "mean": statistics.fmean(ordered)},
+                        "mean": statistics.fmean(ordered), "calls": len(ordered)},
     }
 
 
@@ -71,18 +81,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--data", type=Path, required=True, help="path of locomo-dev.json (never copied)")
     parser.add_argument("--conversations", type=int, default=None, help="use the first N conversations")
     parser.add_argument("--no-graph-links", action="store_true", help="do not link consecutive turns in the graph")
-    parser.add_argument("--options", default="{}",
-                        help="JSON: ContextAssembler options added to memory.ASSEMBLER_OPTIONS for recall")
+    parser.add_argument("--variants", default='{"default": {}}',
+                        help="JSON {name: ContextAssembler options added to memory.ASSEMBLER_OPTIONS}: recall "
+                             "variants, each asking every question over the same stored turns")
     parser.add_argument("--out", default="", help="results/<out>.json ('' writes nothing)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if args.no_graph_links:
         ingest.LINK_TURNS = False
-    options = getattr(memory, "ASSEMBLER_OPTIONS", None)
-    if options is not None:
-        options.update(json.loads(args.options))
-    elif json.loads(args.options):
-        parser.error("this version of redmem has no memory.ASSEMBLER_OPTIONS")
+    variants = json.loads(args.variants)
     conversations = load(args.data, args.conversations)
     provider, note = choose_embeddings("auto")
     if note:
@@ -91,12 +98,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with EmbeddedServer() as server:
         redmem.connect(server.url)
         redmem.configure(embedding_provider=provider)
-        result = run(conversations)
+        result = run(conversations, variants)
     payload = {"benchmark": "locomo_mcp", "data": args.data.name, "graph_links": not args.no_graph_links,
-               "assembler_options": options,
+
                "conversations": [c["agent_id"] for c in conversations], "machine": machine(),
                "seconds": time.perf_counter() - started, "result": result}
-    log.info("graph links %s, assembler options %s: %s", not args.no_graph_links, options, result)
+    log.info("graph links %s: %s", not args.no_graph_links, json.dumps(result, indent=1))
     if args.out:
         write_json(args.out, payload)
     return payload

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import all_keys, configured_embeddings
 from redmem import ContextAssembler
 from redmem.cli_commands.conversation import Turn, parse_when
-from redmem.cli_commands.ingest import search_turn, store_turns
+from redmem.cli_commands.ingest import search_turn, store_turns, upgrade_memories
 from redmem.cli_commands.mcp_server import recall_context, store_memory
 from redmem.cli_commands.memory import MORNING_PHASE, ChatMemory
 from redmem.embeddings import HashingEmbeddings
@@ -213,3 +213,8 @@ def test_records_of_older_versions_load_and_are_found_by_their_content(chat):
     assert [m.memory_id for m in recalled.memories] == [record.memory_id]
     [new] = remember_all("ana", "s0", ["And I take it without milk."])  # the old turn is not in the session list
     assert stored("ana", new).context.startswith("[12:00 pm on 8 May, 2023] Ana: And I take it")
+    keyword = ChatMemory.query.filter(agent_id="ana").no_track()
+    assert record.memory_id not in [hit.memory_id for hit in keyword.keyword_search("lapsang souchong")]
+    assert upgrade_memories("ana") == 1 and upgrade_memories("ana") == 0
+    assert [hit.memory_id for hit in keyword.keyword_search("lapsang souchong")] == [record.memory_id]
+    assert stored("ana", record.memory_id).context == "Ana: My favourite tea is smoked lapsang souchong."

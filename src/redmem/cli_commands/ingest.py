@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..recipes.conversation import Turn as SearchTurn
+from ..recipes.conversation import build_contexts, build_passages
 from ..recipes.conversation_append import append_turns
 from ..store.errors import ValidationError
 from .conversation import Conversation, Turn, parse_when, read_conversation, spoken_form
@@ -30,7 +31,7 @@ from .memory import ChatMemory
 from .runtime import print_notes, start
 
 __all__ = [
-    "store_turns", "ingest_with_progress", "progress_bar", "search_turn", "LINK_WEIGHT", "LINK_TURNS", "CHUNK",
+    "store_turns", "ingest_with_progress", "progress_bar", "search_turn", "upgrade_memories", "LINK_WEIGHT", "LINK_TURNS", "CHUNK",
     "add_arguments", "run",
 ]
 
@@ -84,6 +85,22 @@ def store_turns(
             if advance is not None:
                 advance(len(chunk))
     return memories
+
+
+def upgrade_memories(agent: str) -> int:
+    """Give ``agent``'s memories written before ``context`` and ``passage`` existed a context and
+    passage of their own line (not linked: their order in the session was not kept), and save
+    them again, so the keyword search (over ``context``) finds them too; returns how many.
+
+    Those memories are found without it by their stored vector of ``content``.
+    """
+    older = [m for m in ChatMemory.query.filter(agent_id=agent).no_track().all() if m.context is None]
+    for memory in older:
+        turn = search_turn(memory)
+        memory.context, memory.passage = build_contexts([turn])[0], build_passages([turn])[0]
+    ChatMemory.embedding.embed_many(older)
+    ChatMemory.save_many(older)
+    return len(older)
 
 
 def date_and_link(pipe: Any, memories: list[ChatMemory], before: ChatMemory | None) -> None:

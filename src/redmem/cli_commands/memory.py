@@ -26,7 +26,8 @@ in its session.
 Records written by versions before ``context``/``passage`` existed keep working: they load,
 list and render as before (the new fields are None), and the vector search finds them by their
 stored vector of ``content``. The keyword index (``context_bm25``, new) does not hold them:
-:func:`upgrade_memories` gives each a context and passage of its own line and saves it again.
+:func:`~redmem.cli_commands.ingest.upgrade_memories` gives each a context and passage of its own
+line and saves it again.
 """
 
 from __future__ import annotations

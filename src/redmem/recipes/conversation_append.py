@@ -37,21 +37,15 @@ from ..model.loading import load_records
 from ..model.persistence import save_records
 from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
-from ..store.keys import KeyKind, KeySpace, escape
 from ..store.validation import non_negative_int
 from ..store.watch import MAX_ATTEMPTS
-from .conversation import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages
+from .conversation import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages, session_turns_key
 
 __all__ = ["append_turns", "session_turns_key", "turn_of_record", "AlsoWrite"]
 
 #: ``also(pipe, records, before)``: further writes queued in the append's MULTI/EXEC, given the
 #: new records and the session's turn just before the first of them (None: none).
 AlsoWrite = Callable[[Any, list[Any], Any], None]
-
-
-def session_turns_key(space: KeySpace, session: str) -> str:
-    """The sorted set of the turn ids of ``session`` in partition ``space``, scored by position."""
-    return space.key(KeyKind.SESSION_TURNS, escape(session))
 
 
 def turn_of_record(record: Any) -> Turn:
