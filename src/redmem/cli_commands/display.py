@@ -16,7 +16,7 @@ __all__ = [
 ]
 
 #: Score components of the trace, in the order shown: pull signals, fusion, push.
-SIGNALS = ("bm25", "vector", "graph", "composite", "rrf", "cyclic")
+SIGNALS = ("bm25", "vector", "graph", "composite", "rrf", "convex", "cyclic")
 #: Console width from which the trace also shows each record's relevance and confidence.
 WIDE = 120
 #: Width the columns of turn_table other than the memory's text take, padding included.

@@ -76,11 +76,15 @@ SCORE_WEIGHTS = {"relevance": 0.6, "confidence": 0.4}
 SHOWN_FIELDS = ("date", "speaker", "content")
 EMBEDDINGS = ("auto", "minilm", "hashing")
 #: ContextAssembler options of every assembly over ChatMemory (``ask``, ``chat``, MCP ``recall``)
-#: beside the budget. Near duplicates are not collapsed by vector: the vector is of a turn's
-#: passage (the turns before and after it too), so two consecutive turns of a short session
-#: have near-equal vectors while saying different things; exact duplicates (same text) still
-#: collapse.
-ASSEMBLER_OPTIONS: dict[str, Any] = {"duplicate_cosine": None}
+#: beside the budget: hybrid retrieval fused by convex score fusion, the keyword and vector
+#: lists weighing the same (what the conversation recipe measured best,
+#: :func:`~redmem.recipes.conversation.conversation_assembler`). Near duplicates are not
+#: collapsed by vector: the vector is of a turn's passage (the turns before and after it too),
+#: so two consecutive turns of a short session have near-equal vectors while saying different
+#: things; exact duplicates (same text) still collapse.
+ASSEMBLER_OPTIONS: dict[str, Any] = {
+    "fusion": "convex", "fusion_weights": {"keyword": 1.0, "vector": 1.0}, "duplicate_cosine": None,
+}
 
 
 class ChatMemory(AccessTrackerMixin, Model):
