@@ -5,8 +5,8 @@ The turns of a session are appended to it with
 embedded ``passage`` hold its neighbours of the same session (the turns already stored in it
 too), the turns before get the new ones as the turns after them, and in the same MULTI/EXEC
 each new memory's decay clocks are set to when its turn was said (so older sessions have
-decayed) and consecutive turns of a session are linked in the co-occurrence graph. Chunks of
-:data:`CHUNK` turns are embedded in one batch and written in one MULTI/EXEC each.
+decayed); consecutive turns are linked in the co-occurrence graph only with :data:`LINK_TURNS`
+(off by default: measured worse). Chunks of :data:`CHUNK` turns are embedded in one batch and written in one MULTI/EXEC each.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ __all__ = [
 #: Initial weight of the edge between two consecutive turns of a session.
 LINK_WEIGHT = 0.5
 #: Whether consecutive turns of a session are linked in the co-occurrence graph (``associations``).
-LINK_TURNS = True
+#: Off: each turn's context already carries its neighbours' words, and the assembler's graph
+#: list then pulls every hit's neighbours above the hit (LoCoMo dev through MCP remember/recall,
+#: benchmarks/locomo_mcp.py: Recall@1/@5 0.452/0.766 without the links, 0.132/0.567 with them).
+LINK_TURNS = False
 #: Turns embedded and saved per batch (one progress step).
 CHUNK = 32
 
@@ -104,8 +107,9 @@ def upgrade_memories(agent: str) -> int:
 
 
 def date_and_link(pipe: Any, memories: list[ChatMemory], before: ChatMemory | None) -> None:
-    """Queued in the append's MULTI/EXEC: decay clocks set to when each turn was said; consecutive
-    turns of a session linked (the first to ``before``, the session's turn before it)."""
+    """Queued in the append's MULTI/EXEC: decay clocks set to when each turn was said; with
+    :data:`LINK_TURNS`, consecutive turns of a session linked (the first to ``before``, the
+    session's turn before it)."""
     for memory in memories:
         said = datetime.fromisoformat(memory.said_at).timestamp() if memory.said_at else None
         ChatMemory.relevance.touch(memory, pipeline=pipe, now=said)

@@ -10,8 +10,9 @@
   own line). A question whose words are in the turn before ("did you go?" / "yes, twice")
   finds the answer. Turns given one at a time are linked as they come
   (:func:`~redmem.recipes.conversation_append.append_turns`);
-- ``associations``: a co-occurrence graph linking consecutive turns of a session, so a hit
-  brings its neighbours (the question with its answer);
+- ``associations``: a co-occurrence graph, strengthened by what is recalled together (consecutive
+  turns are not linked by default: the context already holds the neighbours' words, and the
+  graph list then ranked neighbours above the hits, see :data:`~.ingest.LINK_TURNS`);
 - ``terms_seen``: an existence filter, so a question sharing no term with memory costs one check;
 - ``relevance``: a decaying score from ``importance``, stamped with the time the turn was said,
   modulated by ``confidence``;
