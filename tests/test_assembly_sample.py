@@ -76,7 +76,7 @@ def test_a_routine_never_ranks_above_what_the_question_found(sample):
         sources = [entry["source"] for entry in result.metadata["trace"]]
         found = [i for i, source in enumerate(sources) if source != "push"]
         assert found == list(range(len(found))), (question.text, sources)  # push-only records come last
-        fused = [entry["signals"]["rrf"] for entry in result.metadata["trace"] if entry["source"] != "push"]
+        fused = [entry["signals"][assembler.fusion] for entry in result.metadata["trace"] if entry["source"] != "push"]
         assert fused == sorted(fused, reverse=True), question.text  # a routine's push term adds no rank
         assert sources.count("push") <= assembler.max_proactive
     lisbon = next(q for q in sample.questions if "Lisbon" in q.text)

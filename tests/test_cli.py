@@ -318,6 +318,8 @@ def test_inspect_shows_fields_scores_confidence_edges_and_access_without_trackin
     staged = tea.staged_accesses
     assert len(staged) == 1  # the ask staged a read
     ObservationProtocol.on_context_used([tea], {tea.db_key.redis_key: "acted"})
+    reply = next(m for m in memories if m.content.startswith("Lapsang souchong has"))
+    ChatMemory.associations.link(tea, reply, 0.5)  # (turns are linked by their context, not in the graph)
     out = on_test_server(redis_url, "inspect", tea.db_key.redis_key)
     assert "My favourite tea is smoked lapsang souchong." in out and "2026-01-10" in out
     assert "0.7000 from 1 signals (1 corroborating, 0 contradicting)" in out
@@ -403,6 +405,6 @@ def test_chat_with_a_model_shows_its_replies_and_remembers_both_sides(redis_url,
     stored = ChatMemory.query.filter(agent_id="di").no_track().all()
     assert sorted(m.speaker for m in stored) == ["assistant", "assistant", "user", "user"]
     first = next(m for m in stored if m.content == "Remember that my locker code is 4711.")
-    linked = ChatMemory.associations.get_linked(first)
-    assert len(linked) == 1  # linked to its reply
+    reply = next(m for m in stored if m.position == first.position + 1)
+    assert reply.speaker == "assistant" and "> Remember that my locker code is 4711." in reply.context  # its turn before
 
