@@ -123,6 +123,23 @@ def test_each_tool_on_the_default_agent(redis_url, db):
         ["Ana cycles to work along the canal."]  # what the tools stored is the CLI's memory
 
 
+def test_remember_takes_when_it_was_said_and_links_the_turns_of_a_session(redis_url, db):
+    async def scenario(client: Client) -> None:
+        asked = await call(client, "remember", {"content": "Did you ever go scuba diving near Belize?",
+                                                "speaker": "Ana", "session": "s1", "said_at": "1:56 pm on 8 May, 2023"})
+        answer = await call(client, "remember", {"content": "Yes, twice last year!", "speaker": "Bo",
+                                                 "session": "s1", "said_at": "2023-05-08T13:57:00Z"})
+        found = await call(client, "recall", {"query": "scuba diving Belize", "max_items": 2})
+        by_id = {m["memory_id"]: m for m in found["memories"]}
+        assert set(by_id) == {asked["memory_id"], answer["memory_id"]}
+        assert by_id[answer["memory_id"]]["said_at"] == "2023-05-08T13:57:00+00:00"
+        assert by_id[answer["memory_id"]]["date"] == "2023-05-08"
+
+    on_stdio(redis_url, scenario)
+    stored = ChatMemory.query.filter(agent_id="ana").no_track().all()
+    assert sorted(m.position for m in stored) == [0, 1]
+
+
 def test_bad_arguments_give_error_results_and_the_server_keeps_serving(redis_url, db):
     async def scenario(client: Client) -> None:
         kept = await call(client, "remember", {"content": "Ana's locker code is 4711."})
@@ -133,6 +150,8 @@ def test_bad_arguments_give_error_results_and_the_server_keeps_serving(redis_url
         assert "content" in await refused(client, "remember", {"content": ""})
         assert "content must hold some text" in await refused(client, "remember", {"content": "   "})
         assert "importance" in await refused(client, "remember", {"content": "x", "importance": -1})
+        assert "said_at: 'last Tuesday' is not a time: use ISO 8601" in await refused(
+            client, "remember", {"content": "x", "said_at": "last Tuesday"})
         assert "contradicted" in await refused(client, "feedback", {"outcomes": {kept["memory_id"]: "loved"}})
         assert "outcomes" in await refused(client, "feedback", {"outcomes": {}})
         missing = await refused(client, "feedback", {"outcomes": {kept["memory_id"]: "acted", "f" * 32: "acted"}})

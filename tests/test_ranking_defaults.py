@@ -20,6 +20,7 @@ from redmem import (
     EmbeddingField,
     KeyField,
     Model,
+    QueryException,
     StringField,
     ValidationError,
 )
@@ -174,3 +175,25 @@ def test_the_newer_of_two_conflicting_facts_ranks_first(any_db):
     asked = "what database does billing use?"
     assert ContextAssembler(Fact).assemble(asked, agent_id="a").records[:2] == [new, old]
     assert ContextAssembler(Fact, newer_first=False).assemble(asked, agent_id="a").records[:2] == [old, new]
+
+
+class Said(Model):
+    """A fact whose time is an ISO 8601 text (as ChatMemory's ``said_at``), named by ``time_field``."""
+
+    said_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    said_at = StringField()
+    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+
+
+def test_time_field_names_a_text_field_of_iso_times(any_db):
+    old = Said.create(agent_id="a", content="The weekly sync is on Mondays at 10.", said_at="2026-03-02T09:00:00+00:00")
+    new = Said.create(agent_id="a", content="The weekly sync happens on Wednesdays at 11.", said_at="2026-04-01T09:00:00")
+    asked = "when is the weekly sync on mondays?"
+    assert ContextAssembler(Said).assemble(asked, agent_id="a").records[0] == old  # no DatetimeField: no time
+    assert ContextAssembler(Said, time_field="said_at").assemble(asked, agent_id="a").records[:2] == [new, old]
+    with pytest.raises(QueryException, match="time_field 'when'"):
+        ContextAssembler(Said, time_field="when")
+    with pytest.raises(ValidationError, match="time_field"):
+        ContextAssembler(Said, time_field="")

@@ -14,7 +14,7 @@ from rich.markup import escape
 from ..context.rendering import FORMATS
 from ..recipes.context_assembler import ContextAssembler
 from .display import context_panel, summary, trace_table
-from .memory import SCORE_WEIGHTS, SHOWN_FIELDS, ChatMemory
+from .memory import memory_assembler
 from .runtime import print_notes, start
 
 __all__ = ["add_arguments", "run", "assembler_from"]
@@ -35,8 +35,7 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
 
 def assembler_from(args: argparse.Namespace) -> ContextAssembler:
     """The assembler the budget arguments describe."""
-    return ContextAssembler(ChatMemory, render_fields=list(SHOWN_FIELDS), score_weights=SCORE_WEIGHTS,
-                            max_items=args.max_items, max_tokens=args.max_tokens, output_format=args.format)
+    return memory_assembler(args.max_items, args.max_tokens, args.format)
 
 
 def run(console: Console, args: argparse.Namespace) -> None:

@@ -92,6 +92,6 @@ def _exchange(
     turns = [Turn(text, said, chat.label, USER)]
     if reply:
         turns.append(Turn(reply, said + timedelta(seconds=1), chat.label, ASSISTANT))
-    memories = store_turns(turns, args.agent, after=chat.last)
+    memories = store_turns(turns, args.agent)
     chat.last, chat.stored = memories[-1], chat.stored + len(memories)
     chat.messages += [{"role": USER, "content": text}] + ([{"role": ASSISTANT, "content": reply}] if reply else [])

@@ -7,9 +7,12 @@ A JSON conversation (the shape of ``redmem/samples/conversation.json``)::
                               "importance": 1.0, "recurring": false}, ...]}, ...],
      "questions": [{"text": "...", "uses": ["..."], "contradicts": ["..."]}]}
 
-``date`` is ISO 8601 (a date alone means noon UTC; no zone means UTC); ``importance``
-(default 1.0) and ``recurring`` (default false) are optional; ``questions`` is read by the
-demo only. A plain text file holds one memory per non-blank line, said now by nobody.
+``date`` is ISO 8601 (a date alone means noon UTC; no zone means UTC) or LoCoMo's
+``1:56 pm on 8 May, 2023``; a turn's own ``said_at`` (same forms) overrides it, else the turns
+of a session are one second apart from its date. ``importance`` (default 1.0) and
+``recurring`` (default false) are optional; ``questions`` is read by the demo only. A plain
+text file holds one memory per non-blank line, said now (or at ``redmem ingest --said-at``) by
+nobody.
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ from typing import Any
 from ..store.errors import ValidationError
 from ..store.validation import is_int_or_float
 
-__all__ = ["Turn", "Question", "Conversation", "parse_conversation", "read_conversation", "from_lines"]
+__all__ = ["Turn", "Question", "Conversation", "parse_conversation", "read_conversation", "from_lines",
+           "parse_when", "spoken_form", "SPOKEN_FORMAT"]
+
+#: The other form a time may be given in: LoCoMo's ``1:56 pm on 8 May, 2023`` (``strptime``).
+SPOKEN_FORMAT = "%I:%M %p on %d %B, %Y"
 
 
 @dataclass(frozen=True)
@@ -63,16 +70,31 @@ class Conversation:
 
 
 def parse_when(value: Any, where: str) -> datetime:
-    """An aware datetime from ISO 8601 text (a date alone is noon UTC, no zone is UTC)."""
+    """An aware datetime from ISO 8601 text (a date alone is noon UTC, no zone is UTC), or from
+    LoCoMo's ``1:56 pm on 8 May, 2023`` (:data:`SPOKEN_FORMAT`, UTC); ValidationError otherwise."""
     if not isinstance(value, str):
-        raise ValidationError(f"{where}: date must be ISO 8601 text, got {value!r}")
+        raise ValidationError(f"{where}: a time must be ISO 8601 text, got {value!r}")
+    value = value.strip()
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise ValidationError(f"{where}: {value!r} is not an ISO 8601 date") from None
+        try:
+            return datetime.strptime(value, SPOKEN_FORMAT).replace(tzinfo=UTC)
+        except ValueError:
+            raise ValidationError(
+                f"{where}: {value!r} is not a time: use ISO 8601 (2023-05-08, 2023-05-08T13:56:00+00:00) "
+                "or '1:56 pm on 8 May, 2023'"
+            ) from None
     if len(value) == 10:
         parsed = datetime.combine(date.fromisoformat(value), time(12))
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def spoken_form(at: datetime) -> str:
+    """``at`` in words, as LoCoMo dates its sessions: ``1:56 pm on 8 May, 2023`` (the header of a
+    turn's search context, so a question naming the month or year finds it)."""
+    hour = at.hour % 12 or 12
+    return f"{hour}:{at.minute:02d} {'am' if at.hour < 12 else 'pm'} on {at.day} {at:%B}, {at.year}"
 
 
 def _turn(raw: Any, session: dict[str, Any], where: str, at: datetime) -> Turn:
@@ -105,7 +127,10 @@ def parse_conversation(data: Any, now: datetime | None = None) -> Conversation:
             raise ValidationError(f"session {s}: expected an object with a \"turns\" list")
         began = parse_when(session["date"], f"session {s}") if "date" in session else start
         for t, raw in enumerate(session["turns"]):
-            turns.append(_turn(raw, session, f"session {s}, turn {t + 1}", began + timedelta(seconds=t)))
+            where = f"session {s}, turn {t + 1}"
+            said = raw.get("said_at") if isinstance(raw, dict) else None
+            at = began + timedelta(seconds=t) if said is None else parse_when(said, where)
+            turns.append(_turn(raw, session, where, at))
     questions = [
         Question(q["text"], tuple(q.get("uses", ())), tuple(q.get("contradicts", ())))
         for q in data.get("questions", ()) if isinstance(q, dict) and q.get("text")
@@ -113,23 +138,33 @@ def parse_conversation(data: Any, now: datetime | None = None) -> Conversation:
     return Conversation(turns, questions)
 
 
-def from_lines(text: str, now: datetime | None = None) -> Conversation:
-    """One turn per non-blank line, all said at ``now``, without speaker or session."""
+def from_lines(text: str, now: datetime | None = None, session: str | None = None) -> Conversation:
+    """One turn per non-blank line, all said at ``now`` (default: now), in ``session``, without speaker.
+
+    Turns of one session are one second apart from ``now``, so their order survives in
+    time-ordered indexes.
+    """
     at = now or datetime.now(UTC)
-    return Conversation([Turn(line.strip(), at) for line in text.splitlines() if line.strip()])
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    step = timedelta(seconds=1 if session else 0)
+    return Conversation([Turn(line, at + i * step, session) for i, line in enumerate(lines)])
 
 
-def read_conversation(path: str | Path) -> Conversation:
-    """A ``.json`` file as a JSON conversation, any other file as one memory per line."""
+def read_conversation(path: str | Path, now: datetime | None = None, session: str | None = None) -> Conversation:
+    """A ``.json`` file as a JSON conversation, any other file as one memory per line.
+
+    ``now``: when the turns without a date of their own were said (default: now); ``session``:
+    the session of the lines of a text file.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValidationError(f"cannot read {path}: {exc.strerror or exc}") from None
     if path.suffix.lower() != ".json":
-        return from_lines(text)
+        return from_lines(text, now, session)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValidationError(f"{path} is not valid JSON: {exc}") from None
-    return parse_conversation(data)
+    return parse_conversation(data, now)

@@ -1,8 +1,12 @@
 """Storing conversation turns as memories, and ``redmem ingest FILE``.
 
-Turns are embedded in batches and saved with ``Model.save_many`` (one MULTI/EXEC per chunk),
-then one pipeline stamps each memory's decay clocks with the time the turn was said (so older
-sessions have decayed) and links consecutive turns of a session in the co-occurrence graph.
+The turns of a session are appended to it with
+:func:`~redmem.recipes.conversation_append.append_turns`: each turn's search ``context`` and
+embedded ``passage`` hold its neighbours of the same session (the turns already stored in it
+too), the turns before get the new ones as the turns after them, and in the same MULTI/EXEC
+each new memory's decay clocks are set to when its turn was said (so older sessions have
+decayed); consecutive turns are linked in the co-occurrence graph only with :data:`LINK_TURNS`
+(off by default: measured worse). Chunks of :data:`CHUNK` turns are embedded in one batch and written in one MULTI/EXEC each.
 """
 
 from __future__ import annotations
@@ -11,25 +15,33 @@ import argparse
 import itertools
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..fields.embedding import embed_many
-from ..store.connection import server_errors
+from ..recipes.conversation import Turn as SearchTurn
+from ..recipes.conversation import build_contexts, build_passages
+from ..recipes.conversation_append import append_turns
 from ..store.errors import ValidationError
-from .conversation import Conversation, Turn, read_conversation
+from .conversation import Conversation, Turn, parse_when, read_conversation, spoken_form
 from .memory import ChatMemory
 from .runtime import print_notes, start
 
 __all__ = [
-    "store_turns", "ingest_with_progress", "progress_bar", "LINK_WEIGHT", "CHUNK",
+    "store_turns", "ingest_with_progress", "progress_bar", "search_turn", "upgrade_memories", "LINK_WEIGHT", "LINK_TURNS", "CHUNK",
     "add_arguments", "run",
 ]
 
 #: Initial weight of the edge between two consecutive turns of a session.
 LINK_WEIGHT = 0.5
+#: Whether consecutive turns of a session are linked in the co-occurrence graph (``associations``).
+#: Off: each turn's context already carries its neighbours' words, and the assembler's graph
+#: list then pulls every hit's neighbours above the hit (LoCoMo dev through MCP remember/recall,
+#: benchmarks/locomo_mcp.py: Recall@1/@5 0.452/0.766 without the links, 0.132/0.567 with them).
+LINK_TURNS = False
 #: Turns embedded and saved per batch (one progress step).
 CHUNK = 32
 
@@ -38,54 +50,74 @@ def memory_of(turn: Turn, agent: str, memory_id: str | None = None) -> ChatMemor
     """The (unsaved) memory of one turn, its id given or drawn at random (so it can be recorded before the save)."""
     return ChatMemory(
         memory_id=memory_id or uuid.uuid4().hex, agent_id=agent, session=turn.session, date=turn.at.date().isoformat(),
-        speaker=turn.speaker, content=turn.text, importance=turn.importance, routine=1.0 if turn.recurring else 0.0,
+        said_at=turn.at.isoformat(), speaker=turn.speaker, content=turn.text, importance=turn.importance,
+        routine=1.0 if turn.recurring else 0.0,
     )
 
 
+def search_turn(memory: ChatMemory) -> SearchTurn:
+    """The turn a memory's context and passage are built from: its line is dated in words
+    (``[1:56 pm on 8 May, 2023] Maya: ...``), so a question naming the month finds it."""
+    said = "" if memory.said_at is None else spoken_form(parse_when(memory.said_at, "said_at"))
+    return SearchTurn(memory.speaker or "", memory.content or "", memory.session or "", said)
+
+
 def store_turns(
-    turns: list[Turn], agent: str, *, after: ChatMemory | None = None,
-    advance: Callable[[int], None] | None = None, before_save: Callable[[list[ChatMemory]], None] | None = None,
-    ids: Sequence[str] | None = None,
+    turns: list[Turn], agent: str, *, advance: Callable[[int], None] | None = None,
+    before_save: Callable[[list[ChatMemory]], None] | None = None, ids: Sequence[str] | None = None,
 ) -> list[ChatMemory]:
     """Save ``turns`` as memories of ``agent``; returns them (saved) in the order given.
 
-    Consecutive turns of one session are linked, the first one to ``after`` (the memory said
-    just before, if any) too. ``before_save(chunk)`` is called before each chunk is saved,
-    ``advance(n)`` after each chunk of ``n`` turns. ``ids``: the memory id of each turn (default
-    random). Searches break ties by record id, so fixed ids make what ties select repeatable.
+    Each run of consecutive turns of one session is appended to that session (module
+    docstring), after the turns stored in it before. ``before_save(chunk)`` is called before
+    each chunk is saved, ``advance(n)`` after each chunk of ``n`` turns. ``ids``: the memory id
+    of each turn (default random). Searches break ties by record id, so fixed ids make what ties
+    select repeatable.
     """
     if ids is not None and len(ids) != len(turns):
         raise ValidationError(f"store_turns got {len(ids)} ids for {len(turns)} turns")
     chosen: Sequence[str | None] = [None] * len(turns) if ids is None else ids
     memories = [memory_of(turn, agent, memory_id) for turn, memory_id in zip(turns, chosen)]
-    for first in range(0, len(memories), CHUNK):
-        chunk = memories[first : first + CHUNK]
-        if before_save is not None:
-            before_save(chunk)
-        embed_many(chunk)
-        ChatMemory.save_many(chunk)
-        if advance is not None:
-            advance(len(chunk))
-    chain = ([after] if after is not None else []) + memories
-    backdate_and_link(memories, turns, list(itertools.pairwise(chain)))
+    for _, run in itertools.groupby(memories, key=lambda memory: memory.session or ""):
+        group = list(run)
+        for first in range(0, len(group), CHUNK):
+            chunk = group[first : first + CHUNK]
+            if before_save is not None:
+                before_save(chunk)
+            append_turns(chunk, turn_of=search_turn, also=date_and_link)
+            if advance is not None:
+                advance(len(chunk))
     return memories
 
 
-Pair = tuple[ChatMemory, ChatMemory]
+def upgrade_memories(agent: str) -> int:
+    """Give ``agent``'s memories written before ``context`` and ``passage`` existed a context and
+    passage of their own line (not linked: their order in the session was not kept), and save
+    them again, so the keyword search (over ``context``) finds them too; returns how many.
+
+    Those memories are found without it by their stored vector of ``content``.
+    """
+    older = [m for m in ChatMemory.query.filter(agent_id=agent).no_track().all() if m.context is None]
+    for memory in older:
+        turn = search_turn(memory)
+        memory.context, memory.passage = build_contexts([turn])[0], build_passages([turn])[0]
+    ChatMemory.embedding.embed_many(older)
+    ChatMemory.save_many(older)
+    return len(older)
 
 
-def backdate_and_link(memories: list[ChatMemory], turns: list[Turn], pairs: list[Pair]) -> None:
-    """One pipeline: decay clocks set to when each turn was said; each pair of one session linked."""
-    client = ChatMemory._meta.client
-    with server_errors(client), client.pipeline(transaction=False) as pipe:
-        for memory, turn in zip(memories, turns):
-            said = turn.at.timestamp()
-            ChatMemory.relevance.touch(memory, pipeline=pipe, now=said)
-            ChatMemory.rhythm.touch(memory, pipeline=pipe, now=said)
-        for a, b in pairs:
-            if a.session is not None and a.session == b.session:
-                ChatMemory.associations.link(a, b, LINK_WEIGHT, pipeline=pipe)
-        pipe.execute()
+def date_and_link(pipe: Any, memories: list[ChatMemory], before: ChatMemory | None) -> None:
+    """Queued in the append's MULTI/EXEC: decay clocks set to when each turn was said; with
+    :data:`LINK_TURNS`, consecutive turns of a session linked (the first to ``before``, the
+    session's turn before it)."""
+    for memory in memories:
+        said = datetime.fromisoformat(memory.said_at).timestamp() if memory.said_at else None
+        ChatMemory.relevance.touch(memory, pipeline=pipe, now=said)
+        ChatMemory.rhythm.touch(memory, pipeline=pipe, now=said)
+    if LINK_TURNS and memories[0].session:
+        chain = ([before] if before is not None else []) + memories
+        for a, b in itertools.pairwise(chain):
+            ChatMemory.associations.link(a, b, LINK_WEIGHT, pipeline=pipe)
 
 
 def progress_bar(console: Console) -> Progress:
@@ -110,13 +142,17 @@ def ingest_with_progress(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a JSON conversation, or a text file with one memory per line")
     parser.add_argument("--agent", default="demo", help="whose memory receives it (default: demo)")
+    parser.add_argument("--said-at", help="when the memories without a date of their own were said: ISO 8601 "
+                        "(2023-05-08, 2023-05-08T13:56:00+00:00) or '1:56 pm on 8 May, 2023' (default: now)")
+    parser.add_argument("--session", help="the session of the lines of a text file (default: none, each line alone)")
 
 
 def run(console: Console, args: argparse.Namespace) -> None:
     """``redmem ingest FILE``: store a conversation (JSON) or one memory per line (text)."""
+    said_at = None if args.said_at is None else parse_when(args.said_at, "--said-at")
+    conversation = read_conversation(args.file, said_at, args.session)
     runtime = start(args)
     print_notes(console, runtime)
-    conversation = read_conversation(args.file)
     memories = ingest_with_progress(console, conversation, args.agent, f"ingesting {args.file}")
     sessions = {m.session for m in memories if m.session}
     console.print(

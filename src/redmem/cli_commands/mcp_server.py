@@ -20,11 +20,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..observation.protocol import ObservationProtocol
-from ..recipes.context_assembler import ContextAssembler
 from ..store.errors import ConfigurationError, RedmemError, ValidationError
-from .conversation import Turn
+from .conversation import Turn, parse_when
 from .ingest import store_turns
-from .memory import SCORE_WEIGHTS, SHOWN_FIELDS, ChatMemory
+from .memory import ChatMemory, memory_assembler
 from .runtime import print_notes, start
 
 __all__ = ["add_arguments", "run", "build_server", "Outcome", "Format", "INSTRUCTIONS"]
@@ -52,6 +51,7 @@ class Memory:
     speaker: str | None
     session: str | None
     date: str | None
+    said_at: str | None
 
 
 @dataclass
@@ -125,7 +125,7 @@ def _where(args: argparse.Namespace) -> str:
 
 def memory_of(record: ChatMemory) -> dict[str, Any]:
     return {"memory_id": record.memory_id, "content": record.content, "speaker": record.speaker,
-            "session": record.session, "date": record.date}
+            "session": record.session, "date": record.date, "said_at": record.said_at}
 
 
 def find_memories(agent: str, memory_ids: list[str]) -> dict[str, ChatMemory]:
@@ -135,18 +135,22 @@ def find_memories(agent: str, memory_ids: list[str]) -> dict[str, ChatMemory]:
     return {memory_id: record for memory_id, record in found.items() if record is not None}
 
 
-def store_memory(agent: str, content: str, speaker: str | None, session: str | None,
-             importance: float, recurring: bool) -> Stored:
+def store_memory(agent: str, content: str, speaker: str | None = None, session: str | None = None,
+                 importance: float = 1.0, recurring: bool = False, said_at: str | None = None) -> Stored:
+    """Remember one turn of ``agent``: said at ``said_at`` (ISO 8601 or ``1:56 pm on 8 May, 2023``;
+    default now) in ``session``, linked to the turns remembered in that session before it
+    (:func:`~.ingest.store_turns`). ValidationError, with nothing written, for empty content or
+    an unreadable ``said_at``."""
     text = content.strip()
     if not text:
         raise ValidationError("content must hold some text")
-    turn = Turn(text, datetime.now(UTC), session, speaker, importance, recurring)
+    at = datetime.now(UTC) if said_at is None else parse_when(said_at, "said_at")
+    turn = Turn(text, at, session or None, speaker, importance, recurring)
     return Stored(store_turns([turn], agent)[0].memory_id, agent)
 
 
 def recall_context(agent: str, query: str, max_tokens: int, max_items: int, output_format: Format) -> RecalledContext:
-    assembler = ContextAssembler(ChatMemory, render_fields=list(SHOWN_FIELDS), score_weights=SCORE_WEIGHTS,
-                                 max_items=max_items, max_tokens=max_tokens, output_format=output_format)
+    assembler = memory_assembler(max_items, max_tokens, output_format)
     result = assembler.assemble(query, emit_trace=True, agent_id=agent)
     trace = result.metadata["trace"]
     memories = [Recalled(**memory_of(record), source=row["source"], score=row["score"])
@@ -209,12 +213,15 @@ def build_server(default_agent: str) -> Any:
     def remember(
         content: Annotated[str, Field(min_length=1, description="the text to remember")],
         speaker: Annotated[str | None, Field(description="who said it (e.g. user, assistant, a name)")] = None,
-        session: Annotated[str | None, Field(description="conversation it belongs to")] = None,
+        session: Annotated[str | None, Field(description="the conversation it belongs to: turns remembered in "
+                                             "one session are linked, each found by its neighbours' words")] = None,
+        said_at: Annotated[str | None, Field(description="when it was said: ISO 8601 (2023-05-08T13:56:00Z, "
+                                             "2023-05-08) or '1:56 pm on 8 May, 2023'; default now")] = None,
         importance: Annotated[float, Field(ge=0, description="base weight of its relevance score")] = 1.0,
         recurring: Annotated[bool, Field(description="a daily routine: surfaces on its own when due")] = False,
         agent_id: Annotated[str | None, tenant] = None,
     ) -> Stored:
-        return store_memory(agent(agent_id), content, speaker, session, importance, recurring)
+        return store_memory(agent(agent_id), content, speaker, session, importance, recurring, said_at)
 
     @tool("Assemble the memories relevant to a query into a context that fits a token budget (keyword, "
           "vector and graph search, fused and ranked). Returns the context text to put in a prompt and the "

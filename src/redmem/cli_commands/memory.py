@@ -2,9 +2,17 @@
 
 :class:`ChatMemory` puts the primitives a conversation needs on one model:
 
-- ``content_bm25`` (BM25 on the text) and ``embedding`` (a vector of the text): the pull path;
-- ``associations``: a co-occurrence graph linking consecutive turns of a session, so a hit
-  brings its neighbours (the question with its answer);
+- ``context_bm25`` and ``embedding``: the pull path, as the conversation recipe measured best
+  (:mod:`redmem.recipes.conversation`). ``context_bm25`` indexes the turn's ``context`` (its
+  own line, with when it was said and by whom, between up to two turns of the same session on
+  each side, weighted by distance: :class:`~redmem.recipes.conversation.TurnContextAnalyzer`);
+  ``embedding`` is a vector of its ``passage`` (the turns just before and after it, and its
+  own line). A question whose words are in the turn before ("did you go?" / "yes, twice")
+  finds the answer. Turns given one at a time are linked as they come
+  (:func:`~redmem.recipes.conversation_append.append_turns`);
+- ``associations``: a co-occurrence graph, strengthened by what is recalled together (consecutive
+  turns are not linked by default: the context already holds the neighbours' words, and the
+  graph list then ranked neighbours above the hits, see :data:`~.ingest.LINK_TURNS`);
 - ``terms_seen``: an existence filter, so a question sharing no term with memory costs one check;
 - ``relevance``: a decaying score from ``importance``, stamped with the time the turn was said,
   modulated by ``confidence``;
@@ -12,7 +20,15 @@
   else 0), so routines rise above the surfacing threshold and reach the push path;
 - ``confidence``: moved by the outcomes reported after each turn.
 
-Session, date and speaker are kept as plain fields and shown in the context.
+Session, date and speaker are kept as plain fields and shown in the context; ``said_at`` is
+when the turn was said (ISO 8601), the time its decay clocks start from; ``position`` its place
+in its session.
+
+Records written by versions before ``context``/``passage`` existed keep working: they load,
+list and render as before (the new fields are None), and the vector search finds them by their
+stored vector of ``content``. The keyword index (``context_bm25``, new) does not hold them:
+:func:`~redmem.cli_commands.ingest.upgrade_memories` gives each a context and passage of its own
+line and saves it again.
 """
 
 from __future__ import annotations
@@ -31,8 +47,10 @@ from ..fields import (
     ExistenceFilter,
     TemporalPeriod,
 )
-from ..model import AutoKeyField, FloatField, KeyField, Model, StringField
+from ..model import AutoKeyField, FloatField, IntField, KeyField, Model, StringField
 from ..observation import AccessTrackerMixin
+from ..recipes.context_assembler import ContextAssembler
+from ..recipes.conversation import SearchText, TurnContextAnalyzer
 from ..store.errors import ConfigurationError
 
 __all__ = [
@@ -43,6 +61,8 @@ __all__ = [
     "SCORE_WEIGHTS",
     "SHOWN_FIELDS",
     "MORNING_PHASE",
+    "ASSEMBLER_OPTIONS",
+    "memory_assembler",
 ]
 
 #: Dimensions of every provider the CLI picks, so records written with one stay searchable with another.
@@ -56,6 +76,11 @@ SCORE_WEIGHTS = {"relevance": 0.6, "confidence": 0.4}
 #: The fields of a memory shown to the model, in this order.
 SHOWN_FIELDS = ("date", "speaker", "content")
 EMBEDDINGS = ("auto", "minilm", "hashing")
+#: ContextAssembler options of every assembly over ChatMemory (``ask``, ``chat``, MCP ``recall``)
+#: beside the budget and the assembler's defaults (convex fusion, keyword and vector lists
+#: weighing the same, the relevance floor, newer facts first): ``said_at``, when a turn was
+#: said, is the time newer facts are judged by.
+ASSEMBLER_OPTIONS: dict[str, Any] = {"time_field": "said_at"}
 
 
 class ChatMemory(AccessTrackerMixin, Model):
@@ -67,6 +92,10 @@ class ChatMemory(AccessTrackerMixin, Model):
     date = StringField()
     speaker = StringField()
     content = StringField()
+    said_at = StringField()
+    position = IntField()
+    context = SearchText()
+    passage = SearchText()
     importance = FloatField(default=1.0)
     routine = FloatField(default=0.0)
     relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
@@ -75,9 +104,18 @@ class ChatMemory(AccessTrackerMixin, Model):
     )
     confidence = ConfidenceField(partition_by="agent_id")
     associations = CoOccurrenceField(partition_by="agent_id")
-    terms_seen = ExistenceFilter(fingerprint_fn=lambda memory: memory.content, partition_by="agent_id")
-    content_bm25 = BM25Field(source="content", partition_by="agent_id")
-    embedding = EmbeddingField(source="content", partition_by="agent_id")
+    terms_seen = ExistenceFilter(fingerprint_fn=lambda memory: memory.context or memory.content,
+                                 partition_by="agent_id")
+    context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer(), partition_by="agent_id")
+    embedding = EmbeddingField(source="passage", partition_by="agent_id")
+
+
+def memory_assembler(max_items: int = 10, max_tokens: int = 2000, output_format: str = "structured") -> ContextAssembler:
+    """The ContextAssembler of ``ask``, ``chat`` and MCP ``recall``: ChatMemory's shown fields,
+    the composite fallback's :data:`SCORE_WEIGHTS` and :data:`ASSEMBLER_OPTIONS`."""
+    return ContextAssembler(ChatMemory, render_fields=list(SHOWN_FIELDS), score_weights=SCORE_WEIGHTS,
+                            max_items=max_items, max_tokens=max_tokens, output_format=output_format,
+                            **ASSEMBLER_OPTIONS)
 
 
 def local_model_installed() -> bool:

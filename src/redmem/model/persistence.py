@@ -8,7 +8,7 @@ concurrent write to the same record aborts the EXEC and the whole batch is rebui
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import WatchError
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "save_record",
+    "save_records",
     "delete_record",
     "queue_removal",
     "queue_fields_save",
@@ -60,6 +61,7 @@ def _transact(
     write: Callable[[Any, Any], None],
     *,
     fresh: bool = False,
+    also_watch: Sequence[str] = (),
 ) -> bool:
     """WATCH ``keys``, ``prepare(reader, stored_hashes)``, then ``write(pipe, prepared)`` in MULTI/EXEC.
 
@@ -68,9 +70,10 @@ def _transact(
     The EXEC also sets an operation key (:mod:`redmem.store.outcome`): a batch rebuilt after an
     EXEC whose reply was lost first checks it, so an applied batch is never applied again.
     Returns False when the batch found already applied, else True; after ``LOST_REPLY_REBUILDS``
-    lost replies in a row raises WriteOutcomeUnknown.
+    lost replies in a row raises WriteOutcomeUnknown. ``also_watch``: further keys WATCHed
+    (not read as hashes); the first of ``keys`` + ``also_watch`` places the operation key.
     """
-    marker = operation_key(keys[0])
+    marker = operation_key([*keys, *also_watch][0])
     sent: list[str] = []  # the marker, once an EXEC carrying it was sent
     with server_errors(client), unknown_outcome(client, sent), client.pipeline(transaction=True) as pipe:
         if fresh:
@@ -80,7 +83,7 @@ def _transact(
         lost = 0
         for _ in range(MAX_ATTEMPTS):
             try:
-                pipe.watch(*keys, marker)
+                pipe.watch(*keys, *also_watch, marker)
                 if sent and pipe.exists(marker):
                     return False
                 prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
@@ -161,6 +164,68 @@ def save_record(instance: Any) -> None:
 
     _transact(client, watched, prepare, write, fresh=fresh)
     instance._saved_key = key
+
+
+class _Stale(Exception):
+    """Raised inside a :func:`save_records` transaction whose ``unchanged`` check failed."""
+
+
+def save_records(
+    created: Sequence[Any],
+    updated: Sequence[Any] = (),
+    *,
+    watch: Sequence[str] = (),
+    unchanged: Callable[[Any], bool] | None = None,
+    also: Callable[[Any], None] | None = None,
+) -> bool:
+    """Validate and write records of one partition, with all their indexes, in one MULTI/EXEC.
+
+    ``created``: new records whose keys were just generated (nothing is stored under them);
+    ``updated``: stored records written again (WATCHed and read, so their stale index entries
+    go). ``watch``: further keys of the partition's slot to WATCH; ``unchanged(reader)`` runs
+    under the WATCH before the MULTI (reads through ``reader`` execute at once) and returns
+    False when what the caller built the records from has changed since: then nothing is
+    written and False is returned, so the caller rebuilds them. ``also(pipe)`` queues further
+    writes in the same MULTI/EXEC (after the records'). The EXEC carries an operation key, as
+    :func:`save_record`'s does, so the whole write is applied exactly once. Returns True when
+    written (or found already applied after a lost reply).
+    """
+    instances = [*created, *updated]
+    if not instances:
+        raise ValidationError("save_records needs at least one record")
+    meta = instances[0]._meta
+    new_values = [checked_values(instance, True) for instance in created]
+    old_values = [checked_values(instance, instance._saved_key is None) for instance in updated]
+    spaces = {instance.db_key.keyspace for instance in instances}
+    if len(spaces) > 1:
+        raise ValidationError("save_records writes records of one partition only")
+    client = meta.client
+    register(meta, client, [space.tag for space in spaces])
+    keys = [instance.db_key for instance in updated]
+
+    def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> list[SaveBatch]:
+        if unchanged is not None and not unchanged(reader):
+            raise _Stale
+        return [_batch(reader, client, instance, key, stored) for instance, key, stored in zip(updated, keys, hashes)]
+
+    def write(pipe: Any, batches: list[SaveBatch]) -> None:
+        if created:
+            queue_new_records(pipe, client, list(created), values=new_values, fresh=True)
+        for batch, values in zip(batches, old_values):
+            batch.pipe = pipe
+            queue_record_write(batch, values)
+        if also is not None:
+            also(pipe)
+
+    # the operation key goes in the slot of the first key named (any record of the partition will do)
+    watched = list(watch) or ([] if keys else [created[0].db_key.redis_key])
+    try:
+        _transact(client, [key.redis_key for key in keys], prepare, write, also_watch=watched)
+    except _Stale:
+        return False
+    for instance, key in zip(updated, keys):
+        instance._saved_key = key
+    return True
 
 
 def queue_record_write(batch: SaveBatch, values: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ from ..context.retrieval import check_fusion
 from ..context.tokens import TokenCounter, resolve_counter
 from ..store.connection import settings
 from ..store.errors import ValidationError
-from ..store.validation import boolean, finite_number, non_negative_int, positive_int
+from ..store.validation import boolean, finite_number, non_negative_int, positive_int, text_or_none
 
 __all__ = [
     "AssemblerConfig", "DEFAULT_MAX_ITEMS", "DEFAULT_SURFACING_THRESHOLD", "DEFAULT_PROPAGATION_DEPTH",
@@ -52,7 +52,8 @@ class AssemblerConfig:
     whose match with the query (:func:`~redmem.context.retrieval.match_scores`) is below it is
     left out even when ``max_items`` allows more (:mod:`redmem.context.floor`).
     ``newer_first``: of two memories where the newer updates the older one's fact, the newer
-    ranks first (:mod:`redmem.context.recency`); it reads the model's first DatetimeField.
+    ranks first (:mod:`redmem.context.recency`); it reads ``time_field`` (a field holding a
+    datetime or an ISO 8601 text), else the model's first DatetimeField.
     ``fusion`` defaults to convex score fusion with every list weighing 1, the measured best
     (the seed's ``"rrf"`` is one option away).
     """
@@ -72,6 +73,7 @@ class AssemblerConfig:
     duplicate_cosine: float | None = DUPLICATE_COSINE
     min_relevance: float | None = DEFAULT_MIN_RELEVANCE
     newer_first: bool = True
+    time_field: str | None = None
 
     def __post_init__(self) -> None:
         counter = self.token_counter if self.token_counter is not None else settings().token_counter
@@ -88,6 +90,7 @@ class AssemblerConfig:
             "fusion_weights": check_fusion(self.fusion, self.fusion_weights),
             "min_relevance": finite_number("min_relevance", self.min_relevance, low=0.0, high=1.0, none=True),
             "newer_first": boolean("newer_first", self.newer_first),
+            "time_field": text_or_none("time_field", self.time_field),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)

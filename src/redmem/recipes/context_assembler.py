@@ -40,13 +40,14 @@ from ..context.tokens import TokenCounter, resolve_counter
 from ..embeddings.matrix import VectorMatrix
 from ..fields.composite import signal_weights
 from ..model.base import Model
+from ..model.field import Field
 from ..model.fields import DatetimeField
 from ..model.filters import compile_where
 from ..model.hits import Hit
 from ..model.loading import load_records
 from ..observation.protocol import ObservationProtocol
 from ..store.aio import async_variant
-from ..store.errors import ArgumentTypeError
+from ..store.errors import ArgumentTypeError, QueryException
 from ..store.keys import KeySpace
 from ..store.validation import epoch_of, subclass_of, timestamp
 from .assembler_config import (
@@ -138,8 +139,7 @@ class ContextAssembler:
         self.mode = resolve_mode(self.capabilities, config.retrieval_mode, config.score_weights or {})
         self.score_weights = self._check_score_weights(config.score_weights)
         self.renderer = Renderer(model_class, config.output_format, config.render_fields)
-        #: The field saying when a memory was stated, which ``newer_first`` compares: the model's first DatetimeField.
-        self.time_field: DatetimeField | None = next(iter(model_class._meta.fields_of(DatetimeField)), None)
+        self.time_field = self._time_field(config.time_field)
 
     # -- the options, read from the config ---------------------------------------------------------
     @property
@@ -273,10 +273,16 @@ class ContextAssembler:
             candidate.record = loaded.get(candidate.key)
         return [c for c in candidates if c.record is not None]
 
-    @staticmethod
-    def _vectors(candidates: list[Candidate], matrix: VectorMatrix | None) -> dict[str, np.ndarray]:
-        """The unit vector of each candidate the vector search holds one for (none without it)."""
-        return {} if matrix is None else matrix.unit_vectors(c.key.record_id for c in candidates)
+    def _vectors(self, candidates: list[Candidate], matrix: VectorMatrix | None) -> dict[str, np.ndarray]:
+        """The unit vector of each candidate the vector search holds one for: none without it, and
+        none when the vectors are not of the memory text (an embedding of a passage around the
+        turn, as ConversationMemory's: two neighbouring turns then have near-equal vectors while
+        saying different things, so their cosine says nothing of the texts compared)."""
+        embedding = self.capabilities.embedding
+        texts = self.renderer.text_fields
+        if matrix is None or embedding is None or not texts or embedding.source != texts[0]:
+            return {}
+        return matrix.unit_vectors(c.key.record_id for c in candidates)
 
     def _distinct(self, candidates: list[Candidate], vectors: dict[str, np.ndarray]) -> tuple[list[Candidate], list[Candidate]]:
         """(kept, collapsed): one copy of each memory text, the best-ranked (see
@@ -298,8 +304,7 @@ class ContextAssembler:
             return candidates
 
         def time_of(candidate: Candidate) -> float | None:
-            value = getattr(candidate.record, clock.name, None)
-            return epoch_of(value) if isinstance(value, datetime) else None
+            return moment(getattr(candidate.record, clock.name, None))
 
         def cosine_of(a: Candidate, b: Candidate) -> float | None:
             u, v = vectors.get(a.key.record_id), vectors.get(b.key.record_id)
@@ -326,6 +331,16 @@ class ContextAssembler:
         :class:`~redmem.context.rendering.Renderer`.
         """
         return self.renderer.render(record)
+
+    def _time_field(self, name: str | None) -> Field[Any] | None:
+        """The field saying when a memory was stated, which ``newer_first`` compares: ``name``
+        (QueryException when the model has no such field), else the model's first DatetimeField."""
+        if name is None:
+            return next(iter(self.model_class._meta.fields_of(DatetimeField)), None)
+        found = self.model_class._meta.fields.get(name)
+        if found is None:
+            raise QueryException(f"time_field {name!r} is not a field of {self.model_class.__name__}")
+        return found
 
     def _check_score_weights(self, weights: dict[Any, float] | None) -> dict[str, float]:
         """``score_weights`` checked now, not at the first query that needs them: every name a
@@ -354,6 +369,16 @@ class ContextAssembler:
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
     aassemble = async_variant(assemble)
     aassess = async_variant(assess)
+
+
+def moment(value: Any) -> float | None:
+    """Epoch seconds of a datetime (naive: UTC) or an ISO 8601 text; None for anything else."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    return epoch_of(value) if isinstance(value, datetime) else None
 
 
 def cue_text(query_cues: dict[str, Any] | str | None) -> str:

@@ -24,7 +24,9 @@ between the turns just before and after it, without marks. A sentence embedding 
 turn misses who said it and what it answers; of two turns either side it blurs into the topic.
 
 ``ingest_conversation(turns, agent_id, window=2)`` builds the contexts and passages and saves
-every turn with ``Model.save_many`` (one MULTI/EXEC per 1,000 turns). Search through
+every turn with ``Model.save_many`` (one MULTI/EXEC per 1,000 turns), then lists each
+session's turns by position (``KeyKind.SESSION_TURNS``), so turns appended later one at a time
+(:func:`~.conversation_append.append_turns`) continue the session. Search through
 :func:`conversation_assembler` (hybrid retrieval, convex score fusion: the measured best), or a
 ``ContextAssembler`` as with any model.
 """
@@ -44,13 +46,16 @@ from ..model.fields import FloatField, IntField, StringField
 from ..model.indexed import AutoKeyField, KeyField
 from ..observation.access import AccessTrackerMixin
 from ..store.aio import async_function
+from ..store.connection import server_errors
 from ..store.errors import ValidationError
+from ..store.keys import KeyKind, KeySpace, escape
 from ..store.validation import non_negative_int, positive_int
 from ..text.analyzer import Analyzer
 from .context_assembler import ContextAssembler
 
 __all__ = ["ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts", "build_passages",
-           "ingest_conversation", "conversation_assembler", "NEIGHBOUR_MARK", "DEFAULT_WINDOW", "PASSAGE_WINDOW"]
+           "ingest_conversation", "conversation_assembler", "session_turns_key", "NEIGHBOUR_MARK", "DEFAULT_WINDOW",
+           "PASSAGE_WINDOW"]
 
 #: The mark that opens a neighbour's line in a context, once per step of distance.
 NEIGHBOUR_MARK = ">"
@@ -194,7 +199,29 @@ def ingest_conversation(
     for field in model._meta.fields_of(EmbeddingField):
         field.embed_many(records)
     model.save_many(records)
+    _list_sessions(records)
     return records
+
+
+def session_turns_key(space: KeySpace, session: str) -> str:
+    """The sorted set of the turn ids of ``session`` in partition ``space``, scored by position
+    (:mod:`.conversation_append` appends to it)."""
+    return space.key(KeyKind.SESSION_TURNS, escape(session))
+
+
+def _list_sessions(records: list[Any]) -> None:
+    """Each session's turn ids by position, so :func:`~.conversation_append.append_turns` continues it."""
+    sessions: dict[str, dict[str, int]] = {}
+    for record in records:
+        if record.session:
+            key = session_turns_key(record.db_key.keyspace, record.session)
+            sessions.setdefault(key, {})[record.db_key.record_id] = record.position
+    if sessions:
+        client = records[0]._meta.client
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for key, positions in sessions.items():
+                pipe.zadd(key, positions)
+            pipe.execute()
 
 
 #: ``await aingest_conversation(...)``: :func:`ingest_conversation` over redis.asyncio (docs/asyncio.md).

@@ -121,6 +121,8 @@ class KeyKind(StrEnum):
     ENTITY_TYPES = "et"
     #: list: the HCE semantic tree's membership log, ``<interaction id> <topic id>`` in write order
     TREE_MEMBERS = "tm"
+    #: sorted set: a conversation session's turn ids scored by position (``ct:<session>``)
+    SESSION_TURNS = "ct"
 
 
 def _needs_escape(char: str) -> bool:

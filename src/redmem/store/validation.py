@@ -43,6 +43,7 @@ __all__ = [
     "finite_number",
     "one_of",
     "boolean",
+    "text_or_none",
     "timestamp",
     "epoch_of",
     "utf8_text",
@@ -198,6 +199,14 @@ def boolean(name: str, value: Any) -> bool:
     """``value`` if it is a bool (1, 0 and None are not: a flag given a count is a mistake)."""
     if not isinstance(value, bool):
         raise _fail(ValidationError, name, "True or False", value, wrong_type=True)
+    return value
+
+
+def text_or_none(name: str, value: Any) -> str | None:
+    """``value`` if it is None or a non-empty str."""
+    if value is not None and not (isinstance(value, str) and value):
+        raise _fail(ValidationError, name, "a field name (a non-empty str) or None", value,
+                    wrong_type=not isinstance(value, str))
     return value
 
 
