@@ -81,6 +81,7 @@ from common import (
 )
 from popoto_bridge import PopotoProcess
 from questions import dialog_corpus, locomo_questions
+from redmem import DatetimeField
 from redmem.fields.bm25_postings import copies
 from redmem.fields.embedding_search import matrices
 from redmem.recipes.context_assembler import ContextAssembler
@@ -337,7 +338,9 @@ def run_questions(n: int, texts: list[str], queries: list[str], args: Any, clien
     vectors = {"hash": hash_provider, "minilm": lambda: TimedProvider(minilm_function()),
                "minilm-remote": lambda: TimedProvider(minilm_function(), queries=queries)}[args.vectors]
     providers = {"lexical": None, "hybrid": vectors()}
-    models = {"lexical": memory_model(f"LatQ{n}"), "hybrid": memory_model(f"LatQH{n}", providers["hybrid"])}
+    dated = {"created_at": DatetimeField(auto_now_add=True)} if args.dated else None
+    models = {"lexical": memory_model(f"LatQ{n}", extra=dated),
+              "hybrid": memory_model(f"LatQH{n}", providers["hybrid"], extra=dated)}
     ingest = {mode: ingest_measured(model, AGENT, texts, 0, providers[mode], chunk_size=args.chunk_size)
               for mode, model in models.items()}
     out: dict[str, Any] = {"ingest_seconds": {mode: part["bulk_seconds"] for mode, part in ingest.items()},
@@ -429,6 +432,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              "offline MiniLM's (dense, as a model's; embedding 100k texts takes minutes); "
                              "minilm-remote: the questions' vectors computed before the timed passes, so no "
                              "model runs in the timed process, as with a remote embedding service")
+    parser.add_argument("--dated", action="store_true",
+                        help="questions workload: the models carry created_at, as README's Memory does, so the "
+                             "assembler's newer-first stage runs")
     parser.add_argument("--out", default=None, help="results/<out>.json (default latency or latency_cluster; '' none)")
     args = parser.parse_args(argv)
     if args.quick:

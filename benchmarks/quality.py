@@ -16,9 +16,10 @@ the timed call), or hashed words with ``--hashing`` (fast, meaningless rankings:
 Parts (``--parts``):
 
 - ``locomo``: each LoCoMo conversation (``--data``, read in place, never copied: CC BY-NC 4.0)
-  is one tenant; every turn one memory stored as ``speaker: text`` (ConversationMemory is given
-  speaker and text apart: it writes the speaker into its indexed line itself; ChatMemory also
-  gets the speaker, session and the session's date where the MCP function takes them); every
+  is one tenant; every turn one memory stored as ``speaker: text`` (ConversationMemory and
+  ChatMemory are given speaker and text apart: they write the speaker into the indexed line
+  themselves; ChatMemory also gets the session and the session's date, as MCP ``remember``
+  takes them); every
   question of categories 1-4 is asked once all turns are stored. Scored with
   ``locomo.scores``: R@1/5/10 and MRR of the evidence turns, per category; *evidence in 1,000
   tokens*: the share of questions with an evidence turn inside a 1,000-token context (how each

@@ -194,7 +194,8 @@ class McpPath(MemoryPath):
         labels = {}
         for item in items:
             extra = self._when(item)
-            stored = mcp_server.store_memory(tenant, item.content, item.speaker, item.session, 1.0, False, **extra)
+            # the tool takes the speaker apart: the text alone, as a client calling remember gives it
+            stored = mcp_server.store_memory(tenant, item.text, item.speaker, item.session, 1.0, False, **extra)
             labels[stored.memory_id] = item.label
         self.labels[tenant] = labels
 
