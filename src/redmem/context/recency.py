@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise
 from typing import TypeVar
 
@@ -128,18 +128,33 @@ def is_update(older: str, newer: str, cosine: float | None) -> bool:
     return _updates(_Statement.of(older), _Statement.of(newer), cosine)
 
 
-@dataclass(frozen=True)
 class _Statement:
-    """A memory text as :func:`is_update` reads it: its content words and whether it says a change."""
+    """A memory text as :func:`is_update` reads it, each part worked out when first asked for
+    (most pairs are told apart by their cosine alone)."""
 
-    words: frozenset[str]
-    values: frozenset[str]
-    says_change: bool
+    def __init__(self, text: str) -> None:
+        self.text = text
 
     @classmethod
     def of(cls, text: str) -> _Statement:
-        words = words_of(text)
-        return cls(frozenset(words) - _STOP, _values(text), _says_change(words))
+        return cls(text)
+
+    @cached_property
+    def all_words(self) -> list[str]:
+        return words_of(self.text)
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """Its content words."""
+        return frozenset(self.all_words) - _STOP
+
+    @cached_property
+    def values(self) -> frozenset[str]:
+        return _values(self.text)
+
+    @cached_property
+    def says_change(self) -> bool:
+        return _says_change(self.all_words)
 
 
 def _updates(older: _Statement, newer: _Statement, cosine: float | None) -> bool:
@@ -168,14 +183,19 @@ def newer_first(
     """
     items = list(ranked)
     times = [time_of(item) for item in items]
-    statements = [_Statement.of(text_of(item)) for item in items]
+    statements: dict[int, _Statement] = {}
     judged: dict[tuple[int, int], bool] = {}
+
+    def statement(index: int) -> _Statement:
+        if index not in statements:
+            statements[index] = _Statement.of(text_of(items[index]))
+        return statements[index]
 
     def updates(newer: int, older: int) -> bool:
         if (newer, older) not in judged:
             then, when = times[older], times[newer]
             judged[newer, older] = (then is not None and when is not None and then < when
-                                    and _updates(statements[older], statements[newer],
+                                    and _updates(statement(older), statement(newer),
                                                  cosine_of(items[older], items[newer])))
         return judged[newer, older]
 

@@ -317,10 +317,21 @@ def match_scores(lists: dict[str, Hits]) -> dict[str, float] | None:
     None when neither list ran or found anything (composite ranking answers no query). It is
     the fusion-independent measure the relevance floor reads (``min_relevance``).
     """
-    direct = {name: hits for name in DIRECT_LISTS if (hits := lists.get(name))}
+    direct = [hits for name in DIRECT_LISTS if (hits := lists.get(name))]
     if not direct:
         return None
-    return dict(convex_fusion(direct, limit=None))
+    sums: dict[str, float] = {}
+    counted = 0
+    for hits in direct:  # the searches' own scores: finite, best first (no check needed, unlike convex_fusion)
+        top = hits[0][1]
+        first: dict[str, float] = {}
+        for record_id, score in hits:
+            first.setdefault(record_id, max(score, 0.0) / top if top > 0 else 0.0)
+            sums.setdefault(record_id, 0.0)
+        counted += top > 0  # a list with no positive score is left out, as convex fusion leaves it
+        for record_id, share in first.items():
+            sums[record_id] += share
+    return {record_id: total / counted if counted else 0.0 for record_id, total in sums.items()}
 
 
 def _fused(fusion: Fusion, lists: dict[str, Hits]) -> Hits:

@@ -306,9 +306,12 @@ class ContextAssembler:
         def time_of(candidate: Candidate) -> float | None:
             return moment(getattr(candidate.record, clock.name, None))
 
-        def cosine_of(a: Candidate, b: Candidate) -> float | None:
-            u, v = vectors.get(a.key.record_id), vectors.get(b.key.record_id)
-            return None if u is None or v is None else float(u @ v)
+        rows = {c.key.record_id: i for i, c in enumerate(c for c in candidates if c.key.record_id in vectors)}
+        gram = (np.stack([vectors[r] for r in rows]) @ np.stack([vectors[r] for r in rows]).T) if rows else None
+
+        def cosine_of(a: Candidate, b: Candidate) -> float | None:  # every pair's from one product
+            i, j = rows.get(a.key.record_id), rows.get(b.key.record_id)
+            return None if i is None or j is None or gram is None else float(gram[i, j])
 
         order, moves = newer_first(candidates, time_of, lambda c: self.renderer.text_of(c.record), cosine_of)
         for newer, older in moves:
