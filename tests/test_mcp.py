@@ -76,7 +76,7 @@ def test_tools_are_listed_with_descriptions_and_schemas(redis_url, db):
         assert recall["required"] == ["query"]
         assert recall["properties"]["max_tokens"]["minimum"] == 1
         assert recall["properties"]["format"]["enum"] == list(FORMATS)
-        assert {"context", "memories", "token_count"} <= set(tools["recall"].output_schema["properties"])
+        assert {"context", "memories", "token_count", "below_floor"} <= set(tools["recall"].output_schema["properties"])
         outcomes = tools["feedback"].input_schema["properties"]["outcomes"]
         assert outcomes["type"] == "object" and set(outcomes["additionalProperties"]["enum"]) == set(OUTCOME_EFFECTS)
         assert tools["remember"].input_schema["required"] == ["content"]
@@ -100,6 +100,7 @@ def test_each_tool_on_the_default_agent(redis_url, db):
 
         found = await call(client, "recall", {"query": "What tea does Ana drink?", "max_tokens": 500})
         assert "lapsang souchong" in found["context"] and 0 < found["token_count"] <= 500
+        assert found["below_floor"] == 1 and len(found["memories"]) == 1  # the bike ride matches too weakly
         first = found["memories"][0]
         assert first["memory_id"] == tea["memory_id"] and first["speaker"] == "Ana" and first["session"] == "s1"
         assert first["source"] in ("pull", "both") and first["score"] > 0

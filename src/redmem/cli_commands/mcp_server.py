@@ -70,11 +70,13 @@ class Stored:
 
 @dataclass
 class RecalledContext:
-    """The assembled context, ready to put in a prompt, and the memories in it, best first."""
+    """The assembled context, ready to put in a prompt, and the memories in it, best first;
+    ``below_floor``: how many memories matched the query too weakly to be included."""
 
     context: str
     memories: list[Recalled]
     token_count: int
+    below_floor: int
 
 
 @dataclass
@@ -155,7 +157,7 @@ def recall_context(agent: str, query: str, max_tokens: int, max_items: int, outp
     trace = result.metadata["trace"]
     memories = [Recalled(**memory_of(record), source=row["source"], score=row["score"])
                 for record, row in zip(result.records, trace)]
-    return RecalledContext(result.formatted, memories, result.metadata["token_count"])
+    return RecalledContext(result.formatted, memories, result.metadata["token_count"], result.metadata["below_floor"])
 
 
 def report_outcomes(agent: str, outcomes: dict[str, Outcome]) -> Reported:
