@@ -11,12 +11,14 @@ import tempfile
 from pathlib import Path
 
 import redmem
+from conftest import configured_embeddings
 from openai_server import OpenAICompatibleServer
 from redmem import ObservationProtocol
 from redmem.cli import parser
 from redmem.cli_commands.demo_run import DemoRun
 from redmem.cli_commands.memory import ChatMemory
 from redmem.demo import DEMO_PREFIX
+from redmem.embeddings import HashingEmbeddings
 from redmem.store import settings
 from redmem.store.local_server import LocalServer
 
@@ -408,3 +410,20 @@ def test_chat_with_a_model_shows_its_replies_and_remembers_both_sides(redis_url,
     reply = next(m for m in stored if m.position == first.position + 1)
     assert reply.speaker == "assistant" and "> Remember that my locker code is 4711." in reply.context  # its turn before
 
+
+
+# -- upgrade -------------------------------------------------------------------------------------
+def test_upgrade_makes_memories_of_older_versions_found_by_keyword(redis_url, db):
+    from test_chat_memory import old_chat_memory
+
+    with configured_embeddings(HashingEmbeddings(384)):
+        old = old_chat_memory()
+        record = old(agent_id="ana", session="s0", date="2026-01-10", speaker="Ana",
+                     content="My favourite tea is smoked lapsang souchong.")
+        record.save()
+    keyword = ChatMemory.query.filter(agent_id="ana").no_track()
+    assert keyword.keyword_search("lapsang souchong") == []  # written before ChatMemory searched contexts
+    out = on_test_server(redis_url, "--embeddings", "hashing", "upgrade", "--agent", "ana")
+    assert "upgraded 1 memories of agent 'ana'" in out
+    assert [hit.memory_id for hit in keyword.keyword_search("lapsang souchong")] == [record.memory_id]
+    assert "upgraded 0 memories" in on_test_server(redis_url, "--embeddings", "hashing", "upgrade", "--agent", "ana")

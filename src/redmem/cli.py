@@ -2,7 +2,8 @@
 
 ``doctor`` checks the server; ``demo`` runs the main job on a bundled conversation; ``ingest``,
 ``ask``, ``chat`` and ``inspect`` work on the conversation memory of an agent, ``mcp`` serves it
-as MCP tools; ``reindex`` fills the indexes of any model; ``server`` shows or stops the local
+as MCP tools; ``reindex`` fills the indexes of any model; ``upgrade`` brings an agent's memories
+of older versions up to date; ``server`` shows or stops the local
 server that keeps the data when no Redis URL is given. The global options (``--url``, ``--prefix``, ``--embeddings``) go
 before or after the subcommand. See docs/cli.md.
 """
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import demo
-from .cli_commands import ask, chat, doctor, ingest, inspect, mcp_server, reindex, server
+from .cli_commands import ask, chat, doctor, ingest, inspect, mcp_server, reindex, server, upgrade
 from .cli_commands.memory import EMBEDDINGS
 from .store.errors import RedmemError
 
@@ -32,6 +33,7 @@ COMMANDS = {
     "chat": (chat, "talk with a memory-backed assistant (/quit to leave)"),
     "inspect": (inspect, "show everything stored about one memory (read-only)"),
     "reindex": (reindex, "re-run fields' index writes over every stored record of a model"),
+    "upgrade": (upgrade, "make an agent's memories of older versions searchable by keyword again"),
     "mcp": (mcp_server, "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories)"),
     "server": (server, "show or stop the local server that keeps the data when no Redis URL is given"),
 }
