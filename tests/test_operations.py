@@ -41,6 +41,14 @@ def primary_and_replica():
         follower.close()
 
 
+def _wait_for_a_good_replica(operator: redis.Redis) -> None:
+    """The primary counts a replica as good once its last ack is within the lag: until then it refuses."""
+    deadline = time.monotonic() + 10
+    while int(operator.info("replication").get("min_slaves_good_slaves", 0)) < 1:
+        assert time.monotonic() < deadline, "the primary never counted its replica as good"
+        time.sleep(0.05)
+
+
 def test_min_replicas_to_write_refuses_saves_a_cut_off_primary_would_lose(primary_and_replica):
     primary, replica = primary_and_replica
     redmem.connect(primary.url)
@@ -48,6 +56,7 @@ def test_min_replicas_to_write_refuses_saves_a_cut_off_primary_would_lose(primar
     operator = redis.Redis.from_url(primary.url)
     operator.config_set("min-replicas-to-write", 1)
     operator.config_set("min-replicas-max-lag", 1)
+    _wait_for_a_good_replica(operator)
     Note.create(agent_id="agent-1", content="The invoice is due on Friday")
     os.kill(replica.pid, signal.SIGSTOP)
     try:
