@@ -73,6 +73,15 @@ def test_a_server_that_cannot_start_reports_it(local: LocalServer, tmp_path: Pat
         LocalServer(local.directory, binary=str(fake)).ensure()
 
 
+def server_command(local: LocalServer, action: str) -> str:
+    """What ``redmem server <action>`` prints for the data directory of ``local``."""
+    env = {**os.environ, "REDMEM_DATA_DIR": str(local.directory), "COLUMNS": "300"}
+    done = subprocess.run([sys.executable, "-m", "redmem.cli", "server", action], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def servers_on(directory: Path) -> list[int]:
     """The pids of every process whose working directory is ``directory`` (a server changes into its --dir)."""
     found = []
@@ -139,7 +148,8 @@ def test_a_deleted_socket_never_leads_to_a_second_server_on_the_directory(local:
     with pytest.raises(DataDirectoryError, match=rf"pid {first}\) runs on .* its socket .* is gone.*redmem server stop"):
         local.ensure()
     assert servers_on(local.directory) == [first] and local.running_pid() == first
-    assert local.stop() is True  # SIGTERM: it writes its data out and goes
+    assert f"running (pid {first}) but its socket {local.socket_path} is gone" in server_command(local, "status")
+    assert f"stopped the local server (pid {first})" in server_command(local, "stop")  # SIGTERM: data written out
     assert local.running_pid() is None and servers_on(local.directory) == []
     assert local.ensure() is True
     with redis.Redis(unix_socket_path=str(local.socket_path)) as client:

@@ -95,8 +95,9 @@ class LocalServer:
             return None
 
     def answering(self) -> bool:
-        """True when a server answers PING on this directory's socket (checked first: see :meth:`checked`)."""
-        if not self.checked() or not self._socket_present():
+        """True when a server answers PING on this directory's socket; DataDirectoryError when the
+        directory or the socket cannot be trusted."""
+        if not self._directory_present() or not self._socket_present():
             return False
         client = self._client(timeout=1.0)
         try:
@@ -110,30 +111,6 @@ class LocalServer:
         """The pid file's process when it is alive and a Redis server on this directory, else None."""
         pid = self.pid
         return pid if pid is not None and _serves(pid, self.directory) else None
-
-    def checked(self) -> bool:
-        """Whether the data directory exists; DataDirectoryError when it is not a directory, belongs to
-        another user or is open to group or others (its data, and the server's socket, would be theirs too)."""
-        try:
-            info = self.directory.stat()
-        except FileNotFoundError:
-            return False
-        except NotADirectoryError as exc:
-            raise DataDirectoryError(f"the data directory {self.directory} is inside a file, not a directory: "
-                                     f"set {DATA_DIR_ENV_VAR} to a directory") from exc
-        if not stat.S_ISDIR(info.st_mode):
-            raise DataDirectoryError(f"the data directory {self.directory} is a file, not a directory: move the "
-                                     f"file away or set {DATA_DIR_ENV_VAR} to a directory")
-        if info.st_uid != os.geteuid():
-            raise DataDirectoryError(f"the data directory {self.directory} belongs to uid {info.st_uid}, not to you "
-                                     f"(uid {os.geteuid()}): set {DATA_DIR_ENV_VAR} to a directory of your own")
-        if info.st_mode & 0o077:
-            raise DataDirectoryError(
-                f"the data directory {self.directory} has mode {stat.S_IMODE(info.st_mode):o}: other users could read "
-                f"the data or reach the server; run `chmod 700 {self.directory}` (redmem does not change a "
-                "directory it did not create)"
-            )
-        return True
 
     def ensure(self) -> bool:
         """Start the server unless one already runs on this directory; True when this call started it.
@@ -177,19 +154,44 @@ class LocalServer:
             running = self.running_pid()
             if running is None:
                 return False
-            os.kill(running, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # it may have just gone by itself
+                os.kill(running, signal.SIGTERM)
         self._wait(lambda: self.running_pid() is None and not self.answering(), "did not stop")
         return True
 
     def _make_directory(self) -> None:
         """Create the data directory (mode 700) unless it exists; either way, check it."""
-        if not self.checked():
+        if not self._directory_present():
             try:
                 self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            except (FileExistsError, NotADirectoryError) as exc:
+            except OSError as exc:  # a file in the way, no permission, a read-only file system
                 raise DataDirectoryError(f"cannot create the data directory {self.directory}: {exc}; set "
                                          f"{DATA_DIR_ENV_VAR} to a directory of your own") from exc
-            self.checked()
+            self._directory_present()
+
+    def _directory_present(self) -> bool:
+        """Whether the data directory exists; DataDirectoryError when it is not a directory, belongs to
+        another user or is open to group or others (its data, and the server's socket, would be theirs too)."""
+        try:
+            info = self.directory.stat()
+        except FileNotFoundError:
+            return False
+        except NotADirectoryError as exc:
+            raise DataDirectoryError(f"the data directory {self.directory} is inside a file, not a directory: "
+                                     f"set {DATA_DIR_ENV_VAR} to a directory") from exc
+        if not stat.S_ISDIR(info.st_mode):
+            raise DataDirectoryError(f"the data directory {self.directory} is a file, not a directory: move the "
+                                     f"file away or set {DATA_DIR_ENV_VAR} to a directory")
+        if info.st_uid != os.geteuid():
+            raise DataDirectoryError(f"the data directory {self.directory} belongs to uid {info.st_uid}, not to you "
+                                     f"(uid {os.geteuid()}): set {DATA_DIR_ENV_VAR} to a directory of your own")
+        if info.st_mode & 0o077:
+            raise DataDirectoryError(
+                f"the data directory {self.directory} has mode {stat.S_IMODE(info.st_mode):o}: other users could read "
+                f"the data or reach the server; run `chmod 700 {self.directory}` (redmem does not change a "
+                "directory it did not create)"
+            )
+        return True
 
     def _socket_present(self) -> bool:
         """Whether the socket exists; DataDirectoryError when it is not a socket of this user."""
