@@ -2,7 +2,7 @@
 
     python recipes/llm_integration.py [--agent agent-1] [--key-prefix rm] [--model gpt-4.1-nano]
 
-Redis: ``REDIS_URL``, else a private embedded server. Model: any OpenAI-compatible endpoint
+Redis: ``REDIS_URL``, else the persistent local server (its data kept for the next run). Model: any OpenAI-compatible endpoint
 through the ``openai`` SDK (v1+): ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY`` (OpenAI itself,
 vLLM, Ollama, LM Studio, a gateway...); ``OPENAI_MODEL`` or ``--model`` names the model. With
 neither variable set, the script prints the messages it would send and exits without calling a

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shutil
+import tempfile
 import threading
 
 import pytest
@@ -23,8 +25,12 @@ from redmem.store.aio import AioClient, LoopThread, async_twin, is_cluster
 from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
+from redmem.store.local_server import DATA_DIR_ENV_VAR, LocalServer
 
 _prefixes = itertools.count(1)
+#: The suite's own data directory, for this process and the commands it runs: a test that connects
+#: without a URL starts the local server here, never in the user's (stopped and removed at the end).
+SUITE_DATA_DIR = os.environ[DATA_DIR_ENV_VAR] = os.path.join(tempfile.mkdtemp(prefix="rm-suite-", dir="/tmp"), "data")
 #: Whether the fixtures' clients go through redis.asyncio (see the module docstring).
 BRIDGE = os.environ.get("REDMEM_TEST_CLIENT", "sync") == "asyncio-bridge"
 
@@ -36,6 +42,12 @@ def pytest_collection_modifyitems(config, items):
     kept = [item for item in items if "sent" not in getattr(item, "fixturenames", ()) and not item.get_closest_marker("sync_only")]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     items[:] = kept
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop the local server a test may have started in the suite's data directory, and remove it."""
+    LocalServer(SUITE_DATA_DIR).stop()
+    shutil.rmtree(os.path.dirname(SUITE_DATA_DIR), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

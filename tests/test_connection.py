@@ -150,10 +150,10 @@ def test_commands_are_retried_across_a_server_restart():
         second.stop()
 
 
-def test_connect_without_url_starts_an_embedded_server_that_dies_with_the_process():
+def test_a_throwaway_server_is_asked_for_and_dies_with_the_process():
     code = (
         "import redmem, redmem.store.connection as c\n"
-        "redmem.connect()\n"
+        "redmem.connect(throwaway=True)\n"
         "print(c.embedded_server().pid, flush=True)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
@@ -164,6 +164,11 @@ def test_connect_without_url_starts_an_embedded_server_that_dies_with_the_proces
     while time.time() < deadline and _alive(pid):
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_a_throwaway_server_takes_no_url():
+    with pytest.raises(ConfigurationError, match="a url or throwaway=True, not both"):
+        redmem.connect("redis://localhost:1", throwaway=True)
 
 
 def _alive(pid: int) -> bool:

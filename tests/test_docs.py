@@ -62,6 +62,7 @@ PAGES = [
     "contributing.md",
     "mcp.md",
     "asyncio.md",
+    "testing.md",
 ]
 #: Pages whose examples need an optional extra: they run when its packages are installed.
 EXTRAS = {"integrations.md": ("agents", "langgraph"), "mcp.md": ("mcp",)}

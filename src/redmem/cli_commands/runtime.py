@@ -86,7 +86,7 @@ def open_server(url: str | None, *, keep: bool = True) -> Server:
         started = local.ensure()
         client = connect(local.url)
         return Server(client, server_address(client), data_dir=local.directory, started=started)
-    client = connect(url)
+    client = connect(url, throwaway=url is None)
     return Server(client, server_address(client), throwaway=url is None)
 
 

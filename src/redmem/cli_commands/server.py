@@ -30,5 +30,10 @@ def run(console: Console, args: argparse.Namespace) -> None:
         console.print(f"stopped the local server (pid {pid}); its data stays in {escape(str(local.directory))}"
                       if stopped else f"no local server running; {where}", highlight=False)
         return
-    state = f"running (pid {local.pid}) at {local.url}" if local.answering() else "not running"
+    if local.answering():
+        state = f"running (pid {local.pid}) at {local.url}"
+    elif local.running_pid() is not None:
+        state = f"running (pid {local.pid}) but its socket {local.socket_path} is gone: `redmem server stop` stops it"
+    else:
+        state = "not running"
     console.print(f"local server: {escape(state)}; {where}", highlight=False)

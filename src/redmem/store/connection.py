@@ -1,4 +1,5 @@
-"""Connecting to Redis: explicit URL, else ``REDIS_URL``, else a private embedded server.
+"""Connecting to Redis: explicit URL, else ``REDIS_URL``, else the persistent local server
+(:mod:`redmem.store.local_server`); a private throwaway server only when asked for.
 
 Default timeouts bound how long a dead server takes to be reported (``ServerUnavailable``):
 a command is tried ``1 + RETRIES`` times, each attempt waiting at most ``SOCKET_TIMEOUT`` for a
@@ -30,6 +31,7 @@ from .aio import in_worker, is_cluster, loop_facade, unwrapped
 from .embedded import EmbeddedServer
 from .errors import ConfigurationError, PermissionDenied, ServerUnavailable
 from .keys import check_name
+from .local_server import shared_server_url
 
 __all__ = [
     "connect",
@@ -168,6 +170,15 @@ def _client_for(url: str, cluster: bool, options: dict[str, Any]) -> Any:
     return redis.Redis.from_url(url, **options)
 
 
+def _server_url(url: str | None, throwaway: bool) -> str:
+    """``url``, else a private throwaway server when asked for, else ``REDIS_URL``, else the local server."""
+    if throwaway:
+        if url:
+            raise ConfigurationError("connect() takes a url or throwaway=True, not both")
+        return _embedded_url()
+    return url or os.environ.get("REDIS_URL") or shared_server_url()
+
+
 def _embedded_url() -> str:
     global _embedded
     if _embedded is None:
@@ -177,23 +188,25 @@ def _embedded_url() -> str:
 
 
 def embedded_server() -> EmbeddedServer | None:
-    """The private server started by :func:`connect`, if one was."""
+    """The private throwaway server started by ``connect(throwaway=True)``, if one was."""
     return _embedded
 
 
-def connect(url: str | None = None, *, cluster: bool = False, **options: Any) -> Any:
+def connect(url: str | None = None, *, cluster: bool = False, throwaway: bool = False, **options: Any) -> Any:
     """Open a client and make it the default for every model.
 
-    ``url`` wins, then the ``REDIS_URL`` environment variable, then a private embedded server
-    started on first use and stopped at interpreter exit. ``redis+cluster://host:port`` or
+    ``url`` wins, then the ``REDIS_URL`` environment variable, then the persistent local server of
+    the data directory (``$REDMEM_DATA_DIR``, else ``~/.local/share/redmem``), started on first use
+    and shared with every other process, the ``redmem`` commands included; the first connection
+    logs where the data lives. ``throwaway=True`` starts a private server instead, which keeps
+    nothing and stops at interpreter exit (for demos). ``redis+cluster://host:port`` or
     ``cluster=True`` gives a ``RedisCluster``; other ``options`` go to redis-py and win over
     the defaults (``socket_timeout=1.2``, ``socket_connect_timeout=1.0``, 1 retry): a dead
     server is reported within about 2.7 s. Raise ``socket_timeout`` for reads that may run
     longer than 1.2 s on the server.
     """
     with _lock:
-        url = url or os.environ.get("REDIS_URL") or _embedded_url()
-        client = _client_for(url, cluster, options)
+        client = _client_for(_server_url(url, throwaway), cluster, options)
         with server_errors(client):
             client.ping()
         configure(client=client)

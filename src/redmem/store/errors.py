@@ -8,6 +8,7 @@ __all__ = [
     "QueryArgumentError",
     "QueryArgumentTypeError",
     "ConfigurationError",
+    "DataDirectoryError",
     "ModelException",
     "ServerUnavailable",
     "WriteConflict",
@@ -44,6 +45,11 @@ class QueryArgumentTypeError(QueryArgumentError, ArgumentTypeError):
 
 class ConfigurationError(RedmemError):
     """redmem is set up wrongly: bad URL, no server binary, unknown option."""
+
+
+class DataDirectoryError(ConfigurationError):
+    """The local server's data directory cannot be trusted (a file, another user's, open to
+    others, a socket not ours, a server that lost its socket); the message gives the fix."""
 
 
 class ModelException(RedmemError):

@@ -1,18 +1,25 @@
 """A persistent local server: one redis-server per data directory, reused by later processes.
 
-The ``redmem`` commands use it when no Redis URL is given, so what ``ingest`` stores is there
-for the next ``ask``. On first use the server is started daemonized (it outlives the command)
+The ``redmem`` commands and :func:`redmem.connect` use it when no Redis URL is given, so what
+one process stores is there for the next, and several processes share it. On first use the server is started daemonized (it outlives the command)
 with append-only-file persistence (one fsync per second, and a full write-out on shutdown). It
 listens only on a unix socket in the data directory (mode 700, no TCP port) and keeps its data,
 pid file and log there; later processes find it through that socket. :meth:`LocalServer.stop`
 shuts it down cleanly; the next command starts it again from the same files.
+
+Nothing here trusts what it finds: the data directory must be a directory of this user with no
+group or other permissions, the socket a socket of this user, and a server is started only when
+the pid file names no live server on the directory (a deleted socket does not make a second one).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
+import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -23,9 +30,11 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from .embedded import find_server_binary, read_tail
-from .errors import ConfigurationError
+from .errors import ConfigurationError, DataDirectoryError
 
-__all__ = ["DATA_DIR_ENV_VAR", "LocalServer", "default_data_dir"]
+__all__ = ["DATA_DIR_ENV_VAR", "LocalServer", "default_data_dir", "shared_server_url"]
+
+logger = logging.getLogger("redmem.local_server")
 
 DATA_DIR_ENV_VAR = "REDMEM_DATA_DIR"
 _SOCKET_NAME = "redis.sock"
@@ -36,6 +45,10 @@ _LOCK_NAME = "start.lock"
 _TIMEOUT = 10.0
 #: Longest unix socket path (sun_path is 108 bytes on Linux, 104 on macOS).
 _MAX_SOCKET_PATH = 100
+#: Names a server binary's path contains (Debian's redis-server is a link to redis-check-rdb).
+_SERVER_NAMES = ("redis", "valkey")
+#: Data directories whose location this process has already logged.
+_announced: set[Path] = set()
 
 
 def default_data_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -82,8 +95,9 @@ class LocalServer:
             return None
 
     def answering(self) -> bool:
-        """True when a server answers PING on this directory's socket."""
-        if not self.socket_path.exists():
+        """True when a server answers PING on this directory's socket; DataDirectoryError when the
+        directory or the socket cannot be trusted."""
+        if not self._directory_present() or not self._socket_present():
             return False
         client = self._client(timeout=1.0)
         try:
@@ -93,32 +107,104 @@ class LocalServer:
         finally:
             client.close()
 
-    def ensure(self) -> bool:
-        """Start the server unless one already answers; True when this call started it.
+    def running_pid(self) -> int | None:
+        """The pid file's process when it is alive and a Redis server on this directory, else None."""
+        pid = self.pid
+        return pid if pid is not None and _serves(pid, self.directory) else None
 
-        One process starts it at a time (a lock file in the directory), so two commands never run
-        two servers on one data set.
+    def ensure(self) -> bool:
+        """Start the server unless one already runs on this directory; True when this call started it.
+
+        One process starts it at a time (a lock file in the directory), and a server is started only
+        when the pid file names no live server on the directory, so two processes never run two
+        servers on one data set, even when the socket was deleted.
         """
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._make_directory()
         with self._start_lock():
             if self.answering():
                 return False
+            running = self.running_pid()
+            if running is not None and self._socket_present():
+                self._wait(self.answering, "did not answer PING")  # still loading its data
+                return False
+            if running is not None:
+                raise DataDirectoryError(
+                    f"a Redis server (pid {running}) runs on {self.directory} but its socket {self.socket_path} "
+                    "is gone, and a second server would write over its data: `redmem server stop` stops it "
+                    "(its data is written out first); the next use starts it again"
+                )
             self._launch()
             self._wait(self.answering, "did not answer PING")
         return True
 
     def stop(self) -> bool:
-        """Shut the server down (its data is written out first); False when none was running."""
-        if not self.answering():
-            return False
-        client = self._client(timeout=_TIMEOUT)
+        """Shut the server down (its data is written out first); False when none was running.
+
+        A server that lost its socket is sent SIGTERM, which shuts it down the same way.
+        """
+        if self.answering():
+            client = self._client(timeout=_TIMEOUT)
+            try:
+                client.shutdown()
+            except redis.ResponseError as exc:
+                raise ConfigurationError(f"the local server in {self.directory} refused to shut down: {exc}") from exc
+            finally:
+                client.close()
+        else:
+            running = self.running_pid()
+            if running is None:
+                return False
+            with contextlib.suppress(ProcessLookupError):  # it may have just gone by itself
+                os.kill(running, signal.SIGTERM)
+        self._wait(lambda: self.running_pid() is None and not self.answering(), "did not stop")
+        return True
+
+    def _make_directory(self) -> None:
+        """Create the data directory (mode 700) unless it exists; either way, check it."""
+        if not self._directory_present():
+            try:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as exc:  # a file in the way, no permission, a read-only file system
+                raise DataDirectoryError(f"cannot create the data directory {self.directory}: {exc}; set "
+                                         f"{DATA_DIR_ENV_VAR} to a directory of your own") from exc
+            self._directory_present()
+
+    def _directory_present(self) -> bool:
+        """Whether the data directory exists; DataDirectoryError when it is not a directory, belongs to
+        another user or is open to group or others (its data, and the server's socket, would be theirs too)."""
         try:
-            client.shutdown()
-        except redis.ResponseError as exc:
-            raise ConfigurationError(f"the local server in {self.directory} refused to shut down: {exc}") from exc
-        finally:
-            client.close()
-        self._wait(lambda: self.pid is None and not self.answering(), "did not stop")  # the pid file goes last
+            info = self.directory.stat()
+        except FileNotFoundError:
+            return False
+        except NotADirectoryError as exc:
+            raise DataDirectoryError(f"the data directory {self.directory} is inside a file, not a directory: "
+                                     f"set {DATA_DIR_ENV_VAR} to a directory") from exc
+        if not stat.S_ISDIR(info.st_mode):
+            raise DataDirectoryError(f"the data directory {self.directory} is a file, not a directory: move the "
+                                     f"file away or set {DATA_DIR_ENV_VAR} to a directory")
+        if info.st_uid != os.geteuid():
+            raise DataDirectoryError(f"the data directory {self.directory} belongs to uid {info.st_uid}, not to you "
+                                     f"(uid {os.geteuid()}): set {DATA_DIR_ENV_VAR} to a directory of your own")
+        if info.st_mode & 0o077:
+            raise DataDirectoryError(
+                f"the data directory {self.directory} has mode {stat.S_IMODE(info.st_mode):o}: other users could read "
+                f"the data or reach the server; run `chmod 700 {self.directory}` (redmem does not change a "
+                "directory it did not create)"
+            )
+        return True
+
+    def _socket_present(self) -> bool:
+        """Whether the socket exists; DataDirectoryError when it is not a socket of this user."""
+        try:
+            info = os.lstat(self.socket_path)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.geteuid():
+            raise DataDirectoryError(
+                f"{self.socket_path} is not a socket of yours (uid {info.st_uid}, mode {stat.filemode(info.st_mode)}): "
+                f"redmem does not talk to another user's server; remove it, or set {DATA_DIR_ENV_VAR} to a "
+                "directory of your own"
+            )
         return True
 
     def _client(self, timeout: float) -> redis.Redis:
@@ -170,3 +256,36 @@ class LocalServer:
     def _log_tail(self) -> str:
         tail = read_tail(str(self.log_path), 10)
         return f"; log tail:\n{tail}" if tail else ""
+
+
+def _serves(pid: int, directory: Path) -> bool:
+    """Whether process ``pid`` is alive and a Redis server working in ``directory`` (the server
+    changes into its ``--dir``); where there is no /proc, whether it is alive."""
+    proc = Path("/proc") / str(pid)
+    if Path("/proc/self").exists():
+        try:
+            return (os.readlink(proc / "cwd") == str(directory)
+                    and any(name in Path(os.readlink(proc / "exe")).name for name in _SERVER_NAMES))
+        except OSError:  # gone, a zombie, or another user's
+            return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def shared_server_url(directory: Path | None = None) -> str:
+    """The URL of the local server of ``directory`` (default: :func:`default_data_dir`), started if need be.
+
+    The first call per directory in a process logs where the data lives: a warning when this call
+    started the server (a process now runs in the background), else at INFO.
+    """
+    local = LocalServer(directory or default_data_dir())
+    started = local.ensure()
+    if local.directory not in _announced:
+        _announced.add(local.directory)
+        logger.log(logging.WARNING if started else logging.INFO,
+                   "redmem: %s the local server; data in %s, socket %s (`redmem server stop` stops it)",
+                   "started" if started else "using", local.directory, local.socket_path)
+    return local.url

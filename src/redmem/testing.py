@@ -1,0 +1,43 @@
+"""A pytest plugin: each test that asks for it gets a private real Redis server, and redmem uses it.
+
+pytest loads it by itself once redmem is installed (the ``pytest11`` entry point ``redmem.testing``);
+with plugin autoloading off, list it in a ``conftest.py``: ``pytest_plugins = ["redmem.testing"]``.
+Its fixtures, for tests of code built on redmem without a fake Redis:
+
+- ``redmem_server``: an :class:`~redmem.store.embedded.EmbeddedServer` started for this test alone
+  (unix socket, nothing on disk) and stopped after it, with every key it held.
+- ``redmem_client``: a client of that server made redmem's default for the test (``connect``);
+  every setting :func:`~redmem.store.connection.configure` changes is put back afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .store.connection import SETTING_NAMES, configure, connect, settings
+from .store.embedded import EmbeddedServer
+
+__all__ = ["redmem_client", "redmem_server"]
+
+
+@pytest.fixture
+def redmem_server() -> Iterator[EmbeddedServer]:
+    """A private Redis server for this test alone, stopped when it ends."""
+    with EmbeddedServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redmem_client(redmem_server: EmbeddedServer) -> Iterator[Any]:
+    """The default client for this test: one of its private server; redmem's settings restored after."""
+    before = settings()
+    client = connect(redmem_server.url)
+    configure(async_client=None)  # the asyncio API follows the new client, not a previous one's twin
+    try:
+        yield client
+    finally:
+        configure(**{name: getattr(before, name) for name in SETTING_NAMES})
+        client.close()
