@@ -1,0 +1,129 @@
+"""``redmem mcp --http``: streamable HTTP behind a bearer token, on TCP or on an owner-only unix socket.
+
+Every HTTP request must carry ``Authorization: Bearer <token>`` (401 otherwise) and declare a
+body of at most ``max_bytes`` (413 otherwise), both answered with a JSON-RPC error body the SDK
+clients surface. The token is ``REDMEM_MCP_TOKEN``, else the first line of ``--token-file``, else
+generated at start (printed on stderr); never a command-line value, which other local users see
+in the process list. ``uvicorn`` (a dependency of the ``mcp`` SDK) is imported only in :func:`serve_http`.
+"""
+
+import hmac
+import json
+import os
+import secrets
+import socket
+import stat
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from ..store.errors import ConfigurationError
+from .mcp_stdio import INVALID_REQUEST
+
+__all__ = ["TOKEN_ENV", "BearerGuard", "bearer_token", "bind_owner_socket", "serve_http"]
+
+#: The environment variable holding the HTTP server's bearer token.
+TOKEN_ENV = "REDMEM_MCP_TOKEN"
+#: Unauthorized, in the code range JSON-RPC leaves to servers.
+UNAUTHORIZED = -32001
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def bearer_token(token_file: Path | None) -> tuple[str, str]:
+    """The token and where it came from: ``REDMEM_MCP_TOKEN``, else ``token_file``'s first line,
+    else a new random one (32 bytes, URL-safe). ConfigurationError for an unreadable or empty file."""
+    if os.environ.get(TOKEN_ENV):
+        return os.environ[TOKEN_ENV], f"from {TOKEN_ENV}"
+    if token_file is not None:
+        try:
+            lines = token_file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(f"--token-file {str(token_file)!r} cannot be read: {exc}") from None
+        if not lines or not lines[0].strip():
+            raise ConfigurationError(f"--token-file {str(token_file)!r} is empty: put the token on its first line")
+        return lines[0].strip(), f"from {token_file}"
+    return secrets.token_urlsafe(32), "generated"
+
+
+class BearerGuard:
+    """ASGI wrapper: an HTTP request passes only with the bearer token and a declared body of at most ``max_bytes``."""
+
+    def __init__(self, app: App, token: str, max_bytes: int) -> None:
+        self.app = app
+        self.token = token.encode("utf-8")
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+        if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+            await _refuse(send, 401, UNAUTHORIZED, f"Unauthorized: send 'Authorization: Bearer <token>' (the token "
+                          f"the server printed at start, or its {TOKEN_ENV} or --token-file)",
+                          [(b"www-authenticate", b'Bearer realm="redmem-mcp"')])
+            return
+        declared = headers.get(b"content-length", b"0")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await _refuse(send, 413, INVALID_REQUEST, f"Invalid Request: a body of {int(declared)} bytes is over "
+                          f"the server's limit of {self.max_bytes} (--max-request-bytes)")
+            return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, code: int, message: str,
+                  extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Answer with ``status`` and a JSON-RPC error body (id null: the request was not read)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               *(extra_headers or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def bind_owner_socket(path: Path) -> socket.socket:
+    """A listening unix socket at ``path`` that only its owner can connect to (mode 0600, created so).
+
+    A stale socket file left by a server that is gone is replaced; ConfigurationError if a server
+    still answers there, or if ``path`` is something other than a socket."""
+    if path.is_socket():
+        with socket.socket(socket.AF_UNIX) as probe:
+            if probe.connect_ex(str(path)) == 0:
+                raise ConfigurationError(f"another server is listening on {path}: stop it or choose another --http-socket")
+        path.unlink()
+    elif path.exists() or path.is_symlink():
+        raise ConfigurationError(f"--http-socket {str(path)!r} exists and is not a socket: choose another path")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    except OSError as exc:
+        listener.close()
+        raise ConfigurationError(f"cannot listen on --http-socket {str(path)!r}: {exc}") from None
+    finally:
+        os.umask(previous)
+    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+    listener.listen(128)
+    return listener
+
+
+async def serve_http(app: App, token: str, max_bytes: int, host: str, port: int, socket_path: Path | None) -> None:
+    """Serve ``app`` behind :class:`BearerGuard` on ``host:port``, or on the unix socket ``socket_path``
+    (removed when the server stops)."""
+    import uvicorn
+
+    guarded = BearerGuard(app, token, max_bytes)
+    if socket_path is None:
+        await uvicorn.Server(uvicorn.Config(guarded, host=host, port=port, log_level="warning")).serve()
+        return
+    listener = bind_owner_socket(socket_path)
+    try:
+        await uvicorn.Server(uvicorn.Config(guarded, log_level="warning")).serve(sockets=[listener])
+    finally:
+        listener.close()
+        socket_path.unlink(missing_ok=True)
