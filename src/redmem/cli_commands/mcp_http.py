@@ -121,9 +121,19 @@ async def serve_http(app: App, token: str, max_bytes: int, host: str, port: int,
     if socket_path is None:
         await uvicorn.Server(uvicorn.Config(guarded, host=host, port=port, log_level="warning")).serve()
         return
+    path = socket_path
+
+    class SocketServer(uvicorn.Server):
+        """Removes the socket file as it shuts down: after a stop signal, uvicorn re-raises the signal
+        at the end of ``serve``, so the process ends before any code after it runs."""
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            path.unlink(missing_ok=True)
+
     listener = bind_owner_socket(socket_path)
     try:
-        await uvicorn.Server(uvicorn.Config(guarded, log_level="warning")).serve(sockets=[listener])
+        await SocketServer(uvicorn.Config(guarded, log_level="warning")).serve(sockets=[listener])
     finally:
         listener.close()
         socket_path.unlink(missing_ok=True)
