@@ -354,7 +354,8 @@ def test_the_bearer_token_comes_from_the_environment_a_file_or_is_generated(tmp_
     file.write_text("from-the-file\nignored\n")
     assert bearer_token(file) == ("from-the-file", f"from {file}")
     monkeypatch.setenv(TOKEN_ENV, "from-env")
-    assert bearer_token(file) == ("from-env", f"from {TOKEN_ENV}")
+    assert bearer_token(None) == ("from-env", f"from {TOKEN_ENV}")
+    assert bearer_token(file) == ("from-the-file", f"from {file}")  # the option wins
     monkeypatch.delenv(TOKEN_ENV)
     file.write_text("\n")
     with pytest.raises(ConfigurationError, match="is empty"):

@@ -2,7 +2,7 @@
 
 Every HTTP request must carry ``Authorization: Bearer <token>`` (401 otherwise) and declare a
 body of at most ``max_bytes`` (413 otherwise), both answered with a JSON-RPC error body the SDK
-clients surface. The token is ``REDMEM_MCP_TOKEN``, else the first line of ``--token-file``, else
+clients surface. The token is the first line of ``--token-file``, else ``REDMEM_MCP_TOKEN``, else
 generated at start (printed on stderr); never a command-line value, which other local users see
 in the process list. ``uvicorn`` (a dependency of the ``mcp`` SDK) is imported only in :func:`serve_http`.
 """
@@ -34,10 +34,8 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def bearer_token(token_file: Path | None) -> tuple[str, str]:
-    """The token and where it came from: ``REDMEM_MCP_TOKEN``, else ``token_file``'s first line,
+    """The token and where it came from: ``token_file``'s first line, else ``REDMEM_MCP_TOKEN``,
     else a new random one (32 bytes, URL-safe). ConfigurationError for an unreadable or empty file."""
-    if os.environ.get(TOKEN_ENV):
-        return os.environ[TOKEN_ENV], f"from {TOKEN_ENV}"
     if token_file is not None:
         try:
             lines = token_file.read_text(encoding="utf-8").splitlines()
@@ -46,6 +44,8 @@ def bearer_token(token_file: Path | None) -> tuple[str, str]:
         if not lines or not lines[0].strip():
             raise ConfigurationError(f"--token-file {str(token_file)!r} is empty: put the token on its first line")
         return lines[0].strip(), f"from {token_file}"
+    if os.environ.get(TOKEN_ENV):
+        return os.environ[TOKEN_ENV], f"from {TOKEN_ENV}"
     return secrets.token_urlsafe(32), "generated"
 
 

@@ -121,8 +121,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-socket", type=Path, metavar="PATH",
                         help="serve HTTP on an owner-only unix socket at PATH instead of TCP (implies --http)")
     parser.add_argument("--token-file", type=Path, metavar="PATH",
-                        help="HTTP bearer token: the first line of PATH (default: $REDMEM_MCP_TOKEN, else generated "
-                             "and printed on stderr)")
+                        help="HTTP bearer token: the first line of PATH (without it: $REDMEM_MCP_TOKEN, else one "
+                             "generated and printed on stderr)")
     parser.add_argument("--max-request-bytes", type=_positive, default=DEFAULT_MAX_REQUEST_BYTES, metavar="N",
                         help=f"largest request, a stdio line or an HTTP body (default: {DEFAULT_MAX_REQUEST_BYTES})")
 
