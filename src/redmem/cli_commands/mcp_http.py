@@ -112,14 +112,15 @@ def bind_owner_socket(path: Path) -> socket.socket:
     return listener
 
 
-async def serve_http(app: App, token: str, max_bytes: int, host: str, port: int, socket_path: Path | None) -> None:
+def serve_http(app: App, token: str, max_bytes: int, host: str, port: int, socket_path: Path | None) -> None:
     """Serve ``app`` behind :class:`BearerGuard` on ``host:port``, or on the unix socket ``socket_path``
-    (removed when the server stops)."""
+    (removed when the server stops), until the process is stopped."""
+    import anyio
     import uvicorn
 
     guarded = BearerGuard(app, token, max_bytes)
     if socket_path is None:
-        await uvicorn.Server(uvicorn.Config(guarded, host=host, port=port, log_level="warning")).serve()
+        anyio.run(uvicorn.Server(uvicorn.Config(guarded, host=host, port=port, log_level="warning")).serve)
         return
     path = socket_path
 
@@ -133,7 +134,7 @@ async def serve_http(app: App, token: str, max_bytes: int, host: str, port: int,
 
     listener = bind_owner_socket(socket_path)
     try:
-        await SocketServer(uvicorn.Config(guarded, log_level="warning")).serve(sockets=[listener])
+        anyio.run(SocketServer(uvicorn.Config(guarded, log_level="warning")).serve, [listener])
     finally:
         listener.close()
         socket_path.unlink(missing_ok=True)

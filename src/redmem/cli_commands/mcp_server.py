@@ -128,6 +128,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _positive(text: str) -> int:
+    """The ``--max-request-bytes`` value: a whole number of bytes, at least 1."""
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of bytes")
     return int(text)
@@ -135,8 +136,6 @@ def _positive(text: str) -> int:
 
 def run(console: Console, args: argparse.Namespace) -> None:
     """Serve until the client closes stdin (stdio) or the process is stopped (HTTP); notes go to stderr."""
-    import anyio
-
     binding = AgentBinding(args.agent, args.agents)
     server = build_server(args.agent, args.agents)
     http = args.http or args.http_socket is not None
@@ -147,13 +146,14 @@ def run(console: Console, args: argparse.Namespace) -> None:
     notes.print(f"redmem MCP server: {_where(args, http)}, {escape(binding.describe())}, "
                 f"{escape(runtime.describe())}", highlight=False)
     if not http:
-        anyio.run(serve_stdio, server._lowlevel_server, args.max_request_bytes)  # the SDK runs stdio only unchecked
+        # the low-level server on lines checked here: the SDK's own stdio transport drops malformed ones
+        serve_stdio(server._lowlevel_server, args.max_request_bytes)
         return
     notes.print(f"bearer token ({origin}): {escape(token) if origin == 'generated' else '(not shown)'}",
                 highlight=False, soft_wrap=True)
     app = server.streamable_http_app(max_request_body_size=args.max_request_bytes, host=args.host,
                                      transport_security=_no_host_check() if args.http_socket else None)
-    anyio.run(serve_http, app, token, args.max_request_bytes, args.host, args.port, args.http_socket)
+    serve_http(app, token, args.max_request_bytes, args.host, args.port, args.http_socket)
 
 
 def _no_host_check() -> Any:

@@ -100,7 +100,7 @@ def check_frame(line: bytes) -> Any:
     at = lone_surrogate_path(message)
     if at is not None:
         identity = request_id(message.get("id")) if isinstance(message, dict) else None
-        code = INVALID_PARAMS if at.startswith("params") else INVALID_REQUEST
+        code = INVALID_PARAMS if at == "params" or at.startswith("params.") else INVALID_REQUEST
         raise FrameRefused(code, f"a string at {at} holds a lone surrogate escape: not Unicode text", identity)
     return message
 
@@ -129,7 +129,7 @@ def claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
         os.dup2(wire_out, 1)
 
 
-async def serve_stdio(server: Any, max_bytes: int) -> None:
+def serve_stdio(server: Any, max_bytes: int) -> None:
     """Serve the low-level MCP ``server`` on stdin/stdout until stdin closes, lines checked as above."""
     import anyio
     from mcp.shared.message import SessionMessage
@@ -177,7 +177,7 @@ async def serve_stdio(server: Any, max_bytes: int) -> None:
                 line = session_message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 await anyio.to_thread.run_sync(_write, sink, line.encode("utf-8"))
 
-    with claimed_stdio() as (source, sink):
+    async def serve(source: BinaryIO, sink: BinaryIO) -> None:
         inbound_send, inbound = anyio.create_memory_object_stream[Any](0)
         outbound, outbound_receive = anyio.create_memory_object_stream[Any](0)
         async with anyio.create_task_group() as group:
@@ -185,6 +185,9 @@ async def serve_stdio(server: Any, max_bytes: int) -> None:
             group.start_soon(write_lines, sink, outbound_receive)
             async with outbound:
                 await server.run(inbound, outbound, server.create_initialization_options())
+
+    with claimed_stdio() as (source, sink):
+        anyio.run(serve, source, sink)
 
 
 def _write(sink: BinaryIO, data: bytes) -> None:
