@@ -17,6 +17,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from conftest import configured_embeddings
 
 mcp = pytest.importorskip("mcp")
 
@@ -32,6 +37,7 @@ from redmem.cli_commands.mcp_http import TOKEN_ENV, bearer_token  # noqa: E402
 from redmem.cli_commands.mcp_stdio import leading_id  # noqa: E402
 from redmem.cli_commands.memory import ChatMemory  # noqa: E402
 from redmem.context.rendering import FORMATS  # noqa: E402
+from redmem.embeddings import HashingEmbeddings  # noqa: E402
 from redmem.fields import ConfidenceField  # noqa: E402
 from redmem.observation.protocol import OUTCOME_EFFECTS  # noqa: E402
 from redmem.store import settings  # noqa: E402
@@ -456,3 +462,45 @@ def test_a_missing_sdk_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)
     with pytest.raises(ConfigurationError, match=r"pip install 'redmem\[mcp\]'"):
         mcp_server.build_server("ana")
+
+
+AGENTS = st.text(alphabet="abc", min_size=1, max_size=2)
+
+
+@hypothesis_settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(default=AGENTS, allowed=st.frozensets(AGENTS, max_size=3), asked=AGENTS)
+def test_a_call_acts_for_a_served_agent_or_changes_nothing(db, default, allowed, asked):
+    """Over random bindings and agent_ids: a call for a served agent acts for that agent; any other
+    is refused on every tool with that agent's memories unchanged."""
+    served = {default} | allowed
+    before = ChatMemory.query.filter(agent_id=asked).no_track().count()
+
+    async def main() -> None:
+        async with Client(mcp_server.build_server(default, allowed)) as client:
+            stored = await client.call_tool("remember", {"content": "the spare key is under the mat", "agent_id": asked})
+            listed = await client.call_tool("list_memories", {"agent_id": asked})
+            found = await client.call_tool("recall", {"query": "spare key", "agent_id": asked})
+            if asked in served:
+                assert not stored.is_error and stored.structured_content["agent_id"] == asked
+                assert listed.structured_content["total"] == before + 1
+                assert not found.is_error
+                return
+            for result in (stored, listed, found):
+                assert result.is_error and f"agent_id {asked!r} refused" in result.content[0].text
+            for tool, arguments in (("feedback", {"outcomes": {"0" * 32: "acted"}}), ("forget", {"memory_ids": ["0" * 32]})):
+                assert (await client.call_tool(tool, {**arguments, "agent_id": asked})).is_error
+
+    with configured_embeddings(HashingEmbeddings(dimensions=64)):
+        anyio.run(main)
+    assert ChatMemory.query.filter(agent_id=asked).no_track().count() == before + (asked in served)
+
+
+@given(request_id=st.one_of(st.integers(), st.text()), params=st.dictionaries(st.text(), st.text()),
+       cut=st.integers(min_value=0, max_value=2000))
+def test_the_id_of_a_request_cut_anywhere_is_its_id_or_none(request_id, params, cut):
+    """In the SDKs' member order (jsonrpc, id, method, params), a prefix that holds the whole id and
+    what follows it gives the id; a shorter one gives None, never a wrong id (``12`` cut to ``1``)."""
+    text = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    id_end = text.index(', "method"')
+    prefix = text[:cut]
+    assert leading_id(prefix) == (request_id if len(prefix) > id_end else None)

@@ -56,6 +56,8 @@ def leading_id(prefix: str) -> int | str | None:
             if prefix[at:at + 1] != ":":
                 return None
             value, at = decoder.raw_decode(prefix, _after_space(prefix, at + 1))
+            if at == len(prefix):
+                return None  # a number at the cut may be cut short itself
             if key == "id":
                 return request_id(value)
             at = _after_space(prefix, at)
