@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from redmem.cli_commands import mcp_server  # noqa: E402
-from redmem.cli_commands.mcp_agents import AgentBinding, AgentNotServed, agent_list  # noqa: E402
+from redmem.cli_commands.mcp_agents import AgentBinding, AgentNotServed, agent_list, agent_tokens  # noqa: E402
 from redmem.cli_commands.mcp_http import TOKEN_ENV, bearer_token  # noqa: E402
 from redmem.cli_commands.mcp_stdio import leading_id  # noqa: E402
 from redmem.cli_commands.memory import ChatMemory  # noqa: E402
@@ -216,7 +216,7 @@ def test_a_server_acts_for_its_agent_only(redis_url, db):
                                 ("feedback", {"outcomes": {pin: "contradicted"}}), ("forget", {"memory_ids": [pin]}),
                                 ("remember", {"content": "Bo's PIN is 0000."})):
             message = await refused(client, tool, {**arguments, "agent_id": "bo"})
-            assert "agent_id 'bo' refused: this MCP server acts for 'ana' only" in message, (tool, message)
+            assert "agent_id 'bo' refused: this MCP server (its --agent and --agents) acts for 'ana' only" in message, (tool, message)
             assert "4321" not in message
         assert "agent_id 'ana2' refused" in await refused(client, "list_memories", {"agent_id": "ana2"})
         assert (await call(client, "list_memories", {"agent_id": "ana"}))["total"] == 0  # its own agent, named
@@ -233,7 +233,7 @@ def test_the_agent_binding_resolves_and_refuses():
     binding = AgentBinding("ana", frozenset({"bo", "ana"}))
     assert (binding.resolve(None), binding.resolve("ana"), binding.resolve("bo")) == ("ana", "ana", "bo")
     assert binding.describe() == "agents 'ana', 'bo' (default 'ana')"
-    with pytest.raises(AgentNotServed, match="agent_id 'cy' refused: this MCP server acts for 'ana', 'bo' only"):
+    with pytest.raises(AgentNotServed, match=r"agent_id 'cy' refused: this MCP server \(its --agent and --agents\) acts for 'ana', 'bo' only"):
         binding.resolve("cy")
     assert AgentBinding("ana").describe() == "agent 'ana'"
     assert agent_list(" bo, cy") == {"bo", "cy"}
@@ -321,9 +321,12 @@ def test_streamable_http_needs_the_bearer_token(redis_url, db):
     assert f"bearer token (from {TOKEN_ENV}): (not shown)" in said and "s3cret" not in said
 
 
-def test_streamable_http_on_an_owner_only_unix_socket(redis_url, db, tmp_path):
+def test_streamable_http_on_an_owner_only_unix_socket_with_per_agent_tokens(redis_url, db, tmp_path):
     path = tmp_path / "mcp.sock"
-    server = subprocess.Popen([sys.executable, *command(redis_url, "--http-socket", str(path), "--agents", "bo")],
+    tokens = tmp_path / "agent-tokens"
+    tokens.write_text("# agent_id token\ncy tok-cy-123\n\nbo tok-bo-456\n")
+    server = subprocess.Popen([sys.executable, *command(redis_url, "--http-socket", str(path), "--agents", "bo",
+                                                        "--agent-tokens", str(tokens))],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         started(server, path.exists)
@@ -340,6 +343,15 @@ def test_streamable_http_on_an_owner_only_unix_socket(redis_url, db, tmp_path):
                 stored = await call(client, "remember", {"content": "Bo keeps the spare key.", "agent_id": "bo"})
                 assert stored["agent_id"] == "bo"
                 assert (await call(client, "list_memories", {"agent_id": "bo"}))["total"] == 1
+            async with http_client("http://localhost/mcp", "tok-cy-123", str(path)) as client:
+                mine = await call(client, "remember", {"content": "Cy parks on level 3."})
+                assert mine["agent_id"] == "cy"  # the token's agent is the default
+                for agent in ("ana", "bo"):  # the server's agents are not the token's
+                    message = await refused(client, "list_memories", {"agent_id": agent})
+                    assert f"agent_id {agent!r} refused: the request's per-agent token acts for 'cy' only" in message
+            async with http_client("http://localhost/mcp", "tok-bo-456", str(path)) as client:
+                assert (await call(client, "list_memories", {}))["total"] == 1  # bo's own memory
+                assert "refused" in await refused(client, "recall", {"query": "parks", "agent_id": "cy"})
             await refused_without_token("http://localhost/mcp", None, str(path))
 
         anyio.run(main)
@@ -350,6 +362,18 @@ def test_streamable_http_on_an_owner_only_unix_socket(redis_url, db, tmp_path):
         server.terminate()
         server.communicate(timeout=30)
     assert not path.exists()  # removed on shutdown
+
+
+def test_the_agent_tokens_file_is_checked(tmp_path):
+    file = tmp_path / "tokens"
+    file.write_text("ana t1\n# a comment\nbo t2\n")
+    bindings = agent_tokens(file)
+    assert {token: bound.default for token, bound in bindings.items()} == {"t1": "ana", "t2": "bo"}
+    for text, problem in (("ana t1\nbo t1\n", "line 2: a token given twice"), ("ana\n", "line 1: not 'agent_id token'"),
+                          ("# nothing\n", "holds no 'agent_id token' line")):
+        file.write_text(text)
+        with pytest.raises(ConfigurationError, match=problem):
+            agent_tokens(file)
 
 
 def test_the_bearer_token_comes_from_the_environment_a_file_or_is_generated(tmp_path, monkeypatch):

@@ -4,7 +4,8 @@ Every HTTP request must carry ``Authorization: Bearer <token>`` (401 otherwise) 
 body of at most ``max_bytes`` (413 otherwise), both answered with a JSON-RPC error body the SDK
 clients surface. The token is the first line of ``--token-file``, else ``REDMEM_MCP_TOKEN``, else
 generated at start (printed on stderr); never a command-line value, which other local users see
-in the process list. ``uvicorn`` (a dependency of the ``mcp`` SDK) is imported only in :func:`serve_http`.
+in the process list. Per-agent tokens (``--agent-tokens``) each bind the requests that carry them
+to their one agent (:data:`~.mcp_agents.request_binding`). ``uvicorn`` (a dependency of the ``mcp`` SDK) is imported only in :func:`serve_http`.
 """
 
 import hmac
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store.errors import ConfigurationError
+from .mcp_agents import AgentBinding, request_binding
 from .mcp_stdio import INVALID_REQUEST
 
 __all__ = ["TOKEN_ENV", "BearerGuard", "bearer_token", "bind_owner_socket", "serve_http"]
@@ -50,11 +52,14 @@ def bearer_token(token_file: Path | None) -> tuple[str, str]:
 
 
 class BearerGuard:
-    """ASGI wrapper: an HTTP request passes only with the bearer token and a declared body of at most ``max_bytes``."""
+    """ASGI wrapper: an HTTP request passes only with a known bearer token and a declared body of at
+    most ``max_bytes``; the server's ``token`` acts for the server's agents, each of ``agent_tokens``
+    for its own agent alone."""
 
-    def __init__(self, app: App, token: str, max_bytes: int) -> None:
+    def __init__(self, app: App, token: str, max_bytes: int, agent_tokens: dict[str, AgentBinding] | None = None) -> None:
         self.app = app
-        self.token = token.encode("utf-8")
+        self.bindings: list[tuple[bytes, AgentBinding | None]] = [
+            (token.encode("utf-8"), None), *((key.encode("utf-8"), bound) for key, bound in (agent_tokens or {}).items())]
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -63,7 +68,8 @@ class BearerGuard:
             return
         headers = dict(scope["headers"])
         scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+        known = [bound for token, bound in self.bindings if hmac.compare_digest(given.strip(), token)]
+        if scheme.lower() != b"bearer" or not known:
             await _refuse(send, 401, UNAUTHORIZED, f"Unauthorized: send 'Authorization: Bearer <token>' (the token "
                           f"the server printed at start, or its {TOKEN_ENV} or --token-file)",
                           [(b"www-authenticate", b'Bearer realm="redmem-mcp"')])
@@ -73,7 +79,11 @@ class BearerGuard:
             await _refuse(send, 413, INVALID_REQUEST, f"Invalid Request: a body of {int(declared)} bytes is over "
                           f"the server's limit of {self.max_bytes} (--max-request-bytes)")
             return
-        await self.app(scope, receive, send)
+        bound = request_binding.set(known[0])
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            request_binding.reset(bound)
 
 
 async def _refuse(send: Send, status: int, code: int, message: str,
@@ -112,13 +122,12 @@ def bind_owner_socket(path: Path) -> socket.socket:
     return listener
 
 
-def serve_http(app: App, token: str, max_bytes: int, host: str, port: int, socket_path: Path | None) -> None:
-    """Serve ``app`` behind :class:`BearerGuard` on ``host:port``, or on the unix socket ``socket_path``
-    (removed when the server stops), until the process is stopped."""
+def serve_http(guarded: BearerGuard, host: str, port: int, socket_path: Path | None) -> None:
+    """Serve the guarded app on ``host:port``, or on the unix socket ``socket_path`` (removed when
+    the server stops), until the process is stopped."""
     import anyio
     import uvicorn
 
-    guarded = BearerGuard(app, token, max_bytes)
     if socket_path is None:
         anyio.run(uvicorn.Server(uvicorn.Config(guarded, host=host, port=port, log_level="warning")).serve)
         return

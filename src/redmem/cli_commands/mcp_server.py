@@ -27,8 +27,8 @@ from ..observation.protocol import ObservationProtocol
 from ..store.errors import ConfigurationError, RedmemError, ValidationError
 from .conversation import Turn, parse_when
 from .ingest import store_turns
-from .mcp_agents import AgentBinding, agent_list
-from .mcp_http import bearer_token, serve_http
+from .mcp_agents import AgentBinding, agent_list, agent_tokens, request_binding
+from .mcp_http import BearerGuard, bearer_token, serve_http
 from .mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
 from .memory import ChatMemory, memory_assembler
 from .runtime import print_notes, start
@@ -123,6 +123,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token-file", type=Path, metavar="PATH",
                         help="HTTP bearer token: the first line of PATH (without it: $REDMEM_MCP_TOKEN, else one "
                              "generated and printed on stderr)")
+    parser.add_argument("--agent-tokens", type=Path, metavar="PATH",
+                        help="per-agent HTTP tokens: lines 'agent_id token' in PATH; a request with one acts for "
+                             "that agent alone")
     parser.add_argument("--max-request-bytes", type=_positive, default=DEFAULT_MAX_REQUEST_BYTES, metavar="N",
                         help=f"largest request, a stdio line or an HTTP body (default: {DEFAULT_MAX_REQUEST_BYTES})")
 
@@ -140,6 +143,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     server = build_server(args.agent, args.agents)
     http = args.http or args.http_socket is not None
     token, origin = bearer_token(args.token_file) if http else ("", "")
+    per_agent = agent_tokens(args.agent_tokens) if http and args.agent_tokens is not None else {}
     runtime = start(args)
     notes = Console(stderr=True)
     print_notes(notes, runtime)
@@ -153,7 +157,10 @@ def run(console: Console, args: argparse.Namespace) -> None:
                 highlight=False, soft_wrap=True)
     app = server.streamable_http_app(max_request_body_size=args.max_request_bytes, host=args.host,
                                      transport_security=_no_host_check() if args.http_socket else None)
-    serve_http(app, token, args.max_request_bytes, args.host, args.port, args.http_socket)
+    if per_agent:
+        notes.print(f"per-agent tokens for {escape(', '.join(sorted({b.default for b in per_agent.values()})))} "
+                    f"from {escape(str(args.agent_tokens))}", highlight=False, soft_wrap=True)
+    serve_http(BearerGuard(app, token, args.max_request_bytes, per_agent), args.host, args.port, args.http_socket)
 
 
 def _no_host_check() -> Any:
@@ -252,9 +259,13 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
 
     binding = AgentBinding(default_agent, frozenset(agents))
     tenant = Field(default=None, min_length=1,
-                   description=f"whose memory (the tenant); omit for the server's default agent {default_agent!r}; "
-                               f"this server acts for {binding.describe()} only")
-    agent = binding.resolve
+                   description=f"whose memory (the tenant); omit for the server's default agent {default_agent!r} "
+                               f"(or the agent of your per-agent token); this server acts for {binding.describe()} "
+                               f"only")
+
+    def agent(agent_id: str | None) -> str:
+        """The agent a call acts for, under the request's per-agent token if it has one, else the server's binding."""
+        return (request_binding.get() or binding).resolve(agent_id)
 
     @tool("Store one memory (a fact, preference or turn said) for an agent. Returns its memory_id.")
     def remember(
