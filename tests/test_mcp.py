@@ -33,7 +33,7 @@ from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from redmem.cli_commands import mcp_server  # noqa: E402
 from redmem.cli_commands.mcp_agents import AgentBinding, AgentNotServed, agent_list, agent_tokens  # noqa: E402
-from redmem.cli_commands.mcp_http import TOKEN_ENV, bearer_token  # noqa: E402
+from redmem.cli_commands.mcp_http import TOKEN_ENV, BearerGuard, bearer_token  # noqa: E402
 from redmem.cli_commands.mcp_stdio import leading_id  # noqa: E402
 from redmem.cli_commands.memory import ChatMemory  # noqa: E402
 from redmem.context.rendering import FORMATS  # noqa: E402
@@ -374,6 +374,17 @@ def test_the_agent_tokens_file_is_checked(tmp_path):
         file.write_text(text)
         with pytest.raises(ConfigurationError, match=problem):
             agent_tokens(file)
+
+
+def test_tokens_without_http_are_refused(redis_url, tmp_path):
+    done = subprocess.run([sys.executable, *command(redis_url, "--agent-tokens", str(tmp_path / "t"))],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and "are for HTTP: add --http or --http-socket" in " ".join(done.stdout.split())
+
+
+def test_the_server_token_cannot_be_a_per_agent_token():
+    with pytest.raises(ConfigurationError, match="also a per-agent token"):
+        BearerGuard(lambda *_: None, "shared", 1000, {"shared": AgentBinding("bo")})
 
 
 def test_the_bearer_token_comes_from_the_environment_a_file_or_is_generated(tmp_path, monkeypatch):

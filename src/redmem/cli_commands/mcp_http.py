@@ -5,7 +5,8 @@ body of at most ``max_bytes`` (413 otherwise), both answered with a JSON-RPC err
 clients surface. The token is the first line of ``--token-file``, else ``REDMEM_MCP_TOKEN``, else
 generated at start (printed on stderr); never a command-line value, which other local users see
 in the process list. Per-agent tokens (``--agent-tokens``) each bind the requests that carry them
-to their one agent (:data:`~.mcp_agents.request_binding`). ``uvicorn`` (a dependency of the ``mcp`` SDK) is imported only in :func:`serve_http`.
+to their one agent (:data:`~.mcp_agents.request_binding`). ``uvicorn`` (a dependency of the
+``mcp`` SDK) is imported only in :func:`serve_http`.
 """
 
 import hmac
@@ -57,6 +58,8 @@ class BearerGuard:
     for its own agent alone."""
 
     def __init__(self, app: App, token: str, max_bytes: int, agent_tokens: dict[str, AgentBinding] | None = None) -> None:
+        if token in (agent_tokens or {}):
+            raise ConfigurationError("the server's bearer token is also a per-agent token: give each its own")
         self.app = app
         self.bindings: list[tuple[bytes, AgentBinding | None]] = [
             (token.encode("utf-8"), None), *((key.encode("utf-8"), bound) for key, bound in (agent_tokens or {}).items())]

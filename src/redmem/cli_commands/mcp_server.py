@@ -142,6 +142,8 @@ def run(console: Console, args: argparse.Namespace) -> None:
     binding = AgentBinding(args.agent, args.agents)
     server = build_server(args.agent, args.agents)
     http = args.http or args.http_socket is not None
+    if not http and (args.token_file or args.agent_tokens):
+        raise ConfigurationError("--token-file and --agent-tokens are for HTTP: add --http or --http-socket")
     token, origin = bearer_token(args.token_file) if http else ("", "")
     per_agent = agent_tokens(args.agent_tokens) if http and args.agent_tokens is not None else {}
     runtime = start(args)
