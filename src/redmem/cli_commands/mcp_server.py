@@ -4,16 +4,20 @@ Five tools, each a thin call into the library on the CLI's :class:`ChatMemory` (
 ``ingest``, ``ask`` and ``chat`` use, so what one stores the others find): ``remember`` (store
 a memory), ``recall`` (assemble context within a token budget), ``feedback`` (report outcomes,
 :meth:`ObservationProtocol.on_context_used`), ``forget`` and ``list_memories``. Each takes an
-optional ``agent_id``, the tenant, defaulting to ``--agent``. A library error becomes an MCP
-error result naming what is wrong. The ``mcp`` SDK (the ``mcp`` extra) is imported only here,
-when the command runs, so the core install does without it.
+optional ``agent_id``, the tenant: ``--agent`` when omitted, and refused unless the server was
+started for it (:mod:`.mcp_agents`). A library error becomes an MCP error result naming what is
+wrong. Requests are limited in size on both transports; over stdio, malformed lines get JSON-RPC
+errors (:mod:`.mcp_stdio`); over HTTP, every request needs the bearer token (:mod:`.mcp_http`).
+The ``mcp`` SDK (the ``mcp`` extra) is imported only when the command runs, so the core install
+does without it.
 """
 
 import argparse
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from rich.console import Console
@@ -23,6 +27,9 @@ from ..observation.protocol import ObservationProtocol
 from ..store.errors import ConfigurationError, RedmemError, ValidationError
 from .conversation import Turn, parse_when
 from .ingest import store_turns
+from .mcp_agents import AgentBinding, agent_list, agent_tokens, request_binding
+from .mcp_http import BearerGuard, bearer_token, serve_http
+from .mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
 from .memory import ChatMemory, memory_assembler
 from .runtime import print_notes, start
 
@@ -40,6 +47,8 @@ INSTRUCTIONS = (
     "which moves its confidence and relevance for the next recall."
 )
 DEFAULT_PORT = 8000
+#: The largest ``list_memories`` offset: past 2**53 the server's Lua numbers are no longer exact integers.
+MAX_OFFSET = 2**53
 
 
 @dataclass
@@ -101,28 +110,72 @@ class Page:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", default="demo", help="the agent_id of tools called without one (default: demo)")
-    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--agent", default="demo",
+                        help="the agent this server acts for, and the agent_id of calls without one (default: demo)")
+    parser.add_argument("--agents", type=agent_list, default=frozenset(), metavar="A,B",
+                        help="opt-in allow-list: more agents a call may name in agent_id (comma-separated); "
+                             "without it any other agent_id is refused")
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio (bearer token)")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default: {DEFAULT_PORT})")
+    parser.add_argument("--http-socket", type=Path, metavar="PATH",
+                        help="serve HTTP on an owner-only unix socket at PATH instead of TCP (implies --http)")
+    parser.add_argument("--token-file", type=Path, metavar="PATH",
+                        help="HTTP bearer token: the first line of PATH (without it: $REDMEM_MCP_TOKEN, else one "
+                             "generated and printed on stderr)")
+    parser.add_argument("--agent-tokens", type=Path, metavar="PATH",
+                        help="per-agent HTTP tokens: lines 'agent_id token' in PATH; a request with one acts for "
+                             "that agent alone")
+    parser.add_argument("--max-request-bytes", type=_positive, default=DEFAULT_MAX_REQUEST_BYTES, metavar="N",
+                        help=f"largest request, a stdio line or an HTTP body (default: {DEFAULT_MAX_REQUEST_BYTES})")
+
+
+def _positive(text: str) -> int:
+    """The ``--max-request-bytes`` value: a whole number of bytes, at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of bytes")
+    return int(text)
 
 
 def run(console: Console, args: argparse.Namespace) -> None:
     """Serve until the client closes stdin (stdio) or the process is stopped (HTTP); notes go to stderr."""
-    server = build_server(args.agent)
+    binding = AgentBinding(args.agent, args.agents)
+    server = build_server(args.agent, args.agents)
+    http = args.http or args.http_socket is not None
+    if not http and (args.token_file or args.agent_tokens):
+        raise ConfigurationError("--token-file and --agent-tokens are for HTTP: add --http or --http-socket")
+    token, origin = bearer_token(args.token_file) if http else ("", "")
+    per_agent = agent_tokens(args.agent_tokens) if http and args.agent_tokens is not None else {}
     runtime = start(args)
     notes = Console(stderr=True)
     print_notes(notes, runtime)
-    notes.print(f"redmem MCP server: {_where(args)}, default agent {escape(repr(args.agent))}, "
+    notes.print(f"redmem MCP server: {_where(args, http)}, {escape(binding.describe())}, "
                 f"{escape(runtime.describe())}", highlight=False)
-    if args.http:
-        server.run("streamable-http", host=args.host, port=args.port)
-    else:
-        server.run("stdio")
+    if not http:
+        # the low-level server on lines checked here: the SDK's own stdio transport drops malformed ones
+        serve_stdio(server._lowlevel_server, args.max_request_bytes)
+        return
+    notes.print(f"bearer token ({origin}): {escape(token) if origin == 'generated' else '(not shown)'}",
+                highlight=False, soft_wrap=True)
+    app = server.streamable_http_app(max_request_body_size=args.max_request_bytes, host=args.host,
+                                     transport_security=_no_host_check() if args.http_socket else None)
+    if per_agent:
+        notes.print(f"per-agent tokens for {escape(', '.join(sorted({b.default for b in per_agent.values()})))} "
+                    f"from {escape(str(args.agent_tokens))}", highlight=False, soft_wrap=True)
+    serve_http(BearerGuard(app, token, args.max_request_bytes, per_agent), args.host, args.port, args.http_socket)
 
 
-def _where(args: argparse.Namespace) -> str:
-    return f"streamable HTTP on http://{args.host}:{args.port}/mcp" if args.http else "stdio"
+def _no_host_check() -> Any:
+    """No Host/Origin check (the SDK's DNS-rebinding guard for TCP): a browser cannot reach a unix socket."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def _where(args: argparse.Namespace, http: bool) -> str:
+    if args.http_socket is not None:
+        return f"streamable HTTP on unix socket {args.http_socket} (http://localhost/mcp)"
+    return f"streamable HTTP on http://{args.host}:{args.port}/mcp" if http else "stdio"
 
 
 def memory_of(record: ChatMemory) -> dict[str, Any]:
@@ -181,8 +234,9 @@ def page_of_memories(agent: str, limit: int, offset: int) -> Page:
     return Page([Memory(**memory_of(record)) for record in page], query.count())
 
 
-def build_server(default_agent: str) -> Any:
-    """An ``MCPServer`` with the five tools, their arguments described in their JSON schemas."""
+def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
+    """An ``MCPServer`` with the five tools, their arguments described in their JSON schemas, acting
+    for ``default_agent`` and the allow-list ``agents`` only (:class:`~.mcp_agents.AgentBinding`)."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -205,11 +259,15 @@ def build_server(default_agent: str) -> Any:
             return function
         return register
 
+    binding = AgentBinding(default_agent, frozenset(agents))
     tenant = Field(default=None, min_length=1,
-                   description=f"whose memory (the tenant); omit for the server's default agent {default_agent!r}")
+                   description=f"whose memory (the tenant); omit for the server's default agent {default_agent!r} "
+                               f"(or the agent of your per-agent token); this server acts for {binding.describe()} "
+                               f"only")
 
     def agent(agent_id: str | None) -> str:
-        return default_agent if agent_id is None else agent_id
+        """The agent a call acts for, under the request's per-agent token if it has one, else the server's binding."""
+        return (request_binding.get() or binding).resolve(agent_id)
 
     @tool("Store one memory (a fact, preference or turn said) for an agent. Returns its memory_id.")
     def remember(
@@ -256,7 +314,7 @@ def build_server(default_agent: str) -> Any:
     @tool("List an agent's stored memories, a page at a time (in memory_id order), with the total count.")
     def list_memories(
         limit: Annotated[int, Field(ge=1, le=500, description="most memories returned")] = 50,
-        offset: Annotated[int, Field(ge=0, description="memories skipped first")] = 0,
+        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET, description="memories skipped first")] = 0,
         agent_id: Annotated[str | None, tenant] = None,
     ) -> Page:
         return page_of_memories(agent(agent_id), limit, offset)
