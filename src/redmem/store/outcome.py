@@ -22,23 +22,40 @@ each of its ``operations`` is a key that exists (for ``OP_TTL_SECONDS``) iff the
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import redis
 from redis.exceptions import ClusterError
 
-from .connection import server_address
-from .errors import WriteOutcomeUnknown
+from .connection import never_sent, server_address, server_errors
+from .errors import RedmemError, ServerUnavailable, WriteOutcomeUnknown
 from .keys import KeyKind
 
-__all__ = ["OP_TTL_SECONDS", "LOST_REPLY", "operation_key", "guarded_source", "unknown_outcome"]
+__all__ = [
+    "OP_TTL_SECONDS", "LOST_REPLY", "FENCED", "operation_key", "guarded_source", "settle", "unknown_outcome",
+    "queued_operations", "write_pipeline",
+]
 
 #: How long the server remembers a write's operation key and reply, in seconds.
 OP_TTL_SECONDS = 300
 #: Errors after which a sent command may or may not have run (redis-py's retries exhausted).
 LOST_REPLY = (redis.ConnectionError, redis.TimeoutError, ClusterError)
+
+#: What a decided-not-applied operation key holds (:func:`settle`): a msgpack string, so a guard
+#: that finds it unpacks it like any stored reply (and writes nothing).
+FENCED = b"\xadredmem:fenced"
+#: 1 when KEYS[1] holds a reply (applied), else 0 after setting it to ARGV[1] for ARGV[2] s.
+_FENCE = (
+    "local held = redis.call('GET', KEYS[1]) "
+    "if not held then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) return 0 end "
+    "if held == ARGV[1] then return 0 end return 1"
+)
+#: The operation keys queued on each open pipeline (see :func:`write_pipeline`).
+_QUEUED: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
 
 _GUARD_HEAD = (
     "local op_key = table.remove(KEYS) "
@@ -74,10 +91,31 @@ def guarded_source(source: bytes) -> bytes:
     return _GUARD_HEAD.encode() + source + tail.encode()
 
 
-@contextlib.contextmanager
-def unknown_outcome(client: Any, operations: list[str]) -> Iterator[None]:
-    """Turn a lost reply into :class:`WriteOutcomeUnknown` when ``operations`` (op keys) were sent.
+def settle(client: Any, operations: list[str]) -> dict[str, bool]:
+    """Decide each unknown write for good: True, it was applied; False, it was not and never will be.
 
+    An absent operation key is set to :data:`FENCED` (atomically, in one script), which every
+    copy of the write still on its way then finds: a guarded script returns without writing, a
+    save's EXEC aborts (it WATCHes its operation key). Deciding twice gives the same answer.
+    """
+    return {op: bool(client.eval(_FENCE, 1, op, FENCED, OP_TTL_SECONDS)) for op in operations}
+
+
+def _settled(client: Any, operations: list[str]) -> dict[str, bool]:
+    """:func:`settle` with redis-py's errors typed."""
+    with server_errors(client):
+        return settle(client, operations)
+
+
+@contextlib.contextmanager
+def unknown_outcome(client: Any, operations: list[str], *, one_command: bool = True) -> Iterator[None]:
+    """Turn a lost reply of a write carrying ``operations`` (op keys) into a decided outcome.
+
+    The write never left (every attempt failed to connect; only trusted when ``one_command``: the
+    operations rode on no earlier command): :class:`ServerUnavailable`. Otherwise the outcome is
+    decided at once (:func:`settle`): none applied, ServerUnavailable (nothing ran, nothing will:
+    retry freely); else, or when the server cannot be asked, :class:`WriteOutcomeUnknown`, whose
+    ``applied`` holds the decision when one was made and whose ``settle()`` makes it later.
     ``operations`` is read when the error happens, so a caller may fill it inside the block.
     """
     try:
@@ -85,4 +123,27 @@ def unknown_outcome(client: Any, operations: list[str]) -> Iterator[None]:
     except LOST_REPLY as exc:
         if not operations:
             raise
-        raise WriteOutcomeUnknown(server_address(client), exc, operations) from exc
+        address = server_address(client)
+        if one_command and never_sent(exc):
+            raise ServerUnavailable(address, f"{exc}; the write was not sent") from exc
+        decide = functools.partial(_settled, client, list(operations))
+        try:
+            applied = decide()
+        except RedmemError:
+            raise WriteOutcomeUnknown(address, exc, operations, decide) from exc
+        if not any(applied.values()):
+            raise ServerUnavailable(address, f"{exc}; the write was not applied and never will be") from exc
+        raise WriteOutcomeUnknown(address, exc, operations, decide, applied) from exc
+
+
+def queued_operations(pipe: Any) -> list[str]:
+    """The operation keys of the writes queued on ``pipe`` so far (filled by ``queue_script``)."""
+    return _QUEUED.setdefault(pipe, [])
+
+
+@contextlib.contextmanager
+def write_pipeline(client: Any, transaction: bool = False) -> Iterator[Any]:
+    """A pipeline whose guarded writes (:func:`queued_operations`) get a decided outcome when
+    its reply is lost (:func:`unknown_outcome`), instead of a bare ServerUnavailable."""
+    with client.pipeline(transaction=transaction) as pipe, unknown_outcome(client, queued_operations(pipe)):
+        yield pipe
