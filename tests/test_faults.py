@@ -35,7 +35,7 @@ from redmem import (
     WriteOutcomeUnknown,
 )
 from redmem.fields import Entity
-from redmem.observation import AccessTrackerMixin, EventStreamMixin, PredictionLedgerMixin
+from redmem.observation import AccessTrackerMixin, EventStreamMixin, ObservationProtocol, PredictionLedgerMixin
 from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.scripts import WRITE_SCRIPTS
@@ -337,3 +337,86 @@ def test_every_script_that_writes_is_guarded(client):
         if any("write" in table[c.lower()]["flags"] for c in commands):
             writes.add(path.name.removesuffix(".lua"))
     assert writes == WRITE_SCRIPTS
+
+
+# -- the outcome of a lost reply is decided, once, before the caller acts on it ------------------
+def settled(unknown: WriteOutcomeUnknown) -> dict[str, bool]:
+    """``unknown.settle()``, asked again until the stalled server answers."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return unknown.settle()
+        except redmem.ServerUnavailable:
+            assert time.monotonic() < deadline, "the server never answered the settle"
+            time.sleep(0.05)
+
+
+def test_a_settled_save_stays_as_decided_after_its_queued_copies_ran(client):
+    """Copies of the EXEC still queued behind the stall run after the decision: the decision holds."""
+    for doc_id, seconds in (("long", 2.5), ("longer", 2.8), ("longest", 3.1)):
+        doc = Doc(agent_id=doc_id, doc_id="d", body="alpha")
+        staller.arm(seconds)
+        try:
+            doc.save()
+            decided = True
+        except WriteOutcomeUnknown as unknown:
+            (decided,) = settled(unknown).values()
+        except redmem.ServerUnavailable:
+            decided = False  # decided at once: not applied, and never will be
+        staller.wait()
+        time.sleep(0.3)  # every copy the server still held has run by now
+        assert len(Doc.query.filter(agent_id=doc_id).all()) == int(decided)
+        assert events(Doc, agent_id=doc_id) == ["create"] * int(decided)
+
+
+def test_a_settled_new_record_stays_as_decided(client):  # no read before its write: only its op key is WATCHed
+    staller.arm(2.5)
+    try:
+        Draft.create(agent_id="new", body="x")
+        decided = True
+    except WriteOutcomeUnknown as unknown:
+        (decided,) = settled(unknown).values()
+    except redmem.ServerUnavailable:
+        decided = False
+    staller.wait()
+    time.sleep(0.3)
+    assert len(Draft.query.filter(agent_id="new").all()) == int(decided)
+
+
+def test_a_settled_script_write_stays_as_decided(client):
+    belief = Belief.create(agent_id="a")
+    staller.arm(2.5)
+    staller.fire()
+    try:
+        ConfidenceField.update_confidence(belief, "confidence", 0.9)
+        decided = True
+    except WriteOutcomeUnknown as unknown:
+        (decided,) = settled(unknown).values()
+        assert unknown.settle() == {unknown.operations[0]: decided}  # asked again: the same answer
+    except redmem.ServerUnavailable:
+        decided = False
+    staller.wait()
+    time.sleep(0.3)
+    assert ConfidenceField.get_confidence_data(belief, "confidence")["evidence_count"] == int(decided)
+
+
+@pytest.mark.parametrize("call", ["on_read", "on_context_used"])
+def test_a_lost_reply_of_an_observation_pipeline_names_its_operations(client, call):
+    """Never a bare ServerUnavailable once the writes left: the caller learns what to settle."""
+    notes = [Note.create(agent_id="a", note_id=str(i)) for i in range(3)]
+    write = {
+        "on_read": lambda: ObservationProtocol.on_read(notes),
+        "on_context_used": lambda: ObservationProtocol.on_context_used(notes, "used"),
+    }[call]
+    staller.arm(2.5)
+    staller.fire()
+    with pytest.raises(WriteOutcomeUnknown) as caught:
+        write()
+    assert caught.value.operations  # one guarded script per model and kind of write
+    applied = settled(caught.value)
+    staller.wait()
+    time.sleep(0.3)
+    assert set(applied) == set(caught.value.operations)
+    assert len(set(applied.values())) == 1  # one pipeline: all of it ran, or none
+    if call == "on_read":
+        assert [n.staged_access_count for n in notes] == [int(all(applied.values()))] * len(notes)
