@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.connection import reply_timeout, server_address, server_errors
 from ..store.errors import ValidationError, WriteOutcomeUnknown
-from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key
+from ..store.outcome import LOST_REPLY, op_ttl, operation_key
 from ..store.overlap import Request
 from ..store.validation import positive_int
 from .indexed import AutoKeyField
@@ -169,5 +169,5 @@ def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict[str, Any]]], mar
     instances, values = [i for i, _ in chunk], [v for _, v in chunk]
     batches = queue_new_records(pipe, client, instances, values=values, fresh=True)
     markers.append(operation_key(batches[0].record_key))
-    pipe.set(markers[-1], 1, ex=OP_TTL_SECONDS)
+    pipe.set(markers[-1], 1, ex=op_ttl(client))
     return pipe

@@ -16,7 +16,7 @@ from redis.exceptions import WatchError
 from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict, WriteOutcomeUnknown
 from ..store.keys import KeyKind
-from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
+from ..store.outcome import LOST_REPLY, op_ttl, operation_key, unknown_outcome
 from ..store.watch import MAX_ATTEMPTS
 from .batch import SaveBatch
 from .dbkey import DbKey
@@ -131,7 +131,7 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
     A lost EXEC reply under WATCH is a WatchError (redis-py does not resend it); when redis-py
     then fails to reconnect for its UNWATCH, that WatchError is raised still, so the caller rebuilds.
     """
-    pipe.set(marker, 1, ex=OP_TTL_SECONDS)
+    pipe.set(marker, 1, ex=op_ttl(pipe))
     sent[:] = [marker]
     try:
         pipe.execute()

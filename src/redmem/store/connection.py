@@ -45,6 +45,7 @@ __all__ = [
     "server_errors",
     "reply_timeout",
     "never_sent",
+    "retry_pauses",
 ]
 
 #: Attribute set on a redis-py error when no attempt of its command got past connecting.
@@ -176,6 +177,11 @@ def never_sent(exc: BaseException) -> bool:
     when unknown, so a caller errs towards "may have run".
     """
     return bool(getattr(exc, NEVER_SENT, False))
+
+
+def retry_pauses() -> float:
+    """Seconds one command pauses between its attempts, all retries together (0.25 s by default)."""
+    return float(sum(min(BACKOFF_CAP, BACKOFF_BASE * 2**n) for n in range(1, RETRIES + 1)))
 
 
 def _retry() -> Retry:

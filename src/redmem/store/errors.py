@@ -102,7 +102,7 @@ class WriteOutcomeUnknown(ServerUnavailable, TimeoutError):
     """A write was sent but no reply came back after every retry: it ran once or not at all.
 
     Never twice: each write carries operation ids (``operations``) that the server remembers for
-    ``OP_TTL_SECONDS`` (:mod:`redmem.store.outcome`). ``applied`` maps each to whether it was
+    its retry window plus a minute (:func:`redmem.store.outcome.op_ttl`). ``applied`` maps each to whether it was
     applied when redmem could decide (else None); ``settle()`` decides for good, once the server
     answers: False means not applied and never will be, so writing again is safe.
     """

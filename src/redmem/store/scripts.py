@@ -28,7 +28,7 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 from .errors import WriteOutcomeUnknown
-from .outcome import guarded_source, operation_key, queued_operations, unknown_outcome, write_pipeline
+from .outcome import guarded_source, op_ttl, operation_key, queued_operations, unknown_outcome, write_pipeline
 
 __all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "WRITE_SCRIPTS"]
 
@@ -76,6 +76,11 @@ def _operations(name: str, keys: list[Any]) -> list[str]:
     return [operation_key(keys[0])] if name in WRITE_SCRIPTS else []
 
 
+def _guard_args(name: str, client: Any) -> list[int]:
+    """What a call of ``name`` adds to its ARGV: a write script's operation key lifetime, else nothing."""
+    return [op_ttl(client)] if name in WRITE_SCRIPTS else []
+
+
 def run_script(name: str, keys: list[Any], args: list[Any], client: Any) -> Any:
     """Run a script now by EVALSHA, loading it on NOSCRIPT; ``keys`` lists every key it touches.
 
@@ -85,7 +90,7 @@ def run_script(name: str, keys: list[Any], args: list[Any], client: Any) -> Any:
     """
     lua = script(name)
     operations = _operations(name, keys)
-    keys = [*keys, *operations]
+    keys, args = [*keys, *operations], [*args, *_guard_args(name, client)]
     try:
         with unknown_outcome(client, operations):
             try:
@@ -112,7 +117,7 @@ def queue_script(pipe: Any, name: str, keys: list[Any], args: list[Any]) -> list
         options["target_nodes"] = pipe.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]  # redis-py: unannotated
     operations = _operations(name, keys)
     queued_operations(pipe).extend(operations)
-    keys = [*keys, *operations]
+    keys, args = [*keys, *operations], [*args, *_guard_args(name, pipe)]
     pipe.execute_command("EVAL", script(name).script, len(keys), *keys, *args, **options)
     return operations
 
