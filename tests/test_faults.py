@@ -42,6 +42,9 @@ from redmem.store.scripts import WRITE_SCRIPTS
 
 STALL_SECONDS = 0.5
 TIMEOUT = 0.2
+#: A stall outlasting a call's retries (about 1.8 s) and the settle that follows them (about 0.7 s):
+#: the outcome cannot be decided before the call returns, so it raises WriteOutcomeUnknown.
+UNDECIDABLE = 4.0
 
 
 class Staller:
@@ -61,7 +64,15 @@ class Staller:
         self.seconds = 0.0
         thread.start()
         self.threads.append(thread)
-        time.sleep(0.05)  # the server is asleep before the write leaves
+        probe = redis.Redis.from_url(self.url, socket_timeout=0.05)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:  # the server is asleep before the write leaves
+            try:
+                probe.ping()
+                time.sleep(0.005)
+            except redis.TimeoutError:
+                break
+        probe.close()
 
     def wait(self) -> None:
         for thread in self.threads:
@@ -304,24 +315,24 @@ def test_bulk_chunk_waits_past_socket_timeout(client):  # a slow chunk is not ta
 # -- no reply after every retry: WriteOutcomeUnknown, and still once -----------------------------
 def test_lost_reply_raises_write_outcome_unknown_and_applies_once(client):
     belief = Belief.create(agent_id="a")
-    staller.arm(2.5)
-    staller.fire()  # longer than 3 attempts of 0.2 s with 0.25 s and 0.5 s pauses
+    staller.arm(UNDECIDABLE)
+    staller.fire()  # longer than the retries and the settle after them
     with pytest.raises(WriteOutcomeUnknown, match="applied once or not at all") as caught:
         ConfidenceField.update_confidence(belief, "confidence", 0.9)
     staller.wait()
     assert isinstance(caught.value, TimeoutError) and isinstance(caught.value, redmem.ServerUnavailable)
     (operation,) = caught.value.operations
-    applied = client.exists(operation)  # the op key exists iff the write was applied ..
+    applied = settled(caught.value)[operation]  # decided for good ..
     assert ConfidenceField.get_confidence_data(belief, "confidence")["evidence_count"] == applied  # .. once
 
 
 def test_lost_exec_reply_of_a_save_raises_write_outcome_unknown(client):
     doc = Doc(agent_id="a", doc_id="d", body="alpha")
-    staller.arm(2.5)  # the EXEC and the reconnects after it (about 1.8 s) lose their replies
+    staller.arm(UNDECIDABLE)  # the EXEC, the reconnects after it (about 1.8 s) and the settle lose their replies
     with pytest.raises(WriteOutcomeUnknown) as caught:
         doc.save()
     staller.wait()
-    applied = sum(client.exists(operation) for operation in caught.value.operations)
+    applied = sum(settled(caught.value).values())
     assert events(Doc, agent_id="a") == ["create"] * applied
     assert len(Doc.query.filter(agent_id="a").all()) == applied
 
@@ -408,7 +419,7 @@ def test_a_lost_reply_of_an_observation_pipeline_names_its_operations(client, ca
         "on_read": lambda: ObservationProtocol.on_read(notes),
         "on_context_used": lambda: ObservationProtocol.on_context_used(notes, "used"),
     }[call]
-    staller.arm(2.5)
+    staller.arm(UNDECIDABLE)
     staller.fire()
     with pytest.raises(WriteOutcomeUnknown) as caught:
         write()
