@@ -160,7 +160,8 @@ def test_a_write_to_a_server_that_refuses_the_connection_is_server_unavailable_n
     client.connection_pool.disconnect()  # no socket left open: each write must connect, and is refused
     for write in (lambda: ConfidenceField.update_confidence(note, "confidence", 0.9),
                   lambda: MappedNote.create(agent_id="A", content="never sent"),
-                  lambda: note.save()):
+                  lambda: note.save(),
+                  lambda: MappedNote.save_many([MappedNote(agent_id="A", content="bulk, never sent")])):
         with pytest.raises(ServerUnavailable) as caught:
             write()
         assert not isinstance(caught.value, WriteOutcomeUnknown), caught.value

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..store.connection import reply_timeout, server_address, server_errors
-from ..store.errors import ValidationError, WriteOutcomeUnknown
+from ..store.connection import never_sent, reply_timeout, server_address, server_errors
+from ..store.errors import ServerUnavailable, ValidationError, WriteOutcomeUnknown
 from ..store.outcome import LOST_REPLY, op_ttl, operation_key
 from ..store.overlap import Request
 from ..store.validation import positive_int
@@ -149,6 +149,8 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
         if current is not None:
             current.replies()
     except LOST_REPLY as exc:
+        if len(markers) == 1 and never_sent(exc):  # the first chunk could not even connect
+            raise ServerUnavailable(server_address(client), f"{exc}; nothing was sent") from exc
         raise WriteOutcomeUnknown(server_address(client), exc, markers) from exc
     finally:
         for request in (current, following):

@@ -126,6 +126,7 @@ class WriteOutcomeUnknown(ServerUnavailable, TimeoutError):
         applied by now never will be). Raises ServerUnavailable while the server cannot be asked."""
         if self.applied is None:
             if self._decide is None:
-                raise ServerUnavailable(self.address, "no way to ask: the error was made without its client")
+                raise ServerUnavailable(self.address, "this write cannot be settled (a save_many chunk WATCHes "
+                                        "nothing, so a late copy could still apply): read the records back")
             self.applied = self._decide()
         return dict(self.applied)
