@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from test_benchmarks_smoke import BENCH, LOCOMO, run
+from test_benchmarks_smoke import BENCH, LOCOMO, NEEDS_LOCOMO, run
+
+pytestmark = NEEDS_LOCOMO  # each script here reads the LoCoMo data
 
 
 def test_throughput_reports_each_client_count_and_the_servers_share(tmp_path):

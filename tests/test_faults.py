@@ -35,13 +35,16 @@ from redmem import (
     WriteOutcomeUnknown,
 )
 from redmem.fields import Entity
-from redmem.observation import AccessTrackerMixin, EventStreamMixin, PredictionLedgerMixin
+from redmem.observation import AccessTrackerMixin, EventStreamMixin, ObservationProtocol, PredictionLedgerMixin
 from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.scripts import WRITE_SCRIPTS
 
 STALL_SECONDS = 0.5
 TIMEOUT = 0.2
+#: A stall outlasting a call's retries (about 1.8 s) and the settle that follows them (about 0.7 s):
+#: the outcome cannot be decided before the call returns, so it raises WriteOutcomeUnknown.
+UNDECIDABLE = 4.0
 
 
 class Staller:
@@ -61,7 +64,15 @@ class Staller:
         self.seconds = 0.0
         thread.start()
         self.threads.append(thread)
-        time.sleep(0.05)  # the server is asleep before the write leaves
+        probe = redis.Redis.from_url(self.url, socket_timeout=0.05)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:  # the server is asleep before the write leaves
+            try:
+                probe.ping()
+                time.sleep(0.005)
+            except redis.TimeoutError:
+                break
+        probe.close()
 
     def wait(self) -> None:
         for thread in self.threads:
@@ -304,24 +315,24 @@ def test_bulk_chunk_waits_past_socket_timeout(client):  # a slow chunk is not ta
 # -- no reply after every retry: WriteOutcomeUnknown, and still once -----------------------------
 def test_lost_reply_raises_write_outcome_unknown_and_applies_once(client):
     belief = Belief.create(agent_id="a")
-    staller.arm(2.5)
-    staller.fire()  # longer than 3 attempts of 0.2 s with 0.25 s and 0.5 s pauses
+    staller.arm(UNDECIDABLE)
+    staller.fire()  # longer than the retries and the settle after them
     with pytest.raises(WriteOutcomeUnknown, match="applied once or not at all") as caught:
         ConfidenceField.update_confidence(belief, "confidence", 0.9)
     staller.wait()
     assert isinstance(caught.value, TimeoutError) and isinstance(caught.value, redmem.ServerUnavailable)
     (operation,) = caught.value.operations
-    applied = client.exists(operation)  # the op key exists iff the write was applied ..
+    applied = settled(caught.value)[operation]  # decided for good ..
     assert ConfidenceField.get_confidence_data(belief, "confidence")["evidence_count"] == applied  # .. once
 
 
 def test_lost_exec_reply_of_a_save_raises_write_outcome_unknown(client):
     doc = Doc(agent_id="a", doc_id="d", body="alpha")
-    staller.arm(2.5)  # the EXEC and the reconnects after it (about 1.8 s) lose their replies
+    staller.arm(UNDECIDABLE)  # the EXEC, the reconnects after it (about 1.8 s) and the settle lose their replies
     with pytest.raises(WriteOutcomeUnknown) as caught:
         doc.save()
     staller.wait()
-    applied = sum(client.exists(operation) for operation in caught.value.operations)
+    applied = sum(settled(caught.value).values())
     assert events(Doc, agent_id="a") == ["create"] * applied
     assert len(Doc.query.filter(agent_id="a").all()) == applied
 
@@ -337,3 +348,86 @@ def test_every_script_that_writes_is_guarded(client):
         if any("write" in table[c.lower()]["flags"] for c in commands):
             writes.add(path.name.removesuffix(".lua"))
     assert writes == WRITE_SCRIPTS
+
+
+# -- the outcome of a lost reply is decided, once, before the caller acts on it ------------------
+def settled(unknown: WriteOutcomeUnknown) -> dict[str, bool]:
+    """``unknown.settle()``, asked again until the stalled server answers."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return unknown.settle()
+        except redmem.ServerUnavailable:
+            assert time.monotonic() < deadline, "the server never answered the settle"
+            time.sleep(0.05)
+
+
+def test_a_settled_save_stays_as_decided_after_its_queued_copies_ran(client):
+    """Copies of the EXEC still queued behind the stall run after the decision: the decision holds."""
+    for doc_id, seconds in (("long", 2.5), ("longer", 2.8), ("longest", 3.1)):
+        doc = Doc(agent_id=doc_id, doc_id="d", body="alpha")
+        staller.arm(seconds)
+        try:
+            doc.save()
+            decided = True
+        except WriteOutcomeUnknown as unknown:
+            (decided,) = settled(unknown).values()
+        except redmem.ServerUnavailable:
+            decided = False  # decided at once: not applied, and never will be
+        staller.wait()
+        time.sleep(0.3)  # every copy the server still held has run by now
+        assert len(Doc.query.filter(agent_id=doc_id).all()) == int(decided)
+        assert events(Doc, agent_id=doc_id) == ["create"] * int(decided)
+
+
+def test_a_settled_new_record_stays_as_decided(client):  # no read before its write: only its op key is WATCHed
+    staller.arm(2.5)
+    try:
+        Draft.create(agent_id="new", body="x")
+        decided = True
+    except WriteOutcomeUnknown as unknown:
+        (decided,) = settled(unknown).values()
+    except redmem.ServerUnavailable:
+        decided = False
+    staller.wait()
+    time.sleep(0.3)
+    assert len(Draft.query.filter(agent_id="new").all()) == int(decided)
+
+
+def test_a_settled_script_write_stays_as_decided(client):
+    belief = Belief.create(agent_id="a")
+    staller.arm(2.5)
+    staller.fire()
+    try:
+        ConfidenceField.update_confidence(belief, "confidence", 0.9)
+        decided = True
+    except WriteOutcomeUnknown as unknown:
+        (decided,) = settled(unknown).values()
+        assert unknown.settle() == {unknown.operations[0]: decided}  # asked again: the same answer
+    except redmem.ServerUnavailable:
+        decided = False
+    staller.wait()
+    time.sleep(0.3)
+    assert ConfidenceField.get_confidence_data(belief, "confidence")["evidence_count"] == int(decided)
+
+
+@pytest.mark.parametrize("call", ["on_read", "on_context_used"])
+def test_a_lost_reply_of_an_observation_pipeline_names_its_operations(client, call):
+    """Never a bare ServerUnavailable once the writes left: the caller learns what to settle."""
+    notes = [Note.create(agent_id="a", note_id=str(i)) for i in range(3)]
+    write = {
+        "on_read": lambda: ObservationProtocol.on_read(notes),
+        "on_context_used": lambda: ObservationProtocol.on_context_used(notes, "used"),
+    }[call]
+    staller.arm(UNDECIDABLE)
+    staller.fire()
+    with pytest.raises(WriteOutcomeUnknown) as caught:
+        write()
+    assert caught.value.operations  # one guarded script per model and kind of write
+    applied = settled(caught.value)
+    staller.wait()
+    time.sleep(0.3)
+    assert set(applied) == set(caught.value.operations)
+    assert len(set(applied.values())) == 1  # one pipeline: all of it ran, or none
+    if call == "on_read":
+        assert [n.staged_access_count for n in notes] == [int(all(applied.values()))] * len(notes)

@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
-import redis
 
 from conftest import configured_embeddings
 from models import RhythmicMemory as Memory
+from redmem import ServerError
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields.search_protocol import LocalSearch, Mapped, run_search, run_searches
 from redmem.store.scripts import ScriptCall
@@ -87,7 +87,7 @@ def test_the_vector_search_releases_its_matrix_when_the_round_trip_fails(db):
     db.set(space.key("wrong"), "a string")
     vector = Memory.embedding.searcher(space, "deploy", 10)
     assert isinstance(vector, LocalSearch)
-    with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+    with pytest.raises(ServerError, match="WRONGTYPE"):
         run_searches(db, [vector, Refused(space.key("wrong"))])
     assert vector.matrix.lock.acquire(blocking=False)  # not left locked
     vector.matrix.lock.release()
@@ -163,6 +163,6 @@ def test_a_failed_round_trip_abandons_the_local_search_only_once_its_work_ended(
     space = Memory.query.filter(agent_id="a").partition()
     db.set(space.key("wrong"), "a string")
     local = Work(threading.Event())  # never signalled: the work ends by timing out
-    with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+    with pytest.raises(ServerError, match="WRONGTYPE"):
         run_searches(db, [local, Refused(space.key("wrong"))])
     assert local.events == ["timed out", "abandoned"]

@@ -7,6 +7,8 @@ Each test starts its own server with one ACL user per tenant whose key pattern i
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
 
 import pytest
 import redis
@@ -148,3 +150,36 @@ def test_a_command_refused_inside_a_script_is_permission_denied(tenant_a):
     admin.execute_command("ACL", "SETUSER", "tenant-a", "-time")
     with pytest.raises(PermissionDenied, match="TIME|script"):
         TenantMemory.create(agent_id="A", content="first vector of tenant A")
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "operations.md"
+
+
+def docs_acl_lines() -> list[str]:
+    """Every ``ACL SETUSER`` line of docs/operations.md, as written."""
+    return [line for line in DOCS.read_text().splitlines() if line.startswith("ACL SETUSER ")]
+
+
+@pytest.mark.parametrize("line", docs_acl_lines())
+def test_each_acl_line_of_the_docs_works_as_written_and_lists_no_foreign_key(line):
+    args = line.split()[2:]
+    user, password = args[0], next(a[1:] for a in args if a.startswith(">"))
+    own = next(a[1:] for a in args if a.startswith("~")).replace("*", "own")
+    foreign = re.sub(r"\{[^}]*\}", "{another-tenant}", own)
+    with EmbeddedServer() as server:
+        admin = server.client()
+        admin.execute_command("ACL", "SETUSER", *args)
+        admin.set(foreign, "another tenant's secret")
+        tenant = server.client(username=user, password=password)
+        tenant.set(own, 1)  # its own keys: plain commands, scripts, transactions
+        assert tenant.eval("return redis.call('INCR', KEYS[1])", 1, own) == 2
+        with tenant.pipeline(transaction=True) as pipe:
+            pipe.watch(own)
+            pipe.multi()
+            pipe.incr(own)
+            assert pipe.execute() == [3]
+        for command in (("SCAN", 0), ("KEYS", "*"), ("RANDOMKEY",), ("GET", foreign)):
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                tenant.execute_command(*command)
+        with pytest.raises(redis.exceptions.ResponseError):  # refused inside a script too
+            tenant.eval("return redis.call('GET', KEYS[1])", 1, foreign)

@@ -15,6 +15,7 @@ from ..model.options import shared_client
 from ..observation.proposals import RecallProposal
 from ..observation.protocol import ObservationProtocol
 from ..store.connection import server_errors
+from ..store.outcome import write_pipeline
 from ..store.validation import timestamp
 
 __all__ = ["apply_post_effects", "SURFACING_REASON"]
@@ -30,7 +31,7 @@ def apply_post_effects(
     at = timestamp("now", now)
     written = [record._meta for record in (*selected, *suppressed)] + ([RecallProposal._meta] if surfaced else [])
     client = shared_client(written)
-    with server_errors(client), client.pipeline(transaction=False) as pipe:
+    with server_errors(client), write_pipeline(client) as pipe:
         ObservationProtocol.queue_read(pipe, selected, at)
         ObservationProtocol.queue_surfaced(pipe, surfaced, SURFACING_REASON, now=at)
         for record in suppressed:

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..store.connection import reply_timeout, server_address, server_errors
-from ..store.errors import ValidationError, WriteOutcomeUnknown
-from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key
+from ..store.connection import never_sent, reply_timeout, server_address, server_errors
+from ..store.errors import ServerUnavailable, ValidationError, WriteOutcomeUnknown
+from ..store.outcome import LOST_REPLY, op_ttl, operation_key
 from ..store.overlap import Request
 from ..store.validation import positive_int
 from .indexed import AutoKeyField
@@ -149,6 +149,8 @@ def _write_chunks(client: Any, chunks: list[list[Any]]) -> None:
         if current is not None:
             current.replies()
     except LOST_REPLY as exc:
+        if len(markers) == 1 and never_sent(exc):  # the first chunk could not even connect
+            raise ServerUnavailable(server_address(client), f"{exc}; nothing was sent") from exc
         raise WriteOutcomeUnknown(server_address(client), exc, markers) from exc
     finally:
         for request in (current, following):
@@ -169,5 +171,5 @@ def _chunk_transaction(client: Any, chunk: list[tuple[Any, dict[str, Any]]], mar
     instances, values = [i for i, _ in chunk], [v for _, v in chunk]
     batches = queue_new_records(pipe, client, instances, values=values, fresh=True)
     markers.append(operation_key(batches[0].record_key))
-    pipe.set(markers[-1], 1, ex=OP_TTL_SECONDS)
+    pipe.set(markers[-1], 1, ex=op_ttl(client))
     return pipe

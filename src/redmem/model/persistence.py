@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import WatchError
 
 from ..store.connection import server_errors
-from ..store.errors import ValidationError, WriteConflict
+from ..store.errors import ValidationError, WriteConflict, WriteOutcomeUnknown
 from ..store.keys import KeyKind
-from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
+from ..store.outcome import LOST_REPLY, op_ttl, operation_key, unknown_outcome
 from ..store.watch import MAX_ATTEMPTS
 from .batch import SaveBatch
 from .dbkey import DbKey
@@ -66,27 +66,53 @@ def _transact(
     """WATCH ``keys``, ``prepare(reader, stored_hashes)``, then ``write(pipe, prepared)`` in MULTI/EXEC.
 
     A lost race (another client wrote a watched key) rebuilds the whole batch. ``fresh``: the keys
-    were just generated and cannot exist, so nothing is watched and ``prepare`` reads directly.
+    were just generated and cannot exist, so only the operation key is watched and ``prepare``
+    reads directly.
     The EXEC also sets an operation key (:mod:`redmem.store.outcome`): a batch rebuilt after an
     EXEC whose reply was lost first checks it, so an applied batch is never applied again.
     Returns False when the batch found already applied, else True; after ``LOST_REPLY_REBUILDS``
-    lost replies in a row raises WriteOutcomeUnknown. ``also_watch``: further keys WATCHed
+    lost replies in a row the outcome is decided (:func:`~redmem.store.outcome.unknown_outcome`):
+    applied returns True, not applied raises ServerUnavailable, undecidable WriteOutcomeUnknown. ``also_watch``: further keys WATCHed
     (not read as hashes); the first of ``keys`` + ``also_watch`` places the operation key.
     """
     marker = operation_key([*keys, *also_watch][0])
     sent: list[str] = []  # the marker, once an EXEC carrying it was sent
-    with server_errors(client), unknown_outcome(client, sent), client.pipeline(transaction=True) as pipe:
-        if fresh:
-            write(pipe, prepare(client, [{} for _ in keys]))
-            _send(pipe, marker, sent)
-            return True
+    try:
+        return _attempts(client, keys, prepare, write, marker, sent, fresh=fresh, also_watch=also_watch)
+    except WriteOutcomeUnknown as unknown:
+        if unknown.applied and all(unknown.applied.values()):
+            return True  # decided: the lost EXEC was applied
+        raise
+
+
+def _attempts(
+    client: Any,
+    keys: list[str],
+    prepare: Callable[[Any, list[dict[bytes, bytes]]], Any],
+    write: Callable[[Any, Any], None],
+    marker: str,
+    sent: list[str],
+    *,
+    fresh: bool,
+    also_watch: Sequence[str],
+) -> bool:
+    """The attempts of :func:`_transact`. The marker is always WATCHed (a new record's too), so
+    deciding a lost EXEC (:func:`~redmem.store.outcome.settle`) aborts any copy still on its way."""
+    with (
+        server_errors(client),
+        unknown_outcome(client, sent, one_command=False),
+        client.pipeline(transaction=True) as pipe,
+    ):
         lost = 0
         for _ in range(MAX_ATTEMPTS):
             try:
-                pipe.watch(*keys, *also_watch, marker)
+                pipe.watch(*([] if fresh else [*keys, *also_watch]), marker)
                 if sent and pipe.exists(marker):
                     return False
-                prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
+                if fresh:
+                    prepared = prepare(client, [{} for _ in keys])
+                else:
+                    prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
                 pipe.multi()
                 write(pipe, prepared)
                 _send(pipe, marker, sent)
@@ -105,7 +131,7 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
     A lost EXEC reply under WATCH is a WatchError (redis-py does not resend it); when redis-py
     then fails to reconnect for its UNWATCH, that WatchError is raised still, so the caller rebuilds.
     """
-    pipe.set(marker, 1, ex=OP_TTL_SECONDS)
+    pipe.set(marker, 1, ex=op_ttl(pipe))
     sent[:] = [marker]
     try:
         pipe.execute()

@@ -43,6 +43,7 @@ from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.errors import RecordNotFound, ValidationError
 from ..store.keys import KeyKind, KeySpace
+from ..store.outcome import write_pipeline
 from ..store.scripts import queue_script, run_script
 from ..store.validation import is_real, timestamp
 from .events import CONFIDENCE_UPDATE, PREDICTION_RESOLVED, EventStreamMixin
@@ -315,7 +316,7 @@ class PredictionLedgerMixin(RecordMixin):
             return
         signal = self.low_confidence_signal
         client = self._meta.client
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
+        with server_errors(client), write_pipeline(client) as pipe:
             for field in fields:
                 ConfidenceField.update_confidence(self, field.name, signal, pipeline=pipe)
                 if isinstance(self, EventStreamMixin):

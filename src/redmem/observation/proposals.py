@@ -29,6 +29,7 @@ from ..model.persistence import queue_new_record
 from ..store.aio import async_variant
 from ..store.connection import server_errors
 from ..store.keys import KeyKind
+from ..store.outcome import write_pipeline
 from ..store.scripts import queue_script
 from ..store.validation import finite_number, timestamp
 
@@ -75,7 +76,7 @@ class RecallProposal(Model):
         if not records:
             return []
         client = cls._meta.client
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
+        with server_errors(client), write_pipeline(client) as pipe:
             proposals = [cls.queue_surface(pipe, r, reason, partition, ttl, now) for r in records]
             pipe.execute()
         for proposal in proposals:
@@ -125,7 +126,7 @@ class RecallProposal(Model):
         if not stale:
             return 0
         client = cls._meta.client
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
+        with server_errors(client), write_pipeline(client) as pipe:
             for key in stale:
                 cls._queue_close(pipe, key, EXPIRED, at)
             return sum(pipe.execute())

@@ -43,6 +43,7 @@ from ..fields.cyclic import CyclicDecayField
 from ..model.options import shared_client
 from ..store.aio import async_variant
 from ..store.connection import server_errors
+from ..store.outcome import write_pipeline
 from .access import AccessTrackerMixin
 from .events import (
     CONFIDENCE_UPDATE,
@@ -167,7 +168,7 @@ class _Call:
         resolved = [(r, e, o) for i, r, e, o in self.late_events if replies[i] == 1]
         if not resolved:
             return
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
+        with server_errors(client), write_pipeline(client) as pipe:
             for record, error, outcome in resolved:
                 record.emit_event(PREDICTION_RESOLVED, {"error": error, "outcome": outcome}, pipeline=pipe)
             pipe.execute()
@@ -188,7 +189,7 @@ class ObservationProtocol:
         if not readers:
             return 0
         client = shared_client(type(record)._meta for record in readers)
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
+        with server_errors(client), write_pipeline(client) as pipe:
             ObservationProtocol.queue_read(pipe, records, now)
             return sum(pipe.execute())
 
@@ -241,7 +242,7 @@ class ObservationProtocol:
             return {}
         closing = any(OUTCOME_EFFECTS[outcome].closes_proposal for outcome in outcomes)
         client = shared_client([record._meta for record in records] + ([RecallProposal._meta] if closing else []))
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
+        with server_errors(client), write_pipeline(client) as pipe:
             call = _Call(pipe, time.time() if now is None else now, partition, [])
             for record, outcome in zip(records, outcomes):
                 call.queue(record, outcome)

@@ -46,7 +46,7 @@ from ..fields.bm25 import BM25Field
 from ..fields.decay import DecayingSortedField
 from ..model.dbkey import DbKey
 from ..store.connection import server_errors
-from ..store.errors import QueryException
+from ..store.errors import QueryArgumentTypeError
 from ..store.keys import KeySpace
 from ..store.validation import timestamp
 from .assembler_config import AssemblerConfig
@@ -165,7 +165,7 @@ def named_cues(query_cues: dict[str, Any] | str | None) -> dict[str, str]:
     if isinstance(query_cues, str):
         return {STRING_CUE: query_cues} if query_cues.strip() else {}
     if not isinstance(query_cues, dict):
-        raise QueryException(f"query_cues must be a dict or a str, got {type(query_cues).__name__}")
+        raise QueryArgumentTypeError(f"query_cues must be a dict or a str, got {type(query_cues).__name__}")
     return {str(k): str(v) for k, v in query_cues.items() if v is not None and str(v).strip()}
 
 

@@ -12,10 +12,12 @@ from .errors import (
     QueryException,
     RecordNotFound,
     RedmemError,
+    ServerError,
     ServerUnavailable,
     ValidationError,
     WriteConflict,
     WriteOutcomeUnknown,
+    WriteRefused,
 )
 from .keys import KeySpace, escape, unescape
 
@@ -38,6 +40,8 @@ __all__ = [
     "ValidationError",
     "WriteConflict",
     "WriteOutcomeUnknown",
+    "WriteRefused",
+    "ServerError",
     "RecordNotFound",
     "KeySpace",
     "escape",

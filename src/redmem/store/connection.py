@@ -29,7 +29,8 @@ from redis.retry import Retry
 
 from .aio import in_worker, is_cluster, loop_facade, unwrapped
 from .embedded import EmbeddedServer
-from .errors import ConfigurationError, PermissionDenied, ServerUnavailable
+from .error_map import REDIS_ERRORS, typed_error
+from .errors import ConfigurationError
 from .keys import check_name
 from .local_server import shared_server_url
 
@@ -45,12 +46,14 @@ __all__ = [
     "server_address",
     "server_errors",
     "reply_timeout",
+    "never_sent",
+    "retry_pauses",
 ]
 
+#: Attribute set on a redis-py error when no attempt of its command got past connecting.
+NEVER_SENT = "redmem_never_sent"
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 _RETRIED = (redis.ConnectionError, redis.TimeoutError)
-#: How Redis words an ACL refusal of a command a Lua script runs (not a NOPERM error).
-_SCRIPT_REFUSED = "The user executing the script can't"
 #: Seconds a command waits for its reply, and a TCP connect for its answer, before a retry.
 SOCKET_TIMEOUT = 1.2
 CONNECT_TIMEOUT = 1.0
@@ -118,11 +121,25 @@ def configure(**options: Any) -> Settings:
     return _settings
 
 
+def _failed_connecting(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while its connection was being made (socket or handshake): the
+    command it was for had not been sent on that connection."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "connect_check_health" and frame.f_globals.get("__name__") == "redis.connection":
+            return True
+        tb = tb.tb_next
+    return False
+
+
 class FlatRetry(Retry):
     """A redis-py ``Retry`` whose nested uses try once: attempts of one command add up, not multiply.
 
     redis-py retries a reconnect (and its handshake) by the same policy inside a retried command,
     so ``r`` retries would cost ``(r + 1) ** 2`` timeouts against a server that stopped answering.
+    When every attempt failed while connecting, the error raised says the command never left
+    (its attribute :data:`NEVER_SENT` is True; see :func:`never_sent`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -136,10 +153,37 @@ class FlatRetry(Retry):
         if getattr(self._running, "active", False):
             return do()
         self._running.active = True
+        sent = False
+
+        def attempt() -> Any:
+            nonlocal sent
+            try:
+                return do()
+            except BaseException as exc:
+                sent = sent or not _failed_connecting(exc)
+                raise
+
         try:
-            return super().call_with_retry(do, fail, *args, **kwargs)
+            return super().call_with_retry(attempt, fail, *args, **kwargs)
+        except BaseException as exc:
+            setattr(exc, NEVER_SENT, not sent)
+            raise
         finally:
             self._running.active = False
+
+
+def never_sent(exc: BaseException) -> bool:
+    """Whether no attempt of the command that raised ``exc`` got past connecting (so nothing ran).
+
+    Known only for clients made by :func:`connect` (their :class:`FlatRetry` marks it); False
+    when unknown, so a caller errs towards "may have run".
+    """
+    return bool(getattr(exc, NEVER_SENT, False))
+
+
+def retry_pauses() -> float:
+    """Seconds one command pauses between its attempts, all retries together (0.25 s by default)."""
+    return float(sum(min(BACKOFF_CAP, BACKOFF_BASE * 2**n) for n in range(1, RETRIES + 1)))
 
 
 def _retry() -> Retry:
@@ -165,7 +209,10 @@ def _client_for(url: str, cluster: bool, options: dict[str, Any]) -> Any:
     if cluster:
         if scheme == "unix":
             raise ConfigurationError("a Redis Cluster cannot be reached through a unix socket")
-        return RedisCluster.from_url(url, **options)
+        try:
+            return RedisCluster.from_url(url, **options)
+        except REDIS_ERRORS as exc:  # RedisCluster connects as it is made
+            raise typed_error(exc, f"cluster {rest}") from exc
     options.setdefault("retry_on_error", list(_RETRIED))
     return redis.Redis.from_url(url, **options)
 
@@ -253,18 +300,10 @@ def reply_timeout(client: Any) -> float | None:
 
 @contextlib.contextmanager
 def server_errors(client: Any) -> Iterator[None]:
-    """Turn redis-py connection failures into :class:`ServerUnavailable` and ACL refusals
-    (``NOPERM``, or a script refused a command by the ACL) into :class:`PermissionDenied`, each
-    naming the server."""
+    """Turn every redis-py error into its :class:`~redmem.store.errors.RedmemError`
+    (:func:`~redmem.store.error_map.typed_error`: ServerUnavailable, PermissionDenied, WriteRefused,
+    ServerError...), naming the server and keeping the redis-py error as the cause."""
     try:
         yield
-    except redis.exceptions.NoPermissionError as exc:
-        raise PermissionDenied(server_address(client), exc) from exc
-    except redis.exceptions.ResponseError as exc:
-        if _SCRIPT_REFUSED in str(exc):
-            raise PermissionDenied(server_address(client), exc) from exc
-        raise
-    except _RETRIED as exc:
-        raise ServerUnavailable(server_address(client), exc) from exc
-    except redis.exceptions.ClusterError as exc:
-        raise ServerUnavailable(server_address(client), exc) from exc
+    except REDIS_ERRORS as exc:
+        raise typed_error(exc, server_address(client)) from exc

@@ -1,5 +1,7 @@
 """The one exception tree of redmem: every error the library raises derives from RedmemError."""
 
+from collections.abc import Callable
+
 __all__ = [
     "RedmemError",
     "ValidationError",
@@ -15,6 +17,8 @@ __all__ = [
     "RecordNotFound",
     "PermissionDenied",
     "WriteOutcomeUnknown",
+    "ServerError",
+    "WriteRefused",
 ]
 
 
@@ -64,6 +68,25 @@ class ServerUnavailable(RedmemError, ConnectionError):
         self.address = address
 
 
+class ServerError(RedmemError):
+    """The server answered a command with an error redmem has no better name for (``WRONGTYPE``,
+    an unknown command...); the message names the server and quotes its reply."""
+
+    def __init__(self, address: str, reason: object) -> None:
+        super().__init__(f"Redis at {address} answered with an error: {reason}")
+        self.address = address
+
+
+class WriteRefused(ServerError):
+    """The server refused a write and applied none of it: ``NOREPLICAS`` (too few replicas
+    acknowledge), ``READONLY`` (a replica), ``OOM`` (``maxmemory`` reached). ``code`` names which."""
+
+    def __init__(self, address: str, reason: object, code: str) -> None:
+        super().__init__(address, reason)
+        self.args = (f"Redis at {address} refused the write ({code}), nothing was applied: {reason}",)
+        self.code = code
+
+
 class WriteConflict(RedmemError):
     """A write kept losing its optimistic-lock race (WATCH) to concurrent writers and gave up."""
 
@@ -85,14 +108,31 @@ class WriteOutcomeUnknown(ServerUnavailable, TimeoutError):
     """A write was sent but no reply came back after every retry: it ran once or not at all.
 
     Never twice: each write carries operation ids (``operations``) that the server remembers for
-    ``OP_TTL_SECONDS`` (:mod:`redmem.store.scripts`). Read the state back before writing again.
+    its retry window plus a minute (:func:`redmem.store.outcome.op_ttl`). ``applied`` maps each to whether it was
+    applied when redmem could decide (else None); ``settle()`` decides for good, once the server
+    answers: False means not applied and never will be, so writing again is safe.
     """
 
-    def __init__(self, address: str, reason: object, operations: list[str]) -> None:
+    def __init__(
+        self, address: str, reason: object, operations: list[str],
+        decide: Callable[[], dict[str, bool]] | None = None, applied: dict[str, bool] | None = None,
+    ) -> None:
         super().__init__(address, reason)
         self.args = (
             f"a write to Redis at {address} got no reply ({reason}): it was applied once or not "
-            f"at all, never twice; read the state back before retrying "
+            f"at all, never twice; call .settle() before retrying "
             f"(operation id(s): {', '.join(operations) or 'none'})",
         )
         self.operations = list(operations)
+        self.applied = applied
+        self._decide = decide
+
+    def settle(self) -> dict[str, bool]:
+        """Each operation id mapped to whether its write was applied, decided for good (a write not
+        applied by now never will be). Raises ServerUnavailable while the server cannot be asked."""
+        if self.applied is None:
+            if self._decide is None:
+                raise ServerUnavailable(self.address, "this write cannot be settled (a save_many chunk WATCHes "
+                                        "nothing, so a late copy could still apply): read the records back")
+            self.applied = self._decide()
+        return dict(self.applied)

@@ -27,7 +27,8 @@ from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
-from .outcome import guarded_source, operation_key, unknown_outcome
+from .errors import WriteOutcomeUnknown
+from .outcome import guarded_source, op_ttl, operation_key, queued_operations, unknown_outcome, write_pipeline
 
 __all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "WRITE_SCRIPTS"]
 
@@ -75,20 +76,33 @@ def _operations(name: str, keys: list[Any]) -> list[str]:
     return [operation_key(keys[0])] if name in WRITE_SCRIPTS else []
 
 
+def _guard_args(name: str, client: Any) -> list[int]:
+    """What a call of ``name`` adds to its ARGV: a write script's operation key lifetime, else nothing."""
+    return [op_ttl(client)] if name in WRITE_SCRIPTS else []
+
+
 def run_script(name: str, keys: list[Any], args: list[Any], client: Any) -> Any:
     """Run a script now by EVALSHA, loading it on NOSCRIPT; ``keys`` lists every key it touches.
 
-    A write whose reply is lost after every retry raises :class:`WriteOutcomeUnknown`.
+    A write whose reply is lost after every retry gets its outcome decided
+    (:func:`~redmem.store.outcome.unknown_outcome`): applied, it returns the stored reply; not
+    applied, ServerUnavailable; undecidable, :class:`WriteOutcomeUnknown`.
     """
     lua = script(name)
     operations = _operations(name, keys)
-    keys = [*keys, *operations]
-    with unknown_outcome(client, operations):
-        try:
-            return client.evalsha(lua.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            client.script_load(lua.script)
-            return client.evalsha(lua.sha, len(keys), *keys, *args)
+    keys, args = [*keys, *operations], [*args, *_guard_args(name, client)]
+    try:
+        with unknown_outcome(client, operations):
+            try:
+                return client.evalsha(lua.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                client.script_load(lua.script)
+                return client.evalsha(lua.sha, len(keys), *keys, *args)
+    except WriteOutcomeUnknown as unknown:
+        if not (unknown.applied and all(unknown.applied.values())):
+            raise
+        with unknown_outcome(client, []):  # decided applied: the guard answers with the stored reply
+            return client.eval(lua.script, len(keys), *keys, *args)
 
 
 def queue_script(pipe: Any, name: str, keys: list[Any], args: list[Any]) -> list[str]:
@@ -102,7 +116,8 @@ def queue_script(pipe: Any, name: str, keys: list[Any], args: list[Any]) -> list
     if isinstance(pipe, ClusterPipeline) and keys:
         options["target_nodes"] = pipe.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]  # redis-py: unannotated
     operations = _operations(name, keys)
-    keys = [*keys, *operations]
+    queued_operations(pipe).extend(operations)
+    keys, args = [*keys, *operations], [*args, *_guard_args(name, pipe)]
     pipe.execute_command("EVAL", script(name).script, len(keys), *keys, *args, **options)
     return operations
 
@@ -128,9 +143,8 @@ def run_calls(client: Any, calls: list[ScriptCall]) -> list[Any]:
         return [calls[0].run(client)]
     if not calls:
         return []
-    operations: list[str] = []
-    with unknown_outcome(client, operations), client.pipeline(transaction=False) as pipe:
+    with write_pipeline(client) as pipe:
         for call in calls:
-            operations += call.queue(pipe)
+            call.queue(pipe)
         replies: list[Any] = pipe.execute()
         return replies
