@@ -7,6 +7,7 @@ weakens one record COUNT times each, for the concurrency test.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import random
@@ -129,8 +130,10 @@ def test_scores_at_chosen_times(any_db):
 
 def test_the_record_hash_holds_the_declared_amplitudes(any_db):
     habit = Habit.create(agent_id="a")
-    assert habit.rhythm == {DAILY_KEY: 0.5, WEEKLY_KEY: -0.2}
-    assert Habit.query.get(agent_id="a", habit_id=habit.habit_id).rhythm == habit.rhythm
+    assert json.loads(any_db.hget(habit.db_key.redis_key, "rhythm")) == {DAILY_KEY: 0.5, WEEKLY_KEY: -0.2}
+    loaded = Habit.query.get(agent_id="a", habit_id=habit.habit_id)
+    assert loaded.to_dict()["rhythm"] == habit.to_dict()["rhythm"] == {DAILY_KEY: 0.5, WEEKLY_KEY: -0.2}
+    assert loaded.rhythm == pytest.approx(Habit.rhythm.score_of(habit), rel=1e-3)  # the record reads the score
 
 
 def test_strengthen_and_weaken_scale_learned_amplitudes(any_db):

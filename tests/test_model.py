@@ -109,7 +109,7 @@ def test_records_are_readable_in_redis_cli(any_db):
         ("items", {1, 2}, "Everything.items expects list"),
         ("data", {"a": object()}, "Everything.data must be JSON-serialisable"),
         ("data", {"a": math.nan}, "Everything.data must be JSON-serialisable"),
-        ("labels", "abc", "Everything.labels expects a list or set of str"),
+        ("labels", 5, "Everything.labels expects a str or a list or set of str"),
         ("labels", [1], "Everything.labels tags must all be str"),
         ("when", "2024-01-01", "Everything.when expects datetime"),
     ],
