@@ -33,7 +33,7 @@ class TenantNote(Model):
     content_bm25 = BM25Field(source="content")
 
 
-class SharedNote(Model):
+class TenantDeclarationSharedNote(Model):
     note_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
@@ -84,11 +84,11 @@ def test_meta_partition_by_reaches_subclasses_and_agrees_with_field_declarations
 
 
 def test_a_tenant_given_to_an_unpartitioned_model_names_the_meta_line_to_add(db):
-    assembler = ContextAssembler(SharedNote)
+    assembler = ContextAssembler(TenantDeclarationSharedNote)
     with pytest.raises(QueryException) as caught:
         assembler.assemble("vault", agent_id="bob")
     message = str(caught.value)
-    assert "class SharedNote(Model)" in message and "class Meta:" in message
+    assert "class TenantDeclarationSharedNote(Model)" in message and "class Meta:" in message
     assert "partition_by = 'agent_id'" in message
 
 

@@ -10,6 +10,7 @@ from .batch import SaveBatch
 from .bulk import save_many
 from .dbkey import DbKey
 from .field import Field
+from .key_spaces import claim_key_space
 from .options import Options
 from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_record
 from .query import Query
@@ -41,6 +42,8 @@ class ModelMeta(type):
                 fields[attr] = field
             field.bind(cls, attr)
         cls._meta = Options.build(cls, fields, meta)
+        if not cls._meta.abstract and getattr(meta, "name", None) is None:  # a Meta.name shares on purpose
+            claim_key_space(cls, cls._meta.overrides.get("key_prefix"))
         return cls
 
 
