@@ -29,8 +29,8 @@ from redmem import (
 SEED_RANKING = {"fusion": "rrf", "fusion_weights": {"graph": 1.0}, "min_relevance": None, "newer_first": False}
 
 
-class Memory(AccessTrackerMixin, Model):
-    """The documented ``Memory``: BM25Field + EmbeddingField (so ``auto`` -> hybrid), decay on
+class SeedMemory(AccessTrackerMixin, Model):
+    """The README's ``Memory`` shape: BM25Field + EmbeddingField (so ``auto`` -> hybrid), decay on
     ``importance``, confidence, co-occurrence graph and an ExistenceFilter over ``topic``."""
 
     memory_id = AutoKeyField()
@@ -47,7 +47,7 @@ class Memory(AccessTrackerMixin, Model):
 
 
 class RhythmicMemory(AccessTrackerMixin, Model):
-    """``Memory`` plus a CyclicDecayField over ``salience`` (push path): every path of the assembler
+    """``SeedMemory`` plus a CyclicDecayField over ``salience`` (push path): every path of the assembler
     is in use. A fresh record's cyclic score is ``salience * 0.01 ** -0.1 = 1.585 * salience``."""
 
     memory_id = AutoKeyField()
@@ -65,7 +65,7 @@ class RhythmicMemory(AccessTrackerMixin, Model):
     embedding = EmbeddingField(source="content")
 
 
-class Note(Model):
+class SeedNote(Model):
     """Lexical (BM25Field, no EmbeddingField: ``auto`` -> lexical), graph and push; no
     ExistenceFilter."""
 

@@ -10,7 +10,7 @@ from redmem.observation import AccessTrackerMixin, ObservationProtocol
 from redmem.observation.access import COUNT_ENTRY, LAST_ENTRY, log_key, staged_count_key, staged_key
 
 
-class Note(AccessTrackerMixin, Model):
+class AccessNote(AccessTrackerMixin, Model):
     note_id = AutoKeyField()
     agent_id = KeyField()
     body = StringField()
@@ -31,33 +31,33 @@ def staged(note) -> int:
 
 
 def test_each_query_stages_one_read_per_record(any_db):
-    notes = [Note.create(agent_id="a", body=str(i), rank=i) for i in range(3)]
+    notes = [AccessNote.create(agent_id="a", body=str(i), rank=i) for i in range(3)]
     assert [staged(n) for n in notes] == [0, 0, 0]  # saving is not reading
-    Note.query.filter(agent_id="a").all()
+    AccessNote.query.filter(agent_id="a").all()
     assert [staged(n) for n in notes] == [1, 1, 1]
-    Note.query.filter(agent_id="a", rank__gte=2).all()
-    Note.query.get(agent_id="a", note_id=notes[0].note_id)
+    AccessNote.query.filter(agent_id="a", rank__gte=2).all()
+    AccessNote.query.get(agent_id="a", note_id=notes[0].note_id)
     assert [staged(n) for n in notes] == [2, 1, 2]
 
 
 def test_no_track_and_missing_records_stage_nothing(any_db):
-    note = Note.create(agent_id="a", body="x")
-    Note.query.filter(agent_id="a").no_track().all()
-    Note.query.no_track().get(agent_id="a", note_id=note.note_id)
+    note = AccessNote.create(agent_id="a", body="x")
+    AccessNote.query.filter(agent_id="a").no_track().all()
+    AccessNote.query.no_track().get(agent_id="a", note_id=note.note_id)
     assert staged(note) == 0
-    assert Note.query.get(agent_id="a", note_id="absent") is None
+    assert AccessNote.query.get(agent_id="a", note_id="absent") is None
     assert not any(":as:" in key for key in all_keys(any_db))
 
 
 def test_staged_reads_expire_after_a_day(any_db):
-    note = Note.create(agent_id="a", body="x")
-    Note.query.filter(agent_id="a").all()
+    note = AccessNote.create(agent_id="a", body="x")
+    AccessNote.query.filter(agent_id="a").all()
     assert 86300 < any_db.ttl(staged_key(note.db_key)) <= 86400
     assert 86300 < any_db.ttl(staged_count_key(note.db_key)) <= 86400
 
 
 def test_confirm_moves_staged_reads_into_the_log_and_counts_them(any_db):
-    note = Note.create(agent_id="a", body="x")
+    note = AccessNote.create(agent_id="a", body="x")
     ObservationProtocol.on_read([note], now=100.0)
     ObservationProtocol.on_read([note], now=200.0)
     assert note.access_count == 0 and note.last_accessed is None
@@ -67,7 +67,7 @@ def test_confirm_moves_staged_reads_into_the_log_and_counts_them(any_db):
 
 
 def test_confirm_without_staged_reads_counts_nothing(any_db):
-    note = Note.create(agent_id="a", body="x")
+    note = AccessNote.create(agent_id="a", body="x")
     assert note.confirm_access(now=50.0) == 0
     assert (note.access_count, note.access_log, note.last_accessed) == (0, [], None)
     ObservationProtocol.on_read([note], now=60.0)
@@ -94,7 +94,7 @@ def test_reads_staged_before_the_staged_count_existed_still_count(any_db):
 
 
 def test_discarded_reads_never_count(any_db):
-    note = Note.create(agent_id="a", body="x")
+    note = AccessNote.create(agent_id="a", body="x")
     ObservationProtocol.on_read([note], now=1.0)
     ObservationProtocol.on_read([note], now=2.0)
     note.discard_staged_access()
@@ -103,7 +103,7 @@ def test_discarded_reads_never_count(any_db):
 
 
 def test_discard_drops_staged_reads_only(any_db):
-    note = Note.create(agent_id="a", body="x")
+    note = AccessNote.create(agent_id="a", body="x")
     ObservationProtocol.on_read([note], now=1.0)
     note.confirm_access(now=2.0)
     ObservationProtocol.on_read([note])
@@ -112,8 +112,8 @@ def test_discard_drops_staged_reads_only(any_db):
 
 
 def test_saving_a_stale_instance_keeps_the_access_count(any_db):
-    note = Note.create(agent_id="a", body="x")
-    stale = Note.query.no_track().get(agent_id="a", note_id=note.note_id)
+    note = AccessNote.create(agent_id="a", body="x")
+    stale = AccessNote.query.no_track().get(agent_id="a", note_id=note.note_id)
     ObservationProtocol.on_read([note])
     note.confirm_access()
     stale.body = "y"
@@ -124,17 +124,17 @@ def test_saving_a_stale_instance_keeps_the_access_count(any_db):
 
 
 def test_delete_removes_every_access_key(any_db):
-    note = Note.create(agent_id="a", body="x", rank=1)
-    Note.query.filter(agent_id="a").all()
+    note = AccessNote.create(agent_id="a", body="x", rank=1)
+    AccessNote.query.filter(agent_id="a").all()
     note.confirm_access()
-    Note.query.filter(agent_id="a").all()
+    AccessNote.query.filter(agent_id="a").all()
     assert {staged_key(note.db_key), staged_count_key(note.db_key), log_key(note.db_key)} <= all_keys(any_db)
     note.delete()
-    assert all_keys(any_db) == {Note._meta.global_keyspace().key("partitions")}
+    assert all_keys(any_db) == {AccessNote._meta.global_keyspace().key("partitions")}
 
 
 def test_confirming_a_deleted_record_recreates_nothing(any_db):
-    note = Note.create(agent_id="a", body="x")
+    note = AccessNote.create(agent_id="a", body="x")
     ObservationProtocol.on_read([note])
     any_db.delete(note.db_key.redis_key)  # gone behind the model's back, staged read left over
     assert note.confirm_access() == 0
@@ -143,8 +143,8 @@ def test_confirming_a_deleted_record_recreates_nothing(any_db):
 
 
 def test_on_read_stages_each_distinct_tracked_record_once(any_db):
-    a = Note.create(agent_id="a", body="x")
-    b = Note.create(agent_id="b", body="y")  # another partition: another slot on a cluster
+    a = AccessNote.create(agent_id="a", body="x")
+    b = AccessNote.create(agent_id="b", body="y")  # another partition: another slot on a cluster
     plain = Plain.create(item_id="p")
     assert ObservationProtocol.on_read([a, b, a, plain]) == 2
     assert (staged(a), staged(b)) == (1, 1)
@@ -152,8 +152,8 @@ def test_on_read_stages_each_distinct_tracked_record_once(any_db):
 
 @pytest.mark.parametrize("reader", ["all", "first", "get"])
 def test_every_hydrating_read_stages(any_db, reader):
-    note = Note.create(agent_id="a", body="x")
-    query = Note.query.filter(agent_id="a")
+    note = AccessNote.create(agent_id="a", body="x")
+    query = AccessNote.query.filter(agent_id="a")
     {"all": query.all, "first": query.first,
-     "get": lambda: Note.query.get(agent_id="a", note_id=note.note_id)}[reader]()
+     "get": lambda: AccessNote.query.get(agent_id="a", note_id=note.note_id)}[reader]()
     assert staged(note) == 1

@@ -9,7 +9,8 @@ import warnings
 
 import pytest
 
-from models import Card, Note
+from models import Card
+from models import SeedNote as Note
 from redmem import ArgumentTypeError, AssemblerConfig, ConfigurationError, QueryException, ValidationError
 from redmem.context.floor import DEFAULT_MIN_RELEVANCE
 from redmem.context.tokens import default_counter

@@ -34,7 +34,7 @@ from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
 
 
-class Routine(Model):
+class AssemblerEffectsRoutine(Model):
     """A daily cycle of amplitude 1 peaking at midnight UTC, on a small base.
 
     Local: the push-path tests need this one cycle and base, unlike ``models.Card``'s default cycles.
@@ -91,12 +91,12 @@ def test_records_above_the_surfacing_threshold_become_proactive(any_db):
 
 
 def test_the_push_scan_follows_the_cycle_at_now(any_db):
-    routine = Routine.create(agent_id="a", content="standup")
+    routine = AssemblerEffectsRoutine.create(agent_id="a", content="standup")
     peak = (math.floor(time.time() / 86400) + 1) * 86400.0  # next midnight UTC: cos = 1
-    at_peak = ContextAssembler(Routine, **SEED_RANKING).assemble(agent_id="a", now=peak)
+    at_peak = ContextAssembler(AssemblerEffectsRoutine, **SEED_RANKING).assemble(agent_id="a", now=peak)
     assert at_peak.proactive == [routine]
     assert RecallProposal.for_record(routine).surfaced_at == peak
-    at_trough = ContextAssembler(Routine, **SEED_RANKING).assemble(agent_id="a", now=peak + 43200)  # cos = -1
+    at_trough = ContextAssembler(AssemblerEffectsRoutine, **SEED_RANKING).assemble(agent_id="a", now=peak + 43200)  # cos = -1
     assert at_trough.records == [] and at_trough.proactive == []
 
 

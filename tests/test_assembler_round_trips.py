@@ -17,8 +17,9 @@ import pytest
 
 import redmem
 from conftest import configured_embeddings
-from models import SEED_RANKING, Card, Note
+from models import SEED_RANKING, Card
 from models import RhythmicMemory as Memory
+from models import SeedNote as Note
 from redmem import (
     AccessTrackerMixin,
     AutoKeyField,

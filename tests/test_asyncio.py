@@ -29,7 +29,9 @@ import redis.asyncio as redis_asyncio
 import redmem
 import redmem.store.aio as aio
 from conftest import configured_embeddings
-from models import Memory, Note, RhythmicMemory
+from models import RhythmicMemory
+from models import SeedMemory as Memory
+from models import SeedNote as Note
 from redmem import BM25Field, ConfidenceField, ContextAssembler, ObservationProtocol
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields.embedding_search import matrices

@@ -16,7 +16,7 @@ from redmem.fields.bloom import bit_positions, bloom_size, false_positive_rate, 
 from redmem.text import Analyzer, default_analyzer
 
 
-class Memory(Model):
+class BloomMemory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     topic = StringField()
@@ -25,7 +25,7 @@ class Memory(Model):
     anything_seen = ExistenceFilter(error_rate=0.001, capacity=1000)
 
 
-class Note(Model):
+class BloomNote(Model):
     """Unpartitioned, default fingerprint: every non-key string field."""
 
     note_id = KeyField()
@@ -40,13 +40,13 @@ _partitions = itertools.count()
 # -- formulas --------------------------------------------------------------------------------
 def test_default_sizing():
     assert bloom_size(100_000, 0.01) == (958_505, 6)
-    assert (Memory.topics_seen.m, Memory.topics_seen.k) == (958_505, 6)
+    assert (BloomMemory.topics_seen.m, BloomMemory.topics_seen.k) == (958_505, 6)
 
 
 def test_sizing_by_hand():
     # m = int(1000 * ln(1000) / ln(2)^2) = int(14377.588) ; k = int(14.377 * 0.6931) = int(9.965)
     assert bloom_size(1000, 0.001) == (14_377, 9)
-    assert (Memory.anything_seen.m, Memory.anything_seen.k) == (14_377, 9)
+    assert (BloomMemory.anything_seen.m, BloomMemory.anything_seen.k) == (14_377, 9)
     assert bloom_size(1, 0.5) == (1, 1)
 
 
@@ -74,24 +74,24 @@ def test_bad_parameters_raise(options):
 
 # -- Lua against Python ------------------------------------------------------------------------
 def test_lua_sets_exactly_the_computed_bits(any_db):
-    Memory.topics_seen.add(["deploy kubernetes"], agent_id="a")
-    key = Memory.topics_seen.key(Memory._meta.keyspace(("a",)))
+    BloomMemory.topics_seen.add(["deploy kubernetes"], agent_id="a")
+    key = BloomMemory.topics_seen.key(BloomMemory._meta.keyspace(("a",)))
     expected = {p for term in ("deploy", "kubernet") for p in bit_positions(term, 958_505, 6)}
     assert all(any_db.getbit(key, p) == 1 for p in expected)
     assert any_db.bitcount(key) == len(expected)
-    assert Memory.topics_seen.fill_ratio(agent_id="a") == len(expected) / 958_505
+    assert BloomMemory.topics_seen.fill_ratio(agent_id="a") == len(expected) / 958_505
 
 
 def test_add_reports_surely_new_terms(any_db):
-    assert Memory.topics_seen.add("alpha beta", agent_id="a") == 2
-    assert Memory.topics_seen.add(["beta", "alpha gamma"], agent_id="a") == 1
-    assert Memory.topics_seen.add("", agent_id="a") == 0
+    assert BloomMemory.topics_seen.add("alpha beta", agent_id="a") == 2
+    assert BloomMemory.topics_seen.add(["beta", "alpha gamma"], agent_id="a") == 1
+    assert BloomMemory.topics_seen.add("", agent_id="a") == 0
 
 
 # -- false positives and negatives -----------------------------------------------------------
 def test_measured_false_positive_rate_at_capacity(any_db):
     """100k terms in, 100k others checked: the rate is the 1% target within 1.5x either way."""
-    bloom = Memory.topics_seen
+    bloom = BloomMemory.topics_seen
     present = [f"present-{i}" for i in range(100_000)]
     absent = [f"absent-{i}" for i in range(100_000)]
     bloom.add(present, agent_id="fp")
@@ -106,39 +106,39 @@ def test_measured_false_positive_rate_at_capacity(any_db):
 @given(texts=st.lists(st.text(min_size=1, max_size=40), min_size=1, max_size=20))
 def test_no_false_negatives(any_db, texts):
     partition = f"p{next(_partitions)}"
-    Memory.topics_seen.add(texts, agent_id=partition)
+    BloomMemory.topics_seen.add(texts, agent_id=partition)
     expected = [bool(default_analyzer().tokens(text)) for text in texts]
-    assert Memory.topics_seen.might_exist_many(texts, agent_id=partition) == expected
+    assert BloomMemory.topics_seen.might_exist_many(texts, agent_id=partition) == expected
 
 
 def test_unseen_words_are_definitely_missing(any_db):
-    Memory.topics_seen.add("deployment pipeline", agent_id="a")
-    assert Memory.topics_seen.definitely_missing("kubernetes", agent_id="a")
-    assert not Memory.topics_seen.definitely_missing("deploying", agent_id="a")  # same stem
-    assert Memory.topics_seen.definitely_missing("the of and", agent_id="a")  # no terms at all
+    BloomMemory.topics_seen.add("deployment pipeline", agent_id="a")
+    assert BloomMemory.topics_seen.definitely_missing("kubernetes", agent_id="a")
+    assert not BloomMemory.topics_seen.definitely_missing("deploying", agent_id="a")  # same stem
+    assert BloomMemory.topics_seen.definitely_missing("the of and", agent_id="a")  # no terms at all
 
 
 # -- batches ------------------------------------------------------------------------------------
 def test_batch_check_answers_each_text_in_order(any_db):
-    Memory.topics_seen.add(["deploy", "budget Q3", "東京"], agent_id="a")
+    BloomMemory.topics_seen.add(["deploy", "budget Q3", "東京"], agent_id="a")
     texts = ["deploying now", "cats", "q3", "", "what about 東京都", "unknown words only", "#12"]
-    assert Memory.topics_seen.might_exist_many(texts, agent_id="a") == [
+    assert BloomMemory.topics_seen.might_exist_many(texts, agent_id="a") == [
         True, False, True, False, True, False, False
     ]
 
 
 def test_batch_check_is_one_round_trip(db):
-    Memory.topics_seen.add([f"t{i}" for i in range(50)], agent_id="a")
+    BloomMemory.topics_seen.add([f"t{i}" for i in range(50)], agent_id="a")
     texts = [f"t{i}" for i in range(0, 100, 2)]
     before = _script_calls(db)
-    assert Memory.topics_seen.might_exist_many(texts, agent_id="a") == [True] * 25 + [False] * 25
+    assert BloomMemory.topics_seen.might_exist_many(texts, agent_id="a") == [True] * 25 + [False] * 25
     assert _script_calls(db) - before == 1
 
 
 def test_big_batches_are_split_into_calls_of_one_pipeline(any_db):
     texts = [f"id-{i}" for i in range(25_000)]  # 150k positions: three script calls
-    assert Memory.topics_seen.add(texts, agent_id="big") == 25_000
-    assert all(Memory.topics_seen.might_exist_many(texts, agent_id="big"))
+    assert BloomMemory.topics_seen.add(texts, agent_id="big") == 25_000
+    assert all(BloomMemory.topics_seen.might_exist_many(texts, agent_id="big"))
 
 
 def _script_calls(client) -> int:
@@ -148,32 +148,32 @@ def _script_calls(client) -> int:
 
 # -- saves --------------------------------------------------------------------------------------
 def test_saves_add_the_fingerprint(any_db):
-    Memory.create(agent_id="a", topic="Deployment rollback", content="kubernetes")
-    assert Memory.topics_seen.might_exist("deploy", agent_id="a")
-    assert Memory.topics_seen.might_exist("rollbacks", agent_id="a")
-    assert Memory.topics_seen.definitely_missing("kubernetes", agent_id="a")  # content is not the fingerprint
+    BloomMemory.create(agent_id="a", topic="Deployment rollback", content="kubernetes")
+    assert BloomMemory.topics_seen.might_exist("deploy", agent_id="a")
+    assert BloomMemory.topics_seen.might_exist("rollbacks", agent_id="a")
+    assert BloomMemory.topics_seen.definitely_missing("kubernetes", agent_id="a")  # content is not the fingerprint
 
 
 def test_updates_and_deletes_never_remove_terms(any_db):
-    memory = Memory.create(agent_id="a", topic="deployment")
+    memory = BloomMemory.create(agent_id="a", topic="deployment")
     memory.topic = "budget"
     memory.save()
-    assert Memory.topics_seen.might_exist_many(["deploy", "budget"], agent_id="a") == [True, True]
+    assert BloomMemory.topics_seen.might_exist_many(["deploy", "budget"], agent_id="a") == [True, True]
     memory.delete()
-    assert Memory.topics_seen.might_exist("deploy", agent_id="a")
+    assert BloomMemory.topics_seen.might_exist("deploy", agent_id="a")
 
 
 def test_default_fingerprint_is_the_non_key_string_fields(any_db):
-    Note.create(note_id="n-77", title="Release plan", body="ship v2")
-    assert Note.seen.might_exist_many(["release", "plan", "v2", "ship"]) == [True] * 4
-    assert Note.seen.definitely_missing("n-77")
-    assert Note.query.might_exist("plans")
+    BloomNote.create(note_id="n-77", title="Release plan", body="ship v2")
+    assert BloomNote.seen.might_exist_many(["release", "plan", "v2", "ship"]) == [True] * 4
+    assert BloomNote.seen.definitely_missing("n-77")
+    assert BloomNote.query.might_exist("plans")
 
 
 def test_every_filter_follows_the_model_partition(any_db):
-    Memory.create(agent_id="a", topic="x", content="alpha")
-    Memory.create(agent_id="b", topic="y", content="beta")
-    assert Memory.anything_seen.might_exist_many(["alpha", "beta", "x"], agent_id="a") == [True, False, True]
+    BloomMemory.create(agent_id="a", topic="x", content="alpha")
+    BloomMemory.create(agent_id="b", topic="y", content="beta")
+    assert BloomMemory.anything_seen.might_exist_many(["alpha", "beta", "x"], agent_id="a") == [True, False, True]
 
 
 @pytest.mark.parametrize("fingerprint, expected", [
@@ -223,9 +223,9 @@ def test_custom_analyzer(any_db):
 
 # -- tenants and queries --------------------------------------------------------------------------
 def test_tenants_are_isolated(any_db):
-    Memory.create(agent_id="a", topic="deploy")
-    Memory.create(agent_id="b", topic="budget")
-    bloom = Memory.topics_seen
+    BloomMemory.create(agent_id="a", topic="deploy")
+    BloomMemory.create(agent_id="b", topic="budget")
+    bloom = BloomMemory.topics_seen
     assert bloom.might_exist_many(["deploy", "budget"], agent_id="a") == [True, False]
     assert bloom.might_exist_many(["deploy", "budget"], agent_id="b") == [False, True]
     assert bloom.fill_ratio(agent_id="c") == 0.0
@@ -234,30 +234,30 @@ def test_tenants_are_isolated(any_db):
 
 
 def test_query_methods_use_the_filter_partition(any_db):
-    Memory.create(agent_id="a", topic="deploy")
-    query = Memory.query.filter(agent_id="a")
+    BloomMemory.create(agent_id="a", topic="deploy")
+    query = BloomMemory.query.filter(agent_id="a")
     assert query.might_exist("deploying", field="topics_seen")
     assert query.definitely_missing("budget", field="topics_seen")
     assert query.might_exist_many(["deploy", "budget"], field="topics_seen") == [True, False]
-    assert Memory.query.filter(agent_id="b").definitely_missing("deploy", field="topics_seen")
+    assert BloomMemory.query.filter(agent_id="b").definitely_missing("deploy", field="topics_seen")
 
 
 def test_query_methods_name_the_filter_when_there_are_several(any_db):
     with pytest.raises(QueryException, match="field="):
-        Memory.query.filter(agent_id="a").might_exist("deploy")
+        BloomMemory.query.filter(agent_id="a").might_exist("deploy")
 
 
 def test_partition_must_be_named(any_db):
     with pytest.raises(QueryException):
-        Memory.topics_seen.might_exist("deploy")
+        BloomMemory.topics_seen.might_exist("deploy")
     with pytest.raises(QueryException):
-        Memory.topics_seen.might_exist("deploy", agent_id="a", topic="x")
+        BloomMemory.topics_seen.might_exist("deploy", agent_id="a", topic="x")
     with pytest.raises(QueryException):
-        Memory.query.might_exist("deploy", field="topics_seen")
+        BloomMemory.query.might_exist("deploy", field="topics_seen")
 
 
 def test_texts_must_be_strings(any_db):
     with pytest.raises(ValidationError):
-        Memory.topics_seen.might_exist(42, agent_id="a")
+        BloomMemory.topics_seen.might_exist(42, agent_id="a")
     with pytest.raises(ValidationError):
-        Memory.topics_seen.might_exist_many("one string", agent_id="a")
+        BloomMemory.topics_seen.might_exist_many("one string", agent_id="a")

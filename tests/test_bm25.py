@@ -41,14 +41,14 @@ from redmem.text import Analyzer, default_analyzer
 tokens = default_analyzer().tokens
 
 
-class Memory(Model):
+class Bm25Memory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
     content_bm25 = BM25Field(source="content", partition_by="agent_id")
 
 
-class Note(Model):
+class Bm25Note(Model):
     """Unpartitioned, keyed by hand, other parameters and no stemming."""
 
     note_id = KeyField()
@@ -242,11 +242,11 @@ def test_impact_bound_holds_whatever_avgdl_drifted_to(tf, extra, reference, avgd
 
 def test_scores_by_hand(any_db):
     agent = fresh_agent()
-    first = Memory.create(agent_id=agent, content="apple banana")  # terms: appl banana
-    second = Memory.create(agent_id=agent, content="apple apple cherry")
-    Memory.create(agent_id=agent, content="durian")
+    first = Bm25Memory.create(agent_id=agent, content="apple banana")  # terms: appl banana
+    second = Bm25Memory.create(agent_id=agent, content="apple apple cherry")
+    Bm25Memory.create(agent_id=agent, content="durian")
     # N = 3, avgdl = 2; "apple": df = 2, idf = ln(1.5/2.5 + 1) = ln 1.6
-    found = Memory.query.filter(agent_id=agent).keyword_search("apple")
+    found = Bm25Memory.query.filter(agent_id=agent).keyword_search("apple")
     assert [r.content for r in found] == [second.content, first.content]
     # second: tf 2, dl 3 -> 4.4 / (2 + 1.2 * (0.25 + 0.75 * 1.5)) = 4.4 / 3.65
     assert found[0]._bm25_score == pytest.approx(math.log(1.6) * 4.4 / 3.65, abs=1e-12)
@@ -255,10 +255,10 @@ def test_scores_by_hand(any_db):
 
 def test_a_repeated_query_word_counts_twice(any_db):
     agent = fresh_agent()
-    Memory.create(agent_id=agent, content="apple banana")
-    Memory.create(agent_id=agent, content="cherry")
-    once = Memory.query.filter(agent_id=agent).keyword_search("apple")[0]._bm25_score
-    twice = Memory.query.filter(agent_id=agent).keyword_search("apple apples")[0]._bm25_score
+    Bm25Memory.create(agent_id=agent, content="apple banana")
+    Bm25Memory.create(agent_id=agent, content="cherry")
+    once = Bm25Memory.query.filter(agent_id=agent).keyword_search("apple")[0]._bm25_score
+    twice = Bm25Memory.query.filter(agent_id=agent).keyword_search("apple apples")[0]._bm25_score
     assert twice == pytest.approx(2 * once, rel=1e-12)
 
 
@@ -273,13 +273,13 @@ def random_corpus(rng: random.Random, size: int, common: float = 1.1) -> list[st
 
 def test_rankings_equal_numpy_and_rank_bm25(any_db):
     agent, rng = fresh_agent(), random.Random(7)
-    records = [Memory.create(agent_id=agent, content=text) for text in random_corpus(rng, 120)]
+    records = [Bm25Memory.create(agent_id=agent, content=text) for text in random_corpus(rng, 120)]
     docs = {r._saved_key.record_id: r.content for r in records}
     ordered = sorted(docs)
     okapi = LuceneIdfOkapi([tokens(docs[rid]) for rid in ordered], k1=1.2, b=0.75)
     for _ in range(25):
         text = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
-        found = check_search(Memory, agent, docs, text, limit=rng.choice([1, 5, 10, 50]))
+        found = check_search(Bm25Memory, agent, docs, text, limit=rng.choice([1, 5, 10, 50]))
         okapi_scores = dict(zip(ordered, okapi.get_scores(tokens(text))))
         for record in found:
             assert record._bm25_score == pytest.approx(okapi_scores[record._saved_key.record_id], abs=1e-9)
@@ -287,12 +287,12 @@ def test_rankings_equal_numpy_and_rank_bm25(any_db):
 
 def test_scores_agree_with_the_python_formula(db):
     agent, rng = fresh_agent(), random.Random(3)
-    records = [Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 40)]
+    records = [Bm25Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 40)]
     doc_tf = {r._saved_key.record_id: Counter(tokens(r.content or "")) for r in records}
     n, avgdl = len(doc_tf), sum(sum(c.values()) for c in doc_tf.values()) / len(doc_tf)
     query = Counter(tokens("redis cluster cluster agent"))
     df = {t: sum(1 for c in doc_tf.values() if t in c) for t in query}
-    for record in Memory.query.filter(agent_id=agent).keyword_search("redis cluster cluster agent", limit=40):
+    for record in Bm25Memory.query.filter(agent_id=agent).keyword_search("redis cluster cluster agent", limit=40):
         rid = record._saved_key.record_id
         expected = bm25_score(query, doc_tf[rid], sum(doc_tf[rid].values()), df, n, avgdl, 1.2, 0.75)
         assert record._bm25_score == pytest.approx(expected, abs=1e-9)
@@ -301,27 +301,27 @@ def test_scores_agree_with_the_python_formula(db):
 def test_unpartitioned_model_with_its_own_parameters(any_db):
     texts = {"n1": "running runners run", "n2": "the runner", "n3": "running", "n4": "walking the dog"}
     for key, body in texts.items():
-        Note.create(note_id=key, body=body)
-    assert Note.words.analyzer.tokens("running runners") == ["running", "runners"]  # no stemming
-    check_search(Note, None, texts, "running the runner")
-    check_search(Note, None, texts, "dog runners", limit=2)
+        Bm25Note.create(note_id=key, body=body)
+    assert Bm25Note.words.analyzer.tokens("running runners") == ["running", "runners"]  # no stemming
+    check_search(Bm25Note, None, texts, "running the runner")
+    check_search(Bm25Note, None, texts, "dog runners", limit=2)
 
 
 def test_a_renamed_record_moves_in_the_index(any_db):
-    note = Note.create(note_id="old", body="renamed later")
-    Note.create(note_id="other", body="stays here")
+    note = Bm25Note.create(note_id="old", body="renamed later")
+    Bm25Note.create(note_id="other", body="stays here")
     note.note_id = "new"
     note.save()
-    assert [n.note_id for n in Note.query.keyword_search("renamed")] == ["new"]
+    assert [n.note_id for n in Bm25Note.query.keyword_search("renamed")] == ["new"]
     texts = {"new": "renamed later", "other": "stays here"}
-    assert_index_exact(Note.words, Note.query.partition(), any_db, texts)
+    assert_index_exact(Bm25Note.words, Bm25Note.query.partition(), any_db, texts)
 
 
 def test_ties_go_by_record_id(any_db):
     for key in ["c", "a", "d", "b"]:
-        Note.create(note_id=key, body="twin words")
-    Note.create(note_id="e", body="other words")
-    found = Note.query.keyword_search("twin", limit=3)
+        Bm25Note.create(note_id=key, body="twin words")
+    Bm25Note.create(note_id="e", body="other words")
+    found = Bm25Note.query.keyword_search("twin", limit=3)
     assert [n.note_id for n in found] == ["a", "b", "c"]
     assert len({n._bm25_score for n in found}) == 1
 
@@ -329,29 +329,29 @@ def test_ties_go_by_record_id(any_db):
 def test_bounded_search_reads_part_of_long_lists(any_db):
     agent, rng = fresh_agent(), random.Random(11)
     texts = [" ".join(["memory"] * rng.randint(1, 3) + rng.choices(WORDS, k=rng.randint(3, 30))) for _ in range(400)]
-    records = [Memory.create(agent_id=agent, content=t) for t in texts]
-    space = Memory.query.filter(agent_id=agent).partition()
-    result = server_search(Memory.content_bm25, space, "memory", 5)
-    exhaustive = Memory.content_bm25.search(space, "memory", 5, exhaustive=True)
+    records = [Bm25Memory.create(agent_id=agent, content=t) for t in texts]
+    space = Bm25Memory.query.filter(agent_id=agent).partition()
+    result = server_search(Bm25Memory.content_bm25, space, "memory", 5)
+    exhaustive = Bm25Memory.content_bm25.search(space, "memory", 5, exhaustive=True)
     assert (result.mode, exhaustive.mode) == ("bounded", "exhaustive")
     assert result.ranked == exhaustive.ranked
     assert exhaustive.postings_read == 400
     assert result.postings_read < 100
-    check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, "memory", limit=5)
+    check_search(Bm25Memory, agent, {r._saved_key.record_id: r.content for r in records}, "memory", limit=5)
 
 
 def test_records_that_cannot_reach_the_top_are_not_scored(any_db):
     """A question of many common words: most records first seen deep in a list are dropped by their
     upper bound (impact bounds and the unread lists' bounds) before their lengths are read."""
     agent, rng = fresh_agent(), random.Random(13)
-    records = [Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 600, common=0.6)]
-    space = Memory.query.filter(agent_id=agent).partition()
+    records = [Bm25Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 600, common=0.6)]
+    space = Bm25Memory.query.filter(agent_id=agent).partition()
     question = "which agent memory search index latency in the redis cluster"
-    result = server_search(Memory.content_bm25, space, question, 10)
-    exhaustive = Memory.content_bm25.search(space, question, 10, exhaustive=True)
+    result = server_search(Bm25Memory.content_bm25, space, question, 10)
+    exhaustive = Bm25Memory.content_bm25.search(space, question, 10, exhaustive=True)
     assert result.mode == "bounded" and result.ranked == exhaustive.ranked
     assert result.records_scored < result.postings_read / 4
-    check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, question)
+    check_search(Bm25Memory, agent, {r._saved_key.record_id: r.content for r in records}, question)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -364,21 +364,21 @@ def test_pruned_search_equals_brute_force(any_db, texts, question, limit):
     """Bounded search with pruning == numpy brute force == exhaustive, ids and scores, on corpora of a
     few shared words (long overlapping lists, the case where most records are pruned)."""
     agent = fresh_agent()
-    records = [Memory(agent_id=agent, content=t) for t in texts]
-    Memory.save_many(records, chunk_size=37)
-    check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, question, limit=limit)
+    records = [Bm25Memory(agent_id=agent, content=t) for t in texts]
+    Bm25Memory.save_many(records, chunk_size=37)
+    check_search(Bm25Memory, agent, {r._saved_key.record_id: r.content for r in records}, question, limit=limit)
 
 
 def test_a_list_without_a_reference_falls_back_to_scoring_every_posting(any_db):
     agent, rng = fresh_agent(), random.Random(2)
-    records = [Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 50)]
-    space = Memory.query.filter(agent_id=agent).partition()
-    before = server_search(Memory.content_bm25, space, "redis cluster", 5)
-    any_db.hdel(Memory.content_bm25.keys_in(space).references, "cluster")  # damaged by hand
-    after = server_search(Memory.content_bm25, space, "redis cluster", 5)
+    records = [Bm25Memory.create(agent_id=agent, content=t) for t in random_corpus(rng, 50)]
+    space = Bm25Memory.query.filter(agent_id=agent).partition()
+    before = server_search(Bm25Memory.content_bm25, space, "redis cluster", 5)
+    any_db.hdel(Bm25Memory.content_bm25.keys_in(space).references, "cluster")  # damaged by hand
+    after = server_search(Bm25Memory.content_bm25, space, "redis cluster", 5)
     assert (before.mode, after.mode) == ("bounded", "exhaustive")
     assert after.ranked == before.ranked
-    check_search(Memory, agent, {r._saved_key.record_id: r.content for r in records}, "redis cluster", limit=5)
+    check_search(Bm25Memory, agent, {r._saved_key.record_id: r.content for r in records}, "redis cluster", limit=5)
 
 
 @pytest.mark.parametrize("growth", ["longer", "shorter"])
@@ -389,21 +389,21 @@ def test_exact_after_avgdl_drifts_away_from_the_lists_references(any_db, growth)
     early = 3 if growth == "longer" else 90
     for _ in range(60):
         text = " ".join(["alpha"] * rng.randint(1, 3) + ["beta"] * rng.randint(0, 2) + ["gamma"] * rng.randint(0, early))
-        record = Memory.create(agent_id=agent, content=text)
+        record = Bm25Memory.create(agent_id=agent, content=text)
         docs[record._saved_key.record_id] = text
     late = 200 if growth == "longer" else 1
     for _ in range(300):  # never touch alpha/beta: their lists keep their references
         text = " ".join(["gamma"] * rng.randint(late // 2, late) + ["delta"])
-        record = Memory.create(agent_id=agent, content=text)
+        record = Bm25Memory.create(agent_id=agent, content=text)
         docs[record._saved_key.record_id] = text
-    space = Memory.query.filter(agent_id=agent).partition()
-    state = index_state(Memory.content_bm25, space, any_db)
+    space = Bm25Memory.query.filter(agent_id=agent).partition()
+    state = index_state(Bm25Memory.content_bm25, space, any_db)
     avgdl = int(state["total"]) / len(state["lengths"])
     reference = float(state["references"]["alpha"][0])
     assert (avgdl > 3 * reference) if growth == "longer" else (avgdl < reference / 3)
     for text in ["alpha", "alpha beta", "beta gamma", "alpha delta gamma"]:
         for limit in (1, 3, 10):
-            check_search(Memory, agent, docs, text, limit=limit)
+            check_search(Bm25Memory, agent, docs, text, limit=limit)
 
 
 # -- exact stats under random writes ------------------------------------------------------------
@@ -422,11 +422,11 @@ operations = st.lists(
 @given(ops=operations)
 def test_stats_stay_exact_under_saves_updates_deletes(any_db, ops):
     agent = fresh_agent()
-    live: dict[int, Memory] = {}
+    live: dict[int, Bm25Memory] = {}
     for action, slot, text in ops:
         record = live.get(slot)
         if action == "save" and record is None:
-            live[slot] = Memory.create(agent_id=agent, content=text)
+            live[slot] = Bm25Memory.create(agent_id=agent, content=text)
         elif action in ("save", "update") and record is not None:
             record.content = text
             record.save()
@@ -437,10 +437,10 @@ def test_stats_stay_exact_under_saves_updates_deletes(any_db, ops):
             record.delete()
             del live[slot]
     texts = {r._saved_key.record_id: r.content for r in live.values()}
-    space = Memory.query.filter(agent_id=agent).partition()
-    assert_index_exact(Memory.content_bm25, space, any_db, texts)
+    space = Bm25Memory.query.filter(agent_id=agent).partition()
+    assert_index_exact(Bm25Memory.content_bm25, space, any_db, texts)
     for text in ["redis", "deploy cluster memory", "agent python the"]:
-        check_search(Memory, agent, {rid: t or "" for rid, t in texts.items()}, text, limit=4)
+        check_search(Bm25Memory, agent, {rid: t or "" for rid, t in texts.items()}, text, limit=4)
 
 
 def drifting_corpus(rng: random.Random) -> list[str]:
@@ -468,17 +468,17 @@ def test_save_many_stores_the_index_of_one_save_per_record(any_db, chunk_size):
     their rebases) and impacts as one save() per record."""
     texts = drifting_corpus(random.Random(8))
     one, many = fresh_agent(), fresh_agent()
-    singles = [Memory.create(agent_id=one, content=text) for text in texts]
-    bulk = [Memory(agent_id=many, content=text) for text in texts]
-    Memory.save_many(bulk, chunk_size=chunk_size)
-    states = [index_state(Memory.content_bm25, Memory.query.filter(agent_id=agent).partition(), any_db)
+    singles = [Bm25Memory.create(agent_id=one, content=text) for text in texts]
+    bulk = [Bm25Memory(agent_id=many, content=text) for text in texts]
+    Bm25Memory.save_many(bulk, chunk_size=chunk_size)
+    states = [index_state(Bm25Memory.content_bm25, Bm25Memory.query.filter(agent_id=agent).partition(), any_db)
               for agent in (one, many)]
     assert by_position(states[1], [r.memory_id for r in bulk]) == by_position(states[0], [r.memory_id for r in singles])
     assert float(states[1]["references"]["gamma"][0]) != float(states[1]["references"]["alpha"][0])  # rebased
     docs = {r.memory_id: r.content for r in bulk}
-    assert_index_exact(Memory.content_bm25, Memory.query.filter(agent_id=many).partition(), any_db, docs)
+    assert_index_exact(Bm25Memory.content_bm25, Bm25Memory.query.filter(agent_id=many).partition(), any_db, docs)
     for text in ["alpha", "gamma delta", "alpha gamma redis"]:
-        check_search(Memory, many, docs, text, limit=5)
+        check_search(Bm25Memory, many, docs, text, limit=5)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -487,8 +487,8 @@ def test_save_many_stores_the_index_of_one_save_per_record(any_db, chunk_size):
 def test_stats_stay_exact_under_bulk_saves_between_updates(any_db, batches):
     agent, live = fresh_agent(), []
     for text, copies, chunk_size, changes in batches:
-        made = [Memory(agent_id=agent, content=" ".join(text.split()[i:]) or None) for i in range(copies)]
-        Memory.save_many(made, chunk_size=chunk_size)
+        made = [Bm25Memory(agent_id=agent, content=" ".join(text.split()[i:]) or None) for i in range(copies)]
+        Bm25Memory.save_many(made, chunk_size=chunk_size)
         live += made
         for record in live[:changes]:
             record.content = text[::-1]
@@ -496,17 +496,17 @@ def test_stats_stay_exact_under_bulk_saves_between_updates(any_db, batches):
         if changes == 3:
             live.pop().delete()
     texts = {r.memory_id: r.content for r in live}
-    assert_index_exact(Memory.content_bm25, Memory.query.filter(agent_id=agent).partition(), any_db, texts)
+    assert_index_exact(Bm25Memory.content_bm25, Bm25Memory.query.filter(agent_id=agent).partition(), any_db, texts)
 
 
 def test_concurrent_writers_keep_the_stats_exact(db):
     agent = fresh_agent()
-    made = [Memory.create(agent_id=agent, content="seed text") for _ in range(8)]
+    made = [Bm25Memory.create(agent_id=agent, content="seed text") for _ in range(8)]
 
     def work(seed: int) -> None:  # each writer holds its own instances, as separate processes do
         rng = random.Random(seed)
-        mine = [Memory.create(agent_id=agent, content=" ".join(rng.choices(WORDS, k=5))) for _ in range(10)]
-        shared = [Memory.query.get(agent_id=agent, memory_id=m.memory_id) for m in made]
+        mine = [Bm25Memory.create(agent_id=agent, content=" ".join(rng.choices(WORDS, k=5))) for _ in range(10)]
+        shared = [Bm25Memory.query.get(agent_id=agent, memory_id=m.memory_id) for m in made]
         for _ in range(20):
             record = rng.choice(mine + shared)
             record.content = " ".join(rng.choices(WORDS, k=rng.randint(0, 8)))
@@ -519,43 +519,43 @@ def test_concurrent_writers_keep_the_stats_exact(db):
         thread.start()
     for thread in threads:
         thread.join()
-    query = Memory.query.filter(agent_id=agent)
+    query = Bm25Memory.query.filter(agent_id=agent)
     texts = {r._saved_key.record_id: r.content for r in query.all()}
     assert len(texts) == 8 + 4 * 6
-    assert_index_exact(Memory.content_bm25, query.partition(), db, texts)
+    assert_index_exact(Bm25Memory.content_bm25, query.partition(), db, texts)
 
 
 def test_deleting_every_record_leaves_no_index_key(any_db):
     agent = fresh_agent()
-    records = [Memory.create(agent_id=agent, content=f"note {i} about redis") for i in range(5)]
-    records.append(Memory.create(agent_id=agent, content=None))
+    records = [Bm25Memory.create(agent_id=agent, content=f"note {i} about redis") for i in range(5)]
+    records.append(Bm25Memory.create(agent_id=agent, content=None))
     keys = {k for k in all_keys(any_db) if ":b:" in k}
     assert keys and all(f"{{{agent}}}" in k for k in keys)  # one partition, one slot
     for record in records:
         record.delete()
     assert not {k for k in all_keys(any_db) if ":b:" in k}
-    assert Memory.query.filter(agent_id=agent).keyword_search("redis") == []
+    assert Bm25Memory.query.filter(agent_id=agent).keyword_search("redis") == []
 
 
 def test_empty_texts_count_as_documents(any_db):
     agent = fresh_agent()
     docs = {}
     for text in ["redis cluster", "", None, "the and of", "redis"]:
-        record = Memory.create(agent_id=agent, content=text)
+        record = Bm25Memory.create(agent_id=agent, content=text)
         docs[record._saved_key.record_id] = text or ""
-    check_search(Memory, agent, docs, "redis")  # N = 5, avgdl = 3 / 5
+    check_search(Bm25Memory, agent, docs, "redis")  # N = 5, avgdl = 3 / 5
 
 
 def test_a_text_with_thousands_of_distinct_terms(any_db):
     agent = fresh_agent()
-    big = Memory.create(agent_id=agent, content=" ".join(f"w{i}" for i in range(9000)))
-    small = Memory.create(agent_id=agent, content="w7 w7 short")
+    big = Bm25Memory.create(agent_id=agent, content=" ".join(f"w{i}" for i in range(9000)))
+    small = Bm25Memory.create(agent_id=agent, content="w7 w7 short")
     docs = {big._saved_key.record_id: big.content, small._saved_key.record_id: small.content}
-    check_search(Memory, agent, docs, "w7 w8999 short")
+    check_search(Bm25Memory, agent, docs, "w7 w8999 short")
     big.content = "now short"
     big.save()
     docs[big._saved_key.record_id] = big.content
-    assert_index_exact(Memory.content_bm25, Memory.query.filter(agent_id=agent).partition(), any_db, docs)
+    assert_index_exact(Bm25Memory.content_bm25, Bm25Memory.query.filter(agent_id=agent).partition(), any_db, docs)
 
 
 # -- tenants ---------------------------------------------------------------------------------
@@ -565,16 +565,16 @@ def test_no_cross_tenant_hit_ever(any_db):
     docs: dict[str, dict[str, str]] = {first: {}, second: {}}
     for i, text in enumerate(random_corpus(rng, 160)):
         agent = first if i % 2 else second
-        record = Memory.create(agent_id=agent, content=text + (" solo" if agent == first else ""))
+        record = Bm25Memory.create(agent_id=agent, content=text + (" solo" if agent == first else ""))
         docs[agent][record._saved_key.record_id] = record.content
     for _ in range(10):
         text = " ".join(rng.sample(WORDS, 3))
         for agent in (first, second):
-            found = check_search(Memory, agent, docs[agent], text, limit=50)
+            found = check_search(Bm25Memory, agent, docs[agent], text, limit=50)
             assert all(r.agent_id == agent for r in found)
             assert {r._saved_key.record_id for r in found} <= set(docs[agent])
-    assert Memory.query.filter(agent_id=second).keyword_search("solo") == []
-    assert len(Memory.query.filter(agent_id=first).keyword_search("solo", limit=100)) == 80
+    assert Bm25Memory.query.filter(agent_id=second).keyword_search("solo") == []
+    assert len(Bm25Memory.query.filter(agent_id=first).keyword_search("solo", limit=100)) == 80
 
 
 # -- analyser cases --------------------------------------------------------------------------
@@ -613,8 +613,8 @@ def test_cjk_and_identifier_queries(any_db):
     agent = fresh_agent()
     texts = ["東京都に行きます", "京都の寺を見た", "大阪の夜", "Q3 revenue report", "shipped v2 today",
              "fixes #594 in the parser", "notes on gpt-4o latency", "Python 3.5 is old"]
-    made = {t: Memory.create(agent_id=agent, content=t) for t in texts}
-    search = Memory.query.filter(agent_id=agent).keyword_search
+    made = {t: Bm25Memory.create(agent_id=agent, content=t) for t in texts}
+    search = Bm25Memory.query.filter(agent_id=agent).keyword_search
 
     def hits(text: str) -> list[str]:
         return [r.content for r in search(text)]
@@ -628,22 +628,22 @@ def test_cjk_and_identifier_queries(any_db):
     assert hits("ship") == ["shipped v2 today"]  # stemmed
     assert hits("3.5") == ["Python 3.5 is old"]
     assert hits("594") == []
-    check_search(Memory, agent, {r._saved_key.record_id: t for t, r in made.items()}, "京都 report")
+    check_search(Bm25Memory, agent, {r._saved_key.record_id: t for t, r in made.items()}, "京都 report")
 
 
 @pytest.mark.parametrize("text", ["", "   ", "the and of", "...!!!", "I don't know what it's about"])
 def test_queries_without_terms_find_nothing(any_db, text):
     agent = fresh_agent()
-    Memory.create(agent_id=agent, content="the and of redis")
-    assert Memory.query.filter(agent_id=agent).keyword_search(text) == []
+    Bm25Memory.create(agent_id=agent, content="the and of redis")
+    assert Bm25Memory.query.filter(agent_id=agent).keyword_search(text) == []
 
 
 def test_unknown_terms_and_empty_partitions(any_db):
-    assert Memory.query.filter(agent_id=fresh_agent()).keyword_search("redis") == []
+    assert Bm25Memory.query.filter(agent_id=fresh_agent()).keyword_search("redis") == []
     agent = fresh_agent()
-    Memory.create(agent_id=agent, content="redis")
-    assert Memory.query.filter(agent_id=agent).keyword_search("postgres") == []
-    assert Memory.query.filter(agent_id=agent).keyword_search("redis", limit=0) == []
+    Bm25Memory.create(agent_id=agent, content="redis")
+    assert Bm25Memory.query.filter(agent_id=agent).keyword_search("postgres") == []
+    assert Bm25Memory.query.filter(agent_id=agent).keyword_search("redis", limit=0) == []
 
 
 # -- declarations and errors -----------------------------------------------------------------
@@ -675,26 +675,26 @@ def test_declaration_changes_move_the_index():
         content_bm25 = BM25Field(source="content", k1=1.5, partition_by="agent_id")
 
         class Meta:
-            name = "Memory"
+            name = "Bm25Memory"
 
-    space = Memory.query.filter(agent_id="x").partition()
-    assert Other.content_bm25.keys_in(space) != Memory.content_bm25.keys_in(space)
+    space = Bm25Memory.query.filter(agent_id="x").partition()
+    assert Other.content_bm25.keys_in(space) != Bm25Memory.content_bm25.keys_in(space)
     same = BM25Field(source="content", analyzer=Analyzer())
-    assert same.version == Memory.content_bm25.version
+    assert same.version == Bm25Memory.content_bm25.version
 
 
 def test_search_errors(any_db):
     with pytest.raises(QueryException, match="partition"):
-        Memory.query.keyword_search("redis")
+        Bm25Memory.query.keyword_search("redis")
     with pytest.raises(QueryException, match="partition only"):
-        Memory.query.filter(agent_id="a", memory_id="m").keyword_search("redis")
+        Bm25Memory.query.filter(agent_id="a", memory_id="m").keyword_search("redis")
     for limit in (-1, 1.5, True):
         with pytest.raises(QueryException, match="limit"):
-            Memory.query.filter(agent_id="a").keyword_search("redis", limit=limit)
+            Bm25Memory.query.filter(agent_id="a").keyword_search("redis", limit=limit)
     with pytest.raises(ValidationError):
-        Memory.query.filter(agent_id="a").keyword_search(["redis"])
+        Bm25Memory.query.filter(agent_id="a").keyword_search(["redis"])
     with pytest.raises(QueryException, match="not a BM25Field"):
-        Memory.query.filter(agent_id="a").keyword_search("redis", field="content")
+        Bm25Memory.query.filter(agent_id="a").keyword_search("redis", field="content")
 
     class TwoIndexes(Model):
         key = KeyField()

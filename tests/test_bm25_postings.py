@@ -19,7 +19,8 @@ import redmem
 from redmem.fields import bm25, bm25_postings
 from redmem.fields.bm25_postings import copies
 from redmem.store.embedded import EmbeddedServer
-from test_bm25 import WORDS, Memory, check_search, fresh_agent, random_corpus
+from test_bm25 import WORDS, check_search, fresh_agent, random_corpus
+from test_bm25 import Bm25Memory as Memory
 
 
 def docs_of(agent: str) -> dict[str, str]:

@@ -180,6 +180,9 @@ def old_chat_memory() -> type[Model]:
     """ChatMemory as versions before said_at/context/passage declared it (same name: same keys)."""
 
     class ChatMemory(AccessTrackerMixin, Model):
+        class Meta:
+            name = "ChatMemory"  # the library's key space, on purpose
+
         memory_id = AutoKeyField()
         agent_id = KeyField()
         session = StringField()

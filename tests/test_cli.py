@@ -347,6 +347,9 @@ NOTES_V1 = """
 from redmem import AutoKeyField, BM25Field, Model, StringField
 
 class Note(Model):
+    class Meta:
+        name = "Note"  # both versions, imported in one process, name the one key space on purpose
+
     note_id = AutoKeyField()
     text = StringField()
 """

@@ -30,7 +30,7 @@ DAY = 86400.0
 T0 = 1_750_000_000.0
 
 
-class Memory(WriteFilterMixin, Model):
+class CompositeMemory(WriteFilterMixin, Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     importance = FloatField(default=1.0)
@@ -92,19 +92,19 @@ def test_maps_hand_numbers():
 
 
 def test_signal_names():
-    assert signal_names(Memory) == ["rank", "relevance", "confidence", "rhythm", "priority"]
+    assert signal_names(CompositeMemory) == ["rank", "relevance", "confidence", "rhythm", "priority"]
     assert signal_names(Fading) == ["relevance", "confidence"]
     assert signal_names(Tracked) == ["relevance"]
 
 
 # -- hand-computed composites ----------------------------------------------------------------------
 def test_decay_and_confidence_hand_numbers(any_db):
-    recent = Memory.create(agent_id="a", memory_id="recent", importance=1.0)
-    stale = Memory.create(agent_id="a", memory_id="stale", importance=1.0)
-    Memory.relevance.touch(recent, now=T0 - DAY)
-    Memory.relevance.touch(stale, now=T0 - 100 * DAY)
+    recent = CompositeMemory.create(agent_id="a", memory_id="recent", importance=1.0)
+    stale = CompositeMemory.create(agent_id="a", memory_id="stale", importance=1.0)
+    CompositeMemory.relevance.touch(recent, now=T0 - DAY)
+    CompositeMemory.relevance.touch(stale, now=T0 - 100 * DAY)
     ConfidenceField.update_confidence(recent, "confidence", 0.9)  # (0.5 + 0.9) / 2 = 0.7
-    top = Memory.query.filter(agent_id="a").composite_score(
+    top = CompositeMemory.query.filter(agent_id="a").composite_score(
         indexes={"relevance": 0.6, "confidence": 0.3}, as_of=T0)
     assert names(top) == ["recent", "stale"]
     # recent: decay 1 * 1 ** -0.1 = 1 (modulation inert at 1 day) -> 1/2; 0.6*0.5 + 0.3*0.7 = 0.51
@@ -116,14 +116,14 @@ def test_decay_and_confidence_hand_numbers(any_db):
 
 
 def test_sorted_cyclic_and_priority_hand_numbers(any_db):
-    low = Memory.create(agent_id="a", memory_id="low", rank=2.0, keep_score=0.5)
-    mid = Memory.create(agent_id="a", memory_id="mid", rank=5.0, keep_score=0.8)
-    high = Memory.create(agent_id="a", memory_id="high", rank=10.0, keep_score=1.4)
-    blank = Memory.create(agent_id="a", memory_id="blank")  # no rank: sorted signal 0
+    low = CompositeMemory.create(agent_id="a", memory_id="low", rank=2.0, keep_score=0.5)
+    mid = CompositeMemory.create(agent_id="a", memory_id="mid", rank=5.0, keep_score=0.8)
+    high = CompositeMemory.create(agent_id="a", memory_id="high", rank=10.0, keep_score=1.4)
+    blank = CompositeMemory.create(agent_id="a", memory_id="blank")  # no rank: sorted signal 0
     for record in (low, mid, high, blank):
-        Memory.rhythm.touch(record, now=T0 - DAY)
-        Memory.rhythm.resolve_pressure(record, now=T0 - 2 * DAY)
-    query = Memory.query.filter(agent_id="a")
+        CompositeMemory.rhythm.touch(record, now=T0 - DAY)
+        CompositeMemory.rhythm.resolve_pressure(record, now=T0 - 2 * DAY)
+    query = CompositeMemory.query.filter(agent_id="a")
     top = query.composite_score(indexes={"rank": 1.0}, limit=4, as_of=T0)
     assert [(r.memory_id, r._composite_score) for r in top] == [
         ("high", 1.0), ("mid", pytest.approx(3 / 8)), ("blank", 0.0), ("low", 0.0)]
@@ -134,7 +134,7 @@ def test_sorted_cyclic_and_priority_hand_numbers(any_db):
     #   = 1 + 0.5 - 0.2 * (-0.2225209) + 0.2 = 1.7445042; logistic = 0.851258
     top = query.composite_score(indexes={"rhythm": 1.0}, limit=1, as_of=T0)
     assert top[0]._signals["rhythm"] == pytest.approx(0.851258, abs=1e-6)
-    assert top[0]._signals["rhythm"] == pytest.approx(logistic(Memory.rhythm.score_of(top[0], as_of=T0)))
+    assert top[0]._signals["rhythm"] == pytest.approx(logistic(CompositeMemory.rhythm.score_of(top[0], as_of=T0)))
     assert top[0].memory_id == "blank"  # four equal scores: the smallest id
 
 
@@ -151,9 +151,9 @@ def test_exponential_decay_signal(any_db):
 
 def test_min_score_ties_and_field_objects(any_db):
     for memory_id, rank in [("c", 1.0), ("a", 3.0), ("b", 3.0), ("d", 0.0)]:
-        Memory.create(agent_id="a", memory_id=memory_id, rank=rank)
-    query = Memory.query.filter(agent_id="a")
-    top = query.composite_score(indexes={Memory.rank: 1.0}, min_score=1 / 3)
+        CompositeMemory.create(agent_id="a", memory_id=memory_id, rank=rank)
+    query = CompositeMemory.query.filter(agent_id="a")
+    top = query.composite_score(indexes={CompositeMemory.rank: 1.0}, min_score=1 / 3)
     assert [(r.memory_id, r._composite_score) for r in top] == [("a", 1.0), ("b", 1.0), ("c", pytest.approx(1 / 3))]
     assert names(query.composite_score(indexes={"rank": 1.0}, limit=1)) == ["a"]
     assert query.composite_score(indexes={"rank": 1.0}, min_score=1.5) == []
@@ -165,11 +165,11 @@ def test_min_score_ties_and_field_objects(any_db):
 def test_records_in_no_walked_list_come_by_id(any_db):
     """Records with no entry anywhere score the defaults' composite; the first by id fill the page."""
     agent = fresh_agent()
-    space = Memory._meta.keyspace((agent,))
+    space = CompositeMemory._meta.keyspace((agent,))
     for memory_id in ["e", "b", "d", "a", "c"]:
-        Memory.create(agent_id=agent, memory_id=memory_id, rank=7.0 if memory_id == "d" else None)
-    any_db.zrem(Memory.confidence.index_key(space), "b", "c")  # records from before the field
-    query = Memory.query.filter(agent_id=agent)
+        CompositeMemory.create(agent_id=agent, memory_id=memory_id, rank=7.0 if memory_id == "d" else None)
+    any_db.zrem(CompositeMemory.confidence.index_key(space), "b", "c")  # records from before the field
+    query = CompositeMemory.query.filter(agent_id=agent)
     top = query.composite_score(indexes={"rank": 1.0, "confidence": 0.5}, limit=3)
     assert [(r.memory_id, r._composite_score) for r in top] == [("d", 1.25), ("a", 0.25), ("b", 0.25)]
     assert names(query.composite_score(indexes={"rank": 1.0}, limit=10)) == ["d", "a", "b", "c", "e"]
@@ -180,8 +180,8 @@ def test_ties_at_the_cut_go_by_record_id(any_db):
     ids = [f"{i:02d}" for i in range(40)]
     random.Random(5).shuffle(ids)
     for memory_id in ids:
-        Memory.relevance.touch(Memory.create(agent_id="a", memory_id=memory_id, rank=1.0), now=T0)
-    query = Memory.query.filter(agent_id="a")
+        CompositeMemory.relevance.touch(CompositeMemory.create(agent_id="a", memory_id=memory_id, rank=1.0), now=T0)
+    query = CompositeMemory.query.filter(agent_id="a")
     assert names(query.composite_score(indexes={"rank": 1.0}, limit=5)) == ["00", "01", "02", "03", "04"]
     top = query.composite_score(indexes={"relevance": 1.0, "rank": 0.5}, limit=3, as_of=T0 + DAY)
     assert [(r.memory_id, r._composite_score) for r in top] == [(i, 1.0) for i in ("00", "01", "02")]
@@ -192,36 +192,36 @@ def test_no_other_tenant_ever_appears(any_db):
     """Two agents whose scores interleave: each query sees its own records, scaled within its own partition."""
     for i in range(20):
         agent = "a" if i % 2 == 0 else "b"
-        record = Memory.create(agent_id=agent, memory_id=f"{agent}{i:02d}", rank=float(i),
+        record = CompositeMemory.create(agent_id=agent, memory_id=f"{agent}{i:02d}", rank=float(i),
                                importance=1.0 + i, keep_score=0.7 + i / 100)
-        Memory.relevance.touch(record, now=T0 - i * DAY)
-        Memory.rhythm.touch(record, now=T0 - i * DAY)
-    Memory.create(agent_id="b", memory_id="b-outlier", rank=1000.0, importance=50.0, keep_score=2.0)
+        CompositeMemory.relevance.touch(record, now=T0 - i * DAY)
+        CompositeMemory.rhythm.touch(record, now=T0 - i * DAY)
+    CompositeMemory.create(agent_id="b", memory_id="b-outlier", rank=1000.0, importance=50.0, keep_score=2.0)
     weights = {"rank": 0.2, "relevance": 0.3, "confidence": 0.1, "rhythm": 0.2, "priority": 0.2}
     for agent in ("a", "b"):
-        top = Memory.query.filter(agent_id=agent).composite_score(indexes=weights, limit=100, as_of=T0)
+        top = CompositeMemory.query.filter(agent_id=agent).composite_score(indexes=weights, limit=100, as_of=T0)
         assert {r.agent_id for r in top} == {agent}
         assert len(top) == 10 + (agent == "b")
-    top_a = Memory.query.filter(agent_id="a").composite_score(indexes={"rank": 1.0}, limit=100)
+    top_a = CompositeMemory.query.filter(agent_id="a").composite_score(indexes={"rank": 1.0}, limit=100)
     assert top_a[0].memory_id == "a18" and top_a[0]._composite_score == 1.0  # b's outlier scales nothing of a
     assert top_a[-1].memory_id == "a00" and top_a[-1]._composite_score == 0.0
 
 
 def test_unpartitioned_models_rank_their_one_keyspace(any_db):
-    class Note(Model):
+    class CompositeNote(Model):
         note_id = KeyField()
         stars = SortedField(int)
         confidence = ConfidenceField()
 
     for note_id, stars in [("x", 1), ("y", 4), ("z", 3)]:
-        Note.create(note_id=note_id, stars=stars)
-    top = Note.query.composite_score(indexes={"stars": 1.0, "confidence": 1.0}, limit=2)
+        CompositeNote.create(note_id=note_id, stars=stars)
+    top = CompositeNote.query.composite_score(indexes={"stars": 1.0, "confidence": 1.0}, limit=2)
     assert [(r.note_id, r._composite_score) for r in top] == [("y", 1.5), ("z", pytest.approx(7 / 6))]
 
 
 # -- errors --------------------------------------------------------------------------------------
 def test_errors(any_db):
-    query = Memory.query.filter(agent_id="a")
+    query = CompositeMemory.query.filter(agent_id="a")
     with pytest.raises(QueryException, match="valid: rank, relevance, confidence, rhythm, priority"):
         query.composite_score(indexes={"importance": 1.0})
     with pytest.raises(QueryException, match="valid: relevance$"):
@@ -229,7 +229,7 @@ def test_errors(any_db):
     with pytest.raises(QueryException, match="no signal"):
         query.composite_score(indexes={Fading.relevance: 1.0})  # another model's field
     with pytest.raises(QueryException, match="named twice"):
-        query.composite_score(indexes={"rank": 1.0, Memory.rank: 2.0})
+        query.composite_score(indexes={"rank": 1.0, CompositeMemory.rank: 2.0})
     for bad in ({}, None, [("rank", 1.0)]):
         with pytest.raises(QueryException, match="non-empty dict"):
             query.composite_score(indexes=bad)
@@ -242,9 +242,9 @@ def test_errors(any_db):
     with pytest.raises(ValidationError, match="min_score"):
         query.composite_score(indexes={"rank": 1.0}, min_score=math.nan)
     with pytest.raises(QueryException, match="partition"):
-        Memory.query.composite_score(indexes={"rank": 1.0})
+        CompositeMemory.query.composite_score(indexes={"rank": 1.0})
     with pytest.raises(QueryException, match="partition only"):
-        Memory.query.filter(agent_id="a", memory_id="x").composite_score(indexes={"rank": 1.0})
+        CompositeMemory.query.filter(agent_id="a", memory_id="x").composite_score(indexes={"rank": 1.0})
     assert query.composite_score(indexes={"rank": 1.0}) == []
 
 
@@ -254,44 +254,44 @@ SIGNALS = ["rank", "relevance", "confidence", "rhythm", "priority"]
 
 
 def populate(agent: str, specs: list[tuple]) -> None:
-    """One Memory per spec (importance, t or None, confidence or None, rank or None, filter score,
+    """One CompositeMemory per spec (importance, t or None, confidence or None, rank or None, filter score,
     daily amplitude), with those values stored; t None: no decay entry."""
-    space = Memory._meta.keyspace((agent,))
-    records = [Memory(agent_id=agent, importance=base, rank=rank, keep_score=fs) for base, _, _, rank, fs, _ in specs]
-    Memory.save_many(records)
-    client = Memory._meta.client
-    cyclic, daily = Memory.rhythm.keys_in(space), Memory.rhythm.cycles[0].key
+    space = CompositeMemory._meta.keyspace((agent,))
+    records = [CompositeMemory(agent_id=agent, importance=base, rank=rank, keep_score=fs) for base, _, _, rank, fs, _ in specs]
+    CompositeMemory.save_many(records)
+    client = CompositeMemory._meta.client
+    cyclic, daily = CompositeMemory.rhythm.keys_in(space), CompositeMemory.rhythm.cycles[0].key
     with client.pipeline(transaction=False) as pipe:
         for record, (_, t, confidence, _, _, amplitude) in zip(records, specs):
             rid = record.db_key.record_id
             if t is None:
-                pipe.zrem(Memory.relevance.keys_in(space).updated, rid)
+                pipe.zrem(CompositeMemory.relevance.keys_in(space).updated, rid)
             else:
-                Memory.relevance.touch(record, pipeline=pipe, now=t)
-                Memory.rhythm.touch(record, pipeline=pipe, now=t)
-                Memory.rhythm.resolve_pressure(record, pipeline=pipe, now=t - DAY)
+                CompositeMemory.relevance.touch(record, pipeline=pipe, now=t)
+                CompositeMemory.rhythm.touch(record, pipeline=pipe, now=t)
+                CompositeMemory.rhythm.resolve_pressure(record, pipeline=pipe, now=t - DAY)
             if confidence is None:
-                pipe.zrem(Memory.confidence.index_key(space), rid)
+                pipe.zrem(CompositeMemory.confidence.index_key(space), rid)
             else:
-                pipe.zadd(Memory.confidence.index_key(space), {rid: confidence})
+                pipe.zadd(CompositeMemory.confidence.index_key(space), {rid: confidence})
             pipe.zadd(cyclic.amplitude(daily), {rid: amplitude})
         pipe.execute()
 
 
 def stored(agent: str) -> list[tuple[str, dict]]:
     """Every record of the partition with the values each signal reads, read exhaustively."""
-    space = Memory._meta.keyspace((agent,))
-    client = Memory._meta.client
-    cyclic = Memory.rhythm.keys_in(space)
+    space = CompositeMemory._meta.keyspace((agent,))
+    client = CompositeMemory._meta.client
+    cyclic = CompositeMemory.rhythm.keys_in(space)
     zsets = {
-        "t": Memory.relevance.keys_in(space).updated, "c": Memory.confidence.index_key(space),
+        "t": CompositeMemory.relevance.keys_in(space).updated, "c": CompositeMemory.confidence.index_key(space),
         "rank": space.key("z", "rank"), "priority": priority_key(space), "ct": cyclic.updated,
-        "cr": cyclic.resolved, **{c.key: cyclic.amplitude(c.key) for c in Memory.rhythm.cycles},
+        "cr": cyclic.resolved, **{c.key: cyclic.amplitude(c.key) for c in CompositeMemory.rhythm.cycles},
     }
     values = {name: {m.decode(): s for m, s in client.zrange(key, 0, -1, withscores=True)}
               for name, key in zsets.items()}
     rows = []
-    for record in Memory.query.filter(agent_id=agent).no_track().all():
+    for record in CompositeMemory.query.filter(agent_id=agent).no_track().all():
         rid = record.db_key.record_id
         rows.append((rid, {"base": record.importance, **{name: v.get(rid) for name, v in values.items()}}))
     return rows
@@ -303,14 +303,14 @@ def brute_force(rows: list[tuple[str, dict]], weights: dict[str, float], now: fl
     low, high = (min(ranks), max(ranks)) if ranks else (0.0, 0.0)
     scored = []
     for rid, v in rows:
-        amplitudes = [v[c.key] if v[c.key] is not None else c.amplitude for c in Memory.rhythm.cycles]
+        amplitudes = [v[c.key] if v[c.key] is not None else c.amplitude for c in CompositeMemory.rhythm.cycles]
         signals = {
-            "relevance": 0.0 if v["t"] is None else saturate(Memory.relevance.score(v["base"], v["t"], v["c"], now)),
+            "relevance": 0.0 if v["t"] is None else saturate(CompositeMemory.relevance.score(v["base"], v["t"], v["c"], now)),
             "confidence": 0.5 if v["c"] is None else v["c"],
             "rank": 0.0 if v["rank"] is None else min_max(v["rank"], low, high),
             "priority": 0.0 if v["priority"] is None else clamp01(v["priority"]),
             "rhythm": 0.0 if v["ct"] is None else logistic(
-                Memory.rhythm.score(v["base"], v["ct"], v["cr"], amplitudes, now)),
+                CompositeMemory.rhythm.score(v["base"], v["ct"], v["cr"], amplitudes, now)),
         }
         scored.append((rid, composite(weights, signals)))
     scored.sort(key=lambda pair: (-pair[1], pair[0]))
@@ -336,7 +336,7 @@ def test_top_matches_brute_force(any_db, data, weights, n, floor):
     agent = fresh_agent()
     populate(agent, data)
     rows = stored(agent)
-    query = Memory.query.filter(agent_id=agent).no_track()
+    query = CompositeMemory.query.filter(agent_id=agent).no_track()
     for now in AS_OF:
         expected = [p for p in brute_force(rows, weights, now) if floor is None or p[1] >= floor][:n]
         top = query.composite_score(indexes=weights, limit=n, min_score=floor, as_of=now)
@@ -349,7 +349,7 @@ def test_records_without_evidence_count_at_the_initial_confidence(any_db):
     specs = [(1.0, T0 - i * 60.0, (i % 5) / 10, None, 0.5, 0.5) for i in range(100)]
     populate(agent, specs + [(0.25, T0 - 90 * DAY, None, None, 0.5, 0.5)])  # last in every walked list
     weights = {"confidence": 1.0, "relevance": 0.01}
-    top = Memory.query.filter(agent_id=agent).composite_score(indexes=weights, limit=1, as_of=T0)
+    top = CompositeMemory.query.filter(agent_id=agent).composite_score(indexes=weights, limit=1, as_of=T0)
     assert [(r.db_key.record_id, r._composite_score) for r in top] == brute_force(stored(agent), weights, T0)[:1]
     assert top[0]._signals["confidence"] == 0.5
 
@@ -361,7 +361,7 @@ def test_many_records_match_brute_force(any_db):
               0.5 + (i % 5) / 5, (i % 3) / 2) for i in range(600)]
     populate(agent, specs)
     rows = stored(agent)
-    query = Memory.query.filter(agent_id=agent).no_track()
+    query = CompositeMemory.query.filter(agent_id=agent).no_track()
     for weights in ({"relevance": 0.6, "confidence": 0.3}, dict.fromkeys(SIGNALS, 1.0), {"rhythm": 1.0}):
         for now in AS_OF:
             top = query.composite_score(indexes=weights, limit=10, as_of=now)
@@ -370,8 +370,8 @@ def test_many_records_match_brute_force(any_db):
 
 def script_rows(agent: str, weights: dict, n: int, now: float, min_score: float | None = None) -> list[str]:
     """The record ids composite_select.lua itself returns (before Python ranks them)."""
-    search = composite_search(Memory.query.filter(agent_id=agent), weights, n, min_score, now)
-    return [rid for rid, _ in parse_reply(search.plan, search.calls()[0].run(Memory._meta.client))[1]]
+    search = composite_search(CompositeMemory.query.filter(agent_id=agent), weights, n, min_score, now)
+    return [rid for rid, _ in parse_reply(search.plan, search.calls()[0].run(CompositeMemory._meta.client))[1]]
 
 
 def test_equal_scores_come_by_id_and_the_script_returns_exactly_n(any_db):
@@ -384,7 +384,7 @@ def test_equal_scores_come_by_id_and_the_script_returns_exactly_n(any_db):
     rows = stored(agent)
     by_id = sorted(rid for rid, _ in rows)
     weights = {"relevance": 0.6, "confidence": 0.3}
-    query = Memory.query.filter(agent_id=agent).no_track()
+    query = CompositeMemory.query.filter(agent_id=agent).no_track()
     for n in (1, 7, 50):
         top = query.composite_score(indexes=weights, limit=n, as_of=T0)
         expected = brute_force(rows, weights, T0)[:n]
@@ -403,7 +403,7 @@ def test_ties_below_distinct_leaders_and_under_a_floor(any_db):
     populate(agent, specs)
     rows = stored(agent)
     weights = {"relevance": 1.0, "confidence": 0.5}
-    query = Memory.query.filter(agent_id=agent).no_track()
+    query = CompositeMemory.query.filter(agent_id=agent).no_track()
     for n, floor in ((10, None), (3, None), (10, 0.1), (10, 2.0)):
         expected = [p for p in brute_force(rows, weights, T0) if floor is None or p[1] >= floor][:n]
         top = query.composite_score(indexes=weights, limit=n, min_score=floor, as_of=T0)

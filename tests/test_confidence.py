@@ -19,7 +19,7 @@ from redmem.model.persistence import queue_new_record
 from redmem.store.aio import is_cluster
 
 
-class Belief(Model):
+class ConfidenceBelief(Model):
     belief_id = AutoKeyField()
     agent_id = KeyField()
     text = StringField()
@@ -79,7 +79,7 @@ def test_field_options_are_checked():
 
 # -- against Redis ----------------------------------------------------------------------------
 def test_hand_computed_updates_on_three_records(any_db):
-    beliefs = [Belief.create(agent_id="a", text=t) for t in ("x", "y", "z")]
+    beliefs = [ConfidenceBelief.create(agent_id="a", text=t) for t in ("x", "y", "z")]
     for belief, signal in zip(beliefs, (0.9, 0.5, 0.3)):
         ConfidenceField.update_confidence(belief, "confidence", signal)
     got = [ConfidenceField.get_confidence(b, "confidence") for b in beliefs]
@@ -88,7 +88,7 @@ def test_hand_computed_updates_on_three_records(any_db):
         {"confidence": 0.5, "evidence_count": 1, "corroborations": 1, "contradictions": 0},
         {"confidence": 0.4, "evidence_count": 1, "corroborations": 0, "contradictions": 1},
     ]
-    stored = index(any_db, Belief, "confidence", agent_id="a")
+    stored = index(any_db, ConfidenceBelief, "confidence", agent_id="a")
     assert stored == {b.db_key.record_id: pytest.approx(c, abs=1e-15) for b, c in zip(beliefs, got)}
 
 
@@ -105,20 +105,20 @@ def test_evidence_cap_in_redis_and_count_keeps_counting(any_db):
 
 
 def test_new_records_are_indexed_at_the_initial_confidence_and_deletes_clean_up(any_db):
-    kept = Belief.create(agent_id="a", text="kept")
-    gone = Belief.create(agent_id="a", text="gone")
-    other = Belief.create(agent_id="b", text="other tenant")
-    assert index(any_db, Belief, "confidence", agent_id="a") == {
+    kept = ConfidenceBelief.create(agent_id="a", text="kept")
+    gone = ConfidenceBelief.create(agent_id="a", text="gone")
+    other = ConfidenceBelief.create(agent_id="b", text="other tenant")
+    assert index(any_db, ConfidenceBelief, "confidence", agent_id="a") == {
         kept.db_key.record_id: 0.5, gone.db_key.record_id: 0.5,
     }
-    assert index(any_db, Belief, "confidence", agent_id="b") == {other.db_key.record_id: 0.5}
+    assert index(any_db, ConfidenceBelief, "confidence", agent_id="b") == {other.db_key.record_id: 0.5}
     assert not any(name.startswith(b"confidence") for name in any_db.hkeys(kept.db_key.redis_key))  # no evidence
     assert ConfidenceField.get_confidence_data(kept, "confidence") == {
         "confidence": 0.5, "evidence_count": 0, "corroborations": 0, "contradictions": 0,
     }
     ConfidenceField.update_confidence(gone, "confidence", 1.0)
     gone.delete()
-    assert index(any_db, Belief, "confidence", agent_id="a") == {kept.db_key.record_id: 0.5}
+    assert index(any_db, ConfidenceBelief, "confidence", agent_id="a") == {kept.db_key.record_id: 0.5}
     before = all_keys(any_db)
     with pytest.raises(RecordNotFound, match="not stored"):
         ConfidenceField.update_confidence(gone, "confidence", 0.9)
@@ -129,7 +129,7 @@ def test_new_records_are_indexed_at_the_initial_confidence_and_deletes_clean_up(
 
 
 def test_a_bad_signal_writes_nothing(any_db):
-    belief = Belief.create(agent_id="a", text="t")
+    belief = ConfidenceBelief.create(agent_id="a", text="t")
     before = any_db.hgetall(belief.db_key.redis_key)
     for bad in (None, True, "0.9", math.nan, 2.0):
         with pytest.raises(ValidationError):
@@ -141,15 +141,15 @@ def test_a_bad_signal_writes_nothing(any_db):
 
 
 def test_resaving_a_stale_instance_keeps_the_evidence(any_db):
-    belief = Belief.create(agent_id="a", text="v1")
-    stale = Belief.query.get(belief_id=belief.belief_id, agent_id="a")
+    belief = ConfidenceBelief.create(agent_id="a", text="v1")
+    stale = ConfidenceBelief.query.get(belief_id=belief.belief_id, agent_id="a")
     ConfidenceField.update_confidence(belief, "confidence", 0.9)
     stale.text = "v2"
     stale.save()
     assert ConfidenceField.get_confidence_data(stale, "confidence") == {
         "confidence": 0.7, "evidence_count": 1, "corroborations": 1, "contradictions": 0,
     }
-    assert index(any_db, Belief, "confidence", agent_id="a") == {belief.db_key.record_id: 0.7}
+    assert index(any_db, ConfidenceBelief, "confidence", agent_id="a") == {belief.db_key.record_id: 0.7}
 
 
 def test_a_key_change_carries_the_evidence_to_the_new_key(any_db):
@@ -206,8 +206,8 @@ def test_records_saved_before_the_field_existed_start_at_the_initial_confidence(
 
 
 def test_updates_queue_into_the_callers_pipeline(any_db):
-    beliefs = [Belief.create(agent_id="a", text=t) for t in "xy"]
-    gone = Belief.create(agent_id="a", text="gone")
+    beliefs = [ConfidenceBelief.create(agent_id="a", text=t) for t in "xy"]
+    gone = ConfidenceBelief.create(agent_id="a", text="gone")
     with any_db.pipeline(transaction=False) as pipe:
         for belief in beliefs:
             assert ConfidenceField.update_confidence(belief, "confidence", 0.9, pipeline=pipe) is None
@@ -248,14 +248,14 @@ def _update_many(url: str, prefix: str, belief_id: str, signal: float, start: An
     """Worker process: its own connection, then 500 updates of one record once all workers are up."""
     redmem.connect(url)
     redmem.configure(key_prefix=prefix)
-    belief = Belief(belief_id=belief_id, agent_id="a")
+    belief = ConfidenceBelief(belief_id=belief_id, agent_id="a")
     start.wait()
     for _ in range(500):
         ConfidenceField.update_confidence(belief, "confidence", signal)
 
 
 def test_concurrent_updates_lose_no_evidence(any_db, request):
-    belief = Belief.create(agent_id="a", text="contested")
+    belief = ConfidenceBelief.create(agent_id="a", text="contested")
     forked = multiprocessing.get_context("fork")  # children start without re-importing redmem
     start = forked.Barrier(8)
     args = (_url(request, any_db), redmem.store.settings().key_prefix, belief.belief_id)
@@ -268,4 +268,4 @@ def test_concurrent_updates_lose_no_evidence(any_db, request):
     data = ConfidenceField.get_confidence_data(belief, "confidence")
     assert (data["evidence_count"], data["corroborations"], data["contradictions"]) == (4000, 2000, 2000)
     assert 0.0 <= data["confidence"] <= 1.0
-    assert index(any_db, Belief, "confidence", agent_id="a") == {belief.db_key.record_id: data["confidence"]}
+    assert index(any_db, ConfidenceBelief, "confidence", agent_id="a") == {belief.db_key.record_id: data["confidence"]}

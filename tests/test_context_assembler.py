@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import redmem
 from conftest import configured_embeddings
-from models import Memory, Note
+from models import SeedMemory as Memory
+from models import SeedNote as Note
 from redmem import (
     AccessTrackerMixin,
     AutoKeyField,
@@ -48,7 +49,7 @@ from redmem.model.dbkey import DbKey
 from redmem.recipes.context_assembler import AssemblyResult, ContextAssembler
 
 
-class Fact(Model):
+class ContextAssemblerFact(Model):
     """Neither BM25Field nor EmbeddingField: auto -> composite."""
 
     fact_id = AutoKeyField()
@@ -59,7 +60,7 @@ class Fact(Model):
     confidence = ConfidenceField()
 
 
-class Plain(Model):
+class ContextAssemblerPlain(Model):
     """Hybrid-capable, with no ExistenceFilter (so no pre-check short-circuits a query)."""
 
     plain_id = AutoKeyField()
@@ -72,7 +73,7 @@ class Plain(Model):
 
 
 class TableEmbeddings:
-    """Vectors by lookup: texts in ``near`` get e0, every other text e1 (cosine 0 with e0).
+    """ContextAssemblerVectors by lookup: texts in ``near`` get e0, every other text e1 (cosine 0 with e0).
 
     Lets a test decide exactly which records the vector arm finds for a query in ``near``.
     """
@@ -104,7 +105,7 @@ COSINES: dict[str, float] = {}
 
 
 class AngleEmbeddings:
-    """Vectors by lookup: a text in COSINES gets the unit vector at that cosine to e0 (so a query
+    """ContextAssemblerVectors by lookup: a text in COSINES gets the unit vector at that cosine to e0 (so a query
     listed at 1.0 is e0), every other text e1. Lets a test set each record's cosine."""
 
     dimensions = 2
@@ -125,8 +126,8 @@ class Scored(Model):
     embedding = EmbeddingField(source="content", provider=AngleEmbeddings(), dtype="float32", partition_by="agent_id")
 
 
-class Vectors(Model):
-    """EmbeddingField without a BM25Field: auto -> semantic. Vectors from TableEmbeddings(NEAR)."""
+class ContextAssemblerVectors(Model):
+    """EmbeddingField without a BM25Field: auto -> semantic. ContextAssemblerVectors from TableEmbeddings(NEAR)."""
 
     vector_id = AutoKeyField()
     agent_id = KeyField()
@@ -181,20 +182,20 @@ def trace_of(result: AssemblyResult) -> list[dict]:
 
 
 # -- modes ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("model", "mode"), [(Memory, "hybrid"), (Plain, "hybrid"), (Note, "lexical"),
-                                             (Vectors, "semantic"), (Fact, "composite")])
+@pytest.mark.parametrize(("model", "mode"), [(Memory, "hybrid"), (ContextAssemblerPlain, "hybrid"), (Note, "lexical"),
+                                             (ContextAssemblerVectors, "semantic"), (ContextAssemblerFact, "composite")])
 def test_auto_mode_follows_the_fields_of_the_model(model, mode):
-    assembler = ContextAssembler(model, score_weights={"relevance": 1.0} if model is Fact else None)
+    assembler = ContextAssembler(model, score_weights={"relevance": 1.0} if model is ContextAssemblerFact else None)
     assert (assembler.retrieval_mode, assembler.mode) == ("auto", mode)
 
 
 def test_auto_composite_needs_no_score_weights():
-    assert ContextAssembler(Fact).mode == "composite"  # the push path alone, until weights are given
+    assert ContextAssembler(ContextAssemblerFact).mode == "composite"  # the push path alone, until weights are given
 
 
 @pytest.mark.parametrize(("model", "mode", "needs"), [
-    (Note, "hybrid", "EmbeddingField"), (Fact, "hybrid", "BM25Field"), (Fact, "lexical", "BM25Field"),
-    (Note, "semantic", "EmbeddingField"), (Fact, "semantic", "EmbeddingField"),
+    (Note, "hybrid", "EmbeddingField"), (ContextAssemblerFact, "hybrid", "BM25Field"), (ContextAssemblerFact, "lexical", "BM25Field"),
+    (Note, "semantic", "EmbeddingField"), (ContextAssemblerFact, "semantic", "EmbeddingField"),
 ])
 def test_forced_modes_need_their_fields_at_init(model, mode, needs):
     with pytest.raises(QueryException, match=f"'{mode}' needs .*{needs}"):
@@ -202,7 +203,7 @@ def test_forced_modes_need_their_fields_at_init(model, mode, needs):
 
 
 @pytest.mark.parametrize(("model", "mode"), [(Memory, "hybrid"), (Memory, "lexical"), (Memory, "semantic"),
-                                             (Ranked, "semantic"), (Vectors, "semantic")])
+                                             (Ranked, "semantic"), (ContextAssemblerVectors, "semantic")])
 def test_a_forced_mode_is_kept_when_its_fields_exist(model, mode):
     assert ContextAssembler(model, retrieval_mode=mode).mode == mode
 
@@ -301,9 +302,9 @@ def test_lexical_can_be_forced_on_a_hybrid_model(any_db):
 
 def test_semantic_mode_uses_the_vector_arm_only(any_db):
     NEAR.update({"alpha", "close in meaning"})
-    Vectors.create(agent_id="a", content="alpha words")  # the query's word, not its meaning
-    close = Vectors.create(agent_id="a", content="close in meaning")
-    result = ContextAssembler(Vectors, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
+    ContextAssemblerVectors.create(agent_id="a", content="alpha words")  # the query's word, not its meaning
+    close = ContextAssemblerVectors.create(agent_id="a", content="close in meaning")
+    result = ContextAssembler(ContextAssemblerVectors, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
     assert result.metadata["retrieval_mode"] == "semantic"
     assert result.records == [close]
     (entry,) = trace_of(result)
@@ -322,10 +323,10 @@ def test_semantic_can_be_forced_on_a_hybrid_model(any_db):
 
 def test_semantic_graph_expansion_starts_from_the_vector_hits(any_db):
     NEAR.update({"alpha", "close in meaning"})
-    close = Vectors.create(agent_id="a", content="close in meaning")
-    friend = Vectors.create(agent_id="a", content="linked friend")  # cosine 0: not a vector hit
-    Vectors.links.link(close, friend, initial_weight=0.5)
-    result = ContextAssembler(Vectors, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
+    close = ContextAssemblerVectors.create(agent_id="a", content="close in meaning")
+    friend = ContextAssemblerVectors.create(agent_id="a", content="linked friend")  # cosine 0: not a vector hit
+    ContextAssemblerVectors.links.link(close, friend, initial_weight=0.5)
+    result = ContextAssembler(ContextAssemblerVectors, **SEED).assemble("alpha", agent_id="a", emit_trace=True)
     assert result.records == [close, friend]
     assert trace_of(result)[1]["signals"] == {"graph": 0.25, "rrf": pytest.approx(1 / 61), "match": 0.0}  # first of the graph list
 
@@ -333,12 +334,12 @@ def test_semantic_graph_expansion_starts_from_the_vector_hits(any_db):
 @pytest.mark.parametrize("query", ["alpha 42", '"alpha phrase"', "ask Maria about alpha"])
 def test_semantic_mode_pulls_for_specific_queries_too(any_db, query):
     NEAR.update({query, "close in meaning"})
-    close = Vectors.create(agent_id="a", content="close in meaning")
-    assert ContextAssembler(Vectors).assemble(query, agent_id="a").records == [close]
+    close = ContextAssemblerVectors.create(agent_id="a", content="close in meaning")
+    assert ContextAssembler(ContextAssemblerVectors).assemble(query, agent_id="a").records == [close]
 
 
 @pytest.mark.parametrize(("model", "mode"), [(Ranked, "auto"), (Ranked, "hybrid"), (Ranked, "lexical"),
-                                             (Ranked, "semantic"), (Vectors, "auto"), (Note, "auto")])
+                                             (Ranked, "semantic"), (ContextAssemblerVectors, "auto"), (Note, "auto")])
 @pytest.mark.parametrize("cues", [None, {"topic": "  ", "detail": None}], ids=["none", "blank"])
 def test_without_query_text_every_mode_runs_composite_silently(any_db, model, mode, cues):
     NEAR.add("alpha")
@@ -352,8 +353,8 @@ def test_without_query_text_every_mode_runs_composite_silently(any_db, model, mo
 
 def query_fallback_setup() -> ContextAssembler:
     for importance, text in [(0.2, "low"), (0.9, "high"), (0.5, "middle")]:
-        Plain.create(agent_id="a", content=f"{text} importance memo", importance=importance)
-    return ContextAssembler(Plain, score_weights={"relevance": 1.0}, max_items=5)
+        ContextAssemblerPlain.create(agent_id="a", content=f"{text} importance memo", importance=importance)
+    return ContextAssembler(ContextAssemblerPlain, score_weights={"relevance": 1.0}, max_items=5)
 
 
 def test_hybrid_falls_back_to_composite_with_a_warning_when_both_arms_are_empty(any_db):
@@ -367,7 +368,7 @@ def test_hybrid_falls_back_to_composite_with_a_warning_when_both_arms_are_empty(
 
 def test_lexical_falls_back_to_composite_when_bm25_finds_nothing(any_db):
     query_fallback_setup()
-    assembler = ContextAssembler(Plain, score_weights={"relevance": 1.0}, max_items=5, retrieval_mode="lexical")
+    assembler = ContextAssembler(ContextAssemblerPlain, score_weights={"relevance": 1.0}, max_items=5, retrieval_mode="lexical")
     with pytest.warns(RuntimeWarning, match="lexical retrieval found nothing"):
         result = assembler.assemble("zebra", agent_id="a")  # a term no record holds: no graph seeds
     assert result.metadata["retrieval_mode"] == "composite"
@@ -377,11 +378,11 @@ def test_lexical_falls_back_to_composite_when_bm25_finds_nothing(any_db):
 def test_composite_ranks_at_the_assemblers_clock(any_db):
     """``now`` fixes the clock of the composite too: fresh beats important early, not 100 days on."""
     t0, day = 1_750_000_000.0, 86400.0
-    fresh = Fact.create(agent_id="a", content="fresh", importance=1.0)
-    important = Fact.create(agent_id="a", content="important", importance=1.2)
-    Fact.relevance.touch(fresh, now=t0)
-    Fact.relevance.touch(important, now=t0 - 5 * day)
-    assembler = ContextAssembler(Fact, score_weights={"relevance": 1.0})
+    fresh = ContextAssemblerFact.create(agent_id="a", content="fresh", importance=1.0)
+    important = ContextAssemblerFact.create(agent_id="a", content="important", importance=1.2)
+    ContextAssemblerFact.relevance.touch(fresh, now=t0)
+    ContextAssemblerFact.relevance.touch(important, now=t0 - 5 * day)
+    assembler = ContextAssembler(ContextAssemblerFact, score_weights={"relevance": 1.0})
     # at t0: 0.01 ** -0.1 = 1.58 against 1.2 * 5 ** -0.1 = 1.02; 100 days on: 0.63 against 0.75
     assert ids(assembler.assemble(agent_id="a", now=t0).records) == ["fresh", "important"]
     assert ids(assembler.assemble(agent_id="a", now=t0 + 100 * day).records) == ["important", "fresh"]
@@ -391,15 +392,15 @@ def test_fallback_without_score_weights_returns_no_pull_candidates(any_db):
     query_fallback_setup()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing to fall back on: nothing to warn about
-        result = ContextAssembler(Plain).assemble("???", agent_id="a")
+        result = ContextAssembler(ContextAssemblerPlain).assemble("???", agent_id="a")
     assert result.records == [] and result.metadata["pull_count"] == 0
     assert result.metadata["retrieval_mode"] == "composite"
 
 
 def test_composite_ranks_by_the_weighted_scores(any_db):
     for importance, text in [(0.2, "low"), (0.9, "high"), (0.5, "middle")]:
-        Fact.create(agent_id="a", content=text, importance=importance)
-    result = ContextAssembler(Fact, score_weights={"relevance": 1.0}).assemble(agent_id="a", emit_trace=True)
+        ContextAssemblerFact.create(agent_id="a", content=text, importance=importance)
+    result = ContextAssembler(ContextAssemblerFact, score_weights={"relevance": 1.0}).assemble(agent_id="a", emit_trace=True)
     assert result.metadata["retrieval_mode"] == "composite"
     assert ids(result.records) == ["high", "middle", "low"]
     assert all("composite" in t["signals"] for t in trace_of(result))
@@ -407,9 +408,9 @@ def test_composite_ranks_by_the_weighted_scores(any_db):
 
 def test_composite_mode_still_uses_the_query_text_through_bm25(any_db):
     for i in range(12):
-        Plain.create(agent_id="a", content=f"weekly report number {i}", importance=0.9)
-    Plain.create(agent_id="a", content="kubernetes cluster upgrade", importance=0.01)
-    assembler = ContextAssembler(Plain, score_weights={"relevance": 1.0}, max_items=3, retrieval_mode="composite")
+        ContextAssemblerPlain.create(agent_id="a", content=f"weekly report number {i}", importance=0.9)
+    ContextAssemblerPlain.create(agent_id="a", content="kubernetes cluster upgrade", importance=0.01)
+    assembler = ContextAssembler(ContextAssemblerPlain, score_weights={"relevance": 1.0}, max_items=3, retrieval_mode="composite")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the model has a BM25Field: the cues are not ignored
         result = assembler.assemble("kubernetes", agent_id="a")
@@ -426,8 +427,8 @@ def test_no_query_text_on_a_hybrid_model_ranks_by_score_weights(any_db):
 
 
 def test_composite_without_bm25_warns_that_the_query_cues_are_ignored(any_db):
-    Fact.create(agent_id="a", content="anything", importance=0.5)
-    assembler = ContextAssembler(Fact)  # auto -> composite, no score_weights: the push path alone
+    ContextAssemblerFact.create(agent_id="a", content="anything", importance=0.5)
+    assembler = ContextAssembler(ContextAssemblerFact)  # auto -> composite, no score_weights: the push path alone
     with pytest.warns(RuntimeWarning, match="ignores the query cues") as caught:
         result = assembler.assemble({"topic": "deployment"}, agent_id="a")
     assert len(caught) == 1 and caught[0].filename == __file__
@@ -439,8 +440,8 @@ def test_composite_without_bm25_warns_that_the_query_cues_are_ignored(any_db):
 
 def test_composite_with_score_weights_and_no_bm25_ranks_by_the_weights_alone(any_db):
     for importance, text in [(0.2, "deployment"), (0.9, "lunch")]:
-        Fact.create(agent_id="a", content=text, importance=importance)
-    assembler = ContextAssembler(Fact, score_weights={"relevance": 1.0})
+        ContextAssemblerFact.create(agent_id="a", content=text, importance=importance)
+    assembler = ContextAssembler(ContextAssemblerFact, score_weights={"relevance": 1.0})
     with pytest.warns(RuntimeWarning, match="ignores the query cues") as caught:
         result = assembler.assemble({"topic": "deployment"}, agent_id="a")
     assert caught[0].filename == __file__

@@ -17,7 +17,7 @@ from redmem.fields.cooccurrence import propagation_weights, rank_weight, weight_
 from redmem.store.aio import is_cluster
 
 
-class Memory(Model):
+class CooccurrenceMemory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
@@ -92,7 +92,7 @@ def test_reference_propagation_on_a_known_graph(depth):
 # -- against Redis ----------------------------------------------------------------------------
 @pytest.fixture
 def known(any_db):
-    graph = Memory.associations.graph(agent_id="a")
+    graph = CooccurrenceMemory.associations.graph(agent_id="a")
     for (a, b), w in KNOWN.items():
         graph.link(E(a), E(b), initial_weight=w)
     return graph
@@ -131,7 +131,7 @@ def test_propagation_from_several_seeds_keeps_the_max_and_drops_seeds(known):
     threshold=st.floats(0.0, 0.3),
 )
 def test_lua_propagation_matches_the_reference_exactly(any_db, edges, seeds, depth, decay, threshold):
-    graph = Memory.associations.graph(agent_id="h")
+    graph = CooccurrenceMemory.associations.graph(agent_id="h")
     any_db.delete(*graph.keys)
     for (a, b), w in edges.items():
         graph.link(E(a), E(b), initial_weight=w)
@@ -142,14 +142,14 @@ def test_lua_propagation_matches_the_reference_exactly(any_db, edges, seeds, dep
 
 
 def test_link_keeps_an_existing_weight_and_refuses_self_loops(any_db):
-    one, two = (Memory.create(agent_id="a", content=c) for c in ("one", "two"))
-    assert Memory.associations.link(one, two) == 0.1
-    assert Memory.associations.link(two, one, initial_weight=0.9) == 0.1
-    assert names(Memory.associations.get_linked(two)) == [(one.db_key.record_id, 0.1)]
+    one, two = (CooccurrenceMemory.create(agent_id="a", content=c) for c in ("one", "two"))
+    assert CooccurrenceMemory.associations.link(one, two) == 0.1
+    assert CooccurrenceMemory.associations.link(two, one, initial_weight=0.9) == 0.1
+    assert names(CooccurrenceMemory.associations.get_linked(two)) == [(one.db_key.record_id, 0.1)]
     with pytest.raises(ValidationError, match="self loops"):
-        Memory.associations.link(one, one.db_key)
+        CooccurrenceMemory.associations.link(one, one.db_key)
     with pytest.raises(ValidationError):
-        Memory.associations.link(one, two, initial_weight=0)
+        CooccurrenceMemory.associations.link(one, two, initial_weight=0)
 
 
 def test_strengthen_is_capped_at_one(any_db):
@@ -177,7 +177,7 @@ def test_unlink_and_weaken_all(any_db):
 
 
 def test_get_linked_orders_filters_and_limits(any_db):
-    graph = Memory.associations.graph(agent_id="a")
+    graph = CooccurrenceMemory.associations.graph(agent_id="a")
     for name, weight in [("b", 0.2), ("a", 0.2), ("c", 0.05), ("d", 0.001)]:
         graph.link(E("hub"), E(name), initial_weight=weight)
     assert names(graph.get_linked(E("hub"))) == [("a", 0.2), ("b", 0.2), ("c", 0.05)]
@@ -223,8 +223,8 @@ def test_directed_weaken_and_unlink_leave_the_reverse_edge_alone(any_db):
 
 
 def test_deleting_a_record_removes_its_edges_both_ways(any_db):
-    doomed, kept, other = (Memory.create(agent_id="a", content=c) for c in ("doomed", "kept", "other"))
-    field = Memory.associations
+    doomed, kept, other = (CooccurrenceMemory.create(agent_id="a", content=c) for c in ("doomed", "kept", "other"))
+    field = CooccurrenceMemory.associations
     field.link(doomed, kept, initial_weight=0.4)
     field.link(other, doomed, initial_weight=0.3)
     field.link(doomed, E("Paris"), initial_weight=0.2)
@@ -254,30 +254,30 @@ def test_deleting_a_record_removes_incoming_directed_edges(any_db):
 
 
 def test_nodes_are_scoped_to_their_partition_and_named_without_collisions(any_db):
-    mine = Memory.create(agent_id="a", content="mine")
-    theirs = Memory.create(agent_id="b", content="theirs")
+    mine = CooccurrenceMemory.create(agent_id="a", content="mine")
+    theirs = CooccurrenceMemory.create(agent_id="b", content="theirs")
     with pytest.raises(ValidationError, match="different partitions"):
-        Memory.associations.link(mine, theirs)
+        CooccurrenceMemory.associations.link(mine, theirs)
     with pytest.raises(ValidationError, match="only entities"):
-        Memory.associations.link(E("x"), E("y"))
+        CooccurrenceMemory.associations.link(E("x"), E("y"))
     with pytest.raises(ValidationError, match="Entity"):
-        Memory.associations.link(mine, "entity:Paris")
+        CooccurrenceMemory.associations.link(mine, "entity:Paris")
     with pytest.raises(ValidationError, match="partition"):
-        Memory.associations.graph(agent_id="b").link(mine, E("x"))
+        CooccurrenceMemory.associations.graph(agent_id="b").link(mine, E("x"))
     tricky = [mine.db_key.record_id, "r:" + mine.db_key.record_id, "a b", "{x}:*", ""]
     for name in tricky:
-        Memory.associations.link(mine, E(name))
-    Memory.associations.graph(agent_id="b").link(E("a b"), E("c"))
-    linked = Memory.associations.get_linked(mine)
+        CooccurrenceMemory.associations.link(mine, E(name))
+    CooccurrenceMemory.associations.graph(agent_id="b").link(E("a b"), E("c"))
+    linked = CooccurrenceMemory.associations.get_linked(mine)
     assert sorted(node.name for node, _ in linked) == sorted(tricky)
     assert all(isinstance(node, Entity) for node, _ in linked)
-    assert names(Memory.associations.graph(agent_id="a").get_linked(E("a b"))) == [(mine.db_key.record_id, 0.1)]
+    assert names(CooccurrenceMemory.associations.graph(agent_id="a").get_linked(E("a b"))) == [(mine.db_key.record_id, 0.1)]
 
 
 def test_edge_writes_queue_into_the_callers_pipeline(any_db):
-    one, two, gone = (Memory.create(agent_id="a", content=c) for c in ("one", "two", "gone"))
+    one, two, gone = (CooccurrenceMemory.create(agent_id="a", content=c) for c in ("one", "two", "gone"))
     gone.delete()
-    field = Memory.associations
+    field = CooccurrenceMemory.associations
     with any_db.pipeline(transaction=False) as pipe:
         assert field.link(one, two, initial_weight=0.3, pipeline=pipe) is None
         field.strengthen(one, two, delta=0.2, pipeline=pipe)
@@ -292,8 +292,8 @@ def test_edge_writes_queue_into_the_callers_pipeline(any_db):
 
 
 def test_records_hydrates_record_nodes(any_db):
-    one, two = (Memory.create(agent_id="a", content=c) for c in ("one", "two"))
-    graph = Memory.associations.graph(agent_id="a")
+    one, two = (CooccurrenceMemory.create(agent_id="a", content=c) for c in ("one", "two"))
+    graph = CooccurrenceMemory.associations.graph(agent_id="a")
     graph.link(one, two, initial_weight=0.6)
     graph.link(one, E("x"), initial_weight=0.8)
     hydrated = graph.records(graph.get_linked(one))

@@ -7,6 +7,7 @@ weakens one record COUNT times each, for the concurrency test.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import random
@@ -59,7 +60,7 @@ class HabitRedeclared(Model):
         name = "Habit"
 
 
-class Routine(Model):
+class CyclicRoutine(Model):
     """No base field, no pressure, one cycle."""
 
     routine_id = AutoKeyField()
@@ -121,16 +122,18 @@ def test_scores_at_chosen_times(any_db):
     weekly = -0.2 * math.cos(2 * math.pi * -1.5 / 7)
     assert field.score_of(habit, as_of=T0 + DAY / 2) == pytest.approx(0.85 + weekly)
     midnight = 20255 * DAY  # phase 0: the daily cycle peaks at every UTC midnight
-    routine = Routine.create(agent_id="a")
-    Routine.rhythm.touch(routine, now=midnight - 4 * DAY)
-    assert Routine.rhythm.score_of(routine, as_of=midnight) == pytest.approx(0.5 + 1.0)  # 4 ** -0.5 + peak
-    assert Routine.rhythm.score_of(routine, as_of=midnight + DAY / 2) == pytest.approx(4.5 ** -0.5 - 1.0)
+    routine = CyclicRoutine.create(agent_id="a")
+    CyclicRoutine.rhythm.touch(routine, now=midnight - 4 * DAY)
+    assert CyclicRoutine.rhythm.score_of(routine, as_of=midnight) == pytest.approx(0.5 + 1.0)  # 4 ** -0.5 + peak
+    assert CyclicRoutine.rhythm.score_of(routine, as_of=midnight + DAY / 2) == pytest.approx(4.5 ** -0.5 - 1.0)
 
 
 def test_the_record_hash_holds_the_declared_amplitudes(any_db):
     habit = Habit.create(agent_id="a")
-    assert habit.rhythm == {DAILY_KEY: 0.5, WEEKLY_KEY: -0.2}
-    assert Habit.query.get(agent_id="a", habit_id=habit.habit_id).rhythm == habit.rhythm
+    assert json.loads(any_db.hget(habit.db_key.redis_key, "rhythm")) == {DAILY_KEY: 0.5, WEEKLY_KEY: -0.2}
+    loaded = Habit.query.get(agent_id="a", habit_id=habit.habit_id)
+    assert loaded.to_dict()["rhythm"] == habit.to_dict()["rhythm"] == {DAILY_KEY: 0.5, WEEKLY_KEY: -0.2}
+    assert loaded.rhythm == pytest.approx(Habit.rhythm.score_of(habit), rel=1e-3)  # the record reads the score
 
 
 def test_strengthen_and_weaken_scale_learned_amplitudes(any_db):
@@ -315,14 +318,14 @@ def test_a_record_just_above_the_threshold_deep_in_every_list_is_found(any_db):
     data.update({f"t{i:03d}": 0.0 for i in range(100)})  # recent: 1 + 0 = 1
     data.update({f"a{i:03d}": 1.52 for i in range(100)})  # strong but 10,000 days old: 0.01 + 1.52
     for routine_id in data:
-        Routine.create(agent_id="x", routine_id=routine_id)
-    keys = Routine.rhythm.keys_in(Routine._meta.keyspace(("x",)))
+        CyclicRoutine.create(agent_id="x", routine_id=routine_id)
+    keys = CyclicRoutine.rhythm.keys_in(CyclicRoutine._meta.keyspace(("x",)))
     times = {rid: midnight - (10_000 if rid.startswith("a") else 1) * DAY for rid in data}
     with any_db.pipeline(transaction=False) as pipe:
         pipe.zadd(keys.updated, times)
-        pipe.zadd(keys.amplitude(Routine.rhythm.cycles[0].key), data)
+        pipe.zadd(keys.amplitude(CyclicRoutine.rhythm.cycles[0].key), data)
         pipe.execute()
-    found = Routine.query.filter(agent_id="x").above_cyclic_threshold(2.5, as_of=midnight)
+    found = CyclicRoutine.query.filter(agent_id="x").above_cyclic_threshold(2.5, as_of=midnight)
     assert [(r.routine_id, round(r._cyclic_score, 6)) for r in found] == [("000", 2.51)]
 
 

@@ -53,14 +53,14 @@ class StubConfidence(Field):
         batch.pipe.zrem(self.index_key(batch.keyspace), batch.record_id)
 
 
-class Memory(Model):
+class DecayMemory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     importance = FloatField(default=1.0)
     relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
 
 
-class Plain(Model):
+class DecayPlain(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     relevance = DecayingSortedField(decay_rate=0.5, partition_by="agent_id")
@@ -74,7 +74,7 @@ class Believed(Model):
     belief = StubConfidence(initial_confidence=0.5)
 
 
-class Fading(Model):
+class DecayFading(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     importance = FloatField(default=1.0)
@@ -168,8 +168,8 @@ def test_declaration_errors():
 def test_modulation_is_found_or_named():
     assert Believed.relevance.confidence_source() is Believed.belief
     assert Vetted.relevance.confidence_source() is Vetted.confidence
-    assert Memory.relevance.confidence_source() is None
-    assert Fading.relevance.confidence_source() is None
+    assert DecayMemory.relevance.confidence_source() is None
+    assert DecayFading.relevance.confidence_source() is None
 
     class TwoSources(Model):
         key = KeyField()
@@ -184,34 +184,34 @@ def test_modulation_is_found_or_named():
 
 # -- saves, touches, scores ----------------------------------------------------------------------
 def test_scores_at_chosen_times(any_db):
-    memory = Memory.create(agent_id="a", importance=2.0)
-    assert Memory.relevance.touch(memory, now=T0) is True
+    memory = DecayMemory.create(agent_id="a", importance=2.0)
+    assert DecayMemory.relevance.touch(memory, now=T0) is True
     for days, expected in [(1, 2.0), (4, 2 * 0.870551), (100, 2 * 0.630957)]:
-        assert Memory.relevance.score_of(memory, as_of=T0 + days * DAY) == pytest.approx(expected, rel=1e-6)
-    plain = Plain.create(agent_id="a")
-    Plain.relevance.touch(plain, now=T0)
-    assert Plain.relevance.score_of(plain, as_of=T0 + 4 * DAY) == pytest.approx(0.5)
+        assert DecayMemory.relevance.score_of(memory, as_of=T0 + days * DAY) == pytest.approx(expected, rel=1e-6)
+    plain = DecayPlain.create(agent_id="a")
+    DecayPlain.relevance.touch(plain, now=T0)
+    assert DecayPlain.relevance.score_of(plain, as_of=T0 + 4 * DAY) == pytest.approx(0.5)
 
 
 def test_creation_stamps_now_and_saves_keep_it(any_db):
     before = time.time()
-    memory = Memory.create(agent_id="a", importance=1.0)
+    memory = DecayMemory.create(agent_id="a", importance=1.0)
     later = before + 4 * DAY
-    assert Memory.relevance.score_of(memory, as_of=later) == pytest.approx(0.8706, abs=1e-4)
-    Memory.relevance.touch(memory, now=T0)
+    assert DecayMemory.relevance.score_of(memory, as_of=later) == pytest.approx(0.8706, abs=1e-4)
+    DecayMemory.relevance.touch(memory, now=T0)
     memory.importance = 3.0
     memory.save()  # a save changes the base, never the last-updated time
-    assert Memory.relevance.score_of(memory, as_of=T0 + 4 * DAY) == pytest.approx(3 * 0.870551, rel=1e-6)
-    top = Memory.query.filter(agent_id="a").top_by_decay(as_of=T0 + 4 * DAY)
+    assert DecayMemory.relevance.score_of(memory, as_of=T0 + 4 * DAY) == pytest.approx(3 * 0.870551, rel=1e-6)
+    top = DecayMemory.query.filter(agent_id="a").top_by_decay(as_of=T0 + 4 * DAY)
     assert [m._decay_score for m in top] == [pytest.approx(3 * 0.870551, rel=1e-6)]
 
 
 def test_base_changes_reorder_top_by_decay(any_db):
-    low = Memory.create(agent_id="a", importance=1.0)
-    high = Memory.create(agent_id="a", importance=2.0)
+    low = DecayMemory.create(agent_id="a", importance=1.0)
+    high = DecayMemory.create(agent_id="a", importance=2.0)
     for memory in (low, high):
-        Memory.relevance.touch(memory, now=T0)
-    query = Memory.query.filter(agent_id="a")
+        DecayMemory.relevance.touch(memory, now=T0)
+    query = DecayMemory.query.filter(agent_id="a")
     assert [m.importance for m in query.top_by_decay(as_of=T0 + DAY)] == [2.0, 1.0]
     low.importance = 5.0
     low.save()
@@ -220,44 +220,44 @@ def test_base_changes_reorder_top_by_decay(any_db):
 
 def test_negative_base_is_rejected(any_db):
     with pytest.raises(ValidationError, match="base score"):
-        Memory.create(agent_id="a", importance=-1.0)
-    assert Memory.query.filter(agent_id="a").count() == 0
+        DecayMemory.create(agent_id="a", importance=-1.0)
+    assert DecayMemory.query.filter(agent_id="a").count() == 0
 
 
 def test_touch_refreshes_and_needs_a_stored_record(any_db):
-    old, new = Memory.create(agent_id="a"), Memory.create(agent_id="a")
-    Memory.relevance.touch(old, now=T0 - 50 * DAY)
-    Memory.relevance.touch(new, now=T0 - 10 * DAY)
-    query = Memory.query.filter(agent_id="a")
+    old, new = DecayMemory.create(agent_id="a"), DecayMemory.create(agent_id="a")
+    DecayMemory.relevance.touch(old, now=T0 - 50 * DAY)
+    DecayMemory.relevance.touch(new, now=T0 - 10 * DAY)
+    query = DecayMemory.query.filter(agent_id="a")
     assert [m.memory_id for m in query.top_by_decay(as_of=T0)] == [new.memory_id, old.memory_id]
     with any_db.pipeline(transaction=False) as pipe:
-        assert Memory.relevance.touch(old, pipeline=pipe, now=T0) is None
+        assert DecayMemory.relevance.touch(old, pipeline=pipe, now=T0) is None
         pipe.execute()
     assert [m.memory_id for m in query.top_by_decay(as_of=T0)] == [old.memory_id, new.memory_id]
     old.delete()
-    assert Memory.relevance.touch(old, now=T0) is False
-    assert Memory.relevance.score_of(old) is None
+    assert DecayMemory.relevance.touch(old, now=T0) is False
+    assert DecayMemory.relevance.score_of(old) is None
     assert [m.memory_id for m in query.top_by_decay(as_of=T0)] == [new.memory_id]
 
 
 def test_exponential_touch_moves_the_static_key(any_db):
-    a = Fading.create(agent_id="a", importance=4.0)
-    b = Fading.create(agent_id="a", importance=1.0)
-    Fading.relevance.touch(a, now=T0)
-    Fading.relevance.touch(b, now=T0 + 1.5 * DAY)  # 4 * 2^-1.5 = 1.41 > 1 at T0 + 1.5 days
-    query = Fading.query.filter(agent_id="a")
+    a = DecayFading.create(agent_id="a", importance=4.0)
+    b = DecayFading.create(agent_id="a", importance=1.0)
+    DecayFading.relevance.touch(a, now=T0)
+    DecayFading.relevance.touch(b, now=T0 + 1.5 * DAY)  # 4 * 2^-1.5 = 1.41 > 1 at T0 + 1.5 days
+    query = DecayFading.query.filter(agent_id="a")
     top = query.top_by_decay(as_of=T0 + 1.5 * DAY)
     assert [m.importance for m in top] == [4.0, 1.0]
     assert top[0]._decay_score == pytest.approx(4 * 2 ** -1.5)
-    Fading.relevance.touch(b, now=T0 + 3 * DAY)  # now b: 1.0 vs a: 4 * 2^-3 = 0.5
+    DecayFading.relevance.touch(b, now=T0 + 3 * DAY)  # now b: 1.0 vs a: 4 * 2^-3 = 0.5
     assert [m.importance for m in query.top_by_decay(as_of=T0 + 3 * DAY)] == [1.0, 4.0]
     a.importance = 16.0  # base change recomputes the key from the stored t: 16 * 2^-3 = 2
     a.save()
-    assert Fading.relevance.score_of(a, as_of=T0 + 3 * DAY) == pytest.approx(2.0)
+    assert DecayFading.relevance.score_of(a, as_of=T0 + 3 * DAY) == pytest.approx(2.0)
     assert [m.importance for m in query.top_by_decay(as_of=T0 + 3 * DAY)] == [16.0, 1.0]
 
 
-@pytest.mark.parametrize("model", [Memory, Plain, Believed, Fading])
+@pytest.mark.parametrize("model", [DecayMemory, DecayPlain, Believed, DecayFading])
 def test_delete_removes_every_entry(any_db, model):
     records = [model.create(agent_id="a") for _ in range(3)]
     for record in records:
@@ -291,20 +291,20 @@ def test_ties_go_by_record_id(any_db):
     ids = [f"{i:02d}" for i in range(12)]
     random.Random(3).shuffle(ids)
     for memory_id in ids:
-        Memory.relevance.touch(Memory.create(agent_id="a", memory_id=memory_id), now=T0)
-    top = Memory.query.filter(agent_id="a").top_by_decay(n=5, as_of=T0 + DAY)
+        DecayMemory.relevance.touch(DecayMemory.create(agent_id="a", memory_id=memory_id), now=T0)
+    top = DecayMemory.query.filter(agent_id="a").top_by_decay(n=5, as_of=T0 + DAY)
     assert [m.memory_id for m in top] == ["00", "01", "02", "03", "04"]
 
 
 def test_query_errors(any_db):
     with pytest.raises(QueryException, match="partition"):
-        Memory.query.top_by_decay()
+        DecayMemory.query.top_by_decay()
     with pytest.raises(QueryException, match="partition only"):
-        Memory.query.filter(agent_id="a", memory_id="x").top_by_decay()
+        DecayMemory.query.filter(agent_id="a", memory_id="x").top_by_decay()
     with pytest.raises(QueryException, match="n must be an int"):
-        Memory.query.filter(agent_id="a").top_by_decay(n=2.5)
-    assert Memory.query.filter(agent_id="a").top_by_decay(n=0) == []
-    assert Memory.query.filter(agent_id="nobody").top_by_decay() == []
+        DecayMemory.query.filter(agent_id="a").top_by_decay(n=2.5)
+    assert DecayMemory.query.filter(agent_id="a").top_by_decay(n=0) == []
+    assert DecayMemory.query.filter(agent_id="nobody").top_by_decay() == []
 
     class Twice(Model):
         key = AutoKeyField()
@@ -321,9 +321,9 @@ def test_query_errors(any_db):
 
 
 def test_partitions_do_not_mix(any_db):
-    mine = Memory.create(agent_id="a", importance=1.0)
-    Memory.create(agent_id="b", importance=9.0)
-    assert Memory.query.filter(agent_id="a").top_by_decay() == [mine]
+    mine = DecayMemory.create(agent_id="a", importance=1.0)
+    DecayMemory.create(agent_id="b", importance=9.0)
+    assert DecayMemory.query.filter(agent_id="a").top_by_decay() == [mine]
 
 
 # -- top_by_decay against brute force ------------------------------------------------------------
@@ -392,8 +392,8 @@ examples = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 @given(data=specs, n=st.integers(1, 45))
 def test_power_top_matches_brute_force(any_db, data, n):
     agent = fresh_agent()
-    populate(Memory, agent, data)
-    assert_matches_brute_force(Memory, agent, [n])
+    populate(DecayMemory, agent, data)
+    assert_matches_brute_force(DecayMemory, agent, [n])
 
 
 @examples
@@ -408,11 +408,11 @@ def test_modulated_top_matches_brute_force(any_db, data, n):
 @given(data=specs, n=st.integers(1, 45))
 def test_exponential_top_matches_brute_force(any_db, data, n):
     agent = fresh_agent()
-    populate(Fading, agent, data)
-    assert_matches_brute_force(Fading, agent, [n])
+    populate(DecayFading, agent, data)
+    assert_matches_brute_force(DecayFading, agent, [n])
 
 
-@pytest.mark.parametrize("model", [Memory, Believed, Plain, Fading])
+@pytest.mark.parametrize("model", [DecayMemory, Believed, DecayPlain, DecayFading])
 def test_many_records_match_brute_force(any_db, model):
     """Enough records that the threshold algorithm walks several rounds before it stops."""
     rng = random.Random(11)

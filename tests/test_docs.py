@@ -1,10 +1,17 @@
 """The Python examples of the documentation run as written, against the test server.
 
 Every fenced block opened with ```` ```python ```` in the pages listed in ``PAGES`` runs in
-page order, in one namespace per page, with the ``db`` fixture as the default client (a
-private server and a fresh key prefix). Blocks may be indented (inside an admonition); they
+page order, in one namespace per page. Blocks may be indented (inside an admonition); they
 are dedented first. Examples check themselves with ``assert``, so an API change that breaks
 one fails this test.
+
+Every page runs twice, as a reader who tries the examples again would, against one server kept
+for the whole module and never flushed: each run under one key prefix shared by every page
+(``docs-1``, then ``docs-2``), so a page whose models shared a key space with another page's
+would read that page's records, and the second run redefines every class of the page (a model
+class redefined under its own module and name keeps its key space; see
+:mod:`redmem.model.key_spaces`). The runs use two prefixes because the examples state exact
+results (counts, rankings) of the records they write into an empty key space.
 
 A block that cannot run here (``redmem.connect()`` to a server of the reader's, a global
 setting such as the key prefix) is marked by an HTML comment on the last non-blank line
@@ -29,6 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+import redmem
+from redmem.store.connection import settings
+from redmem.store.embedded import EmbeddedServer
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = [
@@ -120,19 +131,31 @@ def test_block_extraction_honours_the_skip_marker():
     ]
 
 
+@pytest.fixture(scope="module")
+def docs_client():
+    """The client of one server that every page's runs share, kept (not flushed) for the module;
+    the settings of before are restored afterwards."""
+    before = settings()
+    with EmbeddedServer(unix_socket=False) as server:
+        yield redmem.connect(server.url)
+    redmem.configure(client=before.client, key_prefix=before.key_prefix)
+
+
 @pytest.mark.parametrize("page", PAGES + ["../README.md"])
-def test_page_examples_run(db, page):
+def test_page_examples_run_twice(docs_client, page):
     for package in EXTRAS.get(page, ()):
         pytest.importorskip(package)
     path = (DOCS / page).resolve()
     blocks = python_blocks(path.read_text(encoding="utf-8"))
     assert any(not b.skipped for b in blocks), f"{page} has no runnable example"
-    namespace: dict = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
-    for block in blocks:
-        padded = "\n" * block.line + block.source  # tracebacks show the page's own line numbers
-        code = compile(padded, str(path), "exec", dont_inherit=True)
-        if not block.skipped:
-            exec(code, namespace)
+    for run in (1, 2):
+        redmem.configure(client=docs_client, key_prefix=f"docs-{run}")
+        namespace: dict = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
+        for block in blocks:
+            padded = "\n" * block.line + block.source  # tracebacks show the page's own line numbers
+            code = compile(padded, str(path), "exec", dont_inherit=True)
+            if not block.skipped:
+                exec(code, namespace)
 
 
 def test_docs_build_is_clean_under_strict(tmp_path):

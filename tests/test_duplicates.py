@@ -28,10 +28,10 @@ from redmem.embeddings import HashingEmbeddings, MiniLMEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
 
 
-class Note(Model):
+class DuplicatesNote(Model):
     """Hybrid (BM25 + vectors from the configured provider) with a push path.
 
-    Local: unlike ``models.Note`` (lexical only) it has vectors, which the near-duplicate tests need.
+    Local: unlike ``models.DuplicatesNote`` (lexical only) it has vectors, which the near-duplicate tests need.
     """
 
     note_id = AutoKeyField()
@@ -102,13 +102,13 @@ def round_trips(sent: list, assembler: ContextAssembler, text: str, agent: str) 
 
 def test_identical_memories_fill_one_slot(db, provider, sent):
     provider(HashingEmbeddings(64))
-    first = Note.create(agent_id="a", content="Biscuit eats at seven.")
-    Note.create(agent_id="a", content="biscuit eats at seven")
-    Note.create(agent_id="a", content="Biscuit EATS at seven!")
-    other = Note.create(agent_id="a", content="Biscuit sleeps after his walk at seven.")
+    first = DuplicatesNote.create(agent_id="a", content="Biscuit eats at seven.")
+    DuplicatesNote.create(agent_id="a", content="biscuit eats at seven")
+    DuplicatesNote.create(agent_id="a", content="Biscuit EATS at seven!")
+    other = DuplicatesNote.create(agent_id="a", content="Biscuit sleeps after his walk at seven.")
     for content in ("Biscuit eats at seven.", "Biscuit sleeps after his walk at seven."):
-        Note.create(agent_id="b", content=content)  # the same without the copies
-    assembler = ContextAssembler(Note, max_items=5)
+        DuplicatesNote.create(agent_id="b", content=content)  # the same without the copies
+    assembler = ContextAssembler(DuplicatesNote, max_items=5)
     result = assembler.assemble("Biscuit seven", agent_id="a")
     shown = [normalised_text(r.content) for r in result.records]
     assert shown == [normalised_text(first.content), normalised_text(other.content)]
@@ -121,19 +121,19 @@ def test_identical_memories_fill_one_slot(db, provider, sent):
 def test_the_copy_found_by_both_paths_ranks_first_and_stays(db, provider):
     provider(HashingEmbeddings(64))
     # The two texts tie on BM25, so their ranks follow their ids: the routine's id ranks first.
-    Note.create(agent_id="a", note_id="f" * 32, content="Water the plants on Sunday")
-    routine = Note.create(agent_id="a", note_id="0" * 32, content="water the plants on sunday.", salience=1.0)
-    result = ContextAssembler(Note, max_items=5, retrieval_mode="lexical").assemble("plants", agent_id="a")
+    DuplicatesNote.create(agent_id="a", note_id="f" * 32, content="Water the plants on Sunday")
+    routine = DuplicatesNote.create(agent_id="a", note_id="0" * 32, content="water the plants on sunday.", salience=1.0)
+    result = ContextAssembler(DuplicatesNote, max_items=5, retrieval_mode="lexical").assemble("plants", agent_id="a")
     assert result.records == [routine] == result.proactive
     assert result.metadata["duplicates_collapsed"] == 1
 
 
 def test_near_duplicates_collapse_in_hybrid_mode(db, provider, minilm):
     provider(minilm)
-    first = Note.create(agent_id="a", content="I give Biscuit his glucosamine with dinner every evening.")
-    second = Note.create(agent_id="a", content="I give Biscuit his glucosamine with dinner each evening.")
-    update = Note.create(agent_id="a", content="I give Biscuit his glucosamine with breakfast every morning.")
-    result = ContextAssembler(Note, max_items=5).assemble("When does Biscuit get glucosamine?", agent_id="a")
+    first = DuplicatesNote.create(agent_id="a", content="I give Biscuit his glucosamine with dinner every evening.")
+    second = DuplicatesNote.create(agent_id="a", content="I give Biscuit his glucosamine with dinner each evening.")
+    update = DuplicatesNote.create(agent_id="a", content="I give Biscuit his glucosamine with breakfast every morning.")
+    result = ContextAssembler(DuplicatesNote, max_items=5).assemble("When does Biscuit get glucosamine?", agent_id="a")
     shown = [r.content for r in result.records]
     assert len(shown) == 2 and update.content in shown and (first.content in shown) != (second.content in shown)
     assert result.metadata["duplicates_collapsed"] == 1
@@ -143,12 +143,12 @@ def test_duplicate_cosine_none_keeps_near_duplicates_and_bad_values_are_refused(
     provider(minilm)
     for text in ("I give Biscuit his glucosamine with dinner every evening.",
                  "I give Biscuit his glucosamine with dinner each evening."):
-        Note.create(agent_id="a", content=text)
-    kept = ContextAssembler(Note, max_items=5, duplicate_cosine=None).assemble("glucosamine", agent_id="a")
+        DuplicatesNote.create(agent_id="a", content=text)
+    kept = ContextAssembler(DuplicatesNote, max_items=5, duplicate_cosine=None).assemble("glucosamine", agent_id="a")
     assert len(kept.records) == 2 and kept.metadata["duplicates_collapsed"] == 0
     for bad in (0, 1.5, -0.2, "0.9", True):
         with pytest.raises(ValueError, match="duplicate_cosine"):
-            ContextAssembler(Note, duplicate_cosine=bad)
+            ContextAssembler(DuplicatesNote, duplicate_cosine=bad)
 
 
 def test_ascii_texts_normalise_as_every_other_text():

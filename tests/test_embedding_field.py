@@ -49,14 +49,14 @@ class Counting(HashingEmbeddings):
 PROVIDER = Counting()
 
 
-class Memory(Model):
+class EmbeddingFieldMemory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
     embedding = EmbeddingField(source="content", provider=PROVIDER, partition_by="agent_id")
 
 
-class Point(Model):
+class EmbeddingFieldPoint(Model):
     """Vectors assigned directly; unpartitioned."""
 
     name = KeyField()
@@ -106,7 +106,7 @@ def second_client(client):
 
 
 def test_save_stores_the_vector_as_float16_after_its_digest_with_its_version(any_db):
-    memory = Memory.create(agent_id="a", content="the cat sat on the mat")
+    memory = EmbeddingFieldMemory.create(agent_id="a", content="the cat sat on the mat")
     keys = vector_keys(memory.db_key.keyspace)
     stored = any_db.hget(keys["vectors"], memory.db_key.record_id)
     vector = PROVIDER.embed(["the cat sat on the mat"])[0]
@@ -114,7 +114,7 @@ def test_save_stores_the_vector_as_float16_after_its_digest_with_its_version(any
     np.testing.assert_array_equal(memory.embedding, vector)
     assert int(any_db.hget(keys["ver"], "n")) == 1
     assert any_db.zscore(keys["log"], memory.db_key.record_id) == 1
-    assert {k for k in model_keys(any_db, Memory) if ":v:" in k} == set(keys.values())
+    assert {k for k in model_keys(any_db, EmbeddingFieldMemory) if ":v:" in k} == set(keys.values())
 
 
 @pytest.mark.parametrize("dtype, size", [("float32", 9 + 4 * 32), ("float16", 9 + 2 * 32), ("int8", 13 + 32)])
@@ -174,42 +174,42 @@ def test_a_binary_prescan_field_ranks_through_sign_bits_with_exact_scores(db, mo
 def test_semantic_search_ranks_by_cosine_and_scores_records(any_db):
     texts = ["the cat sat on the mat", "a cat and a dog play", "stock markets fell sharply", "cats sleep all day"]
     for text in texts:
-        Memory.create(agent_id="a", content=text)
-    found = Memory.query.filter(agent_id="a").semantic_search("cat on a mat", limit=3)
+        EmbeddingFieldMemory.create(agent_id="a", content=text)
+    found = EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("cat on a mat", limit=3)
     query = HashingEmbeddings(32).embed(["cat on a mat"])[0]
     vectors = as_stored(HashingEmbeddings(32).embed(texts))
     cosines = {t: cosine(v, query) for t, v in zip(texts, vectors)}
     expected = sorted((t for t in texts if cosines[t] > 0), key=lambda t: -cosines[t])[:3]
     assert [r.content for r in found] == expected
     assert [r._vector_score for r in found] == pytest.approx([cosines[t] for t in expected], abs=1e-5)
-    assert Memory.query.filter(agent_id="a").semantic_search("   ") == []
+    assert EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("   ") == []
 
 
 def test_only_positive_cosines_are_returned(any_db):
     for name, vector in {"same": [1, 0, 0], "opposite": [-1, 0, 0], "orthogonal": [0, 1, 0], "near": [1, 1, 0]}.items():
-        point = Point(name=name)
+        point = EmbeddingFieldPoint(name=name)
         point.vector = vector
         point.save()
-    found = Point.query.semantic_search([2, 0, 0])
+    found = EmbeddingFieldPoint.query.semantic_search([2, 0, 0])
     assert [(p.name, round(p._vector_score, 4)) for p in found] == [("same", 1.0), ("near", 0.7071)]
     with pytest.raises(ValidationError, match="2 dimensions, expected 3"):
-        Point.query.semantic_search([1, 0])
+        EmbeddingFieldPoint.query.semantic_search([1, 0])
 
 
 def test_a_failing_provider_leaves_nothing_written(any_db):
     PROVIDER.broken = True
     with pytest.raises(EmbeddingError, match="provider down"):  # the provider's RuntimeError, chained
-        Memory.create(agent_id="a", content="never stored")
-    assert model_keys(any_db, Memory) == set()
+        EmbeddingFieldMemory.create(agent_id="a", content="never stored")
+    assert model_keys(any_db, EmbeddingFieldMemory) == set()
     PROVIDER.broken = False
-    memory = Memory.create(agent_id="a", content="first text")
-    before = {k: any_db.dump(k) for k in model_keys(any_db, Memory)}
-    loaded = Memory.query.get(agent_id="a", memory_id=memory.memory_id)
+    memory = EmbeddingFieldMemory.create(agent_id="a", content="first text")
+    before = {k: any_db.dump(k) for k in model_keys(any_db, EmbeddingFieldMemory)}
+    loaded = EmbeddingFieldMemory.query.get(agent_id="a", memory_id=memory.memory_id)
     loaded.content = "second text"
     PROVIDER.broken = True
     with pytest.raises(EmbeddingError):
         loaded.save()  # the embedding is computed under the record's WATCH, before MULTI
-    assert {k: any_db.dump(k) for k in model_keys(any_db, Memory)} == before
+    assert {k: any_db.dump(k) for k in model_keys(any_db, EmbeddingFieldMemory)} == before
 
 
 def test_wrong_dimensions_are_rejected_before_anything_is_written(any_db):
@@ -225,15 +225,15 @@ def test_wrong_dimensions_are_rejected_before_anything_is_written(any_db):
     with pytest.raises(ValidationError, match="5 dimensions, expected 32"):
         Bad.create(bad_id="1", content="hello")
     with pytest.raises(ValidationError, match="4 dimensions, expected 3"):
-        Point(name="p").vector = [1, 2, 3, 4]
+        EmbeddingFieldPoint(name="p").vector = [1, 2, 3, 4]
     assert model_keys(any_db, Bad) == set()
 
 
 def test_unchanged_text_is_not_embedded_again(any_db):
-    memory = Memory.create(agent_id="a", content="remember the milk")
+    memory = EmbeddingFieldMemory.create(agent_id="a", content="remember the milk")
     keys = vector_keys(memory.db_key.keyspace)
     memory.save()
-    loaded = Memory.query.get(agent_id="a", memory_id=memory.memory_id)
+    loaded = EmbeddingFieldMemory.query.get(agent_id="a", memory_id=memory.memory_id)
     assert loaded.embedding is None  # vectors are not part of the record hash
     loaded.save()
     assert (PROVIDER.calls, int(any_db.hget(keys["ver"], "n"))) == (1, 1)
@@ -242,12 +242,12 @@ def test_unchanged_text_is_not_embedded_again(any_db):
     assert (PROVIDER.calls, int(any_db.hget(keys["ver"], "n"))) == (2, 2)
     memory.save()  # a stale instance: its own text again, its own vector again
     assert PROVIDER.texts == ["remember the milk", "remember the eggs"]
-    assert Memory.query.filter(agent_id="a").semantic_search("milk")[0].content == "remember the milk"
+    assert EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("milk")[0].content == "remember the milk"
 
 
 def test_clearing_the_text_or_deleting_removes_the_vector(any_db):
-    keep = Memory.create(agent_id="a", content="kept")
-    gone = Memory.create(agent_id="a", content="cleared later")
+    keep = EmbeddingFieldMemory.create(agent_id="a", content="kept")
+    gone = EmbeddingFieldMemory.create(agent_id="a", content="cleared later")
     keys = vector_keys(keep.db_key.keyspace)
     gone.content = None
     gone.save()
@@ -255,64 +255,64 @@ def test_clearing_the_text_or_deleting_removes_the_vector(any_db):
     assert int(any_db.hget(keys["ver"], "n")) == 3
     keep.delete()
     gone.delete()
-    assert model_keys(any_db, Memory) == set()  # an emptied vector set leaves no version or log
+    assert model_keys(any_db, EmbeddingFieldMemory) == set()  # an emptied vector set leaves no version or log
 
 
 def test_embed_many_batches_and_saves_reuse_the_vectors(any_db):
     provider = Counting(max_batch_size=2)
 
-    class Note(Model):
+    class EmbeddingFieldNote(Model):
         note_id = AutoKeyField()
         agent_id = KeyField()
         body = StringField()
         embedding = EmbeddingField(source="body", provider=provider, partition_by="agent_id")
 
-    notes = [Note(agent_id="a", body=f"note number {i}") for i in range(5)] + [Note(agent_id="a", body=None)]
+    notes = [EmbeddingFieldNote(agent_id="a", body=f"note number {i}") for i in range(5)] + [EmbeddingFieldNote(agent_id="a", body=None)]
     assert embed_many(notes) == 5
     assert provider.calls == 3
     for note in notes:
         note.save()
     assert provider.calls == 3
     assert embed_many(notes) == 0
-    assert len(Note.query.filter(agent_id="a").semantic_search("note number 3", limit=10)) == 5
+    assert len(EmbeddingFieldNote.query.filter(agent_id="a").semantic_search("note number 3", limit=10)) == 5
 
 
 def test_a_second_client_sees_new_vectors_at_once(any_db):
     other = second_client(any_db)
-    Memory.create(agent_id="a", content="apples are red")
-    assert [m.content for m in Memory.query.filter(agent_id="a").semantic_search("apples")] == ["apples are red"]
+    EmbeddingFieldMemory.create(agent_id="a", content="apples are red")
+    assert [m.content for m in EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("apples")] == ["apples are red"]
     redmem.configure(client=other)
-    assert [m.content for m in Memory.query.filter(agent_id="a").semantic_search("apples")] == ["apples are red"]
-    Memory.create(agent_id="a", content="green apples are sour")  # written through the other client
-    first = Memory.query.filter(agent_id="a").semantic_search("green apples")
+    assert [m.content for m in EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("apples")] == ["apples are red"]
+    EmbeddingFieldMemory.create(agent_id="a", content="green apples are sour")  # written through the other client
+    first = EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("green apples")
     redmem.configure(client=any_db)
     assert matrices.get(any_db, vector_keys(first[0].db_key.keyspace)["vectors"]).version == 1
-    second = Memory.query.filter(agent_id="a").semantic_search("green apples")
+    second = EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("green apples")
     assert [m.content for m in second] == [m.content for m in first] == ["green apples are sour", "apples are red"]
     first[0].delete()
-    assert [m.content for m in Memory.query.filter(agent_id="a").semantic_search("green apples")] == ["apples are red"]
+    assert [m.content for m in EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("green apples")] == ["apples are red"]
     other.close()
 
 
 def test_a_refilled_partition_is_not_mistaken_for_the_cached_one(any_db):
-    old = Memory.create(agent_id="a", content="old fact about paris")
-    assert len(Memory.query.filter(agent_id="a").semantic_search("paris")) == 1
+    old = EmbeddingFieldMemory.create(agent_id="a", content="old fact about paris")
+    assert len(EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("paris")) == 1
     old.content = None
     old.save()  # the record stays, its vector goes: the set empties, version and log go too
-    Memory.create(agent_id="a", content="new fact about rome")  # version 1 again, in a new epoch
-    found = Memory.query.filter(agent_id="a").semantic_search("old fact about paris")
+    EmbeddingFieldMemory.create(agent_id="a", content="new fact about rome")  # version 1 again, in a new epoch
+    found = EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("old fact about paris")
     assert [m.content for m in found] == ["new fact about rome"]
 
 
 def test_a_matrix_catches_up_in_pages(any_db, monkeypatch):
     monkeypatch.setattr(embedding_search, "CHANGES_PER_CALL", 2)
-    made = [Memory.create(agent_id="a", content=f"topic number {i}") for i in range(7)]
-    assert len(Memory.query.filter(agent_id="a").semantic_search("topic number", limit=10)) == 7
+    made = [EmbeddingFieldMemory.create(agent_id="a", content=f"topic number {i}") for i in range(7)]
+    assert len(EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("topic number", limit=10)) == 7
     made[0].delete()
     made[1].content = "something else entirely"
     made[1].save()
-    made += [Memory.create(agent_id="a", content=f"topic number {i}") for i in range(7, 10)]
-    found = Memory.query.filter(agent_id="a").semantic_search("topic number", limit=20)
+    made += [EmbeddingFieldMemory.create(agent_id="a", content=f"topic number {i}") for i in range(7, 10)]
+    found = EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("topic number", limit=20)
     assert sorted(m.content for m in found if m.content.startswith("topic")) == sorted(
         f"topic number {i}" for i in range(2, 10))
     space = made[2].db_key.keyspace
@@ -324,21 +324,21 @@ def test_the_log_keeps_the_newest_changes_and_a_reader_behind_it_reloads(any_db,
     monkeypatch.setattr(embedding_module, "LOG_FRACTION", 4)  # the log keeps max(3, vectors // 4)
     monkeypatch.setattr(embedding_search, "CHANGES_PER_CALL", 2)  # reloads come in HSCAN pages
     watcher = second_client(any_db)
-    made = [Memory.create(agent_id="a", content=f"fact number {i}") for i in range(8)]
+    made = [EmbeddingFieldMemory.create(agent_id="a", content=f"fact number {i}") for i in range(8)]
     keys = vector_keys(made[0].db_key.keyspace)
     assert any_db.zcard(keys["log"]) == 3 and int(any_db.hget(keys["ver"], "floor")) == 5
 
     def watched(text="fact number"):
         redmem.configure(client=watcher)
         try:
-            return sorted(m.content for m in Memory.query.filter(agent_id="a").semantic_search(text, limit=50))
+            return sorted(m.content for m in EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search(text, limit=50))
         finally:
             redmem.configure(client=any_db)
 
     assert watched() == sorted(f"fact number {i}" for i in range(8))
     matrix = matrices.get(watcher, keys["vectors"])
     loaded = matrix.generation
-    made += [Memory.create(agent_id="a", content=f"fact number {i}") for i in range(8, 20)]
+    made += [EmbeddingFieldMemory.create(agent_id="a", content=f"fact number {i}") for i in range(8, 20)]
     made.pop(0).delete()  # 20 vectors, then 19: the log keeps max(3, 19 // 4) = 4 entries
     assert any_db.zcard(keys["log"]) == 4 and int(any_db.hget(keys["ver"], "floor")) == 17
     assert watched() == sorted(f"fact number {i}" for i in range(1, 20))  # version 8 < floor: reloaded
@@ -351,37 +351,37 @@ def test_the_log_keeps_the_newest_changes_and_a_reader_behind_it_reloads(any_db,
 
 
 def test_vectors_of_the_earlier_bare_float32_layout_are_read_and_rewritten(any_db):
-    memory = Memory.create(agent_id="a", content="an old style vector")
+    memory = EmbeddingFieldMemory.create(agent_id="a", content="an old style vector")
     keys = vector_keys(memory.db_key.keyspace)
     vector = PROVIDER.embed(["an old style vector"])[0]
     any_db.hset(keys["vectors"], memory.memory_id, encode_vector(vector))  # no format byte, no digest
-    found = Memory.query.filter(agent_id="a").semantic_search("an old style vector")
+    found = EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search("an old style vector")
     assert [(m.memory_id, m._vector_score) for m in found] == [(memory.memory_id, pytest.approx(1.0, abs=1e-6))]
     calls = PROVIDER.calls
-    Memory.query.get(agent_id="a", memory_id=memory.memory_id).save()  # no digest to compare: embedded again
+    EmbeddingFieldMemory.query.get(agent_id="a", memory_id=memory.memory_id).save()  # no digest to compare: embedded again
     assert PROVIDER.calls == calls + 1
     assert any_db.hget(keys["vectors"], memory.memory_id)[:9] == b"\x02" + text_digest("an old style vector")
 
 
 def test_round_trips_of_a_search(db, sent):
-    Memory.create(agent_id="a", content="one two three")
+    EmbeddingFieldMemory.create(agent_id="a", content="one two three")
 
     def round_trips(text):
         sent.clear()
-        assert Memory.query.filter(agent_id="a").semantic_search(text)
+        assert EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search(text)
         return len(sent)
 
     assert round_trips("one") == 2  # cold: load the vectors, then hydrate
     assert round_trips("two") == 1  # warm: changes and top-k hashes in one pipeline
-    Memory.create(agent_id="a", content="two three four")
+    EmbeddingFieldMemory.create(agent_id="a", content="two three four")
     assert round_trips("three four") == 2  # a change: one more round trip for the new top-k
     assert round_trips("three four") == 1
 
 
 def test_an_assembler_catches_up_inside_its_first_request(db, sent):
     for i in range(20):
-        Memory.create(agent_id="a", content=f"weather report number {i}")
-    assembler = ContextAssembler(Memory, max_items=5)  # semantic: the model has no BM25Field
+        EmbeddingFieldMemory.create(agent_id="a", content=f"weather report number {i}")
+    assembler = ContextAssembler(EmbeddingFieldMemory, max_items=5)  # semantic: the model has no BM25Field
 
     def assembled(text):
         sent.clear()
@@ -391,7 +391,7 @@ def test_an_assembler_catches_up_inside_its_first_request(db, sent):
     warm = assembled("weather report")[1]
     other = second_client(db)
     redmem.configure(client=other)
-    Memory.create(agent_id="a", content="a report on tidal pools")
+    EmbeddingFieldMemory.create(agent_id="a", content="a report on tidal pools")
     redmem.configure(client=db)
     contents, trips = assembled("tidal pools report")
     assert contents[0] == "a report on tidal pools" and trips == warm  # the change came with the first request
@@ -402,28 +402,28 @@ def test_tenants_never_see_each_other(any_db):
     rng = random.Random(5)
     words = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
     for _ in range(40):
-        Memory.create(agent_id=rng.choice(["a", "b"]), content=" ".join(rng.sample(words, 3)))
+        EmbeddingFieldMemory.create(agent_id=rng.choice(["a", "b"]), content=" ".join(rng.sample(words, 3)))
     for agent in ("a", "b"):
         for _ in range(5):
-            found = Memory.query.filter(agent_id=agent).semantic_search(" ".join(rng.sample(words, 2)), limit=50)
+            found = EmbeddingFieldMemory.query.filter(agent_id=agent).semantic_search(" ".join(rng.sample(words, 2)), limit=50)
             assert found and {m.agent_id for m in found} == {agent}
     with pytest.raises(QueryException, match="partition"):
-        Memory.query.semantic_search("alpha")
+        EmbeddingFieldMemory.query.semantic_search("alpha")
     with pytest.raises(QueryException, match="partition only"):
-        Memory.query.filter(agent_id="a", memory_id="x").semantic_search("alpha")
+        EmbeddingFieldMemory.query.filter(agent_id="a", memory_id="x").semantic_search("alpha")
 
 
 def test_a_moved_record_moves_its_vector(any_db):
-    point = Point(name="p1")
+    point = EmbeddingFieldPoint(name="p1")
     point.vector = [0, 0, 1]
     point.save()
     point.name = "p2"
     point.save()
     keys = vector_keys(point.db_key.keyspace, "vector")
     assert any_db.hkeys(keys["vectors"]) == [b"p2"]
-    loaded = Point.query.get(name="p2")
+    loaded = EmbeddingFieldPoint.query.get(name="p2")
     loaded.save()  # no vector assigned: the stored one stays
-    assert [p.name for p in Point.query.semantic_search([0, 0, 1])] == ["p2"]
+    assert [p.name for p in EmbeddingFieldPoint.query.semantic_search([0, 0, 1])] == ["p2"]
 
 
 def test_the_default_provider_comes_from_configure(any_db):
@@ -495,7 +495,7 @@ def test_random_writes_keep_search_equal_to_brute_force(any_db, monkeypatch, log
     rng = random.Random(11)
     words = ["red", "green", "blue", "cat", "dog", "fish", "sun", "moon"]
     watcher = second_client(any_db)
-    live: dict[str, Memory] = {}
+    live: dict[str, EmbeddingFieldMemory] = {}
     for step in range(60):
         roll = rng.random()
         if live and roll < 0.25:
@@ -505,7 +505,7 @@ def test_random_writes_keep_search_equal_to_brute_force(any_db, monkeypatch, log
             memory.content = " ".join(rng.sample(words, 2))
             memory.save()
         else:
-            memory = Memory.create(agent_id="a", content=" ".join(rng.sample(words, 2)))
+            memory = EmbeddingFieldMemory.create(agent_id="a", content=" ".join(rng.sample(words, 2)))
             live[memory.memory_id] = memory
         if step % 6 == 5:
             query = " ".join(rng.sample(words, 2))
@@ -515,7 +515,7 @@ def test_random_writes_keep_search_equal_to_brute_force(any_db, monkeypatch, log
             expected = sorted((c for c in cosines.values() if c > 1e-6), reverse=True)[:5]
             for client in (any_db, watcher):
                 redmem.configure(client=client)
-                found = Memory.query.filter(agent_id="a").semantic_search(query, limit=5)
+                found = EmbeddingFieldMemory.query.filter(agent_id="a").semantic_search(query, limit=5)
                 assert [m._vector_score for m in found if m._vector_score > 1e-6] == pytest.approx(expected, abs=1e-5)
                 assert all(cosines[m.memory_id] == pytest.approx(m._vector_score, abs=1e-5) for m in found)
             redmem.configure(client=any_db)

@@ -26,7 +26,7 @@ from redmem.store.aio import is_cluster
 HERE = Path(__file__).parent
 
 
-class Memory(EventStreamMixin, Model):
+class EventsMemory(EventStreamMixin, Model):
     memory_id = AutoKeyField()
     agent_id = KeyField(partition_by="agent_id")
     topic = StringField()
@@ -74,20 +74,20 @@ def ops(events) -> list[tuple[str, list[str]]]:
 
 def test_create_update_delete_write_one_entry_each(any_db):
     before = time.time()
-    memory = Memory.create(agent_id="a", topic="deploy", content="blue/green")
+    memory = EventsMemory.create(agent_id="a", topic="deploy", content="blue/green")
     memory.content = "canary"
     memory.save()
     memory.save()
     memory.delete()
-    events = Memory.read_events(agent_id="a")
+    events = EventsMemory.read_events(agent_id="a")
     assert ops(events) == [
         ("create", ["memory_id", "agent_id", "topic", "content"]),
         ("update", ["content"]),
         ("update", []),
         ("delete", ["memory_id", "agent_id", "topic", "content"]),
     ]
-    key = f"{redmem.store.settings().key_prefix}:Memory:{{a}}:r:{memory.memory_id}"
-    assert {(e.model, e.key) for e in events} == {("Memory", key)}
+    key = f"{redmem.store.settings().key_prefix}:EventsMemory:{{a}}:r:{memory.memory_id}"
+    assert {(e.model, e.key) for e in events} == {("EventsMemory", key)}
     assert all(before <= e.ts <= time.time() for e in events)
 
 
@@ -98,20 +98,20 @@ def test_the_event_is_part_of_the_atomic_save(any_db):
 
 
 def test_changing_a_key_is_a_delete_and_a_create(any_db):
-    memory = Memory.create(agent_id="a", memory_id="m1", topic="t")
+    memory = EventsMemory.create(agent_id="a", memory_id="m1", topic="t")
     memory.memory_id = "m2"
     memory.save()
-    events = Memory.read_events(agent_id="a")
+    events = EventsMemory.read_events(agent_id="a")
     assert [(e.op, e.key.rsplit(":", 1)[1]) for e in events] == [("create", "m1"), ("delete", "m1"), ("create", "m2")]
 
 
 def test_each_partition_has_its_stream(any_db):
-    Memory.create(agent_id="a", topic="x")
-    Memory.create(agent_id="b", topic="y")
-    Memory.create(agent_id="b", topic="z")
-    assert len(Memory.read_events(agent_id="a")) == 1
-    assert len(Memory.read_events(agent_id="b")) == 2
-    assert Memory.event_stream_key(agent_id="a").endswith(":Memory:{a}:ev")
+    EventsMemory.create(agent_id="a", topic="x")
+    EventsMemory.create(agent_id="b", topic="y")
+    EventsMemory.create(agent_id="b", topic="z")
+    assert len(EventsMemory.read_events(agent_id="a")) == 1
+    assert len(EventsMemory.read_events(agent_id="b")) == 2
+    assert EventsMemory.event_stream_key(agent_id="a").endswith(":EventsMemory:{a}:ev")
 
 
 def test_a_per_model_stream_receives_every_partition(any_db):
@@ -133,12 +133,12 @@ def test_streams_are_capped_approximately(any_db):
 
 
 def test_custom_events_carry_data(any_db):
-    memory = Memory.create(agent_id="a", topic="x")
+    memory = EventsMemory.create(agent_id="a", topic="x")
     entry = memory.emit_event("confidence_update", {"signal": 0.9, "field": "confidence"})
     queued = any_db.pipeline(transaction=False)
     assert memory.emit_event("reviewed", pipeline=queued) is None
     queued.execute()
-    custom = Memory.read_events(agent_id="a")[1:]
+    custom = EventsMemory.read_events(agent_id="a")[1:]
     assert [(e.id, e.op, e.data, e.changed_fields) for e in custom[:1]] == [
         (entry, "confidence_update", {"field": "confidence", "signal": 0.9}, [])]
     assert [(e.op, e.data) for e in custom[1:]] == [("reviewed", {})]
@@ -153,7 +153,7 @@ def entry_keys(client, stream: str) -> list[tuple[str, str, str]]:
             for _, raw in client.xrange(stream)]
 
 
-@pytest.mark.parametrize("model", [Memory, Shared])
+@pytest.mark.parametrize("model", [EventsMemory, Shared])
 def test_every_entry_names_the_record_as_pk_and_key(any_db, model):
     record = model.create(item_id="i", agent_id="a") if model is Shared else model.create(agent_id="a", topic="x")
     record.save()
@@ -186,7 +186,7 @@ def fill(client, stream: str, n: int) -> list[str]:
 
 
 def test_a_group_is_created_on_a_missing_stream(any_db):
-    stream = Memory.event_stream_key(agent_id="new")
+    stream = EventsMemory.event_stream_key(agent_id="new")
     consumer = StreamConsumer(stream, "g", "c1", block_ms=0)
     assert consumer.read() == [] and consumer.pending_count() == 0
     assert any_db.exists(stream)
@@ -194,7 +194,7 @@ def test_a_group_is_created_on_a_missing_stream(any_db):
 
 
 def test_read_then_ack(any_db):
-    stream = Memory.event_stream_key(agent_id="a")
+    stream = EventsMemory.event_stream_key(agent_id="a")
     ids = fill(any_db, stream, 5)
     consumer = StreamConsumer(stream, "g", "c1", batch_size=3, block_ms=0)
     first = consumer.read()
@@ -205,7 +205,7 @@ def test_read_then_ack(any_db):
 
 
 def test_a_failed_handler_leaves_the_entry_for_a_later_claim(any_db):
-    stream = Memory.event_stream_key(agent_id="a")
+    stream = EventsMemory.event_stream_key(agent_id="a")
     ids = fill(any_db, stream, 3)
     seen: list[str] = []
 
@@ -224,7 +224,7 @@ def test_a_failed_handler_leaves_the_entry_for_a_later_claim(any_db):
 
 
 def test_run_handles_until_stopped(any_db):
-    stream = Memory.event_stream_key(agent_id="a")
+    stream = EventsMemory.event_stream_key(agent_id="a")
     ids = fill(any_db, stream, 4)
     handled: list[str] = []
     stop = threading.Event()
@@ -242,7 +242,7 @@ def test_run_handles_until_stopped(any_db):
 
 
 def test_entries_of_a_killed_consumer_are_delivered_again(any_db, url):
-    stream = Memory.event_stream_key(agent_id="a")
+    stream = EventsMemory.event_stream_key(agent_id="a")
     ids = fill(any_db, stream, 10)
     prefix = redmem.store.settings().key_prefix
     child = subprocess.Popen(

@@ -96,7 +96,7 @@ class StallBeforeExec(StringField):
         staller.fire()
 
 
-class Doc(EventStreamMixin, Model):
+class FaultsDoc(EventStreamMixin, Model):
     agent_id = KeyField()
     doc_id = KeyField()
     body = StringField()
@@ -114,7 +114,7 @@ class Draft(EventStreamMixin, Model):
     stall = StallBeforeExec()
 
 
-class Belief(Model):
+class FaultsBelief(Model):
     belief_id = AutoKeyField()
     agent_id = KeyField()
     confidence = ConfidenceField(partition_by="agent_id")
@@ -127,12 +127,12 @@ class Linked(Model):
     stall = StallBeforeExec()
 
 
-class Note(AccessTrackerMixin, Model):
+class FaultsNote(AccessTrackerMixin, Model):
     note_id = KeyField()
     agent_id = KeyField()
 
 
-class Habit(Model):
+class FaultsHabit(Model):
     habit_id = AutoKeyField()
     agent_id = KeyField()
     weight = FloatField(default=1.0)
@@ -185,7 +185,7 @@ def events(model, **partition) -> list[str]:
 
 # -- one public call per write script ------------------------------------------------------------
 def test_update_confidence_once(client):  # confidence_update
-    belief = Belief.create(agent_id="a")
+    belief = FaultsBelief.create(agent_id="a")
     ConfidenceField.update_confidence(belief, "confidence", 0.9)
     reply = stalled(lambda: ConfidenceField.update_confidence(belief, "confidence", 0.9))
     assert not isinstance(reply, WriteOutcomeUnknown)
@@ -206,10 +206,10 @@ def test_strengthen_and_weaken_all_once(client):  # graph_add, graph_weaken, gra
 
 def test_confirm_access_and_staged_reads_once(client):  # access_stage, access_confirm
     def reads_then_confirm(note_id, stall):
-        note = Note.create(agent_id="a", note_id=note_id)
+        note = FaultsNote.create(agent_id="a", note_id=note_id)
         note.confirm_access(now=5.0)
-        Note.query.get(agent_id="a", note_id=note_id)
-        stall(lambda: Note.query.get(agent_id="a", note_id=note_id))
+        FaultsNote.query.get(agent_id="a", note_id=note_id)
+        stall(lambda: FaultsNote.query.get(agent_id="a", note_id=note_id))
         staged = len(note.staged_accesses)
         return staged, stall(lambda: note.confirm_access(now=10.0)), note.access_count, len(note.access_log)
 
@@ -219,14 +219,14 @@ def test_confirm_access_and_staged_reads_once(client):  # access_stage, access_c
 
 
 def test_cyclic_and_decay_touches_once(client):  # cyclic_adjust, decay_stamp, decay_order_key
-    habit = Habit.create(agent_id="a")
-    Habit.rhythm.weaken_cycle(habit, 1.0)
-    Habit.rhythm.touch(habit, now=50.0)
-    Habit.relevance.touch(habit, now=50.0)
-    assert list(stalled(lambda: Habit.rhythm.strengthen_cycle(habit, 1.5)).values()) == [pytest.approx(0.75)]
-    assert list(Habit.rhythm.amplitudes_of(habit).values()) == [pytest.approx(0.75)]  # 0.5 * 1.5 once
-    assert stalled(lambda: Habit.rhythm.touch(habit, now=100.0)) is True
-    assert stalled(lambda: Habit.relevance.touch(habit, now=100.0)) is True
+    habit = FaultsHabit.create(agent_id="a")
+    FaultsHabit.rhythm.weaken_cycle(habit, 1.0)
+    FaultsHabit.rhythm.touch(habit, now=50.0)
+    FaultsHabit.relevance.touch(habit, now=50.0)
+    assert list(stalled(lambda: FaultsHabit.rhythm.strengthen_cycle(habit, 1.5)).values()) == [pytest.approx(0.75)]
+    assert list(FaultsHabit.rhythm.amplitudes_of(habit).values()) == [pytest.approx(0.75)]  # 0.5 * 1.5 once
+    assert stalled(lambda: FaultsHabit.rhythm.touch(habit, now=100.0)) is True
+    assert stalled(lambda: FaultsHabit.relevance.touch(habit, now=100.0)) is True
 
 
 def test_prediction_record_and_resolve_once(client):  # prediction_record, prediction_resolve
@@ -240,38 +240,38 @@ def test_prediction_record_and_resolve_once(client):  # prediction_record, predi
 
 
 def test_bloom_add_once(client):  # bloom_add: the resent call answers as the first did
-    Doc.seen.add("eta", agent_id="a")
-    assert stalled(lambda: Doc.seen.add("zeta", agent_id="a")) == 1
-    assert Doc.seen.might_exist("zeta", agent_id="a")
+    FaultsDoc.seen.add("eta", agent_id="a")
+    assert stalled(lambda: FaultsDoc.seen.add("zeta", agent_id="a")) == 1
+    assert FaultsDoc.seen.might_exist("zeta", agent_id="a")
 
 
 def test_custom_event_once(client):  # stream_add
-    doc = Doc.create(agent_id="a", doc_id="d", body="hello")
+    doc = FaultsDoc.create(agent_id="a", doc_id="d", body="hello")
     doc.emit_event("seen")
     stalled(lambda: doc.emit_event("opened"))
-    assert events(Doc, agent_id="a") == ["create", "seen", "opened"]
+    assert events(FaultsDoc, agent_id="a") == ["create", "seen", "opened"]
 
 
 # -- saves and deletes: the EXEC itself times out ------------------------------------------------
 def test_save_once_with_its_index_and_event(client):  # bm25_write in a WATCH + MULTI/EXEC save
-    doc = Doc(agent_id="a", doc_id="d", body="alpha beta")
+    doc = FaultsDoc(agent_id="a", doc_id="d", body="alpha beta")
     reply = stalled(doc.save, at_exec=True)
     assert not isinstance(reply, WriteOutcomeUnknown)
-    assert events(Doc, agent_id="a") == ["create"]
-    space = Doc.query.filter(agent_id="a").partition()
-    keys = Doc.words.keys_in(space)
+    assert events(FaultsDoc, agent_id="a") == ["create"]
+    space = FaultsDoc.query.filter(agent_id="a").partition()
+    keys = FaultsDoc.words.keys_in(space)
     assert (client.hlen(keys.lengths), client.hget(keys.totals, "total")) == (1, b"2")
-    assert Doc.seen.might_exist("beta", agent_id="a")
+    assert FaultsDoc.seen.might_exist("beta", agent_id="a")
     doc.body = "gamma"
     assert stalled(doc.save, at_exec=True) is True
-    assert events(Doc, agent_id="a") == ["create", "update"]
+    assert events(FaultsDoc, agent_id="a") == ["create", "update"]
     assert (client.hlen(keys.lengths), client.hget(keys.totals, "total")) == (1, b"1")
 
 
 def test_delete_once(client):
-    doc = Doc.create(agent_id="a", doc_id="d", body="alpha")
+    doc = FaultsDoc.create(agent_id="a", doc_id="d", body="alpha")
     assert stalled(doc.delete, at_exec=True) is True
-    assert events(Doc, agent_id="a") == ["create", "delete"]
+    assert events(FaultsDoc, agent_id="a") == ["create", "delete"]
 
 
 def test_delete_of_a_linked_record_once(client):  # graph_remove_node inside the delete
@@ -314,7 +314,7 @@ def test_bulk_chunk_waits_past_socket_timeout(client):  # a slow chunk is not ta
 
 # -- no reply after every retry: WriteOutcomeUnknown, and still once -----------------------------
 def test_lost_reply_raises_write_outcome_unknown_and_applies_once(client):
-    belief = Belief.create(agent_id="a")
+    belief = FaultsBelief.create(agent_id="a")
     staller.arm(UNDECIDABLE)
     staller.fire()  # longer than the retries and the settle after them
     with pytest.raises(WriteOutcomeUnknown, match="applied once or not at all") as caught:
@@ -327,14 +327,14 @@ def test_lost_reply_raises_write_outcome_unknown_and_applies_once(client):
 
 
 def test_lost_exec_reply_of_a_save_raises_write_outcome_unknown(client):
-    doc = Doc(agent_id="a", doc_id="d", body="alpha")
+    doc = FaultsDoc(agent_id="a", doc_id="d", body="alpha")
     staller.arm(UNDECIDABLE)  # the EXEC, the reconnects after it (about 1.8 s) and the settle lose their replies
     with pytest.raises(WriteOutcomeUnknown) as caught:
         doc.save()
     staller.wait()
     applied = sum(settled(caught.value).values())
-    assert events(Doc, agent_id="a") == ["create"] * applied
-    assert len(Doc.query.filter(agent_id="a").all()) == applied
+    assert events(FaultsDoc, agent_id="a") == ["create"] * applied
+    assert len(FaultsDoc.query.filter(agent_id="a").all()) == applied
 
 
 # -- the guard covers every script that writes ---------------------------------------------------
@@ -365,7 +365,7 @@ def settled(unknown: WriteOutcomeUnknown) -> dict[str, bool]:
 def test_a_settled_save_stays_as_decided_after_its_queued_copies_ran(client):
     """Copies of the EXEC still queued behind the stall run after the decision: the decision holds."""
     for doc_id, seconds in (("long", 2.5), ("longer", 2.8), ("longest", 3.1)):
-        doc = Doc(agent_id=doc_id, doc_id="d", body="alpha")
+        doc = FaultsDoc(agent_id=doc_id, doc_id="d", body="alpha")
         staller.arm(seconds)
         try:
             doc.save()
@@ -376,8 +376,8 @@ def test_a_settled_save_stays_as_decided_after_its_queued_copies_ran(client):
             decided = False  # decided at once: not applied, and never will be
         staller.wait()
         time.sleep(0.3)  # every copy the server still held has run by now
-        assert len(Doc.query.filter(agent_id=doc_id).all()) == int(decided)
-        assert events(Doc, agent_id=doc_id) == ["create"] * int(decided)
+        assert len(FaultsDoc.query.filter(agent_id=doc_id).all()) == int(decided)
+        assert events(FaultsDoc, agent_id=doc_id) == ["create"] * int(decided)
 
 
 def test_a_settled_new_record_stays_as_decided(client):  # no read before its write: only its op key is WATCHed
@@ -395,7 +395,7 @@ def test_a_settled_new_record_stays_as_decided(client):  # no read before its wr
 
 
 def test_a_settled_script_write_stays_as_decided(client):
-    belief = Belief.create(agent_id="a")
+    belief = FaultsBelief.create(agent_id="a")
     staller.arm(2.5)
     staller.fire()
     try:
@@ -414,7 +414,7 @@ def test_a_settled_script_write_stays_as_decided(client):
 @pytest.mark.parametrize("call", ["on_read", "on_context_used"])
 def test_a_lost_reply_of_an_observation_pipeline_names_its_operations(client, call):
     """Never a bare ServerUnavailable once the writes left: the caller learns what to settle."""
-    notes = [Note.create(agent_id="a", note_id=str(i)) for i in range(3)]
+    notes = [FaultsNote.create(agent_id="a", note_id=str(i)) for i in range(3)]
     write = {
         "on_read": lambda: ObservationProtocol.on_read(notes),
         "on_context_used": lambda: ObservationProtocol.on_context_used(notes, "used"),

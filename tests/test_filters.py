@@ -38,7 +38,7 @@ from redmem.model.filters import compile_where
 from redmem.recipes.context_assembler import ContextAssembler
 
 
-class Fact(Model):
+class FiltersFact(Model):
     """Every filterable kind of field next to every path: ``kind`` a key field (indexed by value:
     the model has two non-partition key fields), ``importance`` sorted, ``tags`` tags.
 
@@ -119,11 +119,11 @@ def passes(record, where) -> bool:
     return True
 
 
-def make(agent: str, rows) -> list[Fact]:
-    facts = [Fact(agent_id=agent, kind=kind, content=" ".join(words), importance=importance, tags=sorted(tags),
+def make(agent: str, rows) -> list[FiltersFact]:
+    facts = [FiltersFact(agent_id=agent, kind=kind, content=" ".join(words), importance=importance, tags=sorted(tags),
                   salience=salience)
              for words, kind, importance, tags, salience in rows]
-    Fact.save_many(facts)
+    FiltersFact.save_many(facts)
     return facts
 
 
@@ -147,12 +147,12 @@ HYPOTHESIS = settings(max_examples=30, deadline=None, suppress_health_check=[Hea
 def test_lexical_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows, where, words, k):
     agent = f"l{next(_agents)}"
     facts = {f._saved_key.record_id: f for f in make(agent, rows)}
-    space, text, compiled = Fact.query.filter(agent_id=agent).partition(), " ".join(words), compile_where(Fact, where)
-    every = Fact.content_bm25.search(space, text, limit=len(facts), exhaustive=True).ranked
+    space, text, compiled = FiltersFact.query.filter(agent_id=agent).partition(), " ".join(words), compile_where(FiltersFact, where)
+    every = FiltersFact.content_bm25.search(space, text, limit=len(facts), exhaustive=True).ranked
     expected = top([(i, s) for i, s in every if passes(facts[i], where)], k)
     for exhaustive in (False, True):
-        same_ranking(Fact.content_bm25.search(space, text, k, exhaustive, compiled).ranked, expected)
-    hits = Fact.query.filter(agent_id=agent).keyword_search(text, k, where=where)
+        same_ranking(FiltersFact.content_bm25.search(space, text, k, exhaustive, compiled).ranked, expected)
+    hits = FiltersFact.query.filter(agent_id=agent).keyword_search(text, k, where=where)
     assert [h._saved_key.record_id for h in hits] == [i for i, _ in expected]
 
 
@@ -161,10 +161,10 @@ def test_lexical_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows, 
 def test_composite_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows, where, k):
     agent = f"c{next(_agents)}"
     facts = {f._saved_key.record_id: f for f in make(agent, rows)}
-    query, weights = Fact.query.filter(agent_id=agent), {"importance": 1.0, "rhythm": 0.5}
+    query, weights = FiltersFact.query.filter(agent_id=agent), {"importance": 1.0, "rhythm": 0.5}
     every = run_search(any_db, composite_search(query, weights, len(facts), as_of=1e9))
     expected = top([(r.record_id, r.score) for r in every if passes(facts[r.record_id], where)], k)
-    found = run_search(any_db, composite_search(query, weights, k, as_of=1e9, where=compile_where(Fact, where)))
+    found = run_search(any_db, composite_search(query, weights, k, as_of=1e9, where=compile_where(FiltersFact, where)))
     same_ranking([(r.record_id, r.score) for r in found], expected)
     hits = query.composite_score(weights, k, as_of=1e9, where=where)
     assert [h._saved_key.record_id for h in hits] == [i for i, _ in expected]
@@ -175,11 +175,11 @@ def test_composite_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows
 def test_push_scan_and_query_return_exactly_the_matching_records(any_db, rows, where):
     agent = f"p{next(_agents)}"
     facts = {f._saved_key.record_id: f for f in make(agent, rows)}
-    space = Fact.query.filter(agent_id=agent).partition()
-    every = Fact.rhythm.ranked(space, 1e9, 0.5, None)
-    found = run_search(any_db, Fact.rhythm.searcher(space, 1e9, 0.5, None, compile_where(Fact, where)))
+    space = FiltersFact.query.filter(agent_id=agent).partition()
+    every = FiltersFact.rhythm.ranked(space, 1e9, 0.5, None)
+    found = run_search(any_db, FiltersFact.rhythm.searcher(space, 1e9, 0.5, None, compile_where(FiltersFact, where)))
     same_ranking(found, [(i, s) for i, s in every if passes(facts[i], where)])
-    listed = Fact.query.filter(agent_id=agent, **where).keys()  # Query.filter speaks the same language
+    listed = FiltersFact.query.filter(agent_id=agent, **where).keys()  # Query.filter speaks the same language
     assert [key.record_id for key in listed] == sorted(i for i, f in facts.items() if passes(f, where))
 
 
@@ -190,13 +190,13 @@ def test_graph_expansion_reaches_exactly_the_matching_records(any_db, rows, wher
     agent = f"g{next(_agents)}"
     made = make(agent, rows)
     facts = {f._saved_key.record_id: f for f in made}
-    graph = Fact.links.graph(agent_id=agent)
+    graph = FiltersFact.links.graph(agent_id=agent)
     for a, b, weight in edges:
         if a % len(made) != b % len(made):
             graph.strengthen(made[a % len(made)], made[b % len(made)], weight)
     seeds = made[:2]
     every = graph.propagate(seeds, depth=3)
-    found = run_search(any_db, graph.searcher(seeds, depth=3, where=compile_where(Fact, where)))
+    found = run_search(any_db, graph.searcher(seeds, depth=3, where=compile_where(FiltersFact, where)))
     expected = [(node, w) for node, w in every if passes(facts[node.record_id], where)]
     assert found == expected
 
@@ -208,10 +208,10 @@ def test_graph_expansion_reaches_exactly_the_matching_records(any_db, rows, wher
 def test_vector_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows, where, words, k):
     agent = f"v{next(_agents)}"
     facts = {f._saved_key.record_id: f for f in make(agent, rows)}
-    space, text = Fact.query.filter(agent_id=agent).partition(), " ".join(words)
-    every = run_search(any_db, Fact.embedding.searcher(space, text, len(facts)))
+    space, text = FiltersFact.query.filter(agent_id=agent).partition(), " ".join(words)
+    every = run_search(any_db, FiltersFact.embedding.searcher(space, text, len(facts)))
     expected = top([(i, s) for i, s in every if passes(facts[i], where)], k)
-    found = run_search(any_db, Fact.embedding.searcher(space, text, k, compile_where(Fact, where)))
+    found = run_search(any_db, FiltersFact.embedding.searcher(space, text, k, compile_where(FiltersFact, where)))
     same_ranking(found, expected)
 
 
@@ -222,10 +222,10 @@ def test_vector_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows, w
 def test_every_assembled_record_matches_the_filter(any_db, rows, where, words, mode):
     agent = f"a{next(_agents)}"
     made = make(agent, rows)
-    graph = Fact.links.graph(agent_id=agent)
+    graph = FiltersFact.links.graph(agent_id=agent)
     for a, b in itertools.pairwise(made):
         graph.link(a, b, 0.8)
-    assembler = ContextAssembler(Fact, max_items=5, retrieval_mode=mode, score_weights={"importance": 1.0})
+    assembler = ContextAssembler(FiltersFact, max_items=5, retrieval_mode=mode, score_weights={"importance": 1.0})
     result = assembler.assemble(" ".join(words), now=1e9, where=where, agent_id=agent)
     assert all(passes(record, where) for record in result.records)
     unfiltered = assembler.assemble(" ".join(words), now=1e9, agent_id=agent)
@@ -239,7 +239,7 @@ def test_a_filter_costs_no_round_trip(any_db, sent):
     agent = f"r{next(_agents)}"
     make(agent, [([WORDS[i % 6], WORDS[(i * 5) % 6]], KINDS[i % 3], i % 5 - 2, {TAGS[i % 3]}, float(i % 4 == 0))
                  for i in range(60)])
-    assembler = ContextAssembler(Fact, max_items=5)
+    assembler = ContextAssembler(FiltersFact, max_items=5)
     where = {"kind__in": ["fact", "plan"], "importance__gte": 0, "tags__any": ["ops", "db"]}
     counts = []
     for condition in (None, where):
@@ -257,11 +257,11 @@ def test_a_filter_stays_inside_the_partition(any_db):
     make("mine", rows)
     make("theirs", rows)
     where = {"kind": "fact", "tags": "ops", "importance__gte": 0}
-    space = Fact.query.filter(agent_id="mine").partition()
+    space = FiltersFact.query.filter(agent_id="mine").partition()
     keys: list[str] = []
-    compile_where(Fact, where).plan(space, keys)
+    compile_where(FiltersFact, where).plan(space, keys)
     assert keys and all(key.startswith(space.base + ":") for key in keys)
-    result = ContextAssembler(Fact, max_items=10).assemble("deploy", where=where, agent_id="mine")
+    result = ContextAssembler(FiltersFact, max_items=10).assemble("deploy", where=where, agent_id="mine")
     assert len(result.records) == 3 and {r.agent_id for r in result.records} == {"mine"}
 
 
@@ -272,7 +272,7 @@ def test_a_filter_stays_inside_the_partition(any_db):
     ({"importance__any": [1]}, "'importance__any'"),
     ({"tags__gte": 1}, "'tags__gte'"),
     ({"importance__gte": "high"}, "'importance__gte'"),
-    ({"tags__any": "ops"}, "'tags__any'"),
+    ({"tags__any": 5}, "'tags__any'"),
     ({"kind__in": "fact"}, "'kind__in'"),
     ({"kind": 3}, "'kind'"),
     ({"agent_id": "other"}, "partition field 'agent_id'"),
@@ -280,17 +280,17 @@ def test_a_filter_stays_inside_the_partition(any_db):
 ])
 def test_a_bad_filter_fails_before_any_request(db, sent, where, error):
     make("x", [(["deploy"], "fact", 1, {"ops"}, 0.0)])
-    assembler = ContextAssembler(Fact)
+    assembler = ContextAssembler(FiltersFact)
     sent.clear()
     with pytest.raises(QueryException, match=error):
         assembler.assemble("deploy", where=where, agent_id="x")
     with pytest.raises(QueryException, match=error):
-        Fact.query.filter(agent_id="x").keyword_search("deploy", where=where)
+        FiltersFact.query.filter(agent_id="x").keyword_search("deploy", where=where)
     assert sent == []
 
 
 def test_no_filter_is_no_filter(db):
-    assert compile_where(Fact, None) is None and compile_where(Fact, {}) is None
+    assert compile_where(FiltersFact, None) is None and compile_where(FiltersFact, {}) is None
 
 
 def test_every_include_is_expanded_when_a_script_is_loaded():
@@ -319,15 +319,15 @@ def test_a_filter_naming_records_by_key(any_db):
     listing still runs on the partition's slot); a listed id that names no record is left out."""
     agent = f"k{next(_agents)}"
     made = make(agent, [(["deploy", word], "fact", 1, {"ops"}, 0.0) for word in WORDS[1:4]])
-    space, chosen = Fact.query.filter(agent_id=agent).partition(), made[1]
+    space, chosen = FiltersFact.query.filter(agent_id=agent).partition(), made[1]
     for where in ({"memory_id": chosen.memory_id, "kind": "fact"}, {"memory_id": chosen.memory_id, "kind__in": ["fact"]}):
-        compiled = compile_where(Fact, where)
-        assert [i for i, _ in run_search(any_db, Fact.embedding.searcher(space, "deploy", 5, compiled))] == \
+        compiled = compile_where(FiltersFact, where)
+        assert [i for i, _ in run_search(any_db, FiltersFact.embedding.searcher(space, "deploy", 5, compiled))] == \
             [chosen._saved_key.record_id]
-        assert [i for i, _ in Fact.content_bm25.search(space, "deploy", 5, where=compiled).ranked] == \
+        assert [i for i, _ in FiltersFact.content_bm25.search(space, "deploy", 5, where=compiled).ranked] == \
             [chosen._saved_key.record_id]
-    assert run_search(any_db, Fact.embedding.searcher(space, "deploy", 5, compile_where(
-        Fact, {"memory_id": "nobody", "kind": "fact"}))) == []
+    assert run_search(any_db, FiltersFact.embedding.searcher(space, "deploy", 5, compile_where(
+        FiltersFact, {"memory_id": "nobody", "kind": "fact"}))) == []
 
 
 @pytest.mark.parametrize("share", [0.01, 0.1, 0.3, 0.9, 1.0])

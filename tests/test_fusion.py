@@ -171,16 +171,16 @@ def test_query_adaptive_weights(text, vector):
     assert query_adaptive_weights(text) == {"keyword": 1.0, "vector": vector, "graph": 1.0}
 
 
-class Memory(Model):
+class FusionMemory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField(partition_by="agent_id")
     content = StringField()
 
 
 def test_fuse_returns_records_with_scores_and_ranks(any_db):
-    a = [Memory.create(agent_id="a", content=f"m{i}") for i in range(4)]
-    other = Memory.create(agent_id="b", content="elsewhere")
-    fused = Memory.query.filter(agent_id="a").fuse(
+    a = [FusionMemory.create(agent_id="a", content=f"m{i}") for i in range(4)]
+    other = FusionMemory.create(agent_id="b", content="elsewhere")
+    fused = FusionMemory.query.filter(agent_id="a").fuse(
         keyword=[a[0], a[1], other, a[2]],
         vector=[a[2].memory_id, a[1].memory_id, "no-such-id"],
         graph=[a[3].db_key],
@@ -198,13 +198,13 @@ def test_fuse_returns_records_with_scores_and_ranks(any_db):
 
 def test_fuse_needs_the_partition_and_known_items(any_db):
     with pytest.raises(QueryException, match="partition"):
-        Memory.query.fuse(keyword=["x"])
+        FusionMemory.query.fuse(keyword=["x"])
     with pytest.raises(QueryException, match="DbKeys or record ids"):
-        Memory.query.filter(agent_id="a").fuse(keyword=[Memory(agent_id="a", content="unsaved")])
-    assert Memory.query.filter(agent_id="a").fuse(keyword=[], limit=3) == []
+        FusionMemory.query.filter(agent_id="a").fuse(keyword=[FusionMemory(agent_id="a", content="unsaved")])
+    assert FusionMemory.query.filter(agent_id="a").fuse(keyword=[], limit=3) == []
 
 
-class Note(Model):
+class FusionNote(Model):
     note_id = AutoKeyField()
     agent_id = KeyField(partition_by="agent_id")
     content = StringField()
@@ -212,23 +212,23 @@ class Note(Model):
 
 
 def test_fuse_takes_redis_key_score_pairs_as_popoto_gives_them(any_db):
-    a = [Memory.create(agent_id="a", content=f"m{i}") for i in range(3)]
-    other = Memory.create(agent_id="b", content="elsewhere")
+    a = [FusionMemory.create(agent_id="a", content=f"m{i}") for i in range(3)]
+    other = FusionMemory.create(agent_id="b", content="elsewhere")
     keyword = [(a[0].db_key.redis_key, 9.5), (other.db_key.redis_key, 8.0), (a[1].db_key.redis_key, 7.25)]
     vector = [(a[1].db_key.redis_key, 0.9), (a[2].memory_id, 0.8), (a[0].db_key, 0.1)]
-    fused = Memory.query.filter(agent_id="a").fuse(keyword=keyword, vector=vector)
+    fused = FusionMemory.query.filter(agent_id="a").fuse(keyword=keyword, vector=vector)
     assert [m.content for m in fused] == ["m1", "m0", "m2"]  # m1: 1/62 + 1/61, m0: 1/61 + 1/63
     assert [m._rrf_score for m in fused] == pytest.approx([1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 62])
     assert fused[0]._rrf_ranks == {"keyword": 2, "vector": 1}  # the other tenant's key takes no rank
-    same = Memory.query.filter(agent_id="a").fuse(keyword=[a[0], a[1]], vector=[a[1], a[2], a[0]])
+    same = FusionMemory.query.filter(agent_id="a").fuse(keyword=[a[0], a[1]], vector=[a[1], a[2], a[0]])
     assert [(m.content, m._rrf_score) for m in same] == [(m.content, m._rrf_score) for m in fused]
 
 
 def test_fuse_takes_what_a_bm25_search_returns(any_db):
-    notes = [Note.create(agent_id="a", content=text) for text in
+    notes = [FusionNote.create(agent_id="a", content=text) for text in
              ["invoice paid in march", "invoice overdue", "standup at ten"]]
-    query = Note.query.filter(agent_id="a")
-    found = Note.content_bm25.search(query.partition(), "invoice")
+    query = FusionNote.query.filter(agent_id="a")
+    found = FusionNote.content_bm25.search(query.partition(), "invoice")
     as_keys = [(DbKey(query.partition(), record_id).redis_key, score) for record_id, score in found.ranked]
     from_result = query.fuse(keyword=found, limit=5)
     assert [n._saved_key for n in from_result] == [DbKey(query.partition(), i) for i, _ in found.ranked]
@@ -238,9 +238,9 @@ def test_fuse_takes_what_a_bm25_search_returns(any_db):
 
 
 def test_fuse_refuses_the_key_of_another_models_record(any_db):
-    note = Note.create(agent_id="a", content="x")
+    note = FusionNote.create(agent_id="a", content="x")
     with pytest.raises(QueryException, match="another model"):
-        Memory.query.filter(agent_id="a").fuse(keyword=[(note.db_key.redis_key, 1.0)])
+        FusionMemory.query.filter(agent_id="a").fuse(keyword=[(note.db_key.redis_key, 1.0)])
     with pytest.raises(QueryException, match="Redis keys"):
-        Memory.query.filter(agent_id="a").fuse(keyword=[(1.0, "x")])
+        FusionMemory.query.filter(agent_id="a").fuse(keyword=[(1.0, "x")])
 

@@ -35,7 +35,7 @@ def hashing_embeddings():
         yield
 
 
-class Ticket(WriteFilterMixin, Model):
+class HitsTicket(WriteFilterMixin, Model):
     """A priority index (WriteFilterMixin) and a plain sorted signal, for top_by_priority and composite_score."""
 
     ticket_id = AutoKeyField()
@@ -120,19 +120,19 @@ def test_above_cyclic_threshold_hits(db):
 
 def test_composite_score_hits_carry_the_mapped_signals(db):
     for i in range(3):
-        Ticket.create(agent_id="a", rank=i, urgency=0.7 + i / 10)
-    found = Ticket.query.filter(agent_id="a").composite_score(indexes={"rank": 1.0, "priority": 0.5}, limit=2)
+        HitsTicket.create(agent_id="a", rank=i, urgency=0.7 + i / 10)
+    found = HitsTicket.query.filter(agent_id="a").composite_score(indexes={"rank": 1.0, "priority": 0.5}, limit=2)
     assert len(found) == 2
     assert_hits_match(found, "_composite_score")
     assert [dict(hit.signals) for hit in found.hits] == [record._signals for record in found]
     assert set(found.hits[0].signals) == {"rank", "priority"}
-    assert Ticket.query.filter(agent_id="a").composite_score(indexes={"rank": 1.0}, limit=0).hits == ()
+    assert HitsTicket.query.filter(agent_id="a").composite_score(indexes={"rank": 1.0}, limit=0).hits == ()
 
 
 def test_top_by_priority_hits(db):
     for urgency in (0.75, 0.95, 0.85):
-        Ticket.create(agent_id="a", rank=1, urgency=urgency)
-    found = Ticket.query.filter(agent_id="a").top_by_priority(n=2)
+        HitsTicket.create(agent_id="a", rank=1, urgency=urgency)
+    found = HitsTicket.query.filter(agent_id="a").top_by_priority(n=2)
     assert [hit.score for hit in found.hits] == [0.95, 0.85]
     assert_hits_match(found, "_priority_score", "priority")
 

@@ -301,7 +301,7 @@ def test_prepare_vectors_loads_the_partition_and_builds_its_graph(db, small_matr
         owner = KeyField()
         embedding = EmbeddingField(dimensions=16, dtype="float32", prescan="hnsw", partition_by="owner")
 
-    class Plain(Model):
+    class HnswPrescanPlain(Model):
         item_id = KeyField()
         embedding = EmbeddingField(dimensions=16, dtype="float32")
 
@@ -311,8 +311,8 @@ def test_prepare_vectors_loads_the_partition_and_builds_its_graph(db, small_matr
     assert len(matrix.ids) == 0
     assert Prepared.query.filter(owner="a").prepare_vectors(timeout=60)
     assert len(matrix.ids) == 300 and matrix._graph.ready  # loaded and built before any search
-    Plain(item_id="x", embedding=rng.standard_normal(16)).save()
-    assert Plain.query.prepare_vectors() and len(matrices.get(db, Plain.embedding.keys(Plain.query.partition())[0]).ids) == 1
+    HnswPrescanPlain(item_id="x", embedding=rng.standard_normal(16)).save()
+    assert HnswPrescanPlain.query.prepare_vectors() and len(matrices.get(db, HnswPrescanPlain.embedding.keys(HnswPrescanPlain.query.partition())[0]).ids) == 1
     with pytest.raises(QueryException, match="partition only"):
         Prepared.query.filter(owner="a", item_id="1").prepare_vectors()
 

@@ -24,7 +24,7 @@ TURNS = [
 ]
 
 
-class Note(Model):
+class HscaSourceNote(Model):
     agent_id = KeyField(partition_by="agent_id")
     content = StringField()
 
@@ -88,4 +88,4 @@ def test_bad_calls_are_refused(db):
     with pytest.raises(ValidationError):
         HSCAEngine().assemble("redis")
     with pytest.raises(ValidationError):
-        session().assemble("redis", assembler=ContextAssembler(Note))
+        session().assemble("redis", assembler=ContextAssembler(HscaSourceNote))

@@ -10,7 +10,7 @@ from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.keys import KeyKind
 
 
-class Note(Model):
+class KeyValuesNote(Model):
     """Partitioned by ``agent_id``, one id field (``note_id``): the seed's Memory shape."""
 
     note_id = AutoKeyField()
@@ -57,40 +57,40 @@ def entries(client, record) -> dict[str, str]:
 
 
 def test_saved_hash_leaves_out_key_fields_and_loads_back_equal(any_db):
-    note = Note.create(agent_id="agent:1 x", body="hello", rank=2.0, tags=["a"])
+    note = KeyValuesNote.create(agent_id="agent:1 x", body="hello", rank=2.0, tags=["a"])
     assert entries(any_db, note) == {"body": "hello", "rank": "2.0", "tags": '["a"]'}
-    loaded = Note.query.get(agent_id="agent:1 x", note_id=note.note_id)
+    loaded = KeyValuesNote.query.get(agent_id="agent:1 x", note_id=note.note_id)
     assert loaded == note and loaded.note_id == note.note_id and loaded.agent_id == "agent:1 x"
-    assert Note.query.filter(agent_id="agent:1 x").all() == [note]
+    assert KeyValuesNote.query.filter(agent_id="agent:1 x").all() == [note]
 
 
 def test_save_many_and_updates_never_write_key_fields(any_db):
-    notes = [Note(agent_id="a", body=f"n{i}", rank=float(i)) for i in range(5)]
-    Note.save_many(notes)
+    notes = [KeyValuesNote(agent_id="a", body=f"n{i}", rank=float(i)) for i in range(5)]
+    KeyValuesNote.save_many(notes)
     notes[0].body = "changed"
     notes[0].save()
     for note in notes:
         assert set(entries(any_db, note)) == {"body", "rank"}
-    assert sorted(Note.query.filter(agent_id="a").all(), key=lambda n: n.rank) == notes
+    assert sorted(KeyValuesNote.query.filter(agent_id="a").all(), key=lambda n: n.rank) == notes
 
 
 def test_hash_written_with_key_fields_loads_identically_and_is_slimmed_by_a_resave(any_db):
-    note = Note.create(agent_id="a", body="old", rank=1.0, tags=["t"])
+    note = KeyValuesNote.create(agent_id="a", body="old", rank=1.0, tags=["t"])
     key = note.db_key.redis_key
     any_db.hset(key, mapping={"note_id": note.note_id, "agent_id": "a"})  # as older versions stored it
-    loaded = Note.query.get(agent_id="a", note_id=note.note_id)
+    loaded = KeyValuesNote.query.get(agent_id="a", note_id=note.note_id)
     assert loaded == note
     loaded.body = "new"
     loaded.save()
     assert entries(any_db, loaded) == {"body": "new", "rank": "1.0", "tags": '["t"]'}
-    assert Note.query.filter(agent_id="a", rank__gte=1.0).all() == [loaded]
+    assert KeyValuesNote.query.filter(agent_id="a", rank__gte=1.0).all() == [loaded]
 
 
 def test_filters_on_key_fields_use_the_key_not_the_hash(any_db):
-    a, b = Note.create(agent_id="a", body="x"), Note.create(agent_id="a", body="y")
-    Note.create(agent_id="b", body="z")
-    assert Note.query.filter(agent_id="a", note_id__in=[b.note_id, "nope"]).all() == [b]
-    assert Note.query.filter(agent_id="a", note_id=a.note_id).all() == [a]
+    a, b = KeyValuesNote.create(agent_id="a", body="x"), KeyValuesNote.create(agent_id="a", body="y")
+    KeyValuesNote.create(agent_id="b", body="z")
+    assert KeyValuesNote.query.filter(agent_id="a", note_id__in=[b.note_id, "nope"]).all() == [b]
+    assert KeyValuesNote.query.filter(agent_id="a", note_id=a.note_id).all() == [a]
     first, second = Pair.create(owner="o", slot=1, body="p"), Pair.create(owner="o", slot=2, body="q")
     Pair.create(owner="other", slot=1, body="r")
     assert "owner" not in entries(any_db, first) and "slot" not in entries(any_db, first)
@@ -99,8 +99,8 @@ def test_filters_on_key_fields_use_the_key_not_the_hash(any_db):
 
 
 def test_assemble_where_on_a_key_field(any_db):
-    kept, other = Note.create(agent_id="a", body="alpha beta"), Note.create(agent_id="a", body="alpha gamma")
-    assembler = ContextAssembler(Note, retrieval_mode="lexical")
+    kept, other = KeyValuesNote.create(agent_id="a", body="alpha beta"), KeyValuesNote.create(agent_id="a", body="alpha gamma")
+    assembler = ContextAssembler(KeyValuesNote, retrieval_mode="lexical")
     assert len(assembler.assemble("alpha", agent_id="a").records) == 2
     result = assembler.assemble("alpha", where={"note_id__in": [kept.note_id]}, agent_id="a")
     assert result.records == [kept] and other not in result.records

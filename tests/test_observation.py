@@ -20,7 +20,7 @@ from redmem.observation import (
 )
 
 
-class Memory(AccessTrackerMixin, PredictionLedgerMixin, EventStreamMixin, Model):
+class ObservationMemory(AccessTrackerMixin, PredictionLedgerMixin, EventStreamMixin, Model):
     memory_id = KeyField()
     agent_id = KeyField()
     content = StringField()
@@ -36,7 +36,7 @@ class SharedStream(PredictionLedgerMixin, EventStreamMixin, Model):
     event_stream_per_model = True
 
 
-class Plain(Model):
+class ObservationPlain(Model):
     item_id = KeyField()
 
 
@@ -53,9 +53,9 @@ EXPECTED = {
 }
 
 
-def prepared(agent: str = "a", memory_id: str = "m") -> Memory:
+def prepared(agent: str = "a", memory_id: str = "m") -> ObservationMemory:
     """A record read once (staged), with an open prediction and a pending proposal."""
-    memory = Memory.create(memory_id=memory_id, agent_id=agent, content="standup at 9")
+    memory = ObservationMemory.create(memory_id=memory_id, agent_id=agent, content="standup at 9")
     ObservationProtocol.on_read([memory], now=500.0)
     memory.record_prediction({"attended": True})
     ObservationProtocol.on_surfaced([memory], reason="cyclic")
@@ -67,17 +67,17 @@ def snapshot(client) -> dict:
     return {key: client.dump(key) for key in all_keys(client)}
 
 
-def stored_state(memory: Memory, client) -> dict:
+def stored_state(memory: ObservationMemory, client) -> dict:
     space = memory.db_key.keyspace
-    cycle = Memory.rhythm.cycles[0].key
+    cycle = ObservationMemory.rhythm.cycles[0].key
     state = memory.prediction_state
     return {
-        "relevance_t": client.zscore(Memory.relevance.keys_in(space).updated, memory.memory_id),
-        "rhythm_t": client.zscore(Memory.rhythm.keys_in(space).updated, memory.memory_id),
-        "resolved": client.zscore(Memory.rhythm.keys_in(space).resolved, memory.memory_id),
+        "relevance_t": client.zscore(ObservationMemory.relevance.keys_in(space).updated, memory.memory_id),
+        "rhythm_t": client.zscore(ObservationMemory.rhythm.keys_in(space).updated, memory.memory_id),
+        "resolved": client.zscore(ObservationMemory.rhythm.keys_in(space).resolved, memory.memory_id),
         "accesses": memory.access_count,
         "staged": len(memory.staged_accesses),
-        "amplitude": Memory.rhythm.amplitudes_of(memory)[cycle],
+        "amplitude": ObservationMemory.rhythm.amplitudes_of(memory)[cycle],
         "confidence": ConfidenceField.get_confidence(memory, "confidence"),
         "error": state.get("error"),
         "prediction": state["state"],
@@ -90,7 +90,7 @@ def test_each_outcome_has_exactly_its_effects(any_db, outcome):
     touched, accesses, amplitude, pressure, confidence, error, proposal, events = EXPECTED[outcome]
     memory = prepared()
     before = stored_state(memory, any_db)
-    already = len(Memory.read_events(agent_id="a"))
+    already = len(ObservationMemory.read_events(agent_id="a"))
     now = time.time() + 1000
     applied = ObservationProtocol.on_context_used([memory], {memory.db_key.redis_key: outcome}, now=now)
     assert applied == {memory.db_key.redis_key: outcome}
@@ -105,7 +105,7 @@ def test_each_outcome_has_exactly_its_effects(any_db, outcome):
     assert after["error"] == error
     assert after["prediction"] == ("open" if error is None else "resolved")
     assert after["proposal"] == proposal
-    assert [e.op for e in Memory.read_events(agent_id="a")[already:]] == events
+    assert [e.op for e in ObservationMemory.read_events(agent_id="a")[already:]] == events
 
 
 def test_the_expected_table_covers_the_matrix():
@@ -142,7 +142,7 @@ def test_an_unknown_outcome_writes_nothing(any_db):
     assert snapshot(any_db) == before
 
 
-class Note(AccessTrackerMixin, Model):
+class ObservationNote(AccessTrackerMixin, Model):
     note_id = AutoKeyField()
     agent_id = KeyField()
     body = StringField()
@@ -164,7 +164,7 @@ def test_an_outcome_map_names_records_by_record_id_or_redis_key_mixed(any_db):
 
 
 def test_an_auto_key_an_int_key_and_the_db_key_name_their_record(any_db):
-    note = Note.create(agent_id="a", body="x")
+    note = ObservationNote.create(agent_id="a", body="x")
     numbered = Numbered.create(number=7)
     ObservationProtocol.on_read([note, numbered], now=10.0)
     applied = ObservationProtocol.on_context_used([note, numbered], {note.note_id: "used", 7: "used"})
@@ -183,11 +183,11 @@ def test_one_outcome_string_applies_to_every_record(any_db):
 
 def test_records_are_hashable_by_class_and_key(any_db):
     memory = prepared()
-    again = Memory.query.no_track().get(agent_id="a", memory_id="m")
+    again = ObservationMemory.query.no_track().get(agent_id="a", memory_id="m")
     assert {memory: "acted"}[again] == "acted" and len({memory, again}) == 1
-    assert hash(Memory(memory_id="m", agent_id="a")) == hash(memory)
+    assert hash(ObservationMemory(memory_id="m", agent_id="a")) == hash(memory)
     with pytest.raises(ValidationError, match="note_id"):
-        hash(Note(agent_id="a", body="unsaved"))
+        hash(ObservationNote(agent_id="a", body="unsaved"))
 
 
 OUTSIDER = object()
@@ -218,7 +218,7 @@ def test_a_report_of_the_wrong_shape_raises_before_anything_is_written(any_db, o
     assert snapshot(any_db) == before
 
 
-@pytest.mark.parametrize("records", ["m", Memory(memory_id="m", agent_id="a"), [1, 2]])
+@pytest.mark.parametrize("records", ["m", ObservationMemory(memory_id="m", agent_id="a"), [1, 2]])
 def test_records_of_the_wrong_shape_raise_a_typed_error(any_db, records):
     with pytest.raises(OutcomeError, match="records must"):
         ObservationProtocol.on_context_used(records, "acted")
@@ -288,7 +288,7 @@ def test_proposals_live_and_are_resolved_in_the_records_partition(any_db):
 
 
 def test_an_explicit_partition_is_used_both_ways(any_db):
-    plain = Plain.create(item_id="p")
+    plain = ObservationPlain.create(item_id="p")
     [proposal] = ObservationProtocol.on_surfaced([plain], "schedule", partition="agent-9")
     assert (proposal.partition, proposal.reason, proposal.status) == ("agent-9", "schedule", "pending")
     assert RecallProposal.for_record(plain) is None  # not in the record's own partition
@@ -297,7 +297,7 @@ def test_an_explicit_partition_is_used_both_ways(any_db):
 
 
 def test_proposals_expire_and_resurface(any_db):
-    plain, other = Plain.create(item_id="p"), Plain.create(item_id="q")
+    plain, other = ObservationPlain.create(item_id="p"), ObservationPlain.create(item_id="q")
     ObservationProtocol.on_surfaced([plain, other], "cyclic", now=1000.0)
     assert RecallProposal.list_pending("default", now=1000.0 + 3599) != []
     assert RecallProposal.list_pending("default", now=1000.0 + 3600) == []
@@ -314,14 +314,14 @@ def test_proposals_expire_and_resurface(any_db):
 
 
 def test_surfacing_writes_one_pipeline_of_proposals(any_db):
-    records = [Plain.create(item_id=str(i)) for i in range(5)]
+    records = [ObservationPlain.create(item_id=str(i)) for i in range(5)]
     proposals = ObservationProtocol.on_surfaced(records + records[:2], "cyclic", now=10.0)
     assert len(proposals) == 5 and all(p.expires_at == 3610.0 for p in proposals)
     assert RecallProposal.query.filter(partition="default").count() == 5
 
 
 def test_reads_and_proposals_queued_on_one_pipeline_are_what_on_read_and_on_surfaced_write(any_db):
-    memory, plain = Memory.create(memory_id="m", agent_id="a", content="standup at 9"), Plain.create(item_id="p")
+    memory, plain = ObservationMemory.create(memory_id="m", agent_id="a", content="standup at 9"), ObservationPlain.create(item_id="p")
     client = redmem.get_client()
     with client.pipeline(transaction=False) as pipe:
         ObservationProtocol.queue_read(pipe, [memory, plain, memory], now=10.0)

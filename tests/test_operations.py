@@ -20,7 +20,7 @@ from redmem import AutoKeyField, KeyField, Model, StringField
 from redmem.store.embedded import EmbeddedServer
 
 
-class Note(Model):
+class OperationsNote(Model):
     note_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
@@ -57,29 +57,29 @@ def test_min_replicas_to_write_refuses_saves_a_cut_off_primary_would_lose(primar
     operator.config_set("min-replicas-to-write", 1)
     operator.config_set("min-replicas-max-lag", 1)
     _wait_for_a_good_replica(operator)
-    Note.create(agent_id="agent-1", content="The invoice is due on Friday")
+    OperationsNote.create(agent_id="agent-1", content="The invoice is due on Friday")
     os.kill(replica.pid, signal.SIGSTOP)
     try:
         deadline, refused, accepted = time.monotonic() + 10, None, 1
         while refused is None:  # the primary notices the silent replica after max-lag seconds
             assert time.monotonic() < deadline, "the primary kept accepting writes"
             try:
-                Note.create(agent_id="agent-1", content="written while the replica is stopped")
+                OperationsNote.create(agent_id="agent-1", content="written while the replica is stopped")
                 accepted += 1
                 time.sleep(0.2)
             except redmem.WriteRefused as exc:
                 refused = exc
         assert refused.code == "NOREPLICAS" and isinstance(refused.__cause__, redis.exceptions.ResponseError)
-        assert len(Note.query.filter(agent_id="agent-1").all()) == accepted  # the refused save left nothing
+        assert len(OperationsNote.query.filter(agent_id="agent-1").all()) == accepted  # the refused save left nothing
     finally:
         os.kill(replica.pid, signal.SIGCONT)
     deadline = time.monotonic() + 10
     while True:  # accepted again once the replica reports
         try:
-            Note.create(agent_id="agent-1", content="written after the replica came back")
+            OperationsNote.create(agent_id="agent-1", content="written after the replica came back")
             break
         except redmem.WriteRefused:
             assert time.monotonic() < deadline, "writes stayed refused"
             time.sleep(0.2)
-    assert len(Note.query.filter(agent_id="agent-1").all()) == accepted + 1
+    assert len(OperationsNote.query.filter(agent_id="agent-1").all()) == accepted + 1
     operator.close()

@@ -134,7 +134,7 @@ def test_a_meta_sets_the_embedding_provider_and_token_counter_of_its_model(db):
 
 
 @pytest.mark.parametrize(("meta", "message"), [
-    ({"prefix": "x"}, r"Bad.Meta: unknown option\(s\) prefix; a Meta may set name, abstract, client, key_prefix"),
+    ({"prefix": "x"}, r"Bad.Meta: unknown option\(s\) prefix; a Meta may set name, abstract, partition_by, client, key_prefix"),
     ({"key_prefix": "a:b"}, "Bad.Meta: key_prefix 'a:b' must be non-empty"),
     ({"partition_registry": "no"}, "Bad.Meta: partition_registry must be True or False"),
 ])

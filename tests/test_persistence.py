@@ -31,7 +31,8 @@ from redmem import (
     TagField,
 )
 from redmem.model.field import Field
-from workload import Note, random_write
+from workload import WorkloadNote as Note
+from workload import random_write
 
 HERE = Path(__file__).parent
 
@@ -85,7 +86,7 @@ class Exploding(Field):
 
 
 def test_a_save_interrupted_before_exec_writes_nothing(any_db):
-    class Fragile(Model):
+    class PersistenceFragile(Model):
         item_id = AutoKeyField()
         owner = KeyField()
         rank = SortedField(partition_by="owner")
@@ -94,8 +95,8 @@ def test_a_save_interrupted_before_exec_writes_nothing(any_db):
         bomb = Exploding()
 
     with pytest.raises(RuntimeError, match="boom"):
-        Fragile(owner="o", rank=1, tags=["a"], body="x").save()
-    written = {k for k in all_keys(any_db) if ":Fragile:" in k and not k.endswith(":partitions")}
+        PersistenceFragile(owner="o", rank=1, tags=["a"], body="x").save()
+    written = {k for k in all_keys(any_db) if ":PersistenceFragile:" in k and not k.endswith(":partitions")}
     assert written == set()
 
 
@@ -136,27 +137,27 @@ def test_composite_key_value_indexes_follow_deletes(any_db):
 
 
 def test_save_many_writes_new_records_in_atomic_chunks(any_db):
-    class Fact(Model):
+    class PersistenceFact(Model):
         fact_id = AutoKeyField()
         agent_id = KeyField()
         text = StringField()
         rank = SortedField(partition_by="agent_id")
         tags = TagField()
 
-    facts = [Fact(agent_id=f"a{i % 3}", text=f"fact {i}", rank=i, tags=[f"t{i % 2}"]) for i in range(50)]
-    existing = Fact.create(agent_id="a0", text="old", rank=-1)
+    facts = [PersistenceFact(agent_id=f"a{i % 3}", text=f"fact {i}", rank=i, tags=[f"t{i % 2}"]) for i in range(50)]
+    existing = PersistenceFact.create(agent_id="a0", text="old", rank=-1)
     existing.text = "updated"
-    assert Fact.save_many(facts + [existing], chunk_size=7) == 51
-    assert Fact.query.count() == 51
-    assert Fact.query.filter(agent_id="a1", rank__gte=40).count() == 4  # 40, 43, 46, 49
-    assert Fact.query.get(agent_id="a0", fact_id=existing.fact_id).text == "updated"
+    assert PersistenceFact.save_many(facts + [existing], chunk_size=7) == 51
+    assert PersistenceFact.query.count() == 51
+    assert PersistenceFact.query.filter(agent_id="a1", rank__gte=40).count() == 4  # 40, 43, 46, 49
+    assert PersistenceFact.query.get(agent_id="a0", fact_id=existing.fact_id).text == "updated"
     assert all(f.db_key.redis_key for f in facts)
-    assert assert_consistent(Fact, any_db, all_keys(any_db)) == 51
-    with pytest.raises(redmem.ValidationError, match="save_many of Fact got a Note"):
-        Fact.save_many([Note(agent_id="a", note_id="1", kind="x")])
+    assert assert_consistent(PersistenceFact, any_db, all_keys(any_db)) == 51
+    with pytest.raises(redmem.ValidationError, match="save_many of PersistenceFact got a WorkloadNote"):
+        PersistenceFact.save_many([Note(agent_id="a", note_id="1", kind="x")])
     for size in (0, -3, 2.5, True):
         with pytest.raises(redmem.ValidationError, match="chunk_size"):
-            Fact.save_many(facts, chunk_size=size)
+            PersistenceFact.save_many(facts, chunk_size=size)
 
 
 def test_save_many_runs_a_mixins_per_record_writes(any_db):
@@ -167,30 +168,30 @@ def test_save_many_runs_a_mixins_per_record_writes(any_db):
             super().queue_save(batch)
             batch.pipe.sadd(batch.keyspace.key("marked"), batch.record_id)
 
-    class Fact(Marked, Model):
+    class PersistenceFact(Marked, Model):
         fact_id = AutoKeyField()
         agent_id = KeyField(partition_by="agent_id")
         rank = SortedField()
 
-    facts = [Fact(agent_id="a", rank=i) for i in range(12)]
-    Fact.save_many(facts, chunk_size=5)
-    space = Fact.query.filter(agent_id="a").partition()
+    facts = [PersistenceFact(agent_id="a", rank=i) for i in range(12)]
+    PersistenceFact.save_many(facts, chunk_size=5)
+    space = PersistenceFact.query.filter(agent_id="a").partition()
     assert {m.decode() for m in any_db.smembers(space.key("marked"))} == {f.fact_id for f in facts}
-    assert Fact.query.filter(agent_id="a", rank__gte=6).count() == 6
+    assert PersistenceFact.query.filter(agent_id="a", rank__gte=6).count() == 6
 
 
 def test_save_many_sends_no_chunk_after_one_that_failed(db):
-    class Fact(Model):
+    class PersistenceFact(Model):
         fact_id = AutoKeyField()
         agent_id = KeyField(partition_by="agent_id")
         rank = SortedField()
 
-    space = Fact.query.filter(agent_id="b").partition()
+    space = PersistenceFact.query.filter(agent_id="b").partition()
     db.set(space.key("all"), "not a sorted set")  # every chunk of partition b fails in its EXEC
-    facts = [Fact(agent_id="a", rank=i) for i in range(20)] + [Fact(agent_id="b", rank=i) for i in range(20)]
+    facts = [PersistenceFact(agent_id="a", rank=i) for i in range(20)] + [PersistenceFact(agent_id="b", rank=i) for i in range(20)]
     with pytest.raises(redmem.ServerError, match="WRONGTYPE"):
-        Fact.save_many(facts, chunk_size=8)  # chunks of 1, 1, 2, 3, 5, 1, 3, 2, 1, 1 per partition
-    assert Fact.query.filter(agent_id="a").count() == 20
+        PersistenceFact.save_many(facts, chunk_size=8)  # chunks of 1, 1, 2, 3, 5, 1, 3, 2, 1, 1 per partition
+    assert PersistenceFact.query.filter(agent_id="a").count() == 20
     stored = [f.fact_id is not None and db.exists(f.db_key.redis_key) == 1 for f in facts[20:]]
     assert stored == [True] + [False] * 19  # a failed EXEC still ran its other commands; no later chunk ran
 
@@ -265,20 +266,20 @@ def test_save_many_stores_what_saving_one_by_one_stores(any_db):
 
 @pytest.mark.parametrize("bad", [float("nan"), "heavy"])
 def test_save_many_stores_nothing_when_a_later_record_is_invalid(any_db, bad):
-    class Fact(Model):
+    class PersistenceFact(Model):
         fact_id = AutoKeyField()
         agent_id = KeyField(partition_by="agent_id")
         weight = SortedField(float)
 
-    facts = [Fact(agent_id=f"a{i % 3}", weight=i) for i in range(100)]
+    facts = [PersistenceFact(agent_id=f"a{i % 3}", weight=i) for i in range(100)]
     facts[50].weight = bad  # chunk_size 16: the chunks before it would be written first
     with pytest.raises(redmem.ValidationError, match="weight"):
-        Fact.save_many(facts, chunk_size=16)
-    assert all_keys(any_db) <= {Fact._meta.global_keyspace().key("partitions")}
-    assert Fact.query.count() == 0
+        PersistenceFact.save_many(facts, chunk_size=16)
+    assert all_keys(any_db) <= {PersistenceFact._meta.global_keyspace().key("partitions")}
+    assert PersistenceFact.query.count() == 0
     facts[50].weight = 50.0
-    assert Fact.save_many(facts, chunk_size=16) == 100
-    assert Fact.query.count() == 100
+    assert PersistenceFact.save_many(facts, chunk_size=16) == 100
+    assert PersistenceFact.query.count() == 100
 
 
 def test_bulk_chunks_grow_by_half_from_a_sixteenth_at_both_ends():
@@ -326,11 +327,11 @@ def test_save_many_builds_its_chunks_with_the_cyclic_collector_paused(db):
             seen.append(gc.isenabled())
             super().queue_save_many(batches)
 
-    class Fact(Watching, Model):
+    class PersistenceFact(Watching, Model):
         fact_id = AutoKeyField()
         agent_id = KeyField(partition_by="agent_id")
         rank = SortedField()
 
-    Fact.save_many([Fact(agent_id="a", rank=i) for i in range(30)], chunk_size=8)
+    PersistenceFact.save_many([PersistenceFact(agent_id="a", rank=i) for i in range(30)], chunk_size=8)
     assert seen and not any(seen) and gc.isenabled()
-    assert Fact.query.filter(agent_id="a").count() == 30
+    assert PersistenceFact.query.filter(agent_id="a").count() == 30

@@ -38,7 +38,7 @@ from redmem.store.aio import is_cluster
 HERE = Path(__file__).parent
 
 
-class Forecast(PredictionLedgerMixin, EventStreamMixin, Model):
+class PredictionsForecast(PredictionLedgerMixin, EventStreamMixin, Model):
     agent_id = KeyField()
     forecast_id = KeyField()
     text = StringField()
@@ -111,7 +111,7 @@ def test_grouping_by_time_and_by_callable():
 
 # -- recording and resolving ------------------------------------------------------------------------
 def test_resolve_once_and_file_the_ledger(any_db):
-    record = Forecast.create(agent_id="a", forecast_id="f", text="rain")
+    record = PredictionsForecast.create(agent_id="a", forecast_id="f", text="rain")
     assert record.record_prediction({"rain_mm": 10, "sky": "grey"}, now=100.0) == 1
     assert record.prediction_state["state"] == "open"
     assert record.resolve_prediction({"rain_mm": 8, "sky": "grey"}, now=200.0) == pytest.approx(0.1)
@@ -119,24 +119,24 @@ def test_resolve_once_and_file_the_ledger(any_db):
     assert record.auto_resolve("acted") is None
     state = record.prediction_state
     assert (state["state"], state["error"], state["actual"]) == ("resolved", pytest.approx(0.1), {"rain_mm": 8, "sky": "grey"})
-    [entry] = Forecast.resolved_predictions(agent_id="a")
+    [entry] = PredictionsForecast.resolved_predictions(agent_id="a")
     assert (entry.id, entry.key, entry.predicted_at, entry.resolved_at) == ("f#1", record.db_key.redis_key, 100.0, 200.0)
 
 
 def test_a_large_error_lowers_confidence(any_db):
-    record = Forecast.create(agent_id="a", forecast_id="f")
+    record = PredictionsForecast.create(agent_id="a", forecast_id="f")
     record.record_prediction({"n": 100})
     assert record.resolve_prediction({"n": 1}) == pytest.approx(0.99)
     assert ConfidenceField.get_confidence(record, "confidence") == pytest.approx(0.35)  # (0.5 + 0.2) / 2
     record.record_prediction({"n": 100})
     record.resolve_prediction({"n": 40})  # error 0.6: no signal
     assert ConfidenceField.get_confidence_data(record, "confidence")["evidence_count"] == 1
-    ops = [e.op for e in Forecast.read_events(agent_id="a")]
+    ops = [e.op for e in PredictionsForecast.read_events(agent_id="a")]
     assert ops == ["create", "prediction_resolved", "confidence_update", "prediction_resolved"]
 
 
 def test_auto_resolve_uses_the_outcome_error(any_db):
-    record = Forecast.create(agent_id="a", forecast_id="f")
+    record = PredictionsForecast.create(agent_id="a", forecast_id="f")
     record.record_prediction({"x": 1})
     assert record.auto_resolve("deferred") is None
     assert record.prediction_state["state"] == "open"
@@ -144,7 +144,7 @@ def test_auto_resolve_uses_the_outcome_error(any_db):
         record.auto_resolve("ignored")
     assert record.auto_resolve("contradicted") == 0.9
     assert ConfidenceField.get_confidence(record, "confidence") == pytest.approx(0.35)
-    assert Forecast.resolved_predictions(agent_id="a")[0].outcome == "contradicted"
+    assert PredictionsForecast.resolved_predictions(agent_id="a")[0].outcome == "contradicted"
 
 
 def test_recording_replaces_an_open_prediction(any_db):
@@ -201,7 +201,7 @@ _agents = itertools.count()
 def test_concurrent_resolvers_resolve_each_prediction_once(any_db, url):
     modes = ("actual", "outcome", "actual")
     agent, n = f"race{next(_agents)}", 30
-    records = [Forecast.create(agent_id=agent, forecast_id=f"r{i}") for i in range(n)]
+    records = [PredictionsForecast.create(agent_id=agent, forecast_id=f"r{i}") for i in range(n)]
     for record in records:
         record.record_prediction({"x": 1.0})
     prefix = redmem.store.settings().key_prefix
@@ -212,9 +212,9 @@ def test_concurrent_resolvers_resolve_each_prediction_once(any_db, url):
     any_db.set(f"{prefix}:go:{agent}", 1)
     wins = [int(worker.communicate(timeout=60)[0]) for worker in workers]
     assert sum(wins) == n
-    ledger = Forecast.resolved_predictions(agent_id=agent)
+    ledger = PredictionsForecast.resolved_predictions(agent_id=agent)
     assert sorted(e.id for e in ledger) == sorted(f"r{i}#1" for i in range(n))
-    events = [e for e in Forecast.read_events(agent_id=agent) if e.op == "prediction_resolved"]
+    events = [e for e in PredictionsForecast.read_events(agent_id=agent) if e.op == "prediction_resolved"]
     assert len(events) == n
 
 
@@ -222,7 +222,7 @@ def _resolve_all(url: str, prefix: str, agent: str, n: str, mode: str) -> None:
     redmem.connect(url)
     redmem.configure(key_prefix=prefix)
     client = redmem.get_client()
-    records = [Forecast.query.no_track().get(agent_id=agent, forecast_id=f"r{i}") for i in range(int(n))]
+    records = [PredictionsForecast.query.no_track().get(agent_id=agent, forecast_id=f"r{i}") for i in range(int(n))]
     print("ready", flush=True)
     while not client.exists(f"{prefix}:go:{agent}"):
         time.sleep(0.001)

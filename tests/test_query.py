@@ -23,7 +23,7 @@ from redmem import (
 from redmem.model.query_methods import MissingQueryMethod
 
 
-class Memory(Model):
+class QueryMemory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
@@ -32,7 +32,7 @@ class Memory(Model):
     tags = TagField()
 
 
-class Setting(Model):
+class QuerySetting(Model):
     """Unpartitioned, with a composite key."""
 
     scope = KeyField()
@@ -45,7 +45,7 @@ class Setting(Model):
 def memories(any_db):
     made = []
     for i in range(12):
-        made.append(Memory.create(
+        made.append(QueryMemory.create(
             agent_id="a" if i % 3 else "b", content=f"m{i}", importance=i % 5,
             created=datetime(2025, 1, 1 + i, tzinfo=UTC),
             tags=[["red"], ["blue"], ["red", "blue"], []][i % 4],
@@ -58,13 +58,13 @@ def contents(records):
 
 
 def test_partition_filter_and_count(memories):
-    assert Memory.query.filter(agent_id="a").count() == 8
-    assert Memory.query.filter(agent_id="b").count() == 4
-    assert Memory.query.filter(agent_id="nobody").all() == []
+    assert QueryMemory.query.filter(agent_id="a").count() == 8
+    assert QueryMemory.query.filter(agent_id="b").count() == 4
+    assert QueryMemory.query.filter(agent_id="nobody").all() == []
 
 
 def test_sorted_ranges(memories):
-    q = Memory.query.filter(agent_id="a")
+    q = QueryMemory.query.filter(agent_id="a")
     assert sorted(contents(q.filter(importance__gte=2, importance__lt=4))) == ["m2", "m7", "m8"]
     assert sorted(contents(q.filter(importance__gt=3))) == ["m4"]
     assert sorted(contents(q.filter(importance=1))) == ["m1", "m11"]
@@ -74,24 +74,24 @@ def test_sorted_ranges(memories):
 
 
 def test_order_by_limit_offset(memories):
-    q = Memory.query.filter(agent_id="a").order_by("-importance")
+    q = QueryMemory.query.filter(agent_id="a").order_by("-importance")
     assert contents(q.limit(2)) == ["m4", "m8"]  # importance 4, then 3
     assert [m.importance for m in q] == sorted((m.importance for m in q), reverse=True)
     page1, page2 = q.limit(4).all(), q.limit(4, offset=4).all()
     assert contents(page1 + page2) == contents(q.all())
-    ascending = Memory.query.filter(agent_id="a").order_by("importance")
+    ascending = QueryMemory.query.filter(agent_id="a").order_by("importance")
     assert [m.importance for m in ascending] == sorted(m.importance for m in ascending)
 
 
 def test_queries_are_immutable(memories):
-    base = Memory.query.filter(agent_id="a")
+    base = QueryMemory.query.filter(agent_id="a")
     narrowed = base.filter(importance__gte=3)
     assert base.count() == 8 and narrowed.count() == 2
     assert base.limit(2).count() == 8  # count ignores the page
 
 
 def test_tag_filters(memories):
-    q = Memory.query.filter(agent_id="a")
+    q = QueryMemory.query.filter(agent_id="a")
     assert sorted(contents(q.filter(tags="red"))) == ["m10", "m2", "m4", "m8"]
     assert sorted(contents(q.filter(tags__all=["red", "blue"]))) == ["m10", "m2"]
     assert sorted(contents(q.filter(tags__any=["red", "blue"]))) == ["m1", "m10", "m2", "m4", "m5", "m8"]
@@ -99,48 +99,48 @@ def test_tag_filters(memories):
 
 def test_partitioned_ranges_need_the_partition(memories):
     with pytest.raises(QueryException, match="need the partition"):
-        Memory.query.filter(importance__gte=1).all()
+        QueryMemory.query.filter(importance__gte=1).all()
     with pytest.raises(QueryException, match="need the partition"):
-        Memory.query.order_by("importance").all()
+        QueryMemory.query.order_by("importance").all()
 
 
 def test_cross_partition_queries_fan_out(memories):
-    assert Memory.query.count() == 12
-    assert sorted(contents(Memory.query.filter(tags="blue"))) == ["m1", "m10", "m2", "m5", "m6", "m9"]
-    everything = Memory.query.all()
-    assert Memory.query.limit(5, offset=3).keys() == [m.db_key for m in everything][3:8]
+    assert QueryMemory.query.count() == 12
+    assert sorted(contents(QueryMemory.query.filter(tags="blue"))) == ["m1", "m10", "m2", "m5", "m6", "m9"]
+    everything = QueryMemory.query.all()
+    assert QueryMemory.query.limit(5, offset=3).keys() == [m.db_key for m in everything][3:8]
 
 
 def test_keys_without_hydration(memories):
-    keys = Memory.query.filter(agent_id="b").keys()
+    keys = QueryMemory.query.filter(agent_id="b").keys()
     assert len(keys) == 4 and all("{b}" in k.redis_key for k in keys)
-    assert sorted(m.db_key for m in Memory.query.filter(agent_id="b")) == sorted(keys)
+    assert sorted(m.db_key for m in QueryMemory.query.filter(agent_id="b")) == sorted(keys)
 
 
 def test_unknown_and_unindexed_fields_are_query_errors(db):
     with pytest.raises(QueryException, match="has no field 'colour'"):
-        Memory.query.filter(colour="red")
-    with pytest.raises(QueryException, match="cannot filter Memory on 'content'"):
-        Memory.query.filter(content="x")
+        QueryMemory.query.filter(colour="red")
+    with pytest.raises(QueryException, match="cannot filter QueryMemory on 'content'"):
+        QueryMemory.query.filter(content="x")
     with pytest.raises(QueryException, match="only be ordered by a sorted field"):
-        Memory.query.order_by("content")
+        QueryMemory.query.order_by("content")
     with pytest.raises(QueryException, match="get\\(\\) needs exactly the key fields"):
-        Memory.query.get(agent_id="a")
+        QueryMemory.query.get(agent_id="a")
 
 
 def test_composite_keys_filter_on_part_of_the_key(any_db):
     for scope in ("user", "team"):
         for name in ("theme", "lang"):
-            Setting.create(scope=scope, name=name, value=f"{scope}-{name}", tags=[scope])
-    assert sorted(s.value for s in Setting.query.filter(name="theme")) == ["team-theme", "user-theme"]
-    assert [s.value for s in Setting.query.filter(scope="user", name="lang")] == ["user-lang"]
-    assert Setting.query.get(scope="team", name="lang").value == "team-lang"
-    assert Setting.query.filter(scope="user").filter(tags="team").count() == 0
+            QuerySetting.create(scope=scope, name=name, value=f"{scope}-{name}", tags=[scope])
+    assert sorted(s.value for s in QuerySetting.query.filter(name="theme")) == ["team-theme", "user-theme"]
+    assert [s.value for s in QuerySetting.query.filter(scope="user", name="lang")] == ["user-lang"]
+    assert QuerySetting.query.get(scope="team", name="lang").value == "team-lang"
+    assert QuerySetting.query.filter(scope="user").filter(tags="team").count() == 0
 
 
 def test_first_returns_one_record_or_none(memories):
-    assert Memory.query.filter(agent_id="b").order_by("importance").first().content == "m0"
-    assert Memory.query.filter(agent_id="zzz").first() is None
+    assert QueryMemory.query.filter(agent_id="b").order_by("importance").first().content == "m0"
+    assert QueryMemory.query.filter(agent_id="zzz").first() is None
 
 
 _examples = itertools.count()
@@ -155,7 +155,7 @@ bounds = st.tuples(st.sampled_from(["gt", "gte", "lt", "lte", "eq"]), st.integer
        descending=st.booleans(), limit=st.one_of(st.none(), st.integers(0, 6)), offset=st.integers(0, 4))
 def test_queries_match_brute_force(any_db, rows, conditions, tag, descending, limit, offset):
     agent = f"h{next(_examples)}"
-    made = [Memory.create(agent_id=agent, content=str(i), importance=score, tags=list(tags))
+    made = [QueryMemory.create(agent_id=agent, content=str(i), importance=score, tags=list(tags))
             for i, (score, tags) in enumerate(rows)]
     ops = {"gt": float.__gt__, "gte": float.__ge__, "lt": float.__lt__, "lte": float.__le__, "eq": float.__eq__}
     expected = [m for m in made
@@ -163,7 +163,7 @@ def test_queries_match_brute_force(any_db, rows, conditions, tag, descending, li
                 and (tag is None or tag in m.tags)]
     expected.sort(key=lambda m: m.memory_id)
     expected.sort(key=lambda m: m.importance, reverse=descending)
-    query = Memory.query.filter(agent_id=agent, **({"tags": tag} if tag else {}))
+    query = QueryMemory.query.filter(agent_id=agent, **({"tags": tag} if tag else {}))
     for op, value in conditions:
         query = query.filter(**{f"importance__{op}": value})
     query = query.order_by(("-" if descending else "") + "importance")
@@ -192,7 +192,7 @@ class LoudnessIndex(Field):
         return {"loudest": loudest}
 
 
-class Loud(Model):
+class QueryLoud(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField(partition_by="agent_id")
     content = StringField()
@@ -200,29 +200,29 @@ class Loud(Model):
 
 
 def test_primitives_can_add_query_methods(any_db):
-    Loud.create(agent_id="q", content="short")
-    Loud.create(agent_id="q", content="much longer text")
-    assert [m.content for m in Loud.query.filter(agent_id="q").loudest()] == ["much longer text"]
+    QueryLoud.create(agent_id="q", content="short")
+    QueryLoud.create(agent_id="q", content="much longer text")
+    assert [m.content for m in QueryLoud.query.filter(agent_id="q").loudest()] == ["much longer text"]
     with pytest.raises(QueryException, match="needs the partition"):
-        Loud.query.loudest()
+        QueryLoud.query.loudest()
     with pytest.raises(AttributeError):
-        Loud.query.no_such_method()
+        QueryLoud.query.no_such_method()
 
 
 def test_a_query_offers_the_methods_of_its_own_models_fields_only():
-    assert Loud._meta.query_methods == {"loudest": loudest}
-    assert "loudest" in dir(Loud.query) and "loudest" not in dir(Memory.query)
-    assert {"fuse", "composite_score", "filter"} <= set(dir(Memory.query))  # every model's, and the builder's
-    assert Loud.query.loudest.__func__ is loudest
-    with pytest.raises(MissingQueryMethod, match="Memory queries have no method 'loudest': it comes with "
-                                                 "LoudnessIndex, which Memory does not have") as missing:
-        Memory.query.loudest()
+    assert QueryLoud._meta.query_methods == {"loudest": loudest}
+    assert "loudest" in dir(QueryLoud.query) and "loudest" not in dir(QueryMemory.query)
+    assert {"fuse", "composite_score", "filter"} <= set(dir(QueryMemory.query))  # every model's, and the builder's
+    assert QueryLoud.query.loudest.__func__ is loudest
+    with pytest.raises(MissingQueryMethod, match="QueryMemory queries have no method 'loudest': it comes with "
+                                                 "LoudnessIndex, which QueryMemory does not have") as missing:
+        QueryMemory.query.loudest()
     assert isinstance(missing.value, AttributeError) and isinstance(missing.value, QueryException)
-    assert not hasattr(Memory.query, "loudest")
+    assert not hasattr(QueryMemory.query, "loudest")
     with pytest.raises(MissingQueryMethod, match=r"no method 'keyword_search': it comes with BM25Field"):
-        Memory.query.filter(agent_id="a").keyword_search("x")
+        QueryMemory.query.filter(agent_id="a").keyword_search("x")
     with pytest.raises(AttributeError, match="no method 'no_such_method' .query methods: composite_score, fuse"):
-        Memory.query.no_such_method()
+        QueryMemory.query.no_such_method()
 
 
 def test_model_classes_offer_query_methods_and_subclasses_inherit_them():
@@ -239,7 +239,7 @@ def test_model_classes_offer_query_methods_and_subclasses_inherit_them():
         pass
 
     assert Subclass._meta.query_methods == {"loudest": loudest}
-    assert Loud.query.loudest.__func__ is Subclass.query.loudest.__func__
+    assert QueryLoud.query.loudest.__func__ is Subclass.query.loudest.__func__
 
 
 def test_two_classes_offering_different_methods_under_one_name_are_refused():
@@ -256,7 +256,7 @@ def test_two_classes_offering_different_methods_under_one_name_are_refused():
 
 
 def test_read_effects_ride_with_hydration_unless_no_track(any_db):
-    class Counted(Model):
+    class QueryCounted(Model):
         item_id = KeyField()
         owner = KeyField()
         rank = SortedField(partition_by="owner")
@@ -266,11 +266,11 @@ def test_read_effects_ride_with_hydration_unless_no_track(any_db):
             for key in keys:
                 pipe.incr(key.keyspace.key("reads", key.record_id))
 
-    Counted.create(item_id="1", owner="o", rank=1)
-    reads = Counted._meta.keyspace(("o",)).key("reads", "1")
-    Counted.query.filter(owner="o").all()
-    Counted.query.get(item_id="1", owner="o")
+    QueryCounted.create(item_id="1", owner="o", rank=1)
+    reads = QueryCounted._meta.keyspace(("o",)).key("reads", "1")
+    QueryCounted.query.filter(owner="o").all()
+    QueryCounted.query.get(item_id="1", owner="o")
     assert any_db.get(reads) == b"2"
-    Counted.query.filter(owner="o").no_track().all()
-    Counted.query.no_track().get(item_id="1", owner="o")
+    QueryCounted.query.filter(owner="o").no_track().all()
+    QueryCounted.query.no_track().get(item_id="1", owner="o")
     assert any_db.get(reads) == b"2"

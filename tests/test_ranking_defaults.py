@@ -45,7 +45,7 @@ class LookupEmbeddings:
         return np.array([VECTORS.get(t, [0.0, 0.0, 1.0]) for t in texts], dtype=np.float32)
 
 
-class Fact(Model):
+class RankingDefaultsFact(Model):
     """A hybrid fact with the time it was stated and a co-occurrence graph."""
 
     fact_id = AutoKeyField()
@@ -78,13 +78,13 @@ def test_match_averages_each_direct_list_divided_by_its_best():
 
 
 def candidate(record_id: str, **signals: float) -> Candidate:
-    return Candidate(key=DbKey(KeySpace("t", "Fact", ("a",)), record_id), pull=1.0, signals=dict(signals))
+    return Candidate(key=DbKey(KeySpace("t", "RankingDefaultsFact", ("a",)), record_id), pull=1.0, signals=dict(signals))
 
 
 @given(st.lists(st.floats(0, 1), max_size=12), st.one_of(st.none(), st.floats(0, 1)))
 def test_the_floor_cuts_exactly_the_matches_below_it_and_keeps_order(matches, floor):
     candidates = [candidate(str(i), match=m) for i, m in enumerate(matches)]
-    push_only = Candidate(key=DbKey(KeySpace("t", "Fact", ("a",)), "push"), push=1.0)
+    push_only = Candidate(key=DbKey(KeySpace("t", "RankingDefaultsFact", ("a",)), "push"), push=1.0)
     kept, cut = above_floor([*candidates, push_only], floor)
     assert [c.key.record_id for c in kept] == [c.key.record_id for c in candidates
                                               if floor is None or c.signals["match"] >= floor] + ["push"]
@@ -94,10 +94,10 @@ def test_the_floor_cuts_exactly_the_matches_below_it_and_keeps_order(matches, fl
 def test_the_floor_is_checked_when_the_assembler_is_made():
     for bad in (-0.1, 1.5, float("nan"), "0.3"):
         with pytest.raises(ValidationError, match="min_relevance"):
-            ContextAssembler(Fact, min_relevance=bad)
+            ContextAssembler(RankingDefaultsFact, min_relevance=bad)
     with pytest.raises(ValidationError, match="newer_first"):
-        ContextAssembler(Fact, newer_first=1)
-    assert ContextAssembler(Fact).config.min_relevance == DEFAULT_MIN_RELEVANCE
+        ContextAssembler(RankingDefaultsFact, newer_first=1)
+    assert ContextAssembler(RankingDefaultsFact).config.min_relevance == DEFAULT_MIN_RELEVANCE
 
 
 # -- newer first, as functions --------------------------------------------------------------------
@@ -145,23 +145,23 @@ def test_graph_expanded_records_follow_every_direct_hit(any_db):
     the talk" above the memories that answer)."""
     VECTORS.update({"biscuit walk": unit(1, 0, 0), "Biscuit needs a walk every day": unit(1, 0.2, 0),
                     "Biscuit eats twice a day": unit(1, 0.6, 0)})
-    best = Fact.create(agent_id="a", content="Biscuit needs a walk every day")
-    second = Fact.create(agent_id="a", content="Biscuit eats twice a day")
-    cheer = Fact.create(agent_id="a", content="Good luck with the talk")
-    Fact.links.link(best, cheer, initial_weight=1.0)
-    result = ContextAssembler(Fact, min_relevance=None).assemble("biscuit walk", agent_id="a", emit_trace=True)
+    best = RankingDefaultsFact.create(agent_id="a", content="Biscuit needs a walk every day")
+    second = RankingDefaultsFact.create(agent_id="a", content="Biscuit eats twice a day")
+    cheer = RankingDefaultsFact.create(agent_id="a", content="Good luck with the talk")
+    RankingDefaultsFact.links.link(best, cheer, initial_weight=1.0)
+    result = ContextAssembler(RankingDefaultsFact, min_relevance=None).assemble("biscuit walk", agent_id="a", emit_trace=True)
     assert result.records[:2] == [best, second] and result.records[2] == cheer
-    assert ContextAssembler(Fact).assemble("biscuit walk", agent_id="a").records == [best, second]
+    assert ContextAssembler(RankingDefaultsFact).assemble("biscuit walk", agent_id="a").records == [best, second]
 
 
 def test_no_padding_a_memory_sharing_nothing_with_the_question_is_left_out(any_db):
     VECTORS.update({"When do we deploy?": unit(1, 0, 0), "Deploys go out on Tuesdays": unit(1, 0.3, 0),
                     "Gus grows tomatoes": unit(0.04, 1, 0)})
-    deploy = Fact.create(agent_id="a", content="Deploys go out on Tuesdays")
-    Fact.create(agent_id="a", content="Gus grows tomatoes")
-    result = ContextAssembler(Fact).assemble("When do we deploy?", agent_id="a")
+    deploy = RankingDefaultsFact.create(agent_id="a", content="Deploys go out on Tuesdays")
+    RankingDefaultsFact.create(agent_id="a", content="Gus grows tomatoes")
+    result = ContextAssembler(RankingDefaultsFact).assemble("When do we deploy?", agent_id="a")
     assert result.records == [deploy] and result.metadata["below_floor"] == 1
-    padded = ContextAssembler(Fact, min_relevance=None).assemble("When do we deploy?", agent_id="a")
+    padded = ContextAssembler(RankingDefaultsFact, min_relevance=None).assemble("When do we deploy?", agent_id="a")
     assert len(padded.records) == 2 and padded.metadata["below_floor"] == 0
 
 
@@ -170,14 +170,14 @@ def test_the_newer_of_two_conflicting_facts_ranks_first(any_db):
                     "Bob uses MySQL for billing": unit(1, 0.1, 0),
                     "Bob switched billing to PostgreSQL last week": unit(1, 0.8, 0)})
     then = datetime.now(UTC) - timedelta(days=30)
-    old = Fact.create(agent_id="a", content="Bob uses MySQL for billing", stated_at=then)
-    new = Fact.create(agent_id="a", content="Bob switched billing to PostgreSQL last week")
+    old = RankingDefaultsFact.create(agent_id="a", content="Bob uses MySQL for billing", stated_at=then)
+    new = RankingDefaultsFact.create(agent_id="a", content="Bob switched billing to PostgreSQL last week")
     asked = "what database does billing use?"
-    assert ContextAssembler(Fact).assemble(asked, agent_id="a").records[:2] == [new, old]
-    assert ContextAssembler(Fact, newer_first=False).assemble(asked, agent_id="a").records[:2] == [old, new]
+    assert ContextAssembler(RankingDefaultsFact).assemble(asked, agent_id="a").records[:2] == [new, old]
+    assert ContextAssembler(RankingDefaultsFact, newer_first=False).assemble(asked, agent_id="a").records[:2] == [old, new]
 
 
-class Said(Model):
+class RankingDefaultsSaid(Model):
     """A fact whose time is an ISO 8601 text (as ChatMemory's ``said_at``), named by ``time_field``."""
 
     said_id = AutoKeyField()
@@ -188,12 +188,12 @@ class Said(Model):
 
 
 def test_time_field_names_a_text_field_of_iso_times(any_db):
-    old = Said.create(agent_id="a", content="The weekly sync is on Mondays at 10.", said_at="2026-03-02T09:00:00+00:00")
-    new = Said.create(agent_id="a", content="The weekly sync happens on Wednesdays at 11.", said_at="2026-04-01T09:00:00")
+    old = RankingDefaultsSaid.create(agent_id="a", content="The weekly sync is on Mondays at 10.", said_at="2026-03-02T09:00:00+00:00")
+    new = RankingDefaultsSaid.create(agent_id="a", content="The weekly sync happens on Wednesdays at 11.", said_at="2026-04-01T09:00:00")
     asked = "when is the weekly sync on mondays?"
-    assert ContextAssembler(Said).assemble(asked, agent_id="a").records[0] == old  # no DatetimeField: no time
-    assert ContextAssembler(Said, time_field="said_at").assemble(asked, agent_id="a").records[:2] == [new, old]
+    assert ContextAssembler(RankingDefaultsSaid).assemble(asked, agent_id="a").records[0] == old  # no DatetimeField: no time
+    assert ContextAssembler(RankingDefaultsSaid, time_field="said_at").assemble(asked, agent_id="a").records[:2] == [new, old]
     with pytest.raises(QueryException, match="time_field 'when'"):
-        ContextAssembler(Said, time_field="when")
+        ContextAssembler(RankingDefaultsSaid, time_field="when")
     with pytest.raises(ValidationError, match="time_field"):
-        ContextAssembler(Said, time_field="")
+        ContextAssembler(RankingDefaultsSaid, time_field="")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from models import Note
+from models import SeedNote as Note
 from redmem import AutoKeyField, IntField, Model, QueryException, ValidationError
 from redmem.context.rendering import Renderer, check_render_fields, compose, frame_line, record_view, render_slice
 from redmem.context.tokens import exact_counter
@@ -92,7 +92,7 @@ def test_a_renderer_is_checked_when_made():
         Renderer(Note, "yaml")
     with pytest.raises(ValidationError, match="render_fields must be a list of field names"):
         Renderer(Note, "natural", "content")
-    with pytest.raises(QueryException, match=r"render_fields names field\(s\) \['title'\] that Note does not store"):
+    with pytest.raises(QueryException, match=r"render_fields names field\(s\) \['title'\] that SeedNote does not store"):
         Renderer(Note, "natural", ["title"])
     with pytest.raises(ValidationError, match="output_format='content' .* Tally has no shown str field"):
         Renderer(Tally, "content")

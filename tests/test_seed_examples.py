@@ -22,7 +22,7 @@ import textwrap
 import pytest
 
 from conftest import configured_embeddings
-from models import Memory
+from models import SeedMemory as Memory
 from openai_server import OpenAICompatibleServer
 from redmem import (
     AutoKeyField,
@@ -37,7 +37,7 @@ from redmem import (
 from redmem.embeddings import HashingEmbeddings
 
 
-class Bare(Model):
+class SeedExamplesBare(Model):
     """A model with neither BM25Field nor EmbeddingField, for the "raises if fields absent" comment."""
 
     memory_id = AutoKeyField()
@@ -176,7 +176,7 @@ def test_mode_examples(memories):
     namespace = run(MODES, ContextAssembler=run(USAGE_IMPORT)["ContextAssembler"])
     assert namespace["assembler"].mode == "hybrid"
     with pytest.raises(QueryException, match="hybrid"):  # "raises QueryException if fields absent"
-        run(MODES, ContextAssembler=namespace["ContextAssembler"], Memory=Bare)
+        run(MODES, ContextAssembler=namespace["ContextAssembler"], Memory=SeedExamplesBare)
 
 
 def test_usage_example(memories):

@@ -16,7 +16,7 @@ from redmem.fields.sketch import counter_indexes, sketch_size
 from redmem.text import default_analyzer
 
 
-class Memory(Model):
+class SketchMemory(Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     topic = StringField()
@@ -31,7 +31,7 @@ _partitions = itertools.count()
 def test_sizes():
     # w = ceil(e / 0.001) = ceil(2718.28), d = ceil(ln 100) = ceil(4.605)
     assert sketch_size(0.001, 0.01) == (2719, 5)
-    assert (Memory.words.width, Memory.words.depth) == (2719, 5)
+    assert (SketchMemory.words.width, SketchMemory.words.depth) == (2719, 5)
     assert sketch_size(0.05, 0.1) == (55, 3)
 
 
@@ -48,24 +48,24 @@ def test_bad_parameters_raise(options):
 
 
 def test_direct_counts(any_db):
-    Memory.words.add("deploy deploy budget", agent_id="a")
-    Memory.words.add("deploying", count=3, agent_id="a")
-    assert Memory.words.estimate("deploys", agent_id="a") == 5
-    assert Memory.words.estimate_many(["budget", "cats", "the"], agent_id="a") == [1, 0, 0]
-    assert Memory.words.total(agent_id="a") == 6
-    assert Memory.words.estimate("deploy", agent_id="b") == 0
+    SketchMemory.words.add("deploy deploy budget", agent_id="a")
+    SketchMemory.words.add("deploying", count=3, agent_id="a")
+    assert SketchMemory.words.estimate("deploys", agent_id="a") == 5
+    assert SketchMemory.words.estimate_many(["budget", "cats", "the"], agent_id="a") == [1, 0, 0]
+    assert SketchMemory.words.total(agent_id="a") == 6
+    assert SketchMemory.words.estimate("deploy", agent_id="b") == 0
 
 
 def test_counts_follow_saves_updates_and_deletes(any_db):
-    first = Memory.create(agent_id="a", topic="deploy", content="deploy the budget")
-    Memory.create(agent_id="a", topic="budget")
-    assert Memory.words.estimate_many(["deploy", "budget"], agent_id="a") == [2, 2]
+    first = SketchMemory.create(agent_id="a", topic="deploy", content="deploy the budget")
+    SketchMemory.create(agent_id="a", topic="budget")
+    assert SketchMemory.words.estimate_many(["deploy", "budget"], agent_id="a") == [2, 2]
     first.content = "cats"
     first.save()
-    assert Memory.words.estimate_many(["deploy", "budget", "cat"], agent_id="a") == [1, 1, 1]
+    assert SketchMemory.words.estimate_many(["deploy", "budget", "cat"], agent_id="a") == [1, 1, 1]
     first.delete()
-    assert Memory.words.estimate_many(["deploy", "budget", "cat"], agent_id="a") == [0, 1, 0]
-    assert Memory.words.total(agent_id="a") == 1
+    assert SketchMemory.words.estimate_many(["deploy", "budget", "cat"], agent_id="a") == [0, 1, 0]
+    assert SketchMemory.words.total(agent_id="a") == 1
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -73,13 +73,13 @@ def test_counts_follow_saves_updates_and_deletes(any_db):
 def test_estimates_never_undercount_and_stay_within_the_bound(any_db, texts):
     partition = f"p{next(_partitions)}"
     for text in texts:
-        Memory.small.add(text, agent_id=partition)
+        SketchMemory.small.add(text, agent_id=partition)
     terms = default_analyzer().tokens
     truth = Counter(t for text in texts for t in terms(text))
     words = sorted({w for text in texts for w in text.split() if terms(w)}) + ["zzz"]
     expected = [truth[terms(word)[0]] for word in words]
-    estimates = Memory.small.estimate_many(words, agent_id=partition)
-    total = Memory.small.total(agent_id=partition)
+    estimates = SketchMemory.small.estimate_many(words, agent_id=partition)
+    total = SketchMemory.small.total(agent_id=partition)
     assert total == sum(truth.values())
     assert all(true <= estimate for true, estimate in zip(expected, estimates))
     # the epsilon * N bound holds per word with probability 1 - delta: check the typical case
@@ -93,8 +93,8 @@ def test_estimates_are_close_on_a_larger_stream(any_db):
     stream = [rng.choice(vocabulary[: rng.choice((20, 2000))]) for _ in range(20_000)]
     truth = Counter(stream)
     for chunk in range(0, len(stream), 1000):
-        Memory.words.add(" ".join(stream[chunk : chunk + 1000]), agent_id="big")
-    estimates = Memory.words.estimate_many(vocabulary, agent_id="big")
+        SketchMemory.words.add(" ".join(stream[chunk : chunk + 1000]), agent_id="big")
+    estimates = SketchMemory.words.estimate_many(vocabulary, agent_id="big")
     bound = 0.001 * len(stream)
     assert all(truth[w] <= e for w, e in zip(vocabulary, estimates))
     assert sum(e <= truth[w] + bound for w, e in zip(vocabulary, estimates)) >= 0.99 * len(vocabulary)
@@ -102,8 +102,8 @@ def test_estimates_are_close_on_a_larger_stream(any_db):
 
 def test_one_word_at_a_time(any_db):
     with pytest.raises(ValidationError):
-        Memory.words.estimate("deploy budget", agent_id="a")
+        SketchMemory.words.estimate("deploy budget", agent_id="a")
     with pytest.raises(ValidationError):
-        Memory.words.estimate_many("deploy", agent_id="a")
+        SketchMemory.words.estimate_many("deploy", agent_id="a")
     with pytest.raises(ValidationError):
-        Memory.words.add("deploy", count=1.5, agent_id="a")
+        SketchMemory.words.add("deploy", count=1.5, agent_id="a")

@@ -17,7 +17,7 @@ from redmem.store.errors import ServerUnavailable
 pytestmark = pytest.mark.cluster
 
 
-class Ticket(Model):
+class TenantIsolationClusterTicket(Model):
     ticket_id = AutoKeyField()
     tenant = KeyField(partition_by="tenant")
     content = StringField()
@@ -46,35 +46,35 @@ def cluster():
 
 
 def test_killing_the_registry_master_fails_only_its_own_tenants(cluster, caplog):
-    registry = Ticket._meta.global_keyspace().key("partitions")
+    registry = TenantIsolationClusterTicket._meta.global_keyspace().key("partitions")
     ports = [server.port for server in cluster.servers]
     dead = node_of(ports, registry)
     tenants = [f"tenant-{i}" for i in range(30)]
-    where = {t: node_of(ports, Ticket._meta.keyspace((t,)).key("all")) for t in tenants}
+    where = {t: node_of(ports, TenantIsolationClusterTicket._meta.keyspace((t,)).key("all")) for t in tenants}
     healthy = [t for t in tenants if where[t] != dead]
     doomed = [t for t in tenants if where[t] == dead]
     assert len(healthy) >= 10 and len(doomed) >= 2
     for tenant in tenants:
-        Ticket.create(tenant=tenant, content=f"first ticket of {tenant}")
+        TenantIsolationClusterTicket.create(tenant=tenant, content=f"first ticket of {tenant}")
 
     cluster.servers[dead].stop()
     newcomers = [f"new-{i}" for i in range(40)]
-    new_healthy = [t for t in newcomers if node_of(ports, Ticket._meta.keyspace((t,)).key("all")) != dead]
+    new_healthy = [t for t in newcomers if node_of(ports, TenantIsolationClusterTicket._meta.keyspace((t,)).key("all")) != dead]
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="redmem.model.registry"):
         for tenant in healthy + new_healthy[:5]:  # new partitions too: their registry update fails
-            Ticket.create(tenant=tenant, content=f"second ticket of {tenant}", priority=2.0)
-            assert Ticket.save_many([Ticket(tenant=tenant, content=f"bulk {i}") for i in range(5)]) == 5
+            TenantIsolationClusterTicket.create(tenant=tenant, content=f"second ticket of {tenant}", priority=2.0)
+            assert TenantIsolationClusterTicket.save_many([TenantIsolationClusterTicket(tenant=tenant, content=f"bulk {i}") for i in range(5)]) == 5
     healthy_seconds = time.monotonic() - started
     assert "partition registry" in caplog.text
     for tenant in healthy:
-        mine = Ticket.query.filter(tenant=tenant)
+        mine = TenantIsolationClusterTicket.query.filter(tenant=tenant)
         assert mine.count() == 7
         assert mine.order_by("-priority").first().content == f"second ticket of {tenant}"
     for tenant in doomed[:2]:
         started = time.monotonic()
         with pytest.raises(ServerUnavailable) as caught:
-            Ticket.create(tenant=tenant, content="lost")
+            TenantIsolationClusterTicket.create(tenant=tenant, content="lost")
         assert isinstance(caught.value, RedmemError) and isinstance(caught.value, ConnectionError)
         assert time.monotonic() - started < 15
     # one slow registry update at most (then updates pause); every other save is quick

@@ -61,7 +61,7 @@ from redmem.store.validation import (
 )
 
 
-class Recollection(AccessTrackerMixin, PredictionLedgerMixin, Model):
+class ValidationRecollection(AccessTrackerMixin, PredictionLedgerMixin, Model):
     """Hybrid-capable, with a base score, access tracking and a prediction ledger."""
 
     recollection_id = AutoKeyField()
@@ -74,7 +74,7 @@ class Recollection(AccessTrackerMixin, PredictionLedgerMixin, Model):
     embedding = EmbeddingField(source="content", provider=HashingEmbeddings(dimensions=32))
 
 
-class Tally(Model):
+class ValidationTally(Model):
     """No text field at all: nothing the content format could show."""
 
     tally_id = AutoKeyField()
@@ -105,7 +105,7 @@ class FailingProvider:
         raise RuntimeError("service down")
 
 
-class Embedded(Model):
+class ValidationEmbedded(Model):
     embedded_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
@@ -169,9 +169,9 @@ def test_one_of_and_subclass_of():
     assert one_of("fmt", "xml", ("xml", "natural")) == "xml"
     with pytest.raises(ValidationError, match=r"fmt must be one of \['xml', 'natural'\], got list \[\]"):
         one_of("fmt", [], ("xml", "natural"))
-    assert subclass_of("model_class", Tally, Model, "a Model class") is Tally
-    with pytest.raises(ArgumentTypeError, match="model_class must be a Model class, got str 'Tally'"):
-        subclass_of("model_class", "Tally", Model, "a Model class")
+    assert subclass_of("model_class", ValidationTally, Model, "a Model class") is ValidationTally
+    with pytest.raises(ArgumentTypeError, match="model_class must be a Model class, got str 'ValidationTally'"):
+        subclass_of("model_class", "ValidationTally", Model, "a Model class")
 
 
 def test_timestamp_accepts_numbers_datetimes_and_none_only():
@@ -192,11 +192,11 @@ def test_utf8_text_rejects_a_lone_surrogate_and_says_where():
 
 # -- ContextAssembler: every option checked at construction (issue 12, items 4 and 6) ------------
 def test_a_misspelt_score_weight_is_rejected_at_construction():
-    with pytest.raises(QueryException, match=r"score_weights: Recollection has no signal 'relevnce'; valid: relevance"):
-        ContextAssembler(Recollection, {"relevnce": 0.6})
+    with pytest.raises(QueryException, match=r"score_weights: ValidationRecollection has no signal 'relevnce'; valid: relevance"):
+        ContextAssembler(ValidationRecollection, {"relevnce": 0.6})
     with pytest.raises(ValidationError, match=r"score_weights: weight of 'relevance' must be a finite number >= 0"):
-        ContextAssembler(Recollection, {"relevance": math.nan})
-    assert ContextAssembler(Recollection, {Recollection.relevance: 1}).score_weights == {"relevance": 1.0}
+        ContextAssembler(ValidationRecollection, {"relevance": math.nan})
+    assert ContextAssembler(ValidationRecollection, {ValidationRecollection.relevance: 1}).score_weights == {"relevance": 1.0}
 
 
 @pytest.mark.parametrize(("options", "error", "message"), [
@@ -214,24 +214,24 @@ def test_a_misspelt_score_weight_is_rejected_at_construction():
 ], ids=lambda v: repr(v)[:40])
 def test_each_bad_option_raises_a_redmem_error_naming_it(options, error, message):
     with pytest.raises(error, match=message):
-        ContextAssembler(Recollection, **options)
+        ContextAssembler(ValidationRecollection, **options)
 
 
 def test_max_items_none_is_still_a_type_error():
     with pytest.raises(TypeError):
-        ContextAssembler(Recollection, max_items=None)
+        ContextAssembler(ValidationRecollection, max_items=None)
 
 
 def test_model_class_must_be_a_redmem_model_class():
-    for bad in ("Recollection", Recollection(agent_id="a"), dict):
+    for bad in ("ValidationRecollection", ValidationRecollection(agent_id="a"), dict):
         with pytest.raises(ArgumentTypeError, match="model_class must be a redmem Model class, got "):
             ContextAssembler(bad)
 
 
 def test_the_content_format_is_refused_on_a_model_without_text():
-    with pytest.raises(ValidationError, match=r"output_format='content' .* Tally has no shown str field"):
-        ContextAssembler(Tally, output_format="content")
-    assert ContextAssembler(Tally, output_format="natural").output_format == "natural"
+    with pytest.raises(ValidationError, match=r"output_format='content' .* ValidationTally has no shown str field"):
+        ContextAssembler(ValidationTally, output_format="content")
+    assert ContextAssembler(ValidationTally, output_format="natural").output_format == "natural"
 
 
 def test_a_record_whose_text_is_unset_shows_its_fields_not_its_repr_in_the_content_format(db):
@@ -242,16 +242,16 @@ def test_a_record_whose_text_is_unset_shows_its_fields_not_its_repr_in_the_conte
 
 
 def test_create_names_the_field_that_was_set_not_the_derived_score(db):
-    with pytest.raises(ValidationError, match=r"^Recollection.importance \(the base score of Recollection.relevance\) "
+    with pytest.raises(ValidationError, match=r"^ValidationRecollection.importance \(the base score of ValidationRecollection.relevance\) "
                                               r"expects a number, got str 'high'"):
-        Recollection.create(agent_id="a", content="x", importance="high")
-    with pytest.raises(ValidationError, match=r"^Recollection.importance .* must be >= 0"):
-        Recollection.create(agent_id="a", content="x", importance=-1.0)
-    assert Recollection.query.filter(agent_id="a").count() == 0
+        ValidationRecollection.create(agent_id="a", content="x", importance="high")
+    with pytest.raises(ValidationError, match=r"^ValidationRecollection.importance .* must be >= 0"):
+        ValidationRecollection.create(agent_id="a", content="x", importance=-1.0)
+    assert ValidationRecollection.query.filter(agent_id="a").count() == 0
 
 
 def test_an_unknown_outcome_is_a_validation_error(db):
-    record = Recollection.create(agent_id="a", content="x")
+    record = ValidationRecollection.create(agent_id="a", content="x")
     record.record_prediction({"clicks": 3})
     with pytest.raises(ValidationError, match=r"unknown outcome 'loved': expected one of \['acted'"):
         record.auto_resolve("loved")
@@ -261,8 +261,8 @@ def test_an_unknown_outcome_is_a_validation_error(db):
 @pytest.mark.parametrize(("now", "error"), [(math.nan, ValidationError), (math.inf, ValidationError),
                                             ("x", ArgumentTypeError)], ids=repr)
 def test_assemble_rejects_a_bad_now_before_writing_a_read(db, now, error):
-    record = Recollection.create(agent_id="a", content="deploy the service")
-    assembler = ContextAssembler(Recollection)
+    record = ValidationRecollection.create(agent_id="a", content="deploy the service")
+    assembler = ContextAssembler(ValidationRecollection)
     with pytest.raises(error, match="now must be epoch seconds"):
         assembler.assemble("deploy", agent_id="a", now=now)
     with pytest.raises(error, match="now must be epoch seconds"):
@@ -273,11 +273,11 @@ def test_assemble_rejects_a_bad_now_before_writing_a_read(db, now, error):
 
 @pytest.mark.parametrize("now", [math.nan, math.inf, "x"], ids=repr)
 def test_every_public_now_is_checked(db, now):
-    record = Recollection.create(agent_id="a", content="x")
+    record = ValidationRecollection.create(agent_id="a", content="x")
     with pytest.raises(ValidationError, match="now must be epoch seconds"):
         record.confirm_access(now=now)
     with pytest.raises(ValidationError, match="now must be epoch seconds"):
-        Recollection.queue_stage_reads(None, [record.db_key], now)
+        ValidationRecollection.queue_stage_reads(None, [record.db_key], now)
     with pytest.raises(ValidationError, match="now must be epoch seconds"):
         record.record_prediction({"clicks": 3}, now=now)
     with pytest.raises(ValidationError, match="now must be epoch seconds"):
@@ -285,7 +285,7 @@ def test_every_public_now_is_checked(db, now):
     with pytest.raises(ValidationError, match="now must be epoch seconds"):
         RecallProposal.expire_stale("a", now=now)
     with pytest.raises(ValidationError, match="now must be epoch seconds"):
-        Recollection.relevance.touch(record, now=now)
+        ValidationRecollection.relevance.touch(record, now=now)
     with pytest.raises(ValidationError, match="now must be epoch seconds"):
         ObservationProtocol.on_read([record], now=now)
     with pytest.raises(ValidationError, match="now must be epoch seconds"):
@@ -302,15 +302,15 @@ def test_every_public_now_is_checked(db, now):
     (None, QueryArgumentTypeError), ("5", QueryArgumentTypeError),
 ], ids=repr)
 def test_semantic_and_keyword_search_reject_a_bad_limit_alike(db, limit, error):
-    Recollection.create(agent_id="a", content="deploy the service")
-    query = Recollection.query.filter(agent_id="a")
+    ValidationRecollection.create(agent_id="a", content="deploy the service")
+    query = ValidationRecollection.query.filter(agent_id="a")
     for search in (query.semantic_search, query.keyword_search):
         with pytest.raises(error, match=r"limit must be an int >= 0, got "):
             search("deploy", limit=limit)
 
 
 def test_a_bad_limit_is_still_the_builtin_error_raised_before(db):
-    query = Recollection.query.filter(agent_id="a")
+    query = ValidationRecollection.query.filter(agent_id="a")
     with pytest.raises(TypeError):
         query.semantic_search("deploy", limit=None)
     with pytest.raises(QueryException):
@@ -321,29 +321,29 @@ def test_a_bad_limit_is_still_the_builtin_error_raised_before(db):
 @pytest.mark.parametrize("field", ["agent_id", "recollection_id", "content"])
 def test_a_lone_surrogate_in_a_stored_string_names_the_field(db, field):
     values = {"agent_id": "a", "content": "x", field: "note \udcff"}
-    with pytest.raises(ValidationError, match=rf"Recollection.{field} must be text encodable as UTF-8"):
-        Recollection.create(**values)
-    assert Recollection.query.filter(agent_id="a").count() == 0
+    with pytest.raises(ValidationError, match=rf"ValidationRecollection.{field} must be text encodable as UTF-8"):
+        ValidationRecollection.create(**values)
+    assert ValidationRecollection.query.filter(agent_id="a").count() == 0
 
 
 def test_a_lone_surrogate_in_a_tenant_or_an_entity_is_a_validation_error(db):
-    with pytest.raises(ValidationError, match="Recollection.agent_id must be text encodable as UTF-8"):
-        Recollection.query.filter(agent_id="\udcff").keyword_search("deploy")
-    with pytest.raises(ValidationError, match="Recollection.agent_id must be text encodable as UTF-8"):
-        ContextAssembler(Recollection).assemble("deploy", agent_id="\udcff")
+    with pytest.raises(ValidationError, match="ValidationRecollection.agent_id must be text encodable as UTF-8"):
+        ValidationRecollection.query.filter(agent_id="\udcff").keyword_search("deploy")
+    with pytest.raises(ValidationError, match="ValidationRecollection.agent_id must be text encodable as UTF-8"):
+        ContextAssembler(ValidationRecollection).assemble("deploy", agent_id="\udcff")
     with pytest.raises(ValidationError, match="Entity name must be text encodable as UTF-8"):
         Entity("Par\udcffis")
 
 
 def test_a_custom_provider_failure_is_an_embedding_error_naming_the_provider(db):
     with pytest.raises(EmbeddingError, match="embedding provider FailingProvider failed on 1 text.*service down") as caught:
-        Embedded.create(agent_id="a", content="x")
+        ValidationEmbedded.create(agent_id="a", content="x")
     assert isinstance(caught.value.__cause__, RuntimeError)
-    assert Embedded.query.filter(agent_id="a").count() == 0
+    assert ValidationEmbedded.query.filter(agent_id="a").count() == 0
 
 
 def test_query_limit_checks_its_arguments(db):
-    query = Recollection.query.filter(agent_id="a")
+    query = ValidationRecollection.query.filter(agent_id="a")
     with pytest.raises(QueryArgumentTypeError, match="limit: count must be an int >= 0, got None"):
         query.limit(None)
     with pytest.raises(QueryArgumentError, match="limit: offset must be an int >= 0, got -1"):
@@ -352,9 +352,9 @@ def test_query_limit_checks_its_arguments(db):
 
 
 def test_order_by_and_a_proposal_ttl_check_their_arguments(db):
-    record = Recollection.create(agent_id="a", content="x")
+    record = ValidationRecollection.create(agent_id="a", content="x")
     with pytest.raises(QueryArgumentTypeError, match="order_by: field must be a field name"):
-        Recollection.query.filter(agent_id="a").order_by(None)
+        ValidationRecollection.query.filter(agent_id="a").order_by(None)
     for ttl in (None, "60", math.nan, -1.0):
         with pytest.raises(ValidationError, match=r"ttl must be a finite number >= 0"):
             ObservationProtocol.on_surfaced([record], "test", ttl=ttl)

@@ -11,22 +11,22 @@ from redmem.fields import EmbeddingField
 from redmem.store.embedded import EmbeddedServer
 
 
-class Note(Model):
+class VectorRollbackNote(Model):
     note_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
     embedding = EmbeddingField(source="content", provider=HashingEmbeddings(64), partition_by="agent_id")
 
 
-def notes(agent: str, topic: str, count: int) -> list[Note]:
-    records = [Note(agent_id=agent, content=f"{topic} note number {i}") for i in range(count)]
+def notes(agent: str, topic: str, count: int) -> list[VectorRollbackNote]:
+    records = [VectorRollbackNote(agent_id=agent, content=f"{topic} note number {i}") for i in range(count)]
     for record in records:
         record.save()
     return records
 
 
 def search(agent: str, text: str, limit: int) -> set[str]:
-    return {n.note_id for n in Note.query.filter(agent_id=agent).semantic_search(text, limit=limit)}
+    return {n.note_id for n in VectorRollbackNote.query.filter(agent_id=agent).semantic_search(text, limit=limit)}
 
 
 def test_search_sees_the_server_state_after_a_restart_from_an_older_snapshot(restartable):

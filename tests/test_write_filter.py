@@ -16,7 +16,7 @@ from redmem.observation import EventStreamMixin, WriteFilterMixin
 from redmem.observation.write_filter import priority_key
 
 
-class Memory(WriteFilterMixin, EventStreamMixin, Model):
+class WriteFilterMemory(WriteFilterMixin, EventStreamMixin, Model):
     memory_id = AutoKeyField()
     agent_id = KeyField()
     content = StringField()
@@ -38,7 +38,7 @@ class Strict(WriteFilterMixin, Model):
         return self.score
 
 
-class Unfiltered(Model):
+class WriteFilterUnfiltered(Model):
     item_id = KeyField()
 
 
@@ -47,14 +47,14 @@ def priority(record) -> float | None:
 
 
 def test_a_skipped_save_leaves_no_trace(any_db):
-    memory = Memory(agent_id="a", content="noise", importance=0.05, rank=3, tags=["t"])
+    memory = WriteFilterMemory(agent_id="a", content="noise", importance=0.05, rank=3, tags=["t"])
     assert memory.save() is False
     assert all_keys(any_db) == set()  # no hash, no index, no stream entry, no partition registry
-    assert Memory.query.filter(agent_id="a").count() == 0
+    assert WriteFilterMemory.query.filter(agent_id="a").count() == 0
 
 
 def test_a_skipped_update_keeps_the_stored_record(any_db):
-    memory = Memory.create(agent_id="a", content="kept", importance=0.5, rank=1)
+    memory = WriteFilterMemory.create(agent_id="a", content="kept", importance=0.5, rank=1)
     before = {key: any_db.dump(key) for key in all_keys(any_db)}
     memory.content, memory.importance = "changed", 0.01
     assert memory.save() is False
@@ -62,15 +62,15 @@ def test_a_skipped_update_keeps_the_stored_record(any_db):
 
 
 def test_bypassing_the_filter_saves_anyway(any_db):
-    memory = Memory(agent_id="a", content="forced", importance=0.0)
+    memory = WriteFilterMemory(agent_id="a", content="forced", importance=0.0)
     assert memory.save(skip_write_filter=True) is True
-    assert Memory.query.no_track().get(agent_id="a", memory_id=memory.memory_id).content == "forced"
+    assert WriteFilterMemory.query.no_track().get(agent_id="a", memory_id=memory.memory_id).content == "forced"
     assert priority(memory) is None
-    assert [e.op for e in Memory.read_events(agent_id="a")] == ["create"]
+    assert [e.op for e in WriteFilterMemory.read_events(agent_id="a")] == ["create"]
 
 
 def test_priority_index_follows_the_latest_score(any_db):
-    memory = Memory.create(agent_id="a", content="x", importance=0.8)
+    memory = WriteFilterMemory.create(agent_id="a", content="x", importance=0.8)
     assert priority(memory) == 0.8
     memory.importance = 0.3
     assert memory.save() is True
@@ -83,8 +83,8 @@ def test_priority_index_follows_the_latest_score(any_db):
 
 
 def test_thresholds_are_inclusive_and_overridable(any_db):
-    assert Memory(agent_id="a", importance=0.1).save() is True
-    edge = Memory(agent_id="a", importance=0.7)
+    assert WriteFilterMemory(agent_id="a", importance=0.1).save() is True
+    edge = WriteFilterMemory(agent_id="a", importance=0.7)
     edge.save()
     assert priority(edge) == 0.7
     assert Strict(item_id="low", score=0.4).save() is False
@@ -106,16 +106,16 @@ def test_a_score_that_is_no_finite_number_is_rejected(any_db, bad):
 
 def test_top_by_priority_ranks_priority_records_of_the_partition(any_db):
     for importance in (0.75, 0.9, 0.2, 0.8):
-        Memory.create(agent_id="a", content=str(importance), importance=importance)
-    Memory.create(agent_id="b", content="other tenant", importance=1.0)
-    top = Memory.query.filter(agent_id="a").top_by_priority(2)
+        WriteFilterMemory.create(agent_id="a", content=str(importance), importance=importance)
+    WriteFilterMemory.create(agent_id="b", content="other tenant", importance=1.0)
+    top = WriteFilterMemory.query.filter(agent_id="a").top_by_priority(2)
     assert [m.content for m in top] == ["0.9", "0.8"]
     assert [m._priority_score for m in top] == [0.9, 0.8]
-    assert Memory.query.filter(agent_id="a").top_by_priority(0) == []
+    assert WriteFilterMemory.query.filter(agent_id="a").top_by_priority(0) == []
     with pytest.raises(redmem.QueryException, match="partition"):
-        Memory.query.top_by_priority(2)
+        WriteFilterMemory.query.top_by_priority(2)
     with pytest.raises(redmem.QueryException, match="WriteFilterMixin"):
-        Unfiltered.query.top_by_priority(1)
+        WriteFilterUnfiltered.query.top_by_priority(1)
 
 
 _examples = itertools.count()
@@ -127,15 +127,15 @@ def test_stored_state_follows_the_scores_of_written_saves(db, scores):
     """After any sequence of saves: stored iff some save passed, the last passing save's values,
     the priority index iff that save scored >= 0.7, and one event per passing save."""
     agent = f"h{next(_examples)}"
-    memory = Memory(agent_id=agent, memory_id="m")
+    memory = WriteFilterMemory(agent_id=agent, memory_id="m")
     written = []
     for score in scores:
         memory.importance = score
         if memory.save():
             written.append(score)
-    stored = Memory.query.no_track().get(agent_id=agent, memory_id="m")
+    stored = WriteFilterMemory.query.no_track().get(agent_id=agent, memory_id="m")
     assert (stored is not None) == bool(written)
-    assert len(Memory.read_events(agent_id=agent)) == len(written)
+    assert len(WriteFilterMemory.read_events(agent_id=agent)) == len(written)
     if written:
         assert stored.importance == written[-1]
         assert priority(memory) == (written[-1] if written[-1] >= 0.7 else None)

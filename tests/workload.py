@@ -13,7 +13,7 @@ import redmem
 from redmem import KeyField, Model, SortedField, StringField, TagField
 
 
-class Note(Model):
+class WorkloadNote(Model):
     agent_id = KeyField()
     note_id = KeyField()
     kind = KeyField()
@@ -27,11 +27,11 @@ def random_write(rng: random.Random) -> str:
     agent, note_id = rng.choice(["a", "b"]), str(rng.randrange(20))
     kind = rng.choice(["x", "y"])
     if rng.random() < 0.2:
-        existing = Note.query.get(agent_id=agent, note_id=note_id, kind=kind)
+        existing = WorkloadNote.query.get(agent_id=agent, note_id=note_id, kind=kind)
         if existing is not None:
             existing.delete()
         return "delete"
-    note = Note(agent_id=agent, note_id=note_id, kind=kind, body="b" * rng.randrange(100),
+    note = WorkloadNote(agent_id=agent, note_id=note_id, kind=kind, body="b" * rng.randrange(100),
                 score=rng.choice([None, rng.uniform(-5, 5)]),
                 tags=rng.sample(["t1", "t2", "t3", "t4"], rng.randrange(4)))
     note.save()

@@ -106,6 +106,19 @@ class ConfidenceField(Field[Any]):
         #: Record-hash entries: confidence, evidence_count, corroborations, contradictions.
         self.hash_fields: tuple[str, ...] = (name, *(f"{name}.{count}" for count in _COUNTS))
 
+    # -- the record's value ---------------------------------------------------------------------
+    def loaded_value(self, raw: dict[bytes, bytes]) -> float:
+        """``record.confidence`` of a loaded record: its hash entry (read by the same HGETALL)."""
+        entry = raw.get(self.name.encode())
+        return self.initial_confidence if entry is None else float(entry)
+
+    def value_of(self, instance: Any) -> float:
+        """``record.confidence`` of a record not loaded: ``initial_confidence`` before its first save,
+        else read from Redis (one round trip)."""
+        if instance._saved_key is None:
+            return self.initial_confidence
+        return self.get_confidence(instance, self.name)
+
     # -- taking part in saves ------------------------------------------------------------------
     def prepare(self, reader: Any, batch: SaveBatch) -> Any:
         """When a record moves to a new key, read its evidence at the old key (watched by the save)."""
@@ -160,6 +173,7 @@ class ConfidenceField(Field[Any]):
         keys = [key.redis_key, field.index_key(key.keyspace)]
         args = [key.record_id, repr(value), repr(field.initial_confidence), field.evidence_cap,
                 *field.hash_fields]
+        vars(instance).pop(field_name, None)  # ``record.confidence`` reads the new value
         if pipeline is not None:
             queue_script(pipeline, "confidence_update", keys, args)
             return None
@@ -168,7 +182,8 @@ class ConfidenceField(Field[Any]):
             reply = run_script("confidence_update", keys, args, client)
         if reply is None:
             raise RecordNotFound(f"{key.redis_key} is not stored: cannot update its confidence")
-        return float(reply[0])
+        confidence = vars(instance)[field_name] = float(reply[0])
+        return confidence
 
     @staticmethod
     def get_confidence(instance: Any, field_name: str) -> float:

@@ -166,11 +166,13 @@ class CyclicDecayField(Field[dict[str, Any]]):
 
     The record hash holds ``{cycle key: declared amplitude}`` as saved, so a re-save keeps the
     learned amplitudes of unchanged cycles and resets those whose declared amplitude changed.
-    Everything else lives in per-partition sorted sets of kind ``y``.
+    Everything else lives in per-partition sorted sets of kind ``y``. On a record the field
+    reads as its cyclic score now (:meth:`value_of`), not as that bookkeeping.
     """
 
     python_type = dict
     shown = False
+    held_on_record = False
 
     def __init__(
         self,
@@ -214,9 +216,17 @@ class CyclicDecayField(Field[dict[str, Any]]):
         return cyclic_score(decay, amplitudes, weights, pushed)
 
     # -- saves ---------------------------------------------------------------------------------
+    def record_value(self, instance: Any) -> dict[str, float]:
+        """The hash entry of every save: the declared amplitudes."""
+        return self.declared()
+
+    def value_of(self, instance: Any) -> float | None:
+        """``record.rhythm``: the cyclic score now, read at each access (one round trip, as
+        :meth:`score_of`); None before the record's first save."""
+        return None if instance._saved_key is None else self.score_of(instance)
+
     def before_save(self, instance: Any, creating: bool) -> None:
         base_score(instance, self.base_score_field, self.label)
-        setattr(instance, self.name, self.declared())
 
     def on_save(self, batch: Any, old: dict[str, Any] | None) -> None:
         """Stamp t and last_resolved on the first save; reset the amplitudes of changed cycles."""

@@ -203,6 +203,11 @@ class DecayingSortedField(Field[Any]):
         days = elapsed_days(last_updated, now)
         return value * confidence_modulation(days, self.decay_rate, c, source.initial_confidence)
 
+    def value_of(self, instance: Any) -> float | None:
+        """``record.relevance``: the decayed score now, read at each access (one round trip, as
+        :meth:`score_of`); None before the record's first save."""
+        return None if instance._saved_key is None else self.score_of(instance)
+
     # -- saves ---------------------------------------------------------------------------------
     def before_save(self, instance: Any, creating: bool) -> None:
         base_score(instance, self.base_score_field, self.label)

@@ -10,6 +10,7 @@ from .batch import SaveBatch
 from .bulk import save_many
 from .dbkey import DbKey
 from .field import Field
+from .key_spaces import claim_key_space
 from .options import Options
 from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_record
 from .query import Query
@@ -41,6 +42,8 @@ class ModelMeta(type):
                 fields[attr] = field
             field.bind(cls, attr)
         cls._meta = Options.build(cls, fields, meta)
+        if not cls._meta.abstract and getattr(meta, "name", None) is None:  # a Meta.name shares on purpose
+            claim_key_space(cls, cls._meta.overrides.get("key_prefix"))
         return cls
 
 
@@ -69,7 +72,7 @@ class Model(metaclass=ModelMeta):
         for name, field in fields.items():
             if name in values:
                 setattr(self, name, values[name])
-            elif field.stored:
+            elif field.stored and field.held_on_record:
                 setattr(self, name, field.default())
         self._saved_key: DbKey | None = None
 
@@ -103,14 +106,15 @@ class Model(metaclass=ModelMeta):
 
     def to_dict(self) -> dict[str, Any]:
         """The stored field values by name."""
-        return {f.name: getattr(self, f.name) for f in self._meta.stored_fields()}
+        return {f.name: f.record_value(self) for f in self._meta.stored_fields()}
 
     def validated_values(self) -> dict[str, Any]:
         """Every stored field's value, checked and coerced; raises ValidationError naming the field."""
         values = {}
         for field in self._meta.stored_fields():
-            values[field.name] = field.validate(getattr(self, field.name))
-            setattr(self, field.name, values[field.name])
+            values[field.name] = field.validate(field.record_value(self))
+            if field.held_on_record:
+                setattr(self, field.name, values[field.name])
         return values
 
     def save(self) -> bool:

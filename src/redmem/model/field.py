@@ -37,14 +37,21 @@ class Field(QueryMethodProvider, Generic[T]):
     ``T`` is the value's type on a record: ``record.content`` is a ``str`` for a StringField.
     """
 
+    # A record holds a stored field's value as an instance attribute, which shadows the field
+    # (a non-data descriptor); on the class the attribute is the field, so its methods stay there
+    # (``Memory.confidence.update_confidence(..)``). A primitive whose value the record does not
+    # hold (a confidence, a decayed score) computes it in :meth:`value_of`.
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any]) -> T: ...
+    def __get__(self, instance: object, owner: type[Any]) -> Self | T:
+        if instance is None:
+            return self
+        value: T = self.value_of(instance)
+        return value
+
     if TYPE_CHECKING:
-        # For type checkers only: a record holds its values as instance attributes, which shadow
-        # the class's field, so at run time a Field is no descriptor; on the class it is the field.
-        @overload
-        def __get__(self, instance: None, owner: type[Any]) -> Self: ...
-        @overload
-        def __get__(self, instance: object, owner: type[Any]) -> T: ...
-        def __get__(self, instance: object, owner: type[Any]) -> Self | T: ...
         def __set__(self, instance: object, value: T | None) -> None: ...
 
     python_type: type = str
@@ -54,6 +61,8 @@ class Field(QueryMethodProvider, Generic[T]):
     is_key = False
     #: False for stored bookkeeping a language model should not be shown (e.g. cyclic amplitudes).
     shown = True
+    #: False for a stored field whose record attribute is not its hash entry (:meth:`record_value`).
+    held_on_record = True
 
     def __init__(
         self,
@@ -131,6 +140,23 @@ class Field(QueryMethodProvider, Generic[T]):
         """:meth:`before_save` of many instances before any is written (a field may batch the work)."""
         for instance in instances:
             self.before_save(instance, creating)
+
+    def value_of(self, instance: Any) -> Any:
+        """The value of a record that holds none for this field; an index field has none (AttributeError)."""
+        raise AttributeError(
+            f"{self.label} is an index ({type(self).__name__}), not a value of a record: its methods are "
+            f"on the class ({self.label}.<method>(record, ...)) and its searches on {self.label.split('.')[0]}.query"
+        )
+
+    def record_value(self, instance: Any) -> Any:
+        """What the record hash holds for this stored field (the instance's attribute, unless a
+        field keeps its hash entry for itself, as a CyclicDecayField does)."""
+        return getattr(instance, self.name)
+
+    def loaded_value(self, raw: dict[bytes, bytes]) -> Any:
+        """The value a record read with HGETALL (``raw``) takes without another read; MISSING: none
+        (the attribute then comes from :meth:`value_of` at each access)."""
+        return MISSING
 
     # -- taking part in saves ----------------------------------------------------------------
     #: True when :meth:`prepare` reads Redis, so even a brand-new record's save must WATCH.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.errors import ModelException, ValidationError
 from ..store.keys import KeyKind
-from ..store.validation import epoch_of
+from ..store.validation import epoch_of, tenant
 from .codecs import finite_float
 from .field import Field
 
@@ -35,6 +35,13 @@ class KeyField(Field[Any]):
         if options.pop("null", False):
             raise ModelException("a KeyField names the record and cannot be null")
         super().__init__(type, null=False, **options)
+
+    def coerce(self, value: Any) -> Any:
+        """The checked value; a partition field's must name a tenant (:func:`~redmem.store.validation.tenant`)."""
+        value = super().coerce(value)
+        if self.name in self.model._meta.partition_fields:
+            tenant(self.label, value)
+        return value
 
     def key_text(self, value: Any) -> str:
         """The value as it appears (escaped) in the record's key."""
@@ -108,13 +115,18 @@ class SortedField(Field[Any]):
 
 
 class TagField(Field[list[str]]):
-    """A set of string tags, stored as a sorted JSON list, one Redis set per tag value."""
+    """A set of string tags, stored as a sorted JSON list, one Redis set per tag value.
+
+    One str is a one-tag set (``kind="fact"`` is ``kind=["fact"]``), as in a filter (``where={"kind": "fact"}``).
+    """
 
     python_type = list
 
     def coerce(self, value: Any) -> list[str]:
-        if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
-            raise ValidationError(f"{self.label} expects a list or set of str, got {type(value).__name__}")
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple, set, frozenset)):
+            raise ValidationError(f"{self.label} expects a str or a list or set of str, got {type(value).__name__}")
         if not all(isinstance(tag, str) for tag in value):
             raise ValidationError(f"{self.label} tags must all be str")
         return sorted(set(value))

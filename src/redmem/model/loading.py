@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
 from .dbkey import DbKey
+from .field import MISSING
 from .key_values import with_key_values
 
 if TYPE_CHECKING:
@@ -30,8 +31,14 @@ def decode_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> di
 def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> Any:
     """A model instance holding the values of the hash stored at ``key``."""
     instance = model.__new__(model)
+    fields = model._meta.fields
     for name, value in decode_stored(model, key, raw).items():
-        setattr(instance, name, value)
+        if fields[name].held_on_record:
+            setattr(instance, name, value)
+    for field in fields.values():
+        loaded = field.loaded_value(raw)
+        if loaded is not MISSING:
+            setattr(instance, field.name, loaded)
     instance._saved_key = key
     return instance
 

@@ -1,7 +1,9 @@
 """Options: what the metaclass learns about a model (its fields, keys, partition and settings).
 
 A model's inner ``class Meta`` may set ``name`` (used in keys; default: the class name),
-``abstract`` (no records of its own) and any library setting of :func:`redmem.configure` for
+``abstract`` (no records of its own), ``partition_by`` (the tenant: the key field(s) every
+field and search of the model is partitioned by, inherited by subclasses; a field's own
+``partition_by=`` says the same) and any library setting of :func:`redmem.configure` for
 this model alone: ``client``, ``async_client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
 ``partition_registry``. A subclass inherits its bases' settings (as walrus models share their
 base's database), not their name or abstractness; a setting no Meta gives is the configured
@@ -31,7 +33,7 @@ _KEPT_SPACES = 1024
 #: A kind of field looked up with :meth:`Options.fields_of`.
 F = TypeVar("F")
 #: What a model's ``Meta`` may set besides the library settings.
-_MODEL_OPTIONS = ("name", "abstract")
+_MODEL_OPTIONS = ("name", "abstract", "partition_by")
 
 
 @dataclass
@@ -61,9 +63,10 @@ class Options:
         name = check_name(declared.get("name", model_name), "model name")
         keys = tuple(n for n, f in fields.items() if f.is_key)
         partitions = {f.partition_by for f in fields.values() if f.partition_by}
+        partitions |= {_as_names(declared.get("partition_by", ())), *_inherited_partitions(model)} - {()}
         if len(partitions) > 1:
             raise ModelException(
-                f"{model_name}: fields name different partitions {sorted(partitions)}; "
+                f"{model_name}: Meta.partition_by and the fields name different partitions {sorted(partitions)}; "
                 "a model has at most one partition"
             )
         partition = partitions.pop() if partitions else ()
@@ -179,6 +182,17 @@ def _declared(model_name: str, meta: Any) -> dict[str, Any]:
     except ConfigurationError as exc:
         raise ModelException(f"{model_name}.Meta: {exc}") from exc
     return declared
+
+
+def _as_names(value: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """A ``partition_by`` (one field name or several) as a tuple of names."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _inherited_partitions(model: type) -> set[tuple[str, ...]]:
+    """The partitions of ``model``'s base models (so a Meta.partition_by reaches subclasses)."""
+    return {vars(base)["_meta"].partition_fields for base in model.__mro__[1:]
+            if isinstance(vars(base).get("_meta"), Options)}
 
 
 def _inherited_overrides(model: type) -> dict[str, Any]:

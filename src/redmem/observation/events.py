@@ -191,7 +191,7 @@ class EventStreamMixin(RecordMixin):
 
     def queue_save(self, batch: SaveBatch) -> None:
         super().queue_save(batch)
-        new = {f.name: getattr(self, f.name) for f in self._meta.stored_fields()}
+        new = self.to_dict()
         op = CREATE if batch.old is None else UPDATE
         self._queue_event(batch, op, changed_field_names(self, batch.old, new))
 

@@ -48,6 +48,7 @@ __all__ = [
     "epoch_of",
     "utf8_text",
     "subclass_of",
+    "tenant",
 ]
 
 #: The wrong-type flavour of each value-error family (the others raise one class for both).
@@ -247,4 +248,15 @@ def subclass_of(name: str, value: Any, base: type[_T], accepted: str) -> type[_T
     """``value`` if it is a class derived from ``base``; ``accepted`` says what that is in words."""
     if not (isinstance(value, type) and issubclass(value, base)):
         raise _fail(ValidationError, name, accepted, value, wrong_type=True)
+    return value
+
+
+def tenant(name: str, value: Any) -> Any:
+    """``value`` if it can name a tenant (a partition): not an empty or all-whitespace str.
+
+    The one check of every path that takes a tenant (saves, queries, recipes), so each refuses
+    a blank one with the same error instead of filing records under it.
+    """
+    if isinstance(value, str) and not value.strip():
+        raise ValidationError(f"{name} names the tenant and must not be empty or blank, got {value!r}")
     return value
