@@ -184,12 +184,8 @@ def fit(
     pieces = {i: layout.frame(p, costs.whole[i]) for p, i in enumerate(selected, 1) if i not in reserved}
     truncated: list[int] = []
     if oversize == "truncate" and room is not None:
-        left = room - sum(costs.of(piece) for piece in pieces.values())
-        for position, index in enumerate(selected, 1):
-            piece = longest_fit(costs.framed(index, position), costs.of, left) if index in big else None
-            if piece is not None:
-                pieces[index], left = piece, left - costs.of(piece)
-                truncated.append(index)
+        priority = set(options.get("guaranteed", ())) if strategy == "stop_at_first_miss" else set()
+        truncated = _truncate(selected, big, priority, pieces, costs, room)
     chosen = [i for i in selected if i in pieces]
     text = _within(chosen, pieces, layout, counter, budget.max_tokens if hard else None)
     report = Oversize(truncated=[i for i in truncated if i in chosen], skipped=[i for i in sorted(big) if i not in chosen],
@@ -223,6 +219,32 @@ class _Costs:
         """Item ``index`` framed at ``position``, at any cut."""
         item, frame = self.items[index], self.layout.frame
         return Cuttable(item.longest, lambda chars: frame(position, item.render(chars)))
+
+
+def _truncate(selected: list[int], big: set[int], priority: set[int], pieces: dict[int, str], costs: _Costs,
+              room: int) -> list[int]:
+    """Cut the oversized items of ``selected`` into ``pieces`` (admission order); returns those cut.
+
+    A ``priority`` (guaranteed) item is cut to the room its fellow priority items leave, and the
+    last other pieces are dropped until everything fits again; any other oversized item is cut
+    to the room every admitted piece leaves (so the memories that fit keep their place)."""
+    cut: list[int] = []
+
+    def used(among: set[int] | None = None) -> int:
+        return sum(costs.of(piece) for i, piece in pieces.items() if among is None or i in among)
+
+    for first in (True, False):
+        for position, index in enumerate(selected, 1):
+            if index not in big or (index in priority) != first:
+                continue
+            piece = longest_fit(costs.framed(index, position), costs.of, room - used(priority if first else None))
+            if piece is not None:
+                pieces[index] = piece
+                cut.append(index)
+        droppable = [i for i in selected if i in pieces and i not in priority]
+        while droppable and used() > room:
+            pieces.pop(droppable.pop())
+    return cut
 
 
 def _strategy(kept: list[int], reserved: set[int], costs: _Costs, budget: Budget, strategy: str, hard: bool,
