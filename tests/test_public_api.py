@@ -26,7 +26,7 @@ PINNED = {
         "DictField", "EmbeddingError", "EmbeddingField", "Entity", "EventStreamMixin",
         "ExistenceFilter", "Field", "FloatField", "FrequencySketch", "HashingEmbeddings", "Hit",
         "HitList", "HybridMemory", "IntField", "KeyField", "ListField", "MiniLMEmbeddings", "Model",
-        "ModelException", "ObservationProtocol", "OpenAIEmbeddings", "OutcomeError",
+        "MemoryTooLarge", "ModelException", "ObservationProtocol", "OpenAIEmbeddings", "OutcomeError",
         "PermissionDenied", "PolicyCache", "PredictionLedgerMixin", "QueryArgumentError",
         "QueryArgumentTypeError", "QueryException", "RecallProposal", "RecordNotFound",
         "RedmemError", "RetrievalQuality", "ServerUnavailable", "SortedField", "StreamConsumer",
@@ -36,7 +36,7 @@ PINNED = {
         "query_adaptive_weights", "reciprocal_rank_fusion", "reindex", "resolve_counter",
     ],
     "redmem.store": [
-        "ArgumentTypeError", "ConfigurationError", "KeySpace", "ModelException", "PermissionDenied",
+        "ArgumentTypeError", "ConfigurationError", "KeySpace", "MemoryTooLarge", "ModelException", "PermissionDenied",
         "QueryArgumentError", "QueryArgumentTypeError", "QueryException", "RecordNotFound",
         "RedmemError", "ServerUnavailable", "ValidationError", "WriteConflict",
         "WriteOutcomeUnknown", "aclose_clients", "configure", "connect", "escape", "get_client", "server_address",

@@ -21,7 +21,7 @@ from typing import Any
 from ..store.errors import ValidationError
 
 __all__ = ["OVERSIZE", "TRUNCATION_MARKER", "Cuttable", "Oversize", "check_oversize", "cut", "cuttable_text",
-           "longest_fit"]
+           "longest_fit", "truncate_text"]
 
 OVERSIZE = ("truncate", "skip", "admit")
 #: What ends a truncated text.
@@ -76,6 +76,14 @@ def longest_fit(item: Cuttable, cost: Callable[[str], int], room: int) -> str | 
         else:
             bad = middle
     return item.render(good)
+
+
+def truncate_text(text: str, max_tokens: int, counter: Callable[[str], int]) -> str:
+    """``text`` whole when it counts at most ``max_tokens``, else its longest cut that does (the
+    marker alone when none does)."""
+    if counter(text) <= max_tokens:
+        return text
+    return longest_fit(cuttable_text(text), counter, max_tokens) or TRUNCATION_MARKER
 
 
 @dataclass(frozen=True)

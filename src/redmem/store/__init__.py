@@ -5,6 +5,7 @@ from .connection import configure, connect, get_client, server_address, settings
 from .errors import (
     ArgumentTypeError,
     ConfigurationError,
+    MemoryTooLarge,
     ModelException,
     PermissionDenied,
     QueryArgumentError,
@@ -28,6 +29,7 @@ __all__ = [
     "settings",
     "ArgumentTypeError",
     "ConfigurationError",
+    "MemoryTooLarge",
     "ModelException",
     "PermissionDenied",
     "QueryException",
