@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +22,9 @@ import redmem
 from conftest import configured_embeddings
 from models import Card
 from redmem import MemoryTooLarge, Model, StringField, ValidationError
+from redmem.cli_commands.conversation import Turn as ChatTurn
+from redmem.cli_commands.ingest import store_turns
+from redmem.cli_commands.memory import DIMENSIONS
 from redmem.context.oversize import TRUNCATION_MARKER, Cuttable, check_oversize, longest_fit, truncate_text
 from redmem.context.packing import Budget, pack_slices
 from redmem.context.rendering import FORMATS, format_layout
@@ -31,6 +36,7 @@ from redmem.recipes.conversation import conversation_assembler, ingest_conversat
 from redmem.recipes.frames import FrameMemory
 from redmem.recipes.hce import HCEPipeline
 from redmem.recipes.hsca import HSCAEngine, SnapshotPassage
+from test_cli import on_test_server
 
 COUNT = default_counter()
 ANSWER = "The zanzibar vault code is 4217."
@@ -269,3 +275,41 @@ def test_the_write_limit_is_configurable_and_per_model(db, default_write_limit):
     Note.create(agent_id="a", content="x" * 200_000)
     with pytest.raises(redmem.ConfigurationError, match="max_text_bytes"):
         redmem.configure(max_text_bytes=-1)
+
+
+# -- the issue's repro: one memory of megabytes, through the CLI and MCP ----------------------------
+def store_chat(agent: str, *texts: str) -> None:
+    """Store chat memories in-process (the CLI's model and embeddings), the write limit off."""
+    with configured_embeddings(HashingEmbeddings(DIMENSIONS)):
+        store_turns([ChatTurn(text, datetime.now(UTC), "s1", "Ana", 1.0, False) for text in texts], agent)
+
+
+@pytest.fixture
+def huge_and_answer(db):
+    """A 430 KB memory (the issue's was 4.3 MB: the same outcome, measured in the closing note, but
+    46 s to index) and the short one that answers."""
+    huge = filler(70_000, 7)
+    assert len(huge.encode()) > 430_000
+    store_chat("ana", huge, ANSWER)
+
+
+def test_cli_ask_holds_the_budget_with_a_huge_memory(redis_url, huge_and_answer):
+    out = on_test_server(redis_url, "--embeddings", "hashing", "ask", QUERY, "--agent", "ana", "--max-tokens", "100",
+                         "--format", "content")
+    used = int(re.search(r"(\d+) / 100 tokens", out).group(1))  # before issue 27: "313578 / 100 tokens"
+    assert used <= 100 and "4217" in out and TRUNCATION_MARKER in out
+
+
+def test_mcp_recall_holds_the_budget_with_a_huge_memory(redis_url, huge_and_answer):
+    pytest.importorskip("mcp")
+    from test_mcp import call, on_stdio
+
+    async def scenario(client) -> None:
+        for max_tokens in (100, 200):  # before issue 27: 174,023 tokens, 1 MB of text, at 100
+            found = await call(client, "recall", {"query": QUERY, "max_tokens": max_tokens})
+            assert found["token_count"] == COUNT(found["context"]) <= max_tokens
+            assert "4217" in found["context"]
+            assert all(COUNT(m["content"]) <= max_tokens for m in found["memories"])
+            assert len(json.dumps(found)) < 20 * max_tokens  # the whole reply, not just the context
+
+    on_stdio(redis_url, scenario)
