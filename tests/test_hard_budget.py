@@ -313,3 +313,12 @@ def test_mcp_recall_holds_the_budget_with_a_huge_memory(redis_url, huge_and_answ
             assert len(json.dumps(found)) < 20 * max_tokens  # the whole reply, not just the context
 
     on_stdio(redis_url, scenario)
+
+
+def test_search_only_texts_are_not_limited(db, default_write_limit):
+    """ConversationMemory's ``context`` holds the neighbouring turns too: only a turn's own text counts."""
+    turns = [{"speaker": "Ann", "text": "y" * 30_000} for _ in range(5)]
+    stored = ingest_conversation(turns, "long-turns")
+    assert len(stored[2].context.encode()) > 65_536 and len(stored[2].content) == 30_000
+    with pytest.raises(MemoryTooLarge, match="ConversationMemory.content"):
+        ingest_conversation([{"speaker": "Ann", "text": "y" * 70_000}], "too-long")

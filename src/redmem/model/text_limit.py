@@ -1,4 +1,8 @@
-"""The write-size limit: no text value of a record over ``max_text_bytes`` UTF-8 bytes (default 64 KiB).
+"""The write-size limit: no shown text of a record over ``max_text_bytes`` UTF-8 bytes (default 64 KiB).
+
+Shown texts are the ``str`` values of fields with ``Field.shown`` (what a prompt can show); texts
+kept for search only (``shown = False``, as ConversationMemory's ``context``, built from the
+neighbouring turns) are derived from shown ones and not checked.
 
 A memory far bigger than any prompt's budget cannot be shown whole, costs every read and every
 search that loads it, and is usually a mistake (a file or a whole transcript stored as one
@@ -21,12 +25,13 @@ _MAX_UTF8 = 4
 
 
 def check_text_sizes(model: Any, values: Mapping[str, Any]) -> None:
-    """MemoryTooLarge for the first str value of ``values`` over the model's ``max_text_bytes``."""
+    """MemoryTooLarge for the first shown str value of ``values`` over the model's ``max_text_bytes``."""
     limit = model._meta.setting("max_text_bytes")
     if not limit:
         return
+    fields = model._meta.fields
     for name, value in values.items():
-        if not isinstance(value, str) or len(value) * _MAX_UTF8 <= limit:
+        if not isinstance(value, str) or len(value) * _MAX_UTF8 <= limit or not fields[name].shown:
             continue
         size = len(value) if len(value) > limit else len(value.encode("utf-8", "surrogatepass"))
         if size > limit:
