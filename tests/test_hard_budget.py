@@ -322,3 +322,25 @@ def test_search_only_texts_are_not_limited(db, default_write_limit):
     assert len(stored[2].context.encode()) > 65_536 and len(stored[2].content) == 30_000
     with pytest.raises(MemoryTooLarge, match="ConversationMemory.content"):
         ingest_conversation([{"speaker": "Ann", "text": "y" * 70_000}], "too-long")
+
+
+def test_the_agents_session_keeps_a_huge_tool_output_and_its_instructions_hold_the_budget(db, default_write_limit):
+    pytest.importorskip("agents")
+    import asyncio
+
+    from agents import RunContextWrapper
+
+    from redmem.integrations.openai_agents import RedmemSession, memory_instructions
+    from test_openai_agents import Item, assistant, user
+
+    huge = filler(12_000, 3)  # a web page a tool fetched: over 64 KiB, and the SDK must get it back
+    assert len(huge) > 65_536
+    output = {"type": "function_call_output", "call_id": "c1", "output": huge}
+    session = RedmemSession("s1", "agent-1", model=Item)
+    asyncio.run(session.add_items([user(QUERY), output, user(ANSWER), assistant("Noted.")]))
+    assert asyncio.run(session.get_items())[1] == output
+    assembler = conversation_assembler(Item, max_tokens=100, output_format="content")
+    instructions = memory_instructions("Be brief.", assembler, agent_id="agent-1")
+    text = asyncio.run(instructions(RunContextWrapper(context=None, turn_input=[user(QUERY)]), None))
+    memory = text.removeprefix("Be brief.\n\nRelevant memory:\n")
+    assert COUNT(memory) <= 100 and "4217" in memory
