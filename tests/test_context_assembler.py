@@ -844,7 +844,7 @@ def test_a_proactive_record_never_ranks_above_a_pull_hit(any_db):
 
 # -- result and metadata ------------------------------------------------------------------------
 BASE_KEYS = {"pull_count", "push_count", "token_count", "timing_ms", "total_candidates", "retrieval_mode",
-             "duplicates_collapsed", "below_floor",
+             "duplicates_collapsed", "below_floor", "oversize",
              "suppressed_count"}
 
 

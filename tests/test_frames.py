@@ -205,11 +205,16 @@ def test_tc_f_006_token_budget_enforced(mem):
     assert estimated.frame("attention", "redis note", top_k=10, token_budget=60).token_count <= 60
 
 
-def test_tc_f_007_guarantee_tags_preallocated_before_token_budget_cuts(mem):
+def test_tc_f_007_guarantee_tags_preallocated_before_token_budget_cuts(mem, clock):
     core = mem.learn("I never deceive the user " + "truly " * 30, tags=["self/constitutional"])
     mem.learn("I value craft", tags=["self/value"])
-    result = mem.frame("self", token_budget=5)
+    seed = FrameMemory(agent_id="agent-1", clock=clock, oversize="admit")  # the seed's rule, asked for
+    result = seed.frame("self", token_budget=5)
     assert ids(result.blocks) == [core] and result.token_count > 5  # over budget, but there
+    assert result.oversize["admitted"] == [core]
+    hard = mem.frame("self", token_budget=12)  # the default: a hard budget, the guaranteed block cut first
+    assert ids(hard.blocks) == [core] and hard.token_count <= 12 and hard.oversize["truncated"] == [core]
+    assert hard.text.startswith("## Identity\n- I never") and hard.text.endswith("…[truncated]")
 
 
 def test_tc_f_008_contradiction_suppression_in_frame_results(mem):

@@ -102,8 +102,9 @@ def test_invariant_4_weights_sum_to_one_renormalised_too(raw):
     assert w.without_similarity().similarity == 0.0
 
 
-def test_invariant_5_guaranteed_blocks_survive_budget_cuts(mem):
+def test_invariant_5_guaranteed_blocks_survive_budget_cuts_when_oversize_admits(mem):
     core, goal, *_ = corpus(mem)
+    mem.oversize = "admit"  # the seed's rule; by default the budget is hard (test_hard_budget.py)
     assert core in ids(mem.frame("self", token_budget=0).blocks)
     assert goal in ids(mem.frame("task", "background jobs", token_budget=0).blocks)
 

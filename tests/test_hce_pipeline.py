@@ -75,11 +75,19 @@ def test_the_budget_holds_with_the_exact_counter(db):
         assert all(c.token_cost == count(c.content + "\n") for c in found.candidates)
 
 
-def test_a_budget_below_every_candidate_gives_an_empty_block(db):
-    pipe = HCEPipeline(session_id="s", context_budget=1)
+def test_a_budget_below_every_candidate_gives_an_empty_block_when_oversize_skips(db):
+    pipe = HCEPipeline(session_id="s", context_budget=1, oversize="skip")
     pipe.update("I moved to Lisbon.", "Nice city.")
     assert pipe.retrieve_context("Lisbon") == ""
     assert "[Context Block]\n(none)" in pipe.build_prompt("Lisbon")
+
+
+def test_a_budget_below_every_candidate_cuts_one_by_default(db):
+    pipe = HCEPipeline(session_id="s", context_budget=3)
+    pipe.update("I moved to Lisbon.", "Nice city.")
+    found = pipe.retrieve_candidates("Lisbon")
+    assert found.block.endswith("…[truncated]") and found.token_count == pipe.count_tokens(found.block) <= 3
+    assert found.oversize["truncated"] and found.selected[0].metadata["truncated"] is True
 
 
 def each_source_wins(pipe: HCEPipeline, query: str) -> str:

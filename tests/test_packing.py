@@ -68,12 +68,13 @@ def test_slices_of_a_line_format_cost_the_line_at_the_position_they_would_take()
         seen.append(text)
         return len(text.split())
 
-    packed, pieces = pack_slices(["a b c", "d e f g h", "i"], "natural", count, Budget(max_tokens=7))
-    assert packed.selected == [0, 2] and packed.token_count == 6  # "1. a b c", "2. d ...": skipped, "2. i"
-    assert pieces == ["1. a b c", "2. i"]
-    assert seen == ["1. a b c\n", "2. d e f g h\n", "2. i\n"]
+    fitted = pack_slices(["a b c", "d e f g h", "i"], "natural", count, Budget(max_tokens=7))
+    assert fitted.selected == [0, 2] and fitted.token_count == 6  # "1. a b c", "2. d ...": skipped, "2. i"
+    assert fitted.pieces == ["1. a b c", "2. i"] and fitted.text == "1. a b c\n2. i"
+    assert {"1. a b c\n", "2. d e f g h\n", "2. i\n"} <= set(seen)
 
 
-def test_slices_of_a_block_format_cost_the_slice():
-    packed, pieces = pack_slices(["  {}", "  {\n  }"], "structured", len, Budget(max_items=1))
-    assert (packed.selected, packed.token_count, pieces) == ([0], 4, ["  {}"])
+def test_slices_of_a_block_format_cost_the_slice_and_the_text_is_counted_whole():
+    fitted = pack_slices(["  {}", "  {\n  }"], "structured", len, Budget(max_items=1))
+    assert (fitted.selected, fitted.pieces, fitted.text) == ([0], ["  {}"], "[\n  {}\n]")
+    assert fitted.token_count == len("[\n  {}\n]")  # what is emitted, brackets included

@@ -25,7 +25,7 @@ PINNED = {
         "CyclicDecayField", "DatetimeField", "DbKey", "DecayingSortedField", "DefaultMemory",
         "DictField", "EmbeddingError", "EmbeddingField", "Entity", "EventStreamMixin",
         "ExistenceFilter", "Field", "FloatField", "FrequencySketch", "HashingEmbeddings", "Hit",
-        "HitList", "HybridMemory", "IntField", "KeyField", "ListField", "MiniLMEmbeddings", "Model",
+        "HitList", "HybridMemory", "IntField", "KeyField", "ListField", "MemoryTooLarge", "MiniLMEmbeddings", "Model",
         "ModelException", "ObservationProtocol", "OpenAIEmbeddings", "OutcomeError",
         "PermissionDenied", "PolicyCache", "PredictionLedgerMixin", "QueryArgumentError",
         "QueryArgumentTypeError", "QueryException", "RecallProposal", "RecordNotFound",
@@ -37,7 +37,7 @@ PINNED = {
         "query_adaptive_weights", "reciprocal_rank_fusion", "reindex", "resolve_counter",
     ],
     "redmem.store": [
-        "ArgumentTypeError", "ConfigurationError", "KeySpace", "ModelException", "PermissionDenied",
+        "ArgumentTypeError", "ConfigurationError", "KeySpace", "MemoryTooLarge", "ModelException", "PermissionDenied",
         "QueryArgumentError", "QueryArgumentTypeError", "QueryException", "RecordNotFound",
         "RedmemError", "ServerError", "ServerUnavailable", "ValidationError", "WriteConflict",
         "WriteOutcomeUnknown", "WriteRefused", "aclose_clients", "configure", "connect", "escape", "get_client", "server_address",

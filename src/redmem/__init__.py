@@ -65,6 +65,7 @@ from .recipes import (
 from .store import (
     ArgumentTypeError,
     ConfigurationError,
+    MemoryTooLarge,
     ModelException,
     PermissionDenied,
     QueryArgumentError,
@@ -110,5 +111,5 @@ __all__ = [
     "connect", "configure", "get_client", "aclose_clients", "RedmemError", "ValidationError", "ArgumentTypeError",
     "QueryException", "QueryArgumentError", "QueryArgumentTypeError",
     "ConfigurationError", "ModelException", "ServerUnavailable", "WriteConflict", "WriteOutcomeUnknown",
-    "RecordNotFound", "PermissionDenied", "ServerError", "WriteRefused", "EmbeddingError", "OutcomeError",
+    "RecordNotFound", "PermissionDenied", "ServerError", "WriteRefused", "EmbeddingError", "OutcomeError", "MemoryTooLarge",
 ]

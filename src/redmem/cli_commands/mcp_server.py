@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from rich.console import Console
 from rich.markup import escape
 
+from ..context.oversize import truncate_text
 from ..observation.protocol import ObservationProtocol
 from ..store.errors import ConfigurationError, RedmemError, ValidationError
 from .conversation import Turn, parse_when
@@ -208,8 +209,13 @@ def recall_context(agent: str, query: str, max_tokens: int, max_items: int, outp
     assembler = memory_assembler(max_items, max_tokens, output_format)
     result = assembler.assemble(query, emit_trace=True, agent_id=agent)
     trace = result.metadata["trace"]
-    memories = [Recalled(**memory_of(record), source=row["source"], score=row["score"])
-                for record, row in zip(result.records, trace)]
+    cut = set(result.metadata["oversize"]["truncated"])
+    memories = []
+    for record, row in zip(result.records, trace):
+        memory = memory_of(record)
+        if record.memory_id in cut:  # cut in the context: cut in the reply too
+            memory["content"] = truncate_text(memory["content"], max_tokens, assembler.token_counter)
+        memories.append(Recalled(**memory, source=row["source"], score=row["score"]))
     return RecalledContext(result.formatted, memories, result.metadata["token_count"], result.metadata["below_floor"])
 
 

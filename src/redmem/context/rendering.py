@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 from ..store.errors import QueryException, ValidationError
+from .oversize import Cuttable, cut
 from .retrieval import Capabilities
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS", "LINE_FORMATS", "Renderer", "render_slice", "frame_line", "compose", "record_view",
-    "check_format", "check_render_fields",
+    "check_format", "check_render_fields", "Layout", "format_layout",
 ]
 
 FORMATS = ("structured", "xml", "natural", "content")
@@ -103,6 +104,30 @@ def compose(output_format: str, pieces: Sequence[str]) -> str:
     return "\n".join(pieces)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How packed pieces become one text, for the packer to cost: ``frame(position, piece)`` is the
+    text a piece adds at its 1-based position, counted with ``separator``; ``compose(indices,
+    pieces)`` joins the framed pieces of the chosen items; ``framing`` is the text the
+    composition adds once (headings, brackets), counted once."""
+
+    frame: Callable[[int, str], str]
+    compose: Callable[[Sequence[int], Sequence[str]], str]
+    separator: str = "\n"
+    framing: str = ""
+
+
+def format_layout(output_format: str) -> Layout:
+    """The :class:`Layout` of an output format (see the module docstring)."""
+    check_format(output_format)
+    return Layout(
+        lambda position, piece: frame_line(output_format, position, piece),
+        lambda indices, pieces: compose(output_format, pieces),
+        ",\n" if output_format == "structured" else "\n",
+        compose(output_format, [""]) if output_format not in LINE_FORMATS else "",
+    )
+
+
 def record_view(values: Mapping[str, Any], hidden: Sequence[str] = ()) -> dict[str, Any]:
     """The fields of a record worth showing a model: set, not hidden, not raw bytes."""
     return {
@@ -149,6 +174,20 @@ class Renderer:
         """The slice of ``record``: exactly the text counted and emitted (before line framing)."""
         view = self.view(record)
         return render_slice(self.output_format, view, self.text_of(record, view))
+
+    def cuttable(self, record: Any) -> Cuttable:
+        """``record``'s slice at any cut (for a memory bigger than the budget): ``render(n)`` cuts
+        each shown text, and the memory text, longer than ``n`` characters (see
+        :func:`~redmem.context.oversize.cut`), so a cut slice is still well-formed in its format."""
+        view = self.view(record)
+        text = self.text_of(record, view)
+        longest = max([len(text), *(len(v) for v in view.values() if isinstance(v, str))])
+
+        def render(chars: int) -> str:
+            shown = {k: cut(v, chars) if isinstance(v, str) else v for k, v in view.items()}
+            return render_slice(self.output_format, shown, cut(text, chars))
+
+        return Cuttable(longest, render)
 
     def view(self, record: Any) -> dict[str, Any]:
         """The shown fields of ``record`` (see the class docstring), by name, as they are rendered."""

@@ -65,6 +65,9 @@ class StoreRecord(Model):
     updated_at = FloatField()
     text_bm25 = BM25Field(source="text", partition_by="namespace_path")
 
+    class Meta:
+        max_text_bytes = 0  # a store gives back what was put: no write-size limit (prompts are budgeted)
+
 
 def _joined(namespace: tuple[str, ...]) -> str:
     return NAMESPACE_SEPARATOR.join(namespace)

@@ -48,6 +48,9 @@ class SessionItem(ConversationMemory):
     thread = SessionTag()
     item = SearchText()
 
+    class Meta:
+        max_text_bytes = 0  # the SDK gets its items back whole (a tool's output may be large): no limit
+
 
 def _parts_text(content: Any) -> str:
     """The text of a message's content: a string, or the ``text`` / ``refusal`` of its parts."""

@@ -15,6 +15,7 @@ from .options import Options
 from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_record
 from .query import Query
 from .query_methods import QueryMethodProvider
+from .text_limit import check_text_sizes
 
 __all__ = ["Model", "ModelMeta", "RecordMixin"]
 
@@ -109,12 +110,14 @@ class Model(metaclass=ModelMeta):
         return {f.name: f.record_value(self) for f in self._meta.stored_fields()}
 
     def validated_values(self) -> dict[str, Any]:
-        """Every stored field's value, checked and coerced; raises ValidationError naming the field."""
+        """Every stored field's value, checked and coerced; raises ValidationError naming the field
+        (MemoryTooLarge for a text over the write-size limit, :mod:`redmem.model.text_limit`)."""
         values = {}
         for field in self._meta.stored_fields():
             values[field.name] = field.validate(field.record_value(self))
             if field.held_on_record:
                 setattr(self, field.name, values[field.name])
+        check_text_sizes(type(self), values)
         return values
 
     def save(self) -> bool:

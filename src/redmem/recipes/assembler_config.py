@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from ..context.duplicates import DUPLICATE_COSINE
 from ..context.floor import DEFAULT_MIN_RELEVANCE
+from ..context.oversize import check_oversize
 from ..context.packing import Budget
 from ..context.rendering import check_format, check_render_fields
 from ..context.retrieval import check_fusion
@@ -37,8 +38,12 @@ class AssemblerConfig:
     Checked when made, in field order, each error naming the option and what it accepts;
     values are kept normalised (``surfacing_threshold`` a float, ``token_counter`` the counter
     it resolves to: None is the counter of ``redmem.configure(token_counter=...)`` at that
-    moment, else the exact cl100k_base count). ``max_items`` and ``max_tokens`` must be >= 1:
-    the first candidate is always admitted, so a budget of 0 could not be honoured. What
+    moment, else the exact cl100k_base count). ``max_items`` and ``max_tokens`` must be >= 1.
+    ``max_tokens`` bounds the counted tokens of ``formatted``, the text sent;
+    ``oversize`` says what becomes of a memory bigger than the whole budget: ``"truncate"`` (the
+    default: cut to the room the memories that fit leave, ending in "…[truncated]"), ``"skip"``,
+    or ``"admit"`` (the seed's rule: the first record is admitted whatever its size, so the
+    budget may be exceeded); see :mod:`redmem.context.oversize`. What
     depends on the model is checked when an assembler takes the config: ``score_weights``
     names, the fields ``retrieval_mode`` needs, ``render_fields`` names, the content format's
     text field.
@@ -74,6 +79,7 @@ class AssemblerConfig:
     min_relevance: float | None = DEFAULT_MIN_RELEVANCE
     newer_first: bool = True
     time_field: str | None = None
+    oversize: str = "truncate"
 
     def __post_init__(self) -> None:
         counter = self.token_counter if self.token_counter is not None else settings().token_counter
@@ -91,6 +97,7 @@ class AssemblerConfig:
             "min_relevance": finite_number("min_relevance", self.min_relevance, low=0.0, high=1.0, none=True),
             "newer_first": boolean("newer_first", self.newer_first),
             "time_field": text_or_none("time_field", self.time_field),
+            "oversize": check_oversize(self.oversize),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)

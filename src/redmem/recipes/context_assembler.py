@@ -4,7 +4,8 @@
 score fusion, or the composite score), the push path (cyclic surfacing), merges and re-ranks
 both (proactive records never above what a question found), keeps one copy of each memory text
 (exact or near duplicates), packs them into ``max_items`` / ``max_tokens`` (rank order,
-skip-not-break, first record always admitted), renders exactly the slices it counted, and
+skip-not-break; a memory bigger than the whole budget truncated, skipped or admitted as
+``oversize`` says), renders exactly the slices it counted, counts the text it sends, and
 sends the post-effects in one round trip. Its options are an :class:`AssemblerConfig`; each
 stage is a module of :mod:`redmem.context`.
 """
@@ -24,7 +25,7 @@ from ..context.candidates import Candidate, merge_paths
 from ..context.duplicates import collapse_duplicates
 from ..context.effects import apply_post_effects
 from ..context.floor import above_floor
-from ..context.packing import Budget, pack_slices
+from ..context.packing import Budget, Fitted, pack_slices
 from ..context.recency import newer_first
 from ..context.rendering import Renderer
 from ..context.retrieval import (
@@ -155,6 +156,10 @@ class ContextAssembler:
         return self.config.budget
 
     @property
+    def oversize(self) -> str:
+        return self.config.oversize
+
+    @property
     def surfacing_threshold(self) -> float:
         return self.config.surfacing_threshold
 
@@ -226,7 +231,8 @@ class ContextAssembler:
         vectors = self._vectors(found, pulled.matrix)
         distinct, duplicates = self._distinct(found, vectors)
         merged, below_floor = above_floor(self._newer_first(distinct, vectors), self.config.min_relevance)
-        chosen, pieces, token_count = self._pack(merged)
+        fitted = self.fit([c.record for c in merged])
+        chosen = [merged[i] for i in fitted.selected]
         selected = [c.record for c in chosen]
         proactive = [c.record for c in chosen if c.push is not None]
         chosen_keys = {c.key for c in chosen}
@@ -236,7 +242,8 @@ class ContextAssembler:
         metadata = {
             "pull_count": sum(1 for c in chosen if c.pull is not None),
             "push_count": len(proactive),
-            "token_count": token_count,
+            "token_count": fitted.token_count,
+            "oversize": fitted.oversize.report([c.key.record_id for c in merged]),
             "timing_ms": (time.perf_counter() - started) * 1000,
             "total_candidates": len(found),
             "retrieval_mode": pulled.mode,
@@ -252,7 +259,7 @@ class ContextAssembler:
         if quality is not None:
             metadata["quality"] = quality
         hits = tuple(Hit(c.record, c.combined, c.signals) for c in chosen)
-        return AssemblyResult(selected, proactive, self.renderer.compose(pieces), metadata, hits)
+        return AssemblyResult(selected, proactive, fitted.text, metadata, hits)
 
     # -- stages ------------------------------------------------------------------------------------
     def _query(self, partition: dict[str, Any], call: str = "assemble") -> Any:
@@ -319,12 +326,12 @@ class ContextAssembler:
                 newer.signals[MATCH_SIGNAL] = max(newer.signals[MATCH_SIGNAL], older.signals[MATCH_SIGNAL])
         return order
 
-    def _pack(self, candidates: list[Candidate]) -> tuple[list[Candidate], list[str], int]:
-        """Render each candidate's slice and pack them (:func:`~redmem.context.packing.pack_slices`):
-        the admitted candidates, their framed pieces, their token count."""
-        slices = [self.render(c.record) for c in candidates]
-        packed, pieces = pack_slices(slices, self.output_format, self.token_counter, self.budget)
-        return [candidates[i] for i in packed.selected], pieces, packed.token_count
+    def fit(self, records: list[Any]) -> Fitted:
+        """Render each record's slice (rank order) and pack them into the budget with this
+        assembler's format and ``oversize`` (:func:`~redmem.context.packing.pack_slices`): the
+        admitted indices, the text and its token count, what became of oversized records."""
+        slices = [self.renderer.cuttable(record) for record in records]
+        return pack_slices(slices, self.output_format, self.token_counter, self.budget, self.config.oversize)
 
     def render(self, record: Any) -> str:
         """The slice of ``record`` in the output format: exactly the text counted and emitted.

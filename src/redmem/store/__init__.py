@@ -5,6 +5,7 @@ from .connection import configure, connect, get_client, server_address, settings
 from .errors import (
     ArgumentTypeError,
     ConfigurationError,
+    MemoryTooLarge,
     ModelException,
     PermissionDenied,
     QueryArgumentError,
@@ -30,6 +31,7 @@ __all__ = [
     "settings",
     "ArgumentTypeError",
     "ConfigurationError",
+    "MemoryTooLarge",
     "ModelException",
     "PermissionDenied",
     "QueryException",

@@ -33,6 +33,7 @@ from .error_map import REDIS_ERRORS, typed_error
 from .errors import ConfigurationError
 from .keys import check_name
 from .local_server import shared_server_url
+from .validation import is_int
 
 __all__ = [
     "connect",
@@ -66,7 +67,10 @@ BACKOFF_CAP = 0.5
 #: The settings :func:`configure` changes, which a model's ``Meta`` may also set for that model.
 SETTING_NAMES = (
     "client", "key_prefix", "embedding_provider", "token_counter", "partition_registry", "async_client",
+    "max_text_bytes",
 )
+#: The default write-size limit: UTF-8 bytes of one text value of a record (64 KiB).
+MAX_TEXT_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,9 @@ class Settings:
     embedding_provider: Any = None
     token_counter: Any = None
     partition_registry: bool = True
+    #: The most UTF-8 bytes one text value of a record may hold (0 or None: no limit); a save
+    #: over it raises MemoryTooLarge (see :mod:`redmem.model.text_limit`).
+    max_text_bytes: int | None = MAX_TEXT_BYTES
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -107,12 +114,16 @@ def checked_settings(options: dict[str, Any]) -> dict[str, Any]:
         )
     if "key_prefix" in options:
         check_name(options["key_prefix"], "key_prefix")
+    limit = options.get("max_text_bytes")
+    if limit is not None and (not is_int(limit) or limit < 0):
+        raise ConfigurationError(f"max_text_bytes must be an int >= 0 (0 or None: no limit), got {limit!r}")
     return options
 
 
 def configure(**options: Any) -> Settings:
     """Change library-wide defaults: ``client``, ``async_client``, ``key_prefix``, ``embedding_provider``, ``token_counter``,
-    ``partition_registry`` (keep the best-effort registry of partitions; see :mod:`redmem.model.registry`).
+    ``partition_registry`` (keep the best-effort registry of partitions; see :mod:`redmem.model.registry`),
+    ``max_text_bytes`` (the write-size limit of one text value, default 64 KiB; 0 or None: none).
 
     A model's ``Meta`` may set any of them for that model (and its subclasses) alone.
     """

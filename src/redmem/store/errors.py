@@ -6,6 +6,7 @@ __all__ = [
     "RedmemError",
     "ValidationError",
     "ArgumentTypeError",
+    "MemoryTooLarge",
     "QueryException",
     "QueryArgumentError",
     "QueryArgumentTypeError",
@@ -33,6 +34,17 @@ class ValidationError(RedmemError, ValueError):
 class ArgumentTypeError(ValidationError, TypeError):
     """An argument has the wrong type (``max_items=None``, ``limit="5"``); also a TypeError, so
     ``except TypeError`` written for the builtin error keeps working."""
+
+
+class MemoryTooLarge(ValidationError):
+    """A record's text is over the write-size limit (``max_text_bytes``); nothing was written.
+
+    ``field`` names the field, ``size`` its UTF-8 bytes and ``limit`` the limit in force.
+    """
+
+    def __init__(self, message: str, *, field: str, size: int, limit: int) -> None:
+        super().__init__(message)
+        self.field, self.size, self.limit = field, size, limit
 
 
 class QueryException(RedmemError):

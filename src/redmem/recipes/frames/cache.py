@@ -2,7 +2,7 @@
 
 Every write that changes a block tagged ``self/...`` (learning it, archiving it, its confidence,
 its edges, its contradictions) increments the agent's self version counter (``fv``). A cached
-result (``fc:<frame>:<digest>``, the digest covering the definition, query, top_k and budget)
+result (``fc:<frame>:<digest>``, the digest covering the definition, query, top_k, budget and oversize rule)
 records the version it was built at and is served only while the counter still holds it, so
 every process sharing the server sees an invalidation at once. Reading the counter and the
 result is one script call, sent with the frame's first searches.
@@ -23,9 +23,11 @@ from .scoring import FrameResult, ScoredBlock
 __all__ = ["cache_key", "CacheRead", "CachedFrame", "encode_result"]
 
 
-def cache_key(space: KeySpace, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> str:
-    """``fc:<frame>:<digest>``: one entry per definition, query, top_k and budget."""
-    digest = hashlib.sha256(json.dumps([definition_to_json(definition), query, top_k, budget]).encode()).hexdigest()
+def cache_key(space: KeySpace, definition: FrameDefinition, query: str | None, top_k: int, budget: int,
+              oversize: str) -> str:
+    """``fc:<frame>:<digest>``: one entry per definition, query, top_k, budget and oversize rule."""
+    digest = hashlib.sha256(json.dumps([definition_to_json(definition), query, top_k, budget, oversize]).encode()
+                            ).hexdigest()
     return space.key(KeyKind.FRAME_CACHE, definition.name, digest[:32])
 
 
@@ -55,10 +57,12 @@ class CacheRead:
         return CachedFrame(version, FrameResult(
             text=data["text"], blocks=[ScoredBlock(**block) for block in data["blocks"]],
             frame_name=data["frame_name"], cached=True, token_count=data["token_count"],
+            oversize=data.get("oversize", {}),
         ))
 
 
 def encode_result(result: FrameResult, version: int) -> str:
     """The JSON a cache entry holds: the result and the self version it was built at."""
     return json.dumps({"version": version, "text": result.text, "blocks": [asdict(b) for b in result.blocks],
-                       "frame_name": result.frame_name, "token_count": result.token_count})
+                       "frame_name": result.frame_name, "token_count": result.token_count,
+                       "oversize": result.oversize})

@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ...context.packing import Budget, pack
+from ...context.oversize import Cuttable, check_oversize, cut
+from ...context.packing import Budget, fit
+from ...context.rendering import Layout
 from ...context.tokens import TokenCounter, resolve_counter
 from ...fields.confidence import ConfidenceField
 from ...fields.cooccurrence import Graph
@@ -37,7 +39,7 @@ from .guarantees import oversampled, select, suppress_contradictions
 from .model import DECAY_TIERS, Block, decay_tier
 from .retrieval import block_keys, gather
 from .scoring import FrameResult, Scored, ScoredBlock, score_candidates
-from .templates import TEMPLATES_BY_NAME, compose, lines
+from .templates import TEMPLATES_BY_NAME, Line, Template, compose, lines
 
 __all__ = ["FrameMemory", "SEED_TOKEN_ESTIMATE", "quarter_length"]
 
@@ -60,13 +62,16 @@ class FrameMemory:
         token_counter: None (exact cl100k_base counts), ``"len/4"`` (the seed's estimate), an
             encoding name, or a callable ``text -> int``.
         clock: wall time in seconds (active hours accrue between ``begin_session`` and ``end_session``).
+        oversize: a block bigger than a frame's whole budget is ``"truncate"``-d to the room the
+            others leave (the default), ``"skip"``-ped, or, if guaranteed, ``"admit"``-ted over the
+            budget (the seed's rule); see :mod:`redmem.context.oversize`.
 
     The embedding provider and key prefix are those of :func:`redmem.configure`.
     """
 
     def __init__(
         self, agent_id: str, *, token_counter: TokenCounter | str | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.time, oversize: str = "truncate",
     ) -> None:
         if not isinstance(agent_id, str) or not agent_id:
             raise ValidationError(f"agent_id must be a non-empty str, got {agent_id!r}")
@@ -74,6 +79,7 @@ class FrameMemory:
         self.count_tokens: TokenCounter = (
             quarter_length if token_counter == SEED_TOKEN_ESTIMATE else resolve_counter(token_counter))
         self.clock = clock
+        self.oversize = check_oversize(oversize)
 
     # -- where -------------------------------------------------------------------------------
     @property
@@ -238,7 +244,7 @@ class FrameMemory:
         return replace(result, edges_reinforced=edges)
 
     def _cache_key(self, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> str:
-        return cache_key(self.space, definition, query, top_k, budget)
+        return cache_key(self.space, definition, query, top_k, budget, self.oversize)
 
     def _cached(self, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> CachedFrame | None:
         """A cacheable frame with a query reads its cache first, alone (no query embedded on a hit);
@@ -287,19 +293,18 @@ class FrameMemory:
         return blocks
 
     def _render(self, definition: FrameDefinition, blocks: list[ScoredBlock], budget: int) -> FrameResult:
-        """Pack the blocks' lines stop-at-first-miss (guaranteed first, over budget if they must) and compose."""
+        """Pack the blocks' lines stop-at-first-miss (guaranteed first; an oversized block as
+        ``oversize`` says) into ``budget`` tokens of text, headings included, and compose."""
         template = TEMPLATES_BY_NAME[definition.template]
         rendered = lines(template, blocks)
-        headings = sum(self.count_tokens(heading + "\n") for heading in template.headings)
-        costs = [self.count_tokens(line.text + "\n") for line in rendered]
-        pinned = [i for i, block in enumerate(blocks) if block.guaranteed]
-        packed = pack(costs, Budget(max_tokens=max(budget - headings, 0)), "stop_at_first_miss", guaranteed=pinned)
-        chosen = sorted(packed.selected)
-        text = compose(template, [rendered[i] for i in chosen])
+        fitted = fit([_cuttable(line, block) for line, block in zip(rendered, blocks)], _layout(template, rendered),
+                     self.count_tokens, Budget(max_tokens=budget), "stop_at_first_miss", self.oversize,
+                     guaranteed=[i for i, block in enumerate(blocks) if block.guaranteed])
+        chosen = set(fitted.selected)
         return FrameResult(
-            text=text, blocks=[blocks[i] for i in chosen], frame_name=definition.name,
-            token_count=self.count_tokens(text) if text else 0,
-            dropped=[blocks[i] for i in range(len(blocks)) if i not in set(chosen)],
+            text=fitted.text, blocks=[blocks[i] for i in fitted.selected], frame_name=definition.name,
+            token_count=fitted.token_count, dropped=[blocks[i] for i in range(len(blocks)) if i not in chosen],
+            oversize=fitted.oversize.report([block.id for block in blocks]),
         )
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -348,6 +353,20 @@ class FrameMemory:
     aframe_definition = async_variant(frame_definition)
     arecall = async_variant(recall)
     aframe = async_variant(frame)
+
+
+def _cuttable(line: Line, block: ScoredBlock) -> Cuttable:
+    """A block's line at any cut of its text (its ``- `` / ``[n] `` prefix kept)."""
+    text = " ".join(block.content.split())
+    prefix = line.text[: len(line.text) - len(text)]
+    return Cuttable(len(text), lambda chars: prefix + cut(text, chars))
+
+
+def _layout(template: Template, rendered: Sequence[Line]) -> Layout:
+    """Lines under the template's headings; the headings costed once, each line with its break."""
+    return Layout(lambda position, piece: piece,
+                  lambda indices, pieces: compose(template, [Line(rendered[i].section, p) for i, p in zip(indices, pieces)]),
+                  "\n", "".join(heading + "\n" for heading in template.headings))
 
 
 def _is_self(tags: Sequence[str]) -> bool:

@@ -56,8 +56,9 @@ class ScoredBlock:
 @dataclass(frozen=True)
 class FrameResult:
     """What :meth:`FrameMemory.frame` returns: the rendered ``text``, the ``blocks`` it shows (in
-    the order shown), the frame's name, whether it came from the cache, and the exact token count
-    of ``text`` by the memory's counter."""
+    the order shown), the frame's name, whether it came from the cache, the exact token count
+    of ``text`` by the memory's counter, and what became of blocks bigger than the whole budget
+    (``oversize``: ``{"truncated": [ids], "skipped": [...], "admitted": [...]}``)."""
 
     text: str
     blocks: list[ScoredBlock]
@@ -66,6 +67,7 @@ class FrameResult:
     token_count: int = 0
     edges_reinforced: int = 0
     dropped: list[ScoredBlock] = field(default_factory=list)
+    oversize: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

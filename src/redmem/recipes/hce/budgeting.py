@@ -5,7 +5,10 @@ and overlap), so each candidate's utility is divided by the most its source can 
 (:func:`normalised`): every source's best possible candidate weighs 1.0 and any source can win;
 raised to a power (``sharpness``), the differences outweigh the texts' lengths.
 :func:`context_budgeting` is the shared packer's ``greedy_knapsack`` strategy: by
-``utility / token_cost`` descending, skipping what does not fit.
+``utility / token_cost`` descending, skipping what does not fit. :func:`fit_context` is the
+pipeline's: the same knapsack in the shared budget stage (:func:`redmem.context.packing.fit`),
+costing each text with the pipeline's counter and cutting a text bigger than the whole budget
+as ``oversize`` says.
 """
 
 from __future__ import annotations
@@ -15,17 +18,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...context.packing import Budget, pack
+from ...context.oversize import cuttable_text
+from ...context.packing import Budget, Fitted, fit, pack
+from ...context.rendering import Layout
 from ...context.tokens import resolve_counter
 from ...store.errors import ValidationError
 from ...store.validation import is_int, is_real, non_negative_int
 
-__all__ = ["ContextCandidate", "SOURCES", "estimate_tokens", "context_budgeting", "normalised", "token_counter"]
+__all__ = ["ContextCandidate", "SOURCES", "estimate_tokens", "context_budgeting", "fit_context", "normalised",
+           "token_counter", "BLOCK_LAYOUT"]
 
 #: Where a candidate comes from.
 SOURCES = ("graph", "tree", "buffer")
 
 TokenCounter = Callable[[str], int]
+#: The context block: the texts one per line.
+BLOCK_LAYOUT = Layout(lambda position, piece: piece, lambda indices, pieces: "\n".join(pieces))
 
 
 def estimate_tokens(text: str) -> int:
@@ -84,3 +92,18 @@ def context_budgeting(candidates: Sequence[ContextCandidate], budget: int) -> li
     packed = pack([c.token_cost for c in candidates], Budget(max_tokens=budget), "greedy_knapsack",
                   utilities=[c.utility for c in candidates])
     return [candidates[i] for i in packed.selected]
+
+
+def fit_context(candidates: Sequence[ContextCandidate], budget: int, counter: TokenCounter,
+                oversize: str = "truncate") -> tuple[list[ContextCandidate], Fitted]:
+    """The candidates the greedy knapsack admits within ``budget`` tokens of the block (each
+    costed ``counter(content + "\\n")``), a truncated one with its cut text (``metadata["truncated"]``),
+    and the fit (the block's text, its token count, the oversize report)."""
+    budget = non_negative_int("budget", budget)
+    fitted = fit([cuttable_text(c.content) for c in candidates], BLOCK_LAYOUT, counter, Budget(max_tokens=budget),
+                 "greedy_knapsack", oversize, utilities=[c.utility for c in candidates])
+    cut = set(fitted.oversize.truncated)
+    chosen = [replace(candidates[i], content=piece, token_cost=counter(piece + "\n"),
+                      metadata={**candidates[i].metadata, "truncated": True}) if i in cut else candidates[i]
+              for i, piece in zip(fitted.selected, fitted.pieces)]
+    return chosen, fitted

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ...context.oversize import check_oversize
 from ...embeddings.base import embed_in_batches
 from ...embeddings.hashing import HashingEmbeddings
 from ...fields.search_protocol import run_search, run_searches
@@ -34,7 +35,7 @@ from ...store.aio import async_variant
 from ...store.connection import server_errors, settings
 from ...store.errors import ArgumentTypeError, ValidationError
 from ...store.validation import is_real, positive_int, utf8_text
-from .budgeting import ContextCandidate, context_budgeting, normalised
+from .budgeting import ContextCandidate, fit_context, normalised
 from .budgeting import token_counter as token_counter_of
 from .export import clear_session, load_session, save_session
 from .extractor import EntityExtractor, ExtractedEntity, content_words
@@ -59,12 +60,17 @@ UTILITY_SHARPNESS = 8.0
 @dataclass
 class RetrievedContext:
     """One retrieval: the candidates offered, those selected (admission order), the focus entries
-    read, and the round trips it took."""
+    read, the round trips it took, the token count of :attr:`block` (the pipeline's counter, at
+    most ``context_budget`` unless ``oversize="admit"``) and what became of candidates bigger than
+    the whole budget (``{"truncated": [...], "skipped": [...], "admitted": [...]}``, by interaction
+    id, or ``buffer:<position>`` for a focus entry)."""
 
     candidates: list[ContextCandidate]
     selected: list[ContextCandidate]
     focus: list[FocusEntry]
     round_trips: int
+    token_count: int = 0
+    oversize: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def block(self) -> str:
@@ -96,12 +102,16 @@ class HCEPipeline:
         extractor: the entity extractor (default :class:`EntityExtractor`).
         utility_sharpness: the power normalised utilities are raised to before the knapsack
             (1: the seed's plain ratio, where short texts win; default :data:`UTILITY_SHARPNESS`).
+        oversize: a text bigger than the whole ``context_budget`` is ``"truncate"``-d to the room
+            the others leave (the default) or ``"skip"``-ped (the seed's knapsack; ``"admit"`` is
+            the same: the knapsack never admitted anything over budget).
     """
 
     def __init__(self, max_focus: int = 10, context_budget: int = 1500, graph: EntityGraph | None = None,
                  tree: SemanticTree | None = None, *, session_id: str = "default", embedding_provider: Any = None,
                  token_counter: Callable[[str], int] | str | None = None,
-                 extractor: EntityExtractor | None = None, utility_sharpness: float = UTILITY_SHARPNESS) -> None:
+                 extractor: EntityExtractor | None = None, utility_sharpness: float = UTILITY_SHARPNESS,
+                 oversize: str = "truncate") -> None:
         self.session_id = _query_text("session_id", session_id)
         self.context_budget = positive_int("context_budget", context_budget)
         self.focus = FocusBuffer(max_focus, session_id=session_id)
@@ -116,6 +126,7 @@ class HCEPipeline:
         if not is_real(utility_sharpness) or not 0 < utility_sharpness <= 100:
             raise ValidationError(f"utility_sharpness must be a number in (0, 100], not {utility_sharpness!r}")
         self.utility_sharpness = float(utility_sharpness)
+        self.oversize = check_oversize(oversize)
 
     @property
     def client(self) -> Any:
@@ -152,7 +163,9 @@ class HCEPipeline:
                    load_records(HCEInteraction, [DbKey(self.graph.space, rid) for rid in wanted], track=False)}
         trips += bool(wanted)
         candidates = self._candidates(query, activated, tree_hits, records, focus, for_prompt)
-        return RetrievedContext(candidates, context_budgeting(candidates, self.context_budget), focus, trips)
+        selected, fitted = fit_context(candidates, self.context_budget, self.count_tokens, self.oversize)
+        names = [c.metadata.get("interaction_id") or f"buffer:{c.metadata.get('position')}" for c in candidates]
+        return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names))
 
     def _candidates(self, query: str, activated: list[tuple[str, float]], tree_hits: Sequence[Any],
                     records: dict[str, HCEInteraction], focus: list[FocusEntry], for_prompt: bool,

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...context.packing import pack_slices
 from ...fields.bm25 import BM25Field
 from ...model.base import Model
 from ...model.dbkey import DbKey
@@ -83,19 +82,19 @@ def session_passages(agent_id: str, session_id: str) -> Query:
 def assemble_region(assembler: ContextAssembler, ranked: Sequence[RelevantBeat], agent_id: str,
                     session_id: str) -> AssemblyResult:
     """Pack and render the passages of ``ranked`` (best first) with ``assembler``'s format and budget
-    (its first ``max_items``, skip-not-break); one round trip to read them."""
+    (its first ``max_items``, skip-not-break, its ``oversize``); one round trip to read them."""
     meta = SnapshotPassage._meta
     space = meta.keyspace((agent_id, session_id))
     keys = [DbKey(space, meta.record_id({"snapshot_id": r.snapshot.snapshot_id})) for r in ranked[: assembler.max_items]]
     records = load_records(SnapshotPassage, keys, track=False)
     relevance = {r.snapshot.snapshot_id: r.relevance for r in ranked}
-    slices = [assembler.render(record) for record in records]
-    packed, pieces = pack_slices(slices, assembler.output_format, assembler.token_counter, assembler.budget)
-    chosen = [records[i] for i in packed.selected]
+    fitted = assembler.fit(records)
+    chosen = [records[i] for i in fitted.selected]
     metadata: dict[str, Any] = {
-        "pull_count": len(chosen), "push_count": 0, "token_count": packed.token_count,
+        "pull_count": len(chosen), "push_count": 0, "token_count": fitted.token_count,
+        "oversize": fitted.oversize.report([r.snapshot_id for r in records]),
         "total_candidates": len(ranked), "retrieval_mode": "hsca_region",
         "relevance": [relevance[r.snapshot_id] for r in chosen],
     }
     hits = tuple(Hit(r, relevance[r.snapshot_id], {"hsca_relevance": relevance[r.snapshot_id]}) for r in chosen)
-    return AssemblyResult(chosen, [], assembler.renderer.compose(pieces), metadata, hits)
+    return AssemblyResult(chosen, [], fitted.text, metadata, hits)
