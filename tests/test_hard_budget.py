@@ -131,7 +131,7 @@ def big_sizes(max_tokens: int) -> st.SearchStrategy[list[int]]:
     return st.lists(st.integers(max_tokens + 5, 40 * max_tokens + 50), min_size=1, max_size=3)
 
 
-class Fact(Model):
+class BudgetFact(Model):
     """A memory found by BM25 and vectors (ContextAssembler's hybrid pull)."""
 
     fact_id = AutoKeyField()
@@ -147,9 +147,9 @@ class Fact(Model):
 def test_context_assembler_holds_the_budget_and_keeps_the_answer(db, data, max_tokens, output_format, oversize):
     agent = f"a{next(AGENTS)}"
     for seed, size in enumerate(data.draw(big_sizes(max_tokens))):
-        Fact.create(agent_id=agent, content=filler(size, seed))
-    answer = Fact.create(agent_id=agent, content=ANSWER)
-    assembler = ContextAssembler(Fact, max_tokens=max_tokens, output_format=output_format, oversize=oversize)
+        BudgetFact.create(agent_id=agent, content=filler(size, seed))
+    answer = BudgetFact.create(agent_id=agent, content=ANSWER)
+    assembler = ContextAssembler(BudgetFact, max_tokens=max_tokens, output_format=output_format, oversize=oversize)
     result = assembler.assemble(QUERY, agent_id=agent)
     assert result.metadata["token_count"] == COUNT(result.formatted) <= max_tokens
     if fits_alone(assembler.render(answer), output_format, max_tokens):
@@ -224,19 +224,19 @@ def test_hsca_regions_hold_the_budget(db, data, max_tokens, output_format, overs
 
 
 def test_admit_is_the_seed_first_record_rule_and_says_so(db):
-    Fact.create(agent_id="seed", content=filler(5000, 1))
-    result = ContextAssembler(Fact, max_tokens=200, oversize="admit").assemble(QUERY, agent_id="seed")
+    BudgetFact.create(agent_id="seed", content=filler(5000, 1))
+    result = ContextAssembler(BudgetFact, max_tokens=200, oversize="admit").assemble(QUERY, agent_id="seed")
     assert result.metadata["token_count"] > 200 and len(result.metadata["oversize"]["admitted"]) == 1
 
 
 # -- the write-size limit ---------------------------------------------------------------------------
-class Note(Model):
+class BudgetNote(Model):
     note_id = AutoKeyField()
     agent_id = KeyField(partition_by="agent_id")
     content = StringField()
 
 
-class Transcript(Model):
+class BudgetTranscript(Model):
     transcript_id = AutoKeyField()
     agent_id = KeyField(partition_by="agent_id")
     content = StringField()
@@ -255,24 +255,24 @@ def default_write_limit():
 
 def test_a_text_over_64_kib_is_refused_and_nothing_is_written(db, default_write_limit):
     with pytest.raises(MemoryTooLarge, match="max_text_bytes") as refused:
-        Note.create(agent_id="a", content="é" * 40_000)  # 80,000 UTF-8 bytes
+        BudgetNote.create(agent_id="a", content="é" * 40_000)  # 80,000 UTF-8 bytes
     assert (refused.value.field, refused.value.size, refused.value.limit) == ("content", 80_000, 65_536)
     assert "redmem.configure(max_text_bytes=N)" in str(refused.value) and "class Meta" in str(refused.value)
     assert isinstance(refused.value, ValidationError)
-    assert Note.query.filter(agent_id="a").count() == 0
+    assert BudgetNote.query.filter(agent_id="a").count() == 0
     with pytest.raises(MemoryTooLarge):
-        Note.save_many([Note(agent_id="a", content="ok"), Note(agent_id="a", content="x" * 70_000)])
-    assert Note.query.filter(agent_id="a").count() == 0
-    Note.create(agent_id="a", content="x" * 65_536)  # at the limit: stored
+        BudgetNote.save_many([BudgetNote(agent_id="a", content="ok"), BudgetNote(agent_id="a", content="x" * 70_000)])
+    assert BudgetNote.query.filter(agent_id="a").count() == 0
+    BudgetNote.create(agent_id="a", content="x" * 65_536)  # at the limit: stored
 
 
 def test_the_write_limit_is_configurable_and_per_model(db, default_write_limit):
-    Transcript.create(agent_id="a", content="x" * 200_000)  # its Meta lifts the limit
+    BudgetTranscript.create(agent_id="a", content="x" * 200_000)  # its Meta lifts the limit
     redmem.configure(max_text_bytes=10)
     with pytest.raises(MemoryTooLarge, match="over the write-size limit of 10"):
-        Note.create(agent_id="a", content="eleven char")
+        BudgetNote.create(agent_id="a", content="eleven char")
     redmem.configure(max_text_bytes=None)
-    Note.create(agent_id="a", content="x" * 200_000)
+    BudgetNote.create(agent_id="a", content="x" * 200_000)
     with pytest.raises(redmem.ConfigurationError, match="max_text_bytes"):
         redmem.configure(max_text_bytes=-1)
 

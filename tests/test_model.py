@@ -42,6 +42,9 @@ class Everything(Model):
     rank = SortedField(partition_by="owner")
     labels = TagField()
 
+    class Meta:
+        max_text_bytes = 0  # the round trip of a 100 KB text, past the default write-size limit
+
 
 EDGE_VALUES = {
     "text": ["", "ünïcödé 日本語 😀", "line\nbreak", "x" * 100_000, "{}:*?[]"],
