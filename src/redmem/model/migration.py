@@ -3,10 +3,12 @@
 :func:`migrate` walks every partition in pages of record ids. Per page, one MULTI/EXEC under
 WATCH of the page's records moves each renamed entry (``HSET new`` + ``HDEL old``, only when
 the new entry is absent, so nothing is overwritten), runs the save hooks of every index the
-stored schema lacks (as for a new record: the index never saw it), and advances the partition's
-cursor (``mg:<migration id>``, in the partition's slot). A page is therefore applied exactly
-once: a crash or a killed process leaves each page applied or not, and a rerun resumes after
-the cursor. At the end the schema is recorded with the migration's id, then the cursors go.
+stored schema lacks over each record and those of the indexes over a renamed field over each
+record whose entries moved (as for a new record: the index never saw it), and advances the
+partition's cursor (``mg:<migration id>``, in the partition's slot). A page is therefore applied
+exactly once: a crash or a killed process leaves each page applied or not, and a rerun resumes
+after the cursor. At the end the schema is recorded, then the cursors go; a later run finds
+nothing left to move or build and writes nothing but its cursors, dropped again.
 """
 
 from __future__ import annotations
@@ -42,13 +44,13 @@ class MigrationReport:
 
     #: the migration's id (a digest of the renames and the target schema)
     migration: str
-    #: records this call walked (0 when the migration was already complete)
+    #: records this call walked (a resumed run: those after the cursor)
     records: int
     #: records whose entries this call renamed
     renamed: int
     #: records that already held both the old and the new entry: left as they are, nothing lost
     kept_both: int
-    #: fields whose indexes were built
+    #: fields whose index writes ran: over every record, or over the records whose entries moved
     indexes: tuple[str, ...]
 
 
@@ -67,20 +69,17 @@ def migrate(
     batch_size = positive_int("batch_size", batch_size)
     client = meta.client
     current = model_schema(meta)
-    stored = stored_schema(meta, client)
-    fields = _fields_to_build(model, stored, current, renames)
+    unbuilt, following = _fields_to_build(model, stored_schema(meta, client), current, renames)
     migration = hashlib.sha1(encode({"rename": renames, "target": current}).encode()).hexdigest()[:16]
     spaces = model.query.partitions()
     cursors = [space.key(KeyKind.MIGRATION, migration) for space in spaces]
-    if stored is not None and migration in stored.get("migrations", []):
-        _drop(client, cursors)
-        return MigrationReport(migration, 0, 0, 0, ())
-    walk = _Walk(model, renames, fields, batch_size, progress)
-    if renames or fields:
+    walk = _Walk(model, renames, unbuilt, following, batch_size, progress)
+    if renames or unbuilt:
         walk.run(client, spaces, cursors)
-    record_schema(meta, client, lambda old: {**current, "migrations": [*(old or {}).get("migrations", []), migration]})
+    record_schema(meta, client, lambda _: current)
     _drop(client, cursors)
-    return MigrationReport(migration, walk.records, walk.renamed, walk.kept_both, tuple(f.name for f in fields))
+    return MigrationReport(migration, walk.records, walk.renamed, walk.kept_both,
+                           tuple(f.name for f in (*unbuilt, *following)))
 
 
 def _checked_renames(model: type[Model], rename: dict[str, str]) -> dict[str, str]:
@@ -103,9 +102,10 @@ def _checked_renames(model: type[Model], rename: dict[str, str]) -> dict[str, st
 
 def _fields_to_build(
     model: type[Model], stored: dict[str, Any] | None, current: dict[str, Any], renames: dict[str, str],
-) -> list[Field[Any]]:
-    """The indexing fields to run over every record: those the stored schema lacks or holds with
-    another source or version, and those over a renamed entry."""
+) -> tuple[list[Field[Any]], list[Field[Any]]]:
+    """The indexing fields to run over every record (those the stored schema lacks, or holds with
+    another source or version), and those to run over each record whose entries move (the
+    indexes of a renamed field or over one)."""
     changes = diff(stored or current, current)
     if changes.keys_changed:
         raise ModelException(f"{model.__name__}: the key or partition fields changed since the records were "
@@ -116,9 +116,11 @@ def _fields_to_build(
         raise ModelException(f"{model.__name__}: field(s) {', '.join((*changes.changed, *mismatched))} changed "
                              "type; their stored values cannot be converted by migrate")
     targets = set(renames.values())
-    names = {*changes.unbuilt, *(n for n, f in current["fields"].items() if f["indexed"]
-                                 and (n in targets or f["source"] in targets))}
-    return [field for name, field in model._meta.fields.items() if name in names]
+    fields = model._meta.fields
+    unbuilt = [fields[name] for name in changes.unbuilt]
+    following = [fields[n] for n, f in current["fields"].items() if f["indexed"] and n not in changes.unbuilt
+                 and (n in targets or f["source"] in targets)]
+    return unbuilt, following
 
 
 def _drop(client: Any, cursors: list[str]) -> None:
@@ -134,10 +136,11 @@ class _Walk:
     """One run over the partitions: each page renamed, indexed and its cursor advanced atomically."""
 
     def __init__(
-        self, model: type[Model], renames: dict[str, str], fields: list[Field[Any]], batch_size: int,
-        progress: Progress | None,
+        self, model: type[Model], renames: dict[str, str], unbuilt: list[Field[Any]], following: list[Field[Any]],
+        batch_size: int, progress: Progress | None,
     ) -> None:
-        self.model, self.fields, self.batch_size, self.progress = model, fields, batch_size, progress
+        self.model, self.unbuilt, self.following = model, unbuilt, following
+        self.batch_size, self.progress = batch_size, progress
         self.moves = [(old.encode(), new.encode()) for old, new in renames.items()]
         self.records = self.renamed = self.kept_both = 0
 
@@ -181,23 +184,23 @@ class _Walk:
 
         def attempt(pipe: Any) -> None:
             pipe.watch(*(key.redis_key for key in keys), cursor)
-            found = read_batches(self.model, client, pipe, keys, self.fields, self._rewrite)
+            found = read_batches(self.model, client, pipe, keys, [*self.unbuilt, *self.following], self._rewrite)
             pipe.multi()
-            renamed = kept = 0
+            moved, kept = [], 0
             for batch, raw in found:
                 moves = [(old, new) for old, new in self.moves if old in raw and new not in raw]
                 kept += any(old in raw and new in raw for old, new in self.moves)
                 if moves:
                     pipe.hset(batch.record_key, mapping={new: raw[old] for old, new in moves})
                     pipe.hdel(batch.record_key, *(old for old, _ in moves))
-                    renamed += 1
+                    moved.append(batch)
                 batch.pipe, batch.old = pipe, None  # the index never saw the record: written as for a new one
-            if found:
-                for field in self.fields:
-                    field.on_save_many([batch for batch, _ in found])
+            for fields, batches in ((self.unbuilt, [batch for batch, _ in found]), (self.following, moved)):
+                for field in fields if batches else ():
+                    field.on_save_many(batches)
             pipe.set(cursor, keys[-1].record_id)
             pipe.execute()
-            counts[:] = [renamed, kept]
+            counts[:] = [len(moved), kept]
 
         watched_transaction(client, attempt, f"gave up migrating {keys[0]}.. after {MAX_ATTEMPTS} conflicting writes")
         self.renamed += counts[0]

@@ -90,7 +90,6 @@ def model_schema(meta: Options) -> dict[str, Any]:
         "fields": {name: field_schema(field) for name, field in meta.fields.items()},
         "keys": list(meta.key_fields),
         "partition": list(meta.partition_fields),
-        "migrations": [],
     }
 
 
@@ -221,10 +220,12 @@ def _changed_message(
                      f"{current['keys']} (partition {current['partition']}): records stored under the old keys "
                      "are not found, and migrate cannot move them")
     guess = renames or {old: "<new name>" for old in changes.removed if stored["fields"][old]["stored"]}
-    call = f"{name}.migrate(rename={guess!r})" if guess else f"{name}.migrate()"
-    return (f"{name}: " + "; ".join(parts) + f". If renamed, run {call} (or `redmem migrate MODULE:{name} "
-            + " ".join(f"--rename {a}={b}" for a, b in guess.items()) + "`); once the change is intended, "
-            f"{name}.migrate() records it")
+    advice = ""
+    if guess:
+        flags = " ".join(f"--rename {a}={b}" for a, b in guess.items())
+        advice = f"If renamed, run {name}.migrate(rename={guess!r}) (or `redmem migrate MODULE:{name} {flags}`); "
+    return (f"{name}: " + "; ".join(parts) + ". " + advice
+            + f"once the change is intended, {name}.migrate() records it (or `redmem migrate MODULE:{name}`)")
 
 
 def _warn(category: type[SchemaWarning], message: str) -> None:
