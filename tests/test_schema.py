@@ -12,6 +12,7 @@ import redmem
 from redmem import BM25Field, FloatField, IntField, KeyField, ListField, Model, StringField, TagField
 from redmem.model import ModelMeta
 from redmem.model.schema import IndexNotBuiltWarning, SchemaChangedWarning, forget_checks, schema_key
+from redmem.store.embedded import EmbeddedServer
 
 
 def note_model(**fields):
@@ -141,3 +142,16 @@ def test_a_refused_schema_key_leaves_the_model_usable(db):
 def _url_as(client, user, password):
     kwargs = client.connection_pool.connection_kwargs
     return f"redis://{user}:{password}@{kwargs['host']}:{kwargs['port']}/{kwargs.get('db', 0)}"
+
+
+def test_a_check_the_server_did_not_answer_is_made_at_the_next_use(restartable):
+    server, data = restartable
+    Note = note_model(content=StringField())
+    port = server.port
+    server.stop()
+    with pytest.raises(redmem.ServerUnavailable):
+        Note._meta.client  # noqa: B018
+    again = EmbeddedServer(unix_socket=False, port=port, extra_args=["--dir", str(data), "--dbfilename", "dump.rdb"])
+    with again:
+        Note._meta.client  # noqa: B018
+        assert stored(Note)["fields"]["content"]["kind"] == "StringField"

@@ -26,7 +26,6 @@ from ..model.dbkey import DbKey
 from ..model.field import Field
 from ..model.pages import read_batches, record_pages
 from ..model.persistence import ALL_RECORDS
-from ..model.schema import mark_indexes_built
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
 from ..store.validation import positive_int
@@ -70,7 +69,6 @@ def reindex(
             done += len(ids)
             if progress is not None:
                 progress(done, max(total, done))
-    mark_indexes_built(model._meta, client, fields)
     return done
 
 

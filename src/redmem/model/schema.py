@@ -17,13 +17,14 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis
 
 from ..store.connection import server_errors
+from ..store.errors import PermissionDenied
 from ..store.keys import KeyKind
 from ..store.watch import watched_transaction
 from .field import Field
@@ -43,7 +44,6 @@ __all__ = [
     "check_once",
     "forget_checks",
     "record_schema",
-    "mark_indexes_built",
 ]
 
 log = logging.getLogger("redmem.schema")
@@ -175,16 +175,28 @@ def check_once(meta: Options, client: Any, identity: Any) -> None:
         _checked.add(seen)
     current = model_schema(meta)
     key = schema_key(meta)
-    with server_errors(client):
-        try:
-            with client.pipeline(transaction=False) as pipe:
-                pipe.set(key, encode(current), nx=True)
-                pipe.get(key)
-                stored = pipe.execute()[1]
-        except redis.exceptions.ResponseError as exc:
-            log.debug("schema of %s not checked: %s", meta.name, exc)
-            return
-    warn_changes(meta, json.loads(stored), current)
+    try:
+        stored = _record_or_read(client, key, encode(current))
+    except (PermissionDenied, redis.exceptions.ResponseError) as exc:
+        log.debug("schema of %s not checked: %s", meta.name, exc)
+        return
+    except BaseException:
+        _checked.discard(seen)  # not checked (the server is unreachable): the next use tries again
+        raise
+    if stored is not None:  # None: deleted between the two commands
+        warn_changes(meta, json.loads(stored), current)
+
+
+def _record_or_read(client: Any, key: str, schema: str) -> Any:
+    """Store ``schema`` at ``key`` unless one is stored, and return the stored one (one round trip).
+
+    PermissionDenied (ACL) or ResponseError (a read-only replica) when the server refuses the
+    key; connection failures as :func:`~redmem.store.connection.server_errors` types them.
+    """
+    with server_errors(client), client.pipeline(transaction=False) as pipe:
+        pipe.set(key, schema, nx=True)
+        pipe.get(key)
+        return pipe.execute()[1]
 
 
 def forget_checks() -> None:
@@ -263,16 +275,3 @@ def record_schema(meta: Options, client: Any, update: Callable[[dict[str, Any] |
 
     watched_transaction(client, attempt, f"gave up recording the schema of {meta.name}")
 
-
-def mark_indexes_built(meta: Options, client: Any, fields: Iterable[Field[Any]]) -> None:
-    """Record that the indexes of ``fields`` now cover every stored record (after a reindex)."""
-    current = model_schema(meta)
-
-    def update(stored: dict[str, Any] | None) -> dict[str, Any]:
-        if stored is None:
-            return current
-        built = {f.name: current["fields"][f.name] for f in fields if current["fields"][f.name]["indexed"]}
-        stored["fields"].update(built)
-        return stored
-
-    record_schema(meta, client, update)
