@@ -27,14 +27,14 @@ _prefixes = itertools.count(1)
 
 
 def version_1():
-    return ModelMeta("Note", (Model,), {
+    return ModelMeta("MigNote", (Model,), {
         "__module__": __name__, "agent": KeyField(partition_by="agent"), "note_id": KeyField(),
         "content": StringField(), "topics": TagField()})
 
 
 def version_2():
     """``content`` renamed ``text``, with a BM25 index over it and a new field with a default."""
-    return ModelMeta("Note", (Model,), {
+    return ModelMeta("MigNote", (Model,), {
         "__module__": __name__, "agent": KeyField(partition_by="agent"), "note_id": KeyField(),
         "text": StringField(), "text_bm25": BM25Field(source="text"), "topics": TagField(),
         "mood": StringField(default="calm")})
@@ -120,7 +120,7 @@ def test_a_record_holding_both_entries_keeps_both(db):
     prefix = redmem.store.settings().key_prefix
     seed(3, 1, prefix)
     Note = version_2()
-    key = f"{prefix}:Note:{{agent0}}:r:n0001"
+    key = f"{prefix}:MigNote:{{agent0}}:r:n0001"
     db.hset(key, "text", "written by the new code")
     with pytest.warns(redmem.model.schema.SchemaWarning):
         report = Note.migrate(rename={"content": "text"})
@@ -189,7 +189,7 @@ def test_a_killed_migration_process_resumes_and_loses_nothing(db, redis_url):
             break
     child.send_signal(signal.SIGKILL)
     child.wait()
-    contents = [db.hget(k, "content") for k in db.scan_iter(match=f"{resumed}:Note:*:r:*")]
+    contents = [db.hget(k, "content") for k in db.scan_iter(match=f"{resumed}:MigNote:*:r:*")]
     assert 0 < sum(c is None for c in contents) < 200  # stopped midway: some records moved, some not
     finished = _child(redis_url, resumed, "fast")
     out, _ = finished.communicate(timeout=120)
@@ -206,6 +206,7 @@ def test_the_migrate_command(db, redis_url, tmp_path, monkeypatch, capsys):
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(os.path.dirname(__file__))
+    monkeypatch.setenv("COLUMNS", "200")  # one line per message
     prefix = f"mgc{next(_prefixes)}"
     seed(7, 1, prefix)
     argv = ["--url", redis_url, "--prefix", prefix, "--embeddings", "hashing", "migrate", "notes_mg:Note",
@@ -213,6 +214,6 @@ def test_the_migrate_command(db, redis_url, tmp_path, monkeypatch, capsys):
     with pytest.warns(redmem.model.schema.SchemaWarning):
         assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "migrated 7 Note records" in out and "7 renamed" in out and "indexes built: text_bm25" in out
+    assert "migrated 7 MigNote records" in out and "7 renamed" in out and "indexes built: text_bm25" in out
     assert main([*argv[:7], "notes_mg:Note", "--rename", "content"]) == 1
     assert "--rename takes OLD=NEW" in capsys.readouterr().out

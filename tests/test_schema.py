@@ -19,7 +19,7 @@ def note_model(**fields):
     """A version of the model ``Note`` (partitioned by agent) with ``fields`` besides its keys:
     each call is the same class as a later release of the code would declare it."""
     namespace = {"__module__": __name__, "agent": KeyField(partition_by="agent"), "note_id": KeyField(), **fields}
-    return ModelMeta("Note", (Model,), namespace)
+    return ModelMeta("SchemaNote", (Model,), namespace)
 
 
 def stored(model):
@@ -37,7 +37,7 @@ def test_the_schema_is_recorded_at_first_use(db):
     Note = note_model(content=StringField(), content_bm25=BM25Field(source="content"), topics=TagField())
     Note.create(agent="a", note_id="1", content="herons wade")
     schema = stored(Note)
-    assert db.type(f"{redmem.store.settings().key_prefix}:Note:{{%g}}:schema") == b"string"
+    assert db.type(f"{redmem.store.settings().key_prefix}:SchemaNote:{{%g}}:schema") == b"string"
     assert schema["keys"] == ["agent", "note_id"] and schema["partition"] == ["agent"]
     assert schema["fields"]["content"] == {"kind": "StringField", "type": "str", "stored": True, "indexed": False,
                                            "source": None, "version": None}
@@ -83,9 +83,9 @@ def test_a_renamed_field_warns_naming_it_and_the_migration(db):
     changed, unbuilt = ([str(w.message) for w in caught if w.category is kind]
                         for kind in (SchemaChangedWarning, IndexNotBuiltWarning))
     assert len(changed) == len(unbuilt) == 1
-    assert "content" in changed[0] and "Note.migrate(rename={'content': 'text'})" in changed[0]
-    assert "redmem migrate MODULE:Note --rename content=text" in changed[0]
-    assert "content_bm25" in unbuilt[0] and "Note.migrate()" in unbuilt[0]
+    assert "content" in changed[0] and "SchemaNote.migrate(rename={'content': 'text'})" in changed[0]
+    assert "redmem migrate MODULE:SchemaNote --rename content=text" in changed[0]
+    assert "content_bm25" in unbuilt[0] and "SchemaNote.migrate()" in unbuilt[0]
 
 
 def test_a_removed_field_warns_until_the_change_is_recorded(db):
@@ -115,7 +115,7 @@ def test_an_added_index_warns_then_migrate_builds_it_over_old_records(db):
 
 def test_a_changed_key_is_named_and_cannot_be_migrated(db):
     note_model(content=StringField()).create(agent="a", note_id="1", content="c")
-    Rekeyed = ModelMeta("Note", (Model,), {"__module__": __name__, "note_id": KeyField(), "content": StringField()})
+    Rekeyed = ModelMeta("SchemaNote", (Model,), {"__module__": __name__, "note_id": KeyField(), "content": StringField()})
     with pytest.warns(SchemaChangedWarning, match="key fields changed"):
         Rekeyed._meta.client  # noqa: B018
     with pytest.raises(redmem.ModelException, match="cannot be migrated in place"):
@@ -126,11 +126,11 @@ def test_a_refused_schema_key_leaves_the_model_usable(db):
     """A user whose ACL does not reach the model-wide key (a tenant-confined user) is not refused."""
     Note = note_model(content=StringField())
     user = "schema-confined"
-    db.acl_setuser(user, enabled=True, passwords=["+pw"], keys=[f"{redmem.store.settings().key_prefix}:Note:{{a}}:*"],
+    db.acl_setuser(user, enabled=True, passwords=["+pw"], keys=[f"{redmem.store.settings().key_prefix}:SchemaNote:{{a}}:*"],
                    commands=["+@all"], reset=True)
     try:
         confined = redmem.connect(_url_as(db, user, "pw"))
-        Mine = ModelMeta("Note", (Model,), {"__module__": __name__, "agent": KeyField(partition_by="agent"),
+        Mine = ModelMeta("SchemaNote", (Model,), {"__module__": __name__, "agent": KeyField(partition_by="agent"),
                                             "note_id": KeyField(), "content": StringField(),
                                             "Meta": type("Meta", (), {"client": confined, "partition_registry": False})})
         Mine.create(agent="a", note_id="1", content="mine")
