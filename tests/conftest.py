@@ -131,8 +131,8 @@ def any_db(request):
 def all_keys(client, prefix: str | None = None) -> set[str]:
     """Every key under the current test's prefix, on every node of a cluster too.
 
-    Operation keys (``...:op:<id>``, kept a few minutes so a resent write is applied once) are
-    left out: they are bookkeeping of past writes, not data.
+    Operation keys (``...:op:<id>``, kept a few minutes so a resent write is applied once) and
+    models' recorded schemas (``...:{%g}:schema``) are left out: they are bookkeeping, not data.
     """
     prefix = prefix or redmem.store.settings().key_prefix
     pattern = f"{prefix}:*"
@@ -140,7 +140,7 @@ def all_keys(client, prefix: str | None = None) -> set[str]:
         found = client.scan_iter(match=pattern, target_nodes=redis.RedisCluster.PRIMARIES)
     else:
         found = client.scan_iter(match=pattern)
-    return {key.decode() for key in found if b":op:" not in key}
+    return {key.decode() for key in found if b":op:" not in key and not key.endswith(b"}:schema")}
 
 
 @pytest.fixture

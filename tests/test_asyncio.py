@@ -101,8 +101,9 @@ def run_reproducibly(scenario: Callable[[Call], Awaitable[Any]], call: Call, pre
 
 def dump(client: Any, prefix: str, operations: bool = True) -> dict[str, Any]:
     """Every key under ``prefix`` with its type and value, the prefix written ``P``. Unless
-    ``operations``, bookkeeping is left out: operation keys, and the registry of partitions (a
-    best-effort hint, written before the records it lists).
+    ``operations``, bookkeeping is left out: operation keys, the registry of partitions (a
+    best-effort hint, written before the records it lists) and the model's recorded schema
+    (written at its first use, before its first write).
 
     Stream entry ids and a vector set's ``epoch`` come from the server's clock: replaced by their rank.
     """
@@ -111,7 +112,7 @@ def dump(client: Any, prefix: str, operations: bool = True) -> dict[str, Any]:
     options: dict[str, Any] = {"target_nodes": "primaries"} if is_cluster(client) else {}
     for raw in client.scan_iter(match=pattern, **options):
         key = raw.decode()
-        if not operations and (":op:" in key or key.endswith(":partitions")):
+        if not operations and (":op:" in key or key.endswith((":partitions", "}:schema"))):
             continue
         kind = client.type(raw).decode()
         if kind == "string":

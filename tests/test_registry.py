@@ -55,7 +55,7 @@ def test_rebuild_registry_adds_every_partition_found_by_a_scan(any_db):
 
 def test_a_partition_is_registered_once_per_process_then_creates_take_two_round_trips(db, sent):
     RegistryCard.create(owner="ann", title="first")
-    assert len(sent) == 3  # the registry SADD, the WATCH of the operation key, the record's MULTI/EXEC
+    assert len(sent) == 4  # the model's schema check (its first use), the registry SADD, the WATCH, the MULTI/EXEC
     sent.clear()
     RegistryCard.create(owner="ann", title="second")
     assert len(sent) == 2

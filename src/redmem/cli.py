@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import demo
-from .cli_commands import ask, chat, doctor, ingest, inspect, mcp_server, reindex, server, upgrade
+from .cli_commands import ask, chat, doctor, ingest, inspect, mcp_server, migrate, reindex, server, upgrade
 from .cli_commands.memory import EMBEDDINGS
 from .store.errors import RedmemError
 
@@ -33,6 +33,7 @@ COMMANDS = {
     "chat": (chat, "talk with a memory-backed assistant (/quit to leave)"),
     "inspect": (inspect, "show everything stored about one memory (read-only)"),
     "reindex": (reindex, "re-run fields' index writes over every stored record of a model"),
+    "migrate": (migrate, "move renamed fields' stored entries and build new indexes, exactly once and resumably"),
     "upgrade": (upgrade, "make an agent's memories of older versions searchable by keyword again"),
     "mcp": (mcp_server, "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories)"),
     "server": (server, "show or stop the local server that keeps the data when no Redis URL is given"),

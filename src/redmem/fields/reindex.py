@@ -22,14 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..model.batch import SaveBatch
 from ..model.dbkey import DbKey
 from ..model.field import Field
-from ..model.loading import decode_stored, instance_from_stored
+from ..model.pages import read_batches, record_pages
 from ..model.persistence import ALL_RECORDS
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
-from ..store.keys import KeySpace
 from ..store.validation import positive_int
 from ..store.watch import MAX_ATTEMPTS, watched_transaction
 
@@ -66,7 +64,7 @@ def reindex(
     if progress is not None:
         progress(done, total)
     for space in spaces:
-        for ids in _pages(client, space, batch_size):
+        for ids in record_pages(client, space, batch_size):
             _reindex_page(model, [DbKey(space, record_id) for record_id in ids], fields)
             done += len(ids)
             if progress is not None:
@@ -86,25 +84,12 @@ def _chosen_fields(model: type[Model], names: list[str] | tuple[str, ...] | None
     return [fields[name] for name in names]
 
 
-def _pages(client: Any, space: KeySpace, size: int) -> Any:
-    """Record ids of the partition in pages, by id (stable while records come and go)."""
-    start = "-"
-    while True:
-        with server_errors(client):
-            ids = [raw.decode() for raw in client.zrangebylex(space.key(ALL_RECORDS), start, "+", 0, size)]
-        if ids:
-            yield ids
-        if len(ids) < size:
-            return
-        start = "(" + ids[-1]
-
-
 def _reindex_page(model: type[Model], keys: list[DbKey], fields: list[Field[Any]]) -> None:
     client = model._meta.client
 
     def attempt(pipe: Any) -> None:
         pipe.watch(*(key.redis_key for key in keys))
-        batches = _read(model, client, pipe, keys, fields)
+        batches = [batch for batch, _ in read_batches(model, client, pipe, keys, fields)]
         pipe.multi()
         for batch in batches:
             batch.pipe = pipe
@@ -115,28 +100,3 @@ def _reindex_page(model: type[Model], keys: list[DbKey], fields: list[Field[Any]
 
     conflict = f"gave up reindexing {keys[0]}.. after {MAX_ATTEMPTS} conflicting concurrent writes"
     watched_transaction(client, attempt, conflict)
-
-
-def _read(model: type[Model], client: Any, watching: Any, keys: list[DbKey], fields: list[Field[Any]]) -> list[SaveBatch]:
-    """One pipelined read of the records and the fields' own state; batches of the records that exist."""
-    readers: list[Any] = [f for f in fields if callable(getattr(f, "reindex_read", None))]
-    batches = [SaveBatch(None, client, key.keyspace, key.record_id, None) for key in keys]
-    with client.pipeline(transaction=False) as reads:
-        for key, batch in zip(keys, batches):
-            reads.hgetall(key.redis_key)
-            for field in readers:
-                field.reindex_read(reads, batch)
-        replies = iter(reads.execute())
-    found = []
-    for key, batch in zip(keys, batches):
-        raw = next(replies)
-        batch.prepared = {field.name: next(replies) for field in readers}
-        if not raw:
-            continue  # deleted since the page was listed
-        batch.instance = instance_from_stored(model, key, raw)
-        batch.old = decode_stored(model, key, raw)
-        for field in fields:
-            if field not in readers:
-                batch.prepared[field.name] = field.prepare(watching, batch)
-        found.append(batch)
-    return found

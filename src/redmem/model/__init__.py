@@ -16,7 +16,9 @@ from .fields import (
 )
 from .hits import Hit, HitList
 from .indexed import AutoKeyField, KeyField, SortedField, TagField
+from .migration import MigrationReport
 from .query import Query
+from .schema import IndexNotBuiltWarning, SchemaChangedWarning, SchemaWarning
 
 __all__ = [
     "Model",
@@ -39,4 +41,8 @@ __all__ = [
     "Query",
     "Hit",
     "HitList",
+    "MigrationReport",
+    "SchemaWarning",
+    "SchemaChangedWarning",
+    "IndexNotBuiltWarning",
 ]

@@ -11,6 +11,7 @@ from .bulk import save_many
 from .dbkey import DbKey
 from .field import Field
 from .key_spaces import claim_key_space
+from .migration import MigrationReport, Progress, migrate
 from .options import Options
 from .persistence import delete_record, queue_fields_save, queue_fields_save_many, queue_removal, save_record
 from .query import Query
@@ -93,6 +94,14 @@ class Model(metaclass=ModelMeta):
         failing embedding provider raises with nothing stored.
         """
         return save_many(cls, list(instances), chunk_size)
+
+    @classmethod
+    def migrate(
+        cls, rename: dict[str, str] | None = None, batch_size: int = 500, progress: Progress | None = None
+    ) -> MigrationReport:
+        """Bring stored records to this model: move renamed entries (``rename``: old -> new name) and
+        build the indexes they lack, exactly once and resumable after a crash (docs/models.md)."""
+        return migrate(cls, rename, batch_size, progress)
 
     @property
     def db_key(self) -> DbKey:

@@ -7,25 +7,36 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.connection import server_errors
 from .dbkey import DbKey
-from .field import MISSING
+from .field import MISSING, Field
 from .key_values import with_key_values
 
 if TYPE_CHECKING:
     from .base import Model
 
-__all__ = ["load_records", "decode_stored", "instance_from_stored"]
+__all__ = ["load_records", "decode_stored", "instance_from_stored", "absent_value"]
 
 
 def decode_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> dict[str, Any]:
-    """Field values of the hash stored at ``key``, by field name (absent fields are None).
+    """Field values of the hash stored at ``key``, by field name (absent fields: :func:`absent_value`).
 
     The key fields the hash leaves out come from ``key`` (:mod:`.key_values`).
     """
     values = {}
     for field in model._meta.stored_fields():
         encoded = raw.get(field.name.encode())
-        values[field.name] = None if encoded is None else field.decode(encoded)
+        values[field.name] = absent_value(field) if encoded is None else field.decode(encoded)
     return with_key_values(model._meta, key, values)
+
+
+def absent_value(field: Field[Any]) -> Any:
+    """What a record whose hash has no entry for ``field`` holds: the field's default when it is a
+    constant or a type (``default=list``), so a field added after records were stored reads its
+    default on them; None when there is no default or it is computed by a function (``time.time``
+    would give another value at each read)."""
+    default = field._default
+    if default is MISSING or (callable(default) and not isinstance(default, type)):
+        return None
+    return field.default()
 
 
 def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> Any:

@@ -22,6 +22,7 @@ from ..store.errors import ConfigurationError, ModelException
 from ..store.keys import GLOBAL_TAG, KeySpace, check_name, escape
 from .field import Field
 from .query_methods import QueryMethod, collect_query_methods
+from .schema import check_once
 
 if TYPE_CHECKING:
     from .indexed import KeyField
@@ -96,8 +97,11 @@ class Options:
         ``async_client``; :func:`~redmem.store.connection.resolved_client`)."""
         own, own_async = self.overrides.get("client"), self.overrides.get("async_client")
         if own_async is not None and in_worker():
-            return loop_facade(own, own_async)
-        return get_client() if own is None else resolved_client(own)
+            client = loop_facade(own, own_async)
+        else:
+            client = get_client() if own is None else resolved_client(own)
+        check_once(self, client, settings().client if own is None else own)  # first use: model/schema.py
+        return client
 
     @property
     def key_prefix(self) -> str:

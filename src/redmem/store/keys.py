@@ -123,6 +123,10 @@ class KeyKind(StrEnum):
     TREE_MEMBERS = "tm"
     #: sorted set: a conversation session's turn ids scored by position (``ct:<session>``)
     SESSION_TURNS = "ct"
+    #: string: the model's recorded schema, JSON (under ``{%g}``: one key per model, any deployment)
+    SCHEMA = "schema"
+    #: string: how far a migration got in a partition, the last record id rewritten (``mg:<migration id>``)
+    MIGRATION = "mg"
 
 
 def _needs_escape(char: str) -> bool:
