@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import WatchError
 
 from ..store.connection import server_errors
-from ..store.errors import ValidationError, WriteConflict
+from ..store.errors import RecordNotFound, ValidationError, WriteConflict
 from ..store.keys import KeyKind
 from ..store.outcome import LOST_REPLY, OP_TTL_SECONDS, operation_key, unknown_outcome
 from ..store.watch import MAX_ATTEMPTS
@@ -129,8 +129,19 @@ def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict[byt
     return batch
 
 
+def _require_stored(instance: Any, stored: dict[bytes, bytes], key: DbKey) -> None:
+    """RecordNotFound when the loaded record at ``key`` is gone (read under the save's WATCH):
+    saving a stale instance of a deleted record must not bring it back."""
+    if not stored:
+        raise RecordNotFound(
+            f"{type(instance).__name__} {key.redis_key} was deleted since it was loaded; "
+            "saving it would bring it back (create a new record to store it again)"
+        )
+
+
 def save_record(instance: Any) -> None:
-    """Validate and write ``instance`` with all its indexes atomically."""
+    """Validate and write ``instance`` with all its indexes atomically; a loaded instance whose
+    record was deleted since raises RecordNotFound and writes nothing."""
     meta = instance._meta
     creating = instance._saved_key is None
     generated = creating and any(getattr(instance, f.name) is None for f in meta.fields_of(AutoKeyField))
@@ -149,6 +160,8 @@ def save_record(instance: Any) -> None:
     fresh = generated and not any(f.reads_before_write for f in meta.fields.values())
 
     def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> tuple[SaveBatch, SaveBatch | None]:
+        if not creating:
+            _require_stored(instance, hashes[-1], moved_from or key)
         batch = _batch(reader, client, instance, key, hashes[0])
         batch.fresh = generated
         moved = _batch(reader, client, instance, moved_from, hashes[1]) if moved_from and hashes[1] else None
@@ -182,7 +195,8 @@ def save_records(
 
     ``created``: new records whose keys were just generated (nothing is stored under them);
     ``updated``: stored records written again (WATCHed and read, so their stale index entries
-    go). ``watch``: further keys of the partition's slot to WATCH; ``unchanged(reader)`` runs
+    go; one deleted since it was loaded raises RecordNotFound, or returns False when ``unchanged``
+    is given, so the caller rebuilds). ``watch``: further keys of the partition's slot to WATCH; ``unchanged(reader)`` runs
     under the WATCH before the MULTI (reads through ``reader`` execute at once) and returns
     False when what the caller built the records from has changed since: then nothing is
     written and False is returned, so the caller rebuilds them. ``also(pipe)`` queues further
@@ -204,8 +218,10 @@ def save_records(
     keys = [instance.db_key for instance in updated]
 
     def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> list[SaveBatch]:
-        if unchanged is not None and not unchanged(reader):
-            raise _Stale
+        if unchanged is not None and (not unchanged(reader) or not all(hashes)):
+            raise _Stale  # what the records were built from changed, or one of them was deleted
+        for instance, key, stored in zip(updated, keys, hashes):
+            _require_stored(instance, stored, key)
         return [_batch(reader, client, instance, key, stored) for instance, key, stored in zip(updated, keys, hashes)]
 
     def write(pipe: Any, batches: list[SaveBatch]) -> None:
