@@ -346,3 +346,57 @@ def test_concurrent_updates_from_four_processes_lose_nothing(any_db, request):
     linked = pipe.graph.linked("acme", limit=100)
     assert {n for n, _, _ in linked} >= {r.interaction_id for r in stored}
     assert {r.topic_id for r in stored} <= {t.topic_id for t in HCETopic.query.filter(session_id="shared").all()}
+
+
+def _edited(payload: dict[str, Any], key: str, edit: Any) -> str:
+    """``payload`` with the value of its entry ``key`` of HCEInteraction changed by ``edit``, its
+    checksum recomputed (an export is editable: the checksum only catches accidents)."""
+    keys = json.loads(json.dumps(payload["keys"]))
+    entry = next(e for e in keys if e["model"] == "HCEInteraction" and e["key"] == key)
+    entry["value"] = edit(entry["value"])
+    try:
+        sha = _sha(keys)
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 to hash: any checksum will do
+        sha = "0" * 64
+    return json.dumps({**payload, "keys": keys, "sha256": sha})
+
+
+def _record_key(payload: dict[str, Any]) -> str:
+    return next(e["key"] for e in payload["keys"] if e["model"] == "HCEInteraction" and e["key"].startswith("r:"))
+
+
+def test_an_edited_export_is_checked_entry_by_entry_and_a_failed_load_changes_no_byte(db, tmp_path):
+    source = HCEPipeline(session_id="src")
+    source.update("I moved to Lisbon and started at Acme.", "Congratulations!")
+    source.update("My sister Ana lives in Porto.", "Nice.")
+    payload = json.loads(source.save(tmp_path / "good").read_text())
+    target = HCEPipeline(session_id="dst")
+    for q, a in [("Totally different.", "Indeed."), ("Another one.", "Sure."), ("A third.", "Yes.")]:
+        target.update(q, a)
+    record = _record_key(payload)
+    nan_score = _edited(payload, "co:graph:adj", lambda v: [[v[0][0], 0.0], *v[1:]]).replace("0.0]", "NaN]", 1)
+    cases = {
+        "NaN score": nan_score,
+        "string score": _edited(payload, "all", lambda v: [[v[0][0], "x"], *v[1:]]),
+        "non-JSON focus": _edited(payload, "fb", lambda v: [*v, "not json"]),
+        "too many focus entries": _edited(payload, "fb", lambda v: v * 6000),
+        "lone surrogate": _edited(payload, "fb", lambda v: [v[0].replace("Lisbon", "Lisb\udcff")]),
+        "record of garbage": _edited(payload, record, lambda v: [[f, "not a number" if f == "timestamp" else x] for f, x in v]),
+        "record list not JSON": _edited(payload, record, lambda v: [[f, "[oops" if f == "entities" else x] for f, x in v]),
+        "member without topic": _edited(payload, "tm", lambda v: ["lonely"]),
+        "entity type not JSON": _edited(payload, "et", lambda v: [[v[0][0], "{"]]),
+        "graph weight": _edited(payload, "co:graph:w", lambda v: [[v[0][0], "heavy"], *v[1:]]),
+        "hash entry not a pair": _edited(payload, "et", lambda v: [["only one"]]),
+        "bad base64": _edited(payload, "bf:entities_seen", lambda v: {"base64": "***"}),
+    }
+    before = {key: db.dump(key) for key in all_keys(db)}
+    for name, text in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / FILE_NAME).write_text(text, encoding="utf-8")
+        with pytest.raises(ExportError):
+            target.load(folder)
+        assert {key: db.dump(key) for key in all_keys(db)} == before, name
+    target.load(tmp_path / "good")
+    assert HCEInteraction.query.filter(session_id="dst").count() == 2
+    assert "Lisbon" in target.retrieve_context("Lisbon Acme")
