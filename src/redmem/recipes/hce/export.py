@@ -34,6 +34,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ...fields.restore import queue_new_epoch
 from ...model.base import Model
 from ...model.dbkey import DbKey
 from ...model.loading import decode_stored
@@ -279,6 +280,8 @@ def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
             for key, kind, value in writes:
                 pipe.delete(key)  # a key of another type that is not the session's would fail the EXEC
                 _queue_write(pipe, key, kind, value)
+            for name, model in MODELS.items():  # a load is a restore: every process's caches reload
+                queue_new_epoch(pipe, model, spaces[name], {key for key, _, _ in writes})
             pipe.execute()
 
 
