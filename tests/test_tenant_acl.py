@@ -148,3 +148,24 @@ def test_a_command_refused_inside_a_script_is_permission_denied(tenant_a):
     admin.execute_command("ACL", "SETUSER", "tenant-a", "-time")
     with pytest.raises(PermissionDenied, match="TIME|script"):
         TenantMemory.create(agent_id="A", content="first vector of tenant A")
+
+
+def test_a_tenant_user_allowed_scan_lists_only_its_own_partitions_with_the_registry_off():
+    """An ACL broader than the recipe (``+@all -@dangerous`` keeps SCAN): SCAN lists every tenant's
+    key names, but a query naming no partition covers only the partitions the user may read."""
+    before = settings()
+    with EmbeddedServer() as server:
+        admin = server.client()
+        admin.execute_command("ACL", "SETUSER", "broad", "on", ">pw", "+@all", "-@dangerous",
+                              f"~{PREFIX}:TenantMemory:{{A}}:*")
+        redmem.configure(client=admin, key_prefix=PREFIX, partition_registry=False)
+        try:
+            TenantMemory.create(agent_id="B", content="tenant B's private note")
+            redmem.configure(client=server.client(username="broad", password="pw"))
+            TenantMemory.create(agent_id="A", content="tenant A's note")
+            assert [space.tag for space in TenantMemory.query.partitions()] == ["A"]
+            assert TenantMemory.query.count() == 1
+            assert [m.agent_id for m in TenantMemory.query.all()] == ["A"]
+        finally:
+            redmem.configure(client=before.client, key_prefix=before.key_prefix,
+                             partition_registry=before.partition_registry)
