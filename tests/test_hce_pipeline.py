@@ -4,9 +4,11 @@ real openai SDK, save/load, sessions kept apart, concurrent updates, round trips
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import multiprocessing
 import shutil
+import struct
 from typing import Any
 
 import openai
@@ -371,6 +373,17 @@ def _edited(payload: dict[str, Any], key: str, edit: Any) -> str:
     return json.dumps({**payload, "keys": keys, "sha256": sha})
 
 
+def _nan_vector(value: dict[str, str]) -> dict[str, str]:
+    """A stored vector (base64) with its scale (int8) or first number made NaN."""
+    raw = bytearray(base64.b64decode(value["base64"]))
+    raw[-4:] = struct.pack("<f", float("nan")) if raw[0] == 1 else raw[-4:]
+    if raw[0] == 3:
+        raw[9:13] = struct.pack("<f", float("nan"))
+    elif raw[0] == 2:
+        raw[-2:] = struct.pack("<e", float("nan"))
+    return {"base64": base64.b64encode(bytes(raw)).decode()}
+
+
 def _record_key(payload: dict[str, Any]) -> str:
     return next(e["key"] for e in payload["keys"] if e["model"] == "HCEInteraction" and e["key"].startswith("r:"))
 
@@ -398,13 +411,15 @@ def test_an_edited_export_is_checked_entry_by_entry_and_a_failed_load_changes_no
         "graph weight": _edited(payload, "co:graph:w", lambda v: [[v[0][0], "heavy"], *v[1:]]),
         "hash entry not a pair": _edited(payload, "et", lambda v: [["only one"]]),
         "bad base64": _edited(payload, "bf:entities_seen", lambda v: {"base64": "***"}),
+        "vector of garbage": _edited(payload, "v:embedding", lambda v: [[v[0][0], "not a vector"], *v[1:]]),
+        "vector with NaN": _edited(payload, "v:embedding", lambda v: [[v[0][0], _nan_vector(v[0][1])], *v[1:]]),
     }
     before = {key: db.dump(key) for key in all_keys(db)}
     for name, text in cases.items():
         folder = tmp_path / name
         folder.mkdir()
         (folder / FILE_NAME).write_text(text, encoding="utf-8")
-        with pytest.raises(ExportError):
+        with pytest.raises(ExportError, match="not finite" if name == "vector with NaN" else None):
             target.load(folder)
         assert {key: db.dump(key) for key in all_keys(db)} == before, name
     target.load(tmp_path / "good")

@@ -34,6 +34,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ...embeddings.codec import decode_stored as decode_vector_value
+from ...embeddings.codec import stored_dimensions
 from ...fields.restore import queue_new_epoch
 from ...model.base import Model
 from ...model.dbkey import DbKey
@@ -258,12 +262,25 @@ def _check_value(entry: dict[str, Any], space: KeySpace, value: Any) -> None:
         elif rel == KeyKind.ENTITY_TYPES.value:
             if not all(isinstance(json.loads(raw), dict) for raw in value.values()):
                 raise ValueError("an entity type is a JSON object")
+        elif rel == f"{KeyKind.VECTOR.value}:embedding":
+            _check_vectors(list(value.values()))
         elif entry["type"] == "hash" and rel.rsplit(":", 1)[-1] in ("w", "deg", "ver"):
             numbers = value.values() if not rel.endswith("ver") else [value.get(b"n", b"0")]
             if not all(math.isfinite(float(raw)) for raw in numbers):
                 raise ValueError("weights and versions are finite numbers")
     except (RedmemError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ExportError(f"{name} key {rel!r} holds a value this session cannot read: {exc}"[:300]) from None
+
+
+def _check_vectors(raws: list[bytes]) -> None:
+    """Stored vectors of one width, each finite (a vector search reads them as one matrix)."""
+    widths = {stored_dimensions(raw) for raw in raws}
+    if None in widths or len(widths) != 1:
+        raise ValueError("vectors are stored vectors of one width")
+    for raw in raws:
+        decoded = decode_vector_value(raw)
+        if decoded is None or not np.isfinite(decoded[0]).all():
+            raise ValueError("a vector holds a number that is not finite")
 
 
 def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
