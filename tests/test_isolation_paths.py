@@ -3,6 +3,8 @@ and a stale instance of a deleted record is never saved back (issue 28, items 1 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from conftest import all_keys, configured_embeddings
@@ -40,16 +42,23 @@ SWITCHES = [
     lambda q: q.first(),
     lambda q: q.keyword_search("bank PIN"),
     lambda q: q.semantic_search("bank PIN"),
+    lambda q: q.top_by_decay(n=5),
+    lambda q: q.might_exist("bank"),
+    lambda q: q.composite_score({"relevance": 1.0}),
 ]
 
 
-@pytest.mark.parametrize("run", SWITCHES, ids=["all", "count", "keys", "first", "keyword", "semantic"])
+@pytest.mark.parametrize("run", SWITCHES, ids=["all", "count", "keys", "first", "keyword", "semantic", "decay",
+                                               "bloom", "composite"])
 def test_a_chained_filter_cannot_switch_the_tenant(tenants, run):
     scoped = Memory.query.filter(agent_id="alice")
     with pytest.raises(QueryException, match="two values of the partition field 'agent_id'"):
         run(scoped.filter(agent_id="bob"))
     with pytest.raises(QueryException, match="two values"):
         run(scoped.filter(agent_id="alice").filter(agent_id="bob").filter(agent_id="alice"))
+    built = replace(scoped, conditions=(*scoped.conditions, ("agent_id", "eq", "bob")))  # not through filter()
+    with pytest.raises(QueryException, match="two values"):
+        run(built)
     assert [m.content for m in scoped.filter(agent_id="alice").all()] == [tenants[0].content]
 
 
