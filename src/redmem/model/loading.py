@@ -33,6 +33,7 @@ def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]
     for name, value in decode_stored(model, key, raw).items():
         setattr(instance, name, value)
     instance._saved_key = key
+    instance._was_stored = True
     return instance
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "LOST_REPLY_REBUILDS",
     "EXISTS_ENTRY",
     "held_entries",
+    "was_stored",
 ]
 
 #: A write rebuilt this many times in a row after its EXEC's reply was lost reports its outcome unknown.
@@ -129,6 +130,12 @@ def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict[byt
     return batch
 
 
+def was_stored(instance: Any) -> bool:
+    """Whether ``instance`` was read from Redis or written by a save that returned: its record then
+    exists unless someone deleted it since (a key set by a write that failed proves nothing)."""
+    return bool(getattr(instance, "_was_stored", False))
+
+
 def _require_stored(instance: Any, stored: dict[bytes, bytes], key: DbKey) -> None:
     """RecordNotFound when the loaded record at ``key`` is gone (read under the save's WATCH):
     saving a stale instance of a deleted record must not bring it back."""
@@ -160,7 +167,7 @@ def save_record(instance: Any) -> None:
     fresh = generated and not any(f.reads_before_write for f in meta.fields.values())
 
     def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> tuple[SaveBatch, SaveBatch | None]:
-        if not creating:
+        if not creating and was_stored(instance):
             _require_stored(instance, hashes[-1], moved_from or key)
         batch = _batch(reader, client, instance, key, hashes[0])
         batch.fresh = generated
@@ -177,6 +184,7 @@ def save_record(instance: Any) -> None:
 
     _transact(client, watched, prepare, write, fresh=fresh)
     instance._saved_key = key
+    instance._was_stored = True
 
 
 class _Stale(Exception):
@@ -218,10 +226,12 @@ def save_records(
     keys = [instance.db_key for instance in updated]
 
     def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> list[SaveBatch]:
-        if unchanged is not None and (not unchanged(reader) or not all(hashes)):
+        gone = [not stored and was_stored(instance) for instance, stored in zip(updated, hashes)]
+        if unchanged is not None and (not unchanged(reader) or any(gone)):
             raise _Stale  # what the records were built from changed, or one of them was deleted
         for instance, key, stored in zip(updated, keys, hashes):
-            _require_stored(instance, stored, key)
+            if was_stored(instance):
+                _require_stored(instance, stored, key)
         return [_batch(reader, client, instance, key, stored) for instance, key, stored in zip(updated, keys, hashes)]
 
     def write(pipe: Any, batches: list[SaveBatch]) -> None:
@@ -241,6 +251,8 @@ def save_records(
         return False
     for instance, key in zip(updated, keys):
         instance._saved_key = key
+    for instance in instances:
+        instance._was_stored = True
     return True
 
 
@@ -357,6 +369,7 @@ def delete_record(instance: Any) -> bool:
 
     _transact(client, [key.redis_key], prepare, write)
     instance._saved_key = None
+    instance._was_stored = False
     return found[0]
 
 
