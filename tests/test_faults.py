@@ -35,7 +35,13 @@ from redmem import (
     WriteOutcomeUnknown,
 )
 from redmem.fields import Entity
-from redmem.observation import AccessTrackerMixin, EventStreamMixin, ObservationProtocol, PredictionLedgerMixin
+from redmem.observation import (
+    AccessTrackerMixin,
+    EventStreamMixin,
+    ObservationProtocol,
+    PredictionLedgerMixin,
+    RecallProposal,
+)
 from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.scripts import WRITE_SCRIPTS
@@ -415,6 +421,7 @@ def test_a_settled_script_write_stays_as_decided(client):
 def test_a_lost_reply_of_an_observation_pipeline_names_its_operations(client, call):
     """Never a bare ServerUnavailable once the writes left: the caller learns what to settle."""
     notes = [FaultsNote.create(agent_id="a", note_id=str(i)) for i in range(3)]
+    assert RecallProposal._meta.client is not None  # its first use (the schema check) before the stall
     write = {
         "on_read": lambda: ObservationProtocol.on_read(notes),
         "on_context_used": lambda: ObservationProtocol.on_context_used(notes, "used"),

@@ -14,7 +14,8 @@ from redmem.recipes.frames import (
     ScoringWeights,
 )
 from redmem.recipes.frames.model import Block
-from redmem.recipes.frames.retrieval import N_SEEDS_MULTIPLIER, gather
+from redmem.recipes.frames.retrieval import N_SEEDS_MULTIPLIER, block_keys, gather
+from redmem.store.errors import ValidationError
 
 
 @pytest.fixture
@@ -300,3 +301,27 @@ def test_custom_frames_are_stored_in_redis_and_used(mem, clock):
     result = other_process.frame("projects", "anything")
     assert ids(result.blocks) == [active] and not result.cached
     assert other_process.frame("projects", "anything").cached
+
+
+@pytest.mark.parametrize("garbage", ["not json", "[1, 2]", "{}", b"\xff\xfe",
+                                     '{"name": "x", "weights": 5, "filters": {}, "guarantees": [], "template": "task",'
+                                     ' "token_budget": 1, "cache": null, "source": "user"}'])
+def test_a_stored_definition_of_garbage_is_a_validation_error(mem, db, garbage):
+    db.hset(block_keys(mem.space)["definitions"], "broken", garbage)
+    with pytest.raises(ValidationError, match="not a stored frame definition"):
+        mem.frame_definition("broken")
+    with pytest.raises(ValidationError):
+        mem.frame("broken", "anything")
+
+
+@pytest.mark.parametrize("build", [
+    lambda: FrameFilters(tag_patterns=["self/\udcff"]),
+    lambda: FrameFilters(tag_patterns=["\udcff%"]),
+    lambda: FrameFilters(categories=["kn\udcffowledge"]),
+    lambda: FrameDefinition("x", ScoringWeights(0.2, 0.2, 0.2, 0.2, 0.2), guarantees=["goal/\ud800"]),
+])
+def test_lone_surrogates_in_a_definition_are_validation_errors(mem, build):
+    with pytest.raises(ValidationError, match="surrogate"):
+        build()
+    with pytest.raises(ValidationError, match="surrogate"):
+        mem.learn("a block", tags=["self/\udcff"])

@@ -183,3 +183,24 @@ def test_each_acl_line_of_the_docs_works_as_written_and_lists_no_foreign_key(lin
                 tenant.execute_command(*command)
         with pytest.raises(redis.exceptions.ResponseError):  # refused inside a script too
             tenant.eval("return redis.call('GET', KEYS[1])", 1, foreign)
+
+
+def test_a_tenant_user_allowed_scan_lists_only_its_own_partitions_with_the_registry_off():
+    """An ACL broader than the recipe (``+@all -@dangerous`` keeps SCAN): SCAN lists every tenant's
+    key names, but a query naming no partition covers only the partitions the user may read."""
+    before = settings()
+    with EmbeddedServer() as server:
+        admin = server.client()
+        admin.execute_command("ACL", "SETUSER", "broad", "on", ">pw", "+@all", "-@dangerous",
+                              f"~{PREFIX}:TenantMemory:{{A}}:*")
+        redmem.configure(client=admin, key_prefix=PREFIX, partition_registry=False)
+        try:
+            TenantMemory.create(agent_id="B", content="tenant B's private note")
+            redmem.configure(client=server.client(username="broad", password="pw"))
+            TenantMemory.create(agent_id="A", content="tenant A's note")
+            assert [space.tag for space in TenantMemory.query.partitions()] == ["A"]
+            assert TenantMemory.query.count() == 1
+            assert [m.agent_id for m in TenantMemory.query.all()] == ["A"]
+        finally:
+            redmem.configure(client=before.client, key_prefix=before.key_prefix,
+                             partition_registry=before.partition_registry)

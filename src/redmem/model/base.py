@@ -77,6 +77,7 @@ class Model(metaclass=ModelMeta):
             elif field.stored and field.held_on_record:
                 setattr(self, name, field.default())
         self._saved_key: DbKey | None = None
+        self._was_stored = False  # read from Redis or saved: a missing hash then means deleted since
 
     @classmethod
     def create(cls, /, **values: Any) -> Self:

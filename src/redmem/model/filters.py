@@ -23,7 +23,7 @@ match, not a top-k cut short by filtering afterwards.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +37,14 @@ if TYPE_CHECKING:
     from .base import Model
     from .options import Options
 
-__all__ = ["Where", "compile_where", "parse_condition", "index_plan", "range_slot", "narrow", "Condition"]
+__all__ = ["MAX_FILTER_VALUES", "Where", "compile_where", "parse_condition", "index_plan", "range_slot", "narrow", "Condition"]
 
 #: One parsed condition: (field name, operator, value as the index holds it).
 Condition = tuple[str, str, Any]
+#: The most values one list condition (``__in``, ``__any``, ``__all``) takes: each value is an index
+#: key the filter script reads, and a script blocks every other client of the server while it runs.
+#: Below it, the scripts read a large ``__any`` group once as one set (``filter_check.lua``).
+MAX_FILTER_VALUES = 1000
 RANGE_OPS = {"gt", "gte", "lt", "lte", "eq"}
 TAG_OPS = {"any", "all", "eq"}
 KEY_OPS = {"eq", "in"}
@@ -104,13 +108,19 @@ def parse_condition(model: type[Model], name: str, value: Any) -> Condition:
     A sorted field's value becomes its score; a tag field's ``=tag`` becomes ``all`` of one tag;
     a key field's ``__in`` list is checked value by value. QueryException naming the condition
     for an unknown field, a field with no index or an operator it does not take;
-    QueryArgumentError (also a ValidationError) for a value of the wrong type.
+    QueryArgumentError (also a ValidationError) for a value of the wrong type or a list of more
+    than ``MAX_FILTER_VALUES`` values.
     """
     field_name, _, op = name.partition("__")
     op = op or "eq"
     field = model._meta.fields.get(field_name)
     if field is None:
         raise QueryException(f"{model.__name__} has no field {field_name!r}")
+    if op in ("in", "any", "all") and isinstance(value, Sized) and len(value) > MAX_FILTER_VALUES:
+        raise QueryArgumentError(
+            f"cannot filter {model.__name__} on {name!r}: {len(value):,} values, at most "
+            f"{MAX_FILTER_VALUES:,} (split the list, or tag the records you mean with one tag)"
+        )
     try:
         if isinstance(field, SortedField) and op in RANGE_OPS:
             return field_name, op, field.score(field.coerce(value))

@@ -51,6 +51,7 @@ def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]
         if loaded is not MISSING:
             setattr(instance, field.name, loaded)
     instance._saved_key = key
+    instance._was_stored = True
     return instance
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import WatchError
 
 from ..store.connection import server_errors
-from ..store.errors import ValidationError, WriteConflict, WriteOutcomeUnknown
+from ..store.errors import RecordNotFound, ValidationError, WriteConflict, WriteOutcomeUnknown
 from ..store.keys import KeyKind
 from ..store.outcome import LOST_REPLY, op_ttl, operation_key, unknown_outcome
 from ..store.watch import MAX_ATTEMPTS
@@ -43,6 +43,7 @@ __all__ = [
     "LOST_REPLY_REBUILDS",
     "EXISTS_ENTRY",
     "held_entries",
+    "was_stored",
 ]
 
 #: A write rebuilt this many times in a row after its EXEC's reply was lost reports its outcome unknown.
@@ -155,8 +156,25 @@ def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict[byt
     return batch
 
 
+def was_stored(instance: Any) -> bool:
+    """Whether ``instance`` was read from Redis or written by a save that returned: its record then
+    exists unless someone deleted it since (a key set by a write that failed proves nothing)."""
+    return bool(getattr(instance, "_was_stored", False))
+
+
+def _require_stored(instance: Any, stored: dict[bytes, bytes], key: DbKey) -> None:
+    """RecordNotFound when the loaded record at ``key`` is gone (read under the save's WATCH):
+    saving a stale instance of a deleted record must not bring it back."""
+    if not stored:
+        raise RecordNotFound(
+            f"{type(instance).__name__} {key.redis_key} was deleted since it was loaded; "
+            "saving it would bring it back (create a new record to store it again)"
+        )
+
+
 def save_record(instance: Any) -> None:
-    """Validate and write ``instance`` with all its indexes atomically."""
+    """Validate and write ``instance`` with all its indexes atomically; a loaded instance whose
+    record was deleted since raises RecordNotFound and writes nothing."""
     meta = instance._meta
     creating = instance._saved_key is None
     generated = creating and any(getattr(instance, f.name) is None for f in meta.fields_of(AutoKeyField))
@@ -175,6 +193,8 @@ def save_record(instance: Any) -> None:
     fresh = generated and not any(f.reads_before_write for f in meta.fields.values())
 
     def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> tuple[SaveBatch, SaveBatch | None]:
+        if not creating and was_stored(instance):
+            _require_stored(instance, hashes[-1], moved_from or key)
         batch = _batch(reader, client, instance, key, hashes[0])
         batch.fresh = generated
         moved = _batch(reader, client, instance, moved_from, hashes[1]) if moved_from and hashes[1] else None
@@ -190,6 +210,7 @@ def save_record(instance: Any) -> None:
 
     _transact(client, watched, prepare, write, fresh=fresh)
     instance._saved_key = key
+    instance._was_stored = True
 
 
 class _Stale(Exception):
@@ -208,7 +229,8 @@ def save_records(
 
     ``created``: new records whose keys were just generated (nothing is stored under them);
     ``updated``: stored records written again (WATCHed and read, so their stale index entries
-    go). ``watch``: further keys of the partition's slot to WATCH; ``unchanged(reader)`` runs
+    go; one deleted since it was loaded raises RecordNotFound, or returns False when ``unchanged``
+    is given, so the caller rebuilds). ``watch``: further keys of the partition's slot to WATCH; ``unchanged(reader)`` runs
     under the WATCH before the MULTI (reads through ``reader`` execute at once) and returns
     False when what the caller built the records from has changed since: then nothing is
     written and False is returned, so the caller rebuilds them. ``also(pipe)`` queues further
@@ -230,8 +252,12 @@ def save_records(
     keys = [instance.db_key for instance in updated]
 
     def prepare(reader: Any, hashes: list[dict[bytes, bytes]]) -> list[SaveBatch]:
-        if unchanged is not None and not unchanged(reader):
-            raise _Stale
+        gone = [not stored and was_stored(instance) for instance, stored in zip(updated, hashes)]
+        if unchanged is not None and (not unchanged(reader) or any(gone)):
+            raise _Stale  # what the records were built from changed, or one of them was deleted
+        for instance, key, stored in zip(updated, keys, hashes):
+            if was_stored(instance):
+                _require_stored(instance, stored, key)
         return [_batch(reader, client, instance, key, stored) for instance, key, stored in zip(updated, keys, hashes)]
 
     def write(pipe: Any, batches: list[SaveBatch]) -> None:
@@ -251,6 +277,8 @@ def save_records(
         return False
     for instance, key in zip(updated, keys):
         instance._saved_key = key
+    for instance in instances:
+        instance._was_stored = True
     return True
 
 
@@ -367,6 +395,7 @@ def delete_record(instance: Any) -> bool:
 
     _transact(client, [key.redis_key], prepare, write)
     instance._saved_key = None
+    instance._was_stored = False
     return found[0]
 
 

@@ -55,7 +55,9 @@ class Query:
         (:mod:`~redmem.model.filters`). QueryException naming the field for an unknown field, one
         with no index, an operator it does not take or a value of the wrong type."""
         parsed = tuple(parse_condition(self.model, name, value) for name, value in conditions.items())
-        return replace(self, conditions=self.conditions + parsed)
+        query = replace(self, conditions=self.conditions + parsed)
+        query._given_partition()
+        return query
 
     def order_by(self, field: str) -> Query:
         """Order by a sorted field, ``"-field"`` for descending; ties go by record id."""
@@ -83,6 +85,7 @@ class Query:
         if set(keys) != set(meta.key_fields):
             raise QueryException(f"get() needs exactly the key fields {list(meta.key_fields)}")
         values = {n: meta.fields[n].validate(v) for n, v in keys.items()}
+        self.filter(**{n: values[n] for n in meta.partition_fields})  # a scoped query keeps its partition
         partition = tuple(values[n] for n in meta.partition_fields)
         key = DbKey(meta.keyspace(partition), meta.record_id(values))
         found = load_records(self.model, [key], track=self.tracking)
@@ -138,7 +141,7 @@ class Query:
     def partition(self) -> KeySpace:
         """The one partition this query names; QueryException when the filter does not name it."""
         meta = self.model._meta
-        given = {n: v for n, _, v in self.conditions if n in meta.partition_fields}
+        given = self._given_partition()
         if len(given) != len(meta.partition_fields):
             raise QueryException(
                 f"this {self.model.__name__} query needs the partition {list(meta.partition_fields)} "
@@ -150,7 +153,7 @@ class Query:
         """The partitions the query covers: the one it names, else every one the partition registry
         lists (a SCAN of the keyspace when the registry is turned off; see :mod:`.registry`)."""
         meta = self.model._meta
-        given = {n: v for n, op, v in self.conditions if n in meta.partition_fields}
+        given = self._given_partition()
         if len(given) == len(meta.partition_fields):
             return [meta.keyspace(tuple(given[n] for n in meta.partition_fields))]
         if given:
@@ -162,6 +165,19 @@ class Query:
                 "sorted ranges and ordering need the partition in the filter"
             )
         return listed_partitions(meta, meta.client)
+
+    def _given_partition(self) -> dict[str, Any]:
+        """The partition values the conditions name. Conditions must all hold, so two different
+        values for one partition field raise QueryException: a query scoped to one tenant never
+        switches to another (a chained ``filter`` cannot widen or move it)."""
+        given: dict[str, Any] = {}
+        for name, _, value in self.conditions:
+            if name in self.model._meta.partition_fields and given.setdefault(name, value) != value:
+                raise QueryException(
+                    f"{self.model.__name__} query names two values of the partition field {name!r} "
+                    f"({given[name]!r} and {value!r}): a query stays in one partition"
+                )
+        return given
 
     def _plan(self, space: KeySpace, count: bool) -> tuple[list[str], dict[str, Any]]:
         keys = [space.key(ALL_RECORDS)]

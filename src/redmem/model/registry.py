@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import NoPermissionError, RedisClusterException, RedisError
 
 from ..store.aio import is_cluster
 from ..store.connection import server_errors
@@ -115,10 +115,14 @@ def listed_partitions(meta: Any, client: Any) -> list[KeySpace]:
 
 
 def scan_partitions(meta: Any, client: Any) -> list[KeySpace]:
-    """Every partition holding records, found by ``SCAN MATCH <prefix>:<Model>:{*}:all`` on every node.
+    """Every partition holding records that ``client`` may read, found by
+    ``SCAN MATCH <prefix>:<Model>:{*}:all`` on every node.
 
     Prefix and model names cannot hold glob characters or braces, and escaped partition values
-    cannot hold ``}``, so the pattern matches exactly one key per partition.
+    cannot hold ``}``, so the pattern matches exactly one key per partition. ``SCAN`` lists key
+    names whatever the caller's ACL key patterns, so each partition found is then checked with
+    one ``EXISTS`` of its id set (pipelined): one the ACL refuses is left out, and a caller
+    confined to one tenant never learns another tenant's name through a query.
     """
     base = meta.global_keyspace()
     head, tail = f"{base.prefix}:{base.model}:{{", f"}}:{KeyKind.ALL_RECORDS}"
@@ -126,9 +130,23 @@ def scan_partitions(meta: Any, client: Any) -> list[KeySpace]:
     if is_cluster(client):
         options["target_nodes"] = RedisCluster.PRIMARIES
     with server_errors(client):
-        keys = {raw.decode() for raw in client.scan_iter(**options)}
-    tags = {key[len(head) : -len(tail)] for key in keys} - {GLOBAL_TAG}
-    return [KeySpace(base.prefix, base.model, tag) for tag in sorted(tags)]
+        keys = sorted({raw.decode() for raw in client.scan_iter(**options)})
+        keys = _readable(client, [key for key in keys if key[len(head) : -len(tail)] != GLOBAL_TAG])
+    return [KeySpace(base.prefix, base.model, key[len(head) : -len(tail)]) for key in keys]
+
+
+def _readable(client: Any, keys: list[str]) -> list[str]:
+    """The ``keys`` the caller's ACL lets it read (a NOPERM reply leaves a key out)."""
+    if not keys:
+        return keys
+    with client.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.exists(key)
+        replies = pipe.execute(raise_on_error=False)
+    refused = [reply for reply in replies if isinstance(reply, Exception) and not isinstance(reply, NoPermissionError)]
+    if refused:
+        raise refused[0]
+    return [key for key, reply in zip(keys, replies) if not isinstance(reply, Exception)]
 
 
 def rebuild_registry(model: type[Model]) -> int:

@@ -21,10 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from ..store.connection import server_errors
-from ..store.errors import PermissionDenied
+from ..store.errors import PermissionDenied, ServerError
 from ..store.keys import KeyKind
 from ..store.watch import watched_transaction
 from .field import Field
@@ -177,7 +175,7 @@ def check_once(meta: Options, client: Any, identity: Any) -> None:
     key = schema_key(meta)
     try:
         stored = _record_or_read(client, key, encode(current))
-    except (PermissionDenied, redis.exceptions.ResponseError) as exc:
+    except (PermissionDenied, ServerError) as exc:
         log.debug("schema of %s not checked: %s", meta.name, exc)
         return
     except BaseException:
@@ -190,8 +188,8 @@ def check_once(meta: Options, client: Any, identity: Any) -> None:
 def _record_or_read(client: Any, key: str, schema: str) -> Any:
     """Store ``schema`` at ``key`` unless one is stored, and return the stored one (one round trip).
 
-    PermissionDenied (ACL) or ResponseError (a read-only replica) when the server refuses the
-    key; connection failures as :func:`~redmem.store.connection.server_errors` types them.
+    PermissionDenied (ACL) or ServerError (WriteRefused from a read-only replica) when the server
+    refuses the key; connection failures as :func:`~redmem.store.connection.server_errors` types them.
     """
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         pipe.set(key, schema, nx=True)

@@ -10,6 +10,8 @@
 -- filter_many(f) returns pass(ids): the same test over many ids at once, a table true at each
 --   position that passes; one SMISMEMBER per set (and per set of each any group) and one ZMSCORE
 --   per range, each over the ids still in (a call per condition, not per id and condition).
+-- An any group of more than FILTER_UNION_AT sets is read once whole (filter_union) by both, so
+--   its cost is the size of its sets, not the number of sets times the candidates.
 local function filter_bound(text)
   local open = string.sub(text, 1, 1) == "("
   local body = open and string.sub(text, 2) or text
@@ -50,8 +52,20 @@ local function filter_parsed(f)  -- the id set (or nil) and each range's parsed 
   return ids, bounds
 end
 
+-- filter_union(group): the members of every set of a large any group, as a table id -> true, read
+-- once (SMEMBERS per set) so a candidate's check is one lookup, not one SISMEMBER per set.
+local FILTER_UNION_AT = 8  -- groups of more sets than this are read whole
+local function filter_union(group)
+  local union = {}
+  for _, k in ipairs(group) do
+    for _, id in ipairs(redis.call("SMEMBERS", KEYS[k])) do union[id] = true end
+  end
+  return union
+end
+
 local function filter_many(f)
   local idset, bounds = filter_parsed(f)
+  local unions = {}
   local function chunk(ids, first, last, pass)  -- ids[first..last]: at most 1000 (unpack's limit is 8000)
     local alive = {}
     for j = first, last do
@@ -74,13 +88,18 @@ local function filter_many(f)
       local found = redis.call("SMISMEMBER", KEYS[k], unpack(names()))
       sieve(function(m) return found[m] == 1 end)
     end
-    for _, group in ipairs(f.any or {}) do
+    for g, group in ipairs(f.any or {}) do
       if #alive == 0 then break end
       local hit, list = {}, names()
-      for _, k in ipairs(group) do
-        local found = redis.call("SMISMEMBER", KEYS[k], unpack(list))
-        for m = 1, #list do
-          if found[m] == 1 then hit[m] = true end
+      if #group > FILTER_UNION_AT then
+        unions[g] = unions[g] or filter_union(group)
+        for m = 1, #list do hit[m] = unions[g][list[m]] end
+      else
+        for _, k in ipairs(group) do
+          local found = redis.call("SMISMEMBER", KEYS[k], unpack(list))
+          for m = 1, #list do
+            if found[m] == 1 then hit[m] = true end
+          end
         end
       end
       sieve(function(m) return hit[m] end)
@@ -103,15 +122,21 @@ local function filter_of(f)
   if f == nil then return function() return true end end
   local sets, any = f.sets or {}, f.any or {}
   local ids, bounds = filter_parsed(f)
+  local unions = {}
   return function(id, skip_set, skip_range)
     if ids and not ids[id] then return false end
     for i, k in ipairs(sets) do
       if skip_set ~= true and i ~= skip_set and redis.call("SISMEMBER", KEYS[k], id) == 0 then return false end
     end
-    for _, group in ipairs(any) do
+    for g, group in ipairs(any) do
       local hit = false
-      for _, k in ipairs(group) do
-        if redis.call("SISMEMBER", KEYS[k], id) == 1 then hit = true break end
+      if #group > FILTER_UNION_AT then
+        unions[g] = unions[g] or filter_union(group)
+        hit = unions[g][id] == true
+      else
+        for _, k in ipairs(group) do
+          if redis.call("SISMEMBER", KEYS[k], id) == 1 then hit = true break end
+        end
       end
       if not hit then return false end
     end

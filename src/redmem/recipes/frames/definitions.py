@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ...store.errors import ValidationError
-from ...store.validation import finite_number, non_negative_int, positive_int
+from ...store.validation import finite_number, non_negative_int, positive_int, utf8_text
 
 __all__ = [
     "ScoringWeights",
@@ -60,7 +60,7 @@ def check_tag(tag: Any) -> str:
     """``tag`` if it is a non-empty str without whitespace, control characters or ``%`` (the wildcard)."""
     if not isinstance(tag, str) or not tag or _TAG_FORBIDDEN.search(tag):
         raise ValidationError(f"a tag is a non-empty str without whitespace, control characters or '%', got {tag!r}")
-    return tag
+    return utf8_text("a tag", tag)
 
 
 def check_tag_pattern(pattern: Any) -> str:
@@ -70,7 +70,7 @@ def check_tag_pattern(pattern: Any) -> str:
     stem = pattern[:-1] if pattern.endswith("%") else pattern
     if stem and _TAG_FORBIDDEN.search(stem):
         raise ValidationError(f"a tag pattern may hold '%' only at its end (a prefix), got {pattern!r}")
-    return pattern
+    return utf8_text("a tag pattern", pattern)
 
 
 @dataclass(frozen=True)
@@ -188,8 +188,17 @@ def definition_to_json(definition: FrameDefinition) -> str:
 
 
 def definition_from_json(text: str | bytes) -> FrameDefinition:
-    """Inverse of :func:`definition_to_json` (checked like a new definition)."""
-    data: dict[str, Any] = json.loads(text)
+    """Inverse of :func:`definition_to_json` (checked like a new definition); ValidationError for
+    text that is not a stored definition (garbage written to the definitions hash by hand)."""
+    try:
+        return _definition_of(json.loads(text))
+    except ValidationError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValidationError(f"not a stored frame definition ({type(exc).__name__}: {exc}): {text!r}"[:300]) from None
+
+
+def _definition_of(data: Any) -> FrameDefinition:
     filters = data["filters"]
     return replace(
         FrameDefinition(data["name"], ScoringWeights(**data["weights"])),

@@ -15,23 +15,37 @@ when it is not valid UTF-8 (vectors, the Bloom bitmap); scores are JSON numbers 
 Every key of the session is listed without a scan: each primitive's keys are known, and the
 records are those of the partitions' id sets. Saving reads everything in one MULTI/EXEC (a
 consistent snapshot; repeated if the record sets changed meanwhile). Loading checks the whole
-file first (format, version, checksum, every entry's model, kind and type), then replaces the
-session's keys in one MULTI/EXEC: any error leaves the session as it was.
+file first (size, format, version, checksum, every entry's model, kind and type, and every
+value entry by entry: text encodable as UTF-8, finite scores, records that decode as their
+model's, focus entries that parse, member entries, numeric graph weights, at most
+``MAX_FOCUS_ENTRIES`` focus entries), then replaces the session's keys in one MULTI/EXEC. An
+export is editable (its checksum can be recomputed), so nothing in it is trusted: every check
+runs before the first Redis call, and a failed load leaves the session byte-identical.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ...embeddings.codec import decode_stored as decode_vector_value
+from ...embeddings.codec import stored_dimensions
+from ...fields.restore import queue_new_epoch
 from ...model.base import Model
+from ...model.dbkey import DbKey
+from ...model.loading import decode_stored
 from ...store.connection import server_errors
 from ...store.errors import RedmemError
 from ...store.keys import KeyKind, KeySpace
+from .focus import FocusEntry
 from .models import HCEInteraction, HCETopic
 
 __all__ = ["ExportError", "save_session", "load_session", "clear_session", "session_keys", "FORMAT", "VERSION",
@@ -45,6 +59,10 @@ MODELS: dict[str, type[Model]] = {"HCEInteraction": HCEInteraction, "HCETopic": 
 GRAPH_TYPES = {"w": "hash", "adj": "zset", "in": "zset", "deg": "hash"}
 #: The attempts a save makes at a snapshot whose record sets did not change while it was read.
 SNAPSHOT_ATTEMPTS = 5
+#: The largest export file loaded (bytes): it is read and checked whole in memory.
+MAX_EXPORT_BYTES = 1 << 30
+#: The most focus buffer entries an export may hold (a buffer keeps its last ``max_size``, 10 by default).
+MAX_FOCUS_ENTRIES = 10_000
 
 
 class ExportError(RedmemError, ValueError):
@@ -175,10 +193,12 @@ def read_export(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """The export of ``directory``, checked whole; ExportError otherwise."""
     path = Path(directory) / FILE_NAME
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_EXPORT_BYTES:
+            raise ExportError(f"{path} is larger than {MAX_EXPORT_BYTES:,} bytes")
+        payload = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except FileNotFoundError:
         raise ExportError(f"{directory} holds no HCE export ({FILE_NAME} is missing)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ExportError(f"{path} is not readable JSON: {exc}") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ExportError(f"{path} is not an HCE session export (format {FORMAT!r})")
@@ -187,12 +207,22 @@ def read_export(directory: str | os.PathLike[str]) -> dict[str, Any]:
     keys = payload.get("keys")
     if not isinstance(keys, list) or not isinstance(payload.get("session_id"), str):
         raise ExportError(f"{path} lacks its session_id or keys")
-    if payload.get("sha256") != _checksum(keys):
-        raise ExportError(f"{path} is corrupt: its checksum does not match its keys")
-    fixed = {name: _fixed_keys(name, space) for name, space in _spaces(payload["session_id"]).items()}
+    try:
+        if payload.get("sha256") != _checksum(keys):
+            raise ExportError(f"{path} is corrupt: its checksum does not match its keys")
+        spaces = _spaces(payload["session_id"])
+    except (UnicodeEncodeError, RedmemError) as exc:  # a lone surrogate escape, a session id no key takes
+        raise ExportError(f"{path} holds text that cannot be stored: {exc}") from None
+    fixed = {name: _fixed_keys(name, space) for name, space in spaces.items()}
     for entry in keys:
         _check_entry(entry, fixed)
+        _check_value(entry, spaces[entry["model"]], _decoded(entry, payload["session_id"]))
     return payload
+
+
+def _no_constant(name: str) -> Any:
+    """JSON's non-standard NaN / Infinity are refused where the file is parsed."""
+    raise ExportError(f"an export holds no {name}: scores and numbers are finite")
 
 
 def _check_entry(entry: Any, fixed: dict[str, dict[str, str]]) -> None:
@@ -207,6 +237,50 @@ def _check_entry(entry: Any, fixed: dict[str, dict[str, str]]) -> None:
         raise ExportError(f"{name} key {rel!r} of type {entry['type']!r} is not part of an HCE session")
     if not entry["value"] or not isinstance(entry["value"], list if expected != "string" else (str, dict)):
         raise ExportError(f"{name} key {rel!r} has an empty or malformed value")
+    if expected != "string" and not all(isinstance(v, list) and len(v) == 2 for v in entry["value"]
+                                        if expected in ("hash", "zset")):
+        raise ExportError(f"{name} key {rel!r}: a {expected}'s entries are pairs")
+    if rel == KeyKind.FOCUS_BUFFER.value and len(entry["value"]) > MAX_FOCUS_ENTRIES:
+        raise ExportError(f"{name} key {rel!r} holds {len(entry['value']):,} focus entries, "
+                          f"at most {MAX_FOCUS_ENTRIES:,}")
+
+
+def _check_value(entry: dict[str, Any], space: KeySpace, value: Any) -> None:
+    """The decoded ``value`` of ``entry`` is what the session's code reads back from that key:
+    a record that decodes as its model's, focus entries that parse, ``<id> <topic>`` member
+    entries, JSON entity types, numeric graph weights and vector versions."""
+    name, rel = entry["model"], entry["key"]
+    try:
+        if rel.startswith(f"{KeyKind.RECORD.value}:"):
+            decode_stored(MODELS[name], DbKey(space, rel[len(KeyKind.RECORD.value) + 1:]), value)
+        elif rel == KeyKind.FOCUS_BUFFER.value:
+            for raw in value:
+                FocusEntry.from_json(raw)
+        elif rel == KeyKind.TREE_MEMBERS.value:
+            if not all(b" " in raw.strip(b" ") for raw in value):
+                raise ValueError("a member entry is '<interaction id> <topic id>'")
+        elif rel == KeyKind.ENTITY_TYPES.value:
+            if not all(isinstance(json.loads(raw), dict) for raw in value.values()):
+                raise ValueError("an entity type is a JSON object")
+        elif rel == f"{KeyKind.VECTOR.value}:embedding":
+            _check_vectors(list(value.values()))
+        elif entry["type"] == "hash" and rel.rsplit(":", 1)[-1] in ("w", "deg", "ver"):
+            numbers = value.values() if not rel.endswith("ver") else [value.get(b"n", b"0")]
+            if not all(math.isfinite(float(raw)) for raw in numbers):
+                raise ValueError("weights and versions are finite numbers")
+    except (RedmemError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ExportError(f"{name} key {rel!r} holds a value this session cannot read: {exc}"[:300]) from None
+
+
+def _check_vectors(raws: list[bytes]) -> None:
+    """Stored vectors of one width, each finite (a vector search reads them as one matrix)."""
+    widths = {stored_dimensions(raw) for raw in raws}
+    if None in widths or len(widths) != 1:
+        raise ValueError("vectors are stored vectors of one width")
+    for raw in raws:
+        decoded = decode_vector_value(raw)
+        if decoded is None or not np.isfinite(decoded[0]).all():
+            raise ValueError("a vector holds a number that is not finite")
 
 
 def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
@@ -221,7 +295,10 @@ def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
             for name, rel, _ in old:
                 pipe.delete(f"{spaces[name].base}:{rel}")
             for key, kind, value in writes:
+                pipe.delete(key)  # a key of another type that is not the session's would fail the EXEC
                 _queue_write(pipe, key, kind, value)
+            for name, model in MODELS.items():  # a load is a restore: every process's caches reload
+                queue_new_epoch(pipe, model, spaces[name], {key for key, _, _ in writes})
             pipe.execute()
 
 
@@ -247,12 +324,19 @@ def _decoded(entry: dict[str, Any], session_id: str) -> Any:
                 pairs[b"session_id"] = session_id.encode("utf-8")
             return pairs
         if entry["type"] == "zset":
-            return {_bytes(m): float(s) for m, s in value}
+            return {_bytes(m): _score(s) for m, s in value}
         if entry["type"] == "list":
             return [_bytes(v) for v in value]
         return _bytes(value)
-    except (TypeError, ValueError) as exc:
-        raise ExportError(f"{entry['model']} key {entry['key']!r} has a malformed value: {exc}") from None
+    except (TypeError, ValueError, binascii.Error) as exc:
+        raise ExportError(f"{entry['model']} key {entry['key']!r} has a malformed value: {exc}"[:300]) from None
+
+
+def _score(value: Any) -> float:
+    """A sorted set score of an export: a finite JSON number (ZADD refuses NaN at EXEC, after the DELs)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"a score is a finite number, not {value!r}")
+    return float(value)
 
 
 def _queue_write(pipe: Any, key: str, kind: str, value: Any) -> None:

@@ -41,11 +41,11 @@ from ...store.connection import server_errors
 from ...store.errors import ValidationError
 from ...store.keys import KeyKind
 from ...store.validation import finite_number, positive_int
-from ...text.analyzer import default_analyzer
 from .interface import ContextSnapshot
 from .macro import dominant_domain, relevance
 from .series import BEATS_FIELD, SUM_SCALE, parse_entry
 from .store import SessionStore, SnapshotRecord, agent_sessions_key
+from .text import query_terms
 
 __all__ = ["AgentMacro", "SessionProfile", "ConceptAppearance", "AgentBeat"]
 
@@ -147,7 +147,7 @@ class AgentMacro:
     def first_appearance(self, concept: str) -> ConceptAppearance | None:
         """The earliest snapshot, across the agent's sessions, mentioning every term of
         ``concept`` (ties by session order); None if none does."""
-        terms = _terms(concept)
+        terms = query_terms("concept", concept)
         if not terms:
             return None
         found: ConceptAppearance | None = None
@@ -167,7 +167,7 @@ class AgentMacro:
         """The ``limit`` snapshots across the agent's sessions most relevant to ``query`` (each
         session's beats mentioning a query term, scored as in a session, times the age fade
         with a ``half_life``), best first; ties: older session first, then earlier position."""
-        terms = _terms(query)
+        terms = query_terms("query", query)
         limit = positive_int("limit", limit)
         if not terms:
             return []
@@ -209,8 +209,3 @@ def _fade(half_life: float | None, now: float | None) -> Any:
     clock = time.time() if now is None else now
     return lambda at: 0.5 ** (max(clock - at, 0.0) / half)
 
-
-def _terms(text: str) -> list[str]:
-    if not isinstance(text, str):
-        raise ValidationError(f"expected a str, not {type(text).__name__}")
-    return list(dict.fromkeys(default_analyzer().tokens(text)))

@@ -15,7 +15,6 @@ from typing import Any
 from ...store.aio import async_variant
 from ...store.errors import ValidationError
 from ...store.validation import finite_number, positive_int
-from ...text.analyzer import default_analyzer
 from ..context_assembler import AssemblyResult, ContextAssembler
 from .beats import Beat, MemoryBeats, snapshot_term_weights
 from .domain_model import EmbeddingDomains
@@ -27,7 +26,7 @@ from .nuance_model import NuanceModel
 from .scoring import ScoredTurn, score_turn
 from .source import PASSAGE_FIELDS, SnapshotPassage, assemble_region
 from .store import SessionStore
-from .text import ParsedTurn
+from .text import MAX_TURN_CHARS, ParsedTurn, query_terms
 from .tuning import load_parameters
 from .window import DEFAULT_MIN_BEAT, build_snapshot, snapshot_due
 
@@ -51,6 +50,8 @@ class HSCAEngine:
         flag_weights: per nuance flag, the factor on a flagged chunk's layer 1 (self-tuning; none: 1).
         keyword_weights: per domain, per keyword stem, the factor on that keyword's hits for that
             domain in layer 2's keyword lists (self-tuning; none: 1).
+        max_turn_chars: the longest turn ingested, in characters (2 MiB); a longer one raises
+            ValidationError before it is scored (layer 1 is linear in sentences: ~1 s of CPU per MB).
 
     :meth:`for_agent` builds an engine with the agent's tuned parameters; :meth:`record_served`
     records which chunks served a query, the history :func:`~redmem.recipes.hsca.tune` learns from.
@@ -70,12 +71,14 @@ class HSCAEngine:
         domain_model: EmbeddingDomains | None = None,
         flag_weights: Mapping[str, float] | None = None,
         keyword_weights: KeywordWeights | None = None,
+        max_turn_chars: int = MAX_TURN_CHARS,
     ) -> None:
         self.snapshot_coherence_threshold = finite_number(
             "snapshot_coherence_threshold", snapshot_coherence_threshold, low=0.0, high=1.0)
         self.max_buffer_chunks = positive_int("max_buffer_chunks", max_buffer_chunks)
         self.cooccurrence_window = positive_int("cooccurrence_window", cooccurrence_window)
         self.min_beat_chunks = positive_int("min_beat_chunks", min_beat_chunks)
+        self.max_turn_chars = positive_int("max_turn_chars", max_turn_chars)
         self.keep_text = keep_text
         self.nuance_model = nuance_model
         self.domain_model = domain_model
@@ -158,7 +161,7 @@ class HSCAEngine:
 
     def first_mention(self, concept: str) -> int | None:
         """The position of the first snapshot mentioning every term of ``concept``; None if none does."""
-        terms = self._terms(concept)
+        terms = query_terms("concept", concept)
         return self._beats.first_mention(terms) if terms else None
 
     def state_before(self, concept: str) -> list[ContextSnapshot]:
@@ -177,7 +180,7 @@ class HSCAEngine:
     def relevant(self, query: str, context_position: int | None = None, limit: int = 5, *,
                  region: tuple[int, int | None] = (0, None), locality: float = DEFAULT_LOCALITY) -> list[RelevantBeat]:
         """The snapshots of ``region`` most relevant to ``query``, damped by distance from ``context_position``."""
-        terms = self._terms(query)
+        terms = query_terms("query", query)
         if not terms:
             return []
         beats = self._beats.mentioning(terms, *region)
@@ -203,11 +206,7 @@ class HSCAEngine:
     def _score(self, text: Any) -> ScoredTurn:
         return score_turn(text, self.cooccurrence_window, list(self._recent), self.nuance_model,
                           domain_model=self.domain_model, flag_weights=self.flag_weights,
-                          keyword_weights=self.keyword_weights)
-
-    @staticmethod
-    def _terms(text: str) -> list[str]:
-        return list(dict.fromkeys(default_analyzer().tokens(text)))
+                          keyword_weights=self.keyword_weights, max_chars=self.max_turn_chars)
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
     afor_agent = async_variant(for_agent)

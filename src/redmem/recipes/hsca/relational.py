@@ -76,7 +76,7 @@ def relational_weight(turn: ParsedTurn, window: int = 5, context: Sequence[Parse
     per_term: defaultdict[str, list[float]] = defaultdict(list)
     for offset, sentence in enumerate(sentences):
         index = first_own + offset
-        weights = {w: min(1.0, len(supported[w] - {index}) / SUPPORT_SATURATION) for w in set(sentence.terms)}
+        weights = {w: min(1.0, _others(supported[w], index) / SUPPORT_SATURATION) for w in set(sentence.terms)}
         for term, weight in weights.items():
             per_term[term].append(weight)
         scores.append(fmean(weights.values()) if weights else 0.0)
@@ -102,6 +102,12 @@ def _supporting_sentences(paragraphs: Sequence[tuple[Sentence, ...]], window: in
                 if frequency[term] >= 2:
                     supported[other].add(other_sentence)
     return supported
+
+
+def _others(sentences: set[int], index: int) -> int:
+    """How many sentences other than ``index`` the set holds, without copying it (a set
+    difference per term and sentence made layer 1 quadratic in sentences)."""
+    return len(sentences) - (index in sentences)
 
 
 def _paragraph_means(turn: ParsedTurn, scores: list[float]) -> tuple[float, ...]:

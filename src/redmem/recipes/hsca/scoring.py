@@ -28,7 +28,7 @@ from .interface import NuanceFlag, WeightedChunk
 from .nuance import deterministic_flags
 from .nuance_model import NuanceModel
 from .relational import relational_weight
-from .text import ParsedTurn, checked_turn, parse_turn
+from .text import MAX_TURN_CHARS, ParsedTurn, checked_turn, parse_turn
 
 __all__ = ["ScoredTurn", "score_turn", "weighted_layer1"]
 
@@ -53,13 +53,15 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
                nuance_model: NuanceModel | None = None, analyzer: Analyzer | None = None,
                domain_model: EmbeddingDomains | None = None,
                flag_weights: Mapping[str, float] | None = None,
-               keyword_weights: KeywordWeights | None = None) -> ScoredTurn:
+               keyword_weights: KeywordWeights | None = None,
+               max_chars: int = MAX_TURN_CHARS) -> ScoredTurn:
     """Layers 1-3 of ``text``; ArgumentTypeError for a non-str, ValidationError for unwritable text.
 
     ``domain_model`` tags domains by meaning (:mod:`.domain_model`) instead of keyword lists;
-    ``keyword_weights`` scale the keyword lists' hits (:mod:`.domains`).
+    ``keyword_weights`` scale the keyword lists' hits (:mod:`.domains`); ``max_chars``: the
+    longest turn taken (ValidationError beyond it).
     """
-    parsed = parse_turn(checked_turn(text), analyzer)
+    parsed = parse_turn(checked_turn(text, max_chars), analyzer)
     relational = relational_weight(parsed, window, context)
     flags = deterministic_flags(parsed)
     if relational.short_chunk:

@@ -17,9 +17,10 @@ from ...store.errors import ArgumentTypeError, ValidationError
 from ...store.validation import utf8_text
 from ...text.analyzer import Analyzer, default_analyzer
 
-__all__ = ["Sentence", "ParsedTurn", "parse_turn", "checked_turn", "MAX_TURN_CHARS"]
+__all__ = ["Sentence", "ParsedTurn", "parse_turn", "checked_turn", "query_terms", "MAX_TURN_CHARS"]
 
-#: The longest turn scored: 2 MiB of characters (a longer one raises ValidationError).
+#: The longest turn scored by default: 2 MiB of characters (a longer one raises ValidationError);
+#: ``HSCAEngine(max_turn_chars=...)`` sets another limit.
 MAX_TURN_CHARS = 2 * 1024 * 1024
 _PARAGRAPHS = re.compile(r"\n[ \t]*\n+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
@@ -55,13 +56,21 @@ class ParsedTurn:
         return [t for s in self.sentences for t in s.terms]
 
 
-def checked_turn(text: Any) -> str:
-    """``text`` if it is a scorable turn: a UTF-8-encodable ``str`` of at most MAX_TURN_CHARS."""
+def checked_turn(text: Any, max_chars: int = MAX_TURN_CHARS) -> str:
+    """``text`` if it is a scorable turn: a UTF-8-encodable ``str`` of at most ``max_chars`` characters."""
     if not isinstance(text, str):
         raise ArgumentTypeError(f"a turn is a str, got {type(text).__name__}")
-    if len(text) > MAX_TURN_CHARS:
-        raise ValidationError(f"a turn holds at most {MAX_TURN_CHARS} characters, got {len(text)}")
+    if len(text) > max_chars:
+        raise ValidationError(f"a turn holds at most {max_chars} characters, got {len(text)}")
     return utf8_text("a turn", text)
+
+
+def query_terms(name: str, text: Any) -> list[str]:
+    """The distinct analyser terms of a query or concept ``text``, in order; ArgumentTypeError
+    naming ``name`` when it is not a str (``relevant(None)``)."""
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"{name} must be a str, got {type(text).__name__}")
+    return list(dict.fromkeys(default_analyzer().tokens(text)))
 
 
 def parse_turn(text: str, analyzer: Analyzer | None = None) -> ParsedTurn:
