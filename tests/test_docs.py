@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 import redmem
-from redmem.store.connection import settings
+from redmem.store.connection import SETTING_NAMES, settings
 from redmem.store.embedded import EmbeddedServer
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -148,14 +148,18 @@ def test_page_examples_run_twice(docs_client, page):
     path = (DOCS / page).resolve()
     blocks = python_blocks(path.read_text(encoding="utf-8"))
     assert any(not b.skipped for b in blocks), f"{page} has no runnable example"
-    for run in (1, 2):
-        redmem.configure(client=docs_client, key_prefix=f"docs-{run}")
-        namespace: dict = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
-        for block in blocks:
-            padded = "\n" * block.line + block.source  # tracebacks show the page's own line numbers
-            code = compile(padded, str(path), "exec", dont_inherit=True)
-            if not block.skipped:
-                exec(code, namespace)
+    before = settings()
+    try:
+        for run in (1, 2):
+            redmem.configure(client=docs_client, key_prefix=f"docs-{run}")
+            namespace: dict = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
+            for block in blocks:
+                padded = "\n" * block.line + block.source  # tracebacks show the page's own line numbers
+                code = compile(padded, str(path), "exec", dont_inherit=True)
+                if not block.skipped:
+                    exec(code, namespace)
+    finally:  # a page's configure() (an embedding provider, a counter) must not reach the next tests
+        redmem.configure(**{name: getattr(before, name) for name in SETTING_NAMES})
 
 
 def test_docs_build_is_clean_under_strict(tmp_path):

@@ -136,12 +136,12 @@ def test_a_filter_that_rejects_the_best_candidates_still_fills_the_page(db):
     assert [i.key for i in found] == [f"k{i:02}" for i in range(1, 20, 2)]
 
 
-class EmbeddedRecord(StoreRecord):
+class LanggraphEmbeddedRecord(StoreRecord):
     embedding = EmbeddingField(source="text", partition_by="namespace_path", provider=HashingEmbeddings(64))
 
 
 def test_hybrid_search_with_an_embedding_field(db):
-    store = RedmemStore(EmbeddedRecord)
+    store = RedmemStore(LanggraphEmbeddedRecord)
     store.put(("n",), "a", {"text": "the cat sat on the mat"})
     store.put(("n",), "b", {"text": "stock markets fell today"})
     found = store.search(("n",), query="cat on a mat")
