@@ -69,9 +69,10 @@ PINNED = {
         "TunedParameters", "TuningResult", "WeightedChunk", "tune",
     ],
     "redmem.recipes.frames": [
-        "ATTENTION_FRAME", "BUILTIN_FRAMES", "Block", "CachePolicy", "FrameDefinition", "FrameFilters",
-        "FrameMemory", "FrameResult", "PrefixIndexField", "SELF_FRAME", "ScoredBlock", "ScoringWeights",
-        "TASK_FRAME",
+        "ATTENTION_FRAME", "ATTENTION_WEIGHTS", "BUILTIN_FRAMES", "Block", "CachePolicy", "FrameCache",
+        "FrameDefinition", "FrameFilters", "FrameMemory", "FrameResult", "PrefixIndexField", "SELF_FRAME",
+        "SELF_WEIGHTS", "ScoredBlock", "ScoringWeights", "TASK_FRAME", "TASK_WEIGHTS", "get_frame_definition",
+        "render_blocks",
     ],
     "redmem.recipes.hce": [
         "ContextCandidate", "EdgeType", "EntityExtractor", "EntityGraph", "ExportError", "ExtractedEntity",

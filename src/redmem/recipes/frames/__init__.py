@@ -2,22 +2,30 @@
 
 ``FrameMemory(agent_id=...)`` learns blocks, connects and contradicts them, keeps the agent's
 active-hours clock, and builds frames: ``frame()`` (rendered, with reinforcement) and ``recall()``
-(scored blocks, no writes).
+(scored blocks, no writes); ``aframe`` / ``arecall`` are their awaitable twins (docs/asyncio.md).
+The seed's names (``get_frame_definition``, ``FrameCache``, ``render_blocks``, the ``*_WEIGHTS``)
+import from here too.
 """
 
+from .cache import FrameCache
 from .definitions import (
     ATTENTION_FRAME,
+    ATTENTION_WEIGHTS,
     BUILTIN_FRAMES,
     SELF_FRAME,
+    SELF_WEIGHTS,
     TASK_FRAME,
+    TASK_WEIGHTS,
     CachePolicy,
     FrameDefinition,
     FrameFilters,
     ScoringWeights,
+    get_frame_definition,
 )
 from .engine import FrameMemory
 from .model import Block
 from .prefix_index import PrefixIndexField
+from .rendering import render_blocks
 from .scoring import FrameResult, ScoredBlock
 
 __all__ = [
@@ -34,4 +42,10 @@ __all__ = [
     "SELF_FRAME",
     "ATTENTION_FRAME",
     "TASK_FRAME",
+    "SELF_WEIGHTS",
+    "ATTENTION_WEIGHTS",
+    "TASK_WEIGHTS",
+    "get_frame_definition",
+    "FrameCache",
+    "render_blocks",
 ]

@@ -5,7 +5,8 @@ its edges, its contradictions) increments the agent's self version counter (``fv
 result (``fc:<frame>:<digest>``, the digest covering the definition, query, top_k, budget and oversize rule)
 records the version it was built at and is served only while the counter still holds it, so
 every process sharing the server sees an invalidation at once. Reading the counter and the
-result is one script call, sent with the frame's first searches.
+result is one script call, sent with the frame's first searches. :class:`FrameCache` is the
+seed's name for dropping them by hand (``end_session`` does it too).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from ...store.connection import server_errors
+from ...store.errors import ValidationError
 from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition, definition_to_json
+from .model import Block
 from .scoring import FrameResult, ScoredBlock
 
-__all__ = ["cache_key", "CacheRead", "CachedFrame", "encode_result"]
+__all__ = ["cache_key", "CacheRead", "CachedFrame", "encode_result", "FrameCache"]
 
 
 def cache_key(space: KeySpace, definition: FrameDefinition, query: str | None, top_k: int, budget: int,
@@ -42,6 +46,7 @@ class CacheRead:
     """The search reading a frame's cache entry and the self version (``frames_cache_get.lua``)."""
 
     def __init__(self, space: KeySpace, key: str) -> None:
+        self.agent_id = space.partition_values[0]
         self.call = ScriptCall("frames_cache_get", [space.key(KeyKind.FRAME_VERSION), key], [])
 
     def calls(self) -> list[ScriptCall]:
@@ -57,7 +62,7 @@ class CacheRead:
         return CachedFrame(version, FrameResult(
             text=data["text"], blocks=[ScoredBlock(**block) for block in data["blocks"]],
             frame_name=data["frame_name"], cached=True, token_count=data["token_count"],
-            oversize=data.get("oversize", {}),
+            oversize=data.get("oversize", {}), agent_id=self.agent_id,
         ))
 
 
@@ -66,3 +71,25 @@ def encode_result(result: FrameResult, version: int) -> str:
     return json.dumps({"version": version, "text": result.text, "blocks": [asdict(b) for b in result.blocks],
                        "frame_name": result.frame_name, "token_count": result.token_count,
                        "oversize": result.oversize})
+
+
+class FrameCache:
+    """An agent's cached frames, shared by every process (the seed's per-session ``FrameCache``):
+    ``get`` / ``set`` happen inside :meth:`FrameMemory.frame`; here they can be dropped."""
+
+    def __init__(self, agent_id: str) -> None:
+        if not isinstance(agent_id, str) or not agent_id:
+            raise ValidationError(f"agent_id must be a non-empty str, got {agent_id!r}")
+        self.space = Block._meta.keyspace((agent_id,))
+
+    def invalidate(self, frame_name: str) -> None:
+        """Drop the cached results of ``frame_name`` (every cached frame of the agent goes: one version counter)."""
+        if not isinstance(frame_name, str):
+            raise ValidationError(f"a frame name is a str, got {frame_name!r}")
+        self.clear()
+
+    def clear(self) -> None:
+        """Drop every cached frame of the agent (one INCR of the self version)."""
+        client = Block._meta.client
+        with server_errors(client):
+            client.incr(self.space.key(KeyKind.FRAME_VERSION))

@@ -38,6 +38,8 @@ __all__ = [
     "ATTENTION_FRAME",
     "TASK_FRAME",
     "BUILTIN_FRAMES",
+    "CACHE_EVENTS",
+    "get_frame_definition",
     "TEMPLATES",
     "DEFAULT_SEARCH_WINDOW_HOURS",
     "check_tag_pattern",
@@ -125,14 +127,26 @@ class FrameFilters:
         finite_number("search_window_hours", self.search_window_hours, low=0.0)
 
 
+#: The events that drop a cached frame; redmem applies every one of them to every cached frame.
+CACHE_EVENTS = ("self_block_change", "curate_complete", "session_end")
+
+
 @dataclass(frozen=True)
 class CachePolicy:
-    """A frame's result is reused for ``ttl_seconds``, until a block tagged ``self/...`` changes."""
+    """A frame's result is reused for ``ttl_seconds``, until a block tagged ``self/...`` changes or
+    the session ends. ``invalidate_on`` is the seed's spelling of those events, checked against
+    :data:`CACHE_EVENTS` (all of which always apply: the cache is versioned, not per-event)."""
 
     ttl_seconds: int = 3600
+    invalidate_on: tuple[str, ...] = ("self_block_change",)
 
     def __post_init__(self) -> None:
         positive_int("ttl_seconds", self.ttl_seconds)
+        events = _sequence("invalidate_on", self.invalidate_on)
+        unknown = [e for e in events if e not in CACHE_EVENTS]
+        if unknown:
+            raise ValidationError(f"unknown cache events {unknown!r}; use some of {list(CACHE_EVENTS)}")
+        object.__setattr__(self, "invalidate_on", events)
 
 
 @dataclass(frozen=True)
@@ -175,11 +189,19 @@ def _sequence(name: str, value: Any) -> tuple[Any, ...]:
 
 SELF_FRAME = FrameDefinition(
     "self", SELF_WEIGHTS, FrameFilters(tag_patterns=("self/%",)), ("self/constitutional",), "self", 600,
-    CachePolicy(3600), "builtin",
+    CachePolicy(3600, ("self_block_change", "curate_complete")), "builtin",
 )
 ATTENTION_FRAME = FrameDefinition("attention", ATTENTION_WEIGHTS, FrameFilters(), (), "attention", 2000, None, "builtin")
 TASK_FRAME = FrameDefinition("task", TASK_WEIGHTS, FrameFilters(), ("self/goal",), "task", 800, None, "builtin")
 BUILTIN_FRAMES: dict[str, FrameDefinition] = {f.name: f for f in (SELF_FRAME, ATTENTION_FRAME, TASK_FRAME)}
+
+
+def get_frame_definition(name: str) -> FrameDefinition:
+    """The built-in frame ``name`` (the seed's registry); ValidationError for any other name.
+    A custom frame lives in Redis: :meth:`FrameMemory.frame_definition` finds both."""
+    if not isinstance(name, str) or name not in BUILTIN_FRAMES:
+        raise ValidationError(f"unknown built-in frame {name!r}; built-in frames are {sorted(BUILTIN_FRAMES)}")
+    return BUILTIN_FRAMES[name]
 
 
 def definition_to_json(definition: FrameDefinition) -> str:

@@ -12,9 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ...context.oversize import Cuttable, check_oversize, cut
-from ...context.packing import Budget, fit
-from ...context.rendering import Layout
+from ...context.oversize import check_oversize
 from ...context.tokens import TokenCounter, resolve_counter
 from ...fields.confidence import ConfidenceField
 from ...fields.cooccurrence import Graph
@@ -37,9 +35,9 @@ from .definitions import (
 from .effects import CacheWrite, apply_effects
 from .guarantees import oversampled, select, suppress_contradictions
 from .model import DECAY_TIERS, Block, decay_tier
+from .rendering import fit_blocks, quarter_length
 from .retrieval import block_keys, gather
 from .scoring import FrameResult, Scored, ScoredBlock, score_candidates
-from .templates import TEMPLATES_BY_NAME, Line, Template, compose, lines
 
 __all__ = ["FrameMemory", "SEED_TOKEN_ESTIMATE", "quarter_length"]
 
@@ -47,11 +45,6 @@ __all__ = ["FrameMemory", "SEED_TOKEN_ESTIMATE", "quarter_length"]
 SEED_TOKEN_ESTIMATE = "len/4"
 SELF_PREFIX = "self/"
 _HYDRATED = ("content", "tags", "category", "status")
-
-
-def quarter_length(text: str) -> int:
-    """The seed's rough token estimate: ``len(text) // 4``."""
-    return len(text) // 4
 
 
 class FrameMemory:
@@ -173,8 +166,11 @@ class FrameMemory:
         return self._clock_script("begin")
 
     def end_session(self) -> float:
-        """Stop counting active hours; returns the active hours now."""
-        return self._clock_script("end")
+        """Stop counting active hours and drop the cached frames (the seed's FrameCache is per
+        session); returns the active hours now."""
+        hours = self._clock_script("end")
+        self._self_changed()
+        return hours
 
     def active_hours(self) -> float:
         """Hours spent in sessions so far, the open one included."""
@@ -295,16 +291,12 @@ class FrameMemory:
     def _render(self, definition: FrameDefinition, blocks: list[ScoredBlock], budget: int) -> FrameResult:
         """Pack the blocks' lines stop-at-first-miss (guaranteed first; an oversized block as
         ``oversize`` says) into ``budget`` tokens of text, headings included, and compose."""
-        template = TEMPLATES_BY_NAME[definition.template]
-        rendered = lines(template, blocks)
-        fitted = fit([_cuttable(line, block) for line, block in zip(rendered, blocks)], _layout(template, rendered),
-                     self.count_tokens, Budget(max_tokens=budget), "stop_at_first_miss", self.oversize,
-                     guaranteed=[i for i, block in enumerate(blocks) if block.guaranteed])
+        fitted = fit_blocks(blocks, definition.template, budget, self.count_tokens, self.oversize)
         chosen = set(fitted.selected)
         return FrameResult(
             text=fitted.text, blocks=[blocks[i] for i in fitted.selected], frame_name=definition.name,
             token_count=fitted.token_count, dropped=[blocks[i] for i in range(len(blocks)) if i not in chosen],
-            oversize=fitted.oversize.report([block.id for block in blocks]),
+            oversize=fitted.oversize.report([block.id for block in blocks]), agent_id=self.agent_id,
         )
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -353,20 +345,6 @@ class FrameMemory:
     aframe_definition = async_variant(frame_definition)
     arecall = async_variant(recall)
     aframe = async_variant(frame)
-
-
-def _cuttable(line: Line, block: ScoredBlock) -> Cuttable:
-    """A block's line at any cut of its text (its ``- `` / ``[n] `` prefix kept)."""
-    text = " ".join(block.content.split())
-    prefix = line.text[: len(line.text) - len(text)]
-    return Cuttable(len(text), lambda chars: prefix + cut(text, chars))
-
-
-def _layout(template: Template, rendered: Sequence[Line]) -> Layout:
-    """Lines under the template's headings; the headings costed once, each line with its break."""
-    return Layout(lambda position, piece: piece,
-                  lambda indices, pieces: compose(template, [Line(rendered[i].section, p) for i, p in zip(indices, pieces)]),
-                  "\n", "".join(heading + "\n" for heading in template.headings))
 
 
 def _is_self(tags: Sequence[str]) -> bool:

@@ -5,7 +5,8 @@
     centrality    = weighted degree / max weighted degree over the candidates (0 when the max is 0)
     score         = w_sim*similarity + w_conf*confidence + w_rec*recency + w_cent*centrality + w_reinf*reinforcement
 
-Every signal lies in [0, 1], so a score does too.
+Every signal lies in [0, 1], so a score does too. :meth:`FrameResult.report` is the one
+method here that writes (the ObservationProtocol feedback of a frame).
 """
 
 from __future__ import annotations
@@ -13,8 +14,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from ...model.dbkey import DbKey
+from ...model.loading import load_records
+from ...observation.protocol import ObservationProtocol
+from ...store.aio import async_variant
+from ...store.connection import server_errors
+from ...store.keys import KeyKind
 from .definitions import ScoringWeights
+from .model import Block
 
 __all__ = [
     "ScoredBlock",
@@ -58,7 +67,8 @@ class FrameResult:
     """What :meth:`FrameMemory.frame` returns: the rendered ``text``, the ``blocks`` it shows (in
     the order shown), the frame's name, whether it came from the cache, the exact token count
     of ``text`` by the memory's counter, and what became of blocks bigger than the whole budget
-    (``oversize``: ``{"truncated": [ids], "skipped": [...], "admitted": [...]}``)."""
+    (``oversize``: ``{"truncated": [ids], "skipped": [...], "admitted": [...]}``); ``agent_id``:
+    whose blocks these are (what :meth:`report` writes to)."""
 
     text: str
     blocks: list[ScoredBlock]
@@ -68,6 +78,28 @@ class FrameResult:
     edges_reinforced: int = 0
     dropped: list[ScoredBlock] = field(default_factory=list)
     oversize: dict[str, list[str]] = field(default_factory=dict)
+    agent_id: str = ""
+
+    def report(
+        self, outcome: str | Mapping[Any, str], now: float | None = None,
+    ) -> dict[str, str]:
+        """Report what the agent did with this frame, as ``AssemblyResult.report`` does: ``"acted"``
+        for every block shown, or ``{block id: outcome}`` (blocks not named are ``deferred``).
+
+        :meth:`ObservationProtocol.on_context_used` over the shown blocks (loaded in one round
+        trip; a block deleted since is skipped); returns ``{redis key: outcome}``. A report on a
+        ``self/...`` block may move its confidence, so it drops the agent's cached frames too.
+        """
+        space = Block._meta.keyspace((self.agent_id,))
+        blocks = load_records(Block, [DbKey(space, block.id) for block in self.blocks], track=False)
+        reported = ObservationProtocol.on_context_used(blocks, outcome, now=now)
+        if any(tag.startswith("self/") for block in blocks for tag in block.tags):
+            with server_errors(Block._meta.client):
+                Block._meta.client.incr(space.key(KeyKind.FRAME_VERSION))
+        return reported
+
+    # The asyncio API (docs/asyncio.md).
+    areport = async_variant(report)
 
 
 @dataclass(frozen=True)

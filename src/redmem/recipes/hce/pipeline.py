@@ -20,19 +20,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from ...context.oversize import check_oversize
 from ...embeddings.base import embed_in_batches
-from ...embeddings.hashing import HashingEmbeddings
 from ...fields.search_protocol import run_search, run_searches
 from ...model.dbkey import DbKey
 from ...model.loading import load_records
 from ...model.persistence import queue_new_records
 from ...store.aio import async_variant
-from ...store.connection import server_errors, settings
+from ...store.connection import server_errors
 from ...store.errors import ArgumentTypeError, ValidationError
 from ...store.validation import is_real, positive_int, utf8_text
 from .budgeting import ContextCandidate, fit_context, normalised
@@ -43,13 +43,12 @@ from .focus import FocusBuffer, FocusEntry
 from .graph import ENERGY_FACTOR, EntityGraph
 from .kinds import NodeType
 from .models import HCEInteraction, entity_term, interaction_id, interaction_text
+from .provider import DEFAULT_DIMENSIONS, resolve_provider
 from .tree import MAX_SCORE, SemanticTree
 from .wrapping import wrap_chat
 
 __all__ = ["HCEPipeline", "RetrievedContext", "DEFAULT_DIMENSIONS", "UTILITY_SHARPNESS"]
 
-#: Dimensions of the default embedding provider (feature hashing) when none is configured.
-DEFAULT_DIMENSIONS = 256
 #: Words of a user turn that label the topic it opens.
 LABEL_WORDS = 8
 #: The power normalised utilities are raised to (see :func:`~redmem.recipes.hce.budgeting.normalised`):
@@ -74,7 +73,8 @@ class RetrievedContext:
 
     @property
     def block(self) -> str:
-        """The context block: the selected candidates' texts, one after another."""
+        """The context block: the selected candidates' texts, one after another, each labelled
+        with its date and sources (:func:`labelled_text`)."""
         return "\n".join(c.content for c in self.selected)
 
 
@@ -120,7 +120,7 @@ class HCEPipeline:
         for part in (self.graph, self.tree):
             if part.session_id != session_id:
                 raise ValidationError(f"{type(part).__name__} of session {part.session_id!r} given to {session_id!r}")
-        self.provider = embedding_provider or settings().embedding_provider or HashingEmbeddings(DEFAULT_DIMENSIONS)
+        self.provider = resolve_provider(embedding_provider)
         self.count_tokens = token_counter_of(token_counter)
         self.extractor = extractor or EntityExtractor()
         if not is_real(utility_sharpness) or not 0 < utility_sharpness <= 100:
@@ -185,8 +185,9 @@ class HCEPipeline:
                 continue
             key = interaction or f"buffer:{candidate.metadata['position']}"
             best[key] = _merged(best.get(key), candidate)
-        return [ContextCandidate(c.content, c.source, c.utility, self.count_tokens(c.content + "\n"), c.metadata)
-                for c in best.values()]
+        labelled = [(c, labelled_text(c)) for c in best.values()]
+        return [ContextCandidate(text, c.source, c.utility, self.count_tokens(text + "\n"), c.metadata)
+                for c, text in labelled]
 
     @staticmethod
     def _interaction(source: str, rid: str, utility: float, records: dict[str, HCEInteraction],
@@ -307,6 +308,16 @@ def _buffer_candidates(query: str, focus: list[FocusEntry]) -> list[ContextCandi
                                         {"interaction_id": None, "position": position, "role": entry.role,
                                          "timestamp": entry.timestamp}))
     return out
+
+
+def labelled_text(candidate: ContextCandidate) -> str:
+    """The candidate's text as the block shows it: ``[<UTC date>, <sources>] <text>``, the date
+    that of its interaction or buffer entry (left out when there is none), the sources every
+    retrieval path that found it (``graph+tree``); about 11-13 cl100k tokens."""
+    sources = "+".join(dict.fromkeys(candidate.metadata.get("sources") or [candidate.source]))
+    stamp = candidate.metadata.get("timestamp")
+    when = f"{datetime.fromtimestamp(stamp, UTC):%Y-%m-%d}, " if isinstance(stamp, (int, float)) else ""
+    return f"[{when}{sources}] {candidate.content}"
 
 
 def _merged(old: ContextCandidate | None, new: ContextCandidate) -> ContextCandidate:

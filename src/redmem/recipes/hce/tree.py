@@ -32,6 +32,7 @@ from ...store.keys import KeyKind
 from ...store.validation import positive_int
 from .members import MemberIndex, MemberRead, member_entry
 from .models import HCEInteraction, HCETopic
+from .provider import query_vector_of
 
 __all__ = ["SemanticTree", "TreeHit", "hierarchical_relevance_search", "tree_scores", "OWN_WEIGHT",
            "PARENT_WEIGHT", "ROOT_SCORE", "MAX_SCORE"]
@@ -160,11 +161,13 @@ class SemanticTree:
         return sorted(found, key=lambda h: (-h.score, h.interaction_id))[: self.leaf_limit]
 
 
-def hierarchical_relevance_search(tree: SemanticTree, query_vector: Any, top_k: int = 10) -> list[tuple[HCEInteraction, float]]:
-    """The ``top_k`` interactions of ``tree`` by hierarchical score for a query vector: two round
-    trips (the topic search with the updates of the vectors and the member index, then the
-    interactions)."""
-    vector = np.asarray(query_vector, dtype=np.float32)
+def hierarchical_relevance_search(tree: SemanticTree, query: Any, top_k: int = 10, *,
+                                  embedding_provider: Any = None) -> list[tuple[HCEInteraction, float]]:
+    """The ``top_k`` interactions of ``tree`` by hierarchical score for ``query``, a text (embedded
+    by ``embedding_provider``, default the pipeline's: the configured provider, else feature
+    hashing) or a vector: two round trips (the topic search with the updates of the vectors and
+    the member index, then the interactions)."""
+    vector = query_vector_of(query, embedding_provider)
     leaves = tree.leaf_sync()
     topic_hits, _, index = run_searches(HCEInteraction._meta.client,
                                         [tree.topic_searcher(vector, tree.topic_beam), leaves, tree.member_reader()])

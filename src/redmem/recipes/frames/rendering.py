@@ -1,0 +1,60 @@
+"""A frame's blocks packed into its token budget under its template's headings (no I/O).
+
+Stop-at-first-miss in the order given (guaranteed blocks first): a block's line is admitted while
+the whole text, headings included, stays within the budget; a block bigger than the whole budget
+is handled as ``oversize`` says (:mod:`redmem.context.oversize`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...context.oversize import Cuttable, check_oversize, cut
+from ...context.packing import Budget, Fitted, fit
+from ...context.rendering import Layout
+from ...context.tokens import TokenCounter
+from ...store.errors import ValidationError
+from ...store.validation import non_negative_int
+from .scoring import ScoredBlock
+from .templates import TEMPLATES_BY_NAME, Line, Template, compose, lines
+
+__all__ = ["fit_blocks", "render_blocks", "quarter_length"]
+
+
+def quarter_length(text: str) -> int:
+    """The seed's rough token estimate: ``len(text) // 4``."""
+    return len(text) // 4
+
+
+def fit_blocks(blocks: Sequence[ScoredBlock], template: str, token_budget: int, count_tokens: TokenCounter,
+               oversize: str = "truncate") -> Fitted:
+    """The blocks' lines under ``template`` packed into ``token_budget`` tokens (see the module docs)."""
+    if template not in TEMPLATES_BY_NAME:
+        raise ValidationError(f"unknown template {template!r}; use one of {sorted(TEMPLATES_BY_NAME)}")
+    chosen = TEMPLATES_BY_NAME[template]
+    rendered = lines(chosen, blocks)
+    return fit([_cuttable(line, block) for line, block in zip(rendered, blocks)], _layout(chosen, rendered),
+               count_tokens, Budget(max_tokens=non_negative_int("token_budget", token_budget)),
+               "stop_at_first_miss", check_oversize(oversize),
+               guaranteed=[i for i, block in enumerate(blocks) if block.guaranteed])
+
+
+def render_blocks(blocks: Sequence[ScoredBlock], template: str, token_budget: int, *,
+                  count_tokens: TokenCounter = quarter_length, oversize: str = "truncate") -> str:
+    """The seed's ``render_blocks``: the text :meth:`FrameMemory.frame` would show for these blocks
+    (by default costed with the seed's ``len // 4``)."""
+    return fit_blocks(blocks, template, token_budget, count_tokens, oversize).text
+
+
+def _cuttable(line: Line, block: ScoredBlock) -> Cuttable:
+    """A block's line at any cut of its text (its ``- `` / ``[n] `` prefix kept)."""
+    text = " ".join(block.content.split())
+    prefix = line.text[: len(line.text) - len(text)]
+    return Cuttable(len(text), lambda chars: prefix + cut(text, chars))
+
+
+def _layout(template: Template, rendered: Sequence[Line]) -> Layout:
+    """Lines under the template's headings; the headings costed once, each line with its break."""
+    return Layout(lambda position, piece: piece,
+                  lambda indices, pieces: compose(template, [Line(rendered[i].section, p) for i, p in zip(indices, pieces)]),
+                  "\n", "".join(heading + "\n" for heading in template.headings))
