@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: The most recency and reinforcement together add to a score by default (damped scoring).
-FEEDBACK_CAP = 0.02
+FEEDBACK_CAP = 0.005
 
 
 @dataclass(frozen=True)
