@@ -408,7 +408,7 @@ def markdown(payload: dict[str, Any]) -> str:
     """The results as markdown tables, with the issue's targets and verdicts."""
     lines = [f"# frames benchmark ({payload['vectors']} vectors, top_k {payload['top_k']})", ""]
     latency = payload["results"]["latency"]
-    lines += ["| N | system | ATTENTION p50 ms | p95 ms | p50 without embedding | p95 without embedding | "
+    lines += [] if not latency else ["| N | system | ATTENTION p50 ms | p95 ms | p50 without embedding | p95 without embedding | "
               "query embedding p50 ms | round trips | commands | SELF cached p50 ms | SELF cached round trips | "
               "learn blocks/s | bytes/block | PING ms | load before |", "|" + "---|" * 15]
     for n, row in latency.items():
@@ -422,7 +422,8 @@ def markdown(payload: dict[str, Any]) -> str:
                 f"{_fmt(a.get('commands'), 0)} | {s['cached_ms']['p50']:.3f} | {_fmt(s.get('cached_round_trips'), 0)} | "
                 f"{i['blocks_per_s']:,.0f} | {_fmt(i.get('bytes_per_block'), 0)} | {_fmt(row[system].get('ping_ms'), 3)} | "
                 f"{row['load_before'][0]:.2f} |")
-    lines += ["", "| target | measured | verdict |", "|---|---|---|", *verdicts(latency), ""]
+    if latency:
+        lines += ["", "| target | measured | verdict |", "|---|---|---|", *verdicts(latency), ""]
     side = [(n, row) for n, row in latency.items() if "elfmem" in row and "redmem" in row]
     if side:
         lines += [f"## Side by side with elfmem {payload['elfmem']} (the same blocks, graph, vectors; "
