@@ -31,6 +31,12 @@ Three parts (``--parts``), written to ``results/frames.json`` and ``results/fram
   against the evidence turns with ``locomo.evaluate`` (R@1/5/10, MRR, per category), next to
   ``ContextAssembler`` (hybrid and lexical, ``locomo.run_redmem``) on the same turns, questions
   and embeddings.
+- ``sequence`` (issue 29.2): the same LoCoMo turns and questions, the clock stepped by hand: the
+  pure ``recall()`` first (nothing written), then ``frame("attention", q, top_k=10)`` in question
+  order with the clock advancing ``SEQUENCE_HOURS`` (0.5) active hour after each question, once
+  with the damped default (``feedback_cap`` = ``FEEDBACK_CAP``) and once with the seed's raw
+  weights (``feedback_cap=None``, the behaviour before issue 29). Written to
+  ``results/<out>.json``/``.md`` like the others (``--out frames_sequence`` keeps it apart).
 
 Vectors: ``--vectors minilm`` (default) embeds every block, question and turn with
 all-MiniLM-L6-v2 int8 (``redmem.embeddings.MiniLMEmbeddings``; 100k blocks take a few minutes, once
@@ -65,6 +71,7 @@ from latency import latency_figures, used_memory
 from locomo import evaluate, load
 from redmem.context.tokens import exact_counter
 from redmem.recipes.frames import FrameMemory
+from redmem.recipes.frames.scoring import FEEDBACK_CAP
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import TimedProvider, minilm_function
 
@@ -76,6 +83,10 @@ TOP_K = 5
 #: The SELF frame's top_k: room for the 6 constitutional blocks it guarantees (in both libraries) and more.
 SELF_TOP_K = 10
 QUALITY_TOP_K = 10
+#: Active hours the clock moves after each question of the ``sequence`` part.
+SEQUENCE_HOURS = 0.5
+#: The ``sequence`` part's scorings: the damped default and the seed's raw weights.
+SEQUENCE_SCORINGS: dict[str, float | None] = {"damped (default)": FEEDBACK_CAP, "seed raw weights": None}
 TARGETS = {
     "p50_100k": "frame('attention') p50 <= 5 ms at 100k blocks, query embedding left out",
     "growth": "p50(100k) / p50(10k) <= 2",
@@ -111,8 +122,9 @@ def ingest_frames(memory: FrameMemory, work: dict[str, Any]) -> dict[str, float]
 
 
 def frames_many(memory: FrameMemory, name: str, queries: list[str | None], provider: TimedProvider,
-                top_k: int = TOP_K) -> list[dict[str, Any]]:
-    """One ``frame(name, q)`` per query: ``{ids, ms, embed_ms, round_trips, commands, cached, text}`` each."""
+                top_k: int = TOP_K, after_each: Callable[[], None] = lambda: None) -> list[dict[str, Any]]:
+    """One ``frame(name, q)`` per query (``after_each`` run after each, untimed):
+    ``{ids, ms, embed_ms, round_trips, commands, cached, text}`` each."""
     CommandCounter.install()
     rows = []
     for query in queries:
@@ -124,6 +136,7 @@ def frames_many(memory: FrameMemory, name: str, queries: list[str | None], provi
         rows.append({"ids": [b.id for b in result.blocks], "ms": ms,
                      "embed_ms": (provider.seconds - embedded) * 1000, "round_trips": trips,
                      "commands": commands, "cached": result.cached, "text": result.text})
+        after_each()
     return rows
 
 
@@ -210,14 +223,29 @@ def as_blocks(conversations: list[dict[str, Any]], variant: str) -> list[dict[st
     return [{**talk, "turns": [{**turn, "text": written(turn)} for turn in talk["turns"]]} for talk in conversations]
 
 
-def run_quality(conversations: list[dict[str, Any]], provider: TimedProvider) -> dict[str, list[dict[str, Any]]]:
+class SteppedClock:
+    """Wall time (seconds) that moves only when :meth:`step` is called."""
+
+    def __init__(self, hours: float) -> None:
+        self.now, self.hours = 1_000_000.0, hours
+
+    def __call__(self) -> float:
+        return self.now
+
+    def step(self) -> None:
+        self.now += self.hours * 3600
+
+
+def run_quality(conversations: list[dict[str, Any]], provider: TimedProvider, clock: SteppedClock | None = None,
+                feedback_cap: float | None = FEEDBACK_CAP, agent_suffix: str = "") -> dict[str, list[dict[str, Any]]]:
     """Answers of the ATTENTION frame per question, with the dia ids returned: ``recall`` (pure,
     asked first, on the blocks as learned) and ``frame`` (then, in question order, each frame's
-    reinforcement seen by the next)."""
+    reinforcement seen by the next; ``clock`` stepped after each when given, else wall time)."""
     redmem.configure(embedding_provider=provider)
     answers: dict[str, list[dict[str, Any]]] = {"recall": [], "frame": []}
     for talk in conversations:
-        memory = FrameMemory(agent_id=talk["agent_id"])
+        memory = FrameMemory(agent_id=talk["agent_id"] + agent_suffix, feedback_cap=feedback_cap,
+                             clock=time.time if clock is None else clock)
         memory.begin_session()
         ids = [memory.learn(turn["text"]) for turn in talk["turns"]]
         to_dia = {str(i): turn["dia_id"] for i, turn in zip(ids, talk["turns"])}
@@ -231,18 +259,46 @@ def run_quality(conversations: list[dict[str, Any]], provider: TimedProvider) ->
             answers["recall"].append({"dia_ids": [to_dia[b.id] for b in found], "ms": ms,
                                       "embed_ms": (provider.seconds - embedded) * 1000, "round_trips": trips,
                                       "formatted": "\n".join(b.content for b in found)})
-        for row in frames_many(memory, "attention", questions, provider, top_k=QUALITY_TOP_K):
+        for row in frames_many(memory, "attention", questions, provider, top_k=QUALITY_TOP_K,
+                               after_each=clock.step if clock is not None else lambda: None):
             answers["frame"].append({**row, "formatted": row["text"], "dia_ids": [to_dia[i] for i in row["ids"]]})
         memory.end_session()
     return answers
 
 
-def quality(args: Any, provider: TimedProvider) -> dict[str, Any]:
-    """R@1/5/10 and MRR of the ATTENTION frame and of ContextAssembler on LoCoMo, per turn variant."""
+def locomo_part(args: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The conversations asked (their questions cut to ``--max-questions``) and all their questions."""
     conversations = load(args.data, 1 if args.quick else args.conversations)
     for talk in conversations:
         talk["questions"] = talk["questions"][: args.max_questions]
-    questions = [q for talk in conversations for q in talk["questions"]]
+    return conversations, [q for talk in conversations for q in talk["questions"]]
+
+
+def sequence(args: Any, provider: TimedProvider) -> dict[str, Any]:
+    """R@1/5/10 of pure ``recall()`` and of ``frame()`` asked in sequence, the clock advancing
+    ``SEQUENCE_HOURS`` per question, with the damped default and with the seed's raw weights."""
+    conversations, questions = locomo_part(args)
+    count = exact_counter("cl100k_base")
+    results: dict[str, Any] = {}
+    for variant in TURN_TEXTS:
+        written = as_blocks(conversations, variant)
+        provider.embed([turn["text"] for talk in written for turn in talk["turns"]])
+        with EmbeddedServer() as server:
+            redmem.connect(server.url)
+            for i, (scoring, cap) in enumerate(SEQUENCE_SCORINGS.items()):
+                rows = run_quality(written, provider, SteppedClock(SEQUENCE_HOURS), cap, f"-{i}")
+                for mode, label in (("recall", "recall() (pure)"), ("frame", "frame() in sequence")):
+                    key = f"{label}, {scoring}, {variant}"
+                    results[key] = {**evaluate(rows[mode], questions, count), "variant": variant, "scoring": scoring}
+                    log.info("%s: R@5 %.3f", key, results[key]["recall@5"])
+    return {"data": args.data.name, "conversations": [c["agent_id"] for c in conversations],
+            "questions": len(questions), "turns": sum(len(c["turns"]) for c in conversations),
+            "hours_per_question": SEQUENCE_HOURS, "top_k": QUALITY_TOP_K, "results": results}
+
+
+def quality(args: Any, provider: TimedProvider) -> dict[str, Any]:
+    """R@1/5/10 and MRR of the ATTENTION frame and of ContextAssembler on LoCoMo, per turn variant."""
+    conversations, questions = locomo_part(args)
     count = exact_counter("cl100k_base")
     results: dict[str, Any] = {}
     for variant in TURN_TEXTS:
@@ -268,7 +324,8 @@ def quality(args: Any, provider: TimedProvider) -> dict[str, Any]:
 def parse(argv: list[str] | None) -> Any:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=None, help="locomo-dev.json (read in place, never copied)")
-    parser.add_argument("--parts", default="latency,elfmem,quality", help="comma-separated: latency, elfmem, quality")
+    parser.add_argument("--parts", default="latency,elfmem,quality",
+                        help="comma-separated: latency, elfmem, quality, sequence")
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
@@ -285,15 +342,15 @@ def parse(argv: list[str] | None) -> Any:
         args.sizes, args.queries, args.repeats, args.self_calls = "1000,2000", 50, 1, 20
         args.elfmem_up_to, args.elfmem_queries = 1000, 20
     args.parts = args.parts.split(",")
-    if "quality" in args.parts and args.data is None:
-        parser.error("the quality part needs --data PATH (or leave it out of --parts)")
+    if {"quality", "sequence"} & set(args.parts) and args.data is None:
+        parser.error("the quality and sequence parts need --data PATH (or leave them out of --parts)")
     return args
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    sizes = [int(size) for size in args.sizes.split(",")]
+    sizes = [int(size) for size in args.sizes.split(",")] if {"latency", "elfmem"} & set(args.parts) else []
     provider = TimedProvider(vector_function(args.vectors), 384)
     started = time.perf_counter()
     results: dict[str, Any] = {"latency": {}}
@@ -303,11 +360,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "elfmem_up_to": args.elfmem_up_to, "elfmem_queries": args.elfmem_queries, "targets": TARGETS,
         "results": results,
     }
-    largest = workload(max(sizes), args.queries)
-    texts = [b["text"] for b in largest["blocks"]]
-    embedding_started = time.perf_counter()
-    vectors = provider.embed(texts)
-    payload["document_embedding_seconds"] = time.perf_counter() - embedding_started
+    if sizes:
+        embedding_started = time.perf_counter()
+        vectors = provider.embed([b["text"] for b in workload(max(sizes), args.queries)["blocks"]])
+        payload["document_embedding_seconds"] = time.perf_counter() - embedding_started
     for n in sizes:
         work = workload(n, args.queries)
         query_vectors = provider.embed([q for q, _ in work["questions"]])
@@ -327,6 +383,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         _write(args, payload, started)
     if "quality" in args.parts:
         results["quality"] = quality(args, provider)
+        _write(args, payload, started)
+    if "sequence" in args.parts:
+        results["sequence"] = sequence(args, provider)
         _write(args, payload, started)
     return payload
 
@@ -349,7 +408,7 @@ def markdown(payload: dict[str, Any]) -> str:
     """The results as markdown tables, with the issue's targets and verdicts."""
     lines = [f"# frames benchmark ({payload['vectors']} vectors, top_k {payload['top_k']})", ""]
     latency = payload["results"]["latency"]
-    lines += ["| N | system | ATTENTION p50 ms | p95 ms | p50 without embedding | p95 without embedding | "
+    lines += [] if not latency else ["| N | system | ATTENTION p50 ms | p95 ms | p50 without embedding | p95 without embedding | "
               "query embedding p50 ms | round trips | commands | SELF cached p50 ms | SELF cached round trips | "
               "learn blocks/s | bytes/block | PING ms | load before |", "|" + "---|" * 15]
     for n, row in latency.items():
@@ -363,7 +422,8 @@ def markdown(payload: dict[str, Any]) -> str:
                 f"{_fmt(a.get('commands'), 0)} | {s['cached_ms']['p50']:.3f} | {_fmt(s.get('cached_round_trips'), 0)} | "
                 f"{i['blocks_per_s']:,.0f} | {_fmt(i.get('bytes_per_block'), 0)} | {_fmt(row[system].get('ping_ms'), 3)} | "
                 f"{row['load_before'][0]:.2f} |")
-    lines += ["", "| target | measured | verdict |", "|---|---|---|", *verdicts(latency), ""]
+    if latency:
+        lines += ["", "| target | measured | verdict |", "|---|---|---|", *verdicts(latency), ""]
     side = [(n, row) for n, row in latency.items() if "elfmem" in row and "redmem" in row]
     if side:
         lines += [f"## Side by side with elfmem {payload['elfmem']} (the same blocks, graph, vectors; "
@@ -385,6 +445,13 @@ def markdown(payload: dict[str, Any]) -> str:
         for label, r in q["results"].items():
             lines.append(f"| {label} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['recall@10']:.3f} | "
                          f"{r['mrr']:.3f} | {r['tokens_per_context']['mean']:.0f} | {r['assemble_ms']['p50']:.2f} |")
+    if "sequence" in payload["results"]:
+        q = payload["results"]["sequence"]
+        lines += ["", f"## LoCoMo in sequence ({q['questions']} questions, {q['turns']} turns, "
+                  f"{len(q['conversations'])} conversations; the clock advances {q['hours_per_question']} active hour "
+                  f"per question; top_k {q['top_k']})", "", "| run | R@1 | R@5 | R@10 | MRR |", "|---|---|---|---|---|"]
+        for label, r in q["results"].items():
+            lines.append(f"| {label} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['recall@10']:.3f} | {r['mrr']:.3f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -169,8 +169,8 @@ def test_popoto_runner_round_trip(tmp_path):
 
 
 def test_frames_smallest_size(tmp_path):
-    """frames.py's latency part (and, with the LoCoMo file beside the repository, its quality part)."""
-    parts = "latency,quality" if LOCOMO.exists() else "latency"
+    """frames.py's latency part (and, with the LoCoMo file beside the repository, its quality and sequence parts)."""
+    parts = "latency,quality,sequence" if LOCOMO.exists() else "latency"
     payload = run("frames.py", "--sizes", "300", "--queries", "20", "--repeats", "1", "--self-calls", "5",
                   "--vectors", "hash", "--parts", parts, "--data", str(LOCOMO), "--conversations", "1",
                   "--max-questions", "15", out_dir=tmp_path)
@@ -189,6 +189,10 @@ def test_frames_smallest_size(tmp_path):
         assert len(results) == 8 and {row["variant"] for row in results.values()} == {"turn text", "dated turn"}
         for row in results.values():
             assert row["questions"] == 15 and 0 <= row["recall@1"] <= row["recall@5"] <= row["recall@10"] <= 1
+        in_sequence = payload["results"]["sequence"]["results"]
+        assert len(in_sequence) == 8 and {row["scoring"] for row in in_sequence.values()} == {
+            "damped (default)", "seed raw weights"}
+        assert "## LoCoMo in sequence" in markdown
 
 
 def test_quality_quick_every_path(tmp_path):

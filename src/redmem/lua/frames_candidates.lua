@@ -1,6 +1,8 @@
 -- A frame's candidates: pre-filter, vector seeds, 1-hop expansion, guarantees and the scoring inputs.
 -- Eligible: in the window zset (active blocks only) with last_reinforced > now_hours - window (strict),
--- and, when filters are given, matching one tag range and one category range.
+-- and, when filters are given, matching one tag range and one category range. A guaranteed block
+-- (matching a guarantee range) is eligible however long ago it was last reinforced: the window never
+-- drops it, only archiving does.
 -- KEYS[1] clock hash {hours, started}   KEYS[2] zset window (last reinforced of active blocks)
 -- KEYS[3] zset (lex) "<tag> <id>"   KEYS[4] zset (lex) "<category> <id>"   KEYS[5] graph adjacency zset (lex)
 -- KEYS[6] graph degree hash   KEYS[7] confidence zset   KEYS[8] reinforcement count zset
@@ -74,10 +76,17 @@ else
     end
   end
 end
+local function pinned_eligible(id)  -- eligible but for the window
+  if eligible(id) then return true end
+  local ok = (not tagged or tagged[id]) and (not categorised or categorised[id])
+  local score = ok and redis.call("ZSCORE", KEYS[2], id)
+  if score then last[id] = score; return true end
+  return false
+end
 local extra = {}  -- guaranteed blocks neither seed nor neighbour
 local _, pinned = ids_in(KEYS[3], guarantee_ranges)
 for _, id in ipairs(pinned) do
-  if eligible(id) then
+  if pinned_eligible(id) then
     table.insert(guaranteed, id)
     add(extra, id)
   end

@@ -37,7 +37,7 @@ from .guarantees import oversampled, select, suppress_contradictions
 from .model import DECAY_TIERS, Block, decay_tier
 from .rendering import fit_blocks, quarter_length
 from .retrieval import block_keys, gather
-from .scoring import FrameResult, Scored, ScoredBlock, score_candidates
+from .scoring import FEEDBACK_CAP, FrameResult, Scored, ScoredBlock, score_candidates
 
 __all__ = ["FrameMemory", "SEED_TOKEN_ESTIMATE", "quarter_length"]
 
@@ -58,6 +58,9 @@ class FrameMemory:
         oversize: a block bigger than a frame's whole budget is ``"truncate"``-d to the room the
             others leave (the default), ``"skip"``-ped, or, if guaranteed, ``"admit"``-ted over the
             budget (the seed's rule); see :mod:`redmem.context.oversize`.
+        feedback_cap: the most recency and reinforcement (the signals ``frame()`` feeds back)
+            add to a score together (default :data:`~.scoring.FEEDBACK_CAP`, so frames asked in
+            sequence keep ranking by the query); None scores with the frames' raw weights (the seed's).
 
     The embedding provider and key prefix are those of :func:`redmem.configure`.
     """
@@ -65,6 +68,7 @@ class FrameMemory:
     def __init__(
         self, agent_id: str, *, token_counter: TokenCounter | str | None = None,
         clock: Callable[[], float] = time.time, oversize: str = "truncate",
+        feedback_cap: float | None = FEEDBACK_CAP,
     ) -> None:
         if not isinstance(agent_id, str) or not agent_id:
             raise ValidationError(f"agent_id must be a non-empty str, got {agent_id!r}")
@@ -73,6 +77,8 @@ class FrameMemory:
             quarter_length if token_counter == SEED_TOKEN_ESTIMATE else resolve_counter(token_counter))
         self.clock = clock
         self.oversize = check_oversize(oversize)
+        self.feedback_cap = None if feedback_cap is None else finite_number("feedback_cap", feedback_cap, low=0.0,
+                                                                            high=1.0)
 
     # -- where -------------------------------------------------------------------------------
     @property
@@ -144,6 +150,27 @@ class FrameMemory:
         if reply is None:
             raise RecordNotFound(f"cannot archive {block_id!r}: no such block")
 
+    def touch(self, block_id: str) -> float:
+        """Reinforce a block now, as if a frame had returned it (back inside every frame's window);
+        returns the active hours it was touched at. RecordNotFound when it is not stored."""
+        self._check_id(block_id)
+        return self._touch(block_id, revive=False)
+
+    def revive(self, block_id: str) -> float:
+        """Make an archived (or any) block active again and touch it; returns the active hours now.
+        RecordNotFound when it is not stored."""
+        self._check_id(block_id)
+        return self._touch(block_id, revive=True)
+
+    def _touch(self, block_id: str, *, revive: bool) -> float:
+        keys, now = block_keys(self.space), self.active_hours()
+        with server_errors(self.client):
+            reply = run_script("frames_touch", [self.space.record(block_id), keys["window"], keys["count"],
+                                                keys["version"]], [block_id, repr(now), int(revive)], self.client)
+        if reply is None:
+            raise RecordNotFound(f"cannot touch {block_id!r}: no such block")
+        return now
+
     def update_confidence(self, block_id: str, signal: float) -> float:
         """Apply one evidence signal in [0, 1] to the block's confidence (see ConfidenceField); returns it."""
         block = self.get(block_id)
@@ -214,9 +241,11 @@ class FrameMemory:
         return self._hydrated(chosen)
 
     def frame(self, name: str, query: str | None = None, *, top_k: int = 5,
-              token_budget: int | None = None) -> FrameResult:
+              token_budget: int | None = None, reinforce: bool = True) -> FrameResult:
         """Frame ``name`` rendered for the prompt; the returned blocks (and edges among them) are
-        reinforced, and a cacheable frame's result cached, in one round trip."""
+        reinforced (unless ``reinforce`` is False), and a cacheable frame's result cached, in one round trip."""
+        if not isinstance(reinforce, bool):
+            raise ValidationError(f"reinforce is a bool, got {reinforce!r}")
         definition = self.frame_definition(name)
         query, top_k = _checked_query(query), positive_int("top_k", top_k)
         budget = definition.token_budget if token_budget is None else non_negative_int("token_budget", token_budget)
@@ -236,7 +265,8 @@ class FrameMemory:
         if definition.cache is not None and cached is not None:
             write = CacheWrite(self._cache_key(definition, query, top_k, budget), encode_result(result, cached.version),
                                definition.cache.ttl_seconds)
-        edges = apply_effects(self.client, self.space, [b.id for b in result.blocks], now_hours, write)
+        returned = [b.id for b in result.blocks] if reinforce else []
+        edges = apply_effects(self.client, self.space, returned, now_hours, write)
         return replace(result, edges_reinforced=edges)
 
     def _cache_key(self, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> str:
@@ -260,7 +290,7 @@ class FrameMemory:
         with_query = vector is not None and not gathered.no_seed
         weights = definition.weights if with_query else definition.weights.without_similarity()
         guaranteed = set(gathered.guaranteed)
-        ranked = score_candidates(gathered.candidates, weights, gathered.now_hours)
+        ranked = score_candidates(gathered.candidates, weights, gathered.now_hours, self.feedback_cap)
         survivors = suppress_contradictions(oversampled(ranked, guaranteed, top_k), gathered.pairs, guaranteed)
         return select(survivors, guaranteed, top_k), gathered.now_hours, gathered.riders
 
@@ -337,6 +367,8 @@ class FrameMemory:
     acontradict = async_variant(contradict)
     aarchive = async_variant(archive)
     aupdate_confidence = async_variant(update_confidence)
+    atouch = async_variant(touch)
+    arevive = async_variant(revive)
     aget = async_variant(get)
     abegin_session = async_variant(begin_session)
     aend_session = async_variant(end_session)

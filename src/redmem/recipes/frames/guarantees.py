@@ -3,8 +3,8 @@
 Rules, in order:
 
 1. Oversample: the best ``top_k * 2`` candidates by score, plus every guaranteed block (a block
-   matching a guarantee pattern that passed the pre-filter; an archived or out-of-window block is
-   never guaranteed).
+   matching a guarantee pattern that passed the pre-filter's tags and categories, however long ago
+   it was last reinforced: the active-hours window never drops it; an archived block is never guaranteed).
 2. Suppress: for every contradicting pair among them, the loser is removed (every pair is judged,
    a loser of one pair still beats its own weaker partners). The loser is the non-guaranteed block
    when exactly one is guaranteed; else the lower confidence, then the less recently reinforced,

@@ -2,7 +2,7 @@
 
 1. Pre-filter: active blocks last reinforced strictly less than the frame's window ago, carrying a
    tag that matches one of its patterns (a range of the prefix index, not a scan) and of one of
-   its categories.
+   its categories. A block matching one of the frame's guarantees passes outside the window too.
 2. Vector seeds: the ``top_k * 4`` pre-filtered blocks of highest cosine with the query (cosine > 0).
 3. Expansion: every pre-filtered 1-hop graph neighbour of a seed, at similarity 0.0 (``was_expanded``).
 4. Composite score (:mod:`.scoring`) over seeds, neighbours and guaranteed blocks.

@@ -5,8 +5,16 @@
     centrality    = weighted degree / max weighted degree over the candidates (0 when the max is 0)
     score         = w_sim*similarity + w_conf*confidence + w_rec*recency + w_cent*centrality + w_reinf*reinforcement
 
-Every signal lies in [0, 1], so a score does too. :meth:`FrameResult.report` is the one
-method here that writes (the ObservationProtocol feedback of a frame).
+Damped (the default, ``feedback_cap`` = :data:`FEEDBACK_CAP`): recency and reinforcement, the two
+signals ``frame()`` feeds back into itself, add at most ``feedback_cap`` to a score together:
+
+    feedback      = feedback_cap * (w_rec*recency + w_reinf*reinforcement) / (w_rec + w_reinf)
+
+so they order otherwise equal blocks but cannot push a block the query matches less above one it
+matches more (asked question after question, the raw weights let returned blocks crowd the rest
+out). ``feedback_cap=None`` keeps the seed's raw weights. Every signal lies in [0, 1], so a score
+does too. :meth:`FrameResult.report` is the one method here that writes (the ObservationProtocol
+feedback of a frame).
 """
 
 from __future__ import annotations
@@ -35,7 +43,11 @@ __all__ = [
     "centralities",
     "composite_score",
     "score_candidates",
+    "FEEDBACK_CAP",
 ]
+
+#: The most recency and reinforcement together add to a score by default (damped scoring).
+FEEDBACK_CAP = 0.005
 
 
 @dataclass(frozen=True)
@@ -139,11 +151,14 @@ def centralities(degrees: Mapping[str, float]) -> dict[str, float]:
 
 def composite_score(
     weights: ScoringWeights, similarity: float, confidence: float, recency_: float, centrality: float,
-    reinforcement: float,
+    reinforcement: float, feedback_cap: float | None = None,
 ) -> float:
-    """The weighted sum of the five signals."""
-    return (weights.similarity * similarity + weights.confidence * confidence + weights.recency * recency_
-            + weights.centrality * centrality + weights.reinforcement * reinforcement)
+    """The weighted sum of the five signals, recency and reinforcement damped to ``feedback_cap`` (None: raw)."""
+    feedback = weights.recency * recency_ + weights.reinforcement * reinforcement
+    if feedback_cap is not None:
+        share = weights.recency + weights.reinforcement
+        feedback = feedback_cap * feedback / share if share > 0 else 0.0
+    return weights.similarity * similarity + weights.confidence * confidence + weights.centrality * centrality + feedback
 
 
 @dataclass(frozen=True)
@@ -158,15 +173,17 @@ class Scored:
     guaranteed: bool = False
 
 
-def score_candidates(candidates: Sequence[Candidate], weights: ScoringWeights, now_hours: float) -> list[Scored]:
-    """Score every candidate (centrality and reinforcement normalised over ``candidates``), best
-    first; equal scores by block id."""
+def score_candidates(
+    candidates: Sequence[Candidate], weights: ScoringWeights, now_hours: float, feedback_cap: float | None = None,
+) -> list[Scored]:
+    """Score every candidate (centrality and reinforcement normalised over ``candidates``; recency and
+    reinforcement damped to ``feedback_cap``, None: the raw weights), best first; equal scores by block id."""
     central = centralities({c.id: c.degree for c in candidates})
     most = max((c.reinforcement_count for c in candidates), default=0)
     scored = []
     for c in candidates:
         fresh = recency(c.decay_lambda, now_hours - c.last_reinforced)
         reinforced = log_normalised_reinforcement(c.reinforcement_count, most)
-        score = composite_score(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced)
+        score = composite_score(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced, feedback_cap)
         scored.append(Scored(c, fresh, central[c.id], reinforced, score))
     return sorted(scored, key=lambda s: (-s.score, s.candidate.id))
