@@ -22,7 +22,7 @@ from hypothesis import settings as hypothesis_settings
 
 import redmem
 from redmem.store.aio import AioClient, LoopThread, async_twin, is_cluster
-from redmem.store.connection import settings
+from redmem.store.connection import SETTING_NAMES, settings
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.embedded_cluster import EmbeddedCluster
 from redmem.store.local_server import DATA_DIR_ENV_VAR, LocalServer
@@ -107,6 +107,14 @@ def cluster_client(cluster_url, request):
     yield client
     if BRIDGE:
         client.close()
+
+
+@pytest.fixture(autouse=True)
+def _settings_restored():
+    """What a test configures ends with it (a CLI command run in-process sets the embedding provider)."""
+    before = settings()
+    yield
+    redmem.configure(**{name: getattr(before, name) for name in SETTING_NAMES})
 
 
 def _use(client):
