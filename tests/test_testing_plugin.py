@@ -58,6 +58,8 @@ def test_the_plugin_loads_by_name_too(tmp_path: Path) -> None:
     assert "3 passed" in result.stdout, result.stdout + result.stderr
 
 
-def test_installing_redmem_registers_the_plugin_with_pytest() -> None:
-    entry_points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
-    assert entry_points == {"redmem.testing": "redmem.testing"}  # the same name as pytest_plugins: loaded once
+def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
+    """Not auto-loaded (no pytest11 entry point): without the conftest line its fixtures are unknown."""
+    assert "pytest11" not in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"].get("entry-points", {})
+    result = run_user_tests(tmp_path)
+    assert "fixture 'redmem_client' not found" in result.stdout, result.stdout + result.stderr

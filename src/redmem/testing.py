@@ -1,7 +1,8 @@
 """A pytest plugin: each test that asks for it gets a private real Redis server, and redmem uses it.
 
-pytest loads it by itself once redmem is installed (the ``pytest11`` entry point ``redmem.testing``);
-with plugin autoloading off, list it in a ``conftest.py``: ``pytest_plugins = ["redmem.testing"]``.
+A project opts in, in its top-level ``conftest.py``: ``pytest_plugins = ["redmem.testing"]`` (or
+``pytest -p redmem.testing``). It is not auto-loaded: that would import redmem into every pytest run
+on the machine, before coverage starts measuring it.
 Its fixtures, for tests of code built on redmem without a fake Redis:
 
 - ``redmem_server``: an :class:`~redmem.store.embedded.EmbeddedServer` started for this test alone
