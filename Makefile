@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fresh test-async docs clean
+.PHONY: demo test test-bench test-fresh test-async docs clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -19,11 +19,15 @@ demo: $(STAMP)
 # Coverage of src/redmem over the whole suite, failing below the floor (the measured total, rounded
 # down, minus 1; docs/contributing.md). A plain `pytest tests/test_x.py` measures nothing and stays fast.
 COVERAGE_FLOOR := 90
+# One pytest-xdist worker per core, each with its own private servers (tests/conftest.py's session
+# fixtures run once per worker); a file's tests stay on one worker (module fixtures set up once).
+# `make test TEST_WORKERS=0` runs in one process. The benchmark scripts are left out (make test-bench).
+TEST_WORKERS ?= auto
 # The docs build is strict and not --quiet: mkdocs --quiet drops the warnings before --strict counts them.
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
-	$(BIN)/python -m pytest --cov=redmem --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --cov=redmem --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 
 # The second pass of CI (.ci/run): the tests whose outcome depends on the server binary or on data
@@ -37,7 +41,13 @@ test: $(STAMP)
 FRESH_TESTS := tests/test_error_map.py tests/test_errors_fuzz.py tests/test_tenant_acl.py tests/test_embedded.py \
 	tests/test_connection.py tests/test_operations.py tests/test_faults.py tests/test_benchmarks_issue18.py
 test-fresh: $(STAMP)
-	REDMEM_LOCOMO=/nonexistent .ci/without-server-binaries $(BIN)/python -m pytest -p no:cacheprovider -rs $(FRESH_TESTS)
+	REDMEM_LOCOMO=/nonexistent .ci/without-server-binaries $(BIN)/python -m pytest -p no:cacheprovider -rs --run-benchmarks $(FRESH_TESTS)
+
+# The benchmark scripts at their smallest sizes, each in its own process (tests marked bench:
+# tests/test_benchmarks_smoke.py, tests/test_benchmarks_issue18.py): a CI step of its own, without
+# coverage (the scripts run in subprocesses it does not follow) and one at a time (each times itself).
+test-bench: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -rs --run-benchmarks -m bench
 
 # The sync suite once more with every client a facade over redis.asyncio (docs/asyncio.md,
 # tests/conftest.py): tests marked sync_only or using the `sent` fixture are left out. Not a step

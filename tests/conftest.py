@@ -35,12 +35,25 @@ SUITE_DATA_DIR = os.environ[DATA_DIR_ENV_VAR] = os.path.join(tempfile.mkdtemp(pr
 BRIDGE = os.environ.get("REDMEM_TEST_CLIENT", "sync") == "asyncio-bridge"
 
 
+def pytest_addoption(parser):
+    parser.addoption("--run-benchmarks", action="store_true",
+                     help="also run the tests marked bench (benchmark scripts at their smallest sizes; make test-bench)")
+
+
+def _left_out(item, config) -> bool:
+    """A bench test without --run-benchmarks; in asyncio-bridge mode, a test of the sync connection's internals."""
+    if item.get_closest_marker("bench") and not config.getoption("--run-benchmarks"):
+        return True
+    return BRIDGE and ("sent" in getattr(item, "fixturenames", ()) or bool(item.get_closest_marker("sync_only")))
+
+
 def pytest_collection_modifyitems(config, items):
-    """In asyncio-bridge mode, leave out the tests that inspect the sync connection's internals."""
-    if not BRIDGE:
-        return
-    kept = [item for item in items if "sent" not in getattr(item, "fixturenames", ()) and not item.get_closest_marker("sync_only")]
-    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    """Leave out the bench tests unless asked for, and what asyncio-bridge mode cannot run."""
+    kept, left_out = [], []
+    for item in items:
+        (left_out if _left_out(item, config) else kept).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
     items[:] = kept
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from test_benchmarks_smoke import BENCH, LOCOMO, NEEDS_LOCOMO, run
 
-pytestmark = NEEDS_LOCOMO  # each script here reads the LoCoMo data
+pytestmark = [pytest.mark.bench, NEEDS_LOCOMO]  # each script here reads the LoCoMo data
 
 
 def test_throughput_reports_each_client_count_and_the_servers_share(tmp_path):

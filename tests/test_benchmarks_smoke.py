@@ -48,6 +48,7 @@ def run(script: str, *args: str, out_dir: Path, timeout: float = 120) -> dict:
     return json.loads((out_dir / f"{name}.json").read_text())
 
 
+@pytest.mark.bench  # a script in its own process: opt-in (--run-benchmarks, make test-bench)
 def test_latency_smallest_size_and_its_summary(tmp_path):
     payload = run("latency.py", "--sizes", "300", "--queries", "20", "--repeats", "1", "--single", "50",
                   "--systems", "redmem", out_dir=tmp_path)
@@ -72,6 +73,7 @@ def test_latency_smallest_size_and_its_summary(tmp_path):
         sys.path.remove(str(BENCH))
 
 
+@pytest.mark.bench
 @pytest.mark.cluster
 def test_latency_on_the_cluster(tmp_path):
     payload = run("latency.py", "--cluster", "--sizes", "200", "--queries", "10", "--repeats", "1",
@@ -80,6 +82,7 @@ def test_latency_on_the_cluster(tmp_path):
     assert set(payload["results"]["200"]) == {"redmem"}
 
 
+@pytest.mark.bench
 def test_tenants_smallest_size(tmp_path):
     payload = run("tenants.py", "--agents", "8", "--per-agent", "15", "--queries", "20", "--repeats", "1",
                   "--systems", "redmem", out_dir=tmp_path)
@@ -87,6 +90,7 @@ def test_tenants_smallest_size(tmp_path):
     assert rows["lexical"]["queries"] == 20 and rows["hybrid"]["p95"] >= rows["hybrid"]["p50"] > 0
 
 
+@pytest.mark.bench
 @NEEDS_LOCOMO
 def test_locomo_one_conversation(tmp_path):
     payload = run("locomo.py", "--data", str(LOCOMO), "--conversations", "1", "--max-questions", "25",
@@ -100,6 +104,7 @@ def test_locomo_one_conversation(tmp_path):
     assert results["redmem ConversationMemory lexical"]["recall@10"] > 0
 
 
+@pytest.mark.bench
 @NEEDS_LOCOMO
 def test_latency_on_questions(tmp_path):
     payload = run("latency.py", "--workload", "questions", "--data", str(LOCOMO), "--sizes", "300,600",
@@ -114,6 +119,7 @@ def test_latency_on_questions(tmp_path):
     assert set(payload["growth"]) == {"keyword_search", "lexical", "hybrid"}
 
 
+@pytest.mark.bench
 @NEEDS_LOCOMO
 def test_latency_on_questions_per_vector_prescan(tmp_path):
     payload = run("latency.py", "--workload", "questions", "--data", str(LOCOMO), "--sizes", "300",
@@ -128,6 +134,7 @@ def test_latency_on_questions_per_vector_prescan(tmp_path):
         assert row["vector_recall"][prescan]["recall_at_10"] == row["vector_recall"][prescan]["identical"] == 1.0
 
 
+@pytest.mark.bench
 @NEEDS_LOCOMO
 def test_vector_prescan_on_hashed_vectors(tmp_path):
     payload = run("vector_prescan.py", "--data", str(LOCOMO), "--hashed", "9000", "--minilm", "0",
@@ -139,6 +146,7 @@ def test_vector_prescan_on_hashed_vectors(tmp_path):
     assert hashed["hnsw_cpu_ms"] > 0 and 0.5 < hashed["hnsw_recall_at_10"] <= 1 and hashed["hnsw_build_seconds"] > 0
 
 
+@pytest.mark.bench
 @NEEDS_LOCOMO
 def test_vector_dtypes_one_conversation(tmp_path):
     results = run("vector_dtypes.py", "--data", str(LOCOMO), "--conversations", "1", "--records", "2000",
@@ -151,6 +159,7 @@ def test_vector_dtypes_one_conversation(tmp_path):
     assert results["int8"]["top10_overlap"] > 0.9
 
 
+@pytest.mark.bench
 def test_hce_smallest_size(tmp_path):
     payload = run("hce.py", "--sizes", "300", "--queries", "20", out_dir=tmp_path)
     row = payload["latency"]["300"]
@@ -160,6 +169,7 @@ def test_hce_smallest_size(tmp_path):
     assert set(payload["load_average"]) == {"before", "after"}
 
 
+@pytest.mark.bench
 def test_popoto_runner_round_trip(tmp_path):
     """Drives popoto 1.10.1 in its own venv (created on first use: about a minute, from the index)."""
     payload = run("tenants.py", "--agents", "3", "--per-agent", "10", "--queries", "5", "--repeats", "1",
@@ -168,6 +178,7 @@ def test_popoto_runner_round_trip(tmp_path):
     assert rows["lexical"]["queries"] == 5 and rows["lexical"]["round_trips"] >= 1
 
 
+@pytest.mark.bench
 def test_frames_smallest_size(tmp_path):
     """frames.py's latency part (and, with the LoCoMo file beside the repository, its quality and sequence parts)."""
     parts = "latency,quality,sequence" if LOCOMO.exists() else "latency"
@@ -195,6 +206,7 @@ def test_frames_smallest_size(tmp_path):
         assert "## LoCoMo in sequence" in markdown
 
 
+@pytest.mark.bench
 def test_quality_quick_every_path(tmp_path):
     """quality.py --quick on hashed vectors: every path answers the scenario cases (and, with the LoCoMo
     file beside the repository, a few questions over the first 60 turns of one conversation)."""
@@ -215,6 +227,7 @@ def test_quality_quick_every_path(tmp_path):
             assert 0 <= row["evidence_in_1000_tokens"] <= 1 and row["ms"]["p50"] > 0
 
 
+@pytest.mark.bench
 def test_elfmem_runner_round_trip(tmp_path):
     """Drives elfmem 0.20.0 in its own venv (created on first use: about a minute, from the index)."""
     payload = run("frames.py", "--parts", "elfmem", "--sizes", "200", "--queries", "10", "--elfmem-queries", "5",
@@ -309,6 +322,7 @@ def test_ingest_and_assemble_find_a_turn_by_its_neighbour(db):
         redmem.configure(embedding_provider=None)
 
 
+@pytest.mark.bench
 def test_architecture_measures_two_revisions_and_compares_locomo_runs(tmp_path):
     """benchmarks/architecture.py: the tree's shape at HEAD on both sides (so equal), and two
     LoCoMo results that differ only in a timing are called identical, one that differs in a
@@ -376,6 +390,7 @@ def test_hsca_evals_refuse_changed_cases(tmp_path, monkeypatch):
         hsca_evals.load_cases("eval1_fidelity.json")
 
 
+@pytest.mark.bench
 def test_filters_smallest_size(tmp_path):
     """filters.py: assemble() with no, a selective and a broad filter; every assembled record is
     checked against the filter inside the script; a filter adds no round trip."""
