@@ -25,7 +25,7 @@ PINNED = {
         "CyclicDecayField", "DatetimeField", "DbKey", "DecayingSortedField", "DefaultMemory",
         "DictField", "EmbeddingError", "EmbeddingField", "Entity", "EventStreamMixin",
         "ExistenceFilter", "Field", "FloatField", "FrequencySketch", "HashingEmbeddings", "Hit",
-        "HitList", "HybridMemory", "IndexNotBuiltWarning", "IntField", "KeyField", "ListField", "MemoryTooLarge",
+        "HitList", "HybridMemory", "IndexNotBuiltWarning", "IntField", "KeyField", "ListField", "Memory", "MemoryTooLarge",
         "MigrationReport", "MiniLMEmbeddings", "Model",
         "ModelException", "ObservationProtocol", "OpenAIEmbeddings", "OutcomeError",
         "PermissionDenied", "PolicyCache", "PredictionLedgerMixin", "QueryArgumentError",

@@ -66,6 +66,7 @@ from .recipes import (
     RetrievalQuality,
     SubconsciousMemory,
 )
+from .recipes.memory import Memory
 from .store import (
     ArgumentTypeError,
     ConfigurationError,
@@ -111,7 +112,7 @@ __all__ = [
     "resolve_counter",
     # recipes
     "ContextAssembler", "AssemblerConfig", "AssemblyResult", "RetrievalQuality", "AdaptiveAssembler", "PolicyCache",
-    "SubconsciousMemory", "DefaultMemory", "HybridMemory",
+    "SubconsciousMemory", "DefaultMemory", "HybridMemory", "Memory",
     # connection and errors
     "connect", "configure", "get_client", "aclose_clients", "RedmemError", "ValidationError", "ArgumentTypeError",
     "QueryException", "QueryArgumentError", "QueryArgumentTypeError",
