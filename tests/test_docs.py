@@ -43,6 +43,7 @@ from redmem.store.embedded import EmbeddedServer
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = [
+    "index.md",
     "getting-started.md",
     "models.md",
     "primitives/decay.md",
