@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/hsca_evals.py            # writes results/hsca_evals.{json,md}
     .venv/bin/python benchmarks/hsca_evals.py --quick    # small history and 300 snapshots
+    .venv/bin/python benchmarks/hsca_evals.py --smoke    # 3 cases a split, tiny grids (the test suite's run)
 
 The cases are this project's own writing (``data/hsca/material.py``, composed by
 ``data/hsca/build_cases.py`` into ``data/hsca/eval*.json``), frozen by content hash
@@ -108,6 +109,8 @@ CRITERIA = {
 }
 NOT_TOPICAL = {"conversational", "cross_domain", "unclassified"}
 SPLITS = ("tuning", "held_out")
+#: Cases a split in a smoke run (``--smoke``, the test suite's run).
+SMOKE_CASES = 3
 
 
 # ----------------------------------------------------------------------------- the frozen cases
@@ -263,13 +266,13 @@ def history_readings(keywords: Sequence[str]) -> dict[str, Any]:
                              if s == stems[k]} for k in keywords}}
 
 
-def tuner_ceiling(cases: list[dict[str, Any]]) -> dict[str, Any]:
+def tuner_ceiling(cases: list[dict[str, Any]], windows: Sequence[int], thresholds: Sequence[float]) -> dict[str, Any]:
     """A diagnostic, not a selection: eval 1's held-out pass rate for every window and threshold
-    the tuner can choose (flag weights at 1), so whether any tuning could move the metric at all."""
+    given (the tuner's whole grid but in a smoke run, flag weights at 1): could tuning move the metric at all."""
     held_out = [c for c in cases if c["split"] == "held_out"]
     found: dict[str, list[str]] = {}
-    for window in range(WINDOW_BOUNDS[0], WINDOW_BOUNDS[1] + 1):
-        for threshold in THRESHOLD_GRID:
+    for window in windows:
+        for threshold in thresholds:
             results = eval_fidelity(held_out, lambda w=window, t=threshold: HSCAEngine(t, cooccurrence_window=w))
             found[f"{window}/{threshold}"] = [r["id"] for r in results if not r["passed"]]
     rates = {k: 1 - len(v) / len(held_out) for k, v in found.items()}
@@ -407,17 +410,24 @@ def meaning_of(embedder: Any, settings: dict[str, Any], prototypes: dict[str, di
                             prototypes[settings["prototypes"]])
 
 
-def calibrate_meaning(cases: list[dict[str, Any]], embedder: Any,
-                      prototypes: dict[str, dict[str, list[str]]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+#: The grid eval 5's EmbeddingDomains settings are chosen from: floors, margins, bridge cosines.
+MEANING_GRID = ((0.1, 0.15, 0.2), (0.05, 0.1, 0.15), (0.15, 0.2, 0.25, 0.3))
+#: A smoke run's grid: one point.
+SMOKE_MEANING_GRID = ((0.2,), (0.05,), (0.3,))
+
+
+def calibrate_meaning(cases: list[dict[str, Any]], embedder: Any, prototypes: dict[str, dict[str, list[str]]],
+                      grid_axes: tuple[Sequence[float], ...] = MEANING_GRID) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The EmbeddingDomains prototypes, floor, margin and bridge cosine that maximise pass rate
     minus false bridge rate on eval 5's tuning half (ties: the written prototypes, then the most
     conservative: lowest margin, highest bridge, highest floor), and every grid point."""
     tuning = [c for c in cases if c["split"] == "tuning"]
     grid = []
+    floors, margins, bridges = grid_axes
     for name in prototypes:
-        for floor in (0.1, 0.15, 0.2):
-            for margin in (0.05, 0.1, 0.15):
-                for bridge in (0.15, 0.2, 0.25, 0.3):
+        for floor in floors:
+            for margin in margins:
+                for bridge in bridges:
                     settings = {"prototypes": name, "floor": floor, "margin": margin, "bridge": bridge}
                     meaning = meaning_of(embedder, settings, prototypes)
                     rows = eval_bridging(tuning, lambda m=meaning: HSCAEngine(domain_model=m))
@@ -627,22 +637,33 @@ def verdict(rates: dict[str, Any], target: float) -> str:
     return "PASS" if rates["held_out"]["rate"] >= target else "MISS"
 
 
+def smoke_sample(cases: list[dict[str, Any]], per_split: int) -> list[dict[str, Any]]:
+    """The first ``per_split`` cases of each split (a smoke run's cases)."""
+    return [c for split in SPLITS for c in [c for c in cases if c["split"] == split][:per_split]]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small history and 300 snapshots")
+    parser.add_argument("--smoke", action="store_true",
+                        help="3 cases a split, one calibration point, 2 tuner settings, history 0/4, 40 snapshots")
     parser.add_argument("--snapshots", type=int, default=None, help="snapshots in the session (10000; quick 300)")
     parser.add_argument("--out", default="hsca_evals", help="results/<out>.json and .md")
     args = parser.parse_args(argv)
-    snapshots = args.snapshots or (300 if args.quick else 10_000)
+    snapshots = args.snapshots or (40 if args.smoke else 300 if args.quick else 10_000)
+    steps = (0, 4) if args.smoke else (0, 20, 100) if args.quick else (0, 100, 1000)
     load_start = list(os.getloadavg())
     cases = {name: load_cases(name) for name in FROZEN}
+    if args.smoke:
+        cases = {name: smoke_sample(rows, SMOKE_CASES) for name, rows in cases.items()}
     with EmbeddedServer() as server:
         redmem.connect(server.url)
         redmem.configure(key_prefix="hsca")
         from redmem.embeddings import MiniLMEmbeddings
         embedder = MiniLMEmbeddings()
         prototypes = prototype_sets(cases)
-        calibrated, grid = calibrate_meaning(cases["eval5_bridging.json"], embedder, prototypes)
+        calibrated, grid = calibrate_meaning(cases["eval5_bridging.json"], embedder, prototypes,
+                                             SMOKE_MEANING_GRID if args.smoke else MEANING_GRID)
         meaning = meaning_of(embedder, calibrated, prototypes)
         evals: dict[str, Any] = {}
         for name, run, factory in [
@@ -657,11 +678,13 @@ def main(argv: list[str] | None = None) -> None:
             evals[name] = {"criterion": criterion, "target": target, "verdict": verdict(rates, target),
                            "pass_rates": rates, "cases": results}
         adversarial = [r for r in evals["eval4_adversarial"]["cases"] if r["split"] == "held_out"]
-        improvement = eval_self_improvement(cases["eval1_fidelity.json"], (0, 20, 100) if args.quick else (0, 100, 1000))
+        improvement = eval_self_improvement(cases["eval1_fidelity.json"], steps)
+        windows = (5, 6) if args.smoke else range(WINDOW_BOUNDS[0], WINDOW_BOUNDS[1] + 1)
         evals["eval3_self_improvement"] = {
             "criterion": CRITERIA["eval3_self_improvement"][0], "target": None,
             "verdict": "PASS" if improvement["passed"] else "MISS", **improvement,
-            "tuner_ceiling": tuner_ceiling(cases["eval1_fidelity.json"]),
+            "tuner_ceiling": tuner_ceiling(cases["eval1_fidelity.json"], windows,
+                                           THRESHOLD_GRID[:1] if args.smoke else THRESHOLD_GRID),
             "history_readings": history_readings(MISS_KEYWORDS),
         }
         bridging = [r for r in evals["eval5_bridging"]["cases"] if r["split"] == "held_out"]
@@ -672,11 +695,11 @@ def main(argv: list[str] | None = None) -> None:
         evals["eval4_adversarial"]["top3_tfidf_and_bottom_third_layer1"] = (
             sum(r["top3_tfidf_bottom_third_layer1"] for r in adversarial) / len(adversarial))
         turns = [t for c in cases["eval1_fidelity.json"] + cases["eval2_macro.json"] for t in c["turns"]]
-        costs = {"score_layers": scoring_throughput(turns, 1 if args.quick else 3),
-                 "session": snapshot_costs(turns, snapshots, 5 if args.quick else 20)}
+        costs = {"score_layers": scoring_throughput(turns, 1 if args.quick or args.smoke else 3),
+                 "session": snapshot_costs(turns, snapshots, 3 if args.smoke else 5 if args.quick else 20)}
     payload = {
         "machine": common.machine(), "load_average_start": load_start, "load_average_end": list(os.getloadavg()),
-        "quick": args.quick, "frozen_cases": {name: file_hash(DATA / name) for name in FROZEN},
+        "quick": args.quick, "smoke": args.smoke, "frozen_cases": {name: file_hash(DATA / name) for name in FROZEN},
         "evals": dict(sorted(evals.items())), "keyword_audit": keyword_audit(cases), "costs": costs,
     }
     path = common.write_json(args.out, payload)
