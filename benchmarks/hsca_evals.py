@@ -68,6 +68,7 @@ from typing import Any
 
 import common
 import hsca_baselines as baselines
+import hsca_stuffing
 import redmem
 from redmem.recipes.hsca import (
     AgentMacro,
@@ -770,6 +771,10 @@ def markdown(payload: dict[str, Any]) -> str:
               f"window/threshold settings: {improvement['tuner_ceiling']['best_rate']:.0%}.",
               f"Eval 5: chosen on the tuning half: {json.dumps(bridging['calibrated_on_tuning_half']['chosen'])}; "
               f"held-out misses by reason: {json.dumps(bridging['held_out_misses_by_reason'])}."]
+    stuffing = payload["layer1_stuffing"]
+    lines += ["", f"Layer 1 against stuffing ({stuffing['genuine']} genuine paragraphs of Python's reference docs, "
+              f"{stuffing['stuffed']} stuffed texts of the same lengths, benchmarks/hsca_stuffing.py): ranking AUC "
+              f"{stuffing['auc']:.3f} (target >= 0.9); by form {json.dumps(stuffing['auc_by_form'])}."]
     lines += ["", "```json", json.dumps(payload["costs"], indent=1), "```", ""]
     return "\n".join(lines)
 
@@ -864,13 +869,16 @@ def main(argv: list[str] | None = None) -> None:
         evals["eval5_bridging"]["calibrated_on_tuning_half"] = {"chosen": calibrated, "grid": grid}
         evals["eval5_bridging"]["held_out_misses_by_reason"] = bridging_failures(
             cases["eval5_bridging.json"], evals["eval5_bridging"]["cases"], meaning)
+        stuffing = hsca_stuffing.stuffing_report(lambda t: HSCAEngine().score_layers(t).layer1_score, common.SEED,
+                                                 limit=12 if args.smoke else None)
         turns = [t for c in cases["eval1_fidelity.json"] + cases["eval2_macro.json"] for t in c["turns"]]
         costs = {"score_layers": scoring_throughput(turns, 1 if args.quick or args.smoke else 3),
                  "session": snapshot_costs(turns, snapshots, 3 if args.smoke else 5 if args.quick else 20)}
     payload = {
         "machine": common.machine(), "load_average_start": load_start, "load_average_end": list(os.getloadavg()),
         "quick": args.quick, "smoke": args.smoke, "frozen_cases": {name: file_hash(DATA / name) for name in FROZEN},
-        "evals": dict(sorted(evals.items())), "keyword_audit": keyword_audit(cases), "costs": costs,
+        "evals": dict(sorted(evals.items())), "keyword_audit": keyword_audit(cases),
+        "layer1_stuffing": stuffing, "costs": costs,
     }
     path = common.write_json(args.out, payload)
     path.with_suffix(".md").write_text(markdown(payload))

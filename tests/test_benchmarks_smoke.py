@@ -352,6 +352,10 @@ def test_hsca_evals_smoke(tmp_path):
         assert held["cases"] == tuning["cases"] == 3 and 0 <= held["rate"] <= 1
     assert evals["eval3_self_improvement"]["tuner_ceiling"]["settings"] == 2
     assert all(k["other"] > k["own"] for k in payload["keyword_audit"])
+    assert payload["layer1_stuffing"]["genuine"] == payload["layer1_stuffing"]["stuffed"] == 12
+    assert 0.0 <= payload["layer1_stuffing"]["auc"] <= 1.0
+    for row in (evals["eval1_fidelity"], evals["eval4_adversarial"]):
+        assert row["best_baseline"] in row["baselines"] and row["margin"] == 0.10
     costs = payload["costs"]
     assert costs["score_layers"]["chunks_per_s"] > 0 and costs["session"]["snapshots"] >= 40
     assert {"full_read_s", "get_macro_context_cold_s", "domain_evolution_full_read_s"} <= set(costs["session"])
