@@ -68,6 +68,7 @@ from typing import Any
 
 import common
 import hsca_baselines as baselines
+import hsca_chat
 import hsca_stuffing
 import redmem
 from redmem.recipes.hsca import (
@@ -775,6 +776,11 @@ def markdown(payload: dict[str, Any]) -> str:
     lines += ["", f"Layer 1 against stuffing ({stuffing['genuine']} genuine paragraphs of Python's reference docs, "
               f"{stuffing['stuffed']} stuffed texts of the same lengths, benchmarks/hsca_stuffing.py): ranking AUC "
               f"{stuffing['auc']:.3f} (target >= 0.9); by form {json.dumps(stuffing['auc_by_form'])}."]
+    chat = payload["chat_signal"]
+    if "turns" in chat:
+        lines += ["", f"Chat (LoCoMo dev, {chat['turns']} turns, {chat['snapshots']} snapshots, benchmarks/hsca_chat.py): "
+                  f"layer1 == 0 on {chat['layer1_zero_share']:.0%} of turns (target <= 20%); snapshots dominated by "
+                  f"conversational/unclassified {chat['chat_dominated_share']:.0%} (target <= 40%)."]
     lines += ["", "```json", json.dumps(payload["costs"], indent=1), "```", ""]
     return "\n".join(lines)
 
@@ -871,6 +877,7 @@ def main(argv: list[str] | None = None) -> None:
             cases["eval5_bridging.json"], evals["eval5_bridging"]["cases"], meaning)
         stuffing = hsca_stuffing.stuffing_report(lambda t: HSCAEngine().score_layers(t).layer1_score, common.SEED,
                                                  limit=12 if args.smoke else None)
+        chat = hsca_chat.chat_signal(limit=3 if args.smoke else None)
         turns = [t for c in cases["eval1_fidelity.json"] + cases["eval2_macro.json"] for t in c["turns"]]
         costs = {"score_layers": scoring_throughput(turns, 1 if args.quick or args.smoke else 3),
                  "session": snapshot_costs(turns, snapshots, 3 if args.smoke else 5 if args.quick else 20)}
@@ -878,7 +885,7 @@ def main(argv: list[str] | None = None) -> None:
         "machine": common.machine(), "load_average_start": load_start, "load_average_end": list(os.getloadavg()),
         "quick": args.quick, "smoke": args.smoke, "frozen_cases": {name: file_hash(DATA / name) for name in FROZEN},
         "evals": dict(sorted(evals.items())), "keyword_audit": keyword_audit(cases),
-        "layer1_stuffing": stuffing, "costs": costs,
+        "layer1_stuffing": stuffing, "chat_signal": chat, "costs": costs,
     }
     path = common.write_json(args.out, payload)
     path.with_suffix(".md").write_text(markdown(payload))
