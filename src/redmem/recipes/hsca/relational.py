@@ -112,13 +112,13 @@ def _supporting_sentences(paragraphs: Sequence[tuple[Sentence, ...]], window: in
     return supported
 
 
-def _add_recurrence(supported: defaultdict[str, set[int]], context: Sequence[Sentence]) -> None:
+def _add_recurrence(supported: dict[str, set[int]], context: Sequence[Sentence]) -> None:
     """A short turn's terms are also supported by every context sentence that says them again:
     a reply ties into its conversation by the words it takes up, which rarely recur in the same
     window there (module docstring)."""
     for index, sentence in enumerate(context):
         for term in sentence.terms:
-            supported[term].add(index)
+            supported.setdefault(term, set()).add(index)
 
 
 def _others(sentences: set[int], index: int) -> int:
