@@ -345,33 +345,35 @@ def test_architecture_measures_two_revisions_and_compares_locomo_runs(tmp_path):
     assert "| b | 0.7000 | 0.6900 |" in out.with_suffix(".md").read_text()
 
 
-def test_hsca_evals_quick(tmp_path):
-    payload = run("hsca_evals.py", "--quick", "--snapshots", "40", out_dir=tmp_path, timeout=600)
+def test_hsca_evals_smoke(tmp_path):
+    """hsca_evals.py on 3 cases a split with tiny grids (the full run is a benchmark, not a test)."""
+    payload = run("hsca_evals.py", "--smoke", out_dir=tmp_path, timeout=300)
     sys.path.insert(0, str(BENCH))
     try:
         import hsca_evals
     finally:
         sys.path.remove(str(BENCH))
-    assert payload["frozen_cases"] == hsca_evals.FROZEN
+    assert payload["frozen_cases"] == hsca_evals.FROZEN and payload["smoke"]
     evals = payload["evals"]
     assert list(evals) == ["eval1_fidelity", "eval2_macro", "eval3_self_improvement", "eval4_adversarial",
                            "eval5_bridging"]
     for name, row in evals.items():
         assert row["verdict"] in {"PASS", "MISS"}
         if name == "eval3_self_improvement":
-            assert [s["interactions"] for s in row["steps"]] == [0, 20, 100]
+            assert [s["interactions"] for s in row["steps"]] == [0, 4]
             continue
         held, tuning = row["pass_rates"]["held_out"], row["pass_rates"]["tuning"]
-        assert held["cases"] >= 15 and tuning["cases"] >= 15 and 0 <= held["rate"] <= 1
-        assert len(row["cases"]) >= 30
-    assert evals["eval3_self_improvement"]["tuner_ceiling"]["settings"] == 9 * 21
-    dropped = {(k["domain"], k["stem"]) for k in payload["keyword_audit"] if k["dropped"]}
-    assert ("philosophical", "mean") in dropped and all(k["other"] > k["own"] for k in payload["keyword_audit"])
+        assert held["cases"] == tuning["cases"] == 3 and 0 <= held["rate"] <= 1
+    assert evals["eval3_self_improvement"]["tuner_ceiling"]["settings"] == 2
+    assert all(k["other"] > k["own"] for k in payload["keyword_audit"])
+    assert payload["layer1_stuffing"]["genuine"] == payload["layer1_stuffing"]["stuffed"] == 12
+    assert 0.0 <= payload["layer1_stuffing"]["auc"] <= 1.0
+    for row in (evals["eval1_fidelity"], evals["eval4_adversarial"]):
+        assert row["best_baseline"] in row["baselines"] and row["margin"] == 0.10
     costs = payload["costs"]
     assert costs["score_layers"]["chunks_per_s"] > 0 and costs["session"]["snapshots"] >= 40
     assert {"full_read_s", "get_macro_context_cold_s", "domain_evolution_full_read_s"} <= set(costs["session"])
     assert all(row["p50"] > 0 for row in costs["session"]["latency_ms"].values())
-    assert len(payload["load_average_start"]) == 3
     assert (tmp_path / "smoke_hsca_evals.md").read_text().startswith("# HSCA evaluations")
 
 

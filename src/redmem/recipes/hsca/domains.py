@@ -5,7 +5,9 @@ A topical domain is tagged when its keywords (compared as analyser stems) make u
 :data:`MIN_TERMS_FOR_TWO_HITS` terms or more). ``conversational`` is a register, not a topic: it
 is tagged when first- and second-person words and interjections make up :data:`DOMAIN_SHARE` of
 the surface words. ``cross_domain`` is added when two topical domains that are not related
-(:data:`RELATED_DOMAINS`) are both tagged. No domain, or any failure, gives ``["unclassified"]``:
+(:data:`RELATED_DOMAINS`; an everyday topic, :data:`EVERYDAY_DOMAINS`, is related to every domain) are
+both tagged. ``conversational`` is tagged only when no topical domain is: a register says what a
+chunk is about only when nothing else does. No domain, or any failure, gives ``["unclassified"]``:
 classification never raises.
 
 Keyword weights (tuned per agent from its served history, :mod:`.keyword_tuning`) scale each
@@ -26,7 +28,7 @@ from .text import ParsedTurn
 
 __all__ = [
     "classify_domains", "conversational_register", "unrelated_pair", "domain_stems", "keyword_hits", "KeywordWeights",
-    "DOMAIN_KEYWORDS", "RELATED_DOMAINS", "DOMAIN_SHARE", "MIN_TERMS_FOR_TWO_HITS",
+    "DOMAIN_KEYWORDS", "EVERYDAY_DOMAINS", "RELATED_DOMAINS", "DOMAIN_SHARE", "MIN_TERMS_FOR_TWO_HITS",
 ]
 
 #: Per domain (its tag's value), per keyword stem, the factor on that keyword's hits for that domain.
@@ -68,7 +70,29 @@ DOMAIN_KEYWORDS: dict[DomainTag, str] = {
                              "metaphysics socrates plato kant",
     DomainTag.HISTORICAL: "history historical century war empire ancient medieval revolution dynasty king treaty "
                           "battle era colonial kingdom roman reign archive monarchy independence",
+    # everyday topics of conversation, written from general knowledge of what people chat about
+    DomainTag.FAMILY: "family mom mum dad mother father parent kids son daughter brother sister grandma "
+                      "grandpa grandmother grandfather baby children husband wife cousin aunt uncle",
+    DomainTag.RELATIONSHIPS: "friend friendship boyfriend girlfriend partner date dating wedding marriage "
+                             "breakup love together support lonely community",
+    DomainTag.WORK: "job work career boss office colleague coworker interview promotion salary "
+                    "project business company client shift hired",
+    DomainTag.EDUCATION: "school college university class teacher student exam homework study degree course "
+                         "graduate semester lecture",
+    DomainTag.FOOD: "food cook cooking recipe dinner lunch breakfast restaurant bake baking cake pizza meal "
+                    "coffee kitchen delicious",
+    DomainTag.TRAVEL: "travel trip vacation holiday flight beach hotel camping hike hiking road abroad visit "
+                      "tour mountains",
+    DomainTag.PETS: "pet pets dog dogs puppy cat cats kitten vet walk leash adopt adopted",
+    DomainTag.ARTS_HOBBIES: "painting paint art artist music guitar piano sing song concert book books reading "
+                            "novel photography craft pottery dance garden gardening movie",
+    DomainTag.FITNESS: "gym workout exercise run running yoga marathon fitness training sport sports soccer "
+                       "football basketball swim swimming bike",
 }
+#: The everyday topics: they mix with any domain in a conversation, so none makes a chunk cross-domain.
+EVERYDAY_DOMAINS = frozenset({DomainTag.FAMILY, DomainTag.RELATIONSHIPS, DomainTag.WORK, DomainTag.EDUCATION,
+                              DomainTag.FOOD, DomainTag.TRAVEL, DomainTag.PETS, DomainTag.ARTS_HOBBIES,
+                              DomainTag.FITNESS})
 
 #: Pairs of domains close enough that both together do not make a chunk cross-domain.
 RELATED_DOMAINS: frozenset[frozenset[DomainTag]] = frozenset(
@@ -116,7 +140,7 @@ def _classify(terms: list[str], words: list[str], keyword_weights: KeywordWeight
     topical = sorted((d for d, n in hits.items() if n >= needed and n >= DOMAIN_SHARE * len(terms)),
                      key=lambda d: -hits[d])
     tags = [d.value for d in topical]
-    if _spoken(words):
+    if not tags and _spoken(words):
         tags.append(DomainTag.CONVERSATIONAL.value)
     if unrelated_pair(topical):
         tags.append(DomainTag.CROSS_DOMAIN.value)
@@ -134,4 +158,5 @@ def conversational_register(turn: ParsedTurn) -> bool:
 
 def unrelated_pair(domains: Iterable[DomainTag]) -> bool:
     """Whether two of ``domains`` are not a related pair (so the chunk is cross-domain)."""
-    return any(frozenset(pair) not in RELATED_DOMAINS for pair in combinations(domains, 2))
+    spec = [d for d in domains if d not in EVERYDAY_DOMAINS]
+    return any(frozenset(pair) not in RELATED_DOMAINS for pair in combinations(spec, 2))

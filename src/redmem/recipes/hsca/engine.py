@@ -26,6 +26,7 @@ from .nuance_model import NuanceModel
 from .scoring import ScoredTurn, score_turn
 from .source import PASSAGE_FIELDS, SnapshotPassage, assemble_region
 from .store import SessionStore
+from .support import support_strength
 from .text import MAX_TURN_CHARS, ParsedTurn, query_terms
 from .tuning import load_parameters
 from .window import DEFAULT_MIN_BEAT, build_snapshot, snapshot_due
@@ -185,6 +186,13 @@ class HSCAEngine:
             return []
         beats = self._beats.mentioning(terms, *region)
         return rank_relevant(beats, terms, context_position, positive_int("limit", limit), locality)
+
+    def support_strength(self, claim: str, region: tuple[int, int | None] = (0, None)) -> float:
+        """How firmly the snapshots of ``region`` back ``claim``, in [0, 1]: the best beat's mean
+        relational weight of the claim's terms (:mod:`.support`; a ConfidenceField signal through
+        :func:`~redmem.recipes.hsca.support.confidence_signal`)."""
+        terms = query_terms("claim", claim)
+        return support_strength(self._beats.mentioning(terms, *region), terms) if terms else 0.0
 
     def assemble(self, query: str, *, region: tuple[int, int | None] = (0, None),
                  context_position: int | None = None, assembler: ContextAssembler | None = None) -> AssemblyResult:

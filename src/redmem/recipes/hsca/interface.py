@@ -16,7 +16,10 @@ __all__ = ["DomainTag", "NuanceFlag", "WeightedChunk", "ContextSnapshot", "MODEL
 
 
 class DomainTag(StrEnum):
-    """The controlled vocabulary of layer 2 (``unclassified``: no domain could be decided)."""
+    """The controlled vocabulary of layer 2 (``unclassified``: no domain could be decided).
+
+    The spec's domains, then redmem's everyday topics of conversation (``family`` to ``fitness``,
+    :data:`~.domains.EVERYDAY_DOMAINS`)."""
 
     PHYSICS = "physics"
     MATHEMATICS = "mathematics"
@@ -28,6 +31,15 @@ class DomainTag(StrEnum):
     CONVERSATIONAL = "conversational"
     PHILOSOPHICAL = "philosophical"
     HISTORICAL = "historical"
+    FAMILY = "family"
+    RELATIONSHIPS = "relationships"
+    WORK = "work"
+    EDUCATION = "education"
+    FOOD = "food"
+    TRAVEL = "travel"
+    PETS = "pets"
+    ARTS_HOBBIES = "arts_hobbies"
+    FITNESS = "fitness"
     CROSS_DOMAIN = "cross_domain"
     UNCLASSIFIED = "unclassified"
 

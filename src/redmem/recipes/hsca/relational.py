@@ -14,10 +14,13 @@ so every score is in [0, 1]: 0 for words that never recur together (a keyword-st
 1 when every word is tied to the recurring vocabulary in two other sentences or more. This is
 not TF-IDF: no corpus statistic enters, only the chunk's own structure.
 
-Short chunks (fewer than :data:`SHORT_CHUNK_SENTENCES` sentences) carry too little structure
+Short chunks (fewer than :data:`SHORT_CHUNK_SENTENCES` sentences, or in a conversation fewer
+than :data:`SHORT_CHUNK_TERMS` terms) carry too little structure
 of their own, so their scoring is deferred to the conversation: the sentences of the context
-(the chunks still in the buffer) are the "other sentences" and share the frequency count; the
-score is the mean over the chunk's own sentences. Without context a short chunk scores the
+(the engine's last ``max_buffer_chunks`` turns) are the "other sentences" and share the
+frequency count, and a context sentence also supports a term of the chunk by holding it at all
+(recurrence, not only co-occurrence: a reply takes up its conversation's words, seldom in the
+same window); the score is the mean over the chunk's own sentences. Without context a short chunk scores the
 flat :data:`SHORT_CHUNK_SCORE`. Either way it is marked short.
 """
 
@@ -31,10 +34,13 @@ from statistics import fmean
 from ...store.validation import positive_int
 from .text import ParsedTurn, Sentence
 
-__all__ = ["Relational", "relational_weight", "SHORT_CHUNK_SENTENCES", "SHORT_CHUNK_SCORE", "SUPPORT_SATURATION"]
+__all__ = ["Relational", "relational_weight", "SHORT_CHUNK_SENTENCES", "SHORT_CHUNK_TERMS", "SHORT_CHUNK_SCORE", "SUPPORT_SATURATION"]
 
 #: A chunk with fewer sentences than this is short (scored against its context).
 SHORT_CHUNK_SENTENCES = 3
+#: In a conversation (a context given), a chunk with fewer terms than this is short too, however
+#: many sentences it has (a chat turn of three exclamations holds too few words to recur within itself).
+SHORT_CHUNK_TERMS = 20
 #: The layer-1 score of a short chunk with no context to score it against.
 SHORT_CHUNK_SCORE = 0.2
 #: Other sentences of support at which a term's relational weight saturates at 1.
@@ -61,7 +67,7 @@ def relational_weight(turn: ParsedTurn, window: int = 5, context: Sequence[Parse
     sentences = turn.sentences
     if not sentences:
         return Relational(0.0, (), (), short_chunk=True)
-    short = len(sentences) < SHORT_CHUNK_SENTENCES
+    short = len(sentences) < SHORT_CHUNK_SENTENCES or (bool(context) and len(turn.terms) < SHORT_CHUNK_TERMS)
     paragraphs: list[tuple[Sentence, ...]] = list(turn.paragraphs)
     if short:
         context_paragraphs = [p for past in context for p in past.paragraphs]
@@ -72,6 +78,8 @@ def relational_weight(turn: ParsedTurn, window: int = 5, context: Sequence[Parse
         paragraphs = context_paragraphs + paragraphs
     supported = _supporting_sentences(paragraphs, window)
     first_own = sum(len(p) for p in paragraphs) - len(sentences)
+    if short:
+        _add_recurrence(supported, [s for p in paragraphs for s in p][:first_own])
     scores: list[float] = []
     per_term: defaultdict[str, list[float]] = defaultdict(list)
     for offset, sentence in enumerate(sentences):
@@ -102,6 +110,15 @@ def _supporting_sentences(paragraphs: Sequence[tuple[Sentence, ...]], window: in
                 if frequency[term] >= 2:
                     supported[other].add(other_sentence)
     return supported
+
+
+def _add_recurrence(supported: dict[str, set[int]], context: Sequence[Sentence]) -> None:
+    """A short turn's terms are also supported by every context sentence that says them again:
+    a reply ties into its conversation by the words it takes up, which rarely recur in the same
+    window there (module docstring)."""
+    for index, sentence in enumerate(context):
+        for term in sentence.terms:
+            supported.setdefault(term, set()).add(index)
 
 
 def _others(sentences: set[int], index: int) -> int:

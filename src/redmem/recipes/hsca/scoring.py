@@ -1,15 +1,16 @@
 """Layers 1 to 3 on one turn: the WeightedChunk and the term weights layer 1 found.
 
 Checks the turn (:func:`.text.checked_turn`), parses it once, then: relational weight
-(:mod:`.relational`, against ``context`` when the turn is short), domain tags (:mod:`.domains`),
+(:mod:`.relational`, against ``context`` when the turn is short) times the chunk's originality
+(:mod:`.originality`, the discount for stuffing), domain tags (:mod:`.domains`),
 coherence (:mod:`.coherence`), the deterministic nuance flags (:mod:`.nuance`), ``short_chunk``
 when layer 1 scored the turn as short, and the model's flags when a model is given
 (:mod:`.nuance_model`). Empty text is a defined result: layer 1 and coherence 0,
 ``["unclassified"]``, only the ``short_chunk`` flag.
 
 Flag weights (tuned per agent, :mod:`.tuning`) scale the relational weight by the chunk's
-flags: ``layer1 = min(1, relational * prod(flag_weights.get(f, 1) for f in flags))``; with no
-weights layer 1 is the relational weight itself.
+flags: ``layer1 = min(1, relational * originality * prod(flag_weights.get(f, 1) for f in flags))``;
+with no weights layer 1 is ``relational * originality``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .domains import KeywordWeights, classify_domains
 from .interface import NuanceFlag, WeightedChunk
 from .nuance import deterministic_flags
 from .nuance_model import NuanceModel
+from .originality import originality
 from .relational import relational_weight
 from .text import MAX_TURN_CHARS, ParsedTurn, checked_turn, parse_turn
 
@@ -63,6 +65,7 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
     """
     parsed = parse_turn(checked_turn(text, max_chars), analyzer)
     relational = relational_weight(parsed, window, context)
+    discounted = relational.score * originality(parsed)
     flags = deterministic_flags(parsed)
     if relational.short_chunk:
         flags.append(NuanceFlag.SHORT_CHUNK.value)
@@ -71,7 +74,7 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
     chunk = WeightedChunk(
         chunk_id=str(uuid.uuid4()),
         text=parsed.text,
-        layer1_score=weighted_layer1(relational.score, flags, flag_weights),
+        layer1_score=weighted_layer1(discounted, flags, flag_weights),
         domain_tags=(classify_domains(parsed, keyword_weights) if domain_model is None
                      else domain_model.classify(parsed, context)),
         coherence_score=coherence_score(parsed),
