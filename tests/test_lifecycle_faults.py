@@ -3,10 +3,9 @@ redis-py resends): a merge counts the restatement once, a supersede stores the n
 
 from __future__ import annotations
 
-from test_faults import StallBeforeExec, client, server, stalled  # noqa: F401  (fixtures)
-
 from redmem import AutoKeyField, KeyField, Model, StringField, WriteOutcomeUnknown
 from redmem.lifecycle import LifecycleMixin, remember
+from test_faults import StallBeforeExec, client, server, stalled  # noqa: F401  (fixtures)
 
 
 class LifecycleFaultsNote(LifecycleMixin, Model):
