@@ -1,9 +1,10 @@
 """LLM-free detection, as plain values: a text's digest, its anchors, and its subject/slot.
 
 - :func:`text_digest`: exact restatements (case, spacing and end punctuation aside) share it.
-- :func:`anchors`: the names and numbers a statement commits to. Two statements are near
-  duplicates only when their anchors agree, so "lives in Berlin" never merges into "lives in
-  Lisbon" however close their vectors are.
+- :func:`anchors`: the names and numbers a statement commits to; :func:`restates`: two
+  statements say the same when their anchors agree and the content words of one (stop words and
+  predicate words aside) are all in the other, so "lives in Berlin" never merges into "lives in
+  Lisbon", nor "likes tea" into "likes cocoa", however close their vectors are.
 - :func:`infer_slot`: the subject (the first name the entity extractor finds at the start) and
   the attribute family of the predicate (where one lives, works, what one uses, prefers ...):
   a newer fact of the same slot supersedes the older.
@@ -15,12 +16,16 @@ import hashlib
 import re
 
 from ..recipes.extractors import find_entities
+from ..text.stopwords import ENGLISH_STOPWORDS
 
-__all__ = ["text_digest", "anchors", "infer_slot", "slot_key", "SLOT_FAMILIES"]
+__all__ = [
+    "text_digest", "anchors", "content_words", "restates", "same_value", "infer_slot", "slot_key", "SLOT_FAMILIES",
+    "MODIFIERS",
+]
 
 _SPACES = re.compile(r"\s+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-_WORD = re.compile(r"[a-z']+")
+_WORD = re.compile(r"[a-z0-9']+")
 
 #: Attribute families and the predicate words that name them (lower case, whole words).
 SLOT_FAMILIES: dict[str, frozenset[str]] = {
@@ -41,6 +46,13 @@ SLOT_FAMILIES: dict[str, frozenset[str]] = {
     ),
 }
 
+_PREDICATE_WORDS = frozenset().union(*SLOT_FAMILIES.values())
+#: Time and degree words that say nothing of a value ("now drinks tea every morning").
+MODIFIERS = frozenset(
+    "now still currently today these days every morning evening night week month year last new again "
+    "best most really usually always often lately recently".split()
+)
+
 
 def text_digest(text: str) -> str:
     """The digest of a statement, normalised: case-folded, spaces collapsed, end punctuation dropped."""
@@ -52,6 +64,33 @@ def anchors(text: str) -> frozenset[str]:
     """The names and numbers of a statement, case-folded (what two restatements must share)."""
     names = {name.casefold() for name in find_entities(text)}
     return frozenset(names | set(_NUMBER.findall(text)))
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words of a statement that carry its value: lower case, less stop words and predicate words."""
+    words = set(_WORD.findall(text.casefold().replace("'s ", " ")))
+    return frozenset(words - ENGLISH_STOPWORDS - _PREDICATE_WORDS)
+
+
+def restates(text: str, other: str) -> bool:
+    """Whether ``text`` says what ``other`` says: the same names and numbers, and the content
+    words of one all found in the other (neither empty)."""
+    if anchors(text) != anchors(other):
+        return False
+    mine, theirs = content_words(text), content_words(other)
+    return bool(mine) and bool(theirs) and (mine <= theirs or theirs <= mine)
+
+
+def same_value(text: str, other: str, subject: str) -> bool:
+    """Whether two statements of one subject and slot give it the same value: the same names and
+    numbers, and either a name or number besides the subject (that is the value) or a content word
+    in common once the subject and generic modifiers (:data:`MODIFIERS`) are set aside."""
+    if anchors(text) != anchors(other):
+        return False
+    subject_words = set(_WORD.findall(subject.casefold()))
+    if anchors(text) - {subject.casefold()}:
+        return True
+    return bool((content_words(text) & content_words(other)) - subject_words - MODIFIERS)
 
 
 def infer_slot(text: str, subject: str | None = None) -> tuple[str, str] | None:

@@ -6,9 +6,9 @@ One write, LLM-free by default:
    holding this text's digest, the record holding this subject/slot) read by
    ``lifecycle_lookup.lua`` pipelined with the vector search of the nearest records;
 2. the candidates found are loaded (one pipelined round trip, none when there are none) and
-   the rules decide (:func:`_decide`): an exact restatement or a near duplicate (cosine >=
-   ``merge_threshold``, same names and numbers) is merged; else the current holder of the slot
-   is superseded; else, with a judge configured, the judge is asked about the nearest records;
+   the rules decide (:func:`_decide`): an exact restatement, a near duplicate (cosine >=
+   ``merge_threshold`` and :func:`~._detect.restates`) or a statement giving the same slot
+   the value its holder gives (:func:`~._detect.same_value`) is merged; else the current holder of the slot is superseded; else, with a judge configured, the judge is asked about the nearest records;
 3. the write itself, one MULTI/EXEC (:func:`~redmem.model.persistence.save_records`) carrying an
    operation key (exactly once under retries), WATCHing the index: its version must be the
    one detection read, else detection runs again, so two concurrent writes of one tenant never
@@ -34,7 +34,7 @@ from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall
 from ..store.watch import MAX_ATTEMPTS
 from ._config import NEAR_CANDIDATES, Lifecycle
-from ._detect import anchors, infer_slot, slot_key, text_digest
+from ._detect import infer_slot, restates, same_value, slot_key, text_digest
 
 __all__ = ["remember", "Remembered", "index_key", "VERSION_ENTRY"]
 
@@ -157,15 +157,16 @@ def _decide(plan: _Plan, instance: Any, config: Lifecycle, text: str, current: d
         if plan.digest_holder in current:
             plan.merge_into = current[plan.digest_holder]
             return
-        mine = anchors(text)
         for rid, cosine in hits:
             record = current.get(rid)
-            if record is not None and cosine >= config.merge_threshold and anchors(str(getattr(record, field))) == mine:
+            if record is not None and cosine >= config.merge_threshold and restates(text, str(getattr(record, field))):
                 plan.merge_into = record
                 return
     if config.supersede and plan.slot_holder in current:
         holder = current[plan.slot_holder]
-        if holder.valid_from > instance.valid_from:
+        if config.merge and same_value(text, str(getattr(holder, field)), holder.subject or ""):
+            plan.merge_into = holder  # the same slot, the same value: a restatement
+        elif holder.valid_from > instance.valid_from:
             plan.closed_by = holder
         else:
             plan.supersede = holder
