@@ -5,7 +5,7 @@
 
 The generator (written from this spec before any threshold or lexicon was tuned):
 
-- ``--entities`` people (500) with names drawn so that about a third have a near namesake (the
+- ``--entities`` people (500, at most one per 5 memories of the tenant) with names drawn so that about a third have a near namesake (the
   same surname, a first name one letter apart: Mara / Maria Quint), each with two of five
   attributes: where they live, where they work, the tool they code with, how many bikes they
   own, what they drink. Each person changes 2-6 times in all over their attributes, one change
@@ -238,9 +238,11 @@ def _states(text: str, person: str, value: str) -> bool:
 
 
 def measure(size: int, entities: int, tag: str) -> dict[str, Any]:
+    entities = min(entities, size // 5)  # the timeline fits the tenant: about 5 statements a person
     world = generate(entities)
     filler = max(0, size - len(world.statements))
-    results: dict[str, Any] = {"statements": len(world.statements), "filler": filler, "facts": len(world.truth)}
+    results: dict[str, Any] = {"entities": entities, "statements": len(world.statements), "filler": filler,
+                               "facts": len(world.truth)}
     lifecycle_model, baseline_model = models(tag)
     for name, model, on in (("lifecycle", lifecycle_model, True), ("baseline", baseline_model, False)):
         fill(model, filler)

@@ -49,8 +49,7 @@ SLOT_FAMILIES: dict[str, frozenset[str]] = {
 _PREDICATE_WORDS = frozenset().union(*SLOT_FAMILIES.values())
 #: Time and degree words that say nothing of a value ("now drinks tea every morning").
 MODIFIERS = frozenset(
-    "now still currently today these days every morning evening night week month year last new again "
-    "best most really usually always often lately recently".split()
+    ["now", "still", "currently", "today", "these", "days", "every", "morning", "evening", "night", "week", "month", "year", "last", "new", "again", "best", "most", "really", "usually", "always", "often", "lately", "recently"]
 )
 
 

@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..model.base import RecordMixin
+from ..model.batch import SaveBatch
 from ..model.fields import FloatField, IntField, ListField, StringField
 from ..model.filters import Condition
 from ..model.indexed import SortedField
 from ._config import Lifecycle
 from ._fields import ValidityEndField
 from ._timeline import validity_conditions
-from ._write import remember
+from ._write import VERSION_ENTRY, index_key, remember
 
 __all__ = ["LifecycleMixin", "AS_OF"]
 
@@ -52,6 +53,17 @@ class LifecycleMixin(RecordMixin):
             remember(self)
             return True
         return super().save()
+
+    def queue_save(self, batch: SaveBatch) -> None:
+        """The record's writes, and a bump of the partition's lifecycle version: a lifecycle write
+        detecting under WATCH of that version then sees every change of the tenant's records."""
+        super().queue_save(batch)
+        batch.pipe.hincrby(index_key(batch.keyspace), VERSION_ENTRY, 1)
+
+    def queue_delete(self, batch: SaveBatch) -> None:
+        """The record's removal, and a bump of the lifecycle version (see :meth:`queue_save`)."""
+        super().queue_delete(batch)
+        batch.pipe.hincrby(index_key(batch.keyspace), VERSION_ENTRY, 1)
 
     @classmethod
     def validity_filter(cls, where: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[Condition, ...]]:

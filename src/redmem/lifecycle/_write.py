@@ -9,34 +9,38 @@ One write, LLM-free by default:
    the rules decide (:func:`_decide`): an exact restatement, a near duplicate (cosine >=
    ``merge_threshold`` and :func:`~._detect.restates`) or a statement giving the same slot
    the value its holder gives (:func:`~._detect.same_value`) is merged; else the current holder of the slot is superseded; else, with a judge configured, the judge is asked about the nearest records;
-3. the write itself, one MULTI/EXEC (:func:`~redmem.model.persistence.save_records`) carrying an
-   operation key (exactly once under retries), WATCHing the index: its version must be the
-   one detection read, else detection runs again, so two concurrent writes of one tenant never
-   both supersede or both create the same fact.
+3. the write itself, one MULTI/EXEC carrying an operation key (exactly once under retries,
+   :func:`~redmem.model.persistence.transact`): the new record with its indexes, and on the older
+   record only the lifecycle's own entries (``valid_to``, ``superseded_by``, or ``seen_count``,
+   ``last_seen``, ``sources``). The index is WATCHed before detection reads anything and every
+   write of a lifecycle record bumps its version (:class:`~redmem.lifecycle.LifecycleMixin`),
+   so a concurrent write of the tenant makes detection run again: two writes never both
+   supersede, or both create, the same fact.
+
+Round trips: WATCH, detection, the load (only when there is a candidate), EXEC.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from ..fields.embedding import EmbeddingField
-from ..fields.search_protocol import Hits, Search, run_searches
+from ..fields.embedding_search import VectorSearch
+from ..fields.search_protocol import Hits
 from ..model.dbkey import DbKey
 from ..model.loading import load_records
-from ..model.persistence import checked_values, save_records
-from ..store.errors import WriteConflict
+from ..model.persistence import checked_values, queue_new_records, transact
 from ..store.keys import KeyKind, KeySpace
-from ..store.scripts import ScriptCall
-from ..store.watch import MAX_ATTEMPTS
+from ..store.scripts import ScriptCall, run_calls
 from ._config import NEAR_CANDIDATES, Lifecycle
 from ._detect import infer_slot, restates, same_value, slot_key, text_digest
+from ._timeline import OPEN_END
 
-__all__ = ["remember", "Remembered", "index_key", "VERSION_ENTRY"]
+__all__ = ["remember", "Remembered", "index_key", "queue_entries", "VERSION_ENTRY"]
 
 #: The index entry counting lifecycle writes of the partition (what a write's WATCH checks).
 VERSION_ENTRY = "version"
@@ -55,28 +59,13 @@ class Remembered:
 
 @dataclass
 class _Plan:
-    """What one detection found: the index version it read and the decision."""
+    """What one detection found and the decision."""
 
-    version: bytes | None
     digest_holder: str | None
     slot_holder: str | None
     merge_into: Any = None
     supersede: Any = None
     closed_by: Any = None  # a backdated write: the current holder that already replaced it
-
-
-class _Lookup:
-    """The index entries, as a search sharing the detection round trip."""
-
-    def __init__(self, key: str, entries: list[str]) -> None:
-        self.call = ScriptCall("lifecycle_lookup", [key], entries)
-
-    def calls(self) -> list[ScriptCall]:
-        return [self.call]
-
-    def finish(self, replies: list[Any]) -> list[Any]:
-        values: list[Any] = replies[0]
-        return values
 
 
 def index_key(space: KeySpace) -> str:
@@ -99,17 +88,28 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     instance.recorded_at = instance.last_seen = at
     if source is not None:
         instance.sources = [*(instance.sources or []), source]
-    checked_values(instance, True)  # the id generated, the text embedded, the values checked
+    values = checked_values(instance, True)  # the id generated, the text embedded, the values checked
     text = str(getattr(instance, config.text_field) or "")
     slot = _slot_of(instance, text, config)
+    values.update(subject=instance.subject, slot=instance.slot)
     space = instance.db_key.keyspace
     entries = [VERSION_ENTRY, "d:" + text_digest(text)] + (["s:" + slot] if slot else [])
-    for _ in range(MAX_ATTEMPTS):
-        plan = _detect(instance, config, space, entries, text, slot)
-        done = _write(instance, plan, space, entries, slot)
-        if done is not None:
-            return done
-    raise WriteConflict(f"gave up remembering into {space.base} after {MAX_ATTEMPTS} concurrent lifecycle writes")
+    client = model._meta.client
+    index = index_key(space)
+    done: list[Remembered] = []
+
+    def prepare(reader: Any, hashes: list[Any]) -> _Plan:
+        return _detect(instance, config, space, entries, text, slot)
+
+    def write(pipe: Any, plan: _Plan) -> None:
+        done[:] = [_queue(pipe, client, instance, dict(values), plan, index, entries)]
+
+    transact(client, [], prepare, write, also_watch=[index])
+    outcome = done[0]
+    if outcome.action == "merged":
+        _become(instance, outcome.record)
+    instance._was_stored = True
+    return outcome
 
 
 def _slot_of(instance: Any, text: str, config: Lifecycle) -> str | None:
@@ -135,19 +135,34 @@ def _detect(instance: Any, config: Lifecycle, space: KeySpace, entries: list[str
     model = type(instance)
     embedding = _embedding(model)
     vector = None if embedding is None else getattr(instance, embedding.name)
-    searches: list[Search[Any]] = [_Lookup(index_key(space), entries)]
+    near = None
     if embedding is not None and vector is not None and (config.merge or config.judge is not None):
-        searches.append(embedding.searcher(space, np.asarray(vector), NEAR_CANDIDATES + 1))
-    answers = run_searches(model._meta.client, searches)
-    values = [None if v is None else v.decode() if isinstance(v, bytes) else str(v) for v in answers[0]]
-    plan = _Plan(answers[0][0], values[1], values[2] if slot else None)
+        near = embedding.searcher(space, np.asarray(vector), NEAR_CANDIDATES + 1)
+    lookup, found = _nearest(model._meta.client, ScriptCall("lifecycle_lookup", [index_key(space)], entries), near)
+    values = [None if v is None else v.decode() if isinstance(v, bytes) else str(v) for v in lookup]
+    plan = _Plan(values[1], values[2] if slot else None)
     own = instance.db_key.record_id
-    hits: Hits = [(rid, score) for rid, score in (answers[1] if len(answers) > 1 else []) if rid != own]
+    floor = min(config.merge_threshold, 1.0 if config.judge is None else config.judge_threshold)
+    hits: Hits = [(rid, score) for rid, score in found if rid != own and score >= floor]
     wanted = list(dict.fromkeys(i for i in (plan.digest_holder, plan.slot_holder, *(r for r, _ in hits)) if i))
     loaded = {r.db_key.record_id: r for r in load_records(model, [DbKey(space, i) for i in wanted], track=False)}
     current = {rid: record for rid, record in loaded.items() if record.valid_to is None}
     _decide(plan, instance, config, text, current, hits)
     return plan
+
+
+def _nearest(client: Any, lookup: ScriptCall, near: VectorSearch | None) -> tuple[list[Any], Hits]:
+    """The lookup's reply and the nearest records, in one round trip. The vector ranking runs on
+    this thread, not the search pool: a write's few thousand rows cost less than a hand-off."""
+    if near is None or near.empty:
+        return run_calls(client, [lookup])[0], []
+    try:
+        replies = run_calls(client, [lookup, *near.calls()])
+        near.work()
+    except BaseException:
+        near.abandon()
+        raise
+    return replies[0], near.finish(replies[1:])
 
 
 def _decide(plan: _Plan, instance: Any, config: Lifecycle, text: str, current: dict[str, Any], hits: Hits) -> None:
@@ -185,42 +200,42 @@ def _decide(plan: _Plan, instance: Any, config: Lifecycle, text: str, current: d
                 return
 
 
-def _write(instance: Any, plan: _Plan, space: KeySpace, entries: list[str], slot: str | None) -> Remembered | None:
-    """The write of a plan, one MULTI/EXEC; None when the index changed since detection (decide again)."""
-    index = index_key(space)
+def queue_entries(pipe: Any, record: Any, **values: Any) -> None:
+    """Queue the lifecycle's own entries of a stored record (``valid_to`` with its index too):
+    they have no other index, so the rest of the record is left as it is."""
+    fields = type(record)._meta.fields
+    key = record.db_key
+    for name, value in values.items():
+        setattr(record, name, value)
+        if value is None:
+            pipe.hdel(key.redis_key, name)
+        else:
+            pipe.hset(key.redis_key, name, fields[name].encode(value))
+    if "valid_to" in values:
+        end = values["valid_to"]
+        pipe.zadd(key.keyspace.key(KeyKind.SORTED, "valid_to"), {key.record_id: OPEN_END if end is None else end})
+    pipe.hincrby(index_key(key.keyspace), VERSION_ENTRY, 1)
 
-    def unchanged(reader: Any) -> bool:
-        return bool(reader.hget(index, VERSION_ENTRY) == plan.version)
 
-    def bump(pipe: Any, created: Sequence[Any] = ()) -> None:
-        pipe.hincrby(index, VERSION_ENTRY, 1)
-        for record in created:
-            if record.valid_to is None:  # the index names current records only
-                pipe.hset(index, mapping=dict.fromkeys(entries[1:], record.db_key.record_id))
-
+def _queue(pipe: Any, client: Any, instance: Any, values: dict[str, Any], plan: _Plan, index: str,
+           entries: list[str]) -> Remembered:
+    """Queue the plan's writes in the transaction; what it does once applied."""
     if plan.merge_into is not None:
         kept = plan.merge_into
-        kept.seen_count = (kept.seen_count or 1) + 1
-        kept.last_seen = instance.last_seen
-        kept.sources = list(dict.fromkeys([*(kept.sources or []), *(instance.sources or [])]))
-        if not save_records([], [kept], watch=[index], unchanged=unchanged, also=bump):
-            return None
-        _become(instance, kept)
+        sources = list(dict.fromkeys([*(kept.sources or []), *(instance.sources or [])]))
+        queue_entries(pipe, kept, seen_count=(kept.seen_count or 1) + 1, last_seen=instance.last_seen, sources=sources)
         return Remembered("merged", kept)
-    older = plan.supersede
+    older, newer_id = plan.supersede, instance.db_key.record_id
     if older is not None:
-        older.valid_to = instance.valid_from
-        older.superseded_by = instance.db_key.record_id
-        instance.supersedes = older.db_key.record_id
+        queue_entries(pipe, older, valid_to=instance.valid_from, superseded_by=newer_id)
+        values["supersedes"] = instance.supersedes = older.db_key.record_id
     if plan.closed_by is not None:
-        instance.valid_to = plan.closed_by.valid_from
-        instance.superseded_by = plan.closed_by.db_key.record_id
-    updated = [older] if older is not None else []
-    if not save_records([instance], updated, watch=[index], unchanged=unchanged,
-                        also=lambda pipe: bump(pipe, [instance])):
-        if older is not None:
-            older.valid_to = older.superseded_by = instance.supersedes = None
-        return None
+        values["valid_to"] = instance.valid_to = plan.closed_by.valid_from
+        values["superseded_by"] = instance.superseded_by = plan.closed_by.db_key.record_id
+    queue_new_records(pipe, client, [instance], values=[values], fresh=True)
+    if instance.valid_to is None:  # the index names current records only
+        pipe.hset(index, mapping=dict.fromkeys(entries[1:], newer_id))
+    pipe.hincrby(index, VERSION_ENTRY, 1)
     return Remembered("superseded" if older is not None else "created", instance, older)
 
 
@@ -229,4 +244,3 @@ def _become(instance: Any, stored: Any) -> None:
     for field in type(stored)._meta.stored_fields():
         setattr(instance, field.name, getattr(stored, field.name))
     instance._saved_key = stored._saved_key
-    instance._was_stored = True
