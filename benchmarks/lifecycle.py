@@ -30,7 +30,9 @@ supersede off. Questions, one per person and attribute, asked through ``ContextA
   asked attribute;
 - duplicates stored: restatements that became a record of their own, over all restatements;
 - write cost: p50/p95 ms and round trips per ``save()`` of a new statement, lifecycle vs the
-  baseline, measured on the statements written after the filler (a tenant of the given size).
+  baseline, measured on the statements written after the filler (a tenant of the given size);
+- the merge threshold's calibration (:func:`calibrate`): paraphrased restatements against
+  changed values, merged by cosine alone and by cosine with the restatement rule.
 
 Embeddings: ``HashingEmbeddings(384)`` (deterministic, no model download). Results in
 ``results/lifecycle.json`` and ``results/lifecycle.md``.
@@ -48,11 +50,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np
+
 import common
 import redmem
 from common import CommandCounter, machine, summary, synthetic_texts, write_json
 from redmem import AutoKeyField, BM25Field, EmbeddingField, HashingEmbeddings, KeyField, Model, StringField
 from redmem.lifecycle import Lifecycle, LifecycleMixin
+from redmem.lifecycle._detect import restates
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
 
@@ -252,6 +257,38 @@ def measure(size: int, entities: int, tag: str) -> dict[str, Any]:
     return results
 
 
+THRESHOLDS = (0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
+
+
+def calibrate(pairs: int = 150, seed: int = SEED) -> list[dict[str, float]]:
+    """The merge threshold's sweep: per attribute ``pairs`` paraphrased restatements (one person,
+    one value, two templates) and ``pairs`` changed values (one template, two values); the share
+    of each merged as near duplicates (cosine >= threshold and ``restates``) and by cosine alone."""
+    rng = random.Random(seed)
+    provider = HashingEmbeddings(384)
+    same, changed = [], []
+    for attribute, templates in TEMPLATES.items():
+        for _ in range(pairs):
+            person = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+            value, other = rng.sample(VALUES[attribute], 2)
+            one, two = rng.choice(templates), rng.choice(templates)
+            same.append((one.format(e=person, v=value), two.format(e=person, v=value)))
+            changed.append((one.format(e=person, v=value), one.format(e=person, v=other)))
+
+    def cosines(texts: list[tuple[str, str]]) -> np.ndarray:
+        a, b = provider.embed([x for x, _ in texts]), provider.embed([y for _, y in texts])
+        return np.asarray((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1))
+
+    same_cos, changed_cos = cosines(same), cosines(changed)
+    same_rule = np.array([restates(x, y) for x, y in same])
+    changed_rule = np.array([restates(x, y) for x, y in changed])
+    return [{"threshold": t,
+             "restatements_merged": float(((same_cos >= t) & same_rule).mean()),
+             "restatements_merged_cosine_only": float((same_cos >= t).mean()),
+             "changed_values_merged": float(((changed_cos >= t) & changed_rule).mean()),
+             "changed_values_merged_cosine_only": float((changed_cos >= t).mean())} for t in THRESHOLDS]
+
+
 def table(payload: dict[str, Any]) -> str:
     lines = [
         "# Fact lifecycle", "",
@@ -274,6 +311,13 @@ def table(payload: dict[str, Any]) -> str:
                 f"| {size} | {name} | {r['current_first']:.3f} | {r['current_top1']:.3f} | {asof} | {r['stale_per_context']:.3f} | "
                 f"{w['duplicate_rate']:.1%} ({w['duplicates_stored']}/{w['restatements']}) | {w['records']} | "
                 f"{w['ms']['p50']:.2f} | {w['ms']['p95']:.2f} | {w['round_trips_p50']} | {ratio} |")
+    lines += ["", "Merge threshold sweep (near-duplicate rule alone, before the same-slot rule; "
+              "`HashingEmbeddings(384)`):", "",
+              "| threshold | restatements merged | by cosine alone | changed values merged | by cosine alone |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {row['threshold']} | {row['restatements_merged']:.1%} | {row['restatements_merged_cosine_only']:.1%} | "
+              f"{row['changed_values_merged']:.1%} | {row['changed_values_merged_cosine_only']:.1%} |"
+              for row in payload["calibration"]]
     lines += ["", f"Machine: {payload['machine']['cpu']}, {payload['machine']['cores']} cores, load "
               f"{payload['machine']['load_average']}; {payload['seconds']:.0f} s.", ""]
     return "\n".join(lines)
@@ -293,7 +337,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             results[str(size)] = measure(size, args.entities, str(size))
             print(size, results[str(size)], flush=True)
     payload = {"benchmark": "lifecycle", "command": "python benchmarks/lifecycle.py " + " ".join(argv or sys.argv[1:]),
-               "entities": args.entities, "results": results, "machine": machine(),
+               "entities": args.entities, "results": results, "calibration": calibrate(), "machine": machine(),
                "seconds": time.perf_counter() - started}
     if args.out:
         write_json(args.out, payload)

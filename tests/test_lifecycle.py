@@ -3,6 +3,11 @@ validity windows and the superseded filter on every read path, on one server and
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+import pytest
+
 from redmem import (
     AutoKeyField,
     BM25Field,
@@ -13,7 +18,9 @@ from redmem import (
     HashingEmbeddings,
     KeyField,
     Model,
+    QueryException,
     StringField,
+    ValidationError,
 )
 from redmem.lifecycle import ALL_TIMES, Lifecycle, LifecycleMixin, history, remember, restore, supersede
 
@@ -143,3 +150,54 @@ def test_a_model_without_merge_or_supersede_stores_every_write(any_db):
     for _ in range(2):
         LifecyclePlainNote(agent_id="a1", content="Alice lives in Berlin.").save()
     assert len(LifecyclePlainNote.query.filter(agent_id="a1").all()) == 2
+
+
+def test_semantic_search_skips_superseded(any_db):
+    note("Alice lives in Berlin.", 100.0).save()
+    note("Alice moved to Lisbon.", 200.0).save()
+    hits = LifecycleNote.query.filter(agent_id="a1").semantic_search("Alice lives in Berlin", limit=5)
+    assert [r.content for r in hits] == ["Alice moved to Lisbon."]
+
+
+def test_as_of_takes_a_datetime_and_rejects_nonsense(any_db):
+    note("Alice lives in Berlin.", datetime(2024, 1, 1, tzinfo=UTC).timestamp()).save()
+    note("Alice moved to Lisbon.", datetime(2024, 6, 1, tzinfo=UTC).timestamp()).save()
+    assert current_contents(as_of=datetime(2024, 3, 1, tzinfo=UTC)) == ["Alice lives in Berlin."]
+    with pytest.raises(QueryException):
+        current_contents(as_of="yesterday")
+
+
+def test_concurrent_writes_of_one_slot_leave_one_current_fact(any_db):
+    cities = ["Berlin", "Lisbon", "Oslo", "Porto", "Madrid", "Vienna"]
+
+    def write(i: int) -> None:
+        note(f"Alice lives in {cities[i]}.", 100.0 + i).save()
+
+    with ThreadPoolExecutor(len(cities)) as pool:
+        list(pool.map(write, range(len(cities))))
+    stored = LifecycleNote.query.filter(agent_id="a1").all()
+    assert len(stored) == len(cities)
+    assert len([r for r in stored if r.valid_to is None]) == 1
+    by_id = {r.note_id: r for r in stored}
+    for record in stored:  # every closed window is closed by the record it links to
+        if record.valid_to is not None:
+            assert record.valid_to == by_id[record.superseded_by].valid_from
+
+
+class LifecycleKeyedNote(LifecycleMixin, Model):
+    agent_id = KeyField()
+    name = KeyField()
+    content = StringField()
+
+    class Meta:
+        partition_by = "agent_id"
+
+
+def test_a_new_record_under_a_stored_key_is_refused(any_db):
+    LifecycleKeyedNote(agent_id="a1", name="home", content="Alice lives in Berlin.").save()
+    with pytest.raises(ValidationError, match="exists"):
+        LifecycleKeyedNote(agent_id="a1", name="home", content="Alice moved to Lisbon.").save()
+    stored = LifecycleKeyedNote.query.get(agent_id="a1", name="home")
+    stored.content = "Alice moved to Lisbon."
+    stored.save()  # a stored record saved again: a plain update
+    assert LifecycleKeyedNote.query.get(agent_id="a1", name="home").content == "Alice moved to Lisbon."

@@ -8,14 +8,14 @@ recipe needs a change to skip superseded facts. See docs/lifecycle.md.
 
 from ._config import DEFAULT_MERGE_THRESHOLD, Judge, Lifecycle
 from ._detect import SLOT_FAMILIES, anchors, infer_slot, text_digest
-from ._judge import OpenAIJudge
+from ._judge import JUDGE_PROMPT, OpenAIJudge
 from ._manual import history, restore, supersede
 from ._mixin import AS_OF, LifecycleMixin
 from ._timeline import ALL_TIMES, OPEN_END, visible_at
 from ._write import Remembered, remember
 
 __all__ = [
-    "Lifecycle", "LifecycleMixin", "Judge", "OpenAIJudge", "Remembered", "remember", "supersede", "restore",
+    "Lifecycle", "LifecycleMixin", "Judge", "OpenAIJudge", "JUDGE_PROMPT", "Remembered", "remember", "supersede", "restore",
     "history", "visible_at", "anchors", "infer_slot", "text_digest", "AS_OF", "ALL_TIMES", "OPEN_END",
     "DEFAULT_MERGE_THRESHOLD", "SLOT_FAMILIES",
 ]

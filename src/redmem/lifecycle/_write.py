@@ -32,8 +32,10 @@ from ..fields.embedding import EmbeddingField
 from ..fields.embedding_search import VectorSearch
 from ..fields.search_protocol import Hits
 from ..model.dbkey import DbKey
+from ..model.indexed import AutoKeyField
 from ..model.loading import load_records
 from ..model.persistence import checked_values, queue_new_records, transact
+from ..store.errors import ValidationError
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall, run_calls
 from ._config import NEAR_CANDIDATES, Lifecycle
@@ -66,6 +68,7 @@ class _Plan:
     merge_into: Any = None
     supersede: Any = None
     closed_by: Any = None  # a backdated write: the current holder that already replaced it
+    own_exists: bool = False  # a record is stored under the new record's given key
 
 
 def index_key(space: KeySpace) -> str:
@@ -88,6 +91,7 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     instance.recorded_at = instance.last_seen = at
     if source is not None:
         instance.sources = [*(instance.sources or []), source]
+    generated = any(getattr(instance, f.name) is None for f in model._meta.fields_of(AutoKeyField))
     values = checked_values(instance, True)  # the id generated, the text embedded, the values checked
     text = str(getattr(instance, config.text_field) or "")
     slot = _slot_of(instance, text, config)
@@ -99,9 +103,17 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     done: list[Remembered] = []
 
     def prepare(reader: Any, hashes: list[Any]) -> _Plan:
-        return _detect(instance, config, space, entries, text, slot)
+        plan = _detect(instance, config, space, entries, text, slot, check_own=not generated)
+        if plan.own_exists:
+            raise ValidationError(f"{model.__name__} {instance.db_key.redis_key} exists: load it and save it "
+                                  "to change it (a new fact goes under a new key)")
+        return plan
+
+    links = {name: getattr(instance, name) for name in ("valid_to", "superseded_by", "supersedes")}
 
     def write(pipe: Any, plan: _Plan) -> None:
+        for name, value in links.items():  # as given: an earlier attempt's plan may have set them
+            setattr(instance, name, value)
         done[:] = [_queue(pipe, client, instance, dict(values), plan, index, entries)]
 
     transact(client, [], prepare, write, also_watch=[index])
@@ -130,7 +142,7 @@ def _embedding(model: type) -> EmbeddingField | None:
 
 
 def _detect(instance: Any, config: Lifecycle, space: KeySpace, entries: list[str], text: str,
-            slot: str | None) -> _Plan:
+            slot: str | None, check_own: bool) -> _Plan:
     """Read the index and the nearest records (one round trip), load the candidates, decide."""
     model = type(instance)
     embedding = _embedding(model)
@@ -144,8 +156,10 @@ def _detect(instance: Any, config: Lifecycle, space: KeySpace, entries: list[str
     own = instance.db_key.record_id
     floor = min(config.merge_threshold, 1.0 if config.judge is None else config.judge_threshold)
     hits: Hits = [(rid, score) for rid, score in found if rid != own and score >= floor]
-    wanted = list(dict.fromkeys(i for i in (plan.digest_holder, plan.slot_holder, *(r for r, _ in hits)) if i))
+    named = (own if check_own else None, plan.digest_holder, plan.slot_holder, *(r for r, _ in hits))
+    wanted = list(dict.fromkeys(i for i in named if i))
     loaded = {r.db_key.record_id: r for r in load_records(model, [DbKey(space, i) for i in wanted], track=False)}
+    plan.own_exists = loaded.pop(own, None) is not None
     current = {rid: record for rid, record in loaded.items() if record.valid_to is None}
     _decide(plan, instance, config, text, current, hits)
     return plan
