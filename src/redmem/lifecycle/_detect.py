@@ -82,14 +82,17 @@ def restates(text: str, other: str) -> bool:
 
 def same_value(text: str, other: str, subject: str) -> bool:
     """Whether two statements of one subject and slot give it the same value: the same names and
-    numbers, and either a name or number besides the subject (that is the value) or a content word
-    in common once the subject and generic modifiers (:data:`MODIFIERS`) are set aside."""
+    numbers, and either a name or number besides the subject (that is the value) or, once the
+    subject and generic modifiers (:data:`MODIFIERS`) are set aside, the value words of one all
+    among the other's ("favourite drink is cocoa" / "likes cocoa best", not "favourite drink is
+    coffee" / "favourite drink is espresso")."""
     if anchors(text) != anchors(other):
         return False
-    subject_words = set(_WORD.findall(subject.casefold()))
     if anchors(text) - {subject.casefold()}:
         return True
-    return bool((content_words(text) & content_words(other)) - subject_words - MODIFIERS)
+    aside = set(_WORD.findall(subject.casefold())) | MODIFIERS
+    mine, theirs = content_words(text) - aside, content_words(other) - aside
+    return bool(mine) and bool(theirs) and (mine <= theirs or theirs <= mine)
 
 
 def infer_slot(text: str, subject: str | None = None) -> tuple[str, str] | None:

@@ -23,6 +23,7 @@ Round trips: WATCH, detection, the load (only when there is a candidate), EXEC.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -150,7 +151,8 @@ def _detect(instance: Any, config: Lifecycle, space: KeySpace, entries: list[str
     near = None
     if embedding is not None and vector is not None and (config.merge or config.judge is not None):
         near = embedding.searcher(space, np.asarray(vector), NEAR_CANDIDATES + 1)
-    lookup, found = _nearest(model._meta.client, ScriptCall("lifecycle_lookup", [index_key(space)], entries), near)
+    call = ScriptCall("lifecycle_lookup", [index_key(space)], entries)
+    lookup, found = _nearest(model._meta.client, call, near, needed=lambda held: not any(held[1:]))
     values = [None if v is None else v.decode() if isinstance(v, bytes) else str(v) for v in lookup]
     plan = _Plan(values[1], values[2] if slot else None)
     own = instance.db_key.record_id
@@ -165,13 +167,19 @@ def _detect(instance: Any, config: Lifecycle, space: KeySpace, entries: list[str
     return plan
 
 
-def _nearest(client: Any, lookup: ScriptCall, near: VectorSearch | None) -> tuple[list[Any], Hits]:
-    """The lookup's reply and the nearest records, in one round trip. The vector ranking runs on
-    this thread, not the search pool: a write's few thousand rows cost less than a hand-off."""
+def _nearest(client: Any, lookup: ScriptCall, near: VectorSearch | None,
+             needed: Callable[[list[Any]], bool]) -> tuple[list[Any], Hits]:
+    """The lookup's reply and the nearest records, in one round trip; the vectors are ranked only
+    when ``needed(reply)``: a text or slot the index already holds decides without them (the
+    holder is current but for a record deleted or restored since). The ranking runs on this
+    thread, not the search pool: a write's rows cost less than a hand-off."""
     if near is None or near.empty:
         return run_calls(client, [lookup])[0], []
     try:
         replies = run_calls(client, [lookup, *near.calls()])
+        if not needed(replies[0]):
+            near.abandon()
+            return replies[0], []
         near.work()
     except BaseException:
         near.abandon()
