@@ -22,7 +22,7 @@ LAYERS = {
     "observation": 3,
     "context": 4,
     "recipes": 5,
-    "integrations": 6, "testing": 6,
+    "integrations": 6, "testing": 6, "lifecycle": 6,
     "cli_commands": 7,
     "demo": 8,
     "cli": 9,

@@ -58,6 +58,7 @@ PAGES = [
     "text-analysis.md",
     "retrieval/hybrid.md",
     "retrieval/filters.md",
+    "lifecycle.md",
     "tokens.md",
     "primitives/composite.md",
     "recipes/context-assembler.md",

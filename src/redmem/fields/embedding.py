@@ -36,7 +36,7 @@ from ..embeddings.base import EmbeddingProvider, as_matrix, embed_in_batches
 from ..embeddings.codec import DTYPES, digest, encode_stored, encode_vector, stored_digest
 from ..embeddings.matrix import PRESCANS
 from ..model.field import Field
-from ..model.filters import Where
+from ..model.filters import Where, compile_where
 from ..model.hits import HitList
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
@@ -384,7 +384,7 @@ def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None 
     limit = non_negative_int("semantic_search: limit", limit, error=QueryArgumentError)
     embedding = _partition_field(query, field, "semantic_search")
     space = query.partition()
-    search = embedding.searcher(space, text, limit)
+    search = embedding.searcher(space, text, limit, compile_where(query.model, None))  # a lifecycle model: current only
     return HitList() if search.empty else search_records(query, space, search)
 
 

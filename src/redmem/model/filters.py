@@ -79,16 +79,21 @@ class Where:
 
 def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where | None:
     """``where`` checked and parsed for ``model`` (None, an empty mapping, or conditions that
-    every record meets, ``tags__all=[]``: no filter, None).
+    every record meets, ``tags__all=[]``: no filter, None). A lifecycle model adds its validity
+    conditions (current records, or ``as_of``'s; :mod:`redmem.lifecycle`).
 
     QueryArgumentTypeError when ``where`` is not a mapping of field conditions; QueryException
     naming the field for an unknown field, a field with no index, an operator the field does
     not take, a value of the wrong type, or a partition field (the tenant is given apart).
     """
+    if where is not None and (not isinstance(where, Mapping) or not all(isinstance(name, str) for name in where)):
+        raise QueryArgumentTypeError(f"where must be a dict of field conditions, got {where!r}")
+    validity: tuple[Condition, ...] = ()
+    validity_filter = getattr(model, "validity_filter", None)  # a lifecycle model: redmem.lifecycle
+    if validity_filter is not None:
+        where, validity = validity_filter(where)
     if where is None:
         return None
-    if not isinstance(where, Mapping) or not all(isinstance(name, str) for name in where):
-        raise QueryArgumentTypeError(f"where must be a dict of field conditions, got {where!r}")
     meta = model._meta
     for name in where:
         field_name = name.partition("__")[0]
@@ -98,7 +103,7 @@ def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where 
                 f"{list(meta.partition_fields)} is given apart, and a filter stays inside it"
             )
     parsed = tuple(parse_condition(model, name, value) for name, value in where.items())
-    conditions = tuple(c for c in parsed if c[1] != "all" or c[2])  # __all of no tag holds for every record
+    conditions = tuple(c for c in parsed if c[1] != "all" or c[2]) + validity  # __all of no tag holds for every record
     return Where(model, conditions) if conditions else None
 
 

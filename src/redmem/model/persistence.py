@@ -44,6 +44,7 @@ __all__ = [
     "EXISTS_ENTRY",
     "held_entries",
     "was_stored",
+    "transact",
 ]
 
 #: A write rebuilt this many times in a row after its EXEC's reply was lost reports its outcome unknown.
@@ -211,6 +212,11 @@ def save_record(instance: Any) -> None:
     _transact(client, watched, prepare, write, fresh=fresh)
     instance._saved_key = key
     instance._was_stored = True
+
+
+#: The WATCH + MULTI/EXEC of a write built by its caller (the lifecycle's merge-or-supersede write):
+#: ``transact(client, keys, prepare, write, also_watch=...)``, exactly once as every save.
+transact = _transact
 
 
 class _Stale(Exception):

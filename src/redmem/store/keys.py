@@ -125,6 +125,8 @@ class KeyKind(StrEnum):
     SESSION_TURNS = "ct"
     #: string: the model's recorded schema, JSON (under ``{%g}``: one key per model, any deployment)
     SCHEMA = "schema"
+    #: hash: a lifecycle model's index of current facts (``version``, ``d:<digest>``, ``s:<slot>`` -> record id)
+    LIFECYCLE_INDEX = "lx"
     #: string: how far a migration got in a partition, the last record id rewritten (``mg:<migration id>``)
     MIGRATION = "mg"
 

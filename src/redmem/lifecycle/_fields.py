@@ -1,0 +1,26 @@
+"""The fields a lifecycle model carries, and the one index kind they add."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.batch import SaveBatch
+from ..model.indexed import SortedField
+from ._timeline import OPEN_END
+
+__all__ = ["ValidityEndField"]
+
+
+class ValidityEndField(SortedField):
+    """``valid_to``: epoch seconds the fact stopped being true, None while it still is.
+
+    Unlike a plain SortedField an open end is indexed too, at :data:`OPEN_END`, so "current"
+    and "valid at t" are both one range of the same sorted set, checked inside every search.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(float, **options)
+
+    def on_save(self, batch: SaveBatch, old: dict[str, Any] | None) -> None:
+        value = getattr(batch.instance, self.name)
+        batch.pipe.zadd(self.index_key(batch), {batch.record_id: OPEN_END if value is None else self.score(value)})

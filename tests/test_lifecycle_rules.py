@@ -1,0 +1,46 @@
+"""The LLM-free detection rules as properties: a changed name, number or value word never merges,
+a restatement of the same value in other words does."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from redmem.lifecycle import infer_slot, text_digest
+from redmem.lifecycle._detect import restates, same_value
+
+NAMES = st.sampled_from(["Alice Moreau", "Ben Quint", "Ida Sato", "Omar Holm"])
+PLACES = st.sampled_from(["Berlin", "Lisbon", "Oslo", "Porto", "Madrid"])
+DRINKS = st.sampled_from(["tea", "coffee", "cocoa", "chai", "matcha"])
+PLACE_TEMPLATES = st.sampled_from(["{e} lives in {v}.", "{e} moved to {v}.", "{e} is now based in {v}.",
+                                   "{e} relocated to {v} last month."])
+DRINK_TEMPLATES = st.sampled_from(["{e} prefers {v}.", "{e} likes {v} best.", "{e}'s favourite drink is {v}.",
+                                   "{e} now drinks {v} every morning."])
+
+
+@given(NAMES, PLACE_TEMPLATES, PLACE_TEMPLATES, PLACES, PLACES)
+def test_places_merge_exactly_when_the_place_is_the_same(person, one, two, here, there):
+    first, second = one.format(e=person, v=here), two.format(e=person, v=there)
+    assert infer_slot(first) == infer_slot(second) == (person, "residence")
+    assert same_value(first, second, person) == (here == there)
+
+
+@given(NAMES, DRINK_TEMPLATES, DRINK_TEMPLATES, DRINKS, DRINKS)
+def test_lowercase_values_merge_exactly_when_the_value_is_the_same(person, one, two, this, that):
+    first, second = one.format(e=person, v=this), two.format(e=person, v=that)
+    assert infer_slot(first) == infer_slot(second) == (person, "preference")
+    assert same_value(first, second, person) == (this == that)
+    if this != that:
+        assert not restates(first, second)
+
+
+@given(NAMES, NAMES, st.integers(1, 99), st.integers(1, 99))
+def test_a_changed_name_or_number_never_restates(one, two, many, more):
+    first, second = f"{one} owns {many} bikes.", f"{two} owns {more} bikes."
+    assert restates(first, second) == (one == two and many == more)
+
+
+@given(st.from_regex(r"[a-z][a-z ]{0,30}[a-z0-9]", fullmatch=True))
+def test_the_digest_ignores_case_spacing_and_end_punctuation(text):
+    assert text_digest(text) == text_digest(f"  {text.upper().replace(' ', '   ')} .")
+    assert text_digest(text) != text_digest(text + " again")
