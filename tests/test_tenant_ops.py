@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,12 +14,22 @@ from hypothesis import strategies as st
 
 import redmem
 from conftest import all_keys, configured_embeddings
-from redmem import ObservationProtocol
+from redmem import (
+    AutoKeyField,
+    BM25Field,
+    DecayingSortedField,
+    FloatField,
+    KeyField,
+    Model,
+    ObservationProtocol,
+    StringField,
+)
 from redmem.cli_commands.conversation import Turn
 from redmem.cli_commands.ingest import store_turns
 from redmem.cli_commands.memory import ChatMemory, memory_assembler
 from redmem.embeddings import HashingEmbeddings
 from redmem.model.registry import listed_partitions
+from redmem.recipes.retention import Retention, apply_retention, archived
 from redmem.recipes.tenant_data import erase_tenant, export_tenant, import_tenant, tenant_key_count
 from redmem.store import ValidationError
 from redmem.store.tenant_keys import TenantKeys, dump_keys, erase_tenant_keys, restore_keys
@@ -207,3 +218,47 @@ def test_a_dump_cannot_write_outside_its_tenant(db):
         with pytest.raises(ValidationError, match="not a key of the tenant"):
             restore_keys(db, tenant, [{"key": relative, "type": "string", "ttl_ms": None, "value": "x"}])
     assert not list(db.scan_iter(match=f"{tenant.prefix}:*"))
+
+
+# -- retention ----------------------------------------------------------------------------------
+
+class TenantOpsNote(Model):
+    note_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    importance = FloatField(default=1.0)
+    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
+    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+    retention = Retention(max_memories=3, ttl_seconds=30 * 86400)
+
+
+def test_retention_archives_the_expired_and_the_lowest_decayed_past_the_cap(any_db):
+    notes = [TenantOpsNote(agent_id="a", content=f"note {word}", importance=float(i + 1))
+             for i, word in enumerate(["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"])]
+    for note in notes:
+        note.save()
+    TenantOpsNote._meta.fields["relevance"].touch(notes[5], now=time.time() - 40 * 86400)  # the best, but stale
+
+    done = apply_retention(TenantOpsNote, agent_id="a")
+
+    assert done.expired == [notes[5].note_id]
+    assert sorted(done.over_cap) == sorted(n.note_id for n in notes[:2])  # importance 1 and 2: the lowest
+    kept = TenantOpsNote.query.filter(agent_id="a")
+    assert sorted(n.content for n in kept) == ["note charlie", "note delta", "note echo"]
+    assert [n.content for n in kept.keyword_search("alpha")] == []
+    archive = archived(TenantOpsNote, agent_id="a")
+    assert sorted((row["content"], row["reason"]) for row in archive) == [
+        ("note alpha", "over_cap"), ("note bravo", "over_cap"), ("note foxtrot", "expired")]
+    assert apply_retention(TenantOpsNote, agent_id="a").evicted == 0
+    assert erase_tenant(TenantOpsNote, agent_id="a").complete  # the archive is the tenant's too
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(importances=st.lists(st.integers(1, 1000), min_size=1, max_size=12, unique=True))
+def test_the_cap_keeps_the_highest_decayed_values(db, importances):
+    erase_tenant(TenantOpsNote, agent_id="h")
+    for value in importances:
+        TenantOpsNote(agent_id="h", content=f"n{value}", importance=float(value)).save()
+    apply_retention(TenantOpsNote, agent_id="h")
+    kept = sorted(int(n.content[1:]) for n in TenantOpsNote.query.filter(agent_id="h"))
+    assert kept == sorted(importances)[-3:]

@@ -125,6 +125,8 @@ class KeyKind(StrEnum):
     SESSION_TURNS = "ct"
     #: string: the model's recorded schema, JSON (under ``{%g}``: one key per model, any deployment)
     SCHEMA = "schema"
+    #: stream: records a retention policy evicted with archiving on, one entry per record (its hash fields)
+    ARCHIVE = "arc"
     #: string: how far a migration got in a partition, the last record id rewritten (``mg:<migration id>``)
     MIGRATION = "mg"
 
