@@ -70,6 +70,7 @@ PAGES = [
     "recipes/hce.md",
     "integrations.md",
     "operations.md",
+    "tenants.md",
     "contributing.md",
     "mcp.md",
     "asyncio.md",
