@@ -11,7 +11,7 @@ there to be left alone. Then, timed: export to a JSON Lines file, erase (keys le
 separate SCAN of the whole server), import from the file, export again. Reported: keys and
 memories, each step's seconds, the export's size, keys left after the erase, whether the second
 export equals the first (every line, the cache epochs the import renews left out), and whether
-``small`` is byte-for-byte unchanged.
+``small`` is byte-for-byte unchanged. Results are kept per N in one file (a run replaces its N).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
-from common import RESULTS, machine, synthetic_texts, write_json
+from common import RESULTS, machine, read_json, synthetic_texts, write_json
 from redmem import ObservationProtocol
 from redmem.recipes.tenant_data import erase_tenant, export_tenant, import_tenant
 from redmem.store.embedded import EmbeddedServer
@@ -48,7 +48,8 @@ def fill(model: type, agent: str, count: int, provider: Any) -> None:
 
 def export_digest(model: type, agent: str, path: Path) -> tuple[float, str, int]:
     """Export ``agent`` to ``path``: (seconds, digest of its lines, keys). The digest leaves out the
-    cache epochs the import renews and how long an expiring key has left (whether it expires stays)."""
+    cache epochs the import renews and the keys with an expiry (operation keys, staged reads: they
+    may expire between two exports)."""
     started = time.perf_counter()
     with path.open("w", encoding="utf-8") as out:
         keys = export_tenant(model, out, agent_id=agent)
@@ -57,17 +58,18 @@ def export_digest(model: type, agent: str, path: Path) -> tuple[float, str, int]
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             row = json.loads(line)
+            if row.get("ttl_ms") is not None:
+                continue
             if row.get("type") == "hash":
                 row["value"] = [pair for pair in row["value"] if pair[0] != "epoch"]
-            row["ttl_ms"] = row.get("ttl_ms") is not None
             digest.update(json.dumps(row).encode())
     return seconds, digest.hexdigest(), keys
 
 
 def small_state(client: Any, model: type) -> str:
-    """A digest of every key of tenant ``small`` (DUMP payloads, in key order)."""
+    """A digest of every key of tenant ``small`` without an expiry (DUMP payloads, in key order)."""
     base = model._meta.keyspace(("small",)).base
-    keys = sorted(client.scan_iter(match=base + ":*", count=1000))
+    keys = sorted(key for key in client.scan_iter(match=base + ":*", count=1000) if client.pttl(key) < 0)
     return hashlib.sha256(b"".join(key + (client.dump(key) or b"") for key in keys)).hexdigest()
 
 
@@ -105,30 +107,33 @@ def run(memories: int) -> dict[str, Any]:
 
 
 def markdown(payload: dict[str, Any]) -> str:
-    row = payload["result"]
     lines = [
         "# Tenant erase, export and import", "",
-        f"`python benchmarks/tenant_ops.py --memories {row['memories']}` on {payload['machine'].get('cpu', 'this machine')}"
-        " (one embedded Redis; the machine was shared with other jobs, so seconds are upper bounds).", "",
+        f"`python benchmarks/tenant_ops.py --memories N` on {payload['machine'].get('cpu', 'this machine')}, one "
+        "embedded Redis. The machine was shared with other jobs (load average above 10), so the seconds are upper "
+        "bounds. Keys with an expiry (operation keys, staged reads) are left out of both comparisons: they may "
+        "expire between two reads.", "",
         "| memories | keys | export s | export MB | erase s | keys left (erase / scan) | import s | round trip identical "
         "| other tenant unchanged |",
         "|---:|---:|---:|---:|---:|---:|---:|---|---|",
-        f"| {row['memories']} | {row['keys']} | {row['export_seconds']} | {row['export_mb']} | {row['erase_seconds']} "
-        f"| {row['keys_left_by_erase']} / {row['keys_left_by_scan']} | {row['import_seconds']} "
-        f"| {row['round_trip_identical']} | {row['other_tenant_unchanged']} |",
-        "",
     ]
-    return "\n".join(lines)
+    for row in sorted(payload["results"].values(), key=lambda row: row["memories"]):
+        lines.append(f"| {row['memories']} | {row['keys']} | {row['export_seconds']} | {row['export_mb']} "
+                     f"| {row['erase_seconds']} | {row['keys_left_by_erase']} / {row['keys_left_by_scan']} "
+                     f"| {row['import_seconds']} | {row['round_trip_identical']} | {row['other_tenant_unchanged']} |")
+    return "\n".join([*lines, ""])
 
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     options.add_argument("--memories", type=int, default=100_000)
     args = options.parse_args()
-    payload = {"machine": machine(), "result": run(args.memories)}
+    result = run(args.memories)
+    earlier = (read_json(NAME) or {}).get("results", {})
+    payload = {"machine": machine(), "results": {**earlier, str(args.memories): result}}
     write_json(NAME, payload)
     (RESULTS / f"{NAME}.md").write_text(markdown(payload))
-    print(json.dumps(payload["result"], indent=2))
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

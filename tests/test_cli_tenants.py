@@ -114,3 +114,17 @@ def test_export_to_standard_output_keeps_the_messages_off_it(redis_url, db, note
     assert done.returncode == 0 and f"exported agent {DEFAULT_AGENT!r}" in done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert rows[0]["format"] == "redmem-tenant/1" and len(rows) > 10
+
+
+def test_help_loads_neither_the_library_nor_its_heavy_dependencies():
+    """``redmem --help`` starts fast because it imports no subcommand, numpy, redis-py or rich
+    (benchmarked in docs/cli.md, not timed here); the public names still load on first use."""
+    script = ("import sys\nfrom redmem.cli import main\n"
+              "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+              "heavy = sorted(m for m in ('numpy', 'redis', 'rich', 'redmem.store', 'redmem.cli_commands.ask')"
+              " if m in sys.modules)\n"
+              "import redmem\nassert redmem.store.settings() is not None and redmem.Model.__name__ == 'Model'\n"
+              "print('heavy:', heavy)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("heavy: []")

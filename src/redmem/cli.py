@@ -19,11 +19,12 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from .cli_commands.memory import EMBEDDINGS
-from .store.errors import RedmemError
+from .cli_commands.choices import EMBEDDINGS
 
 __all__ = ["main", "parser", "COMMANDS"]
 
+#: The module that runs a subcommand and prints its errors (imported once a command is run).
+RUNNER = "redmem.cli_commands.runner"
 #: name -> (module with add_arguments and run, or its dotted name, imported when the command is used; one-line help)
 COMMANDS: dict[str, tuple[ModuleType | str, str]] = {
     "doctor": ("redmem.cli_commands.doctor", "show which Redis server is used and how fast it answers"),
@@ -90,16 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         top.print_help()
         return 0
-    from rich.console import Console  # not needed by --help, which it would slow down
-    from rich.markup import escape
-
-    console = Console()
-    try:
-        command_module(args.command).run(console, args)
-    except RedmemError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        return 1
-    return 0
+    status: int = importlib.import_module(RUNNER).run_command(command_module(args.command), args)
+    return status
 
 
 if __name__ == "__main__":
