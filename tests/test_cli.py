@@ -165,7 +165,7 @@ def test_demo_keeps_to_its_own_memories_and_one_screen_per_section(redis_url, db
     assert "removed the 102 memories an earlier demo run created" in again and demo.count() == 102
     lines = tmp_path / "mem.txt"
     lines.write_text("Fay's locker code is 4711.\nFay cycles to work.\nFay's cat is called Pixel.\n")
-    on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(lines))  # agent demo, as the report did
+    on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(lines), "--agent", "demo")  # as the report did
     mixed = run_cli("--url", redis_url, "--prefix", prefix, "--embeddings", "hashing", "demo")
     assert mixed.returncode == 1
     assert f"agent 'demo' under key prefix {prefix!r} holds 3 memories the demo did not create" in mixed.stdout
@@ -219,8 +219,8 @@ def test_ingest_then_ask_finds_the_ingested_text_for_that_agent_only(redis_url, 
     lines = tmp_path / "bo.txt"
     lines.write_text("Bo prefers green tea with jasmine.\n\nBo's bicycle is a red fixie.\n")
     out_b = on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(lines), "--agent", "bo")
-    assert "ingested 5 memories for agent ana from 2 sessions" in out_a and "5/5" in out_a
-    assert "ingested 2 memories for agent bo" in out_b
+    assert "ingested 5 memories for agent 'ana' from 2 sessions" in out_a and "5/5" in out_a
+    assert "ingested 2 memories for agent 'bo'" in out_b
     ana = on_test_server(redis_url, "--embeddings", "hashing", "ask", "Which tea do I like?", "--agent", "ana")
     assert "lapsang souchong" in ana and "jasmine" not in ana
     assert re.search(r"context \(structured, \d+ / 2000 tokens\)", ana)
@@ -252,7 +252,7 @@ def test_ingest_then_ask_without_a_url_share_the_local_server(tmp_path):
 
         try:
             stored = cli("ingest", str(lines))
-            assert "ingested 3 memories for agent demo" in stored and f"local server, data in {data}" in stored
+            assert "ingested 3 memories for agent 'default'" in stored and f"local server, data in {data}" in stored
             assert f"started the local server with its data in {data}" in stored
             found = cli("ask", "What does Gus grow?", "--format", "content")
             assert "- Gus grows chillies on the balcony." in found and "started the local server" not in found
@@ -277,7 +277,7 @@ def test_ingest_with_said_at_and_session_dates_and_links_the_turns(redis_url, db
     lines.write_text("Did you ever go scuba diving near Belize?\nYes, twice last year!\n")
     out = on_test_server(redis_url, "--embeddings", "hashing", "ingest", str(lines), "--agent", "cy",
                          "--said-at", "1:56 pm on 8 May, 2023", "--session", "s1")
-    assert "ingested 2 memories for agent cy from 1 sessions" in out
+    assert "ingested 2 memories for agent 'cy' from 1 sessions" in out
     question, answer = sorted(ChatMemory.query.filter(agent_id="cy").no_track().all(), key=lambda m: m.position)
     assert (question.date, question.said_at, answer.said_at) == (
         "2023-05-08", "2023-05-08T13:56:00+00:00", "2023-05-08T13:56:01+00:00")

@@ -72,6 +72,7 @@ PAGES = [
     "recipes/hce.md",
     "integrations.md",
     "operations.md",
+    "tenants.md",
     "contributing.md",
     "mcp.md",
     "asyncio.md",

@@ -40,10 +40,11 @@ from redmem.context.rendering import FORMATS  # noqa: E402
 from redmem.embeddings import HashingEmbeddings  # noqa: E402
 from redmem.fields import ConfidenceField  # noqa: E402
 from redmem.observation.protocol import OUTCOME_EFFECTS  # noqa: E402
+from redmem.recipes.tenant_data import import_tenant  # noqa: E402
 from redmem.store import settings  # noqa: E402
 from redmem.store.errors import ConfigurationError  # noqa: E402
 
-TOOLS = {"remember", "recall", "feedback", "forget", "list_memories"}
+TOOLS = {"remember", "recall", "feedback", "forget", "list_memories", "export", "erase"}
 
 
 def command(redis_url: str, *options: str) -> list[str]:
@@ -89,6 +90,7 @@ def test_tools_are_listed_with_descriptions_and_schemas(redis_url, db):
             assert "'ana'" in properties["agent_id"]["description"]  # the default agent is named
             assert all(spec.get("description") for spec in properties.values()), tool.name
             assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+            assert tool.input_schema["additionalProperties"] is False, tool.name
         recall = tools["recall"].input_schema
         assert recall["required"] == ["query"]
         assert recall["properties"]["max_tokens"]["minimum"] == 1
@@ -179,10 +181,38 @@ def test_bad_arguments_give_error_results_and_the_server_keeps_serving(redis_url
         assert "offset" in await refused(client, "list_memories", {"offset": 10**18})  # was an untyped Redis error
         assert "agent_id" in await refused(client, "list_memories", {"agent_id": ""})
         assert "nope" in await refused(client, "nope", {})
+        unknown = await refused(client, "recall", {"query": "code", "max_token": 5})
+        assert "max_token" in unknown and "unknown argument; this tool takes query, max_tokens" in unknown
+        assert "unknown argument" in await refused(client, "erase", {"confirm": "ana", "everything": True})
+        for arguments in ({"query": "code", "max_tokens": "lots"}, {"query": "code", "max_token": 5}):
+            assert "pydantic.dev" not in await refused(client, "recall", arguments)
         listed = await call(client, "list_memories", {})  # still serving, nothing changed
         assert [m["content"] for m in listed["memories"]] == ["Ana's locker code is 4711."]
 
     on_stdio(redis_url, scenario)
+
+
+def test_export_then_erase_with_confirmation(redis_url, db):
+    exported: list[str] = []
+
+    async def scenario(client: Client) -> None:
+        await call(client, "remember", {"content": "Ana's locker code is 4711."})
+        await call(client, "remember", {"content": "Ana cycles to work."})
+        done = await call(client, "export", {})
+        assert done["agent_id"] == "ana" and done["keys"] > 5
+        exported.extend(done["jsonl"].splitlines())
+        assert "not confirmed: to erase agent 'ana' for good, pass confirm='ana'" in await refused(
+            client, "erase", {"confirm": "bo"})
+        assert (await call(client, "list_memories", {}))["total"] == 2
+        erased = await call(client, "erase", {"confirm": "ana"})
+        assert erased["keys_erased"] == done["keys"] and erased["keys_left"] == 0
+        assert (await call(client, "list_memories", {}))["total"] == 0
+
+    on_stdio(redis_url, scenario)
+    assert json.loads(exported[0])["partition"] == {"agent_id": "ana"}
+    import_tenant(ChatMemory, exported)
+    assert sorted(m.content for m in ChatMemory.query.filter(agent_id="ana").no_track()) == [
+        "Ana cycles to work.", "Ana's locker code is 4711."]
 
 
 def test_agents_do_not_see_each_others_memories(redis_url, db):

@@ -1,43 +1,57 @@
 """The ``redmem`` command: parses arguments and hands each subcommand to its module.
 
 ``doctor`` checks the server; ``demo`` runs the main job on a bundled conversation; ``ingest``,
-``ask``, ``chat`` and ``inspect`` work on the conversation memory of an agent, ``mcp`` serves it
-as MCP tools; ``reindex`` fills the indexes of any model; ``upgrade`` brings an agent's memories
+``ask``, ``chat`` and ``inspect`` work on the conversation memory of an agent, ``list``,
+``stats``, ``forget``, ``export`` and ``import`` show, erase and move it, ``mcp`` serves it as
+MCP tools; ``reindex`` fills the indexes of any model; ``upgrade`` brings an agent's memories
 of older versions up to date; ``server`` shows or stops the local
 server that keeps the data when no Redis URL is given. The global options (``--url``, ``--prefix``, ``--embeddings``) go
-before or after the subcommand. See docs/cli.md.
+before or after the subcommand. ``redmem`` alone prints the help. A subcommand's module is
+imported only when the command line names it, so ``redmem --help`` does not load them all.
+See docs/cli.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from types import ModuleType
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-
-from . import demo
-from .cli_commands import ask, chat, doctor, ingest, inspect, mcp_server, migrate, reindex, server, upgrade
-from .cli_commands.memory import EMBEDDINGS
-from .store.errors import RedmemError
+from .cli_commands.choices import EMBEDDINGS
 
 __all__ = ["main", "parser", "COMMANDS"]
 
-#: name -> (module with add_arguments and run, one-line help)
-COMMANDS = {
-    "doctor": (doctor, "show which Redis server is used and how fast it answers"),
-    "demo": (demo, "ingest a sample conversation, assemble context for questions, report outcomes"),
-    "ingest": (ingest, "store a conversation (JSON) or one memory per line (text) for an agent"),
-    "ask": (ask, "show the context a question gets from an agent's memory, with its trace"),
-    "chat": (chat, "talk with a memory-backed assistant (/quit to leave)"),
-    "inspect": (inspect, "show everything stored about one memory (read-only)"),
-    "reindex": (reindex, "re-run fields' index writes over every stored record of a model"),
-    "migrate": (migrate, "move renamed fields' stored entries and build new indexes, exactly once and resumably"),
-    "upgrade": (upgrade, "make an agent's memories of older versions searchable by keyword again"),
-    "mcp": (mcp_server, "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories)"),
-    "server": (server, "show or stop the local server that keeps the data when no Redis URL is given"),
+#: The module that runs a subcommand and prints its errors (imported once a command is run).
+RUNNER = "redmem.cli_commands.runner"
+#: name -> (module with add_arguments and run, or its dotted name, imported when the command is used; one-line help)
+COMMANDS: dict[str, tuple[ModuleType | str, str]] = {
+    "doctor": ("redmem.cli_commands.doctor", "show which Redis server is used and how fast it answers"),
+    "demo": ("redmem.demo", "ingest a sample conversation, assemble context for questions, report outcomes"),
+    "ingest": ("redmem.cli_commands.ingest", "store a conversation (JSON) or one memory per line (text) for an agent"),
+    "ask": ("redmem.cli_commands.ask", "show the context a question gets from an agent's memory, with its trace"),
+    "chat": ("redmem.cli_commands.chat", "talk with a memory-backed assistant (/quit to leave)"),
+    "list": ("redmem.cli_commands.listing", "list an agent's memories, a page at a time"),
+    "stats": ("redmem.cli_commands.stats", "show each agent's memory and key counts"),
+    "inspect": ("redmem.cli_commands.inspect", "show everything stored about one memory (read-only)"),
+    "forget": ("redmem.cli_commands.forget", "delete memories, or erase a whole agent (--all, confirmed)"),
+    "export": ("redmem.cli_commands.export", "write an agent's whole memory to JSON Lines"),
+    "import": ("redmem.cli_commands.importing", "write an agent exported by `redmem export` into this server"),
+    "reindex": ("redmem.cli_commands.reindex", "re-run fields' index writes over every stored record of a model"),
+    "migrate": ("redmem.cli_commands.migrate",
+                "move renamed fields' stored entries and build new indexes, exactly once and resumably"),
+    "upgrade": ("redmem.cli_commands.upgrade", "make an agent's memories of older versions searchable by keyword again"),
+    "mcp": ("redmem.cli_commands.mcp_server",
+            "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories, export, erase)"),
+    "server": ("redmem.cli_commands.server", "show or stop the local server that keeps the data when no Redis URL is given"),
 }
+
+
+def command_module(name: str) -> Any:
+    """The module of subcommand ``name`` (imported now if it was given by name)."""
+    module = COMMANDS[name][0]
+    return importlib.import_module(module) if isinstance(module, str) else module
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
@@ -55,26 +69,30 @@ def add_global_options(parser: argparse.ArgumentParser, *, after_command: bool =
                         help="vectors from the offline MiniLM model, or hashing (default: auto, MiniLM if installed)")
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(used: set[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``used``, the arguments of those subcommands only (the others
+    are listed with their help, their modules not imported)."""
     top = argparse.ArgumentParser(prog="redmem", description="Memory for LLM agents on Redis.")
     add_global_options(top)
     after = argparse.ArgumentParser(add_help=False)
     add_global_options(after, after_command=True)
-    commands = top.add_subparsers(dest="command", required=True)
-    for name, (module, help_text) in COMMANDS.items():
-        module.add_arguments(commands.add_parser(name, help=help_text, description=help_text, parents=[after]))
+    commands = top.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, help_text) in COMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text, parents=[after])
+        if used is None or name in used:
+            command_module(name).add_arguments(sub)
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    console = Console()
-    try:
-        COMMANDS[args.command][0].run(console, args)
-    except RedmemError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        return 1
-    return 0
+    argv = sys.argv[1:] if argv is None else argv
+    top = parser({word for word in argv if word in COMMANDS})
+    args = top.parse_args(argv)
+    if args.command is None:
+        top.print_help()
+        return 0
+    status: int = importlib.import_module(RUNNER).run_command(command_module(args.command), args)
+    return status
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from ..context.rendering import FORMATS
 from ..recipes.context_assembler import ContextAssembler
+from .agents import add_agent_argument, require_memories
 from .display import context_panel, summary, trace_table
 from .memory import memory_assembler
 from .runtime import print_notes, start
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     """``--agent``, ``--max-items``, ``--max-tokens`` and ``--format`` (shared with chat)."""
-    parser.add_argument("--agent", default="demo", help="whose memory to search (default: demo)")
+    add_agent_argument(parser, "whose memory to search")
     parser.add_argument("--max-items", type=int, default=10, help="most records in the context (default: 10)")
     parser.add_argument("--max-tokens", type=int, default=2000, help="token budget of the context (default: 2000)")
     parser.add_argument("--format", default="structured", choices=FORMATS, help="output format (default: structured)")
@@ -42,6 +43,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     runtime = start(args)
     console.print(f"memory of agent {escape(repr(args.agent))}, {escape(runtime.location)}", highlight=False)
     print_notes(console, runtime)
+    require_memories(args.agent, runtime)
     result = assembler_from(args).assemble(args.question, emit_trace=True, agent_id=args.agent)
     console.print(summary(result, args.max_tokens))
     console.print(context_panel(result, args.format, args.max_tokens))

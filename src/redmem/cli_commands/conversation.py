@@ -27,7 +27,10 @@ from ..store.errors import ValidationError
 from ..store.validation import is_int_or_float
 
 __all__ = ["Turn", "Question", "Conversation", "parse_conversation", "read_conversation", "from_lines",
-           "parse_when", "spoken_form", "SPOKEN_FORMAT"]
+           "parse_when", "spoken_form", "read_text_file", "SPOKEN_FORMAT", "DEFAULT_ENCODING"]
+
+#: How input files are read unless ``--encoding`` says otherwise: UTF-8, a byte-order mark dropped.
+DEFAULT_ENCODING = "utf-8-sig"
 
 #: The other form a time may be given in: LoCoMo's ``1:56 pm on 8 May, 2023`` (``strptime``).
 SPOKEN_FORMAT = "%I:%M %p on %d %B, %Y"
@@ -150,17 +153,33 @@ def from_lines(text: str, now: datetime | None = None, session: str | None = Non
     return Conversation([Turn(line, at + i * step, session) for i, line in enumerate(lines)])
 
 
-def read_conversation(path: str | Path, now: datetime | None = None, session: str | None = None) -> Conversation:
+def read_text_file(path: str | Path, encoding: str = DEFAULT_ENCODING) -> str:
+    """The text of ``path`` in ``encoding`` (default UTF-8, a byte-order mark dropped); ValidationError
+    for a file that cannot be read, is not in that encoding, or holds nothing but blanks."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding=encoding)
+    except OSError as exc:
+        raise ValidationError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except LookupError:
+        raise ValidationError(f"unknown encoding {encoding!r}") from None
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path} is not {exc.encoding} text (byte 0x{exc.object[exc.start]:02x} at offset "
+                              f"{exc.start}): convert it to UTF-8, or name its encoding with --encoding") from None
+    if not text.strip():
+        raise ValidationError(f"{path} is empty: nothing to read")
+    return text
+
+
+def read_conversation(path: str | Path, now: datetime | None = None, session: str | None = None,
+                      encoding: str = DEFAULT_ENCODING) -> Conversation:
     """A ``.json`` file as a JSON conversation, any other file as one memory per line.
 
     ``now``: when the turns without a date of their own were said (default: now); ``session``:
-    the session of the lines of a text file.
+    the session of the lines of a text file; ``encoding``: the file's (:func:`read_text_file`).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValidationError(f"cannot read {path}: {exc.strerror or exc}") from None
+    text = read_text_file(path, encoding)
     if path.suffix.lower() != ".json":
         return from_lines(text, now, session)
     try:

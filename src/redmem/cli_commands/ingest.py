@@ -26,7 +26,8 @@ from ..recipes.conversation import Turn as SearchTurn
 from ..recipes.conversation import build_contexts, build_passages
 from ..recipes.conversation_append import append_turns
 from ..store.errors import ValidationError
-from .conversation import Conversation, Turn, parse_when, read_conversation, spoken_form
+from .agents import add_agent_argument
+from .conversation import DEFAULT_ENCODING, Conversation, Turn, parse_when, read_conversation, spoken_form
 from .memory import ChatMemory
 from .runtime import print_notes, start
 
@@ -141,7 +142,9 @@ def ingest_with_progress(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a JSON conversation, or a text file with one memory per line")
-    parser.add_argument("--agent", default="demo", help="whose memory receives it (default: demo)")
+    add_agent_argument(parser, "whose memory receives it")
+    parser.add_argument("--encoding", default=DEFAULT_ENCODING,
+                        help=f"the file's text encoding (default: {DEFAULT_ENCODING}, UTF-8 with or without a BOM)")
     parser.add_argument("--said-at", help="when the memories without a date of their own were said: ISO 8601 "
                         "(2023-05-08, 2023-05-08T13:56:00+00:00) or '1:56 pm on 8 May, 2023' (default: now)")
     parser.add_argument("--session", help="the session of the lines of a text file (default: none, each line alone)")
@@ -150,13 +153,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(console: Console, args: argparse.Namespace) -> None:
     """``redmem ingest FILE``: store a conversation (JSON) or one memory per line (text)."""
     said_at = None if args.said_at is None else parse_when(args.said_at, "--said-at")
-    conversation = read_conversation(args.file, said_at, args.session)
+    conversation = read_conversation(args.file, said_at, args.session, args.encoding)
+    if not conversation.turns:
+        raise ValidationError(f"{args.file} holds no memories: nothing was stored for agent {args.agent!r}")
     runtime = start(args)
     print_notes(console, runtime)
     memories = ingest_with_progress(console, conversation, args.agent, f"ingesting {args.file}")
     sessions = {m.session for m in memories if m.session}
     console.print(
-        f"ingested {len(memories)} memories for agent {escape(args.agent)}"
+        f"ingested {len(memories)} memories for agent {escape(repr(args.agent))}"
         + (f" from {len(sessions)} sessions" if sessions else "") + f", {escape(runtime.location)}",
         highlight=False,
     )

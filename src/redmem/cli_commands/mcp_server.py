@@ -1,12 +1,13 @@
 """``redmem mcp``: the agent memory of the command line as MCP tools, over stdio or streamable HTTP.
 
-Five tools, each a thin call into the library on the CLI's :class:`ChatMemory` (the memory
+Seven tools, each a thin call into the library on the CLI's :class:`ChatMemory` (the memory
 ``ingest``, ``ask`` and ``chat`` use, so what one stores the others find): ``remember`` (store
 a memory), ``recall`` (assemble context within a token budget), ``feedback`` (report outcomes,
-:meth:`ObservationProtocol.on_context_used`), ``forget`` and ``list_memories``. Each takes an
-optional ``agent_id``, the tenant: ``--agent`` when omitted, and refused unless the server was
-started for it (:mod:`.mcp_agents`). A library error becomes an MCP error result naming what is
-wrong. Requests are limited in size on both transports; over stdio, malformed lines get JSON-RPC
+:meth:`ObservationProtocol.on_context_used`), ``forget``, ``list_memories``, ``export`` (the
+agent's whole memory as JSON Lines) and ``erase`` (the whole agent, with ``confirm`` repeating its
+id). Each takes an optional ``agent_id``, the tenant: ``--agent`` when omitted, and refused unless
+the server was started for it (:mod:`.mcp_agents`). Unknown arguments are refused
+(:mod:`.mcp_arguments`); a library error becomes an MCP error result naming what is wrong. Requests are limited in size on both transports; over stdio, malformed lines get JSON-RPC
 errors (:mod:`.mcp_stdio`); over HTTP, every request needs the bearer token (:mod:`.mcp_http`).
 The ``mcp`` SDK (the ``mcp`` extra) is imported only when the command runs, so the core install
 does without it.
@@ -25,10 +26,13 @@ from rich.markup import escape
 
 from ..context.oversize import truncate_text
 from ..observation.protocol import ObservationProtocol
+from ..recipes.tenant_data import erase_tenant, export_lines
 from ..store.errors import ConfigurationError, RedmemError, ValidationError
+from .agents import add_agent_argument
 from .conversation import Turn, parse_when
 from .ingest import store_turns
 from .mcp_agents import AgentBinding, agent_list, agent_tokens, request_binding
+from .mcp_arguments import strict_arguments
 from .mcp_http import BearerGuard, bearer_token, serve_http
 from .mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
 from .memory import ChatMemory, memory_assembler
@@ -103,6 +107,24 @@ class Forgotten:
 
 
 @dataclass
+class Exported:
+    """An agent's whole memory as JSON Lines (``redmem import`` reads it), and how many keys it holds."""
+
+    agent_id: str
+    keys: int
+    jsonl: str
+
+
+@dataclass
+class Erased:
+    """What ``erase`` deleted, and the keys of the agent found left after it (0: complete)."""
+
+    agent_id: str
+    keys_erased: int
+    keys_left: int
+
+
+@dataclass
 class Page:
     """One page of an agent's memories (in memory-id order) and how many it holds in all."""
 
@@ -111,8 +133,7 @@ class Page:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", default="demo",
-                        help="the agent this server acts for, and the agent_id of calls without one (default: demo)")
+    add_agent_argument(parser, "the agent this server acts for, and the agent_id of calls without one")
     parser.add_argument("--agents", type=agent_list, default=frozenset(), metavar="A,B",
                         help="opt-in allow-list: more agents a call may name in agent_id (comma-separated); "
                              "without it any other agent_id is refused")
@@ -240,8 +261,22 @@ def page_of_memories(agent: str, limit: int, offset: int) -> Page:
     return Page([Memory(**memory_of(record)) for record in page], query.count())
 
 
+def export_memory(agent: str) -> Exported:
+    lines = list(export_lines(ChatMemory, agent_id=agent))
+    return Exported(agent, len(lines) - 1, "\n".join(lines) + "\n")
+
+
+def erase_memory(agent: str, confirm: str) -> Erased:
+    """Erase ``agent`` when ``confirm`` repeats its id; ValidationError, nothing erased, otherwise."""
+    if confirm != agent:
+        raise ValidationError(f"not confirmed: to erase agent {agent!r} for good, pass confirm={agent!r} "
+                              "(nothing was erased)")
+    done = erase_tenant(ChatMemory, agent_id=agent)
+    return Erased(agent, done.erased, done.left)
+
+
 def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
-    """An ``MCPServer`` with the five tools, their arguments described in their JSON schemas, acting
+    """An ``MCPServer`` with the seven tools, their arguments described in their JSON schemas, acting
     for ``default_agent`` and the allow-list ``agents`` only (:class:`~.mcp_agents.AgentBinding`)."""
     try:
         from mcp.server.mcpserver import MCPServer
@@ -262,6 +297,7 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
                 except RedmemError as exc:
                     raise ToolError(str(exc)) from exc
             server.add_tool(guarded, description=description)
+            strict_arguments(server._tool_manager.get_tool(function.__name__))
             return function
         return register
 
@@ -324,6 +360,19 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
         agent_id: Annotated[str | None, tenant] = None,
     ) -> Page:
         return page_of_memories(agent(agent_id), limit, offset)
+
+    @tool("Export an agent's whole memory (every memory with its scores, vectors, links and history) as JSON "
+          "Lines, for `redmem import` on another server.")
+    def export(agent_id: Annotated[str | None, tenant] = None) -> Exported:
+        return export_memory(agent(agent_id))
+
+    @tool("Erase an agent's whole memory for good: every memory and everything about it. confirm must repeat the "
+          "agent's id.")
+    def erase(
+        confirm: Annotated[str, Field(description="the id of the agent to erase, repeated to confirm")],
+        agent_id: Annotated[str | None, tenant] = None,
+    ) -> Erased:
+        return erase_memory(agent(agent_id), confirm)
 
     return server
 

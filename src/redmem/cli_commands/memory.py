@@ -52,6 +52,7 @@ from ..observation import AccessTrackerMixin
 from ..recipes.context_assembler import ContextAssembler
 from ..recipes.conversation import SearchText, TurnContextAnalyzer
 from ..store.errors import ConfigurationError
+from .choices import EMBEDDINGS
 
 __all__ = [
     "ChatMemory",
@@ -75,7 +76,6 @@ MORNING_PHASE = 7 * 3600.0
 SCORE_WEIGHTS = {"relevance": 0.6, "confidence": 0.4}
 #: The fields of a memory shown to the model, in this order.
 SHOWN_FIELDS = ("date", "speaker", "content")
-EMBEDDINGS = ("auto", "minilm", "hashing")
 #: ContextAssembler options of every assembly over ChatMemory (``ask``, ``chat``, MCP ``recall``)
 #: beside the budget and the assembler's defaults (convex fusion, keyword and vector lists
 #: weighing the same, the relevance floor, newer facts first): ``said_at``, when a turn was

@@ -13,6 +13,7 @@ import argparse
 from rich.console import Console
 from rich.markup import escape
 
+from .agents import add_agent_argument
 from .ingest import upgrade_memories
 from .runtime import print_notes, start
 
@@ -20,7 +21,7 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", default="demo", help="whose memories to upgrade (default: demo)")
+    add_agent_argument(parser, "whose memories to upgrade")
 
 
 def run(console: Console, args: argparse.Namespace) -> None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .base import Model
     from .options import Options
 
-__all__ = ["PARTITIONS", "REFRESH", "RETRY_AFTER", "register", "listed_partitions", "scan_partitions", "rebuild_registry"]
+__all__ = ["PARTITIONS", "REFRESH", "RETRY_AFTER", "register", "relist", "unregister", "listed_partitions", "scan_partitions", "rebuild_registry"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +91,26 @@ def register(meta: Any, client: Any, tags: Iterable[str]) -> None:
         if len(added) > _KEPT:
             added.clear()
         added.update(((key, tag), now) for tag in due)
+
+
+def relist(client: Any, prefix: str, model_names: Iterable[str], tag: str) -> None:
+    """Add a partition (hash tag) to the registries of the models named ``model_names`` (after an
+    import wrote their keys); errors are raised."""
+    with server_errors(client):
+        for name in model_names:
+            client.sadd(KeySpace(prefix, name, GLOBAL_TAG).key(PARTITIONS), tag)
+
+
+def unregister(client: Any, prefix: str, model_name: str, tag: str) -> bool:
+    """Remove a partition (hash tag) from the registry of the model named ``model_name``, and from
+    what this process remembers having added, so its next write registers it again; returns
+    whether the registry listed it. Unlike :func:`register`, errors are raised.
+    """
+    key = KeySpace(prefix, model_name, GLOBAL_TAG).key(PARTITIONS)
+    with _lock:
+        _added.get(client, {}).pop((key, tag), None)
+    with server_errors(client):
+        return bool(client.srem(key, tag))
 
 
 def listed_partitions(meta: Any, client: Any) -> list[KeySpace]:

@@ -127,6 +127,8 @@ class KeyKind(StrEnum):
     SCHEMA = "schema"
     #: hash: a lifecycle model's index of current facts (``version``, ``d:<digest>``, ``s:<slot>`` -> record id)
     LIFECYCLE_INDEX = "lx"
+    #: stream: records a retention policy evicted with archiving on, one entry per record (its hash fields)
+    ARCHIVE = "arc"
     #: string: how far a migration got in a partition, the last record id rewritten (``mg:<migration id>``)
     MIGRATION = "mg"
 
