@@ -16,6 +16,7 @@ from ..recipes.context_assembler import ContextAssembler
 from .display import context_panel, summary, trace_table
 from .memory import memory_assembler
 from .runtime import print_notes, start
+from .why import why_tables
 
 __all__ = ["add_arguments", "run", "assembler_from"]
 
@@ -23,6 +24,8 @@ __all__ = ["add_arguments", "run", "assembler_from"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the user's turn")
     add_budget_arguments(parser)
+    parser.add_argument("--why", action="store_true",
+                        help="explain each memory (arms, ranks, weights, boosts) and what was left out and why")
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,3 +49,5 @@ def run(console: Console, args: argparse.Namespace) -> None:
     console.print(summary(result, args.max_tokens))
     console.print(context_panel(result, args.format, args.max_tokens))
     console.print(trace_table(result, keys=True))
+    if args.why:
+        console.print(why_tables(result.explain()))
