@@ -21,6 +21,7 @@ from . import demo
 from .cli_commands import ask, chat, doctor, ingest, inspect, mcp_server, migrate, reindex, server, upgrade
 from .cli_commands.memory import EMBEDDINGS
 from .store.errors import RedmemError
+from .ui import command as ui
 
 __all__ = ["main", "parser", "COMMANDS"]
 
@@ -37,6 +38,7 @@ COMMANDS = {
     "upgrade": (upgrade, "make an agent's memories of older versions searchable by keyword again"),
     "mcp": (mcp_server, "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories)"),
     "server": (server, "show or stop the local server that keeps the data when no Redis URL is given"),
+    "ui": (ui, "browse an agent's memories, ask and see why, forget or give feedback, in a local web page"),
 }
 
 
