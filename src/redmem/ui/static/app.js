@@ -4,7 +4,9 @@
 (function () {
   const token = new URLSearchParams(location.search).get("token") || "";
   const main = document.getElementById("main");
-  const state = { actions: [], defaultAgent: null };
+  const state = { actions: [], defaultAgent: null, flash: null, generation: 0 };
+  // A page whose data arrives after the user moved on renders nothing.
+  const current = (mine) => mine === state.generation;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -81,9 +83,10 @@
     return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
   }
 
-  async function tenantsPage() {
+  async function tenantsPage(mine) {
     navFor(state.defaultAgent, "tenants");
     const data = await api("/tenants");
+    if (!current(mine)) return;
     const rows = data.tenants.map((t) => el("tr", {},
       el("td", {}, el("a", { href: `#/agent/${enc(t.agent)}` }, t.agent)),
       el("td", { class: "num" }, t.memories.toLocaleString()), el("td", { class: "num" }, humanBytes(t.bytes))));
@@ -93,7 +96,7 @@
         el("tbody", {}, rows)));
   }
 
-  async function memoriesPage(agent, params) {
+  async function memoriesPage(agent, params, mine) {
     navFor(agent, "memories");
     const q = params.get("q") || "", filter = params.get("filter") || "", sort = params.get("sort") || "decay";
     const offset = Number(params.get("offset") || 0), limit = 50;
@@ -111,8 +114,8 @@
     main.replaceChildren(el("h2", {}, `Memories of ${agent}`), form, el("p", { class: "muted", id: "loading" }, "loading…"));
     const query = new URLSearchParams({ q, filter, sort, offset, limit });
     let data;
-    try { data = await api(`/agents/${enc(agent)}/memories?${query}`); showError(null); }
-    catch (err) { showError(err); main.querySelector("#loading").textContent = "No page: fix the search or filter."; return; }
+    try { data = await api(`/agents/${enc(agent)}/memories?${query}`); if (!current(mine)) return; showError(null); }
+    catch (err) { if (!current(mine)) return; showError(err); main.querySelector("#loading").textContent = "No page: fix the search or filter."; return; }
     const selected = new Set();
     const forget = el("button", { type: "button", id: "forget-selected", class: "danger", disabled: true, on: { click: async () => {
       const done = await act(agent, "forget", { memory_ids: [...selected] }, `Forget ${selected.size} memories of ${agent}? This deletes them.`);
@@ -155,15 +158,16 @@
     return el("dl", { class: "fields" }, entries.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "–" : String(v))]));
   }
 
-  async function memoryPage(agent, id) {
+  async function memoryPage(agent, id, mine) {
     navFor(agent, "memory");
     const m = await api(`/agents/${enc(agent)}/memories/${enc(id)}`);
+    if (!current(mine)) return;
     const outcome = el("select", { id: "outcome", "aria-label": "outcome" },
       ["acted", "used", "dismissed", "deferred", "contradicted"].map((o) => el("option", { value: o }, o)));
     const actions = el("div", { class: "row-actions" },
       el("button", { type: "button", class: "danger", id: "forget", on: { click: async () => {
         const done = await act(agent, "forget", { memory_ids: [id] }, `Forget this memory of ${agent}? This deletes it.`);
-        if (done) { notice(`forgot ${id}`); location.hash = `#/agent/${enc(agent)}`; }
+        if (done) { state.flash = `forgot ${id}`; location.hash = `#/agent/${enc(agent)}`; }
       } } }, "Forget"),
       el("label", {}, "Outcome", outcome),
       el("button", { type: "button", id: "feedback", on: { click: async () => {
@@ -238,19 +242,20 @@
   }
 
   async function route() {
+    const mine = ++state.generation;
     const [path, query] = location.hash.replace(/^#/, "").split("?");
     const params = new URLSearchParams(query || "");
     const parts = (path || "/").split("/").filter(Boolean).map(decodeURIComponent);
     try {
-      if (parts[0] === "agent" && parts[2] === "memory") await memoryPage(parts[1], parts[3]);
+      if (parts[0] === "agent" && parts[2] === "memory") await memoryPage(parts[1], parts[3], mine);
       else if (parts[0] === "agent" && parts[2] === "ask") askPage(parts[1]);
-      else if (parts[0] === "agent") await memoriesPage(parts[1], params);
-      else await tenantsPage();
-      main.focus({ preventScroll: true });
-    } catch (err) { showError(err); }
+      else if (parts[0] === "agent") await memoriesPage(parts[1], params, mine);
+      else await tenantsPage(mine);
+      if (current(mine) && parts[2] !== "ask") main.focus({ preventScroll: true });
+    } catch (err) { if (current(mine)) showError(err); }
   }
 
-  window.addEventListener("hashchange", () => { notice(null); route(); });
+  window.addEventListener("hashchange", () => { notice(state.flash); state.flash = null; route(); });
   api("/settings").then((s) => { state.actions = s.actions; state.defaultAgent = s.default_agent; route(); })
     .catch(showError);
 }());
