@@ -68,6 +68,7 @@ PAGES = [
     "recipes/llm-integration.md",
     "recipes/hsca.md",
     "recipes/hce.md",
+    "ui.md",
     "integrations.md",
     "operations.md",
     "contributing.md",
