@@ -3,6 +3,12 @@ paging and ordering without loading a partition, typed errors, the actions."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +19,7 @@ from redmem.cli_commands.conversation import Turn
 from redmem.cli_commands.ingest import store_turns
 from redmem.cli_commands.memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
+from redmem.store import settings
 from redmem.ui import build_app
 from redmem.ui.inventory import parse_filter
 
@@ -130,3 +137,21 @@ def test_filter_text():
     assert parse_filter("") == {}
     assert parse_filter("memory_id__in=a, b&kind=fact") == {"memory_id__in": ["a", "b"], "kind": "fact"}
     assert parse_filter('{"importance__gte": 0.5}') == {"importance__gte": 0.5}
+
+
+def test_redmem_ui_serves_the_page_at_the_url_it_prints(redis_url, db):
+    """``redmem ui --port 0`` prints a loopback URL with its token; the page answers there, and not without it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "redmem.cli", "--url", redis_url, "--prefix", settings().key_prefix,
+         "--embeddings", "hashing", "ui", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "300"})
+    try:
+        line = process.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", line).group(0)
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            assert reply.status == 200 and b"/static/app.js" in reply.read()
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            urllib.request.urlopen(url.split("?")[0], timeout=10)
+    finally:
+        process.terminate()
+        process.wait(10)
