@@ -3,9 +3,12 @@ rank; every candidate left out names its reason; explaining costs no round trip.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import configured_embeddings
 from models import RhythmicMemory as Memory
@@ -116,3 +119,26 @@ def test_explaining_costs_no_round_trip(db, sent):
 def test_a_result_not_made_by_assemble_has_nothing_to_explain():
     with pytest.raises(QueryException, match="no trail"):
         AssemblyResult().explain()
+
+
+AGENTS = itertools.count()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join), min_size=1, max_size=25),
+       max_items=st.integers(1, 8), max_tokens=st.integers(5, 200), fusion=st.sampled_from(["rrf", "convex"]),
+       floor=st.sampled_from([None, 0.3, 0.8]))
+def test_every_candidate_is_explained_once_and_the_numbers_hold(db, texts, max_items, max_tokens, fusion, floor):
+    agent = f"p{next(AGENTS)}"
+    Note.save_many([Note(agent_id=agent, content=text) for text in texts])
+    result = ContextAssembler(Note, max_items=max_items, max_tokens=max_tokens, fusion=fusion,
+                              min_relevance=floor).assemble("helm canary rollback", agent_id=agent)
+    explanation = result.explain()
+    explained = [i.record_id for i in explanation.items] + [o.record_id for o in explanation.left_out]
+    assert len(explained) == len(set(explained)) == result.metadata["total_candidates"]
+    assert len(explanation.items) <= max_items and explanation.token_count <= max_tokens
+    assert explanation.cut_counts()["duplicate"] == result.metadata["duplicates_collapsed"]
+    assert explanation.cut_counts()["relevance_floor"] == result.metadata["below_floor"]
+    pulled = [i for i in explanation.items if i.fused is not None]
+    for item in pulled:
+        assert math.fsum(arm.contribution for arm in item.arms) == pytest.approx(item.fused, rel=1e-9)
