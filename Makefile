@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-bench test-fresh test-async docs clean
+.PHONY: demo test test-bench test-fresh test-async docs clean browser
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -36,7 +36,7 @@ COVERAGE_FLOOR := 90
 # `make test TEST_WORKERS=0` runs in one process. The benchmark scripts are left out (make test-bench).
 TEST_WORKERS ?= auto
 # The docs build is strict and not --quiet: mkdocs --quiet drops the warnings before --strict counts them.
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --cov=redmem --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
@@ -69,6 +69,17 @@ test-async: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/mkdocs serve
+
+# Headless Chromium and its driver for tests/test_ui_browser.py, from the system packages where
+# missing (Debian/Ubuntu: apt-get as root, or through sudo). When they cannot be installed the
+# browser tests skip and say why; everything else runs.
+browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && apt-get install -y -qq chromium chromium-driver; \
+	elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+		sudo apt-get update -qq && sudo apt-get install -y -qq chromium chromium-driver; \
+	else echo "make browser: cannot install chromium + chromium-driver here (no apt-get as root); the browser tests will skip"; fi
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) site .hypothesis

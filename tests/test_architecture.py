@@ -24,7 +24,7 @@ LAYERS = {
     "recipes": 5,
     "integrations": 6, "testing": 6, "lifecycle": 6,
     "cli_commands": 7,
-    "demo": 8,
+    "demo": 8, "ui": 8,
     "cli": 9,
     "__init__": 10,
 }

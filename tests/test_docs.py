@@ -70,6 +70,7 @@ PAGES = [
     "recipes/llm-integration.md",
     "recipes/hsca.md",
     "recipes/hce.md",
+    "ui.md",
     "integrations.md",
     "operations.md",
     "tenants.md",

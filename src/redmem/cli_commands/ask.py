@@ -17,6 +17,7 @@ from .agents import add_agent_argument, require_memories
 from .display import context_panel, summary, trace_table
 from .memory import memory_assembler
 from .runtime import print_notes, start
+from .why import why_tables
 
 __all__ = ["add_arguments", "run", "assembler_from"]
 
@@ -24,6 +25,8 @@ __all__ = ["add_arguments", "run", "assembler_from"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the user's turn")
     add_budget_arguments(parser)
+    parser.add_argument("--why", action="store_true",
+                        help="explain each memory (arms, ranks, weights, boosts) and what was left out and why")
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,3 +51,5 @@ def run(console: Console, args: argparse.Namespace) -> None:
     console.print(summary(result, args.max_tokens))
     console.print(context_panel(result, args.format, args.max_tokens))
     console.print(trace_table(result, keys=True))
+    if args.why:
+        console.print(why_tables(result.explain()))

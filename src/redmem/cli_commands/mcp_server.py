@@ -91,6 +91,7 @@ class RecalledContext:
     memories: list[Recalled]
     token_count: int
     below_floor: int
+    explanation: dict[str, Any] | None = None
 
 
 @dataclass
@@ -226,7 +227,9 @@ def store_memory(agent: str, content: str, speaker: str | None = None, session: 
     return Stored(store_turns([turn], agent)[0].memory_id, agent)
 
 
-def recall_context(agent: str, query: str, max_tokens: int, max_items: int, output_format: Format) -> RecalledContext:
+def recall_context(
+    agent: str, query: str, max_tokens: int, max_items: int, output_format: Format, explain: bool = False,
+) -> RecalledContext:
     assembler = memory_assembler(max_items, max_tokens, output_format)
     result = assembler.assemble(query, emit_trace=True, agent_id=agent)
     trace = result.metadata["trace"]
@@ -237,7 +240,8 @@ def recall_context(agent: str, query: str, max_tokens: int, max_items: int, outp
         if record.memory_id in cut:  # cut in the context: cut in the reply too
             memory["content"] = truncate_text(memory["content"], max_tokens, assembler.token_counter)
         memories.append(Recalled(**memory, source=row["source"], score=row["score"]))
-    return RecalledContext(result.formatted, memories, result.metadata["token_count"], result.metadata["below_floor"])
+    return RecalledContext(result.formatted, memories, result.metadata["token_count"], result.metadata["below_floor"],
+                           result.explain().to_dict() if explain else None)
 
 
 def report_outcomes(agent: str, outcomes: dict[str, Outcome]) -> Reported:
@@ -334,8 +338,10 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
         max_items: Annotated[int, Field(ge=1, le=100, description="most memories in the context")] = 10,
         format: Annotated[Format, Field(description="how the context is rendered")] = "structured",
         agent_id: Annotated[str | None, tenant] = None,
+        explain: Annotated[bool, Field(description="also return why each memory is in the context (arms, ranks, "
+                                       "fusion weights, boosts) and what was left out and why")] = False,
     ) -> RecalledContext:
-        return recall_context(agent(agent_id), query, max_tokens, max_items, format)
+        return recall_context(agent(agent_id), query, max_tokens, max_items, format, explain)
 
     @tool("Report what you did with recalled memories: acted (relied on it), used (read it), dismissed "
           "(not relevant), deferred (no verdict yet) or contradicted (it is wrong). Moves each memory's "

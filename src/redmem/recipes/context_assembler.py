@@ -24,6 +24,7 @@ import numpy as np
 from ..context.candidates import Candidate, merge_paths
 from ..context.duplicates import collapse_duplicates
 from ..context.effects import apply_post_effects
+from ..context.explain import AssemblyTrail, Explanation, explain_assembly
 from ..context.floor import above_floor
 from ..context.packing import Budget, Fitted, pack_slices
 from ..context.recency import newer_first
@@ -78,6 +79,14 @@ class AssemblyResult:
     formatted: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     hits: tuple[Hit[Any], ...] = ()
+    trail: AssemblyTrail | None = field(default=None, repr=False, compare=False)
+
+    def explain(self) -> Explanation:
+        """Why each record is here and why the other candidates are not
+        (:mod:`redmem.context.explain`), from what ``assemble()`` computed: no round trip."""
+        if self.trail is None:
+            raise QueryException("this result carries no trail to explain (it was not made by assemble())")
+        return explain_assembly(self.trail)
 
     def report(
         self, outcome: str | Mapping[Any, str], partition: str | None = None, now: float | None = None,
@@ -259,7 +268,10 @@ class ContextAssembler:
         if quality is not None:
             metadata["quality"] = quality
         hits = tuple(Hit(c.record, c.combined, c.signals) for c in chosen)
-        return AssemblyResult(selected, proactive, fitted.text, metadata, hits)
+        trail = AssemblyTrail(pulled.mode, pull.fusion, pulled.lists, dict(partition), where, distinct, merged,
+                              duplicates, below_floor, fitted, self.budget, self.config.min_relevance,
+                              dict(self.score_weights), bool(text))
+        return AssemblyResult(selected, proactive, fitted.text, metadata, hits, trail)
 
     # -- stages ------------------------------------------------------------------------------------
     def _query(self, partition: dict[str, Any], call: str = "assemble") -> Any:
