@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         RetrievalQuality,
         SubconsciousMemory,
     )
+    from .recipes.memory import Memory
     from .store import (
         ArgumentTypeError,
         ConfigurationError,
@@ -99,7 +100,6 @@ if TYPE_CHECKING:
         connect,
         get_client,
     )
-    from .recipes.memory import Memory
     from .text import Analyzer, default_analyzer
 
 __version__ = "0.1.0"
