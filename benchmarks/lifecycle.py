@@ -29,8 +29,9 @@ supersede off. Questions, one per person and attribute, asked through ``ContextA
 - stale facts per context: records in the 5 that state a superseded value of the asked person's
   asked attribute;
 - duplicates stored: restatements that became a record of their own, over all restatements;
-- write cost: p50/p95 ms and round trips per ``save()`` of a new statement, lifecycle vs the
-  baseline, measured on the statements written after the filler (a tenant of the given size);
+- write cost: p50/p95 wall ms, client CPU ms and round trips per ``save()`` of a new statement,
+  lifecycle vs the baseline, the two models written in lockstep (alternating which goes first)
+  on the statements written after the filler (a tenant of the given size);
 - the merge threshold's calibration (:func:`calibrate`): paraphrased restatements against
   changed values, merged by cosine alone and by cosine with the restatement rule.
 
@@ -179,25 +180,32 @@ def fill(model: type, count: int) -> None:
     model.save_many(records)
 
 
-def write(model: type, world: World) -> dict[str, Any]:
-    """Save every statement in order; the write cost per save and the records stored per statement."""
+def write(models: dict[str, type], world: World) -> dict[str, dict[str, Any]]:
+    """Save every statement in order to each model in turn (their order alternating, so a change of
+    the shared machine's load reaches both alike): per model the wall and client CPU time and
+    round trips per save, and the records stored per statement."""
     CommandCounter.install()
-    times, trips, stored = [], [], 0
-    duplicates = 0
-    for statement in world.statements:
-        record = model(agent_id=AGENT, content=statement.text, valid_from=statement.at)
-        before = CommandCounter.snapshot()
-        started = time.perf_counter()
-        record.save()
-        times.append((time.perf_counter() - started) * 1000)
-        trips.append(CommandCounter.since(before)[0])
-        new = record.seen_count == 1
-        stored += new
-        duplicates += new and statement.restatement
+    names = list(models)
+    wall: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    trips: dict[str, list[int]] = {n: [] for n in names}
+    stored, duplicates = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
+    for i, statement in enumerate(world.statements):
+        for name in names if i % 2 == 0 else names[::-1]:
+            record = models[name](agent_id=AGENT, content=statement.text, valid_from=statement.at)
+            before, started, used = CommandCounter.snapshot(), time.perf_counter(), time.process_time()
+            record.save()
+            wall[name].append((time.perf_counter() - started) * 1000)
+            cpu[name].append((time.process_time() - used) * 1000)
+            trips[name].append(CommandCounter.since(before)[0])
+            new = record.seen_count == 1
+            stored[name] += new
+            duplicates[name] += new and statement.restatement
     restatements = sum(s.restatement for s in world.statements)
-    return {"ms": summary(times), "round_trips_p50": sorted(trips)[len(trips) // 2], "records": stored,
-            "duplicates_stored": duplicates, "restatements": restatements,
-            "duplicate_rate": duplicates / restatements if restatements else 0.0}
+    return {name: {"ms": summary(wall[name]), "cpu_ms": summary(cpu[name]),
+                   "round_trips_p50": sorted(trips[name])[len(trips[name]) // 2], "records": stored[name],
+                   "duplicates_stored": duplicates[name], "restatements": restatements,
+                   "duplicate_rate": duplicates[name] / restatements if restatements else 0.0} for name in names}
 
 
 def ask(model: type, world: World, rng: random.Random, lifecycle: bool) -> dict[str, Any]:
@@ -249,11 +257,16 @@ def measure(size: int, entities: int, tag: str) -> dict[str, Any]:
     results: dict[str, Any] = {"entities": entities, "statements": len(world.statements), "filler": filler,
                                "facts": len(world.truth)}
     lifecycle_model, baseline_model = models(tag)
-    for name, model, on in (("lifecycle", lifecycle_model, True), ("baseline", baseline_model, False)):
+    both = {"lifecycle": lifecycle_model, "baseline": baseline_model}
+    for model in both.values():
         fill(model, filler)
-        results[name] = {"write": write(model, world), **ask(model, world, random.Random(SEED), on)}
-    base = results["baseline"]["write"]["ms"]["p50"]
-    results["write_cost_ratio_p50"] = results["lifecycle"]["write"]["ms"]["p50"] / base if base else None
+    written = write(both, world)
+    for name, model in both.items():
+        results[name] = {"write": written[name], **ask(model, world, random.Random(SEED), name == "lifecycle")}
+    for measure_name in ("ms", "cpu_ms"):
+        base = written["baseline"][measure_name]["p50"]
+        ratio = written["lifecycle"][measure_name]["p50"] / base if base else None
+        results[f"write_cost_ratio_{measure_name}_p50"] = ratio
     return results
 
 
@@ -297,8 +310,9 @@ def table(payload: dict[str, Any]) -> str:
         "(hybrid, 5 items). Baseline: the same model with merge and supersede off.", "",
         f"Command: `{payload['command']}`", "",
         "| memories | model | current first | current top-1 | as-of first | as-of top-1 | stale per context | "
-        "duplicates stored | records | write p50 ms | write p95 ms | round trips | cost vs plain save (p50) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "duplicates stored | records | write p50 ms | write p95 ms | client CPU p50 ms | round trips | "
+        "cost vs plain save (wall p50 / CPU p50) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for size, result in payload["results"].items():
         for name in ("lifecycle", "baseline"):
@@ -306,11 +320,13 @@ def table(payload: dict[str, Any]) -> str:
             w = r["write"]
             asof = (f"{r['as_of_first']:.3f} | {r['as_of_top1']:.3f}" if name == "lifecycle"
                     else f"({r['as_of_first']:.3f}, no time) | ({r['as_of_top1']:.3f}, no time)")
-            ratio = f"{result['write_cost_ratio_p50']:.2f}x" if name == "lifecycle" else "1.00x"
+            ratio = (f"{result['write_cost_ratio_ms_p50']:.2f}x / {result['write_cost_ratio_cpu_ms_p50']:.2f}x"
+                     if name == "lifecycle" else "1.00x")
             lines.append(
                 f"| {size} | {name} | {r['current_first']:.3f} | {r['current_top1']:.3f} | {asof} | {r['stale_per_context']:.3f} | "
                 f"{w['duplicate_rate']:.1%} ({w['duplicates_stored']}/{w['restatements']}) | {w['records']} | "
-                f"{w['ms']['p50']:.2f} | {w['ms']['p95']:.2f} | {w['round_trips_p50']} | {ratio} |")
+                f"{w['ms']['p50']:.2f} | {w['ms']['p95']:.2f} | {w['cpu_ms']['p50']:.2f} | {w['round_trips_p50']} | "
+                f"{ratio} |")
     lines += ["", "Merge threshold sweep (near-duplicate rule alone, before the same-slot rule; "
               "`HashingEmbeddings(384)`):", "",
               "| threshold | restatements merged | by cosine alone | changed values merged | by cosine alone |",
