@@ -11,6 +11,17 @@ its results. Each eval's cases are split in halves; anything calibrated or tuned
 ``tuning`` half, and the pass rates reported are those of the ``held_out`` half (the tuning
 half's are in the JSON too).
 
+Beside the engine, every eval runs trivial baselines on the same cases (:mod:`hsca_baselines`:
+uniform, word-count and TF-IDF weights, per-turn keyword labels, fixed outputs, a constant
+scorer). A verdict is PASS when the held-out rate meets the spec's target (:data:`CRITERIA`)
+AND the engine's score beats the best baseline's by :data:`MARGIN`. The criteria below are the
+spec's; issue 30 made each one whole: eval 1 also needs layer 1 higher on the central turns and
+the aside's macro weight no higher; eval 2 also needs ``cross_domain`` on the cross-domain
+turns; eval 3 re-runs the held-out layer-1 AUC (central over aside) the tuner moves; eval 4
+needs the ranking (TF-IDF top 3, layer-1 bottom third) and the bar; eval 5 scores pass rate
+minus false-bridge rate. The payload also holds layer 1 against stuffing
+(:mod:`hsca_stuffing`) and the chat figures on LoCoMo dev (:mod:`hsca_chat`).
+
 - **Eval 1, snapshot fidelity** (pass >= 80 %): a thread of four short turns on one topic with
   one long aside of another topic among them. The conversation is ingested (the buffer taken
   as a last snapshot), and the domain summaries of its snapshots, weighted by each snapshot's

@@ -11,8 +11,8 @@ the agent's own conversations). A chunk's vector ``v`` is compared with every ce
 of its context (the engine's recent turns) whose vector is close to its own
 (``cos >= bridge``): the semantic thread carries the earlier framing across the domain
 boundary, so a text about a rabbit's race and one about Aesop's fable share ``narrative``
-though they share no keyword. ``conversational`` (a register) and ``cross_domain`` follow the
-keyword classifier's rules. Any failure of the embedder gives the keyword classifier's tags:
+though they share no keyword. ``conversational`` (a register, only when no topical domain is
+found) and ``cross_domain`` follow the keyword classifier's rules. Any failure of the embedder gives the keyword classifier's tags:
 classification never raises. Vectors are cached by text (the last :data:`CACHED_VECTORS`).
 """
 
@@ -169,7 +169,7 @@ class EmbeddingDomains:
             return classify_domains(turn)
         tags = list(dict.fromkeys(chosen))
         topical = [DomainTag(d) for d in tags]
-        if conversational_register(turn):
+        if not tags and conversational_register(turn):
             tags.append(DomainTag.CONVERSATIONAL.value)
         if unrelated_pair(topical):
             tags.append(DomainTag.CROSS_DOMAIN.value)
