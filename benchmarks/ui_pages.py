@@ -30,7 +30,7 @@ from redmem.ui import build_app
 TOKEN = "bench"
 AGENT = "agent-1"
 TARGET_MS = 300.0
-CHUNK = 5000
+CHUNK = 1000
 
 
 def ingest(n: int) -> float:
