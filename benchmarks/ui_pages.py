@@ -30,7 +30,7 @@ from redmem.ui import build_app
 TOKEN = "bench"
 AGENT = "agent-1"
 TARGET_MS = 300.0
-CHUNK = 5000
+CHUNK = 1000
 
 
 def ingest(n: int) -> float:
@@ -104,14 +104,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--name", default="ui_pages", help="results/<name>.{json,md}")
     args = parser.parse_args()
     with EmbeddedServer() as server:
         redmem.configure(client=server.client(), key_prefix="uibench", embedding_provider=HashingEmbeddings(384))
         took = ingest(args.n)
         payload = {"n": args.n, "repeats": args.repeats, "ingest_s": took, "target_ms": TARGET_MS,
                    "pages": measure(args.n, args.repeats), "machine": machine()}
-    write_json("ui_pages", payload)
-    (RESULTS / "ui_pages.md").write_text(markdown(payload))
+    write_json(args.name, payload)
+    (RESULTS / f"{args.name}.md").write_text(markdown(payload))
     print(markdown(payload))
 
 

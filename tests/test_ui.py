@@ -155,3 +155,13 @@ def test_redmem_ui_serves_the_page_at_the_url_it_prints(redis_url, db):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_a_large_partition_pages_by_the_decay_clock(client, monkeypatch):
+    """Above EXACT_DECAY_LIMIT memories the decay order is the decay clock's, never a scan that holds the server."""
+    monkeypatch.setattr("redmem.ui.inventory.EXACT_DECAY_LIMIT", 3)
+    page = client.get("/api/agents/ana/memories?sort=decay&limit=5", headers=HEADERS).json()
+    assert page["order"] == "decay clock" and len(page["rows"]) == 5
+    assert [row["updated"] for row in page["rows"]] == sorted((row["updated"] for row in page["rows"]), reverse=True)
+    small = client.get("/api/agents/bo/memories?sort=decay", headers=HEADERS).json()
+    assert small["order"] == "decay"

@@ -34,6 +34,10 @@ __all__ = ["SORTS", "PageRequest", "tenants", "memory_page", "memory_detail", "p
 
 #: How a page of memories can be ordered.
 SORTS = ("relevance", "decay", "confidence", "newest", "oldest", "id")
+#: Largest partition whose decay order is the exact ranking (the threshold selection reads most of
+#: a partition whose scores lie close together, as old memories' do on the flat power curve, and
+#: holds the server meanwhile); above it "decay" pages by the decay clock, the last-updated time.
+EXACT_DECAY_LIMIT = 2_000
 #: Records sampled per tenant to estimate its size in bytes.
 SIZE_SAMPLE = 8
 MAX_PAGE = 200
@@ -149,14 +153,17 @@ def memory_page(request: PageRequest, now: float | None = None) -> dict[str, Any
 
 
 def _ordered_ids(space: KeySpace, sort: str, offset: int, limit: int, now: float) -> tuple[list[str], int, str]:
-    """A page of ids by decay (exact top ``offset + limit``), confidence or last-updated time, and the total."""
+    """A page of ids by decay (exact top ``offset + limit`` up to :data:`EXACT_DECAY_LIMIT` memories, then
+    the decay clock), confidence or last-updated time, the total, and the order used."""
     client = ChatMemory._meta.client
     decay = _decay()
     if sort == "decay":
-        ranked = decay.ranked(space, now, offset + limit)
         with server_errors(client):
             total = client.zcard(space.key(ALL_RECORDS))
-        return [record_id for record_id, _ in ranked[offset:]], total, sort
+        if total <= EXACT_DECAY_LIMIT:
+            ranked = decay.ranked(space, now, offset + limit)
+            return [record_id for record_id, _ in ranked[offset:]], total, sort
+        sort = "decay clock"
     key = (_confidence().index_key(space) if sort == "confidence"
            else decay.keys_in(space).updated)
     with server_errors(client), client.pipeline(transaction=False) as pipe:
