@@ -179,6 +179,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-questions", type=int, default=None, help="LoCoMo: at most N questions per conversation")
     parser.add_argument("--max-turns", type=int, default=None, help="LoCoMo: store the first N turns only (smoke)")
     parser.add_argument("--hashing", action="store_true", help="hashed-word vectors instead of MiniLM (smoke)")
+    parser.add_argument("--socket-timeout", type=float, default=30.0,
+                        help="seconds a Redis reply may take (a save_many chunk on a host loaded 10x over exceeds 1.2 s)")
     parser.add_argument("--out", default="quality", help="results/<out>.json and .md ('' writes nothing)")
     args = parser.parse_args(argv)
     args.parts, args.paths = args.parts.split(","), args.paths.split(",")
@@ -194,7 +196,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload: dict[str, Any] = {"benchmark": "quality", "vectors": "hashing" if args.hashing else "minilm",
                                "paths": {name: PATHS[name] for name in args.paths}, "quick": args.quick}
     with EmbeddedServer() as server:
-        redmem.connect(server.url)
+        redmem.connect(server.url, socket_timeout=args.socket_timeout)
         redmem.configure(embedding_provider=provider)
         payload["redis_version"] = server.version.get("redis_version")
         if "scenarios" in args.parts:
