@@ -227,6 +227,24 @@ def test_quality_quick_every_path(tmp_path):
             assert 0 <= row["evidence_in_1000_tokens"] <= 1 and row["ms"]["p50"] > 0
 
 
+@NEEDS_LOCOMO
+def test_quality_skip_conversations_asks_the_held_out_half():
+    """quality.py --skip-conversations 3 asks the conversations after the first three (the half not
+    tuned on), and --conversations then counts from there."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import locomo
+        import quality
+    finally:
+        sys.path.remove(str(BENCH))
+    every = [talk["agent_id"] for talk in locomo.load(LOCOMO)]
+    held_out = quality.locomo_tenants(quality.parse(["--data", str(LOCOMO), "--skip-conversations", "3"]))
+    assert [t["tenant"] for t in held_out] == every[3:]
+    one = quality.locomo_tenants(quality.parse(["--data", str(LOCOMO), "--skip-conversations", "3",
+                                                "--conversations", "1"]))
+    assert [t["tenant"] for t in one] == every[3:4]
+
+
 @pytest.mark.bench
 def test_elfmem_runner_round_trip(tmp_path):
     """Drives elfmem 0.20.0 in its own venv (created on first use: about a minute, from the index)."""
