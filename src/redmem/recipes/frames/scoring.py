@@ -43,6 +43,7 @@ __all__ = [
     "centralities",
     "composite_score",
     "score_candidates",
+    "scored_block",
     "FEEDBACK_CAP",
 ]
 
@@ -54,7 +55,8 @@ FEEDBACK_CAP = 0.005
 class ScoredBlock:
     """One block a frame retrieved, with the signals that ranked it (each in [0, 1]).
 
-    ``similarity`` is the query's cosine with the block (0.0 for a queryless frame and for a
+    ``similarity`` is how well the block matches the query: its keyword (BM25) and vector scores,
+    each divided by its ranking's best, fused (0.0 for a queryless frame and for a
     block reached by graph expansion, ``was_expanded``); ``guaranteed``: it matched one of the
     frame's guarantee patterns and was admitted before the others.
     """
@@ -116,7 +118,7 @@ class FrameResult:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A pre-filtered block's scoring inputs: its stored signals, its cosine with the query
+    """A pre-filtered block's scoring inputs: its stored signals, its fused match with the query
     (0.0 when it was not a vector seed) and whether graph expansion brought it in."""
 
     id: str
@@ -187,3 +189,14 @@ def score_candidates(
         score = composite_score(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced, feedback_cap)
         scored.append(Scored(c, fresh, central[c.id], reinforced, score))
     return sorted(scored, key=lambda s: (-s.score, s.candidate.id))
+
+
+def scored_block(scored: Scored, stored: Mapping[str, Any]) -> ScoredBlock:
+    """A chosen candidate with its stored ``content``, ``tags``, ``category`` and ``status``."""
+    c = scored.candidate
+    return ScoredBlock(
+        id=c.id, content=stored.get("content") or "", tags=list(stored.get("tags") or []),
+        category=stored.get("category") or "", similarity=c.similarity, confidence=c.confidence,
+        recency=scored.recency, centrality=scored.centrality, reinforcement=scored.reinforcement, score=scored.score,
+        was_expanded=c.was_expanded, guaranteed=scored.guaranteed, status=stored.get("status") or "active",
+    )
