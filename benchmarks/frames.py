@@ -36,7 +36,12 @@ Three parts (``--parts``), written to ``results/frames.json`` and ``results/fram
   order with the clock advancing ``SEQUENCE_HOURS`` (0.5) active hour after each question, once
   with the damped default (``feedback_cap`` = ``FEEDBACK_CAP``) and once with the seed's raw
   weights (``feedback_cap=None``, the behaviour before issue 29). Written to
-  ``results/<out>.json``/``.md`` like the others (``--out frames_sequence`` keeps it apart).
+  ``results/<out>.json``/``.md`` like the others (``--out frames_sequence`` keeps it apart), with
+  R@5 on each half of the conversations (the first, ``dev``, where defaults were chosen; the
+  second, ``held-out``). ``--variants`` and ``--scorings`` pick a subset.
+
+``--no-wiring`` builds every ``FrameMemory`` with ``wiring=None`` (``learn()`` links nothing), as
+before issue 29.4.
 
 Vectors: ``--vectors minilm`` (default) embeds every block, question and turn with
 all-MiniLM-L6-v2 int8 (``redmem.embeddings.MiniLMEmbeddings``; 100k blocks take a few minutes, once
@@ -165,7 +170,7 @@ def ping_ms(client: Any, count: int = 200) -> float:
 def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any, clients: list[Any]) -> dict[str, Any]:
     """Ingest, ATTENTION and SELF figures of one FrameMemory holding the run's N blocks."""
     before = used_memory(clients)
-    memory = FrameMemory(agent_id=AGENT)
+    memory = FrameMemory(agent_id=AGENT, wiring=None if args.no_wiring else DEFAULT_WIRING)
     memory.begin_session()
     ingest = ingest_frames(memory, work)
     ingest.update(blocks_per_s=n / ingest["learn_seconds"], bytes_per_block=(used_memory(clients) - before) / n,

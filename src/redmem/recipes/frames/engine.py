@@ -58,8 +58,8 @@ class FrameMemory:
         oversize: a block bigger than a frame's whole budget is ``"truncate"``-d to the room the
             others leave (the default), ``"skip"``-ped, or, if guaranteed, ``"admit"``-ted over the
             budget (the seed's rule); see :mod:`redmem.context.oversize`.
-        feedback_cap: the most recency and reinforcement (the signals ``frame()`` feeds back)
-            add to a score together (default :data:`~.scoring.FEEDBACK_CAP`, so frames asked in
+        feedback_cap: the most recency, reinforcement and centrality (the signals ``frame()``
+            feeds back) add to a score together (default :data:`~.scoring.FEEDBACK_CAP`, so frames asked in
             sequence keep ranking by the query); None scores with the frames' raw weights (the seed's).
         wiring: how :meth:`learn` links a new block to its near neighbours and flags likely
             contradictions and duplicates (:class:`~.wiring.LearnWiring`); None: learn writes no edge.
