@@ -154,3 +154,5 @@ def test_heuristic_judge():
     assert heuristic_judge("room 12", "room 14", 0.9) == "contradiction"
     assert heuristic_judge("room 12", "room 12", 0.97) == "duplicate"
     assert heuristic_judge("room 12 upstairs", "room 12", 0.85) == "none"
+    # a different statement that happens to carry other numbers (a date) is no contradiction
+    assert heuristic_judge("[8 May 2023] Ann: I love painting", "[9 June 2023] Ann: I love painting", 0.9) == "none"

@@ -54,14 +54,27 @@ def numbers(text: str) -> frozenset[str]:
 DUPLICATE_SIMILARITY = 0.95
 
 
+#: The least share of words two texts have in common (numbers and negations aside) to be the same statement.
+SAME_STATEMENT = 0.8
+
+
+def _plain_words(text: str) -> set[str]:
+    """The words of ``text`` but its numbers and negations."""
+    return {w for w in _WORD.findall(text.lower())
+            if not _NUMBER.match(w) and w not in _NEGATIONS and not w.endswith("n't")}
+
+
 def heuristic_judge(new: str, old: str, cosine: float) -> str:
-    """The LLM-free judge of two near-equal texts: ``contradiction`` when one is negated and the
-    other not, or both state numbers and not the same ones; else ``duplicate`` at cosine >=
-    :data:`DUPLICATE_SIMILARITY`; else ``none``."""
+    """The LLM-free judge of two near-equal texts. The same statement (their words, numbers and
+    negations aside, overlap by at least :data:`SAME_STATEMENT`, Jaccard) is a ``contradiction``
+    when one is negated and the other not, or both state numbers and not the same ones. Else
+    ``duplicate`` at cosine >= :data:`DUPLICATE_SIMILARITY`; else ``none``."""
+    a, b = _plain_words(new), _plain_words(old)
+    same = bool(a | b) and len(a & b) / len(a | b) >= SAME_STATEMENT
     stated_new, stated_old = numbers(new), numbers(old)
-    if polarity(new) != polarity(old) or (stated_new and stated_old and stated_new != stated_old):
+    if same and (polarity(new) != polarity(old) or (stated_new and stated_old and stated_new != stated_old)):
         return "contradiction"
-    return "duplicate" if cosine >= DUPLICATE_SIMILARITY else "none"
+    return "duplicate" if cosine >= DUPLICATE_SIMILARITY and same else "none"
 
 
 @dataclass(frozen=True)
