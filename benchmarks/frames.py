@@ -36,7 +36,12 @@ Three parts (``--parts``), written to ``results/frames.json`` and ``results/fram
   order with the clock advancing ``SEQUENCE_HOURS`` (0.5) active hour after each question, once
   with the damped default (``feedback_cap`` = ``FEEDBACK_CAP``) and once with the seed's raw
   weights (``feedback_cap=None``, the behaviour before issue 29). Written to
-  ``results/<out>.json``/``.md`` like the others (``--out frames_sequence`` keeps it apart).
+  ``results/<out>.json``/``.md`` like the others (``--out frames_sequence`` keeps it apart), with
+  R@5 on each half of the conversations (the first, ``dev``, where defaults were chosen; the
+  second, ``held-out``). ``--variants`` and ``--scorings`` pick a subset.
+
+``--no-wiring`` builds every ``FrameMemory`` with ``wiring=None`` (``learn()`` links nothing), as
+before issue 29.4.
 
 Vectors: ``--vectors minilm`` (default) embeds every block, question and turn with
 all-MiniLM-L6-v2 int8 (``redmem.embeddings.MiniLMEmbeddings``; 100k blocks take a few minutes, once
@@ -50,6 +55,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import pickle
 import statistics
 import sys
 import time
@@ -72,6 +78,7 @@ from locomo import evaluate, load
 from redmem.context.tokens import exact_counter
 from redmem.recipes.frames import FrameMemory
 from redmem.recipes.frames.scoring import FEEDBACK_CAP
+from redmem.recipes.frames.wiring import DEFAULT_WIRING, LearnWiring
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import TimedProvider, minilm_function
 
@@ -164,7 +171,7 @@ def ping_ms(client: Any, count: int = 200) -> float:
 def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any, clients: list[Any]) -> dict[str, Any]:
     """Ingest, ATTENTION and SELF figures of one FrameMemory holding the run's N blocks."""
     before = used_memory(clients)
-    memory = FrameMemory(agent_id=AGENT)
+    memory = FrameMemory(agent_id=AGENT, wiring=None if args.no_wiring else DEFAULT_WIRING)
     memory.begin_session()
     ingest = ingest_frames(memory, work)
     ingest.update(blocks_per_s=n / ingest["learn_seconds"], bytes_per_block=(used_memory(clients) - before) / n,
@@ -237,7 +244,8 @@ class SteppedClock:
 
 
 def run_quality(conversations: list[dict[str, Any]], provider: TimedProvider, clock: SteppedClock | None = None,
-                feedback_cap: float | None = FEEDBACK_CAP, agent_suffix: str = "") -> dict[str, list[dict[str, Any]]]:
+                feedback_cap: float | None = FEEDBACK_CAP, agent_suffix: str = "",
+                wiring: LearnWiring | None = DEFAULT_WIRING) -> dict[str, list[dict[str, Any]]]:
     """Answers of the ATTENTION frame per question, with the dia ids returned: ``recall`` (pure,
     asked first, on the blocks as learned) and ``frame`` (then, in question order, each frame's
     reinforcement seen by the next; ``clock`` stepped after each when given, else wall time)."""
@@ -245,7 +253,7 @@ def run_quality(conversations: list[dict[str, Any]], provider: TimedProvider, cl
     answers: dict[str, list[dict[str, Any]]] = {"recall": [], "frame": []}
     for talk in conversations:
         memory = FrameMemory(agent_id=talk["agent_id"] + agent_suffix, feedback_cap=feedback_cap,
-                             clock=time.time if clock is None else clock)
+                             clock=time.time if clock is None else clock, wiring=wiring)
         memory.begin_session()
         ids = [memory.learn(turn["text"]) for turn in talk["turns"]]
         to_dia = {str(i): turn["dia_id"] for i, turn in zip(ids, talk["turns"])}
@@ -274,26 +282,49 @@ def locomo_part(args: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return conversations, [q for talk in conversations for q in talk["questions"]]
 
 
+#: The two halves of the conversations asked: the first (``dev``, where the defaults were chosen)
+#: and the second (``held-out``, looked at only to report).
+HALVES = ("dev", "held-out")
+
+
+def conversation_halves(conversations: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The conversations' ids in each half (the first half rounded up)."""
+    cut = (len(conversations) + 1) // 2
+    return {"dev": [c["agent_id"] for c in conversations[:cut]], "held-out": [c["agent_id"] for c in conversations[cut:]]}
+
+
+def question_slices(conversations: list[dict[str, Any]]) -> dict[str, slice]:
+    """Where each half's questions lie among all the questions, in conversation order."""
+    cut = (len(conversations) + 1) // 2
+    first = sum(len(c["questions"]) for c in conversations[:cut])
+    return {"dev": slice(0, first), "held-out": slice(first, None)}
+
+
 def sequence(args: Any, provider: TimedProvider) -> dict[str, Any]:
     """R@1/5/10 of pure ``recall()`` and of ``frame()`` asked in sequence, the clock advancing
     ``SEQUENCE_HOURS`` per question, with the damped default and with the seed's raw weights."""
     conversations, questions = locomo_part(args)
     count = exact_counter("cl100k_base")
+    halves = question_slices(conversations)
     results: dict[str, Any] = {}
-    for variant in TURN_TEXTS:
+    for variant in args.variants.split(","):
         written = as_blocks(conversations, variant)
         provider.embed([turn["text"] for talk in written for turn in talk["turns"]])
         with EmbeddedServer() as server:
             redmem.connect(server.url)
-            for i, (scoring, cap) in enumerate(SEQUENCE_SCORINGS.items()):
-                rows = run_quality(written, provider, SteppedClock(SEQUENCE_HOURS), cap, f"-{i}")
+            for i, scoring in enumerate(args.scorings.split(",")):
+                rows = run_quality(written, provider, SteppedClock(SEQUENCE_HOURS), SEQUENCE_SCORINGS[scoring], f"-{i}",
+                                   None if args.no_wiring else DEFAULT_WIRING)
                 for mode, label in (("recall", "recall() (pure)"), ("frame", "frame() in sequence")):
                     key = f"{label}, {scoring}, {variant}"
-                    results[key] = {**evaluate(rows[mode], questions, count), "variant": variant, "scoring": scoring}
+                    results[key] = {**evaluate(rows[mode], questions, count), "variant": variant, "scoring": scoring,
+                                    "halves": {half: evaluate(rows[mode][part], questions[part], count)
+                                               for half, part in halves.items()}}
                     log.info("%s: R@5 %.3f", key, results[key]["recall@5"])
     return {"data": args.data.name, "conversations": [c["agent_id"] for c in conversations],
             "questions": len(questions), "turns": sum(len(c["turns"]) for c in conversations),
-            "hours_per_question": SEQUENCE_HOURS, "top_k": QUALITY_TOP_K, "results": results}
+            "wiring": "none" if args.no_wiring else repr(DEFAULT_WIRING), "hours_per_question": SEQUENCE_HOURS, "top_k": QUALITY_TOP_K, "results": results,
+            "halves": {half: conversation_halves(conversations)[half] for half in HALVES}}
 
 
 def quality(args: Any, provider: TimedProvider) -> dict[str, Any]:
@@ -335,6 +366,11 @@ def parse(argv: list[str] | None) -> Any:
     parser.add_argument("--vectors", choices=["minilm", "hash"], default="minilm")
     parser.add_argument("--conversations", type=int, default=None, help="LoCoMo: the first N conversations")
     parser.add_argument("--max-questions", type=int, default=None, help="LoCoMo: at most N questions per conversation")
+    parser.add_argument("--variants", default=",".join(TURN_TEXTS), help="sequence: the turn texts, comma-separated")
+    parser.add_argument("--scorings", default=",".join(SEQUENCE_SCORINGS), help="sequence: the scorings, comma-separated")
+    parser.add_argument("--vector-cache", type=Path, default=None,
+                        help="a pickle of {'doc': {text: vector}, 'query': {...}}: read first when it exists, written at the end")
+    parser.add_argument("--no-wiring", action="store_true", help="learn() wires no edge (FrameMemory(wiring=None))")
     parser.add_argument("--quick", action="store_true", help="N = 1k, 2k; 50 queries; 1 repeat; 1 conversation")
     parser.add_argument("--out", default="frames", help="results/<out>.json and .md ('' writes nothing)")
     args = parser.parse_args(argv)
@@ -352,6 +388,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     sizes = [int(size) for size in args.sizes.split(",")] if {"latency", "elfmem"} & set(args.parts) else []
     provider = TimedProvider(vector_function(args.vectors), 384)
+    if args.vector_cache is not None and args.vector_cache.exists():
+        cached = pickle.loads(args.vector_cache.read_bytes())
+        provider._memo.update(cached.get("doc", {}))  # a rerun's vectors: the same texts embed the same
+        provider._queries.update(cached.get("query", {}))
     started = time.perf_counter()
     results: dict[str, Any] = {"latency": {}}
     payload: dict[str, Any] = {
@@ -387,6 +427,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if "sequence" in args.parts:
         results["sequence"] = sequence(args, provider)
         _write(args, payload, started)
+    if args.vector_cache is not None:
+        args.vector_cache.write_bytes(pickle.dumps({"doc": provider._memo, "query": provider._queries}))
     return payload
 
 
@@ -452,6 +494,14 @@ def markdown(payload: dict[str, Any]) -> str:
                   f"per question; top_k {q['top_k']})", "", "| run | R@1 | R@5 | R@10 | MRR |", "|---|---|---|---|---|"]
         for label, r in q["results"].items():
             lines.append(f"| {label} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['recall@10']:.3f} | {r['mrr']:.3f} |")
+        if "halves" in q:
+            lines += ["", "R@5 by half of the conversations (" + "; ".join(
+                f"{half}: {', '.join(ids)}" for half, ids in q["halves"].items()) + ")", "",
+                "| run | " + " | ".join(f"R@5 {half}" for half in q["halves"]) + " |",
+                "|---|" + "---|" * len(q["halves"])]
+            for label, r in q["results"].items():
+                lines.append(f"| {label} | " + " | ".join(
+                    f"{r['halves'][half]['recall@5']:.3f}" for half in q["halves"]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -92,11 +92,12 @@ unit = st.floats(0.0, 1.0)
 
 @given(unit, unit, unit, unit, unit, st.floats(0.0, 1.0))
 def test_damped_feedback_adds_at_most_the_cap(similarity, confidence, recency, centrality, reinforcement, cap):
-    base = composite_score(ATTENTION_WEIGHTS, similarity, confidence, 0.0, centrality, 0.0, cap)
+    base = composite_score(ATTENTION_WEIGHTS, similarity, confidence, 0.0, 0.0, 0.0, cap)
     damped = composite_score(ATTENTION_WEIGHTS, similarity, confidence, recency, centrality, reinforcement, cap)
     assert -1e-12 <= damped - base <= cap + 1e-12
+    raw_base = composite_score(ATTENTION_WEIGHTS, similarity, confidence, 0.0, 0.0, 0.0)
     assert composite_score(ATTENTION_WEIGHTS, similarity, confidence, recency, centrality, reinforcement) == (
-        pytest.approx(base + 0.25 * recency + 0.10 * reinforcement))
+        pytest.approx(raw_base + 0.25 * recency + 0.15 * centrality + 0.10 * reinforcement))
     assert 0 < FEEDBACK_CAP < ATTENTION_WEIGHTS.recency + ATTENTION_WEIGHTS.reinforcement
 
 

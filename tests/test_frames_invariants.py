@@ -22,7 +22,7 @@ def _setup_memory(client_fixture):
     words = WordEmbeddings()
     redmem.configure(embedding_provider=words)
     clock = Clock()
-    memory = FrameMemory(agent_id="agent-1", clock=clock)
+    memory = FrameMemory(agent_id="agent-1", clock=clock, wiring=None)  # the seed invariants, graph wired by hand
     memory.begin_session()
     return memory, words, clock
 
@@ -297,7 +297,7 @@ def test_round_trips(mem, sent):
     mem.frame("attention", "background jobs")  # the process's vector matrix catches up
     sent.clear()
     mem.frame("attention", "background jobs")
-    assert len(sent) == 3  # candidates + vector changes, content, side effects
+    assert len(sent) == 3  # the shared retrieval (keyword + vector), the candidates with their fields, side effects
     sent.clear()
     mem.recall("attention", "background jobs")
     assert len(sent) == 2

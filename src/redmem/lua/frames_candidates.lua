@@ -8,9 +8,11 @@
 -- KEYS[6] graph degree hash   KEYS[7] confidence zset   KEYS[8] reinforcement count zset
 -- KEYS[9] decay lambda zset   KEYS[10] contradictions zset (lex) "<a> <b>"
 -- ARGV[1] now (wall seconds)   ARGV[2] window hours   ARGV[3] seeds wanted (0: queryless, every eligible block)
--- ARGV[4] initial confidence   then three groups, each a count n followed by n (low, high) lex bounds:
+-- ARGV[4] initial confidence   ARGV[5] the record key prefix (a block's hash is prefix .. id: the
+-- partition's hash tag, so the slot of every KEYS entry)   ARGV[6] n, then n stored field names
+-- returned for each candidate   then three groups, each a count n followed by n (low, high) lex bounds:
 -- tag ranges, category ranges, guarantee ranges; then the vector ranking's ids, best first
--- returns {now_hours, seeds, expanded, guaranteed, {id, last, confidence, count, lambda, degree, ...} of
+-- returns {now_hours, seeds, expanded, guaranteed, {id, last, confidence, count, lambda, degree, fields...} of
 --          seeds, expanded, then guaranteed blocks neither,
 --          {a, b, ...} contradicting pairs among the candidates, ranked ids examined}
 local clock = redis.call("HMGET", KEYS[1], "hours", "started")
@@ -18,9 +20,11 @@ local now = tonumber(ARGV[1])
 local hours = tonumber(clock[1] or "0")
 if clock[2] then hours = hours + math.max(now - tonumber(clock[2]), 0) / 3600 end
 local cutoff = hours - tonumber(ARGV[2])
-local wanted, initial = tonumber(ARGV[3]), ARGV[4]
+local wanted, initial, prefix = tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local stored = {}
+for i = 1, tonumber(ARGV[6]) do stored[i] = ARGV[6 + i] end
 
-local pos = 5
+local pos = 7 + #stored
 local function ranges()
   local n, out = tonumber(ARGV[pos]), {}
   for i = 1, n do out[i] = {ARGV[pos + 2 * i - 1], ARGV[pos + 2 * i]} end
@@ -101,6 +105,8 @@ local function collect(list)
     table.insert(data, redis.call("ZSCORE", KEYS[8], id) or "0")
     table.insert(data, redis.call("ZSCORE", KEYS[9], id) or "0.01")
     table.insert(data, redis.call("HGET", KEYS[6], "r:" .. id) or "0")
+    local values = redis.call("HMGET", prefix .. id, unpack(stored))
+    for i = 1, #stored do table.insert(data, values[i]) end
     for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[10], "[" .. id .. " ", "(" .. id .. "!")) do
       local other = string.sub(m, #id + 2)
       if chosen[other] and id < other then

@@ -27,6 +27,7 @@ from .model import Block
 from .prefix_index import PrefixIndexField
 from .rendering import render_blocks
 from .scoring import FrameResult, ScoredBlock
+from .wiring import LearnWiring, OpenAIJudge, heuristic_judge
 
 __all__ = [
     "FrameMemory",
@@ -48,4 +49,7 @@ __all__ = [
     "get_frame_definition",
     "FrameCache",
     "render_blocks",
+    "LearnWiring",
+    "OpenAIJudge",
+    "heuristic_judge",
 ]

@@ -21,7 +21,7 @@ from ...model.dbkey import DbKey
 from ...store.aio import async_variant
 from ...store.connection import server_errors
 from ...store.errors import RecordNotFound, ValidationError
-from ...store.keys import KeySpace
+from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import run_script
 from ...store.validation import finite_number, non_negative_int, positive_int
 from .cache import CachedFrame, CacheRead, cache_key, encode_result
@@ -37,14 +37,14 @@ from .guarantees import oversampled, select, suppress_contradictions
 from .model import DECAY_TIERS, Block, decay_tier
 from .rendering import fit_blocks, quarter_length
 from .retrieval import block_keys, gather
-from .scoring import FEEDBACK_CAP, FrameResult, Scored, ScoredBlock, score_candidates
+from .scoring import FEEDBACK_CAP, FrameResult, ScoredBlock, score_candidates, scored_block
+from .wiring import DEFAULT_WIRING, LearnWiring
 
 __all__ = ["FrameMemory", "SEED_TOKEN_ESTIMATE", "quarter_length"]
 
 #: ``token_counter`` value selecting the seed's estimate, :func:`quarter_length`.
 SEED_TOKEN_ESTIMATE = "len/4"
 SELF_PREFIX = "self/"
-_HYDRATED = ("content", "tags", "category", "status")
 
 
 class FrameMemory:
@@ -58,9 +58,11 @@ class FrameMemory:
         oversize: a block bigger than a frame's whole budget is ``"truncate"``-d to the room the
             others leave (the default), ``"skip"``-ped, or, if guaranteed, ``"admit"``-ted over the
             budget (the seed's rule); see :mod:`redmem.context.oversize`.
-        feedback_cap: the most recency and reinforcement (the signals ``frame()`` feeds back)
-            add to a score together (default :data:`~.scoring.FEEDBACK_CAP`, so frames asked in
+        feedback_cap: the most recency, reinforcement and centrality (the signals ``frame()``
+            feeds back) add to a score together (default :data:`~.scoring.FEEDBACK_CAP`, so frames asked in
             sequence keep ranking by the query); None scores with the frames' raw weights (the seed's).
+        wiring: how :meth:`learn` links a new block to its near neighbours and flags likely
+            contradictions and duplicates (:class:`~.wiring.LearnWiring`); None: learn writes no edge.
 
     The embedding provider and key prefix are those of :func:`redmem.configure`.
     """
@@ -68,7 +70,7 @@ class FrameMemory:
     def __init__(
         self, agent_id: str, *, token_counter: TokenCounter | str | None = None,
         clock: Callable[[], float] = time.time, oversize: str = "truncate",
-        feedback_cap: float | None = FEEDBACK_CAP,
+        feedback_cap: float | None = FEEDBACK_CAP, wiring: LearnWiring | None = DEFAULT_WIRING,
     ) -> None:
         if not isinstance(agent_id, str) or not agent_id:
             raise ValidationError(f"agent_id must be a non-empty str, got {agent_id!r}")
@@ -79,6 +81,9 @@ class FrameMemory:
         self.oversize = check_oversize(oversize)
         self.feedback_cap = None if feedback_cap is None else finite_number("feedback_cap", feedback_cap, low=0.0,
                                                                             high=1.0)
+        if wiring is not None and not isinstance(wiring, LearnWiring):
+            raise ValidationError(f"wiring is a LearnWiring or None, got {wiring!r}")
+        self.wiring = wiring
 
     # -- where -------------------------------------------------------------------------------
     @property
@@ -92,7 +97,8 @@ class FrameMemory:
 
     # -- writing blocks ------------------------------------------------------------------------
     def learn(self, text: str, tags: Sequence[str] = (), category: str = "knowledge") -> str:
-        """Store a block (embedded now, reinforced at the current active hour); returns its id."""
+        """Store a block (embedded now, reinforced at the current active hour), wired to its near
+        neighbours as ``wiring`` says (:mod:`.wiring`); returns its id."""
         if not isinstance(text, str) or not text.strip():
             raise ValidationError(f"a block's text is a non-empty str, got {text!r}")
         if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):
@@ -106,7 +112,47 @@ class FrameMemory:
         )
         if _is_self(clean):
             self._self_changed()
+        if self.wiring is not None and block.embedding is not None:
+            self._wire(str(block.block_id), text, block.embedding, self.wiring)
         return str(block.block_id)
+
+    def _wire(self, block_id: str, text: str, vector: Any, wiring: LearnWiring) -> None:
+        """Link the new block to its near neighbours and record what the judge flags (module :mod:`.wiring`)."""
+        space = self.space
+        hits = [(other, cosine) for other, cosine in
+                run_search(self.client, Block.embedding.searcher(space, vector, wiring.neighbours_wanted + 1))
+                if other != block_id]
+        links = [(other, cosine) for other, cosine in hits[: wiring.max_links] if cosine >= wiring.link_similarity]
+        near = [(other, cosine) for other, cosine in hits if cosine >= wiring.flag_similarity]
+        verdicts: dict[str, list[str]] = {"contradiction": [], "duplicate": []}
+        if near:
+            with server_errors(self.client):
+                texts = self.client.pipeline(transaction=False)
+                for other, _ in near:
+                    texts.hget(space.record(other), "content")
+                contents = texts.execute()
+            decode = Block._meta.fields["content"].decode
+            for (other, cosine), content in zip(near, contents):
+                verdict = wiring.judge(text, decode(content), cosine) if content is not None else "none"
+                verdicts.get(verdict, []).append(other)
+        if not links and not any(verdicts.values()):
+            return
+        graph = self._graph()
+        with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
+            for other, cosine in links:
+                graph.link(DbKey(space, block_id), DbKey(space, other), min(max(cosine, 1e-6), 1.0), pipe)
+            for other in verdicts["duplicate"]:
+                pipe.zadd(_duplicates_key(space), {f"{block_id} {other}": 0, f"{other} {block_id}": 0})
+            pipe.execute()
+        for other in verdicts["contradiction"]:
+            self.contradict(block_id, other)
+
+    def duplicates(self, block_id: str) -> list[str]:
+        """The blocks :meth:`learn` flagged as saying the same as ``block_id`` (sorted ids)."""
+        self._check_id(block_id)
+        with server_errors(self.client):
+            found = self.client.zrangebylex(_duplicates_key(self.space), f"[{block_id} ", f"({block_id}!")
+        return sorted(_text(entry)[len(block_id) + 1:] for entry in found)
 
     def connect(self, a: str, b: str, weight: float = 0.1) -> float:
         """Create the edge a-b at ``weight`` (an existing edge keeps its weight); returns the edge's weight.
@@ -238,7 +284,7 @@ class FrameMemory:
         """The blocks frame ``name`` would return, scored, before rendering; writes nothing."""
         definition = self.frame_definition(name)
         chosen, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k))
-        return self._hydrated(chosen)
+        return chosen
 
     def frame(self, name: str, query: str | None = None, *, top_k: int = 5,
               token_budget: int | None = None, reinforce: bool = True) -> FrameResult:
@@ -260,7 +306,7 @@ class FrameMemory:
             if cached is not None and cached.result is not None:
                 hit: FrameResult = cached.result
                 return hit
-        result = self._render(definition, self._hydrated(chosen), budget)
+        result = self._render(definition, chosen, budget)
         write = None
         if definition.cache is not None and cached is not None:
             write = CacheWrite(self._cache_key(definition, query, top_k, budget), encode_result(result, cached.version),
@@ -283,40 +329,19 @@ class FrameMemory:
     # -- the pipeline ----------------------------------------------------------------------------
     def _chosen(
         self, definition: FrameDefinition, query: str | None, top_k: int, riders: Sequence[Any] = (),
-    ) -> tuple[list[Scored], float, list[Any]]:
-        """Stages 1-4, guarantees and suppression: (the chosen candidates, active hours, riders' answers)."""
-        vector = None if query is None else Block.embedding.embed_texts([query], "query")[0]
-        gathered = gather(self.client, self.space, definition, self.clock(), top_k, vector, riders)
-        with_query = vector is not None and not gathered.no_seed
+    ) -> tuple[list[ScoredBlock], float, list[Any]]:
+        """Stages 1-4, guarantees and suppression: (the chosen blocks, active hours, riders' answers)."""
+        asked = None if query is None else (query, Block.embedding.embed_texts([query], "query")[0])
+        gathered = gather(self.client, self.space, definition, self.clock(), top_k, asked, riders)
+        with_query = asked is not None and not gathered.no_seed
         weights = definition.weights if with_query else definition.weights.without_similarity()
         guaranteed = set(gathered.guaranteed)
         ranked = score_candidates(gathered.candidates, weights, gathered.now_hours, self.feedback_cap)
         survivors = suppress_contradictions(oversampled(ranked, guaranteed, top_k), gathered.pairs, guaranteed)
-        return select(survivors, guaranteed, top_k), gathered.now_hours, gathered.riders
-
-    def _hydrated(self, chosen: Sequence[Scored]) -> list[ScoredBlock]:
-        """The chosen blocks with their content (one round trip); blocks deleted meanwhile are left out."""
-        if not chosen:
-            return []
-        space = self.space
-        with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
-            for s in chosen:
-                pipe.hmget(space.record(s.candidate.id), *_HYDRATED)
-            rows = pipe.execute()
-        fields = Block._meta.fields
-        blocks = []
-        for s, row in zip(chosen, rows):
-            if row[0] is None:
-                continue
-            content, tags, category, status = (fields[n].decode(v) if v is not None else None
-                                               for n, v in zip(_HYDRATED, row))
-            c = s.candidate
-            blocks.append(ScoredBlock(
-                id=c.id, content=content or "", tags=list(tags or []), category=category or "", similarity=c.similarity,
-                confidence=c.confidence, recency=s.recency, centrality=s.centrality, reinforcement=s.reinforcement,
-                score=s.score, was_expanded=c.was_expanded, guaranteed=s.guaranteed, status=status or "active",
-            ))
-        return blocks
+        chosen = select(survivors, guaranteed, top_k)
+        blocks = [scored_block(s, gathered.stored[s.candidate.id]) for s in chosen
+                  if gathered.stored[s.candidate.id].get("content") is not None]  # a block's hash gone: left out
+        return blocks, gathered.now_hours, gathered.riders
 
     def _render(self, definition: FrameDefinition, blocks: list[ScoredBlock], budget: int) -> FrameResult:
         """Pack the blocks' lines stop-at-first-miss (guaranteed first; an oversized block as
@@ -370,6 +395,7 @@ class FrameMemory:
     atouch = async_variant(touch)
     arevive = async_variant(revive)
     aget = async_variant(get)
+    aduplicates = async_variant(duplicates)
     abegin_session = async_variant(begin_session)
     aend_session = async_variant(end_session)
     aactive_hours = async_variant(active_hours)
@@ -377,6 +403,15 @@ class FrameMemory:
     aframe_definition = async_variant(frame_definition)
     arecall = async_variant(recall)
     aframe = async_variant(frame)
+
+
+def _duplicates_key(space: KeySpace) -> str:
+    """The agent's duplicate pairs, both orders, as lex members ``"<a> <b>"``."""
+    return space.key(KeyKind.SORTED, "duplicates")
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _is_self(tags: Sequence[str]) -> bool:

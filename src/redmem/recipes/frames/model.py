@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ...fields.bm25 import BM25Field
 from ...fields.confidence import ConfidenceField
 from ...fields.cooccurrence import CoOccurrenceField
 from ...fields.embedding import EmbeddingField
@@ -23,6 +24,7 @@ from ...model.base import Model
 from ...model.fields import FloatField, ListField, StringField
 from ...model.indexed import AutoKeyField, KeyField, SortedField
 from .prefix_index import PrefixIndexField
+from .wiring import DEGREE_CAP
 
 __all__ = ["Block", "DECAY_TIERS", "TAG_TIERS", "CATEGORY_TIERS", "decay_tier", "STATUSES"]
 
@@ -51,7 +53,7 @@ class Block(Model):
     ``last_reinforced`` and ``reinforcement_count`` change when :meth:`FrameMemory.frame` returns
     the block; ``window`` holds ``last_reinforced`` while the block is active (the pre-filter's
     index: archived blocks leave it); ``tag_index`` / ``category_index`` answer tag patterns
-    (``self/%``) by range; ``edges`` is the co-occurrence graph whose per-node weighted degree
+    (``self/%``) by range; ``embedding`` and ``keywords`` (BM25) rank blocks for a query; ``edges`` is the co-occurrence graph whose per-node weighted degree
     gives centrality. Counters and status are written by the recipe's scripts, never by re-saving
     a loaded block.
     """
@@ -70,7 +72,8 @@ class Block(Model):
     category_index = PrefixIndexField(source="category")
     confidence = ConfidenceField(partition_by="agent_id")
     embedding = EmbeddingField(source="content")
-    edges = CoOccurrenceField()
+    keywords = BM25Field(source="content")
+    edges = CoOccurrenceField(max_edges=DEGREE_CAP)
 
     class Meta:
         name = "FrameBlock"

@@ -3,19 +3,22 @@
 1. Pre-filter: active blocks last reinforced strictly less than the frame's window ago, carrying a
    tag that matches one of its patterns (a range of the prefix index, not a scan) and of one of
    its categories. A block matching one of the frame's guarantees passes outside the window too.
-2. Vector seeds: the ``top_k * 4`` pre-filtered blocks of highest cosine with the query (cosine > 0).
+2. Seeds: the ``top_k * 4`` pre-filtered blocks that best match the query, by the shared
+   retrieval stage (:func:`redmem.context.retrieval.retrieve`): the BM25 ranking of the query's
+   words and the vector ranking of its embedding, fused by convex score fusion with equal weights
+   as the ContextAssembler fuses them. A seed's ``similarity`` is its fused score, in (0, 1].
 3. Expansion: every pre-filtered 1-hop graph neighbour of a seed, at similarity 0.0 (``was_expanded``).
 4. Composite score (:mod:`.scoring`) over seeds, neighbours and guaranteed blocks.
 
 A queryless frame skips stages 2 and 3 (every pre-filtered block is a candidate, similarity 0.0,
 weights renormalised without similarity) and embeds nothing. A query none of whose seeds pass
-the pre-filter with a positive cosine is scored the same way.
+the pre-filter is scored the same way.
 
-Round trips: the query's vector search (``EmbeddingField.searcher``) and the candidate script
-``frames_candidates.lua`` (stages 1-3 and every scoring input, from partition-level indexes)
-share one; the vector ranking is taken from the process's cached matrix before the pipeline is
-sent and checked against the server's version in its reply, so a matrix that moved (a write
-since the last search) costs one more. Loading the chosen blocks' content is the second.
+Round trips: the shared retrieval (both rankings, and any rider such as the frame's cache read),
+then the candidate script ``frames_candidates.lua`` over the fused ranking (stages 1 and 3, every
+scoring input and the stored fields of each candidate, so no third read). A ranking too short for
+the pre-filter (a frame that keeps few of the partition's blocks) is widened fourfold, one more
+round trip each time.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ...fields.embedding_search import VectorSearch
-from ...fields.search_protocol import Search, run_search, run_searches
+from ...context.retrieval import Fusion, Retrieval, Retrieved, keyword_hits, retrieve
+from ...fields.search_protocol import Hits, Search, run_search, run_searches
+from ...model.dbkey import DbKey
+from ...model.loading import decode_stored
 from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition
@@ -35,21 +40,29 @@ from .model import DECAY_TIERS, Block
 from .prefix_index import pattern_range
 from .scoring import Candidate
 
-__all__ = ["N_SEEDS_MULTIPLIER", "Gathered", "CandidateSearch", "gather", "candidate_call", "block_keys"]
+__all__ = ["N_SEEDS_MULTIPLIER", "FUSION", "Gathered", "CandidateSearch", "gather", "candidate_call",
+           "query_retrieval", "block_keys"]
 
-#: Vector seeds per frame: ``top_k`` times this.
+#: Seeds per frame: ``top_k`` times this.
 N_SEEDS_MULTIPLIER = 4
-#: The vector ranking first checked against the pre-filter holds this many times the seeds wanted
-#: (at least :data:`MIN_RANKED`); a ranking whose every id failed is widened fourfold.
+#: Each ranking first checked against the pre-filter holds this many times the seeds wanted (at
+#: least :data:`MIN_RANKED`); a ranking whose every id was checked is widened fourfold.
 RANKING_MULTIPLIER = 2
 MIN_RANKED = 16
+#: How the keyword and vector rankings are fused (the ContextAssembler's default).
+FUSION = "convex"
+#: The weight of each ranking in the fusion (a ranking not named weighs 1).
+FUSION_WEIGHTS: dict[str, float] = {}
+#: The stored fields a candidate carries back from the candidate script.
+STORED = ("content", "tags", "category", "status")
+_ROW = 6 + len(STORED)
 
 
 @dataclass
 class Gathered:
     """What stages 1-3 found: the active hours now, the candidates (seeds, then neighbours, then
     guaranteed blocks reached neither way), the guaranteed ids, the contradicting pairs among
-    the candidates, and whether the query found no seed."""
+    the candidates, whether the query found no seed, and each candidate's stored fields."""
 
     now_hours: float
     candidates: list[Candidate]
@@ -57,6 +70,7 @@ class Gathered:
     pairs: list[tuple[str, str]]
     no_seed: bool = False
     riders: list[Any] = field(default_factory=list)
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def block_keys(space: KeySpace) -> dict[str, str]:
@@ -92,77 +106,86 @@ def candidate_call(
              "contradictions")
     filters = definition.filters
     args = [repr(now), repr(filters.search_window_hours), seeds, repr(Block.confidence.initial_confidence),
+            space.record("") + ":", len(STORED), *STORED,
             *_ranges(filters.tag_patterns), *_ranges(filters.categories), *_ranges(definition.guarantees), *ranked]
     return ScriptCall("frames_candidates", [keys[name] for name in names], args)
 
 
 class CandidateSearch:
-    """Stages 1-3 as one search of the protocol: the vector search (when there is a query) and the
-    candidate script over its ranking, as the process's matrix has it when :meth:`calls` runs.
-
-    :meth:`finish` answers (the vector hits as the server's version has them, the ranking the
-    script checked, the script's reply).
-    """
+    """Stages 1 and 3 as one search of the protocol: the candidate script over a ranking of ids."""
 
     def __init__(self, space: KeySpace, definition: FrameDefinition, now: float, seeds: int,
-                 vector: VectorSearch | None = None, ranked: Sequence[str] = ()) -> None:
-        self.space, self.definition, self.now, self.seeds = space, definition, now, seeds
-        self.vector, self.ranked = vector, list(ranked)
+                 ranked: Sequence[str] = ()) -> None:
+        self.space, self.definition, self.now, self.seeds, self.ranked = space, definition, now, seeds, list(ranked)
 
     def calls(self) -> list[ScriptCall]:
-        if self.vector is None:
-            return [candidate_call(self.space, self.definition, self.now, self.seeds, self.ranked)]
-        calls = self.vector.calls()
-        self.ranked = [record_id for record_id, _ in self.vector.work().hits]
-        return [*calls, candidate_call(self.space, self.definition, self.now, self.seeds, self.ranked)]
+        return [candidate_call(self.space, self.definition, self.now, self.seeds, self.ranked)]
 
     def work(self) -> None:
-        """The vector ranking was taken in :meth:`calls`."""
+        """Nothing to rank in the process."""
 
-    def finish(self, replies: list[Any]) -> tuple[list[tuple[str, float]], list[str], Any]:
-        hits = self.vector.finish(replies[:-1]) if self.vector is not None else []
-        return hits, self.ranked, replies[-1]
+    def finish(self, replies: list[Any]) -> Any:
+        return replies[0]
 
     def abandon(self) -> None:
-        if self.vector is not None:
-            self.vector.abandon()
+        """Nothing held."""
+
+
+def query_retrieval(space: KeySpace, text: str, vector: np.ndarray, limit: int,
+                    riders: Sequence[Search[Any]] = ()) -> Retrieval:
+    """Stage 2 as the shared retrieval: the BM25 and vector rankings of ``limit`` ids each, fused."""
+    lists: dict[str, Search[Hits]] = {"keyword": keyword_hits(Block.keywords, space, text, limit)}
+    searcher = Block.embedding.searcher(space, vector, limit)
+    if not searcher.empty:
+        lists["vector"] = searcher
+    return Retrieval(space, lists, Fusion(FUSION, dict(FUSION_WEIGHTS), limit, 2 * limit), "hybrid", riders=riders)
 
 
 def gather(
     client: Any, space: KeySpace, definition: FrameDefinition, now: float, top_k: int,
-    query_vector: np.ndarray | None, riders: Sequence[Search[Any]] = (),
+    query: tuple[str, np.ndarray] | None = None, riders: Sequence[Search[Any]] = (),
 ) -> Gathered:
-    """Stages 1-3 of one frame (``riders`` share the first round trip; their answers are returned)."""
-    seeds = top_k * N_SEEDS_MULTIPLIER if query_vector is not None else 0
+    """Stages 1-3 of one frame for ``query`` (its text and vector; None: queryless). ``riders``
+    share the first round trip; their answers are returned."""
+    if query is None:
+        answers = run_searches(client, [CandidateSearch(space, definition, now, 0), *riders])
+        parsed = _parsed(space, answers[0], {})
+        parsed.riders = answers[1:]
+        return parsed
+    text, vector = query
+    seeds = top_k * N_SEEDS_MULTIPLIER
     limit = max(seeds * RANKING_MULTIPLIER, MIN_RANKED)
-    vector = None if query_vector is None else Block.embedding.searcher(space, query_vector, limit)
-    answers = run_searches(client, [CandidateSearch(space, definition, now, seeds, vector), *riders])
-    hits, ranked, reply = answers[0]
-    while query_vector is not None:
-        ids = [record_id for record_id, _ in hits]
-        if ids != ranked:  # the matrix moved since the ranking was taken: check the server's ranking
-            ranked = ids
-            reply = run_search(client, CandidateSearch(space, definition, now, seeds, ranked=ranked))[2]
-        elif len(reply[1]) < seeds and len(ids) == limit:  # every ranked id checked, more may pass: widen
+    retrieved = retrieve(client, query_retrieval(space, text, vector, limit, riders))
+    rider_answers = retrieved.riders
+    while True:
+        fused = _fused(retrieved)
+        reply = run_search(client, CandidateSearch(space, definition, now, seeds, list(fused)))
+        cut = any(len(hits) >= limit for hits in retrieved.lists.values())
+        if len(reply[1]) < seeds and cut and int(reply[6]) >= len(fused):  # every ranked id checked, more may pass
             limit *= 4
-            vector = Block.embedding.searcher(space, query_vector, limit)
-            hits, ranked, reply = run_search(client, CandidateSearch(space, definition, now, seeds, vector))
-        else:
-            break
-    parsed = _parsed(reply, dict(hits))
-    if query_vector is not None and not reply[1]:  # no seed: the pre-filtered blocks, as without a query
-        parsed = _parsed(run_search(client, CandidateSearch(space, definition, now, 0))[2], {})
+            retrieved = retrieve(client, query_retrieval(space, text, vector, limit))
+            continue
+        break
+    if not reply[1]:  # no seed: the pre-filtered blocks, as without a query
+        parsed = _parsed(space, run_search(client, CandidateSearch(space, definition, now, 0)), {})
         parsed.no_seed = True
-    parsed.riders = answers[1:]
+    else:
+        parsed = _parsed(space, reply, fused)
+    parsed.riders = rider_answers
     return parsed
 
 
-def _parsed(reply: Any, similarity: dict[str, float]) -> Gathered:
-    """The candidate script's reply as candidates (with their cosine when they were seeds)."""
+def _fused(retrieved: Retrieved) -> dict[str, float]:
+    """Each fused id's score, best first."""
+    return {c.key.record_id: c.signals[FUSION] for c in retrieved.candidates}
+
+
+def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float]) -> Gathered:
+    """The candidate script's reply as candidates (with their fused score when they were seeds)."""
     seeds = {_text(record_id) for record_id in reply[1]}
     expanded = {_text(record_id) for record_id in reply[2]}
-    data, candidates = reply[4], []
-    for i in range(0, len(data), 6):
+    data, candidates, stored = reply[4], [], {}
+    for i in range(0, len(data), _ROW):
         block_id = _text(data[i])
         candidates.append(Candidate(
             id=block_id, last_reinforced=float(data[i + 1]), confidence=float(data[i + 2]),
@@ -170,10 +193,16 @@ def _parsed(reply: Any, similarity: dict[str, float]) -> Gathered:
             degree=float(data[i + 5]), similarity=similarity.get(block_id, 0.0) if block_id in seeds else 0.0,
             was_expanded=block_id in expanded,
         ))
+        raw = {name.encode(): _bytes(value) for name, value in zip(STORED, data[i + 6: i + _ROW]) if value}
+        stored[block_id] = decode_stored(Block, DbKey(space, block_id), raw)
     pairs = [(_text(reply[5][i]), _text(reply[5][i + 1])) for i in range(0, len(reply[5]), 2)]
-    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs)
+    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs, stored=stored)
 
 
 def _text(value: bytes | str) -> str:
     """A reply's string (replies come as bytes, or as str through a decoding client)."""
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value.encode() if isinstance(value, str) else value
