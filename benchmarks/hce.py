@@ -123,41 +123,65 @@ def pairs_of(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [turns[i:i + 2] for i in range(0, len(turns), 2)]
 
 
-def hce_locomo(talks: list[dict[str, Any]], provider: TimedProvider, budget: int) -> list[dict[str, Any]]:
-    rows = []
+def hce_sessions(talks: list[dict[str, Any]], provider: TimedProvider) -> dict[str, dict[str, list[str]]]:
+    """Each conversation stored as one HCE session; per session, each interaction's dia ids."""
+    sessions = {}
     for talk in talks:
-        pipe = HCEPipeline(session_id=talk["agent_id"], context_budget=budget, embedding_provider=provider,
-                           token_counter="cl100k_base")
+        pipe = HCEPipeline(session_id=talk["agent_id"], embedding_provider=provider)
         pairs = pairs_of(talk["turns"])
         ids = pipe.update_many([(p[0]["text"], p[1]["text"] if len(p) > 1 else "") for p in pairs])
-        dia = {rid: [t["dia_id"] for t in p] for rid, p in zip(ids, pairs)}
-        focus = pipe.focus.get_recent()
+        sessions[talk["agent_id"]] = {rid: [t["dia_id"] for t in p] for rid, p in zip(ids, pairs)}
+    return sessions
+
+
+def hce_locomo(talks: list[dict[str, Any]], provider: TimedProvider, budget: int,
+               sessions: dict[str, dict[str, list[str]]], **options: Any) -> list[dict[str, Any]]:
+    """Every question asked of its conversation's session (the exact cl100k_base counter, the default)."""
+    rows = []
+    for talk in talks:
+        pipe = HCEPipeline(session_id=talk["agent_id"], context_budget=budget, embedding_provider=provider, **options)
+        dia, focus = sessions[talk["agent_id"]], pipe.focus.get_recent()
         for question in talk["questions"]:
             began = time.perf_counter()
             found = pipe.retrieve_candidates(question["question"])
             ms = (time.perf_counter() - began) * 1000
-            shown = []
-            for c in found.selected:
-                if c.source == "buffer":
-                    entry = focus[c.metadata["position"]]
-                    shown.append(dia[entry.interaction_id][0 if entry.role == "user" else -1])
-                else:
-                    shown += dia[c.metadata["interaction_id"]]
-            rows.append({"dia_ids": shown, "ms": ms, "tokens": sum(c.token_cost for c in found.selected),
-                         "items": len(found.selected)})
+            rows.append({"dia_ids": shown(found.selected, dia, focus), "pool": shown(found.candidates, dia, focus),
+                         "ms": ms,
+                         "tokens": found.token_count, "items": len(found.selected)})
     return rows
 
 
-def assembler_locomo(talks: list[dict[str, Any]], provider: TimedProvider, budget: int) -> list[dict[str, Any]]:
+def shown(candidates: list[Any], dia: dict[str, list[str]], focus: list[Any]) -> list[str]:
+    """The dia ids of the turns ``candidates`` show (a focus entry one turn, an interaction two)."""
+    out = []
+    for c in candidates:
+        if c.source == "buffer":
+            entry = focus[c.metadata["position"]]
+            out.append(dia[entry.interaction_id][0 if entry.role == "user" else -1])
+        else:
+            out += dia[c.metadata["interaction_id"]]
+    return out
+
+
+def assembler_memories(talks: list[dict[str, Any]], provider: TimedProvider) -> tuple[type, dict[str, str]]:
+    """The seed's Memory model holding every turn, one memory each; each memory's dia id."""
     model = memory_model("HCELocomoMemory", provider)
-    assembler = ContextAssembler(model, max_items=100, max_tokens=budget, output_format="content",
-                                 token_counter="cl100k_base")
-    rows = []
+    dia = {}
     for talk in talks:
         records = [model(agent_id=talk["agent_id"], content=t["text"]) for t in talk["turns"]]
         model.embedding.embed_many(records)
         model.save_many(records)
-        dia = {r.memory_id: t["dia_id"] for r, t in zip(records, talk["turns"])}
+        dia.update({r.memory_id: t["dia_id"] for r, t in zip(records, talk["turns"])})
+    return model, dia
+
+
+def assembler_locomo(talks: list[dict[str, Any]], model: type, dia: dict[str, str], budget: int,
+                     ) -> list[dict[str, Any]]:
+    """Every question through a ContextAssembler of the default retrieval (hybrid), exact counts."""
+    assembler = ContextAssembler(model, max_items=100, max_tokens=budget, output_format="content",
+                                 token_counter="cl100k_base")
+    rows = []
+    for talk in talks:
         for question in talk["questions"]:
             began = time.perf_counter()
             result = assembler.assemble(query_cues={"query": question["question"]}, agent_id=talk["agent_id"])
@@ -169,12 +193,14 @@ def assembler_locomo(talks: list[dict[str, Any]], provider: TimedProvider, budge
 
 def recall(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> dict[str, Any]:
     hits = [bool(set(r["dia_ids"]) & set(q["evidence"])) for r, q in zip(rows, questions)]
+    pool = [bool(set(r.get("pool", r["dia_ids"])) & set(q["evidence"])) for r, q in zip(rows, questions)]
     complete = [bool(q["evidence"]) and set(q["evidence"]) <= set(r["dia_ids"]) for r, q in zip(rows, questions)]
     by_category: dict[str, list[bool]] = {}
     for hit, q in zip(hits, questions):
         by_category.setdefault(CATEGORIES[q["category"]], []).append(hit)
     return {
         "evidence_recall_any": statistics.fmean(hits), "evidence_recall_all": statistics.fmean(complete),
+        "pool_recall_any": statistics.fmean(pool),
         "by_category": {k: statistics.fmean(v) for k, v in sorted(by_category.items())},
         "tokens_mean": statistics.fmean(r["tokens"] for r in rows),
         "items_mean": statistics.fmean(r["items"] for r in rows),
@@ -182,17 +208,43 @@ def recall(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> dict[
     }
 
 
+def halves(talks: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The dev half (the first half of the conversations, where HCE's defaults were tuned), the
+    held-out half (the rest) and all."""
+    cut = (len(talks) + 1) // 2
+    return {"dev": talks[:cut], "held-out": talks[cut:], "all": talks}
+
+
 def quality(path: Path, budgets: list[int], conversations: int | None) -> dict[str, Any]:
     talks = load(path, conversations)
     questions = [q for t in talks for q in t["questions"]]
-    provider = TimedProvider(minilm_function(), 384)
-    out: dict[str, Any] = {"conversations": [t["agent_id"] for t in talks], "questions": len(questions)}
+    provider = TimedProvider(minilm_function(), 384, queries=[q["question"] for q in questions])
+    parts = {name: [t["agent_id"] for t in part] for name, part in halves(talks).items()}
+    out: dict[str, Any] = {"conversations": [t["agent_id"] for t in talks], "questions": len(questions),
+                           "halves": parts}
+    redmem.configure(key_prefix="hce-q")
+    sessions, (model, dia) = hce_sessions(talks, provider), assembler_memories(talks, provider)
     for budget in budgets:
-        redmem.configure(key_prefix=f"hce-q{budget}")
-        out[str(budget)] = {"HCEPipeline": recall(hce_locomo(talks, provider, budget), questions),
-                            "ContextAssembler (hybrid)": recall(assembler_locomo(talks, provider, budget), questions)}
-        log.info("budget %d: %s", budget, {k: round(v["evidence_recall_any"], 3) for k, v in out[str(budget)].items()})
+        rows = {"HCEPipeline": hce_locomo(talks, provider, budget, sessions),
+                "ContextAssembler (hybrid)": assembler_locomo(talks, model, dia, budget)}
+        out[str(budget)] = {name: {half: recall(*_part(found, talks, ids)) for half, ids in parts.items()}
+                            for name, found in rows.items()}
+        log.info("budget %d: %s", budget, {k: {h: round(r["evidence_recall_any"], 3) for h, r in v.items()}
+                                           for k, v in out[str(budget)].items()})
     return out
+
+
+def _part(rows: list[dict[str, Any]], talks: list[dict[str, Any]], ids: list[str],
+          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows and questions of the conversations ``ids`` (rows are in question order)."""
+    picked_rows, picked_questions, start = [], [], 0
+    for talk in talks:
+        end = start + len(talk["questions"])
+        if talk["agent_id"] in ids:
+            picked_rows += rows[start:end]
+            picked_questions += talk["questions"]
+        start = end
+    return picked_rows, picked_questions
 
 
 # ----------------------------------------------------------------------------- report
