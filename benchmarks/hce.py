@@ -25,12 +25,15 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import pickle
 import random
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -47,7 +50,7 @@ log = logging.getLogger("benchmarks.hce")
 DIMENSIONS = 256
 TOPICS = 200
 PEOPLE = 3000
-CHUNK = 1000
+CHUNK = 250
 TARGETS = {"p50_ms_at_100k": 10.0, "growth_100k_over_10k": 2.0}
 
 
@@ -208,6 +211,17 @@ def recall(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> dict[
     }
 
 
+def _lazy_minilm() -> Any:
+    """MiniLM, loaded at its first call (a fully cached run never loads it)."""
+    model: list[Any] = []
+
+    def embed(texts: list[str]) -> Any:
+        if not model:
+            model.append(minilm_function())
+        return model[0](texts)
+    return embed
+
+
 def halves(talks: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The dev half (the first half of the conversations, where HCE's defaults were tuned), the
     held-out half (the rest) and all."""
@@ -215,10 +229,28 @@ def halves(talks: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {"dev": talks[:cut], "held-out": talks[cut:], "all": talks}
 
 
-def quality(path: Path, budgets: list[int], conversations: int | None) -> dict[str, Any]:
+def cached_vectors(function: Any, path: Path | None) -> Any:
+    """``function`` (texts -> vectors) with its vectors kept by text in the pickle ``path``
+    (written after each new batch; None: no cache): a rerun embeds only the texts it has not seen."""
+    if path is None:
+        return function
+    cache: dict[str, np.ndarray] = pickle.loads(path.read_bytes()) if path.exists() else {}
+
+    def embed(texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            cache.update(zip(missing, np.asarray(function(missing), dtype=np.float32)))
+            path.write_bytes(pickle.dumps(cache))
+        return np.stack([cache[t] for t in texts])
+    return embed
+
+
+def quality(path: Path, budgets: list[int], conversations: int | None, vector_cache: Path | None = None,
+            ) -> dict[str, Any]:
     talks = load(path, conversations)
     questions = [q for t in talks for q in t["questions"]]
-    provider = TimedProvider(minilm_function(), 384, queries=[q["question"] for q in questions])
+    provider = TimedProvider(cached_vectors(_lazy_minilm(), vector_cache), 384,
+                             queries=[q["question"] for q in questions])
     parts = {name: [t["agent_id"] for t in part] for name, part in halves(talks).items()}
     out: dict[str, Any] = {"conversations": [t["agent_id"] for t in talks], "questions": len(questions),
                            "halves": parts}
@@ -293,6 +325,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--data", type=Path, default=None, help="locomo-dev.json (read in place, never copied)")
     parser.add_argument("--budgets", default="500,1500", help="context budgets (tokens) for LoCoMo")
     parser.add_argument("--conversations", type=int, default=None, help="use the first N LoCoMo conversations")
+    parser.add_argument("--vector-cache", type=Path, default=None,
+                        help="a pickle of MiniLM vectors by text, read and extended (kept outside the repo)")
     parser.add_argument("--out", default="hce", help="results/<out>.json ('' writes nothing)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -307,7 +341,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                      result["retrieve_ms"]["p95"], result["round_trips"])
             HCEInteraction._meta.client.flushdb()
         if args.data is not None:
-            payload["locomo"] = quality(args.data, [int(b) for b in args.budgets.split(",")], args.conversations)
+            payload["locomo"] = quality(args.data, [int(b) for b in args.budgets.split(",")], args.conversations,
+                                        args.vector_cache)
     sizes = payload["latency"]
     if "10000" in sizes and "100000" in sizes:
         payload["growth_100k_over_10k"] = sizes["100000"]["retrieve_ms"]["p50"] / sizes["10000"]["retrieve_ms"]["p50"]

@@ -457,3 +457,26 @@ def test_an_edited_export_is_checked_entry_by_entry_and_a_failed_load_changes_no
     target.load(tmp_path / "good")
     assert HCEInteraction.query.filter(session_id="dst").count() == 2
     assert "Lisbon" in target.retrieve_context("Lisbon Acme")
+
+
+def test_seeded_lists_are_built_from_the_first_round_trip_and_fused(db):
+    from redmem.context.retrieval import Fusion, Retrieval, SeededLists, keyword_hits, retrieve
+    from redmem.fields.search_protocol import Mapped
+    from redmem.recipes.hce.models import HCEInteraction
+    from redmem.recipes.hce.pipeline import _interaction_hits
+
+    pipe = HCEPipeline(session_id="s")
+    zorblat, tea = pipe.update("I work for Zorblat Industries.", "Nice."), pipe.update("I like green tea.", "Ok.")
+    seen = []
+
+    def graph_from_entities(lists, riders):
+        seen.append((sorted(lists), len(riders)))
+        return {"graph": Mapped(pipe.graph.searcher(["zorblat industries"]), _interaction_hits)}
+
+    space = pipe.graph.space
+    found = retrieve(pipe.client, Retrieval(space, {"keyword": keyword_hits(HCEInteraction.text_bm25, space, "tea", 10)},
+                                            Fusion("convex", {"graph": 1.0}, 10, 10), riders=[pipe.focus.reader()],
+                                            seeded=SeededLists(graph_from_entities)))
+    assert seen == [(["keyword"], 1)]  # built once, from the first round trip's lists and riders
+    signals = {c.key.record_id: c.signals for c in found.candidates}
+    assert "bm25" in signals[tea] and "graph" in signals[zorblat] and "graph" in found.lists

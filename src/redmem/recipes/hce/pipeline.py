@@ -74,7 +74,7 @@ LISTS = (TREE_LIST, KEYWORD_LIST, GRAPH_LIST)
 #: The weights of the lists in the convex fusion of the shared retrieval.
 FUSION_WEIGHTS = {TREE_LIST: 1.0, KEYWORD_LIST: 1.0, GRAPH_LIST: 0.25}
 #: The most fused interactions offered to the knapsack.
-FUSED_LIMIT = 100
+FUSED_LIMIT = 60
 
 
 @dataclass
