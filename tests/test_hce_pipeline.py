@@ -85,10 +85,10 @@ def test_a_budget_below_every_candidate_gives_an_empty_block_when_oversize_skips
 
 
 def test_a_budget_below_every_candidate_cuts_one_by_default(db):
-    pipe = HCEPipeline(session_id="s", context_budget=3)
+    pipe = HCEPipeline(session_id="s", context_budget=8)
     pipe.update("I moved to Lisbon.", "Nice city.")
     found = pipe.retrieve_candidates("Lisbon")
-    assert found.block.endswith("…[truncated]") and found.token_count == pipe.count_tokens(found.block) <= 3
+    assert found.block.endswith("…[truncated]") and found.token_count == pipe.count_tokens(found.block) <= 8
     assert found.oversize["truncated"] and found.selected[0].metadata["truncated"] is True
 
 
@@ -98,7 +98,7 @@ def each_source_wins(pipe: HCEPipeline, query: str) -> list[str]:
 
 
 def test_each_source_can_win_the_knapsack(db):
-    pipe = HCEPipeline(session_id="s", max_focus=2, context_budget=30)
+    pipe = HCEPipeline(session_id="s", max_focus=2, context_budget=60)
     pipe.update("Zorblat Industries hired me as a welder.", "Welding is a skill.")
     for q, a in FILLER:
         pipe.update(q, a)
