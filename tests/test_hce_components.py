@@ -38,10 +38,16 @@ def test_the_package_imports_its_names():
 
 
 # -- tokens and the knapsack ---------------------------------------------------------------------
-def test_estimate_tokens_is_the_seed_formula():
-    assert estimate_tokens("") == 0
-    assert estimate_tokens("one two three") == 4  # 3 * 4 // 3
-    assert estimate_tokens("a  b\nc d e") == 6  # 5 words -> 20 // 3
+def test_estimate_tokens_is_the_librarys_one_and_the_seed_formula_is_one_option_away():
+    import redmem
+    from redmem.context.tokens import resolve_counter, word_estimate
+
+    assert estimate_tokens is redmem.estimate_tokens
+    counter = resolve_counter("words")
+    assert counter is word_estimate
+    assert counter("") == 0
+    assert counter("one two three") == 4  # 3 * 4 // 3
+    assert counter("a  b\nc d e") == 6  # 5 words -> 20 // 3
 
 
 def candidate(utility: float, cost: int, source: str = "tree", text: str = "x") -> ContextCandidate:

@@ -204,7 +204,7 @@ def test_the_context_block_labels_each_item_with_its_date_and_sources(db):
     day = datetime.fromtimestamp(stored["My manager at Acme is Carla"].timestamp, UTC).strftime("%Y-%m-%d")
     label = re.match(r"\[([^\]]+)\] ", acme.content)
     assert label is not None and label.group(1).startswith(f"{day}, ")
-    assert set(label.group(1).split(", ")[1].split("+")) <= {"graph", "tree"}
+    assert set(label.group(1).split(", ")[1].split("+")) <= {"graph", "tree", "keyword"}
     assert all(re.match(r"\[\d{4}-\d\d-\d\d, [a-z+]+\] ", c.content) for c in found.selected)
     assert found.block.startswith("[") and found.block == "\n".join(c.content for c in found.selected)
     assert found.token_count == pipe.count_tokens(found.block)

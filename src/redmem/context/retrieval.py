@@ -53,6 +53,7 @@ __all__ = [
     "Fusion",
     "Expansion",
     "Fallback",
+    "SeededLists",
     "Retrieval",
     "Retrieved",
     "retrieve",
@@ -203,6 +204,16 @@ class Fallback:
 
 
 @dataclass(frozen=True)
+class SeededLists:
+    """Lists whose searches depend on the first round trip (seed-then-expand): ``build(lists,
+    riders)`` gets the first lists' and the riders' answers and returns the searches to send, by
+    list name, in one more round trip (none when it returns nothing); their lists are fused with
+    the others."""
+
+    build: Callable[[dict[str, Hits], list[Any]], dict[str, Search[Hits]]]
+
+
+@dataclass(frozen=True)
 class Retrieval:
     """One retrieval of partition ``space``, decided before anything runs (see :func:`retrieve`).
 
@@ -210,8 +221,9 @@ class Retrieval:
     fused by ``fusion``. ``existence``: a pre-check sent with them; when it calls every text
     definitely missing, nothing is pulled. ``expansion`` adds the graph list, ``fallback``
     replaces every list when all came back empty. ``riders``: searches sharing the first round
-    trip whose answers are returned as they are (the push scan). ``mode`` labels what runs;
-    ``warnings`` are said when the pull runs.
+    trip whose answers are returned as they are (the push scan). ``seeded`` adds lists built from
+    the first round trip's answers. ``mode`` labels what runs; ``warnings`` are said when the pull
+    runs.
     """
 
     space: KeySpace
@@ -223,6 +235,7 @@ class Retrieval:
     fallback: Fallback | None = None
     riders: Sequence[Search[Any]] = ()
     warnings: tuple[str, ...] = ()
+    seeded: SeededLists | None = None
 
 
 @dataclass
@@ -241,8 +254,8 @@ class Retrieved:
 
 def retrieve(client: Any, retrieval: Retrieval) -> Retrieved:
     """Run ``retrieval``: every search (the pre-check, the lists, the graph's size, the riders) in
-    ONE round trip; then the graph expansion and the fallback, one round trip each when they
-    have something to do; then the fusion. Each candidate's signals are its score in each list
+    ONE round trip; then the graph expansion, the seeded lists and the fallback, one round trip
+    each when they have something to do; then the fusion. Each candidate's signals are its score in each list
     (the keyword list's as ``bm25``) and the fused score (as the fusion method's name).
     """
     gate = [] if retrieval.existence is None else [retrieval.existence]
@@ -260,6 +273,9 @@ def retrieve(client: Any, retrieval: Retrieval) -> Retrieved:
     mode, warnings = retrieval.mode, list(retrieval.warnings)
     if retrieval.expansion is not None:
         lists[GRAPH_LIST] = _expanded(client, retrieval.expansion, retrieval.space, lists, edges)
+    if retrieval.seeded is not None:
+        more = retrieval.seeded.build(lists, riders)
+        lists.update(zip(more, run_searches(client, list(more.values()))) if more else ())
     fallback = retrieval.fallback
     if fallback is not None and not any(lists.values()):
         searches = fallback.lists()

@@ -5,10 +5,13 @@ of the active output format (what is emitted, not a proxy) and the result a non-
 (``bool`` is rejected). :func:`resolve_counter` turns what a user passes as ``token_counter``
 into a counter the packer can call without guarding:
 
-- ``None``: the default counter, :func:`default_counter`: the exact count of cl100k_base
-  (an estimate can fall short of the exact count: the estimator
-  :func:`redmem.context.token_estimate.estimate_tokens` under-counts up to a third of a short
-  record, so it is used only when asked for);
+- ``None``: the configured counter (``redmem.configure(token_counter=...)``), else the default
+  counter, :func:`default_counter`: the exact count of cl100k_base (an estimate can fall short
+  of the exact count: the estimator :func:`redmem.context.token_estimate.estimate_tokens`
+  under-counts up to a third of a short record, so it is used only when asked for). Every
+  recipe gives ``token_counter=None`` this one meaning;
+- ``"words"`` (:data:`WORD_ESTIMATE`): :func:`word_estimate`, the HCE seed's heuristic
+  ``len(text.split()) * 4 // 3``, one option away (it under-counts about a third of chat lines);
 - ``"cl100k_base"`` / ``"o200k_base"``: the exact counter of that encoding (:func:`exact_counter`);
 - a callable that raises ``TypeError`` or ``AttributeError`` on a probe string (an old
   ``counter(record)`` callable): ``DeprecationWarning`` now, the default counter on every call;
@@ -50,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from redmem.context.token_estimate import estimate_tokens
+from redmem.store.connection import settings
 from redmem.store.errors import ConfigurationError
 from redmem.store.validation import is_integral
 
@@ -63,6 +67,8 @@ __all__ = [
     "default_counter",
     "resolve_counter",
     "estimate_tokens",
+    "word_estimate",
+    "WORD_ESTIMATE",
     "tiktoken_cache_dir",
     "seed_tiktoken_cache",
 ]
@@ -75,6 +81,8 @@ TokenCounter = Callable[[str], int]
 ENCODINGS = ("cl100k_base", "o200k_base")
 #: The encoding the default counter counts exactly.
 DEFAULT_ENCODING = "cl100k_base"
+#: The ``token_counter`` name of :func:`word_estimate`.
+WORD_ESTIMATE = "words"
 #: What :func:`resolve_counter` calls a candidate counter with to detect the old record contract.
 PROBE_TEXT = "redmem probe: does this counter take text?"
 
@@ -265,6 +273,11 @@ def _import(module: str, hint: str) -> Any:
         raise ConfigurationError(hint) from exc
 
 
+def word_estimate(text: str) -> int:
+    """The HCE seed's token heuristic: ``len(text.split()) * 4 // 3`` (about 1.33 tokens a word)."""
+    return len(text.split()) * 4 // 3
+
+
 class GuardedCounter:
     """A user counter whose bad calls (raise, negative, non-int, bool) fall back to the default counter.
 
@@ -310,10 +323,13 @@ def resolve_counter(counter: TokenCounter | str | None, *, stacklevel: int = 2) 
             a string nor None.
     """
     if counter is None:
-        return default_counter()
+        configured = settings().token_counter
+        return default_counter() if configured is None else resolve_counter(configured, stacklevel=stacklevel + 1)
+    if counter == WORD_ESTIMATE:
+        return word_estimate
     if isinstance(counter, str):
         return exact_counter(counter)
-    if isinstance(counter, (ExactCounter, GuardedCounter)) or counter is estimate_tokens:
+    if isinstance(counter, (ExactCounter, GuardedCounter)) or counter in (estimate_tokens, word_estimate):
         return counter
     if not callable(counter):
         raise ConfigurationError(f"token_counter must be callable(text) -> int, not {counter!r}")

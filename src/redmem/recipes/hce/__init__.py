@@ -5,7 +5,8 @@
 Every piece of state lives in Redis under the session's hash tag (see docs/recipes/hce.md).
 """
 
-from .budgeting import ContextCandidate, context_budgeting, estimate_tokens
+from ...context.token_estimate import estimate_tokens
+from .budgeting import ContextCandidate, context_budgeting
 from .export import ExportError
 from .extractor import EntityExtractor, ExtractedEntity
 from .focus import FocusBuffer, FocusEntry

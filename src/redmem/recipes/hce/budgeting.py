@@ -14,38 +14,24 @@ as ``oversize`` says.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...context.oversize import cuttable_text
 from ...context.packing import Budget, Fitted, fit, pack
 from ...context.rendering import Layout
-from ...context.tokens import resolve_counter
+from ...context.tokens import TokenCounter
 from ...store.errors import ValidationError
 from ...store.validation import is_int, is_real, non_negative_int
 
-__all__ = ["ContextCandidate", "SOURCES", "estimate_tokens", "context_budgeting", "fit_context", "normalised",
-           "token_counter", "BLOCK_LAYOUT"]
+__all__ = ["ContextCandidate", "SOURCES", "context_budgeting", "fit_context", "normalised", "BLOCK_LAYOUT"]
 
 #: Where a candidate comes from.
-SOURCES = ("graph", "tree", "buffer")
+SOURCES = ("graph", "tree", "keyword", "buffer")
 
-TokenCounter = Callable[[str], int]
 #: The context block: the texts one per line.
 BLOCK_LAYOUT = Layout(lambda position, piece: piece, lambda indices, pieces: "\n".join(pieces))
-
-
-def estimate_tokens(text: str) -> int:
-    """The pipeline's default token estimate: ``len(text.split()) * 4 // 3`` (about 1.33 tokens a word)."""
-    return len(text.split()) * 4 // 3
-
-
-def token_counter(counter: TokenCounter | str | None) -> TokenCounter:
-    """The counter for a pipeline's ``token_counter``: None -> :func:`estimate_tokens`; an encoding
-    name ("cl100k_base", "o200k_base") -> its exact counter; a callable -> used, guarded as the
-    library's counters are (:func:`redmem.context.tokens.resolve_counter`)."""
-    return estimate_tokens if counter is None else resolve_counter(counter, stacklevel=4)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ import numpy as np
 
 from ...embeddings.codec import decode_stored as decode_vector_value
 from ...embeddings.codec import stored_dimensions
+from ...fields.bm25 import BM25Keys
 from ...fields.restore import queue_new_epoch
 from ...model.base import Model
 from ...model.dbkey import DbKey
@@ -86,19 +88,35 @@ def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
         kinds[KeyKind.FOCUS_BUFFER.value] = "list"
         kinds[KeyKind.TREE_MEMBERS.value] = "list"
         kinds[KeyKind.ENTITY_TYPES.value] = "hash"
+        bm25 = _keyword_keys(space)
+        kinds.update((_relative(space, key), "zset" if key == bm25.log else "hash") for key in
+                     (bm25.lengths, bm25.entries, bm25.totals, bm25.references, bm25.version, bm25.log))
     return kinds
+
+
+def _keyword_keys(space: KeySpace) -> BM25Keys:
+    return HCEInteraction.text_bm25.keys_in(space)
+
+
+def _is_posting(name: str, space: KeySpace, rel: str) -> bool:
+    """Whether ``rel`` names one of the keyword index's posting lists (a zset per term)."""
+    return name == "HCEInteraction" and rel.startswith(_relative(space, _keyword_keys(space).postings) + ":")
 
 
 def _relative(space: KeySpace, key: str) -> str:
     return key[len(space.base) + 1:]
 
 
-def session_keys(session_id: str, record_ids: dict[str, list[str]]) -> list[tuple[str, str, str]]:
-    """(model name, relative key, Redis type) of every key of the session, records from ``record_ids``."""
+def session_keys(session_id: str, record_ids: dict[str, list[str]], terms: Sequence[str] = ()
+                 ) -> list[tuple[str, str, str]]:
+    """(model name, relative key, Redis type) of every key of the session, records from
+    ``record_ids``, the keyword index's posting lists from its ``terms``."""
     out = []
     for name, space in _spaces(session_id).items():
         out += [(name, rel, kind) for rel, kind in _fixed_keys(name, space).items()]
         out += [(name, _relative(space, space.record(rid)), "hash") for rid in record_ids.get(name, [])]
+        if name == "HCEInteraction":
+            out += [(name, _relative(space, _keyword_keys(space).posting(term)), "zset") for term in terms]
     return out
 
 
@@ -114,20 +132,22 @@ def _queue_read(pipe: Any, key: str, kind: str) -> None:
         getattr(pipe, _READ[kind])(key)
 
 
-def _record_ids(client: Any, spaces: dict[str, KeySpace]) -> dict[str, list[str]]:
+def _record_ids(client: Any, spaces: dict[str, KeySpace]) -> tuple[dict[str, list[str]], list[str]]:
+    """Each model's record ids, and the terms of the keyword index (one posting list each)."""
     with client.pipeline(transaction=True) as pipe:
         for space in spaces.values():
             pipe.zrange(space.key(KeyKind.ALL_RECORDS), 0, -1)
-        replies = pipe.execute()
-    return {name: [m.decode() for m in ids] for name, ids in zip(spaces, replies)}
+        pipe.hkeys(_keyword_keys(spaces["HCEInteraction"]).references)
+        *replies, terms = pipe.execute()
+    return {name: [m.decode() for m in ids] for name, ids in zip(spaces, replies)}, sorted(t.decode() for t in terms)
 
 
 def _snapshot(session_id: str) -> list[dict[str, Any]]:
     client = HCEInteraction._meta.client
     spaces = _spaces(session_id)
     for _ in range(SNAPSHOT_ATTEMPTS):
-        ids = _record_ids(client, spaces)
-        listed = session_keys(session_id, ids)
+        ids, terms = _record_ids(client, spaces)
+        listed = session_keys(session_id, ids, terms)
         with client.pipeline(transaction=True) as pipe:
             for name, rel, kind in listed:
                 _queue_read(pipe, f"{spaces[name].base}:{rel}", kind)
@@ -215,7 +235,7 @@ def read_export(directory: str | os.PathLike[str]) -> dict[str, Any]:
         raise ExportError(f"{path} holds text that cannot be stored: {exc}") from None
     fixed = {name: _fixed_keys(name, space) for name, space in spaces.items()}
     for entry in keys:
-        _check_entry(entry, fixed)
+        _check_entry(entry, fixed, spaces)
         _check_value(entry, spaces[entry["model"]], _decoded(entry, payload["session_id"]))
     return payload
 
@@ -225,14 +245,15 @@ def _no_constant(name: str) -> Any:
     raise ExportError(f"an export holds no {name}: scores and numbers are finite")
 
 
-def _check_entry(entry: Any, fixed: dict[str, dict[str, str]]) -> None:
+def _check_entry(entry: Any, fixed: dict[str, dict[str, str]], spaces: dict[str, KeySpace]) -> None:
     """An entry names a key an HCE session has, with that key's type and a non-empty value."""
     if not isinstance(entry, dict) or set(entry) != {"model", "key", "type", "value"}:
         raise ExportError(f"an export entry has model, key, type and value: {entry!r}"[:200])
     name, rel = entry["model"], entry["key"]
     if name not in MODELS or not isinstance(rel, str):
         raise ExportError(f"an export entry of an unknown model or key: {name!r} {rel!r}")
-    expected = fixed[name].get(rel, "hash" if rel.startswith(f"{KeyKind.RECORD.value}:") else None)
+    expected = fixed[name].get(rel, "hash" if rel.startswith(f"{KeyKind.RECORD.value}:") else
+                               "zset" if _is_posting(name, spaces[name], rel) else None)
     if expected is None or entry["type"] != expected:
         raise ExportError(f"{name} key {rel!r} of type {entry['type']!r} is not part of an HCE session")
     if not entry["value"] or not isinstance(entry["value"], list if expected != "string" else (str, dict)):
@@ -290,7 +311,7 @@ def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
     writes = [(f"{spaces[e['model']].base}:{e['key']}", e["type"], _decoded(e, session_id)) for e in payload["keys"]]
     client = HCEInteraction._meta.client
     with server_errors(client):
-        old = session_keys(session_id, _record_ids(client, spaces))
+        old = session_keys(session_id, *_record_ids(client, spaces))
         with client.pipeline(transaction=True) as pipe:
             for name, rel, _ in old:
                 pipe.delete(f"{spaces[name].base}:{rel}")
@@ -307,7 +328,7 @@ def clear_session(session_id: str) -> int:
     spaces = _spaces(session_id)
     client = HCEInteraction._meta.client
     with server_errors(client):
-        keys = [f"{spaces[name].base}:{rel}" for name, rel, _ in session_keys(session_id, _record_ids(client, spaces))]
+        keys = [f"{spaces[name].base}:{rel}" for name, rel, _ in session_keys(session_id, *_record_ids(client, spaces))]
         with client.pipeline(transaction=True) as pipe:
             pipe.delete(*keys)
             return int(pipe.execute()[0])

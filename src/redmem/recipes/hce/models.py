@@ -6,6 +6,8 @@ graph) and topics, partitioned by session, so one session's keys share one hash 
 | ``HCEInteraction`` | ``session_id`` | KeyField, the partition | the session (user) the interaction belongs to |
 | | ``interaction_id`` | KeyField | :func:`interaction_id`: sorts newest first |
 | | ``user``, ``assistant`` | StringField | the turn pair |
+| | ``text`` | StringField | :func:`interaction_text`, what the keyword index reads |
+| | ``text_bm25`` | BM25Field | the keyword index of ``text`` (the shared retrieval's keyword list) |
 | | ``topic_id`` | StringField | its parent in the semantic tree |
 | | ``timestamp`` | FloatField | when it was stored (epoch seconds) |
 | | ``entities`` | ListField | the entity keys it mentions |
@@ -24,6 +26,7 @@ import secrets
 import time
 
 from ...fields.bloom import ExistenceFilter
+from ...fields.bm25 import BM25Field
 from ...fields.cooccurrence import CoOccurrenceField
 from ...fields.embedding import EmbeddingField
 from ...model.base import Model
@@ -71,6 +74,8 @@ class HCEInteraction(Model):
     interaction_id = KeyField()
     user = StringField(null=False)
     assistant = StringField(null=False)
+    text = StringField(default="")
+    text_bm25 = BM25Field(source="text")
     topic_id = StringField(null=False)
     timestamp = FloatField(null=False)
     entities = ListField(default=list)

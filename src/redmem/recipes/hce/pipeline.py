@@ -18,16 +18,29 @@ and both focus entries.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from ...context.candidates import Candidate
+from ...context.fusion import checked_weights
 from ...context.oversize import check_oversize
+from ...context.retrieval import (
+    GRAPH_LIST,
+    KEYWORD_LIST,
+    SIGNAL_OF_LIST,
+    Fusion,
+    Retrieval,
+    SeededLists,
+    keyword_hits,
+    retrieve,
+)
+from ...context.tokens import TokenCounter, resolve_counter
 from ...embeddings.base import embed_in_batches
-from ...fields.search_protocol import run_search, run_searches
+from ...fields.search_protocol import Hits, Mapped, Search, run_searches
 from ...model.dbkey import DbKey
 from ...model.loading import load_records
 from ...model.persistence import queue_new_records
@@ -35,25 +48,33 @@ from ...store.aio import async_variant
 from ...store.connection import server_errors
 from ...store.errors import ArgumentTypeError, ValidationError
 from ...store.validation import is_real, positive_int, utf8_text
-from .budgeting import ContextCandidate, fit_context, normalised
-from .budgeting import token_counter as token_counter_of
+from .budgeting import SOURCES, ContextCandidate, fit_context, normalised
 from .export import clear_session, load_session, save_session
 from .extractor import EntityExtractor, ExtractedEntity, content_words
 from .focus import FocusBuffer, FocusEntry
-from .graph import ENERGY_FACTOR, EntityGraph
+from .graph import EntityGraph
 from .kinds import NodeType
 from .models import HCEInteraction, entity_term, interaction_id, interaction_text
 from .provider import DEFAULT_DIMENSIONS, resolve_provider
-from .tree import MAX_SCORE, SemanticTree
+from .tree import SemanticTree, TreeSearch
 from .wrapping import wrap_chat
 
-__all__ = ["HCEPipeline", "RetrievedContext", "DEFAULT_DIMENSIONS", "UTILITY_SHARPNESS"]
+__all__ = ["HCEPipeline", "RetrievedContext", "DEFAULT_DIMENSIONS", "UTILITY_SHARPNESS", "FUSION_WEIGHTS",
+           "TREE_LIST", "LISTS", "FUSED_LIMIT"]
 
 #: Words of a user turn that label the topic it opens.
 LABEL_WORDS = 8
 #: The power normalised utilities are raised to (see :func:`~redmem.recipes.hce.budgeting.normalised`):
 #: on LoCoMo dev (2 conversations, 500 tokens) evidence recall was 0.38 / 0.50 / 0.54 / 0.55 at 1 / 3 / 8 / 12.
 UTILITY_SHARPNESS = 8.0
+#: The tree's list in the shared retrieval (its hierarchical scores).
+TREE_LIST = "tree"
+#: The lists an interaction can be found by, in the order its label names them.
+LISTS = (TREE_LIST, KEYWORD_LIST, GRAPH_LIST)
+#: The weights of the lists in the convex fusion of the shared retrieval.
+FUSION_WEIGHTS = {TREE_LIST: 1.0, KEYWORD_LIST: 1.0, GRAPH_LIST: 0.25}
+#: The most fused interactions offered to the knapsack.
+FUSED_LIMIT = 60
 
 
 @dataclass
@@ -97,11 +118,14 @@ class HCEPipeline:
         session_id: the session (user) whose state this is; every key carries it as hash tag.
         embedding_provider: embeds turns and queries; None: the configured provider, else
             feature hashing (:data:`DEFAULT_DIMENSIONS`), deterministic and offline.
-        token_counter: None: the seed's ``len(text.split()) * 4 // 3``; "cl100k_base" or
-            "o200k_base": the exact count; or a callable ``text -> int``.
+        token_counter: None: the configured counter, else the exact cl100k_base count (as every
+            recipe; :func:`~redmem.context.tokens.resolve_counter`); "words": the seed's
+            ``len(text.split()) * 4 // 3``; "cl100k_base" or "o200k_base"; or a callable ``text -> int``.
         extractor: the entity extractor (default :class:`EntityExtractor`).
         utility_sharpness: the power normalised utilities are raised to before the knapsack
             (1: the seed's plain ratio, where short texts win; default :data:`UTILITY_SHARPNESS`).
+        fusion_weights: the convex fusion weights of the tree, keyword and graph lists
+            (default :data:`FUSION_WEIGHTS`; a list not named weighs 1).
         oversize: a text bigger than the whole ``context_budget`` is ``"truncate"``-d to the room
             the others leave (the default) or ``"skip"``-ped (the seed's knapsack; ``"admit"`` is
             the same: the knapsack never admitted anything over budget).
@@ -109,9 +133,9 @@ class HCEPipeline:
 
     def __init__(self, max_focus: int = 10, context_budget: int = 1500, graph: EntityGraph | None = None,
                  tree: SemanticTree | None = None, *, session_id: str = "default", embedding_provider: Any = None,
-                 token_counter: Callable[[str], int] | str | None = None,
+                 token_counter: TokenCounter | str | None = None,
                  extractor: EntityExtractor | None = None, utility_sharpness: float = UTILITY_SHARPNESS,
-                 oversize: str = "truncate") -> None:
+                 oversize: str = "truncate", fusion_weights: dict[str, float] | None = None) -> None:
         self.session_id = _query_text("session_id", session_id)
         self.context_budget = positive_int("context_budget", context_budget)
         self.focus = FocusBuffer(max_focus, session_id=session_id)
@@ -121,12 +145,13 @@ class HCEPipeline:
             if part.session_id != session_id:
                 raise ValidationError(f"{type(part).__name__} of session {part.session_id!r} given to {session_id!r}")
         self.provider = resolve_provider(embedding_provider)
-        self.count_tokens = token_counter_of(token_counter)
+        self.count_tokens = resolve_counter(token_counter, stacklevel=3)
         self.extractor = extractor or EntityExtractor()
         if not is_real(utility_sharpness) or not 0 < utility_sharpness <= 100:
             raise ValidationError(f"utility_sharpness must be a number in (0, 100], not {utility_sharpness!r}")
         self.utility_sharpness = float(utility_sharpness)
         self.oversize = check_oversize(oversize)
+        self.fusion_weights = checked_weights(FUSION_WEIGHTS if fusion_weights is None else fusion_weights)
 
     @property
     def client(self) -> Any:
@@ -147,56 +172,53 @@ class HCEPipeline:
         entities = self.extractor.extract(query)
         keys = list(dict.fromkeys([e.key for e in entities] + self.extractor.mentions(query)))
         existence = HCEInteraction.entities_seen.searcher(self.graph.space, [entity_term(k) for k in keys])
-        tree, leaves = self.tree, self.tree.leaf_sync()
-        exists, topic_hits, _, members, focus = run_searches(self.client, [
-            existence, tree.topic_searcher(vector, tree.topic_beam), leaves, tree.member_reader(), self.focus.reader()])
-        trips = 1
-        tree_hits = tree.hits(vector, topic_hits, leaves, members)
-        seeds = [key for key, maybe in zip(keys, exists) if maybe]
-        activated: list[tuple[Any, float]] = []
-        if seeds:
-            activated = [(n.record_id, w) for n, w in run_search(self.client, self.graph.searcher(seeds))
-                         if isinstance(n, DbKey)]
-            trips += 1
-        wanted = list(dict.fromkeys([h.interaction_id for h in tree_hits] + [rid for rid, _ in activated]))
-        records = {r.interaction_id: r for r in
-                   load_records(HCEInteraction, [DbKey(self.graph.space, rid) for rid in wanted], track=False)}
+        seeds: list[str] = []
+
+        def graph_list(lists: dict[str, Hits], riders: list[Any]) -> dict[str, Search[Hits]]:
+            seeds.extend(key for key, maybe in zip(keys, riders[0]) if maybe)
+            return {GRAPH_LIST: Mapped(self.graph.searcher(seeds), _interaction_hits)} if seeds else {}
+
+        space = self.graph.space
+        lists: dict[str, Search[Hits]] = {
+            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, self.tree.leaf_limit),
+            TREE_LIST: TreeSearch(self.tree, vector)}
+        fusion = Fusion("convex", dict(self.fusion_weights), self.tree.leaf_limit, FUSED_LIMIT)
+        found = retrieve(self.client, Retrieval(space, lists, fusion, "hce", riders=[existence, self.focus.reader()],
+                                                seeded=SeededLists(graph_list)))
+        focus: list[FocusEntry] = found.riders[1]
+        trips = 1 + bool(seeds)
+        wanted = [c.key for c in found.candidates]
+        records = {r.interaction_id: r for r in load_records(HCEInteraction, wanted, track=False)}
         trips += bool(wanted)
-        candidates = self._candidates(query, activated, tree_hits, records, focus, for_prompt)
+        candidates = self._candidates(query, found.candidates, records, focus, for_prompt)
         selected, fitted = fit_context(candidates, self.context_budget, self.count_tokens, self.oversize)
         names = [c.metadata.get("interaction_id") or f"buffer:{c.metadata.get('position')}" for c in candidates]
         return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names))
 
-    def _candidates(self, query: str, activated: list[tuple[str, float]], tree_hits: Sequence[Any],
-                    records: dict[str, HCEInteraction], focus: list[FocusEntry], for_prompt: bool,
-                    ) -> list[ContextCandidate]:
-        """Graph, tree and buffer candidates, normalised, deduplicated, costed."""
+    def _candidates(self, query: str, fused: list[Candidate], records: dict[str, HCEInteraction],
+                    focus: list[FocusEntry], for_prompt: bool) -> list[ContextCandidate]:
+        """The fused interactions (utility: fused score / the best) and the buffer's entries, the
+        utilities sharpened, an interaction in the buffer left to it, each costed as labelled."""
         in_focus = {e.interaction_id for e in focus}
-        raw = [self._interaction("graph", rid, act, records, {}) for rid, act in activated]
-        raw += [self._interaction("tree", h.interaction_id, h.score, records, {"topic_id": h.topic_id})
-                for h in tree_hits]
+        top = max((c.pull or 0.0 for c in fused), default=0.0) or 1.0
+        raw = [self._interaction(c, top, records) for c in fused if c.key.record_id not in in_focus]
         if not for_prompt:
             raw += _buffer_candidates(query, focus)
-        scales = {"graph": ENERGY_FACTOR, "tree": MAX_SCORE, "buffer": 1.0}
-        best: dict[str, ContextCandidate] = {}
-        for candidate in normalised([c for c in raw if c is not None], scales, self.utility_sharpness):
-            interaction = candidate.metadata.get("interaction_id")
-            if candidate.source != "buffer" and interaction in in_focus:
-                continue
-            key = interaction or f"buffer:{candidate.metadata['position']}"
-            best[key] = _merged(best.get(key), candidate)
-        labelled = [(c, labelled_text(c)) for c in best.values()]
+        scales = dict.fromkeys(SOURCES, 1.0)
+        labelled = [(c, labelled_text(c)) for c in normalised([c for c in raw if c is not None], scales,
+                                                              self.utility_sharpness)]
         return [ContextCandidate(text, c.source, c.utility, self.count_tokens(text + "\n"), c.metadata)
                 for c, text in labelled]
 
     @staticmethod
-    def _interaction(source: str, rid: str, utility: float, records: dict[str, HCEInteraction],
-                     extra: dict[str, Any]) -> ContextCandidate | None:
-        record = records.get(rid)
+    def _interaction(candidate: Candidate, top: float, records: dict[str, HCEInteraction]) -> ContextCandidate | None:
+        record = records.get(candidate.key.record_id)
         if record is None:
             return None
-        return ContextCandidate(record.content, source, utility, 0,
-                                {"interaction_id": rid, "timestamp": record.timestamp, **extra})
+        sources = [name for name in LISTS if SIGNAL_OF_LIST.get(name, name) in candidate.signals]
+        return ContextCandidate(record.content, sources[0], (candidate.pull or 0.0) / top, 0,
+                                {"interaction_id": record.interaction_id, "timestamp": record.timestamp,
+                                 "sources": sources, "signals": dict(candidate.signals)})
 
     def retrieve_context(self, query: str) -> str:
         """The context block for ``query``: the selected candidates' texts, at most
@@ -238,6 +260,7 @@ class HCEPipeline:
         for i, ((q, a), rid) in enumerate(zip(pairs, ids)):
             found = entities[i] + [ExtractedEntity(k, k, NodeType.NAME) for k in mentions[i] if k in known]
             records.append(HCEInteraction(session_id=self.session_id, interaction_id=rid, user=q, assistant=a,
+                                          text=interaction_text(q, a),
                                           topic_id=topic_ids[i], timestamp=now, entities=[e.key for e in found],
                                           embedding=vectors[i]))
             links.append((rid, found))
@@ -310,6 +333,11 @@ def _buffer_candidates(query: str, focus: list[FocusEntry]) -> list[ContextCandi
     return out
 
 
+def _interaction_hits(reached: list[tuple[Any, float]]) -> Hits:
+    """The interactions a propagation reached, as a ranked list."""
+    return [(node.record_id, weight) for node, weight in reached if isinstance(node, DbKey)]
+
+
 def labelled_text(candidate: ContextCandidate) -> str:
     """The candidate's text as the block shows it: ``[<UTC date>, <sources>] <text>``, the date
     that of its interaction or buffer entry (left out when there is none), the sources every
@@ -318,12 +346,3 @@ def labelled_text(candidate: ContextCandidate) -> str:
     stamp = candidate.metadata.get("timestamp")
     when = f"{datetime.fromtimestamp(stamp, UTC):%Y-%m-%d}, " if isinstance(stamp, (int, float)) else ""
     return f"[{when}{sources}] {candidate.content}"
-
-
-def _merged(old: ContextCandidate | None, new: ContextCandidate) -> ContextCandidate:
-    """One interaction found by several sources: the best utility, every source in metadata."""
-    if old is None:
-        return ContextCandidate(new.content, new.source, new.utility, 0, {**new.metadata, "sources": [new.source]})
-    winner = new if new.utility > old.utility else old
-    sources = [*old.metadata["sources"], new.source]
-    return ContextCandidate(winner.content, winner.source, winner.utility, 0, {**winner.metadata, "sources": sources})

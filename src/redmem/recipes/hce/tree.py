@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...fields.embedding_search import VectorSearch
-from ...fields.search_protocol import run_searches
+from ...fields.search_protocol import Hits, LocalSearch, Search, run_search
 from ...model.dbkey import DbKey
 from ...model.loading import load_records
 from ...store.keys import KeyKind
@@ -34,7 +34,7 @@ from .members import MemberIndex, MemberRead, member_entry
 from .models import HCEInteraction, HCETopic
 from .provider import query_vector_of
 
-__all__ = ["SemanticTree", "TreeHit", "hierarchical_relevance_search", "tree_scores", "OWN_WEIGHT",
+__all__ = ["SemanticTree", "TreeHit", "TreeSearch", "hierarchical_relevance_search", "tree_scores", "OWN_WEIGHT",
            "PARENT_WEIGHT", "ROOT_SCORE", "MAX_SCORE"]
 
 OWN_WEIGHT, PARENT_WEIGHT = 0.7, 0.3
@@ -161,17 +161,54 @@ class SemanticTree:
         return sorted(found, key=lambda h: (-h.score, h.interaction_id))[: self.leaf_limit]
 
 
+class TreeSearch:
+    """The tree's hierarchical search as one ranked list of (interaction id, score), a
+    :class:`~redmem.fields.search_protocol.LocalSearch` sharing any round trip: the topic search,
+    the update of the interaction vectors and of the member index, then :meth:`SemanticTree.hits`
+    (kept in :attr:`hits`)."""
+
+    def __init__(self, tree: SemanticTree, vector: np.ndarray) -> None:
+        self.tree, self.vector = tree, vector
+        self.leaves = tree.leaf_sync()
+        self.parts: list[Search[Any]] = [tree.topic_searcher(vector, tree.topic_beam), self.leaves,
+                                         tree.member_reader()]
+        self.sizes: list[int] = []
+        self.hits: list[TreeHit] = []
+
+    def calls(self) -> list[Any]:
+        planned = [part.calls() for part in self.parts]
+        self.sizes = [len(calls) for calls in planned]
+        return [call for calls in planned for call in calls]
+
+    def work(self) -> None:
+        for part in self.parts:
+            if isinstance(part, LocalSearch):
+                part.work()
+
+    def abandon(self) -> None:
+        for part in self.parts:
+            if isinstance(part, LocalSearch):
+                part.abandon()
+
+    def finish(self, replies: list[Any]) -> Hits:
+        answers, start = [], 0
+        for part, size in zip(self.parts, self.sizes):
+            answers.append(part.finish(replies[start:start + size]))
+            start += size
+        topic_hits, _, index = answers
+        self.hits = self.tree.hits(self.vector, topic_hits, self.leaves, index)
+        return [(hit.interaction_id, hit.score) for hit in self.hits]
+
+
 def hierarchical_relevance_search(tree: SemanticTree, query: Any, top_k: int = 10, *,
                                   embedding_provider: Any = None) -> list[tuple[HCEInteraction, float]]:
     """The ``top_k`` interactions of ``tree`` by hierarchical score for ``query``, a text (embedded
     by ``embedding_provider``, default the pipeline's: the configured provider, else feature
     hashing) or a vector: two round trips (the topic search with the updates of the vectors and
     the member index, then the interactions)."""
-    vector = query_vector_of(query, embedding_provider)
-    leaves = tree.leaf_sync()
-    topic_hits, _, index = run_searches(HCEInteraction._meta.client,
-                                        [tree.topic_searcher(vector, tree.topic_beam), leaves, tree.member_reader()])
-    hits = tree.hits(vector, topic_hits, leaves, index)[:top_k]
+    search = TreeSearch(tree, query_vector_of(query, embedding_provider))
+    run_search(HCEInteraction._meta.client, search)
+    hits = search.hits[:top_k]
     loaded = load_records(HCEInteraction, [DbKey(tree.space, h.interaction_id) for h in hits], track=False)
     records = {r.interaction_id: r for r in loaded}
     return [(records[h.interaction_id], h.score) for h in hits if h.interaction_id in records]
