@@ -349,3 +349,26 @@ def test_an_unwritable_cache_dir_is_a_configuration_error(tmp_path, monkeypatch)
     monkeypatch.setattr(tokens, "_loaded", {})
     with pytest.raises(ConfigurationError, match="writable directory"):
         exact_counter("cl100k_base")
+
+
+class _CountingEncoding:
+    """An encoding that counts its calls (one token per character)."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        self.calls += 1
+        return [0] * len(text)
+
+
+def test_exact_counter_remembers_short_texts_and_not_long_ones():
+    """A recipe counts a candidate when it costs it and again when it packs it: the second count of a
+    short text is remembered; a text over MEMO_MAX_CHARS is counted every time (no large keys kept)."""
+    encoding = _CountingEncoding()
+    counter = tokens.ExactCounter(encoding)
+    assert counter("hello") == counter("hello") == 5 and encoding.calls == 1
+    long_text = "x" * (tokens.ExactCounter.MEMO_MAX_CHARS + 1)
+    assert counter(long_text) == counter(long_text) == len(long_text) and encoding.calls == 3

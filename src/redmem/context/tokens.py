@@ -48,7 +48,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -92,14 +92,26 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class ExactCounter:
-    """``len(encoding.encode_ordinary(text))`` for one tiktoken encoding (special tokens as text)."""
+    """``len(encoding.encode_ordinary(text))`` for one tiktoken encoding (special tokens as text).
+
+    Counts of texts up to :attr:`MEMO_MAX_CHARS` long are remembered (the last
+    :attr:`MEMO_SIZE`): a recipe counts a candidate when it costs it and again when it packs it,
+    and the same memories come back turn after turn (HCE spent a third of a query re-counting).
+    """
+
+    MEMO_SIZE = 8192
+    MEMO_MAX_CHARS = 4096
 
     def __init__(self, encoding: Any) -> None:
         self.encoding = encoding
         self._encode = encoding.encode_ordinary
+        self._memo: Callable[[str], int] = lru_cache(maxsize=self.MEMO_SIZE)(self._count)
+
+    def _count(self, text: str) -> int:
+        return len(self._encode(text))
 
     def __call__(self, text: str) -> int:
-        return len(self._encode(text))
+        return self._memo(text) if len(text) <= self.MEMO_MAX_CHARS else self._count(text)
 
     def __repr__(self) -> str:
         return f"ExactCounter({self.encoding.name!r})"
