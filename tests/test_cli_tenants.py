@@ -16,8 +16,11 @@ from redmem.store import settings
 
 
 @pytest.fixture
-def cli(redis_url, db, capsys):
-    """Run ``redmem`` in this process on the test server and key prefix: (exit status, output)."""
+def cli(redis_url, db, capsys, monkeypatch):
+    """Run ``redmem`` in this process on the test server and key prefix: (exit status, output),
+    on a console wide enough that a long temporary path is not wrapped mid-word."""
+    monkeypatch.setenv("COLUMNS", "400")
+
     def run(*args: str) -> tuple[int, str]:
         status = main(["--url", redis_url, "--prefix", settings().key_prefix, "--embeddings", "hashing", *args])
         captured = capsys.readouterr()

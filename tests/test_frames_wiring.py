@@ -16,7 +16,14 @@ from conftest import configured_embeddings
 from frames_support import Clock, WordEmbeddings
 from redmem.recipes.frames import FrameMemory
 from redmem.recipes.frames.model import Block
-from redmem.recipes.frames.wiring import DEGREE_CAP, LearnWiring, OpenAIJudge, heuristic_judge, numbers, polarity
+from redmem.recipes.frames.wiring import (
+    DEGREE_CAP,
+    LearnWiring,
+    OpenAIContradictionJudge,
+    heuristic_judge,
+    numbers,
+    polarity,
+)
 
 
 class WiringBlindEmbeddings:
@@ -141,7 +148,7 @@ def test_the_judge_is_pluggable_and_an_openai_judge_reads_the_models_word(words)
         return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content="Contradiction."))])
 
     client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
-    mem = FrameMemory(agent_id="judged", wiring=LearnWiring(judge=OpenAIJudge(model="some-model", client=client)))
+    mem = FrameMemory(agent_id="judged", wiring=LearnWiring(judge=OpenAIContradictionJudge(model="some-model", client=client)))
     a = mem.learn("our office moved to the harbour district")
     b = mem.learn("our office moved to the harbour district today")
     assert asked and asked[0]["model"] == "some-model" and not mem.contradict(a, b)

@@ -70,9 +70,9 @@ PINNED = {
     ],
     "redmem.recipes.frames": [
         "ATTENTION_FRAME", "ATTENTION_WEIGHTS", "BUILTIN_FRAMES", "Block", "CachePolicy", "FrameCache",
-        "FrameDefinition", "FrameFilters", "FrameMemory", "FrameResult", "PrefixIndexField", "SELF_FRAME",
-        "SELF_WEIGHTS", "ScoredBlock", "ScoringWeights", "TASK_FRAME", "TASK_WEIGHTS", "get_frame_definition",
-        "render_blocks",
+        "FrameDefinition", "FrameFilters", "FrameMemory", "FrameResult", "LearnWiring",
+        "OpenAIContradictionJudge", "PrefixIndexField", "SELF_FRAME", "SELF_WEIGHTS", "ScoredBlock",
+        "ScoringWeights", "TASK_FRAME", "TASK_WEIGHTS", "get_frame_definition", "heuristic_judge", "render_blocks",
     ],
     "redmem.recipes.hce": [
         "ContextCandidate", "EdgeType", "EntityExtractor", "EntityGraph", "ExportError", "ExtractedEntity",

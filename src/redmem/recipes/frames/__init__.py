@@ -27,7 +27,7 @@ from .model import Block
 from .prefix_index import PrefixIndexField
 from .rendering import render_blocks
 from .scoring import FrameResult, ScoredBlock
-from .wiring import LearnWiring, OpenAIJudge, heuristic_judge
+from .wiring import LearnWiring, OpenAIContradictionJudge, heuristic_judge
 
 __all__ = [
     "FrameMemory",
@@ -50,6 +50,6 @@ __all__ = [
     "FrameCache",
     "render_blocks",
     "LearnWiring",
-    "OpenAIJudge",
+    "OpenAIContradictionJudge",
     "heuristic_judge",
 ]

@@ -10,7 +10,7 @@ work without hand wiring.
   keeps one of the two in a frame), ``"duplicate"`` in the agent's duplicate pairs
   (:meth:`FrameMemory.duplicates`). The default judge, :func:`heuristic_judge`, needs no model:
   near-equal texts whose negations or numbers differ contradict, near-equal texts that agree on
-  both duplicate. :class:`OpenAIJudge` asks a chat model instead (the ``openai`` SDK, configured by
+  both duplicate. :class:`OpenAIContradictionJudge` asks a chat model instead (the ``openai`` SDK, configured by
   the user).
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 from ...store.errors import ConfigurationError
 from ...store.validation import finite_number, non_negative_int
 
-__all__ = ["LearnWiring", "DEFAULT_WIRING", "Judge", "VERDICTS", "DEGREE_CAP", "heuristic_judge", "OpenAIJudge", "polarity", "numbers"]
+__all__ = ["LearnWiring", "DEFAULT_WIRING", "Judge", "VERDICTS", "DEGREE_CAP", "heuristic_judge", "OpenAIContradictionJudge", "polarity", "numbers"]
 
 #: The most edges a block keeps (``Block.edges`` prunes the weakest beyond).
 DEGREE_CAP = 20
@@ -113,7 +113,7 @@ _PROMPT = ("Two notes from one agent's memory. Answer with one word: 'contradict
            "'duplicate' if they say the same thing, else 'none'.\nNote A: {new}\nNote B: {old}")
 
 
-class OpenAIJudge:
+class OpenAIContradictionJudge:
     """A judge asking a chat model through the ``openai`` SDK (``pip install redmem[openai]``).
 
     Args:
@@ -126,7 +126,7 @@ class OpenAIJudge:
             try:
                 import openai
             except ImportError as error:  # pragma: no cover - depends on the optional extra
-                raise ConfigurationError("OpenAIJudge needs the openai package: pip install redmem[openai]") from error
+                raise ConfigurationError("OpenAIContradictionJudge needs the openai package: pip install redmem[openai]") from error
             client = openai.OpenAI()
         self.model, self.client = model, client
 
