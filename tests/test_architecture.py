@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "redmem"
 #: Each top-level package or module of redmem and its layer; a module may import from layers
 #: below its own, and from its own package. Packages on one layer do not import each other.
 LAYERS = {
-    "store": 0,
+    "store": 0, "tiktoken_ranks": 0,
     "model": 1, "text": 1, "embeddings": 1,
     "fields": 2,
     "observation": 3,

@@ -19,6 +19,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from redmem import tiktoken_ranks
 from redmem.context import token_estimate, tokens
 from redmem.context.rendering import render_slice
 from redmem.context.token_estimate import estimate_tokens, pieces
@@ -264,7 +265,7 @@ def test_without_a_user_cache_dir_redmem_seeds_its_own_and_restores_the_environm
 def test_a_corrupt_cache_file_is_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(tokens, "_loaded", {})
-    blob, sha256 = tokens._blob_spec("cl100k_base")
+    blob, sha256 = tiktoken_ranks.blob_spec("cl100k_base")
     path = tmp_path / hashlib.sha1(blob.encode()).hexdigest()
     path.write_bytes(b"not a rank file")
     assert exact_counter("cl100k_base")("hello world") == 2

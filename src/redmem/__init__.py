@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import tiktoken_ranks
+
 if TYPE_CHECKING:
     from .context import (
         estimate_tokens,
@@ -103,6 +105,9 @@ if TYPE_CHECKING:
     from .text import Analyzer, default_analyzer
 
 __version__ = "0.1.0"
+
+# tiktoken's own encoding_for_model("gpt-4") (the seeds' counter) works offline once redmem is imported.
+tiktoken_ranks.seed_quietly()
 
 #: Each public name and the module it is imported from when first used.
 _HOMES: dict[str, str] = {

