@@ -10,7 +10,8 @@ optimum)::
 Bit positions by double hashing (Kirsch & Mitzenmacher 2006, "Less hashing, same
 performance: building a better Bloom filter"): ``g_i = (h1 + i * h2) mod m`` for
 ``i = 0..k-1``, where h1 and h2 are the two 32-bit halves of the 64-bit BLAKE2b digest of the
-term's UTF-8 bytes. Positions are computed here and sent to Lua, which only sets and reads bits.
+term's UTF-8 bytes. Each term's ``h1`` and step ``h2 mod m`` are computed here and sent to Lua,
+which derives the k positions (two arguments per term instead of k) and sets or reads the bits.
 
 The fingerprint of a record (``fingerprint_fn(record)``, by default its non-key string fields)
 is analysed into terms (:mod:`redmem.text`) and every term is added inside the record's save
@@ -23,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..model.field import Field
@@ -47,10 +49,14 @@ __all__ = [
     "false_positive_rate",
     "term_hashes",
     "bit_positions",
+    "position_seed",
 ]
 
 #: Most arguments sent in one command; longer inputs become several commands of one pipeline.
 MAX_ARGS = 60_000
+#: Texts whose analysis a filter remembers: a caller checking the same vocabulary batch after
+#: batch (a chat's word n-grams) analyses each once.
+MEMO_SIZE = 1 << 16
 
 Fingerprint = Callable[[Any], "str | Iterable[str] | None"]
 
@@ -75,10 +81,15 @@ def term_hashes(term: str) -> tuple[int, int]:
     return value & 0xFFFFFFFF, value >> 32
 
 
-def bit_positions(term: str, m: int, k: int) -> list[int]:
-    """The k positions of ``term`` in [0, m): ``(h1 + i * h2) mod m``; a step of 0 mod m becomes 1."""
+def position_seed(term: str, m: int) -> tuple[int, int]:
+    """``(h1, step)`` of ``term``: its positions are ``(h1 + i * step) mod m``; a step of 0 mod m becomes 1."""
     h1, h2 = term_hashes(term)
-    step = h2 % m or 1
+    return h1, h2 % m or 1
+
+
+def bit_positions(term: str, m: int, k: int) -> list[int]:
+    """The k positions of ``term`` in [0, m): ``(h1 + i * h2) mod m`` (:func:`position_seed`)."""
+    h1, step = position_seed(term, m)
     return [(h1 + i * step) % m for i in range(k)]
 
 
@@ -184,6 +195,7 @@ class ExistenceFilter(TermField):
         super().__init__(fingerprint_fn, **options)
         self.error_rate, self.capacity = error_rate, capacity
         self.m, self.k = bloom_size(capacity, error_rate)
+        self._analysed = lru_cache(maxsize=MEMO_SIZE)(self._analyse)
 
     @classmethod
     def query_methods(cls) -> Mapping[str, QueryMethod]:
@@ -242,15 +254,25 @@ class ExistenceFilter(TermField):
         return ExistenceCheck(self, space, texts)
 
     # -- plumbing ----------------------------------------------------------------------------
+    def text_terms(self, text: Any) -> list[str]:
+        """The analysed terms of one text given to a search (remembered: :data:`MEMO_SIZE`)."""
+        if not isinstance(text, str):
+            raise ValidationError(f"{self.label}: texts must be str, got {type(text).__name__}")
+        return list(self._analysed(text))
+
+    def _analyse(self, text: str) -> tuple[str, ...]:
+        return tuple(self.analyzer.tokens(text))
+
     def _distinct_terms(self, texts: Iterable[str]) -> list[str]:
         return list(dict.fromkeys(term for text in texts for term in self.text_terms(text)))
 
     def _script_args(self, terms: list[str]) -> Iterator[list[int]]:
-        """Script arguments ``[k, positions...]`` for ``terms``, at most MAX_ARGS per call."""
-        per_call = max(1, MAX_ARGS // self.k)
+        """Script arguments ``[k, m, h1, step, ...]`` for ``terms`` (:func:`position_seed`), at most
+        MAX_ARGS per call."""
+        per_call = MAX_ARGS // 2
         for start in range(0, len(terms), per_call):
             chunk = terms[start : start + per_call]
-            yield [self.k, *(p for term in chunk for p in bit_positions(term, self.m, self.k))]
+            yield [self.k, self.m, *(n for term in chunk for n in position_seed(term, self.m))]
 
     def _run(self, script: str, space: KeySpace, terms: list[str]) -> list[Any]:
         """Run ``script`` over ``terms``: one call, or several in one pipelined round trip."""

@@ -148,11 +148,12 @@ class EntityExtractor:
         """Keys of the lower-case word n-grams of ``text`` (1 to ``max_ngram`` words) that could name
         a known entity: no n-gram starts or ends with a stop word; single words have 3+ letters."""
         words = [m.group().casefold() for m in _WORD.finditer(text)]
+        stop = [_is_stop(word) for word in words]
         keys: dict[str, None] = {}
         for n in range(1, self.max_ngram + 1):
             for i in range(len(words) - n + 1):
-                gram = words[i:i + n]
-                if _is_stop(gram[0]) or _is_stop(gram[-1]) or (n == 1 and len(gram[0]) < 3):
+                if stop[i] or stop[i + n - 1] or (n == 1 and len(words[i]) < 3):
                     continue
+                gram = words[i:i + n]
                 keys.setdefault(entity_key(" ".join(gram)))
         return [key for key in keys if key]

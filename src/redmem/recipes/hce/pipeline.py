@@ -42,7 +42,6 @@ from ...context.tokens import TokenCounter, resolve_counter
 from ...embeddings.base import embed_in_batches
 from ...fields.search_protocol import Hits, Mapped, Search, run_searches
 from ...model.dbkey import DbKey
-from ...model.loading import load_records
 from ...model.persistence import queue_new_records
 from ...store.aio import async_variant
 from ...store.connection import server_errors
@@ -188,14 +187,28 @@ class HCEPipeline:
         focus: list[FocusEntry] = found.riders[1]
         trips = 1 + bool(seeds)
         wanted = [c.key for c in found.candidates]
-        records = {r.interaction_id: r for r in load_records(HCEInteraction, wanted, track=False)}
+        records = self._shown(wanted)
         trips += bool(wanted)
         candidates = self._candidates(query, found.candidates, records, focus, for_prompt)
         selected, fitted = fit_context(candidates, self.context_budget, self.count_tokens, self.oversize)
         names = [c.metadata.get("interaction_id") or f"buffer:{c.metadata.get('position')}" for c in candidates]
         return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names))
 
-    def _candidates(self, query: str, fused: list[Candidate], records: dict[str, HCEInteraction],
+    def _shown(self, keys: list[DbKey]) -> dict[str, tuple[str, float]]:
+        """Per interaction id, its text and time: only the fields a candidate shows are read and
+        decoded (one pipelined round trip of HMGET), not its vector or entity list."""
+        if not keys:
+            return {}
+        user, assistant, stamp = HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp
+        client = self.client
+        with server_errors(client), client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hmget(key.redis_key, user.name, assistant.name, stamp.name)
+            replies = pipe.execute()
+        return {key.record_id: (interaction_text(user.decode(u), assistant.decode(a)), stamp.decode(t))
+                for key, (u, a, t) in zip(keys, replies) if u is not None and a is not None and t is not None}
+
+    def _candidates(self, query: str, fused: list[Candidate], records: dict[str, tuple[str, float]],
                     focus: list[FocusEntry], for_prompt: bool) -> list[ContextCandidate]:
         """The fused interactions (utility: fused score / the best) and the buffer's entries, the
         utilities sharpened, an interaction in the buffer left to it, each costed as labelled."""
@@ -211,13 +224,14 @@ class HCEPipeline:
                 for c, text in labelled]
 
     @staticmethod
-    def _interaction(candidate: Candidate, top: float, records: dict[str, HCEInteraction]) -> ContextCandidate | None:
-        record = records.get(candidate.key.record_id)
-        if record is None:
+    def _interaction(candidate: Candidate, top: float, records: dict[str, tuple[str, float]]) -> ContextCandidate | None:
+        rid = candidate.key.record_id
+        if rid not in records:
             return None
+        content, timestamp = records[rid]
         sources = [name for name in LISTS if SIGNAL_OF_LIST.get(name, name) in candidate.signals]
-        return ContextCandidate(record.content, sources[0], (candidate.pull or 0.0) / top, 0,
-                                {"interaction_id": record.interaction_id, "timestamp": record.timestamp,
+        return ContextCandidate(content, sources[0], (candidate.pull or 0.0) / top, 0,
+                                {"interaction_id": rid, "timestamp": timestamp,
                                  "sources": sources, "signals": dict(candidate.signals)})
 
     def retrieve_context(self, query: str) -> str:
