@@ -13,6 +13,7 @@ from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, ModelException, QueryException, StringField, ValidationError
 from redmem.fields import ExistenceFilter
 from redmem.fields.bloom import bit_positions, bloom_size, false_positive_rate, term_hashes
+from redmem.fields.search_protocol import run_search
 from redmem.text import Analyzer, default_analyzer
 
 
@@ -261,3 +262,15 @@ def test_texts_must_be_strings(any_db):
         BloomMemory.topics_seen.might_exist(42, agent_id="a")
     with pytest.raises(ValidationError):
         BloomMemory.topics_seen.might_exist_many("one string", agent_id="a")
+
+
+def test_term_searcher_checks_terms_unanalysed(any_db):
+    """term_searcher looks a term up as given (no stemming): the stored stem is found, the
+    unstemmed word it came from is not; searcher analyses the same word and finds it."""
+    BloomMemory.topics_seen.add("deploying", agent_id="t")
+    space = BloomMemory._meta.keyspace(("t",))
+    field = BloomMemory.topics_seen
+    assert run_search(any_db, field.term_searcher(space, ["deploy", "deploying"])) == [True, False]
+    assert run_search(any_db, field.searcher(space, ["deploying"])) == [True]
+    with pytest.raises(ValidationError):
+        field.term_searcher(space, "deploy")

@@ -23,7 +23,7 @@ from redmem.recipes.hce import (
 )
 from redmem.recipes.hce.budgeting import normalised
 from redmem.recipes.hce.extractor import ExtractedEntity
-from redmem.recipes.hce.models import HCEInteraction, interaction_id
+from redmem.recipes.hce.models import HCEInteraction, entity_term, interaction_id
 from redmem.recipes.hce.tree import MAX_SCORE, TreeHit, tree_scores
 from redmem.store.errors import ValidationError
 
@@ -212,3 +212,11 @@ def test_tree_scores_weigh_own_and_parent_and_skip_below_threshold():
                     TreeHit("b", pytest.approx(0.7 * 0.05 + 0.3 * 0.56), "t1", pytest.approx(0.56))]
     assert tree_scores(topics, leaves, threshold=0.25) == hits[:1]  # b: 0.203
     assert pytest.approx(0.91) == MAX_SCORE
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_entity_terms_survive_analysis(key):
+    """The pipeline checks entity terms unanalysed (term_searcher); the filter stores them
+    analysed: both agree because the analyser keeps an entity term whole."""
+    term = entity_term(key)
+    assert HCEInteraction.entities_seen.analyzer.tokens(term) == [term]

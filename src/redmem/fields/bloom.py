@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..model.field import Field
@@ -54,9 +53,6 @@ __all__ = [
 
 #: Most arguments sent in one command; longer inputs become several commands of one pipeline.
 MAX_ARGS = 60_000
-#: Texts whose analysis a filter remembers: a caller checking the same vocabulary batch after
-#: batch (a chat's word n-grams) analyses each once.
-MEMO_SIZE = 1 << 16
 
 Fingerprint = Callable[[Any], "str | Iterable[str] | None"]
 
@@ -195,7 +191,6 @@ class ExistenceFilter(TermField):
         super().__init__(fingerprint_fn, **options)
         self.error_rate, self.capacity = error_rate, capacity
         self.m, self.k = bloom_size(capacity, error_rate)
-        self._analysed = lru_cache(maxsize=MEMO_SIZE)(self._analyse)
 
     @classmethod
     def query_methods(cls) -> Mapping[str, QueryMethod]:
@@ -251,18 +246,16 @@ class ExistenceFilter(TermField):
         """The search behind :meth:`check`, to share a round trip with other searches."""
         if isinstance(texts, str):
             raise ValidationError(f"{self.label}: give a list of texts, not one str")
-        return ExistenceCheck(self, space, texts)
+        return ExistenceCheck(self, space, [self.text_terms(text) for text in texts])
+
+    def term_searcher(self, space: KeySpace, terms: Iterable[str]) -> ExistenceCheck:
+        """Per term already analysed (as the analyser leaves it, e.g. an identifier): may it be in
+        the filter of ``space``? The search of :meth:`searcher` without analysing each text."""
+        if isinstance(terms, str):
+            raise ValidationError(f"{self.label}: give a list of terms, not one str")
+        return ExistenceCheck(self, space, [[term] for term in terms])
 
     # -- plumbing ----------------------------------------------------------------------------
-    def text_terms(self, text: Any) -> list[str]:
-        """The analysed terms of one text given to a search (remembered: :data:`MEMO_SIZE`)."""
-        if not isinstance(text, str):
-            raise ValidationError(f"{self.label}: texts must be str, got {type(text).__name__}")
-        return list(self._analysed(text))
-
-    def _analyse(self, text: str) -> tuple[str, ...]:
-        return tuple(self.analyzer.tokens(text))
-
     def _distinct_terms(self, texts: Iterable[str]) -> list[str]:
         return list(dict.fromkeys(term for text in texts for term in self.text_terms(text)))
 
@@ -296,8 +289,8 @@ class ExistenceCheck:
     partition's filter. The distinct terms of all texts are checked once, in calls of at most
     MAX_ARGS arguments."""
 
-    def __init__(self, field: ExistenceFilter, space: KeySpace, texts: Iterable[str]) -> None:
-        self.term_lists = [field.text_terms(text) for text in texts]
+    def __init__(self, field: ExistenceFilter, space: KeySpace, term_lists: list[list[str]]) -> None:
+        self.term_lists = term_lists
         self.distinct = list(dict.fromkeys(term for terms in self.term_lists for term in terms))
         key = field.key(space)
         self._calls = [ScriptCall("bloom_check", [key], args) for args in field._script_args(self.distinct)]

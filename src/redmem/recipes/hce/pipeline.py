@@ -170,7 +170,7 @@ class HCEPipeline:
         vector = self.embed_query(query) if query_vector is None else np.asarray(query_vector, dtype=np.float32)
         entities = self.extractor.extract(query)
         keys = list(dict.fromkeys([e.key for e in entities] + self.extractor.mentions(query)))
-        existence = HCEInteraction.entities_seen.searcher(self.graph.space, [entity_term(k) for k in keys])
+        existence = HCEInteraction.entities_seen.term_searcher(self.graph.space, [entity_term(k) for k in keys])
         seeds: list[str] = []
 
         def graph_list(lists: dict[str, Hits], riders: list[Any]) -> dict[str, Search[Hits]]:
@@ -266,7 +266,7 @@ class HCEPipeline:
         flat = list(dict.fromkeys(k for keys in mentions for k in keys))
         topics = self.tree.topic_searcher(vectors[0], 1)
         exists, _ = run_searches(self.client, [
-            HCEInteraction.entities_seen.searcher(self.graph.space, [entity_term(k) for k in flat]), topics])
+            HCEInteraction.entities_seen.term_searcher(self.graph.space, [entity_term(k) for k in flat]), topics])
         known = {k for k, maybe in zip(flat, exists) if maybe}
         labels = [(rid, " ".join(q.split()[:LABEL_WORDS])) for rid, (q, _) in zip(ids, pairs)]
         topic_ids, opened = self.tree.assign(topics, vectors, labels)
