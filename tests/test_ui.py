@@ -92,6 +92,7 @@ def test_one_memory_and_a_missing_one(client):
     one = client.get(f"/api/agents/ana/memories/{first['memory_id']}", headers=HEADERS).json()
     assert one["fields"]["content"] == LINES[0] and one["scores"]["confidence"] == pytest.approx(0.5)
     assert {"count", "log", "staged"} <= set(one["access"]) and "evidence_count" in one["outcomes"]
+    assert one["history"] is None  # versions are shown for a lifecycle model only
     missing = client.get("/api/agents/ana/memories/nope-nope", headers=HEADERS)
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "RecordNotFound"
 

@@ -14,6 +14,7 @@ from rich.markup import escape
 from ..context.rendering import FORMATS
 from ..recipes.context_assembler import ContextAssembler
 from .agents import add_agent_argument, require_memories
+from .as_of import as_of_where
 from .display import context_panel, summary, trace_table
 from .memory import memory_assembler
 from .runtime import print_notes, start
@@ -27,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_budget_arguments(parser)
     parser.add_argument("--why", action="store_true",
                         help="explain each memory (arms, ranks, weights, boosts) and what was left out and why")
+    parser.add_argument("--as-of", metavar="WHEN",
+                        help="read the memory as it was at WHEN (ISO 8601 date/time, epoch seconds, or 'all'); "
+                             "lifecycle models only")
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,11 +47,13 @@ def assembler_from(args: argparse.Namespace) -> ContextAssembler:
 
 
 def run(console: Console, args: argparse.Namespace) -> None:
+    assembler = assembler_from(args)
+    where = as_of_where(assembler.model_class, args.as_of, "--as-of")
     runtime = start(args)
     console.print(f"memory of agent {escape(repr(args.agent))}, {escape(runtime.location)}", highlight=False)
     print_notes(console, runtime)
     require_memories(args.agent, runtime)
-    result = assembler_from(args).assemble(args.question, emit_trace=True, agent_id=args.agent)
+    result = assembler.assemble(args.question, emit_trace=True, where=where, agent_id=args.agent)
     console.print(summary(result, args.max_tokens))
     console.print(context_panel(result, args.format, args.max_tokens))
     console.print(trace_table(result, keys=True))

@@ -29,6 +29,7 @@ from ..observation.protocol import ObservationProtocol
 from ..recipes.tenant_data import erase_tenant, export_lines
 from ..store.errors import ConfigurationError, RedmemError, ValidationError
 from .agents import add_agent_argument
+from .as_of import as_of_where
 from .conversation import Turn, parse_when
 from .ingest import store_turns
 from .mcp_agents import AgentBinding, agent_list, agent_tokens, request_binding
@@ -229,9 +230,13 @@ def store_memory(agent: str, content: str, speaker: str | None = None, session: 
 
 def recall_context(
     agent: str, query: str, max_tokens: int, max_items: int, output_format: Format, explain: bool = False,
+    as_of: str | None = None,
 ) -> RecalledContext:
+    """The context of ``query``; ``as_of`` reads a lifecycle model as it was then (ValidationError,
+    nothing read, for a bad time or a model without the lifecycle)."""
     assembler = memory_assembler(max_items, max_tokens, output_format)
-    result = assembler.assemble(query, emit_trace=True, agent_id=agent)
+    where = as_of_where(assembler.model_class, as_of, "as_of")
+    result = assembler.assemble(query, emit_trace=True, where=where, agent_id=agent)
     trace = result.metadata["trace"]
     cut = set(result.metadata["oversize"]["truncated"])
     memories = []
@@ -340,8 +345,10 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
         agent_id: Annotated[str | None, tenant] = None,
         explain: Annotated[bool, Field(description="also return why each memory is in the context (arms, ranks, "
                                        "fusion weights, boosts) and what was left out and why")] = False,
+        as_of: Annotated[str | None, Field(min_length=1, description="read the memory as it was at this time (ISO "
+                                           "8601, epoch seconds, or 'all'); lifecycle models only")] = None,
     ) -> RecalledContext:
-        return recall_context(agent(agent_id), query, max_tokens, max_items, format, explain)
+        return recall_context(agent(agent_id), query, max_tokens, max_items, format, explain, as_of)
 
     @tool("Report what you did with recalled memories: acted (relied on it), used (read it), dismissed "
           "(not relevant), deferred (no verdict yet) or contradicted (it is wrong). Moves each memory's "

@@ -14,13 +14,14 @@ from ..cli_commands.mcp_server import forget_memories, memory_of, report_outcome
 from ..cli_commands.memory import ChatMemory
 from ..store.errors import QueryArgumentError
 
-__all__ = ["ACTIONS", "Action", "register_action", "run_action"]
+__all__ = ["ACTIONS", "Action", "register_action", "run_action", "memory_ids_of"]
 
 Action = Callable[[str, dict[str, Any]], dict[str, Any]]
 EXPORT_PAGE = 500
 
 
-def _ids(payload: dict[str, Any]) -> list[str]:
+def memory_ids_of(payload: dict[str, Any]) -> list[str]:
+    """The payload's ``memory_ids``; QueryArgumentError unless a non-empty list of ids."""
     ids = payload.get("memory_ids")
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
         raise QueryArgumentError("memory_ids must be a non-empty list of memory ids")
@@ -29,7 +30,7 @@ def _ids(payload: dict[str, Any]) -> list[str]:
 
 def forget(agent: str, payload: dict[str, Any]) -> dict[str, Any]:
     """Delete the memories named, with everything indexed about them."""
-    done = forget_memories(agent, _ids(payload))
+    done = forget_memories(agent, memory_ids_of(payload))
     return {"forgotten": done.forgotten, "not_found": done.not_found}
 
 
@@ -45,7 +46,7 @@ def export(agent: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The agent's memories as JSON (``memory_ids`` to pick some), read a page at a time."""
     query = ChatMemory.query.filter(agent_id=agent).no_track()
     if payload.get("memory_ids"):
-        picked = [query.get(agent_id=agent, memory_id=i) for i in _ids(payload)]
+        picked = [query.get(agent_id=agent, memory_id=i) for i in memory_ids_of(payload)]
         return {"agent": agent, "memories": [memory_of(r) for r in picked if r is not None]}
     memories, offset = [], 0
     while page := query.limit(EXPORT_PAGE, offset).all():

@@ -11,10 +11,12 @@ import json
 from importlib.resources import files
 from typing import Any
 
+from ..cli_commands.memory import ChatMemory
 from ..store.errors import RecordNotFound, RedmemError
-from .actions import ACTIONS, run_action
+from .actions import ACTIONS, register_action, run_action
 from .guard import Guard
 from .inventory import PageRequest, memory_detail, memory_page, parse_filter, tenants
+from .lifecycle import lifecycle_actions
 from .playground import assemble_for
 
 __all__ = ["build_app", "ASSETS"]
@@ -36,7 +38,10 @@ def _number(params: Any, name: str, default: int) -> int:
 
 
 def build_app(token: str, hosts: set[str], default_agent: str | None = None) -> Any:
-    """The guarded ASGI app (:class:`~.guard.Guard`) serving the page and its API."""
+    """The guarded ASGI app (:class:`~.guard.Guard`) serving the page and its API (with the
+    lifecycle's supersede and restore actions when the inspected model has the lifecycle)."""
+    for name, lifecycle_action in lifecycle_actions(ChatMemory).items():
+        register_action(name, lifecycle_action)
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response

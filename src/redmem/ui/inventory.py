@@ -21,6 +21,7 @@ from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField
 from ..fields.cyclic import CyclicDecayField
 from ..fields.decay import DecayingSortedField
+from ..lifecycle import LifecycleMixin, history
 from ..model.dbkey import DbKey
 from ..model.filters import compile_where
 from ..model.loading import load_records
@@ -30,7 +31,7 @@ from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError
 from ..store.keys import KeySpace
 
-__all__ = ["SORTS", "PageRequest", "tenants", "memory_page", "memory_detail", "parse_filter", "space_of"]
+__all__ = ["SORTS", "PageRequest", "tenants", "memory_page", "memory_detail", "parse_filter", "space_of", "versions_of"]
 
 #: How a page of memories can be ordered.
 SORTS = ("relevance", "decay", "confidence", "newest", "oldest", "id")
@@ -206,7 +207,8 @@ def _when(seconds: float | None) -> str | None:
 
 
 def memory_detail(agent: str, memory_id: str) -> dict[str, Any]:
-    """Everything stored about one memory: fields, scores, edges, access and outcome history."""
+    """Everything stored about one memory: fields, scores, edges, access and outcome history, and its
+    versions (``history``) when the model has the fact lifecycle."""
     record = find_record(ChatMemory, memory_id, agent)
     fields = ChatMemory._meta.fields
     graph, rhythm = cast(CoOccurrenceField, fields["associations"]), cast(CyclicDecayField, fields["rhythm"])
@@ -228,4 +230,15 @@ def memory_detail(agent: str, memory_id: str) -> dict[str, Any]:
                    "staged": [_when(t) for t in record.staged_accesses]},
         "proposal": None if proposal is None else {"status": proposal.status, "surfaced": _when(proposal.surfaced_at),
                                                    "reason": proposal.reason},
+        "history": versions_of(record),
     }
+
+
+def versions_of(record: Any) -> list[dict[str, Any]] | None:
+    """Every version of ``record``'s fact, oldest first, with its validity window
+    (:func:`~redmem.lifecycle.history`); None for a model without the lifecycle."""
+    if not isinstance(record, LifecycleMixin):
+        return None
+    text_field = type(record).lifecycle.text_field
+    return [{"memory_id": r.db_key.record_id, "content": getattr(r, text_field), "valid_from": _when(r.valid_from),
+             "valid_to": _when(r.valid_to), "current": r.valid_to is None} for r in history(record)]

@@ -164,6 +164,7 @@
     if (!current(mine)) return;
     const outcome = el("select", { id: "outcome", "aria-label": "outcome" },
       ["acted", "used", "dismissed", "deferred", "contradicted"].map((o) => el("option", { value: o }, o)));
+    const supersededBy = el("input", { id: "superseded-by", "aria-label": "superseded by (memory id)", placeholder: "memory id" });
     const actions = el("div", { class: "row-actions" },
       el("button", { type: "button", class: "danger", id: "forget", on: { click: async () => {
         const done = await act(agent, "forget", { memory_ids: [id] }, `Forget this memory of ${agent}? This deletes it.`);
@@ -174,7 +175,13 @@
         const done = await act(agent, "feedback", { outcomes: { [id]: outcome.value } }, `Report "${outcome.value}" for this memory?`);
         if (done) { notice(`reported ${outcome.value}`); route(); }
       } } }, "Report outcome"),
-      state.actions.filter((a) => !["forget", "feedback", "export"].includes(a)).map((name) =>
+      state.actions.includes("supersede") ? el("label", {}, "Superseded by", supersededBy) : null,
+      state.actions.includes("supersede") ? el("button", { type: "button", id: "supersede", on: { click: async () => {
+        const done = await act(agent, "supersede", { memory_ids: [id], by: supersededBy.value.trim() },
+          `Mark this memory superseded by ${supersededBy.value.trim()}? It stays, readable as of its time.`);
+        if (done) { notice("superseded"); route(); }
+      } } }, "Supersede") : null,
+      state.actions.filter((a) => !["forget", "feedback", "export", "supersede"].includes(a)).map((name) =>
         el("button", { type: "button", on: { click: async () => {
           const done = await act(agent, name, { memory_ids: [id] }, `${name} this memory?`);
           if (done) { notice(`${name}: done`); route(); }
@@ -184,6 +191,10 @@
       el("h3", {}, "Fields"), fieldList(Object.entries(m.fields)),
       el("h3", {}, "Scores now"), fieldList(Object.entries(m.scores).map(([k, v]) => [k, fmt(v, 4)])),
       el("h3", {}, "Outcome history"), fieldList(Object.entries(m.outcomes)),
+      m.history ? el("h3", {}, "Versions (oldest first)") : null,
+      m.history ? el("table", { id: "versions" }, el("thead", {}, el("tr", {}, el("th", {}, "valid from"), el("th", {}, "valid to"), el("th", {}, "memory"))),
+        el("tbody", {}, m.history.map((v) => el("tr", {}, el("td", {}, v.valid_from || "–"), el("td", {}, v.valid_to || "current"),
+          el("td", {}, el("a", { href: `#/agent/${enc(agent)}/memory/${enc(v.memory_id)}` }, v.content || v.memory_id)))))) : null,
       el("h3", {}, "Access"), fieldList([["confirmed accesses", m.access.count], ["last", m.access.last],
         ["log", m.access.log.join(", ") || "–"], ["staged reads", m.access.staged.join(", ") || "–"],
         ["recall proposal", m.proposal ? `${m.proposal.status} (${m.proposal.surfaced}: ${m.proposal.reason})` : "–"]]),

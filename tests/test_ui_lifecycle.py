@@ -1,0 +1,85 @@
+"""The inspector and the fact lifecycle: supersede and restore as confirmed POSTs, a memory's versions."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+from redmem import AutoKeyField, KeyField, Model, StringField
+from redmem.cli_commands.memory import ChatMemory
+from redmem.lifecycle import LifecycleMixin
+from redmem.ui import build_app
+from redmem.ui.actions import ACTIONS
+from redmem.ui.inventory import versions_of
+from redmem.ui.lifecycle import lifecycle_actions
+
+TOKEN = "t0k3n"
+HEADERS = {"X-Redmem-Token": TOKEN}
+MAY_1, JUNE_1 = 1714521600.0, 1717200000.0
+
+
+class UiLifecycleNote(LifecycleMixin, Model):
+    note_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+
+    class Meta:
+        partition_by = "agent_id"
+
+
+@pytest.fixture
+def client(db, monkeypatch):
+    """The inspector with the lifecycle actions of UiLifecycleNote (the CLI's ChatMemory has none)."""
+    app = TestClient(build_app(TOKEN, {"testserver"}, "ana"))
+    for name, action in lifecycle_actions(UiLifecycleNote).items():
+        monkeypatch.setitem(ACTIONS, name, action)
+    return app
+
+
+def notes() -> tuple[UiLifecycleNote, UiLifecycleNote]:
+    berlin = UiLifecycleNote(agent_id="ana", content="Ana lives in Berlin.", valid_from=MAY_1)
+    lisbon = UiLifecycleNote(agent_id="ana", content="Ana's favourite tram is the 28.", valid_from=JUNE_1)
+    berlin.save()
+    lisbon.save()
+    return berlin, lisbon
+
+
+def load(note: UiLifecycleNote) -> UiLifecycleNote:
+    return UiLifecycleNote.query.no_track().get(agent_id="ana", note_id=note.note_id)
+
+
+def test_supersede_and_restore_are_confirmed_posts_listed_by_the_page(client):
+    berlin, lisbon = notes()
+    assert {"supersede", "restore"} <= set(client.get("/api/settings", headers=HEADERS).json()["actions"])
+    payload = {"memory_ids": [berlin.note_id], "by": lisbon.note_id}
+    unconfirmed = client.post("/api/agents/ana/actions/supersede", json=payload, headers=HEADERS)
+    assert unconfirmed.status_code == 400 and load(berlin).valid_to is None
+    done = client.post("/api/agents/ana/actions/supersede", json={**payload, "confirm": True}, headers=HEADERS)
+    assert done.json() == {"superseded": [berlin.note_id], "by": lisbon.note_id}
+    assert load(berlin).valid_to == JUNE_1 and load(berlin).superseded_by == lisbon.note_id
+    assert [v["content"] for v in versions_of(load(lisbon))] == ["Ana lives in Berlin.", "Ana's favourite tram is the 28."]
+    assert [v["current"] for v in versions_of(load(berlin))] == [False, True]
+    restored = client.post("/api/agents/ana/actions/restore", headers=HEADERS,
+                           json={"memory_ids": [berlin.note_id], "confirm": True})
+    assert restored.json() == {"restored": [berlin.note_id]}
+    assert load(berlin).valid_to is None and [v["memory_id"] for v in versions_of(load(berlin))] == [berlin.note_id]
+
+
+def test_bad_lifecycle_actions_give_typed_errors_and_change_nothing(client):
+    berlin, lisbon = notes()
+    for payload, message in (({"memory_ids": [berlin.note_id]}, "by must be a memory id"),
+                             ({"memory_ids": [], "by": lisbon.note_id}, "memory_ids"),
+                             ({"memory_ids": [berlin.note_id], "by": lisbon.note_id, "at": "soon"}, "is not a time"),
+                             ({"memory_ids": [berlin.note_id], "by": berlin.note_id}, "cannot supersede itself"),
+                             ({"memory_ids": [berlin.note_id], "by": "f" * 32}, "no record")):
+        bad = client.post("/api/agents/ana/actions/supersede", json={**payload, "confirm": True}, headers=HEADERS)
+        assert bad.status_code in (400, 404) and message in bad.json()["error"]["message"], bad.json()
+        assert bad.json()["error"]["type"]
+    assert load(berlin).valid_to is None and load(lisbon).supersedes is None
+
+
+def test_the_chat_memory_has_no_lifecycle_actions_and_no_versions(db):
+    assert lifecycle_actions(ChatMemory) == {}
+    app = TestClient(build_app(TOKEN, {"testserver"}, "ana"))
+    assert not {"supersede", "restore"} & set(app.get("/api/settings", headers=HEADERS).json()["actions"])
+    assert versions_of(ChatMemory(agent_id="ana", content="x")) is None
