@@ -96,6 +96,10 @@ def until(driver, condition, timeout: float = 10):
     return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
+def heading_of(driver) -> str:
+    return str(driver.find_element(By.CSS_SELECTOR, "main h2").text)
+
+
 def shot(driver, name: str) -> None:
     if os.environ.get("REDMEM_UI_SCREENSHOTS"):
         IMAGES.mkdir(parents=True, exist_ok=True)
@@ -132,10 +136,10 @@ def test_the_inspector_in_a_browser(served, browser):
     link = browser.find_elements(By.CSS_SELECTOR, "a.memory-link")[0]
     opened = link.text
     link.click()
-    heading = wait(browser, "main h2")
-    assert heading.text.startswith("Memory ")
-    assert opened in browser.find_element(By.CSS_SELECTOR, "dl.fields").text
-    memory_id = heading.text.split()[-1]
+    # the list's heading may still be there (and then replaced) when the click returns
+    title = until(browser, lambda d: heading_of(d).startswith("Memory ") and heading_of(d))
+    assert opened in until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "dl.fields").text)
+    memory_id = title.split()[-1]
     shot(browser, "memory")
 
     browser.find_element(By.ID, "forget").click()
