@@ -319,7 +319,7 @@ def sequence(args: Any, provider: TimedProvider) -> dict[str, Any]:
                     key = f"{label}, {scoring}, {variant}"
                     results[key] = {**evaluate(rows[mode], questions, count), "variant": variant, "scoring": scoring,
                                     "halves": {half: evaluate(rows[mode][part], questions[part], count)
-                                               for half, part in halves.items()}}
+                                               for half, part in halves.items() if questions[part]}}
                     log.info("%s: R@5 %.3f", key, results[key]["recall@5"])
     return {"data": args.data.name, "conversations": [c["agent_id"] for c in conversations],
             "questions": len(questions), "turns": sum(len(c["turns"]) for c in conversations),
@@ -501,7 +501,8 @@ def markdown(payload: dict[str, Any]) -> str:
                 "|---|" + "---|" * len(q["halves"])]
             for label, r in q["results"].items():
                 lines.append(f"| {label} | " + " | ".join(
-                    f"{r['halves'][half]['recall@5']:.3f}" for half in q["halves"]) + " |")
+                    f"{r['halves'][half]['recall@5']:.3f}" if half in r["halves"] else "-"  # a half with no question
+                    for half in q["halves"]) + " |")
     return "\n".join(lines) + "\n"
 
 
