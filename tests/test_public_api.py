@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import redmem
+
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 #: Each package's ``__all__``, as a sorted list.
@@ -138,3 +140,11 @@ def test_names_the_docs_import_are_in_the_modules_all():
     missing = [(page, module, name) for page, module, name in imports
                if name not in getattr(importlib.import_module(module), "__all__", [name])]
     assert missing == []
+
+
+def test_every_public_name_of_the_lazy_face_resolves_to_its_home():
+    """``redmem/__init__`` imports its names on first use: each name of ``__all__`` must have a home
+    module that defines it (a name listed but not homed would fail only at a user's first use)."""
+    for name in redmem.__all__:
+        home = importlib.import_module(redmem._HOMES[name], "redmem")
+        assert getattr(redmem, name) is getattr(home, name), name
