@@ -373,3 +373,9 @@ def test_exact_counter_remembers_short_texts_and_not_long_ones():
     assert counter("hello") == counter("hello") == 5 and encoding.calls == 1
     long_text = "x" * (tokens.ExactCounter.MEMO_MAX_CHARS + 1)
     assert counter(long_text) == counter(long_text) == len(long_text) and encoding.calls == 3
+
+
+def test_the_frames_seed_estimate_is_resolved_by_name_like_the_hce_one():
+    """``"len/4"`` names the frames seed's estimate in the one resolver every recipe uses."""
+    counter = tokens.resolve_counter(tokens.QUARTER_LENGTH)
+    assert counter is tokens.quarter_length and counter("x" * 17) == 4

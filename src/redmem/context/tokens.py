@@ -10,6 +10,7 @@ into a counter the packer can call without guarding:
   of the exact count: the estimator :func:`redmem.context.token_estimate.estimate_tokens`
   under-counts up to a third of a short record, so it is used only when asked for). Every
   recipe gives ``token_counter=None`` this one meaning;
+- ``"len/4"`` (:data:`QUARTER_LENGTH`): :func:`quarter_length`, the frames seed's estimate;
 - ``"words"`` (:data:`WORD_ESTIMATE`): :func:`word_estimate`, the HCE seed's heuristic
   ``len(text.split()) * 4 // 3``, one option away (it under-counts about a third of chat lines);
 - ``"cl100k_base"`` / ``"o200k_base"``: the exact counter of that encoding (:func:`exact_counter`);
@@ -66,6 +67,8 @@ __all__ = [
     "resolve_counter",
     "estimate_tokens",
     "word_estimate",
+    "quarter_length",
+    "QUARTER_LENGTH",
     "WORD_ESTIMATE",
     "tiktoken_cache_dir",
     "seed_tiktoken_cache",
@@ -77,6 +80,8 @@ TokenCounter = Callable[[str], int]
 
 #: The encoding the default counter counts exactly.
 DEFAULT_ENCODING = "cl100k_base"
+#: The ``token_counter`` name of :func:`quarter_length` (the frames seed's estimate).
+QUARTER_LENGTH = "len/4"
 #: The ``token_counter`` name of :func:`word_estimate`.
 WORD_ESTIMATE = "words"
 #: What :func:`resolve_counter` calls a candidate counter with to detect the old record contract.
@@ -207,6 +212,11 @@ def _import(module: str, hint: str) -> Any:
         raise ConfigurationError(hint) from exc
 
 
+def quarter_length(text: str) -> int:
+    """The frames seed's rough token estimate: ``len(text) // 4``."""
+    return len(text) // 4
+
+
 def word_estimate(text: str) -> int:
     """The HCE seed's token heuristic: ``len(text.split()) * 4 // 3`` (about 1.33 tokens a word)."""
     return len(text.split()) * 4 // 3
@@ -261,9 +271,11 @@ def resolve_counter(counter: TokenCounter | str | None, *, stacklevel: int = 2) 
         return default_counter() if configured is None else resolve_counter(configured, stacklevel=stacklevel + 1)
     if counter == WORD_ESTIMATE:
         return word_estimate
+    if counter == QUARTER_LENGTH:
+        return quarter_length
     if isinstance(counter, str):
         return exact_counter(counter)
-    if isinstance(counter, (ExactCounter, GuardedCounter)) or counter in (estimate_tokens, word_estimate):
+    if isinstance(counter, (ExactCounter, GuardedCounter)) or counter in (estimate_tokens, word_estimate, quarter_length):
         return counter
     if not callable(counter):
         raise ConfigurationError(f"token_counter must be callable(text) -> int, not {counter!r}")

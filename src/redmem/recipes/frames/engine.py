@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...context.oversize import check_oversize
-from ...context.tokens import TokenCounter, resolve_counter
+from ...context.tokens import QUARTER_LENGTH, TokenCounter, quarter_length, resolve_counter
 from ...fields.confidence import ConfidenceField
 from ...fields.cooccurrence import Graph
 from ...fields.search_protocol import run_search
@@ -35,15 +35,16 @@ from .definitions import (
 from .effects import CacheWrite, apply_effects
 from .guarantees import oversampled, select, suppress_contradictions
 from .model import DECAY_TIERS, Block, decay_tier
-from .rendering import fit_blocks, quarter_length
+from .rendering import fit_blocks
 from .retrieval import block_keys, gather
 from .scoring import FEEDBACK_CAP, FrameResult, ScoredBlock, score_candidates, scored_block
 from .wiring import DEFAULT_WIRING, LearnWiring
 
 __all__ = ["FrameMemory", "SEED_TOKEN_ESTIMATE", "quarter_length"]
 
-#: ``token_counter`` value selecting the seed's estimate, :func:`quarter_length`.
-SEED_TOKEN_ESTIMATE = "len/4"
+#: ``token_counter`` value selecting the seed's estimate, :func:`quarter_length` (resolved by
+#: :func:`~redmem.context.tokens.resolve_counter`, as every recipe's counter is).
+SEED_TOKEN_ESTIMATE = QUARTER_LENGTH
 SELF_PREFIX = "self/"
 
 
@@ -76,7 +77,7 @@ class FrameMemory:
             raise ValidationError(f"agent_id must be a non-empty str, got {agent_id!r}")
         self.agent_id = agent_id
         self.count_tokens: TokenCounter = (
-            quarter_length if token_counter == SEED_TOKEN_ESTIMATE else resolve_counter(token_counter))
+            resolve_counter(token_counter))
         self.clock = clock
         self.oversize = check_oversize(oversize)
         self.feedback_cap = None if feedback_cap is None else finite_number("feedback_cap", feedback_cap, low=0.0,

@@ -12,18 +12,13 @@ from collections.abc import Sequence
 from ...context.oversize import Cuttable, check_oversize, cut
 from ...context.packing import Budget, Fitted, fit
 from ...context.rendering import Layout
-from ...context.tokens import TokenCounter
+from ...context.tokens import TokenCounter, quarter_length
 from ...store.errors import ValidationError
 from ...store.validation import non_negative_int
 from .scoring import ScoredBlock
 from .templates import TEMPLATES_BY_NAME, Line, Template, compose, lines
 
 __all__ = ["fit_blocks", "render_blocks", "quarter_length"]
-
-
-def quarter_length(text: str) -> int:
-    """The seed's rough token estimate: ``len(text) // 4``."""
-    return len(text) // 4
 
 
 def fit_blocks(blocks: Sequence[ScoredBlock], template: str, token_budget: int, count_tokens: TokenCounter,
