@@ -12,8 +12,10 @@ fused score:
 so ``sum of contributions == fused``, and ``score = fused / normaliser`` (the merge's division by
 the best pull score). Boosts (decay and confidence through the composite list, recency, graph,
 push) say what moved the item besides the arms. Left-out items carry their reason: ``duplicate``,
-``relevance_floor``, ``oversize``, ``max_items`` or ``budget``. Frames, HCE and HSCA can fill the
-same :class:`Explanation` from their own stages.
+``relevance_floor``, ``oversize``, ``max_items`` or ``budget``. Frames, HCE and HSCA fill the
+same :class:`Explanation` from their own stages (:mod:`redmem.recipes.frames.explain`,
+:mod:`redmem.recipes.hce.explain`, :mod:`redmem.recipes.hsca.explain`); every recipe's result
+exposes it through :class:`redmem.context.result.ContextResult`.
 """
 
 from __future__ import annotations
@@ -36,11 +38,14 @@ __all__ = [
     "Explanation",
     "AssemblyTrail",
     "explain_assembly",
+    "arm_tables",
+    "arm_evidence",
     "LEFT_OUT_REASONS",
 ]
 
-#: Why a candidate is not in the context.
-LEFT_OUT_REASONS = ("duplicate", "relevance_floor", "oversize", "max_items", "budget")
+#: Why a candidate is not in the context (``contradiction``: a frame suppressed it in favour of a
+#: block it contradicts).
+LEFT_OUT_REASONS = ("duplicate", "relevance_floor", "oversize", "max_items", "budget", "contradiction")
 Hits = list[tuple[str, float]]
 
 
@@ -72,7 +77,9 @@ class Boost:
 class ItemExplanation:
     """Why one selected item is there: its rank and final ``score``, how it was found (``pull``,
     ``push`` or ``both``), the ``fused`` pull score the arms sum to, the ``normaliser`` the merge
-    divided it by, its query ``match`` (what the relevance floor reads), arms, boosts."""
+    divided it by, its query ``match`` (what the relevance floor reads), arms, boosts; ``cost``: the
+    tokens it takes in the context and ``priority``: the number the packer ordered it by (utility
+    per token for a knapsack), where the recipe packs by something other than rank."""
 
     record_id: str
     key: str
@@ -85,23 +92,29 @@ class ItemExplanation:
     arms: tuple[ArmEvidence, ...] = ()
     boosts: tuple[Boost, ...] = ()
     truncated: bool = False
+    cost: int | None = None
+    priority: float | None = None
 
 
 @dataclass(frozen=True)
 class LeftOut:
-    """A candidate not in the context: its reason (one of :data:`LEFT_OUT_REASONS`), its score, a detail."""
+    """A candidate not in the context: its reason (one of :data:`LEFT_OUT_REASONS`), its score, a
+    detail; ``cost`` and ``priority`` as :class:`ItemExplanation` has them (a knapsack's cut)."""
 
     record_id: str
     key: str
     reason: str
     score: float
     detail: str
+    cost: int | None = None
+    priority: float | None = None
 
 
 @dataclass(frozen=True)
 class Explanation:
     """A recipe's answer to "why these memories": the items in order, what was left out, and the
-    settings every item was judged by (mode, fusion method and weights, tenant, filters, budget)."""
+    settings every item was judged by (mode, fusion method and weights, tenant, filters, budget);
+    ``recipe``: which recipe explained it (``assembler``, ``frames``, ``hce``, ``hsca``)."""
 
     mode: str
     fusion: str
@@ -115,10 +128,20 @@ class Explanation:
     token_count: int = 0
     min_relevance: float | None = None
     notes: tuple[str, ...] = field(default=())
+    recipe: str = "assembler"
 
     def to_dict(self) -> dict[str, Any]:
         """The explanation as plain JSON-ready data."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Explanation:
+        """The explanation :meth:`to_dict` gave (read back from JSON: tuples come back as tuples)."""
+        items = tuple(ItemExplanation(**{**item, "arms": tuple(ArmEvidence(**a) for a in item["arms"]),
+                                         "boosts": tuple(Boost(**b) for b in item["boosts"])})
+                      for item in data["items"])
+        return cls(**{**data, "items": items, "left_out": tuple(LeftOut(**o) for o in data["left_out"]),
+                      "notes": tuple(data.get("notes", ()))})
 
     def cut_counts(self) -> dict[str, int]:
         """How many candidates each reason left out."""
@@ -151,11 +174,15 @@ class AssemblyTrail:
     score_weights: dict[str, float]
     asked: bool
 
+    def explain(self) -> Explanation:
+        """:func:`explain_assembly` of this trail."""
+        return explain_assembly(self)
+
 
 def explain_assembly(trail: AssemblyTrail) -> Explanation:
     """The :class:`Explanation` of one assembly, from its trail alone (no I/O)."""
     weights = {GRAPH_LIST: 0.0, **trail.fusion.weights}
-    arms = _arm_tables(trail, weights)
+    arms = arm_tables(trail.lists, trail.fusion.list_limit)
     moved = _moved_up(trail.distinct, trail.ranked)
     truncated = set(trail.fitted.oversize.truncated)
     tops = _tops([*trail.distinct, *trail.duplicates])
@@ -188,19 +215,21 @@ class _ArmTable:
     cut: bool
 
 
-def _arm_tables(trail: AssemblyTrail, weights: Mapping[str, float]) -> dict[str, _ArmTable]:
+def arm_tables(lists: Mapping[str, Hits], list_limit: int) -> dict[str, _ArmTable]:
+    """Per ranked list: each record's rank and score, the best and lowest score, whether the list
+    was cut at ``list_limit`` (the graph list never is)."""
     tables = {}
-    for name, hits in trail.lists.items():
+    for name, hits in lists.items():
         scores: dict[str, float] = {}
         for record_id, score in hits:
             scores.setdefault(record_id, max(float(score), 0.0))
         ranks = distinct_ranks([record_id for record_id, _ in hits])
-        cut = name != GRAPH_LIST and len(scores) >= trail.fusion.list_limit
+        cut = name != GRAPH_LIST and len(scores) >= list_limit
         tables[name] = _ArmTable(ranks, scores, max(scores.values(), default=0.0), min(scores.values(), default=0.0), cut)
     return tables
 
 
-def _evidence(
+def arm_evidence(
     method: str, record_id: str, arms: Mapping[str, _ArmTable], weights: Mapping[str, float],
 ) -> list[ArmEvidence]:
     """Each arm's evidence for ``record_id`` and its contribution to the fused score (module docstring)."""
@@ -229,7 +258,7 @@ def _item(
     weights: Mapping[str, float], moved: set[str], truncated: bool, tops: tuple[float, float],
 ) -> ItemExplanation:
     record_id = candidate.key.record_id
-    evidence = _evidence(trail.fusion.method, record_id, arms, weights) if candidate.pull is not None else []
+    evidence = arm_evidence(trail.fusion.method, record_id, arms, weights) if candidate.pull is not None else []
     fused = candidate.pull
     if fused is not None and evidence and not any(e.contribution for e in evidence):  # reached by the graph only
         evidence = [ArmEvidence(e.arm, e.rank, e.score, e.weight, fused if e.arm == GRAPH_LIST else 0.0)

@@ -24,11 +24,12 @@ import numpy as np
 from ..context.candidates import Candidate, merge_paths
 from ..context.duplicates import collapse_duplicates
 from ..context.effects import apply_post_effects
-from ..context.explain import AssemblyTrail, Explanation, explain_assembly
+from ..context.explain import AssemblyTrail, Explanation
 from ..context.floor import above_floor
 from ..context.packing import Budget, Fitted, pack_slices
 from ..context.recency import newer_first
 from ..context.rendering import Renderer
+from ..context.result import ContextResult, Trail
 from ..context.retrieval import (
     MATCH_SIGNAL,
     Capabilities,
@@ -65,7 +66,7 @@ __all__ = ["ContextAssembler", "AssemblyResult"]
 
 
 @dataclass
-class AssemblyResult:
+class AssemblyResult(ContextResult):
     """What one ``assemble()`` returns: selected records (ranked), the push subset, text, metadata.
 
     ``hits`` holds one :class:`~redmem.model.hits.Hit` per selected record, in the order of
@@ -79,14 +80,25 @@ class AssemblyResult:
     formatted: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     hits: tuple[Hit[Any], ...] = ()
-    trail: AssemblyTrail | None = field(default=None, repr=False, compare=False)
+    trail: Trail | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        """The rendered context (``formatted``; :class:`~redmem.context.result.ContextResult`'s name)."""
+        return self.formatted
+
+    @property
+    def token_count(self) -> int:
+        """The tokens of ``formatted`` (``metadata["token_count"]``; 0 when not counted)."""
+        return int(self.metadata.get("token_count", 0))
 
     def explain(self) -> Explanation:
         """Why each record is here and why the other candidates are not
-        (:mod:`redmem.context.explain`), from what ``assemble()`` computed: no round trip."""
+        (:mod:`redmem.context.explain`), from what ``assemble()`` (or HSCA's region assembly)
+        computed: no round trip."""
         if self.trail is None:
             raise QueryException("this result carries no trail to explain (it was not made by assemble())")
-        return explain_assembly(self.trail)
+        return self.trail.explain()
 
     def report(
         self, outcome: str | Mapping[Any, str], partition: str | None = None, now: float | None = None,

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
+from ...context.explain import Explanation
+from ...context.result import Explained
 from ...store.connection import server_errors
 from ...store.errors import ValidationError
 from ...store.keys import KeyKind, KeySpace
@@ -62,7 +64,7 @@ class CacheRead:
         return CachedFrame(version, FrameResult(
             text=data["text"], blocks=[ScoredBlock(**block) for block in data["blocks"]],
             frame_name=data["frame_name"], cached=True, token_count=data["token_count"],
-            oversize=data.get("oversize", {}), agent_id=self.agent_id,
+            oversize=data.get("oversize", {}), agent_id=self.agent_id, trail=_cached_trail(data.get("explanation")),
         ))
 
 
@@ -70,7 +72,17 @@ def encode_result(result: FrameResult, version: int) -> str:
     """The JSON a cache entry holds: the result and the self version it was built at."""
     return json.dumps({"version": version, "text": result.text, "blocks": [asdict(b) for b in result.blocks],
                        "frame_name": result.frame_name, "token_count": result.token_count,
-                       "oversize": result.oversize})
+                       "oversize": result.oversize,
+                       "explanation": result.explain().to_dict() if result.trail is not None else None})
+
+
+def _cached_trail(stored: dict[str, Any] | None) -> Explained | None:
+    """The explanation a cache entry keeps, noted as served from the cache."""
+    if stored is None:
+        return None
+    explanation = Explanation.from_dict(stored)
+    return Explained(replace(explanation, notes=(*explanation.notes, "served from the frame cache: "
+                                                 "the scores are those the frame was built with")))
 
 
 class FrameCache:

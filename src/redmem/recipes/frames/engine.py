@@ -33,6 +33,7 @@ from .definitions import (
     definition_to_json,
 )
 from .effects import CacheWrite, apply_effects
+from .explain import FrameTrail
 from .guarantees import oversampled, select, suppress_contradictions
 from .model import DECAY_TIERS, Block, decay_tier
 from .rendering import fit_blocks
@@ -284,7 +285,7 @@ class FrameMemory:
     def recall(self, name: str, query: str | None = None, *, top_k: int = 5) -> list[ScoredBlock]:
         """The blocks frame ``name`` would return, scored, before rendering; writes nothing."""
         definition = self.frame_definition(name)
-        chosen, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k))
+        chosen, _, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k))
         return chosen
 
     def frame(self, name: str, query: str | None = None, *, top_k: int = 5,
@@ -301,13 +302,13 @@ class FrameMemory:
             return cached.result
         riders = [CacheRead(self.space, self._cache_key(definition, query, top_k, budget))] if (
             definition.cache is not None and cached is None) else []
-        chosen, now_hours, answers = self._chosen(definition, query, top_k, riders)
+        _, now_hours, answers, trail = self._chosen(definition, query, top_k, riders)
         if answers:
             cached = answers[0]
             if cached is not None and cached.result is not None:
                 hit: FrameResult = cached.result
                 return hit
-        result = self._render(definition, chosen, budget)
+        result = self._render(definition, trail, budget)
         write = None
         if definition.cache is not None and cached is not None:
             write = CacheWrite(self._cache_key(definition, query, top_k, budget), encode_result(result, cached.version),
@@ -330,29 +331,35 @@ class FrameMemory:
     # -- the pipeline ----------------------------------------------------------------------------
     def _chosen(
         self, definition: FrameDefinition, query: str | None, top_k: int, riders: Sequence[Any] = (),
-    ) -> tuple[list[ScoredBlock], float, list[Any]]:
-        """Stages 1-4, guarantees and suppression: (the chosen blocks, active hours, riders' answers)."""
+    ) -> tuple[list[ScoredBlock], float, list[Any], FrameTrail]:
+        """Stages 1-4, guarantees and suppression: (the chosen blocks, active hours, riders'
+        answers, what each stage kept for the explanation)."""
         asked = None if query is None else (query, Block.embedding.embed_texts([query], "query")[0])
         gathered = gather(self.client, self.space, definition, self.clock(), top_k, asked, riders)
         with_query = asked is not None and not gathered.no_seed
         weights = definition.weights if with_query else definition.weights.without_similarity()
         guaranteed = set(gathered.guaranteed)
         ranked = score_candidates(gathered.candidates, weights, gathered.now_hours, self.feedback_cap)
-        survivors = suppress_contradictions(oversampled(ranked, guaranteed, top_k), gathered.pairs, guaranteed)
+        kept = oversampled(ranked, guaranteed, top_k)
+        survivors = suppress_contradictions(kept, gathered.pairs, guaranteed)
         chosen = select(survivors, guaranteed, top_k)
         blocks = [scored_block(s, gathered.stored[s.candidate.id]) for s in chosen
                   if gathered.stored[s.candidate.id].get("content") is not None]  # a block's hash gone: left out
-        return blocks, gathered.now_hours, gathered.riders
+        trail = FrameTrail(definition, weights, self.feedback_cap, ranked, kept, survivors, gathered.pairs,
+                           guaranteed, blocks, top_k, self.space)
+        return blocks, gathered.now_hours, gathered.riders, trail
 
-    def _render(self, definition: FrameDefinition, blocks: list[ScoredBlock], budget: int) -> FrameResult:
+    def _render(self, definition: FrameDefinition, trail: FrameTrail, budget: int) -> FrameResult:
         """Pack the blocks' lines stop-at-first-miss (guaranteed first; an oversized block as
         ``oversize`` says) into ``budget`` tokens of text, headings included, and compose."""
+        blocks = trail.blocks
         fitted = fit_blocks(blocks, definition.template, budget, self.count_tokens, self.oversize)
         chosen = set(fitted.selected)
         return FrameResult(
             text=fitted.text, blocks=[blocks[i] for i in fitted.selected], frame_name=definition.name,
             token_count=fitted.token_count, dropped=[blocks[i] for i in range(len(blocks)) if i not in chosen],
             oversize=fitted.oversize.report([block.id for block in blocks]), agent_id=self.agent_id,
+            trail=trail.packed(fitted, budget),
         )
 
     # -- helpers ---------------------------------------------------------------------------------

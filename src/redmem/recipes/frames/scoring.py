@@ -27,11 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...context.explain import Explanation
+from ...context.result import ContextResult, Trail
 from ...model.dbkey import DbKey
 from ...model.loading import load_records
 from ...observation.protocol import ObservationProtocol
 from ...store.aio import async_variant
 from ...store.connection import server_errors
+from ...store.errors import QueryException
 from ...store.keys import KeyKind
 from .definitions import ScoringWeights
 from .model import Block
@@ -80,7 +83,7 @@ class ScoredBlock:
 
 
 @dataclass(frozen=True)
-class FrameResult:
+class FrameResult(ContextResult):
     """What :meth:`FrameMemory.frame` returns: the rendered ``text``, the ``blocks`` it shows (in
     the order shown), the frame's name, whether it came from the cache, the exact token count
     of ``text`` by the memory's counter, and what became of blocks bigger than the whole budget
@@ -96,6 +99,16 @@ class FrameResult:
     dropped: list[ScoredBlock] = field(default_factory=list)
     oversize: dict[str, list[str]] = field(default_factory=dict)
     agent_id: str = ""
+    trail: Trail | None = field(default=None, repr=False, compare=False)
+
+    def explain(self) -> Explanation:
+        """Why each block is shown (the composite's terms with their weights and contributions,
+        guarantees, expansion) and why the other candidates are not (suppressed, beyond ``top_k``,
+        budget): :mod:`redmem.recipes.frames.explain`, from what ``frame()`` computed, no round
+        trip. A cached frame explains the frame it was built from (kept in the cache entry)."""
+        if self.trail is None:
+            raise QueryException("this frame carries no trail to explain (it was not made by frame())")
+        return self.trail.explain()
 
     def report(
         self, outcome: str | Mapping[Any, str], now: float | None = None,

@@ -18,7 +18,7 @@ and both focus entries.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -26,8 +26,10 @@ from typing import Any
 import numpy as np
 
 from ...context.candidates import Candidate
+from ...context.explain import Explanation
 from ...context.fusion import checked_weights
 from ...context.oversize import check_oversize
+from ...context.result import ContextResult, Trail
 from ...context.retrieval import (
     GRAPH_LIST,
     KEYWORD_LIST,
@@ -42,12 +44,15 @@ from ...context.tokens import TokenCounter, resolve_counter
 from ...embeddings.base import embed_in_batches
 from ...fields.search_protocol import Hits, Mapped, Search, run_searches
 from ...model.dbkey import DbKey
+from ...model.loading import load_records
 from ...model.persistence import queue_new_records
+from ...observation.protocol import ObservationProtocol
 from ...store.aio import async_variant
 from ...store.connection import server_errors
-from ...store.errors import ArgumentTypeError, ValidationError
+from ...store.errors import ArgumentTypeError, QueryException, ValidationError
 from ...store.validation import is_real, positive_int, utf8_text
 from .budgeting import SOURCES, ContextCandidate, fit_context, normalised
+from .explain import HCETrail
 from .export import clear_session, load_session, save_session
 from .extractor import EntityExtractor, ExtractedEntity, content_words
 from .focus import FocusBuffer, FocusEntry
@@ -77,12 +82,12 @@ FUSED_LIMIT = 60
 
 
 @dataclass
-class RetrievedContext:
+class RetrievedContext(ContextResult):
     """One retrieval: the candidates offered, those selected (admission order), the focus entries
     read, the round trips it took, the token count of :attr:`block` (the pipeline's counter, at
     most ``context_budget`` unless ``oversize="admit"``) and what became of candidates bigger than
     the whole budget (``{"truncated": [...], "skipped": [...], "admitted": [...]}``, by interaction
-    id, or ``buffer:<position>`` for a focus entry)."""
+    id, or ``buffer:<position>`` for a focus entry); ``session_id``: whose interactions these are."""
 
     candidates: list[ContextCandidate]
     selected: list[ContextCandidate]
@@ -90,12 +95,36 @@ class RetrievedContext:
     round_trips: int
     token_count: int = 0
     oversize: dict[str, list[str]] = field(default_factory=dict)
+    session_id: str = ""
+    trail: Trail | None = field(default=None, repr=False, compare=False)
 
     @property
     def block(self) -> str:
         """The context block: the selected candidates' texts, one after another, each labelled
         with its date and sources (:func:`labelled_text`)."""
         return "\n".join(c.content for c in self.selected)
+
+    @property
+    def text(self) -> str:
+        """:attr:`block` (:class:`~redmem.context.result.ContextResult`'s name)."""
+        return self.block
+
+    def explain(self) -> Explanation:
+        """Why each text is in the block (the lists that found it and what each added to its fused
+        relevance, its utility, its utility per token) and why the other candidates are not
+        (:mod:`redmem.recipes.hce.explain`): from what the retrieval computed, no round trip."""
+        if self.trail is None:
+            raise QueryException("this context carries no trail to explain (it was not made by retrieve_candidates())")
+        return self.trail.explain()
+
+    def report(self, outcome: str | Mapping[Any, str], *, now: float | None = None) -> dict[str, str]:
+        """Report what the agent did with the block's interactions (``"acted"`` for every one, or
+        ``{interaction id: outcome}``): :meth:`ObservationProtocol.on_context_used` over them
+        (loaded in one round trip; focus-buffer entries are not records and take no outcome)."""
+        ids = [str(c.metadata["interaction_id"]) for c in self.selected if c.metadata.get("interaction_id")]
+        space = HCEInteraction._meta.keyspace((self.session_id,))
+        records = load_records(HCEInteraction, [DbKey(space, rid) for rid in ids], track=False)
+        return ObservationProtocol.on_context_used(records, outcome, now=now)
 
 
 def _query_text(name: str, value: Any) -> str:
@@ -192,7 +221,11 @@ class HCEPipeline:
         candidates = self._candidates(query, found.candidates, records, focus, for_prompt)
         selected, fitted = fit_context(candidates, self.context_budget, self.count_tokens, self.oversize)
         names = [c.metadata.get("interaction_id") or f"buffer:{c.metadata.get('position')}" for c in candidates]
-        return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names))
+        in_focus = {e.interaction_id for e in focus} & {c.key.record_id for c in found.candidates}
+        trail = HCETrail(fusion, found.lists, max((c.pull or 0.0 for c in found.candidates), default=0.0) or 1.0,
+                         self.utility_sharpness, candidates, fitted, self.context_budget, in_focus, space)
+        return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names),
+                                self.session_id, trail)
 
     def _shown(self, keys: list[DbKey]) -> dict[str, tuple[str, float]]:
         """Per interaction id, its text and time: only the fields a candidate shows are read and
