@@ -38,6 +38,7 @@ __all__ = [
     "Explanation",
     "AssemblyTrail",
     "explain_assembly",
+    "ArmTable",
     "arm_tables",
     "arm_evidence",
     "LEFT_OUT_REASONS",
@@ -205,7 +206,7 @@ def _tops(candidates: Sequence[Candidate]) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class _ArmTable:
+class ArmTable:
     """One arm's ranks, scores, best score, lowest score, and whether it was cut at its limit."""
 
     ranks: dict[str, int]
@@ -215,7 +216,7 @@ class _ArmTable:
     cut: bool
 
 
-def arm_tables(lists: Mapping[str, Hits], list_limit: int) -> dict[str, _ArmTable]:
+def arm_tables(lists: Mapping[str, Hits], list_limit: int) -> dict[str, ArmTable]:
     """Per ranked list: each record's rank and score, the best and lowest score, whether the list
     was cut at ``list_limit`` (the graph list never is)."""
     tables = {}
@@ -225,12 +226,12 @@ def arm_tables(lists: Mapping[str, Hits], list_limit: int) -> dict[str, _ArmTabl
             scores.setdefault(record_id, max(float(score), 0.0))
         ranks = distinct_ranks([record_id for record_id, _ in hits])
         cut = name != GRAPH_LIST and len(scores) >= list_limit
-        tables[name] = _ArmTable(ranks, scores, max(scores.values(), default=0.0), min(scores.values(), default=0.0), cut)
+        tables[name] = ArmTable(ranks, scores, max(scores.values(), default=0.0), min(scores.values(), default=0.0), cut)
     return tables
 
 
 def arm_evidence(
-    method: str, record_id: str, arms: Mapping[str, _ArmTable], weights: Mapping[str, float],
+    method: str, record_id: str, arms: Mapping[str, ArmTable], weights: Mapping[str, float],
 ) -> list[ArmEvidence]:
     """Each arm's evidence for ``record_id`` and its contribution to the fused score (module docstring)."""
     if method == "convex":
@@ -254,7 +255,7 @@ def arm_evidence(
 
 
 def _item(
-    trail: AssemblyTrail, rank: int, index: int, candidate: Candidate, arms: Mapping[str, _ArmTable],
+    trail: AssemblyTrail, rank: int, index: int, candidate: Candidate, arms: Mapping[str, ArmTable],
     weights: Mapping[str, float], moved: set[str], truncated: bool, tops: tuple[float, float],
 ) -> ItemExplanation:
     record_id = candidate.key.record_id

@@ -22,7 +22,16 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ...context.explain import ArmEvidence, Boost, Explanation, ItemExplanation, LeftOut, arm_evidence, arm_tables
+from ...context.explain import (
+    ArmEvidence,
+    ArmTable,
+    Boost,
+    Explanation,
+    ItemExplanation,
+    LeftOut,
+    arm_evidence,
+    arm_tables,
+)
 from ...context.packing import Fitted
 from ...context.retrieval import GRAPH_LIST, Fusion
 from ...fields.search_protocol import Hits
@@ -80,7 +89,7 @@ def _priority(candidate: ContextCandidate) -> float:
     return candidate.utility / max(candidate.token_cost, 1)
 
 
-def _item(trail: HCETrail, rank: int, index: int, weights: dict[str, float], tables: dict, truncated: bool
+def _item(trail: HCETrail, rank: int, index: int, weights: dict[str, float], tables: dict[str, ArmTable], truncated: bool
           ) -> ItemExplanation:
     offered = trail.candidates[index]
     raw = float(offered.metadata.get("raw_utility", offered.utility))
@@ -99,7 +108,7 @@ def _item(trail: HCETrail, rank: int, index: int, weights: dict[str, float], tab
                            truncated, offered.token_cost, _priority(offered))
 
 
-def _arms(rid: str, fused: float, weights: dict[str, float], tables: dict) -> tuple[ArmEvidence, ...]:
+def _arms(rid: str, fused: float, weights: dict[str, float], tables: dict[str, ArmTable]) -> tuple[ArmEvidence, ...]:
     """The convex evidence for ``rid``; a record only the graph reached owes its whole score to it."""
     evidence = arm_evidence("convex", rid, tables, weights)
     if not any(e.contribution for e in evidence):
@@ -108,7 +117,7 @@ def _arms(rid: str, fused: float, weights: dict[str, float], tables: dict) -> tu
     return tuple(evidence)
 
 
-def _left_out(trail: HCETrail, weights: dict[str, float], tables: dict) -> tuple[LeftOut, ...]:
+def _left_out(trail: HCETrail, weights: dict[str, float], tables: dict[str, ArmTable]) -> tuple[LeftOut, ...]:
     chosen = set(trail.fitted.selected)
     skipped = set(trail.fitted.oversize.skipped)
     out = []

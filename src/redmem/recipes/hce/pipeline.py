@@ -221,7 +221,7 @@ class HCEPipeline:
         candidates = self._candidates(query, found.candidates, records, focus, for_prompt)
         selected, fitted = fit_context(candidates, self.context_budget, self.count_tokens, self.oversize)
         names = [c.metadata.get("interaction_id") or f"buffer:{c.metadata.get('position')}" for c in candidates]
-        in_focus = {e.interaction_id for e in focus} & {c.key.record_id for c in found.candidates}
+        in_focus = {str(e.interaction_id) for e in focus} & {c.key.record_id for c in found.candidates}
         trail = HCETrail(fusion, found.lists, max((c.pull or 0.0 for c in found.candidates), default=0.0) or 1.0,
                          self.utility_sharpness, candidates, fitted, self.context_budget, in_focus, space)
         return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names),
