@@ -44,7 +44,7 @@ def reproduces_the_knapsack(explanation: Explanation) -> None:
     offered += [(o.priority, o.cost, o.record_id) for o in explanation.left_out if o.reason == "budget"]
     room = explanation.max_tokens - sum(i.cost for i in explanation.items if i.truncated)
     admitted = []
-    for priority, cost, record_id in sorted(offered, key=lambda o: -o[0]):
+    for _priority, cost, record_id in sorted(offered, key=lambda o: -o[0]):
         if cost <= room:
             admitted.append(record_id)
             room -= cost

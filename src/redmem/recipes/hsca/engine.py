@@ -24,7 +24,7 @@ from .interface import ContextSnapshot, WeightedChunk
 from .macro import DEFAULT_LOCALITY, DomainStep, RelevantBeat, rank_relevant
 from .nuance_model import NuanceModel
 from .scoring import ScoredTurn, score_turn
-from .source import PASSAGE_FIELDS, SnapshotPassage, assemble_region
+from .source import PASSAGE_FIELDS, Explaining, SnapshotPassage, assemble_region
 from .store import SessionStore
 from .support import support_strength
 from .text import MAX_TURN_CHARS, ParsedTurn, query_terms
@@ -181,11 +181,16 @@ class HSCAEngine:
     def relevant(self, query: str, context_position: int | None = None, limit: int = 5, *,
                  region: tuple[int, int | None] = (0, None), locality: float = DEFAULT_LOCALITY) -> list[RelevantBeat]:
         """The snapshots of ``region`` most relevant to ``query``, damped by distance from ``context_position``."""
+        return self._ranked(query, context_position, region, locality)[: positive_int("limit", limit)]
+
+    def _ranked(self, query: str, context_position: int | None, region: tuple[int, int | None],
+                locality: float) -> list[RelevantBeat]:
+        """Every snapshot of ``region`` relevant to ``query``, best first (one read of the session)."""
         terms = query_terms("query", query)
         if not terms:
             return []
         beats = self._beats.mentioning(terms, *region)
-        return rank_relevant(beats, terms, context_position, positive_int("limit", limit), locality)
+        return rank_relevant(beats, terms, context_position, max(len(beats), 1), locality)
 
     def support_strength(self, claim: str, region: tuple[int, int | None] = (0, None)) -> float:
         """How firmly the snapshots of ``region`` back ``claim``, in [0, 1]: the best beat's mean
@@ -208,8 +213,9 @@ class HSCAEngine:
         if assembler.model_class is not SnapshotPassage:
             raise ValidationError(f"assemble() needs a ContextAssembler of SnapshotPassage, "
                                   f"not of {assembler.model_class.__name__}")
-        ranked = self.relevant(query, context_position, assembler.max_items, region=region)
-        return assemble_region(assembler, ranked, self.agent_id, self.session_id)
+        ranked = self._ranked(query, context_position, region, DEFAULT_LOCALITY)
+        return assemble_region(assembler, ranked, self.agent_id, self.session_id,
+                               Explaining(context_position, DEFAULT_LOCALITY, region))
 
     def _score(self, text: Any) -> ScoredTurn:
         return score_turn(text, self.cooccurrence_window, list(self._recent), self.nuance_model,

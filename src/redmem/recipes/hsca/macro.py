@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .interface import ContextSnapshot
@@ -21,7 +21,7 @@ from .interface import ContextSnapshot
 if TYPE_CHECKING:
     from .beats import Beat
 
-__all__ = ["DomainStep", "RelevantBeat", "dominant_domain", "domain_steps", "domain_evolution", "relevance", "rank_relevant", "DEFAULT_LOCALITY"]
+__all__ = ["DomainStep", "RelevantBeat", "dominant_domain", "domain_steps", "domain_evolution", "relevance", "damping", "rank_relevant", "DEFAULT_LOCALITY"]
 
 #: Beats of distance over which the position prior falls by a factor e.
 DEFAULT_LOCALITY = 3.0
@@ -39,10 +39,13 @@ class DomainStep:
 
 @dataclass(frozen=True)
 class RelevantBeat:
-    """A snapshot found relevant to a query, with its relevance in [0, 1]."""
+    """A snapshot found relevant to a query, with its relevance in [0, 1], the weight of each
+    query term in it and the distance damping applied (what an explanation shows)."""
 
     snapshot: ContextSnapshot
     relevance: float
+    terms: dict[str, float] = field(default_factory=dict, compare=False)
+    damping: float = 1.0
 
 
 def dominant_domain(summary: dict[str, float]) -> str:
@@ -73,9 +76,14 @@ def relevance(beat: Beat, terms: Sequence[str], context_position: int | None = N
     if not distinct:
         return 0.0
     score = sum(beat.term_weights.get(t, 0.0) for t in distinct) / len(distinct)
-    if context_position is not None:
-        score *= math.exp(-abs(beat.snapshot.conversation_position - context_position) / locality)
-    return score
+    return score * damping(beat, context_position, locality)
+
+
+def damping(beat: Beat, context_position: int | None, locality: float = DEFAULT_LOCALITY) -> float:
+    """``exp(-|position - context_position| / locality)``; 1 without a ``context_position``."""
+    if context_position is None:
+        return 1.0
+    return math.exp(-abs(beat.snapshot.conversation_position - context_position) / locality)
 
 
 def rank_relevant(beats: Sequence[Beat], terms: Sequence[str], context_position: int | None = None,
@@ -83,4 +91,6 @@ def rank_relevant(beats: Sequence[Beat], terms: Sequence[str], context_position:
     """The ``limit`` most relevant beats with a positive relevance, best first (ties: earlier first)."""
     scored = [(relevance(b, terms, context_position, locality), b) for b in beats]
     ranked = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1].snapshot.conversation_position))
-    return [RelevantBeat(b.snapshot, score) for score, b in ranked[:limit]]
+    distinct = sorted(set(terms))
+    return [RelevantBeat(b.snapshot, score, {t: b.term_weights.get(t, 0.0) for t in distinct},
+                         damping(b, context_position, locality)) for score, b in ranked[:limit]]

@@ -19,6 +19,7 @@ heaviest first, so the passage stays searchable. Two pull paths:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...fields.bm25 import BM25Field
@@ -30,12 +31,13 @@ from ...model.indexed import KeyField, SortedField
 from ...model.loading import load_records
 from ..context_assembler import AssemblyResult, ContextAssembler
 from .beats import Beat
+from .explain import RegionTrail
 from .macro import RelevantBeat, dominant_domain
 
 if TYPE_CHECKING:
     from ...model.query import Query
 
-__all__ = ["SnapshotPassage", "passage_content", "passage_of", "assemble_region", "PASSAGE_TERMS", "PASSAGE_FIELDS"]
+__all__ = ["SnapshotPassage", "passage_content", "passage_of", "assemble_region", "PASSAGE_TERMS", "PASSAGE_FIELDS", "Explaining"]
 
 #: Terms kept, heaviest first, as the content of a snapshot whose text was dropped.
 PASSAGE_TERMS = 64
@@ -80,9 +82,11 @@ def session_passages(agent_id: str, session_id: str) -> Query:
 
 
 def assemble_region(assembler: ContextAssembler, ranked: Sequence[RelevantBeat], agent_id: str,
-                    session_id: str) -> AssemblyResult:
+                    session_id: str, explained: Explaining | None = None) -> AssemblyResult:
     """Pack and render the passages of ``ranked`` (best first) with ``assembler``'s format and budget
-    (its first ``max_items``, skip-not-break, its ``oversize``); one round trip to read them."""
+    (its first ``max_items``, skip-not-break, its ``oversize``); one round trip to read them.
+    ``explained``: the context position, locality and region the ranking used (the result then
+    explains itself, :mod:`.explain`)."""
     meta = SnapshotPassage._meta
     space = meta.keyspace((agent_id, session_id))
     keys = [DbKey(space, meta.record_id({"snapshot_id": r.snapshot.snapshot_id})) for r in ranked[: assembler.max_items]]
@@ -97,4 +101,16 @@ def assemble_region(assembler: ContextAssembler, ranked: Sequence[RelevantBeat],
         "relevance": [relevance[r.snapshot_id] for r in chosen],
     }
     hits = tuple(Hit(r, relevance[r.snapshot_id], {"hsca_relevance": relevance[r.snapshot_id]}) for r in chosen)
-    return AssemblyResult(chosen, [], fitted.text, metadata, hits)
+    trail = None if explained is None else RegionTrail(
+        ranked, [r.snapshot_id for r in records], fitted, assembler.max_items, assembler.budget.max_tokens,
+        explained.context_position, explained.locality, explained.region, space)
+    return AssemblyResult(chosen, [], fitted.text, metadata, hits, trail)
+
+
+@dataclass(frozen=True)
+class Explaining:
+    """How a region's snapshots were ranked: the context position, the locality, the region."""
+
+    context_position: int | None
+    locality: float
+    region: tuple[int, int | None]
