@@ -45,3 +45,53 @@ def test_ask_why_prints_the_explanation(redis_url, db):
     assert out.returncode == 0, out.stderr
     assert "why:" in out.stdout and "fusion" in out.stdout and "left out" in out.stdout
     assert "duplicate" in out.stdout
+
+
+def rendered(explanation) -> str:
+    from rich.console import Console
+
+    from redmem.cli_commands.why import why_tables
+
+    console = Console(width=240, record=True)
+    console.print(why_tables(explanation))
+    return console.export_text()
+
+
+def test_every_recipe_renders_in_the_shared_form(db):
+    """``--why``'s tables take any recipe's explanation: the frames' composite terms, HCE's costs and
+    utilities per token, HSCA's query terms and layer scores."""
+    import redmem
+    from frames_support import Clock, WordEmbeddings
+    from redmem.recipes.frames import FrameMemory
+    from redmem.recipes.hce import HCEPipeline
+    from redmem.recipes.hsca import HSCAEngine
+
+    before = redmem.store.settings().embedding_provider
+    redmem.configure(embedding_provider=WordEmbeddings())
+    try:
+        mem = FrameMemory(agent_id="why-frames", clock=Clock(), wiring=None)
+        for i in range(4):
+            mem.learn(f"helm canary note {i}", tags=["ops"])
+        frames = rendered(mem.frame("attention", "helm canary", top_k=2).explain())
+    finally:
+        redmem.configure(embedding_provider=before)
+    assert "why: frames, frame:attention mode" in frames and "reinforcement" in frames and "max_items" in frames
+    pipe = HCEPipeline(session_id="why-hce", context_budget=40)
+    pipe.update_many([(f"Ana drinks lapsang souchong {i}", "noted") for i in range(6)])
+    hce = rendered(pipe.retrieve_candidates("which tea does Ana drink?").explain())
+    assert "why: hce" in hce and "per token" in hce and "budget" in hce
+    engine = HSCAEngine(agent_id="why-hsca", session_id="chat")
+    for turn in ["Redis stores data in memory. Memory access makes Redis fast.",
+                 "So how does Redis persist data to disk? Does the memory data survive a restart?"]:
+        engine.ingest_turn(turn)
+    if engine.buffer:
+        engine.take_snapshot()
+    hsca = rendered(engine.assemble("redis memory").explain())
+    assert "why: hsca" in hsca and "term:" in hsca and "layer1" in hsca
+
+
+def test_recall_names_the_recipe(db):
+    with configured_embeddings(HashingEmbeddings(384)):
+        remember("ana-recipe")
+        explained = recall_context("ana-recipe", "Which tea does Ana drink?", 2000, 10, "structured", explain=True)
+    assert explained.explanation is not None and explained.explanation["recipe"] == "assembler"

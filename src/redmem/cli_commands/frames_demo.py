@@ -9,10 +9,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 from rich.rule import Rule
-from rich.table import Table
 
 from ..recipes.frames import Block, FrameMemory, FrameResult, ScoredBlock
 from ..recipes.frames.retrieval import block_keys
+from .why import why_tables
 
 __all__ = ["run_frames", "BLOCKS", "QUESTION"]
 
@@ -51,18 +51,15 @@ def run_frames(console: Console, agent: str, verbose: bool = False) -> None:
 
 
 def _show(console: Console, result: FrameResult, call: str, verbose: bool) -> None:
-    """One line: how each block got in, the tokens, the edges reinforced; verbose: the text and scores."""
+    """One line: how each block got in, the tokens, the edges reinforced; verbose: the text and
+    its explanation (the composite's terms per block, what was left out: ``redmem ask --why``'s tables)."""
     hows = ", ".join(_how(b) for b in result.blocks)
     console.print(f"[bold]{escape(call)}[/bold]: {len(result.blocks)} blocks ({hows}), {result.token_count} tokens, "
                   f"{result.edges_reinforced} edges +0.10", highlight=False)
     if not verbose:
         return
     console.print(escape(result.text))
-    table = Table("score", "sim", "conf", "rec", "cent", "reinf", "how", "block")
-    for b in result.blocks:
-        table.add_row(*(f"{x:.2f}" for x in (b.score, b.similarity, b.confidence, b.recency, b.centrality,
-                                              b.reinforcement)), _how(b), escape(b.content[:50]))
-    console.print(table)
+    console.print(why_tables(result.explain()))
 
 
 def _how(block: ScoredBlock) -> str:
