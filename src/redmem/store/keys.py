@@ -131,6 +131,9 @@ class KeyKind(StrEnum):
     ARCHIVE = "arc"
     #: string: how far a migration got in a partition, the last record id rewritten (``mg:<migration id>``)
     MIGRATION = "mg"
+    #: sorted set and string: a DecayingSortedField's exact order at one time, built for the
+    #: inspector's decay sort (``ds:<field>``, and ``ds:<field>:at``, the time), with a TTL
+    DECAY_SNAPSHOT = "ds"
 
 
 def _needs_escape(char: str) -> bool:

@@ -1,8 +1,8 @@
 """What the inspector reads: tenants with counts and sizes, a page of one agent's memories, one memory.
 
 Every page reads a bounded amount whatever the partition holds: a page of ids comes from one
-sorted set range (confidence, last-updated time, record ids), an exact top-n selection (decay) or
-a BM25 search cut at ``offset + limit``, then the page's records and scores in one pipeline.
+sorted set range (confidence, last-updated time, record ids, the exact decay order of a large
+partition), an exact top-n selection (decay) or a BM25 search cut at ``offset + limit``, then the page's records and scores in one pipeline.
 """
 
 from __future__ import annotations
@@ -30,14 +30,16 @@ from ..observation.proposals import RecallProposal
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError
 from ..store.keys import KeySpace
+from .decay_order import exact_decay_page
 
 __all__ = ["SORTS", "PageRequest", "tenants", "memory_page", "memory_detail", "parse_filter", "space_of", "versions_of"]
 
 #: How a page of memories can be ordered.
 SORTS = ("relevance", "decay", "confidence", "newest", "oldest", "id")
-#: Largest partition whose decay order is the exact ranking (the threshold selection reads most of
-#: a partition whose scores lie close together, as old memories' do on the flat power curve, and
-#: holds the server meanwhile); above it "decay" pages by the decay clock, the last-updated time.
+#: Largest partition whose decay page is the threshold selection's top ``offset + limit`` (it reads
+#: most of a partition whose scores lie close together, as old memories' do on the flat power
+#: curve); above it the page is read from the partition's exact order at one time
+#: (:mod:`.decay_order`, rebuilt each minute).
 EXACT_DECAY_LIMIT = 2_000
 #: Records sampled per tenant to estimate its size in bytes.
 SIZE_SAMPLE = 8
@@ -154,17 +156,19 @@ def memory_page(request: PageRequest, now: float | None = None) -> dict[str, Any
 
 
 def _ordered_ids(space: KeySpace, sort: str, offset: int, limit: int, now: float) -> tuple[list[str], int, str]:
-    """A page of ids by decay (exact top ``offset + limit`` up to :data:`EXACT_DECAY_LIMIT` memories, then
-    the decay clock), confidence or last-updated time, the total, and the order used."""
+    """A page of ids by decay (exact top ``offset + limit`` up to :data:`EXACT_DECAY_LIMIT` memories,
+    then the exact order at one time, :mod:`.decay_order`), confidence or last-updated time, the
+    total, and the order used."""
     client = ChatMemory._meta.client
     decay = _decay()
     if sort == "decay":
         with server_errors(client):
             total = client.zcard(space.key(ALL_RECORDS))
-        if total <= EXACT_DECAY_LIMIT:
+        if total <= EXACT_DECAY_LIMIT or decay.half_life is not None:
             ranked = decay.ranked(space, now, offset + limit)
             return [record_id for record_id, _ in ranked[offset:]], total, sort
-        sort = "decay clock"
+        ids, total, built = exact_decay_page(decay, space, offset, limit, now)
+        return ids, total, f"decay (exact at {_when(built)})"
     key = (_confidence().index_key(space) if sort == "confidence"
            else decay.keys_in(space).updated)
     with server_errors(client), client.pipeline(transaction=False) as pipe:
