@@ -19,6 +19,7 @@ import pytest
 import redis
 
 import redmem
+from conftest import configured_embeddings
 from redmem import (
     AutoKeyField,
     BM25Field,
@@ -34,7 +35,10 @@ from redmem import (
     TemporalPeriod,
     WriteOutcomeUnknown,
 )
+from redmem.cli_commands.memory import ChatMemory
+from redmem.embeddings import HashingEmbeddings
 from redmem.fields import Entity
+from redmem.fields.decay_snapshot import exact_decay_page
 from redmem.observation import (
     AccessTrackerMixin,
     EventStreamMixin,
@@ -44,6 +48,7 @@ from redmem.observation import (
 )
 from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
+from redmem.store.keys import KeyKind
 from redmem.store.scripts import WRITE_SCRIPTS
 
 STALL_SECONDS = 0.5
@@ -233,6 +238,15 @@ def test_cyclic_and_decay_touches_once(client):  # cyclic_adjust, decay_stamp, d
     assert list(FaultsHabit.rhythm.amplitudes_of(habit).values()) == [pytest.approx(0.75)]  # 0.5 * 1.5 once
     assert stalled(lambda: FaultsHabit.rhythm.touch(habit, now=100.0)) is True
     assert stalled(lambda: FaultsHabit.relevance.touch(habit, now=100.0)) is True
+
+
+def test_exact_decay_order_once(client):  # decay_snapshot
+    with configured_embeddings(HashingEmbeddings(16)):
+        ChatMemory.save_many([ChatMemory(agent_id="snap", content=f"m{i}", importance=1.0 + i) for i in range(4)])
+    field, space = ChatMemory._meta.fields["relevance"], ChatMemory.query.filter(agent_id="snap").partition()
+    calm = exact_decay_page(field, space, 0, 4, 1e9)
+    assert stalled(lambda: exact_decay_page(field, space, 0, 4, 2e9))[:2] == calm[:2]
+    assert client.zcard(space.key(KeyKind.DECAY_SNAPSHOT, "relevance")) == 4
 
 
 def test_prediction_record_and_resolve_once(client):  # prediction_record, prediction_resolve

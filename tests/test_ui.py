@@ -93,6 +93,12 @@ def test_one_memory_and_a_missing_one(client):
     assert one["fields"]["content"] == LINES[0] and one["scores"]["confidence"] == pytest.approx(0.5)
     assert {"count", "log", "staged"} <= set(one["access"]) and "evidence_count" in one["outcomes"]
     assert one["history"] is None  # versions are shown for a lifecycle model only
+    timeline = one["timeline"]
+    decays = [p["decay"] for p in timeline["points"]]
+    assert decays == sorted(decays, reverse=True) and len(decays) >= 5  # the curve falls from the last touch
+    assert any(p["past"] for p in timeline["points"]) and not timeline["points"][-1]["past"]  # and runs ahead
+    now = next(p for p in timeline["points"] if p["days"] == timeline["now_days"])
+    assert now["decay"] == pytest.approx(one["scores"]["decay"], rel=1e-3)
     missing = client.get("/api/agents/ana/memories/nope-nope", headers=HEADERS)
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "RecordNotFound"
 

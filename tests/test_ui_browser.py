@@ -140,6 +140,9 @@ def test_the_inspector_in_a_browser(served, browser):
     title = until(browser, lambda d: heading_of(d).startswith("Memory ") and heading_of(d))
     assert opened in until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "dl.fields").text)
     memory_id = title.split()[-1]
+    chart = browser.find_element(By.CSS_SELECTOR, "svg#timeline")
+    assert chart.is_displayed() and "decay score from the last touch" in chart.get_attribute("aria-label")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg#timeline polyline")) == 2
     shot(browser, "memory")
 
     browser.find_element(By.ID, "forget").click()

@@ -29,7 +29,7 @@ for i, id in ipairs(ids) do
   pairs_[#pairs_ + 1] = s
   pairs_[#pairs_ + 1] = id
 end
-for i = 1, #pairs_, 7998 do
-  redis.call("ZADD", KEYS[4], unpack(pairs_, i, math.min(i + 7997, #pairs_)))
+for i = 1, #pairs_, 2000 do  -- unpack() is bounded by Lua's C stack (8000 values)
+  redis.call("ZADD", KEYS[4], unpack(pairs_, i, math.min(i + 1999, #pairs_)))
 end
 return #ids

@@ -21,6 +21,7 @@ from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField
 from ..fields.cyclic import CyclicDecayField
 from ..fields.decay import DecayingSortedField
+from ..fields.decay_snapshot import exact_decay_page
 from ..lifecycle import LifecycleMixin, history
 from ..model.dbkey import DbKey
 from ..model.filters import compile_where
@@ -30,7 +31,7 @@ from ..observation.proposals import RecallProposal
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError
 from ..store.keys import KeySpace
-from .decay_order import exact_decay_page
+from .timeline import decay_timeline
 
 __all__ = ["SORTS", "PageRequest", "tenants", "memory_page", "memory_detail", "parse_filter", "space_of", "versions_of"]
 
@@ -39,7 +40,7 @@ SORTS = ("relevance", "decay", "confidence", "newest", "oldest", "id")
 #: Largest partition whose decay page is the threshold selection's top ``offset + limit`` (it reads
 #: most of a partition whose scores lie close together, as old memories' do on the flat power
 #: curve); above it the page is read from the partition's exact order at one time
-#: (:mod:`.decay_order`, rebuilt each minute).
+#: (:mod:`~redmem.fields.decay_snapshot`, rebuilt every five minutes).
 EXACT_DECAY_LIMIT = 2_000
 #: Records sampled per tenant to estimate its size in bytes.
 SIZE_SAMPLE = 8
@@ -157,7 +158,7 @@ def memory_page(request: PageRequest, now: float | None = None) -> dict[str, Any
 
 def _ordered_ids(space: KeySpace, sort: str, offset: int, limit: int, now: float) -> tuple[list[str], int, str]:
     """A page of ids by decay (exact top ``offset + limit`` up to :data:`EXACT_DECAY_LIMIT` memories,
-    then the exact order at one time, :mod:`.decay_order`), confidence or last-updated time, the
+    then the exact order at one time, :mod:`~redmem.fields.decay_snapshot`), confidence or last-updated time, the
     total, and the order used."""
     client = ChatMemory._meta.client
     decay = _decay()
@@ -211,8 +212,9 @@ def _when(seconds: float | None) -> str | None:
 
 
 def memory_detail(agent: str, memory_id: str) -> dict[str, Any]:
-    """Everything stored about one memory: fields, scores, edges, access and outcome history, and its
-    versions (``history``) when the model has the fact lifecycle."""
+    """Everything stored about one memory: fields, scores now and the decay curve over time
+    (``timeline``), edges, access and outcome history, and its versions (``history``) when the
+    model has the fact lifecycle."""
     record = find_record(ChatMemory, memory_id, agent)
     fields = ChatMemory._meta.fields
     graph, rhythm = cast(CoOccurrenceField, fields["associations"]), cast(CyclicDecayField, fields["rhythm"])
@@ -221,7 +223,9 @@ def memory_detail(agent: str, memory_id: str) -> dict[str, Any]:
     neighbours = {r._saved_key: r for r in load_records(ChatMemory, [n for n, _ in linked if isinstance(n, DbKey)],
                                                         track=False)}
     proposal = RecallProposal.for_record(record)
+    accessed = record.access_log
     return {
+        "timeline": _timeline(record, evidence["confidence"], accessed),
         "key": record._saved_key.redis_key,
         "fields": {name: value for name, value in record.to_dict().items()},
         "scores": {"decay": _decay().score_of(record), "cyclic": rhythm.score_of(record),
@@ -230,12 +234,26 @@ def memory_detail(agent: str, memory_id: str) -> dict[str, Any]:
         "edges": [{"weight": weight, "memory_id": getattr(node, "record_id", str(node)),
                    "content": getattr(neighbours.get(node), "content", None)} for node, weight in linked],
         "access": {"count": record.access_count, "last": _when(record.last_accessed),
-                   "log": [_when(t) for t in record.access_log[:20]],
+                   "log": [_when(t) for t in accessed[:20]],
                    "staged": [_when(t) for t in record.staged_accesses]},
         "proposal": None if proposal is None else {"status": proposal.status, "surfaced": _when(proposal.surfaced_at),
                                                    "reason": proposal.reason},
         "history": versions_of(record),
     }
+
+
+def _timeline(record: Any, confidence: float | None, accessed: list[float]) -> dict[str, Any] | None:
+    """The decay curve since the last touch (:func:`~.timeline.decay_timeline`); None before any."""
+    decay = _decay()
+    keys, record_id = decay.keys_in(record._saved_key.keyspace), record._saved_key.record_id
+    client = ChatMemory._meta.client
+    with server_errors(client), client.pipeline(transaction=False) as pipe:
+        pipe.zscore(keys.updated, record_id)
+        pipe.zscore(keys.base, record_id)
+        touched, base = pipe.execute()
+    if touched is None:
+        return None
+    return decay_timeline(decay, 1.0 if base is None else base, touched, confidence, time.time(), accessed)
 
 
 def versions_of(record: Any) -> list[dict[str, Any]] | None:

@@ -158,6 +158,50 @@
     return el("dl", { class: "fields" }, entries.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "–" : String(v))]));
   }
 
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
+    for (const child of children.flat()) if (child) node.append(child instanceof Node ? child : String(child));
+    return node;
+  }
+
+  // The decay score since the last touch (solid), projected ahead (dashed), now and the accesses marked.
+  function timelineChart(t) {
+    const W = 640, H = 180, L = 44, R = 12, T = 10, B = 28;
+    const span = t.points[t.points.length - 1].days || 1;
+    const top = Math.max(...t.points.map((p) => p.decay), 1e-9);
+    const x = (d) => L + (W - L - R) * Math.min(Math.max(d, 0), span) / span;
+    const y = (v) => T + (H - T - B) * (1 - v / top);
+    const line = (pts, dashed) => svg("polyline", { points: pts.map((p) => `${x(p.days).toFixed(1)},${y(p.decay).toFixed(1)}`).join(" "),
+      fill: "none", stroke: "#0b57d0", "stroke-width": 2, "stroke-dasharray": dashed ? "5 4" : "none" });
+    const past = t.points.filter((p) => p.past), ahead = t.points.filter((p) => p.days >= t.now_days);
+    return svg("svg", { id: "timeline", viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img",
+      "aria-label": `decay score from the last touch (${t.touched}) to ${fmt(span - t.now_days, 0)} days ahead` },
+      svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#5b6275" }),
+      svg("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#5b6275" }),
+      svg("text", { x: 4, y: T + 10, "font-size": 11 }, fmt(top, 2)),
+      svg("text", { x: 4, y: H - B, "font-size": 11 }, "0"),
+      svg("text", { x: L, y: H - 8, "font-size": 11 }, "last touch"),
+      svg("text", { x: W - R, y: H - 8, "font-size": 11, "text-anchor": "end" }, `+${fmt(span, 0)} days`),
+      line(past, false), line(ahead, true),
+      svg("line", { x1: x(t.now_days), y1: T, x2: x(t.now_days), y2: H - B, stroke: "#b3261e", "stroke-dasharray": "2 3" }),
+      svg("text", { x: x(t.now_days) + 3, y: T + 10, "font-size": 11, fill: "#b3261e" }, "now"),
+      t.accesses.filter((a) => a.days >= 0).map((a) => svg("circle", { cx: x(a.days), cy: H - B, r: 3, fill: "#2e7d32" },
+        svg("title", {}, `access ${a.at}`))));
+  }
+
+  function timelineSection(t) {
+    if (!t) return [el("h3", {}, "Scores over time"), el("p", { class: "muted" }, "never touched: no decay curve")];
+    const rows = t.points.map((p) => el("tr", { class: p.past ? "" : "muted" }, el("td", { class: "num" }, fmt(p.days, 2)),
+      el("td", {}, p.at), el("td", { class: "num" }, fmt(p.decay, 4))));
+    return [el("h3", {}, "Scores over time"),
+      el("p", { class: "muted" }, `Decay since the last touch (${t.touched}), with the confidence now; dashed: where it is heading. `,
+        `Green: confirmed accesses (${t.accesses.length}).`),
+      timelineChart(t),
+      el("details", {}, el("summary", {}, "values"), el("table", { id: "timeline-values" },
+        el("thead", {}, el("tr", {}, el("th", {}, "days after touch"), el("th", {}, "at"), el("th", {}, "decay"))), el("tbody", {}, rows)))];
+  }
+
   async function memoryPage(agent, id, mine) {
     navFor(agent, "memory");
     const m = await api(`/agents/${enc(agent)}/memories/${enc(id)}`);
@@ -190,6 +234,7 @@
       el("p", { class: "mono muted" }, m.key),
       el("h3", {}, "Fields"), fieldList(Object.entries(m.fields)),
       el("h3", {}, "Scores now"), fieldList(Object.entries(m.scores).map(([k, v]) => [k, fmt(v, 4)])),
+      timelineSection(m.timeline),
       el("h3", {}, "Outcome history"), fieldList(Object.entries(m.outcomes)),
       m.history ? el("h3", {}, "Versions (oldest first)") : null,
       m.history ? el("table", { id: "versions" }, el("thead", {}, el("tr", {}, el("th", {}, "valid from"), el("th", {}, "valid to"), el("th", {}, "memory"))),

@@ -1,4 +1,4 @@
-"""The inspector's exact decay order of a large partition (redmem.ui.decay_order): the scores Redis
+"""The exact decay order at one time (redmem.fields.decay_snapshot), as the inspector pages it: the scores Redis
 computes are the field's own, the order is the exact ranking at its time (including where it
 differs from the decay clock's), it is built in slices and reused, never by loading the memories."""
 
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from conftest import configured_embeddings
 from redmem.cli_commands.memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
+from redmem.fields import decay_snapshot
 from redmem.fields.confidence import ConfidenceField
-from redmem.ui import decay_order
-from redmem.ui.decay_order import exact_decay_page
+from redmem.fields.decay_snapshot import exact_decay_page
 from redmem.ui.inventory import PageRequest, memory_page, space_of
 
 DAY = 86400.0
@@ -56,7 +56,7 @@ def test_the_order_is_exact_where_the_decay_clock_is_not(db, monkeypatch):
 
 
 def test_built_in_slices_reused_and_rebuilt_when_the_partition_changes(db, sent, monkeypatch):
-    monkeypatch.setattr(decay_order, "SLICE", 3)
+    monkeypatch.setattr(decay_snapshot, "SLICE", 3)
     now = time.time()
     plant("dx-slices", [(1.0 + i % 4, i * 0.7, None) for i in range(10)], now)
     decay = ChatMemory._meta.fields["relevance"]
@@ -79,8 +79,8 @@ def test_an_order_expires(db):
     plant("dx-ttl", [(1.0, 1.0, None), (2.0, 3.0, None)], now)
     decay = ChatMemory._meta.fields["relevance"]
     exact_decay_page(decay, space_of("dx-ttl"), 0, 2, now)
-    _, _, built = exact_decay_page(decay, space_of("dx-ttl"), 0, 2, now + decay_order.SNAPSHOT_TTL + 1)
-    assert built == now + decay_order.SNAPSHOT_TTL + 1
+    _, _, built = exact_decay_page(decay, space_of("dx-ttl"), 0, 2, now + decay_snapshot.SNAPSHOT_TTL + 1)
+    assert built == now + decay_snapshot.SNAPSHOT_TTL + 1
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

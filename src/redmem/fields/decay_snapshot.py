@@ -1,29 +1,30 @@
-"""The exact decay order of a large partition, paged from Redis without loading the memories.
+"""A DecayingSortedField's exact order at one time, paged from Redis without loading the records.
 
-The power curve has no static order: which of two memories decays below the other depends on
-the time. Below :data:`~.inventory.EXACT_DECAY_LIMIT` memories the threshold selection of
-:meth:`DecayingSortedField.ranked` finds a page's top ``offset + limit`` directly. Above it the
-inspector scores every memory at one time ``now``, in Redis (``decay_snapshot.lua``, slices of
-:data:`SLICE` records, so no call holds the server long), into a sorted set of the partition
-(:attr:`KeyKind.DECAY_SNAPSHOT`), then pages it with ``ZREVRANGE``. The order is exact at the
-time it was built; it is reused for :data:`SNAPSHOT_TTL` seconds while the partition holds the
-same number of memories, and the page says the time it is exact at.
+The power curve has no static order: which of two records decays below the other depends on
+the time. :meth:`DecayingSortedField.ranked` finds a top ``n`` by the threshold algorithm, which
+reads most of a large partition whose scores lie close together (deep pages of old memories).
+:func:`exact_decay_page` instead scores every record at one time ``now``, in Redis
+(``decay_snapshot.lua``, slices of :data:`SLICE` records, so no call holds the server long), into
+a sorted set of the partition (:attr:`KeyKind.DECAY_SNAPSHOT`), then pages it with ``ZREVRANGE``.
+The order is exact at the time it was built; it is reused for :data:`SNAPSHOT_TTL` seconds while
+the partition holds the same number of records (the caller shows the time it is exact at). The
+power curve only: an exponential curve's order is a static range already (``ranked``).
 """
 
 from __future__ import annotations
 
 import uuid
 
-from ..fields.decay import MODULATION_STRENGTH, DecayingSortedField
 from ..model.persistence import ALL_RECORDS
 from ..store.connection import server_errors
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import run_script
+from .decay import MODULATION_STRENGTH, DecayingSortedField
 
 __all__ = ["exact_decay_page", "SNAPSHOT_TTL", "SLICE"]
 
 #: Seconds an exact order is reused before it is built again.
-SNAPSHOT_TTL = 60
+SNAPSHOT_TTL = 300
 #: Records scored per script call while an order is built.
 SLICE = 5_000
 
@@ -69,6 +70,7 @@ def _build(field: DecayingSortedField, space: KeySpace, now: float) -> float:
                         int(source is not None), repr(center), repr(2 * MODULATION_STRENGTH)], client)
         with client.pipeline(transaction=False) as pipe:
             if size:
+                pipe.unlink(order)  # the old order is freed in the background, not by the RENAME
                 pipe.rename(building, order)
                 pipe.expire(order, SNAPSHOT_TTL)
             else:
