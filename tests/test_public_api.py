@@ -83,7 +83,7 @@ PINNED = {
         "spreading_activation",
     ],
     "redmem.context": [
-        "Budget", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",
+        "Budget", "ContextResult", "Explanation", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",
         "estimate_tokens", "exact_counter", "fuse", "pack", "query_adaptive_weights",
         "reciprocal_rank_fusion", "record_view", "render_slice", "resolve_counter",
     ],

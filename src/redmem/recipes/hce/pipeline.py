@@ -126,6 +126,9 @@ class RetrievedContext(ContextResult):
         records = load_records(HCEInteraction, [DbKey(space, rid) for rid in ids], track=False)
         return ObservationProtocol.on_context_used(records, outcome, now=now)
 
+    # The asyncio API (docs/asyncio.md).
+    areport = async_variant(report)
+
 
 def _query_text(name: str, value: Any) -> str:
     if not isinstance(value, str):
