@@ -143,7 +143,11 @@ def test_the_inspector_in_a_browser(served, browser):
     chart = browser.find_element(By.CSS_SELECTOR, "svg#timeline")
     assert chart.is_displayed() and "decay score from the last touch" in chart.get_attribute("aria-label")
     assert len(browser.find_elements(By.CSS_SELECTOR, "svg#timeline polyline")) == 2
+    assert "null" not in browser.find_element(By.CSS_SELECTOR, "main").text.split()
     shot(browser, "memory")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+    shot(browser, "memory-timeline")
+    browser.execute_script("window.scrollTo(0, 0)")
 
     browser.find_element(By.ID, "forget").click()
     wait(browser, "#confirm")

@@ -155,7 +155,7 @@
   }
 
   function fieldList(entries) {
-    return el("dl", { class: "fields" }, entries.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "–" : String(v))]));
+    return el("dl", { class: "fields" }, entries.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "–" : (typeof v === "object" ? JSON.stringify(v) : String(v)))]));
   }
 
   function svg(tag, attrs, ...children) {
@@ -230,11 +230,11 @@
           const done = await act(agent, name, { memory_ids: [id] }, `${name} this memory?`);
           if (done) { notice(`${name}: done`); route(); }
         } } }, name)));
-    main.replaceChildren(el("h2", {}, "Memory ", el("span", { class: "mono" }, id)), actions,
+    main.replaceChildren(...[el("h2", {}, "Memory ", el("span", { class: "mono" }, id)), actions,
       el("p", { class: "mono muted" }, m.key),
       el("h3", {}, "Fields"), fieldList(Object.entries(m.fields)),
       el("h3", {}, "Scores now"), fieldList(Object.entries(m.scores).map(([k, v]) => [k, fmt(v, 4)])),
-      timelineSection(m.timeline),
+      ...timelineSection(m.timeline),
       el("h3", {}, "Outcome history"), fieldList(Object.entries(m.outcomes)),
       m.history ? el("h3", {}, "Versions (oldest first)") : null,
       m.history ? el("table", { id: "versions" }, el("thead", {}, el("tr", {}, el("th", {}, "valid from"), el("th", {}, "valid to"), el("th", {}, "memory"))),
@@ -247,7 +247,7 @@
       m.edges.length ? el("table", { id: "edges" }, el("thead", {}, el("tr", {}, el("th", {}, "weight"), el("th", {}, "memory"))),
         el("tbody", {}, m.edges.map((e) => el("tr", {}, el("td", { class: "num" }, fmt(e.weight)),
           el("td", {}, el("a", { href: `#/agent/${enc(agent)}/memory/${enc(e.memory_id)}` }, e.content || e.memory_id))))))
-        : el("p", { class: "muted" }, "no edges"));
+        : el("p", { class: "muted" }, "no edges")].filter((part) => part !== null));
   }
 
   function explainItem(item) {
