@@ -17,6 +17,7 @@ from redmem.embeddings import HashingEmbeddings
 from redmem.fields import decay_snapshot
 from redmem.fields.confidence import ConfidenceField
 from redmem.fields.decay_snapshot import exact_decay_page
+from redmem.store.keys import KeyKind
 from redmem.ui.inventory import PageRequest, memory_page, space_of
 
 DAY = 86400.0
@@ -79,6 +80,10 @@ def test_an_order_expires(db):
     plant("dx-ttl", [(1.0, 1.0, None), (2.0, 3.0, None)], now)
     decay = ChatMemory._meta.fields["relevance"]
     exact_decay_page(decay, space_of("dx-ttl"), 0, 2, now)
+    client = ChatMemory._meta.client
+    order = space_of("dx-ttl").key(KeyKind.DECAY_SNAPSHOT, "relevance")
+    assert 0 < client.ttl(order) <= decay_snapshot.SNAPSHOT_TTL and client.ttl(f"{order}:at") > 0
+    assert client.keys(f"{order}:*") == [f"{order}:at".encode()]  # no half-built order left behind
     _, _, built = exact_decay_page(decay, space_of("dx-ttl"), 0, 2, now + decay_snapshot.SNAPSHOT_TTL + 1)
     assert built == now + decay_snapshot.SNAPSHOT_TTL + 1
 

@@ -67,12 +67,11 @@ def _build(field: DecayingSortedField, space: KeySpace, now: float) -> float:
         for start in range(0, size, SLICE):
             run_script("decay_snapshot", script_keys,
                        [repr(now), repr(field.decay_rate), start, start + SLICE - 1, int(bool(field.base_score_field)),
-                        int(source is not None), repr(center), repr(2 * MODULATION_STRENGTH)], client)
+                        int(source is not None), repr(center), repr(2 * MODULATION_STRENGTH), SNAPSHOT_TTL], client)
         with client.pipeline(transaction=False) as pipe:
             if size:
                 pipe.unlink(order)  # the old order is freed in the background, not by the RENAME
-                pipe.rename(building, order)
-                pipe.expire(order, SNAPSHOT_TTL)
+                pipe.rename(building, order)  # with the TTL the slices set
             else:
                 pipe.delete(order)
             pipe.set(at, repr(now), ex=SNAPSHOT_TTL)

@@ -7,6 +7,7 @@
 -- ARGV[1] now   ARGV[2] rate   ARGV[3] start   ARGV[4] stop (ranks of KEYS[1], inclusive)
 -- ARGV[5] 1: read base scores (default 1)   ARGV[6] 1: modulate by confidence
 -- ARGV[7] center (the initial confidence, also a missing confidence's value)   ARGV[8] spread
+-- ARGV[9] seconds KEYS[4] lives (a build that stops halfway leaves nothing behind for long)
 -- returns how many records of the slice were scored
 local now, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
 local with_base, with_confidence = ARGV[5] == "1", ARGV[6] == "1"
@@ -32,4 +33,5 @@ end
 for i = 1, #pairs_, 2000 do  -- unpack() is bounded by Lua's C stack (8000 values)
   redis.call("ZADD", KEYS[4], unpack(pairs_, i, math.min(i + 1999, #pairs_)))
 end
+redis.call("EXPIRE", KEYS[4], ARGV[9])
 return #ids
