@@ -153,3 +153,14 @@ def test_every_candidate_is_explained_once_and_the_numbers_hold(words, texts, to
     assert len(set(shown) | set(out)) == len(shown) + len(out)
     assert {o.reason for o in explanation.left_out} <= set(LEFT_OUT_REASONS)
     assert sorted(out_id for out_id in out if out_id in {b.id for b in result.dropped}) == sorted(b.id for b in result.dropped)
+
+
+def test_a_queryless_frame_explains_with_the_weights_it_used(words):
+    mem = memory("fx-self")
+    mem.learn("I never deceive the user.", tags=["self/constitutional"])
+    mem.learn("I explain my reasoning first.", tags=["self/value"])
+    mem.learn("Background jobs use Celery.")
+    explanation = mem.frame("self").explain()
+    assert explanation.weights["similarity"] == 0.0 and explanation.items
+    assert all(i.arms[0].contribution == 0.0 for i in explanation.items)
+    reproduces_ranking(explanation)
