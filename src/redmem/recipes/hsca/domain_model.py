@@ -66,6 +66,8 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
         "A court rules on a contract dispute between two parties.",
         "Laws, rights, obligations and liability are decided by judges.",
         "A lawyer reads the agreement and the statute before going to trial.",
+        "A licence grants permission to copy, modify and distribute a work under stated terms and conditions.",
+        "Copyright notices, warranty disclaimers and the obligations of anyone who redistributes it.",
     ),
     DomainTag.MEDICAL: (
         "A doctor diagnoses a patient's illness and prescribes treatment.",
@@ -86,6 +88,8 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
         "Software systems, servers and databases must be configured and maintained.",
         "Engineers debug code, deploy releases and monitor the network.",
         "A technical system processes requests, stores data and fails under load.",
+        "A programming language defines how expressions are evaluated, functions called and objects created.",
+        "The documentation lists a module's functions, their arguments, return values and the exceptions raised.",
     ),
     DomainTag.PHILOSOPHICAL: (
         "Philosophy asks what is true, what is good and how we should live.",
