@@ -781,7 +781,8 @@ def snapshot_costs(turns: Sequence[str], snapshots: int, repeats: int) -> dict[s
 def markdown(payload: dict[str, Any]) -> str:
     lines = ["# HSCA evaluations", "", f"Load average at the start: {payload['load_average_start']}, "
              f"at the end: {payload['load_average_end']} (2 shared cores). Held-out halves; a verdict is PASS "
-             f"when the spec's target is met AND the engine beats the best trivial baseline by {MARGIN:.0%} points.",
+             f"when the spec's target is met AND the engine beats the best trivial baseline by {MARGIN:.0%} points. "
+             "Evals 1, 2 and 4 on the real-text cases (docs/recipes/hsca-eval-spec.md), eval 5 on the written ones.",
              "", "| eval | criterion | engine | target | best baseline | before issue 30's criterion (engine / best baseline) "
              "| verdict | tuning half |", "|---|---|---|---|---|---|---|---|"]
     for name, row in payload["evals"].items():
@@ -806,6 +807,18 @@ def markdown(payload: dict[str, Any]) -> str:
         if name != "eval3_self_improvement":
             lines.append(f"- {name}: " + ", ".join(f"{b} {f['score']:.2f}" for b, f in row["baselines"].items())
                          + f"; engine {row['held_out']['score']:.2f}")
+    lines += ["", "Held-out cases a trivial baseline passes (real-text cases; eval 5: written cases):", ""]
+    for name, row in payload["evals"].items():
+        passes = {b: ids for b, ids in row.get("baseline_passes", {}).items() if ids}
+        if name != "eval3_self_improvement":
+            lines.append(f"- {name}: " + ("; ".join(f"{b} {len(ids)} ({', '.join(ids)})" for b, ids in passes.items())
+                                          if passes else "none"))
+    lines += ["", "The written cases (this project's own writing, before the real-text cases), held-out:", "",
+              "| eval | engine | best baseline | verdict |", "|---|---|---|---|"]
+    for name, row in payload.get("evals_on_written_cases", {}).items():
+        best = row["baselines"][row["best_baseline"]]
+        lines.append(f"| {name} | {row['held_out']['rate']:.0%} | {row['best_baseline']}: {best['rate']:.0%} | "
+                     f"{row['verdict']} |")
     improvement, bridging = payload["evals"]["eval3_self_improvement"], payload["evals"]["eval5_bridging"]
     lines += ["", f"Eval 3: tuner ceiling of eval 1's rate over {improvement['tuner_ceiling']['settings']} "
               f"window/threshold settings: {improvement['tuner_ceiling']['best_rate']:.0%}.",
