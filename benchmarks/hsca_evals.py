@@ -4,10 +4,14 @@
     .venv/bin/python benchmarks/hsca_evals.py --quick    # small history and 300 snapshots
     .venv/bin/python benchmarks/hsca_evals.py --smoke    # 3 cases a split, tiny grids (the test suite's run)
 
-The cases are this project's own writing (``data/hsca/material.py``, composed by
-``data/hsca/build_cases.py`` into ``data/hsca/eval*.json``), frozen by content hash
-(:data:`FROZEN`): the script refuses to run when a case file differs, and records the hashes in
-its results. Each eval's cases are split in halves; anything calibrated or tuned sees only the
+Evals 1, 2 and 4 are judged on cases from real text (:mod:`hsca_real_cases`, generated from the
+written specification ``docs/recipes/hsca-eval-spec.md``: Python's reference docs, the licence
+texts of ``/usr/share/common-licenses``, LoCoMo dev, read at run time), frozen by the hashes of
+their pointer file and of the text it resolves to (:data:`FROZEN_REAL`). Eval 5 runs on this
+project's own writing (``data/hsca/material.py``, composed by ``data/hsca/build_cases.py`` into
+``data/hsca/eval*.json``), frozen by content hash (:data:`FROZEN`), and evals 1, 2 and 4 are
+also run on those written cases and reported beside. The script refuses to run when a case file
+or the resolved text differs, and records the hashes in its results. Each eval's cases are split in halves; anything calibrated or tuned sees only the
 ``tuning`` half, and the pass rates reported are those of the ``held_out`` half (the tuning
 half's are in the JSON too).
 
