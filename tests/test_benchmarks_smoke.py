@@ -372,7 +372,11 @@ def test_hsca_evals_smoke(tmp_path):
     finally:
         sys.path.remove(str(BENCH))
     assert payload["frozen_cases"] == hsca_evals.FROZEN and payload["smoke"]
+    assert payload["frozen_real_cases"] == hsca_evals.FROZEN_REAL
+    assert list(payload["evals_on_written_cases"]) == ["eval1_fidelity", "eval2_macro", "eval4_adversarial"]
     evals = payload["evals"]
+    assert evals["eval1_fidelity"]["cases"][0]["id"].startswith("real-")
+    assert set(evals["eval4_adversarial"]["baseline_passes"]) == {"constant", "word_count", "tfidf"}
     assert list(evals) == ["eval1_fidelity", "eval2_macro", "eval3_self_improvement", "eval4_adversarial",
                            "eval5_bridging"]
     for name, row in evals.items():
@@ -408,6 +412,25 @@ def test_hsca_evals_refuse_changed_cases(tmp_path, monkeypatch):
     (tmp_path / "eval1_fidelity.json").write_text((tmp_path / "eval1_fidelity.json").read_text().replace("fever", "fevers", 1))
     with pytest.raises(SystemExit, match="not the frozen"):
         hsca_evals.load_cases("eval1_fidelity.json")
+
+
+def test_hsca_real_cases_refuse_changed_pointers_and_shared_vocabulary(tmp_path, monkeypatch):
+    sys.path.insert(0, str(BENCH))
+    try:
+        import hsca_evals
+        import hsca_real_cases
+    finally:
+        sys.path.remove(str(BENCH))
+    cases = hsca_evals.load_real_cases("eval2_macro")
+    assert len(cases) == 30 and all(len(c["turns"]) == 10 for c in cases)
+    copy = tmp_path / "real_cases.json"
+    copy.write_text(hsca_real_cases.CASES.read_text().replace('"real-macro-00"', '"real-macro-0"', 1))
+    monkeypatch.setattr(hsca_real_cases, "CASES", copy)
+    with pytest.raises(SystemExit, match="pointers changed"):
+        hsca_evals.load_real_cases("eval2_macro")
+    monkeypatch.setattr(hsca_real_cases, "CLAUSES", ("the doctor said {k}",))
+    with pytest.raises(SystemExit, match="keyword lists"):
+        hsca_real_cases.check_vocabulary_apart()
 
 
 @pytest.mark.bench

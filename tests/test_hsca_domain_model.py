@@ -8,6 +8,7 @@ import pytest
 
 from redmem.embeddings import MiniLMEmbeddings
 from redmem.recipes.hsca import EmbeddingDomains, HSCAEngine
+from redmem.recipes.hsca.domain_model import default_domain_model, resolve_domain_model
 from redmem.recipes.hsca.text import parse_turn
 from redmem.recipes.hsca.window import build_snapshot
 from redmem.store.errors import ValidationError
@@ -69,3 +70,28 @@ def test_own_prototypes_replace_the_written_ones():
         EmbeddingDomains(Broken(), prototypes={"medical": []})
     with pytest.raises(ValidationError):
         EmbeddingDomains(Broken(), prototypes={"gardening": ["Roses need sun."]})
+
+
+def test_the_engine_tags_by_meaning_by_default_when_the_offline_model_is_installed():
+    assert isinstance(HSCAEngine().domain_model, EmbeddingDomains) and HSCAEngine().domain_model is default_domain_model()
+    assert HSCAEngine(domain_model=None).domain_model is None and resolve_domain_model(None) is None
+    with pytest.raises(ValidationError):
+        HSCAEngine(domain_model="keywords")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("text", "topic"), [
+    ("We took the puppy to the vet and then for a long walk by the river.", "pets"),
+    ("I baked bread this morning and we had it with soup for lunch.", "food"),
+    ("Grandma is coming to stay with the kids while my husband is away.", "family"),
+    ("I finally finished my painting of the lake, it took me three months.", "arts_hobbies"),
+])
+def test_everyday_chat_gets_an_everyday_topic_not_conversational(text, topic):
+    assert HSCAEngine().score_layers(text).domain_tags[0] == topic
+
+
+def test_a_subject_domain_comes_before_an_everyday_topic_and_keywords_name_subject_domains(meaning):
+    # "rent" and "landlord" sound like home, but the turn is about a lease: the subject domain wins
+    assert meaning.classify(parse_turn("A lawyer told me a rent increase needs a clause in the lease."))[0] == "legal"
+    # a subject domain named by the keyword lists joins the domains found by meaning
+    tags = meaning.classify(parse_turn("The hospital's lawyer says the patient consent form may not survive a lawsuit."))
+    assert {"legal", "medical", "cross_domain"} <= set(tags)

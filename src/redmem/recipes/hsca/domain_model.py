@@ -19,17 +19,19 @@ classification never raises. Vectors are cached by text (the last :data:`CACHED_
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from functools import cache
+from typing import Any, Literal
 
 import numpy as np
 
+from ...embeddings.local import MiniLMEmbeddings, local_model_installed
 from ...store.errors import ValidationError
 from ...store.validation import finite_number
-from .domains import classify_domains, conversational_register, unrelated_pair
+from .domains import EVERYDAY_DOMAINS, KeywordWeights, classify_domains, conversational_register, unrelated_pair
 from .interface import DomainTag
 from .text import ParsedTurn
 
-__all__ = ["EmbeddingDomains", "DOMAIN_PROTOTYPES", "MAX_TAGS", "DEFAULT_FLOOR", "DEFAULT_MARGIN", "DEFAULT_BRIDGE"]
+__all__ = ["EmbeddingDomains", "DomainModelChoice", "default_domain_model", "resolve_domain_model", "DOMAIN_PROTOTYPES", "MAX_TAGS", "DEFAULT_FLOOR", "DEFAULT_MARGIN", "DEFAULT_BRIDGE", "SUBJECT_LEAD"]
 
 #: The most domains one chunk is tagged with by meaning.
 MAX_TAGS = 2
@@ -40,6 +42,12 @@ DEFAULT_MARGIN = 0.05
 #: Cosine between two turns from which the later one takes the earlier one's best domain
 #: (calibrated with the floor on eval 5's tuning half).
 DEFAULT_BRIDGE = 0.3
+#: How far below the best everyday topic's cosine a subject domain (the spec's) may be and still
+#: be chosen over it: the spec's vocabulary first, the everyday topics when a turn is about none of it.
+SUBJECT_LEAD = 0.1
+#: The spec's topical domains (the rest of the prototypes' domains are everyday topics).
+SUBJECT_DOMAINS = frozenset(DomainTag) - EVERYDAY_DOMAINS - {
+    DomainTag.CONVERSATIONAL, DomainTag.CROSS_DOMAIN, DomainTag.UNCLASSIFIED}
 #: Turn vectors kept in the cache.
 CACHED_VECTORS = 4096
 
@@ -58,6 +66,8 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
         "A court rules on a contract dispute between two parties.",
         "Laws, rights, obligations and liability are decided by judges.",
         "A lawyer reads the agreement and the statute before going to trial.",
+        "A licence grants permission to copy, modify and distribute a work under stated terms and conditions.",
+        "Copyright notices, warranty disclaimers and the obligations of anyone who redistributes it.",
     ),
     DomainTag.MEDICAL: (
         "A doctor diagnoses a patient's illness and prescribes treatment.",
@@ -78,6 +88,8 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
         "Software systems, servers and databases must be configured and maintained.",
         "Engineers debug code, deploy releases and monitor the network.",
         "A technical system processes requests, stores data and fails under load.",
+        "A programming language defines how expressions are evaluated, functions called and objects created.",
+        "The documentation lists a module's functions, their arguments, return values and the exceptions raised.",
     ),
     DomainTag.PHILOSOPHICAL: (
         "Philosophy asks what is true, what is good and how we should live.",
@@ -88,6 +100,77 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
         "In past centuries empires rose and fell through wars and treaties.",
         "Historians study ancient kingdoms, revolutions and the records of earlier eras.",
         "Long ago people lived under kings, built cities and fought battles.",
+    ),
+    # everyday topics of conversation, written from general knowledge of what people chat about
+    DomainTag.FAMILY: (
+        "My parents, my kids and my siblings came over for the weekend.",
+        "Raising children, looking after an aging mother, a new baby in the family.",
+        "My husband and I took our son and daughter to see their grandparents.",
+    ),
+    DomainTag.RELATIONSHIPS: (
+        "My best friend and I have known each other since we were teenagers.",
+        "We started dating last year and just got engaged.",
+        "Friends who stand by you, a partner you trust, people who have your back.",
+    ),
+    DomainTag.WORK: (
+        "My boss gave me a new project and a deadline at the office.",
+        "I had a job interview today and I am hoping for the promotion.",
+        "Colleagues, clients, meetings and a career I am building.",
+    ),
+    DomainTag.EDUCATION: (
+        "I am studying for my exams and finishing my degree at university.",
+        "The teacher gave the class homework and a test next week.",
+        "Taking a course, learning a new subject, going back to school.",
+    ),
+    DomainTag.FOOD: (
+        "I cooked a new recipe for dinner and baked a cake for dessert.",
+        "We tried a great restaurant, the food was delicious.",
+        "Breakfast, lunch, coffee and snacks; what are you eating today?",
+    ),
+    DomainTag.TRAVEL: (
+        "We went on a trip abroad and stayed in a hotel by the beach.",
+        "Planning a vacation, booking flights, exploring a new city.",
+        "A road trip through the mountains, camping and hiking along the way.",
+    ),
+    DomainTag.PETS: (
+        "My dog loves long walks and playing fetch in the park.",
+        "We adopted a kitten from the shelter and took her to the vet.",
+        "Pets are part of the family: feeding them, training them, cuddling them.",
+    ),
+    DomainTag.ARTS_HOBBIES: (
+        "I have been painting landscapes and learning to play the guitar.",
+        "My hobbies are photography, pottery, reading novels and writing.",
+        "I finished a new art piece and showed it at a local exhibition.",
+    ),
+    DomainTag.FITNESS: (
+        "I go to the gym and run every morning to stay in shape.",
+        "Training for a marathon, yoga classes and a new workout routine.",
+        "Playing soccer with the team and swimming laps on weekends.",
+    ),
+    DomainTag.EMOTIONS: (
+        "I have been feeling stressed and anxious lately, but also hopeful.",
+        "I am so happy and proud, it means a lot to me.",
+        "It was an emotional time; I felt sad and overwhelmed, and then grateful.",
+    ),
+    DomainTag.COMMUNITY: (
+        "I volunteer at the shelter and help organise events for the neighbourhood.",
+        "Our support group meets every week; the community has been welcoming.",
+        "Raising money for a charity, campaigning for a cause, helping others.",
+    ),
+    DomainTag.HOME: (
+        "We are moving into a new apartment and buying furniture.",
+        "Fixing up the house, cleaning, doing chores and working on the garden.",
+        "Home is where I relax; we redecorated the living room.",
+    ),
+    DomainTag.ENTERTAINMENT: (
+        "We watched a great movie and binged a new series on TV.",
+        "Playing video games with friends and going to a concert.",
+        "Have you seen that show? The last episode was amazing.",
+    ),
+    DomainTag.CELEBRATIONS: (
+        "We threw a birthday party and everyone brought gifts.",
+        "Celebrating our anniversary, the holidays and a graduation.",
+        "A festival, a wedding celebration and a big family holiday dinner.",
     ),
 }
 
@@ -147,26 +230,42 @@ class EmbeddingDomains:
         return found
 
     def topical(self, text: str) -> list[str]:
-        """The topical domains of ``text`` by its own meaning, best first (floor and margin)."""
+        """The topical domains of ``text`` by its own meaning, best first: the subject domains when
+        the best of them reaches the floor and comes within :data:`SUBJECT_LEAD` of the best
+        everyday topic, else the everyday topics; in the group, floor and margin."""
         similar = self.similarities(text)
-        best = max(similar.values())
-        return sorted((d for d, c in similar.items() if c >= self.floor and c >= best - self.margin),
-                      key=lambda d: -similar[d])[:MAX_TAGS]
+        subject = {d: c for d, c in similar.items() if DomainTag(d) not in EVERYDAY_DOMAINS}
+        everyday = {d: c for d, c in similar.items() if d not in subject}
+        best_subject = max(subject.values(), default=-1.0)
+        if best_subject >= self.floor and best_subject + SUBJECT_LEAD >= max(everyday.values(), default=-1.0):
+            group = subject
+        else:
+            group = everyday or subject
+        best = max(group.values())
+        return sorted((d for d, c in group.items() if c >= self.floor and c >= best - self.margin),
+                      key=lambda d: -group[d])[:MAX_TAGS]
 
-    def classify(self, turn: ParsedTurn, context: Sequence[ParsedTurn] = ()) -> list[str]:
-        """The chunk's domain tags by meaning, with those bridged from ``context``; the keyword
-        tags if the embedder fails."""
+    def classify(self, turn: ParsedTurn, context: Sequence[ParsedTurn] = (),
+                 keyword_weights: KeywordWeights | None = None) -> list[str]:
+        """The chunk's domain tags by meaning, with the subject domains its keywords name
+        (``keyword_weights`` as in :func:`.domains.classify_domains`) and those bridged from
+        ``context``; the keyword tags if the embedder fails."""
         if not turn.sentences:
             return [DomainTag.UNCLASSIFIED.value]
         try:
             chosen = self.topical(turn.text)
+            named = [d for d in classify_domains(turn, keyword_weights) if DomainTag(d) in SUBJECT_DOMAINS]
+            if all(DomainTag(d) in EVERYDAY_DOMAINS for d in chosen):
+                chosen = named or chosen
+            else:
+                chosen += named
             own = self.vector(turn.text)
             for past in context:
                 if past.sentences and float(self.vector(past.text) @ own) >= self.bridge:
                     chosen += self.topical(past.text)[:1]
         except Exception:  # fail closed: a broken embedder must not stop ingestion
             self.failures += 1
-            return classify_domains(turn)
+            return classify_domains(turn, keyword_weights)
         tags = list(dict.fromkeys(chosen))
         topical = [DomainTag(d) for d in tags]
         if not tags and conversational_register(turn):
@@ -177,6 +276,26 @@ class EmbeddingDomains:
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+
+
+#: An engine's ``domain_model``: a model, None (the keyword lists) or ``"auto"`` (:func:`default_domain_model`).
+DomainModelChoice = EmbeddingDomains | None | Literal["auto"]
+
+
+@cache
+def default_domain_model() -> EmbeddingDomains | None:
+    """Layer 2 by meaning over the offline MiniLM model (default prototypes and settings) when
+    its packages are installed; None (the keyword lists) when not. One per process, shared."""
+    return EmbeddingDomains(MiniLMEmbeddings()) if local_model_installed() else None
+
+
+def resolve_domain_model(choice: DomainModelChoice) -> EmbeddingDomains | None:
+    """The domain model an engine uses for ``choice`` (``"auto"``: :func:`default_domain_model`)."""
+    if choice == "auto":
+        return default_domain_model()
+    if choice is not None and not isinstance(choice, EmbeddingDomains):
+        raise ValidationError(f"domain_model must be an EmbeddingDomains, None or 'auto', not {choice!r}")
+    return choice
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

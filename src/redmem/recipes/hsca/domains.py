@@ -88,11 +88,22 @@ DOMAIN_KEYWORDS: dict[DomainTag, str] = {
                             "novel photography craft pottery dance garden gardening movie",
     DomainTag.FITNESS: "gym workout exercise run running yoga marathon fitness training sport sports soccer "
                        "football basketball swim swimming bike",
+    DomainTag.EMOTIONS: "feel feeling feelings happy sad proud grateful stressed anxious excited nervous upset "
+                        "scared afraid angry overwhelmed cry hope hopeful",
+    DomainTag.COMMUNITY: "volunteer volunteering charity community activist activism campaign neighborhood "
+                         "neighbors fundraiser donate donation nonprofit",
+    DomainTag.HOME: "house home apartment move moving rent furniture room kitchen garden renovate chores "
+                    "clean cleaning neighbor",
+    DomainTag.ENTERTAINMENT: "movie movies film show series watch watched tv netflix game games gaming "
+                             "video play played episode",
+    DomainTag.CELEBRATIONS: "birthday party celebrate celebration anniversary christmas holiday holidays gift "
+                            "gifts festival graduation",
 }
 #: The everyday topics: they mix with any domain in a conversation, so none makes a chunk cross-domain.
 EVERYDAY_DOMAINS = frozenset({DomainTag.FAMILY, DomainTag.RELATIONSHIPS, DomainTag.WORK, DomainTag.EDUCATION,
                               DomainTag.FOOD, DomainTag.TRAVEL, DomainTag.PETS, DomainTag.ARTS_HOBBIES,
-                              DomainTag.FITNESS})
+                              DomainTag.FITNESS, DomainTag.EMOTIONS, DomainTag.COMMUNITY, DomainTag.HOME,
+                              DomainTag.ENTERTAINMENT, DomainTag.CELEBRATIONS})
 
 #: Pairs of domains close enough that both together do not make a chunk cross-domain.
 RELATED_DOMAINS: frozenset[frozenset[DomainTag]] = frozenset(

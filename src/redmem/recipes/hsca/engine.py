@@ -17,7 +17,7 @@ from ...store.errors import ValidationError
 from ...store.validation import finite_number, positive_int
 from ..context_assembler import AssemblyResult, ContextAssembler
 from .beats import Beat, MemoryBeats, snapshot_term_weights
-from .domain_model import EmbeddingDomains
+from .domain_model import DomainModelChoice, resolve_domain_model
 from .domains import KeywordWeights
 from .history import record_served
 from .interface import ContextSnapshot, WeightedChunk
@@ -29,7 +29,7 @@ from .store import SessionStore
 from .support import support_strength
 from .text import MAX_TURN_CHARS, ParsedTurn, query_terms
 from .tuning import load_parameters
-from .window import DEFAULT_MIN_BEAT, build_snapshot, snapshot_due
+from .window import DEFAULT_MIN_BEAT, build_snapshot, domain_break, snapshot_due
 
 __all__ = ["HSCAEngine"]
 
@@ -47,7 +47,9 @@ class HSCAEngine:
         keep_text: keep the chunks' text in snapshots (False: only the weight maps survive).
         nuance_model: the chat model of the metaphor / sarcasm / analogy / narrative flags
             (None: those flags are omitted).
-        domain_model: tags domains by meaning (:class:`EmbeddingDomains`; None: keyword lists).
+        domain_model: tags domains by meaning (an :class:`EmbeddingDomains`), None: by the keyword
+            lists; ``"auto"`` (default): by meaning over the offline MiniLM model when it is
+            installed, else the keyword lists (:func:`~.domain_model.default_domain_model`).
         flag_weights: per nuance flag, the factor on a flagged chunk's layer 1 (self-tuning; none: 1).
         keyword_weights: per domain, per keyword stem, the factor on that keyword's hits for that
             domain in layer 2's keyword lists (self-tuning; none: 1).
@@ -69,7 +71,7 @@ class HSCAEngine:
         min_beat_chunks: int = DEFAULT_MIN_BEAT,
         keep_text: bool = True,
         nuance_model: NuanceModel | None = None,
-        domain_model: EmbeddingDomains | None = None,
+        domain_model: DomainModelChoice = "auto",
         flag_weights: Mapping[str, float] | None = None,
         keyword_weights: KeywordWeights | None = None,
         max_turn_chars: int = MAX_TURN_CHARS,
@@ -82,7 +84,7 @@ class HSCAEngine:
         self.max_turn_chars = positive_int("max_turn_chars", max_turn_chars)
         self.keep_text = keep_text
         self.nuance_model = nuance_model
-        self.domain_model = domain_model
+        self.domain_model = resolve_domain_model(domain_model)
         self.flag_weights = {str(f): finite_number(f"flag_weights[{f!r}]", w, low=0.0)
                              for f, w in (flag_weights or {}).items()}
         self.keyword_weights = {str(d): {str(s): finite_number(f"keyword_weights[{d!r}][{s!r}]", w, low=0.0)
@@ -112,8 +114,12 @@ class HSCAEngine:
         record_served(self.agent_id, self.session_id, query, served_chunk_ids)
 
     def ingest_turn(self, text: str) -> WeightedChunk:
-        """Score ``text`` through the layers and buffer it; take a snapshot when one is due."""
+        """Score ``text`` through the layers and buffer it; take a snapshot when one is due: of the
+        buffer before the turn joins it when the turn changes the domain, of the buffer with it
+        when the window says so (:mod:`.window`)."""
         scored = self._score(text)
+        if self._buffer and domain_break(self.buffer, scored.chunk):
+            self.take_snapshot()
         self._buffer.append(scored)
         self._recent.append(scored.parsed)
         if self.should_snapshot():

@@ -18,7 +18,7 @@ __all__ = ["DomainTag", "NuanceFlag", "WeightedChunk", "ContextSnapshot", "MODEL
 class DomainTag(StrEnum):
     """The controlled vocabulary of layer 2 (``unclassified``: no domain could be decided).
 
-    The spec's domains, then redmem's everyday topics of conversation (``family`` to ``fitness``,
+    The spec's domains, then redmem's everyday topics of conversation (``family`` to ``celebrations``,
     :data:`~.domains.EVERYDAY_DOMAINS`)."""
 
     PHYSICS = "physics"
@@ -40,6 +40,11 @@ class DomainTag(StrEnum):
     PETS = "pets"
     ARTS_HOBBIES = "arts_hobbies"
     FITNESS = "fitness"
+    EMOTIONS = "emotions"
+    COMMUNITY = "community"
+    HOME = "home"
+    ENTERTAINMENT = "entertainment"
+    CELEBRATIONS = "celebrations"
     CROSS_DOMAIN = "cross_domain"
     UNCLASSIFIED = "unclassified"
 

@@ -14,6 +14,13 @@ tag's weight is the layer-1 weight of the chunks carrying it over the total
 score is 0 the weights are undefined, and each chunk counts 1 instead (``domain_summary[d]`` =
 the share of chunks tagged *d*), so a beat of new vocabulary still says what it is about;
 ``forced`` when ``n >= max_chunks``; every chunk's ``parent_id`` is the snapshot's id.
+
+A beat also ends at a **change of domain** (redmem's addition, :func:`domain_break`): before a
+chunk is buffered, the buffer becomes a snapshot when the chunk's topic label differs from the
+buffer's. A chunk's label is ``cross_domain`` when it is tagged so, else its first topical tag,
+else none (``conversational`` and ``unclassified`` say nothing about the topic and join the beat
+they arrive in). The buffer's label is the label carrying most of its layer-1 weight (by chunk
+count when that weight is 0).
 """
 
 from __future__ import annotations
@@ -24,12 +31,38 @@ import uuid
 from collections.abc import Sequence
 
 from ...store.errors import ValidationError
-from .interface import ContextSnapshot, WeightedChunk
+from .interface import ContextSnapshot, DomainTag, WeightedChunk
 
-__all__ = ["aggregate_coherence", "snapshot_due", "build_snapshot", "DEFAULT_MIN_BEAT"]
+__all__ = ["aggregate_coherence", "snapshot_due", "domain_break", "topic_label", "build_snapshot", "DEFAULT_MIN_BEAT"]
 
 #: Chunks a threshold-triggered snapshot needs at least (a forced one needs the full buffer).
 DEFAULT_MIN_BEAT = 2
+#: Tags that name no topic: a chunk with only these has no topic label.
+_NO_TOPIC = frozenset({DomainTag.CONVERSATIONAL.value, DomainTag.UNCLASSIFIED.value})
+
+
+def topic_label(chunk: WeightedChunk) -> str | None:
+    """``cross_domain`` when the chunk is tagged so, else its first topical tag, else None."""
+    if DomainTag.CROSS_DOMAIN.value in chunk.domain_tags:
+        return DomainTag.CROSS_DOMAIN.value
+    return next((t for t in chunk.domain_tags if t not in _NO_TOPIC), None)
+
+
+def domain_break(buffer: Sequence[WeightedChunk], incoming: WeightedChunk) -> bool:
+    """Whether the buffer should become a snapshot before ``incoming`` joins it: both have a
+    topic label and they differ (module docstring)."""
+    new = topic_label(incoming)
+    if new is None:
+        return False
+    weights: dict[str, float] = {}
+    weighted = any(c.layer1_score > 0 for c in buffer)
+    for chunk in buffer:
+        label = topic_label(chunk)
+        if label is not None:
+            weights[label] = weights.get(label, 0.0) + (chunk.layer1_score if weighted else 1.0)
+    if not weights:
+        return False
+    return max(weights, key=lambda label: (weights[label], label)) != new
 
 
 def aggregate_coherence(chunks: Sequence[WeightedChunk]) -> float | None:
