@@ -20,9 +20,11 @@ from ...fields.bm25 import BM25Field
 from ...fields.confidence import ConfidenceField
 from ...fields.cooccurrence import CoOccurrenceField
 from ...fields.embedding import EmbeddingField
+from ...lifecycle import Lifecycle, LifecycleMixin
 from ...model.base import Model
-from ...model.fields import FloatField, ListField, StringField
+from ...model.fields import FloatField, IntField, ListField, StringField
 from ...model.indexed import AutoKeyField, KeyField, SortedField
+from ..conversation import SearchText, TurnContextAnalyzer
 from .prefix_index import PrefixIndexField
 from .wiring import DEGREE_CAP
 
@@ -47,7 +49,7 @@ def decay_tier(tags: Iterable[str], category: str) -> str:
     return CATEGORY_TIERS.get(category, "standard")
 
 
-class Block(Model):
+class Block(LifecycleMixin, Model):
     """One memory block of one agent.
 
     ``last_reinforced`` and ``reinforcement_count`` change when :meth:`FrameMemory.frame` returns
@@ -71,9 +73,16 @@ class Block(Model):
     tag_index = PrefixIndexField(source="tags")
     category_index = PrefixIndexField(source="category")
     confidence = ConfidenceField(partition_by="agent_id")
+    session = StringField(default="")
+    position = IntField()
+    context = SearchText()
     embedding = EmbeddingField(source="content")
-    keywords = BM25Field(source="content")
+    keywords = BM25Field(source="context", analyzer=TurnContextAnalyzer())
     edges = CoOccurrenceField(max_edges=DEGREE_CAP)
+
+    #: The fact lifecycle's fields and reads, without its merge-on-write: :meth:`FrameMemory.learn`
+    #: keeps every block and flags duplicates and updates through its wiring (:mod:`.wiring`).
+    lifecycle = Lifecycle(merge=False, supersede=False)
 
     class Meta:
         name = "FrameBlock"
