@@ -272,13 +272,13 @@ class FrameMemory:
         return self._clock_state()[0]
 
     def _clock_state(self) -> tuple[float, str]:
-        """(the active hours now, the open session's id: its start as stored, "" when none is open)."""
+        """(the active hours now, the open session's id: how many sessions were begun, "" when none is open)."""
         with server_errors(self.client):
-            hours, started = self.client.hmget(block_keys(self.space)["clock"], "hours", "started")
+            hours, started, session = self.client.hmget(block_keys(self.space)["clock"], "hours", "started", "session")
         total = float(hours or 0.0)
         if started is None:
             return total, ""
-        return total + max(self.clock() - float(started), 0.0) / 3600, _text(started)
+        return total + max(self.clock() - float(started), 0.0) / 3600, _text(session or b"0")
 
     def _clock_script(self, mode: str) -> float:
         with server_errors(self.client):
