@@ -55,9 +55,16 @@ class Block(LifecycleMixin, Model):
     ``last_reinforced`` and ``reinforcement_count`` change when :meth:`FrameMemory.frame` returns
     the block; ``window`` holds ``last_reinforced`` while the block is active (the pre-filter's
     index: archived blocks leave it); ``tag_index`` / ``category_index`` answer tag patterns
-    (``self/%``) by range; ``embedding`` and ``keywords`` (BM25) rank blocks for a query; ``edges`` is the co-occurrence graph whose per-node weighted degree
-    gives centrality. Counters and status are written by the recipe's scripts, never by re-saving
-    a loaded block.
+    (``self/%``) by range; ``embedding`` (of ``content``) and ``keywords`` (BM25 of ``context``:
+    the block's text between the blocks learned just before and after it in the same
+    ``session``, :mod:`.neighbours`) rank blocks for a query; ``edges`` is the co-occurrence
+    graph whose per-node weighted degree gives centrality; the fact lifecycle's fields
+    (:class:`~redmem.lifecycle.LifecycleMixin`: ``valid_from``, ``valid_to``, ``superseded_by``
+    ...) say which blocks a newer one superseded (:mod:`.wiring`). Counters and status are written by the recipe's scripts. Two writes re-save
+    a loaded block whole (WATCHed, so a write that lands after the WATCH makes them start over):
+    ``learn()`` giving the earlier blocks of the session their new ``context``, and a supersede
+    closing the older block. A reinforcement landing between their load and their WATCH is
+    lost (the count and time it wrote are overwritten with the loaded ones).
     """
 
     block_id = AutoKeyField()
