@@ -106,8 +106,10 @@ class FrameMemory:
 
     # -- writing blocks ------------------------------------------------------------------------
     def learn(self, text: str, tags: Sequence[str] = (), category: str = "knowledge") -> str:
-        """Store a block (embedded now, reinforced at the current active hour), wired to its near
-        neighbours as ``wiring`` says (:mod:`.wiring`); returns its id."""
+        """Store a block (embedded now, reinforced at the current active hour) after the session's
+        earlier blocks, searchable through them and they through it (``neighbours``,
+        :mod:`.neighbours`), wired to its near neighbours and superseding what it updates as
+        ``wiring`` says (:mod:`.wiring`); returns its id."""
         if not isinstance(text, str) or not text.strip():
             raise ValidationError(f"a block's text is a non-empty str, got {text!r}")
         if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):

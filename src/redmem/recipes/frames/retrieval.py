@@ -1,11 +1,12 @@
 """The frames retrieval: the four stages, sent as searches that share round trips; reads only.
 
-1. Pre-filter: active blocks last reinforced strictly less than the frame's window ago, carrying a
+1. Pre-filter: active blocks, not superseded (or valid at ``as_of``: the fact lifecycle's
+   ``valid_from`` / ``valid_to`` indexes), last reinforced strictly less than the frame's window ago, carrying a
    tag that matches one of its patterns (a range of the prefix index, not a scan) and of one of
    its categories. A block matching one of the frame's guarantees passes outside the window too.
 2. Seeds: the ``top_k * 4`` pre-filtered blocks that best match the query, by the shared
    retrieval stage (:func:`redmem.context.retrieval.retrieve`): the BM25 ranking of the query's
-   words and the vector ranking of its embedding, fused by convex score fusion with equal weights
+   words (over each block's neighbour ``context``) and the vector ranking of its embedding, fused by convex score fusion with equal weights
    as the ContextAssembler fuses them. A seed's ``similarity`` is its fused score, in (0, 1].
 3. Expansion: every pre-filtered 1-hop graph neighbour of a seed, at similarity 0.0 (``was_expanded``).
 4. Composite score (:mod:`.scoring`) over seeds, neighbours and guaranteed blocks.
