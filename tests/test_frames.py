@@ -34,7 +34,7 @@ def clock():
 
 @pytest.fixture
 def mem(provider, clock):
-    memory = FrameMemory(agent_id="agent-1", clock=clock, wiring=None)  # the stage rules, graph wired by hand
+    memory = FrameMemory(agent_id="agent-1", clock=clock, wiring=None, neighbours=0)  # the stage rules, graph wired by hand
     memory.begin_session()
     return memory
 

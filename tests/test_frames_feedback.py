@@ -103,7 +103,7 @@ def test_damped_feedback_adds_at_most_the_cap(similarity, confidence, recency, c
 
 # -- 29.3: guarantees hold -------------------------------------------------------------------------
 def test_self_constitutional_block_stays_in_self_frame_after_1000_active_hours(provider, clock):
-    mem = memory(clock)
+    mem = memory(clock, neighbours=0)  # the notes' words do not find the core block through its context
     core = mem.learn("never share user secrets", tags=["self/constitutional"])
     for i in range(5):
         mem.learn(f"note {i} about redis topic{i}")

@@ -22,7 +22,7 @@ def _setup_memory(client_fixture):
     words = WordEmbeddings()
     redmem.configure(embedding_provider=words)
     clock = Clock()
-    memory = FrameMemory(agent_id="agent-1", clock=clock, wiring=None)  # the seed invariants, graph wired by hand
+    memory = FrameMemory(agent_id="agent-1", clock=clock, wiring=None, neighbours=0)  # the seed invariants, graph wired by hand
     memory.begin_session()
     return memory, words, clock
 

@@ -44,7 +44,7 @@ def words(db):
 
 @pytest.fixture
 def mem(words):
-    memory = FrameMemory(agent_id="wiring-agent", clock=Clock())
+    memory = FrameMemory(agent_id="wiring-agent", clock=Clock(), neighbours=0)  # each block found by its own words
     memory.begin_session()
     return memory
 
@@ -119,12 +119,13 @@ def test_co_retrieved_learned_edges_are_reinforced(mem):
 
 
 # -- flags ---------------------------------------------------------------------------------------
-def test_a_negated_near_copy_is_recorded_as_a_contradiction_and_suppressed(mem):
-    kept = mem.learn("the cache is enabled in production")
-    mem.update_confidence(kept, 0.9)
+def test_a_negated_near_copy_supersedes_the_older_block(mem):
+    old = mem.learn("the cache is enabled in production")
+    mem.update_confidence(old, 0.9)
     negated = mem.learn("the cache is not enabled in production")
-    assert not mem.contradict(kept, negated)  # already recorded by learn
-    assert [b.id for b in mem.recall("attention", "is the cache enabled in production", top_k=5)] == [kept]
+    assert not mem.contradict(old, negated)  # already recorded by learn
+    assert mem.get(old).superseded_by == negated  # the lifecycle's supersede: the newer statement wins
+    assert [b.id for b in mem.recall("attention", "is the cache enabled in production", top_k=5)] == [negated]
 
 
 def test_a_changed_number_is_a_contradiction(mem):
@@ -145,21 +146,22 @@ def test_the_judge_is_pluggable_and_an_openai_judge_reads_the_models_word(words)
 
     def create(**request):
         asked.append(request)
-        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content="Contradiction."))])
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content="Supersedes."))])
 
     client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     mem = FrameMemory(agent_id="judged", wiring=LearnWiring(judge=OpenAIContradictionJudge(model="some-model", client=client)))
     a = mem.learn("our office moved to the harbour district")
     b = mem.learn("our office moved to the harbour district today")
     assert asked and asked[0]["model"] == "some-model" and not mem.contradict(a, b)
+    assert mem.get(a).superseded_by == b
 
 
 def test_heuristic_judge():
     assert polarity("we do not ship on fridays") and polarity("it isn't ready") and not polarity("not never")
     assert numbers("3 cats and 4.5 dogs") == {"3", "4.5"}
-    assert heuristic_judge("it is ready", "it is not ready", 0.9) == "contradiction"
-    assert heuristic_judge("room 12", "room 14", 0.9) == "contradiction"
-    assert heuristic_judge("room 12", "room 12", 0.97) == "duplicate"
-    assert heuristic_judge("room 12 upstairs", "room 12", 0.85) == "none"
+    assert heuristic_judge("it is not ready", "it is ready") == "supersedes"
+    assert heuristic_judge("room 14", "room 12") == "supersedes"
+    assert heuristic_judge("room 12", "room 12") == "duplicate"
+    assert heuristic_judge("room 12 upstairs", "room 12") == "duplicate"  # the lifecycle's restatement
     # a different statement that happens to carry other numbers (a date) is no contradiction
-    assert heuristic_judge("[8 May 2023] Ann: I love painting", "[9 June 2023] Ann: I love painting", 0.9) == "none"
+    assert heuristic_judge("[8 May 2023] Ann: I love painting", "[9 June 2023] Ann: I love painting") == "unrelated"

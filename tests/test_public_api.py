@@ -75,6 +75,7 @@ PINNED = {
         "FrameDefinition", "FrameFilters", "FrameMemory", "FrameResult", "LearnWiring",
         "OpenAIContradictionJudge", "PrefixIndexField", "SELF_FRAME", "SELF_WEIGHTS", "ScoredBlock",
         "ScoringWeights", "TASK_FRAME", "TASK_WEIGHTS", "get_frame_definition", "heuristic_judge", "render_blocks",
+        "rules_judge",
     ],
     "redmem.recipes.hce": [
         "ContextCandidate", "EdgeType", "EntityExtractor", "EntityGraph", "ExportError", "ExtractedEntity",

@@ -7,9 +7,12 @@
 -- KEYS[3] zset (lex) "<tag> <id>"   KEYS[4] zset (lex) "<category> <id>"   KEYS[5] graph adjacency zset (lex)
 -- KEYS[6] graph degree hash   KEYS[7] confidence zset   KEYS[8] reinforcement count zset
 -- KEYS[9] decay lambda zset   KEYS[10] contradictions zset (lex) "<a> <b>"
+-- KEYS[11] valid_to zset (the fact lifecycle's; 253402300799: still valid; no entry: valid)
+-- KEYS[12] valid_from zset
 -- ARGV[1] now (wall seconds)   ARGV[2] window hours   ARGV[3] seeds wanted (0: queryless, every eligible block)
 -- ARGV[4] initial confidence   ARGV[5] the record key prefix (a block's hash is prefix .. id: the
--- partition's hash tag, so the slot of every KEYS entry)   ARGV[6] n, then n stored field names
+-- partition's hash tag, so the slot of every KEYS entry)   ARGV[6] as_of: "" current blocks only (none
+-- superseded), "all" every block, else epoch seconds (blocks valid then)   ARGV[7] n, then n stored field names
 -- returned for each candidate   then three groups, each a count n followed by n (low, high) lex bounds:
 -- tag ranges, category ranges, guarantee ranges; then the vector ranking's ids, best first
 -- returns {now_hours, seeds, expanded, guaranteed, {id, last, confidence, count, lambda, degree, fields...} of
@@ -22,9 +25,17 @@ if clock[2] then hours = hours + math.max(now - tonumber(clock[2]), 0) / 3600 en
 local cutoff = hours - tonumber(ARGV[2])
 local wanted, initial, prefix = tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local stored = {}
-for i = 1, tonumber(ARGV[6]) do stored[i] = ARGV[6 + i] end
+for i = 1, tonumber(ARGV[7]) do stored[i] = ARGV[7 + i] end
+local as_of, OPEN_END = ARGV[6], 253402300799
+local function valid(id)  -- the fact lifecycle's validity at as_of
+  if as_of == "all" then return true end
+  local to = tonumber(redis.call("ZSCORE", KEYS[11], id) or OPEN_END)
+  if as_of == "" then return to >= OPEN_END end
+  local at = tonumber(as_of)
+  return tonumber(redis.call("ZSCORE", KEYS[12], id) or -math.huge) <= at and at < to
+end
 
-local pos = 7 + #stored
+local pos = 8 + #stored
 local function ranges()
   local n, out = tonumber(ARGV[pos]), {}
   for i = 1, n do out[i] = {ARGV[pos + 2 * i - 1], ARGV[pos + 2 * i]} end
@@ -48,7 +59,7 @@ local categorised = #category_ranges > 0 and ids_in(KEYS[4], category_ranges) or
 local last = {}
 local function eligible(id)
   if last[id] ~= nil then return last[id] ~= false end
-  local ok = (not tagged or tagged[id]) and (not categorised or categorised[id])
+  local ok = (not tagged or tagged[id]) and (not categorised or categorised[id]) and valid(id)
   local score = ok and redis.call("ZSCORE", KEYS[2], id)
   if score and tonumber(score) > cutoff then last[id] = score; return true end
   last[id] = false
@@ -82,7 +93,7 @@ else
 end
 local function pinned_eligible(id)  -- eligible but for the window
   if eligible(id) then return true end
-  local ok = (not tagged or tagged[id]) and (not categorised or categorised[id])
+  local ok = (not tagged or tagged[id]) and (not categorised or categorised[id]) and valid(id)
   local score = ok and redis.call("ZSCORE", KEYS[2], id)
   if score then last[id] = score; return true end
   return false

@@ -1,5 +1,6 @@
--- An agent's active-hours clock: hours accumulated over ended sessions, plus the open session's start.
--- KEYS[1] clock hash {hours, started}
+-- An agent's active-hours clock: hours accumulated over ended sessions, plus the open session's start
+-- and the number of sessions begun (the open session's id).
+-- KEYS[1] clock hash {hours, started, session}
 -- ARGV[1] "begin" | "end"   ARGV[2] now (wall seconds)
 -- returns the active hours at now (text)
 local now = tonumber(ARGV[2])
@@ -12,7 +13,10 @@ local function text(x)
   return t
 end
 if ARGV[1] == "begin" then
-  if not clock[2] then redis.call("HSET", KEYS[1], "started", ARGV[2]) end
+  if not clock[2] then
+    redis.call("HSET", KEYS[1], "started", ARGV[2])
+    redis.call("HINCRBY", KEYS[1], "session", 1)
+  end
 elseif clock[2] then
   redis.call("HSET", KEYS[1], "hours", text(hours))
   redis.call("HDEL", KEYS[1], "started")

@@ -60,7 +60,7 @@ def append_turns(
     """Save new turns of one session (in order) after the session's stored turns; returns them saved.
 
     ``records``: unsaved instances of one model and partition with the fields ``session``,
-    ``context``, ``passage`` and ``position`` (:class:`~.conversation.ConversationMemory` or a
+    ``context``, ``position`` and (optional) ``passage`` (:class:`~.conversation.ConversationMemory` or a
     model shaped like it), all of one session (None or "": no session, each turn alone).
     ``turn_of(record)``: the Turn the texts are built from (default :func:`turn_of_record`).
     ``also``: further writes for the same MULTI/EXEC (:data:`AlsoWrite`). An auto key left
@@ -93,7 +93,7 @@ def append_turns(
         last = tail[-1][1] if tail else -1.0
         for offset, record in enumerate(records, 1):
             record.position = int(last) + offset
-        _embed(model, [*records, *changed])
+        _embed(model, [*records, *(changed if "passage" in model._meta.fields else [])])  # else their text is as embedded
         before = earlier[-1] if earlier else None
 
         def unchanged(reader: Any, seen: list[Any] = tail) -> bool:
@@ -114,24 +114,36 @@ def _link(earlier: list[Any], records: list[Any], window: int, turn_of: Callable
     turns = [turn_of(record) for record in [*earlier, *records]]
     contexts, passages = build_contexts(turns, window), build_passages(turns)
     for i, record in enumerate(records, len(earlier)):
-        record.context, record.passage = contexts[i], passages[i]
+        _set(record, contexts[i], passages[i])
     changed = []
     first = max(len(earlier) - max(window, PASSAGE_WINDOW), 0)  # only these have their full context here
     for i in range(first, len(earlier)):
         record = earlier[i]
         context = contexts[i] if i >= len(earlier) - window else record.context
-        passage = passages[i] if i >= len(earlier) - PASSAGE_WINDOW else record.passage
-        if (context, passage) != (record.context, record.passage):
-            record.context, record.passage = context, passage
+        passage = passages[i] if i >= len(earlier) - PASSAGE_WINDOW else _passage(record)
+        if (context, passage) != (record.context, _passage(record)):
+            _set(record, context, passage)
             changed.append(record)
     return changed
+
+
+def _passage(record: Any) -> str | None:
+    """The record's passage; None for a model without one (its embedding is of another text)."""
+    return record.passage if "passage" in record._meta.fields else None
+
+
+def _set(record: Any, context: str, passage: str | None) -> None:
+    """Set a record's context, and its passage when its model has one."""
+    record.context = context
+    if "passage" in record._meta.fields:
+        record.passage = passage
 
 
 def _save_alone(model: type[Model], records: list[Any], turn_of: Callable[[Any], Turn], also: AlsoWrite | None) -> list[Any]:
     """Turns without a session: each one's context and passage is its own line."""
     for record in records:
         turn = turn_of(record)
-        record.context, record.passage = build_contexts([turn])[0], build_passages([turn])[0]
+        _set(record, build_contexts([turn])[0], build_passages([turn])[0])
     _embed(model, records)
     save_records(records, also=None if also is None else (lambda pipe: also(pipe, records, None)))
     return records

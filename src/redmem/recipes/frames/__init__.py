@@ -4,7 +4,8 @@
 active-hours clock, and builds frames: ``frame()`` (rendered, with reinforcement) and ``recall()``
 (scored blocks, no writes); ``aframe`` / ``arecall`` are their awaitable twins (docs/asyncio.md).
 The seed's names (``get_frame_definition``, ``FrameCache``, ``render_blocks``, the ``*_WEIGHTS``)
-import from here too.
+import from here too; ``OpenAIContradictionJudge`` and ``heuristic_judge`` are the fact lifecycle's
+``OpenAIJudge`` and this recipe's ``rules_judge`` (one judging machinery, :mod:`redmem.lifecycle`).
 """
 
 from .cache import FrameCache
@@ -27,7 +28,7 @@ from .model import Block
 from .prefix_index import PrefixIndexField
 from .rendering import render_blocks
 from .scoring import FrameResult, ScoredBlock
-from .wiring import LearnWiring, OpenAIContradictionJudge, heuristic_judge
+from .wiring import LearnWiring, OpenAIContradictionJudge, heuristic_judge, rules_judge
 
 __all__ = [
     "FrameMemory",
@@ -52,4 +53,5 @@ __all__ = [
     "LearnWiring",
     "OpenAIContradictionJudge",
     "heuristic_judge",
+    "rules_judge",
 ]

@@ -17,13 +17,16 @@ from ...context.tokens import QUARTER_LENGTH, TokenCounter, quarter_length, reso
 from ...fields.confidence import ConfidenceField
 from ...fields.cooccurrence import Graph
 from ...fields.search_protocol import run_search
+from ...lifecycle import supersede as lifecycle_supersede
 from ...model.dbkey import DbKey
+from ...model.loading import load_records
 from ...store.aio import async_variant
 from ...store.connection import server_errors
 from ...store.errors import RecordNotFound, ValidationError
 from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import run_script
 from ...store.validation import finite_number, non_negative_int, positive_int
+from ..conversation_append import append_turns
 from .cache import CachedFrame, CacheRead, cache_key, encode_result
 from .definitions import (
     BUILTIN_FRAMES,
@@ -36,8 +39,9 @@ from .effects import CacheWrite, apply_effects
 from .explain import FrameTrail
 from .guarantees import oversampled, select, suppress_contradictions
 from .model import DECAY_TIERS, Block, decay_tier
+from .neighbours import NEIGHBOURS, turn_of_block
 from .rendering import fit_blocks
-from .retrieval import block_keys, gather
+from .retrieval import block_keys, gather, validity_argument
 from .scoring import FEEDBACK_CAP, FrameResult, ScoredBlock, score_candidates, scored_block
 from .wiring import DEFAULT_WIRING, LearnWiring
 
@@ -65,6 +69,8 @@ class FrameMemory:
             sequence keep ranking by the query); None scores with the frames' raw weights (the seed's).
         wiring: how :meth:`learn` links a new block to its near neighbours and flags likely
             contradictions and duplicates (:class:`~.wiring.LearnWiring`); None: learn writes no edge.
+        neighbours: how many blocks learned before and after a block in the same session are
+            searched with it (:mod:`.neighbours`, default :data:`~.neighbours.NEIGHBOURS`); 0: none.
 
     The embedding provider and key prefix are those of :func:`redmem.configure`.
     """
@@ -73,6 +79,7 @@ class FrameMemory:
         self, agent_id: str, *, token_counter: TokenCounter | str | None = None,
         clock: Callable[[], float] = time.time, oversize: str = "truncate",
         feedback_cap: float | None = FEEDBACK_CAP, wiring: LearnWiring | None = DEFAULT_WIRING,
+        neighbours: int = NEIGHBOURS,
     ) -> None:
         if not isinstance(agent_id, str) or not agent_id:
             raise ValidationError(f"agent_id must be a non-empty str, got {agent_id!r}")
@@ -86,6 +93,7 @@ class FrameMemory:
         if wiring is not None and not isinstance(wiring, LearnWiring):
             raise ValidationError(f"wiring is a LearnWiring or None, got {wiring!r}")
         self.wiring = wiring
+        self.neighbours = non_negative_int("neighbours", neighbours)
 
     # -- where -------------------------------------------------------------------------------
     @property
@@ -99,19 +107,23 @@ class FrameMemory:
 
     # -- writing blocks ------------------------------------------------------------------------
     def learn(self, text: str, tags: Sequence[str] = (), category: str = "knowledge") -> str:
-        """Store a block (embedded now, reinforced at the current active hour), wired to its near
-        neighbours as ``wiring`` says (:mod:`.wiring`); returns its id."""
+        """Store a block (embedded now, reinforced at the current active hour) after the session's
+        earlier blocks, searchable through them and they through it (``neighbours``,
+        :mod:`.neighbours`), wired to its near neighbours and superseding what it updates as
+        ``wiring`` says (:mod:`.wiring`); returns its id."""
         if not isinstance(text, str) or not text.strip():
             raise ValidationError(f"a block's text is a non-empty str, got {text!r}")
         if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):
             raise ValidationError(f"tags must be a list of str, got {tags!r}")
         clean = sorted({check_tag(tag) for tag in tags})
         check_tag(category)
-        now = self.active_hours()
-        block = Block.create(
+        now, session = self._clock_state()
+        block = Block(
             agent_id=self.agent_id, content=text, category=category, tags=clean,
             decay_lambda=DECAY_TIERS[decay_tier(clean, category)], last_reinforced=now, window=now,
+            session=session if self.neighbours else "", valid_from=self.clock(),
         )
+        append_turns([block], window=self.neighbours, turn_of=turn_of_block)
         if _is_self(clean):
             self._self_changed()
         if self.wiring is not None and block.embedding is not None:
@@ -125,29 +137,40 @@ class FrameMemory:
                 run_search(self.client, Block.embedding.searcher(space, vector, wiring.neighbours_wanted + 1))
                 if other != block_id]
         links = [(other, cosine) for other, cosine in hits[: wiring.max_links] if cosine >= wiring.link_similarity]
-        near = [(other, cosine) for other, cosine in hits if cosine >= wiring.flag_similarity]
-        verdicts: dict[str, list[str]] = {"contradiction": [], "duplicate": []}
+        near = [other for other, cosine in hits if cosine >= wiring.flag_similarity]
+        verdicts: dict[str, list[Block]] = {"supersedes": [], "duplicate": []}
         if near:
-            with server_errors(self.client):
-                texts = self.client.pipeline(transaction=False)
-                for other, _ in near:
-                    texts.hget(space.record(other), "content")
-                contents = texts.execute()
-            decode = Block._meta.fields["content"].decode
-            for (other, cosine), content in zip(near, contents):
-                verdict = wiring.judge(text, decode(content), cosine) if content is not None else "none"
-                verdicts.get(verdict, []).append(other)
+            for older in load_records(Block, [DbKey(space, other) for other in near], track=False):
+                if older.valid_to is None:  # a block superseded already is not judged again
+                    verdicts.get(wiring.judge(text, older.content or ""), []).append(older)
         if not links and not any(verdicts.values()):
             return
         graph = self._graph()
         with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
             for other, cosine in links:
                 graph.link(DbKey(space, block_id), DbKey(space, other), min(max(cosine, 1e-6), 1.0), pipe)
-            for other in verdicts["duplicate"]:
+            for older in verdicts["duplicate"]:
+                other = older.db_key.record_id
                 pipe.zadd(_duplicates_key(space), {f"{block_id} {other}": 0, f"{other} {block_id}": 0})
             pipe.execute()
-        for other in verdicts["contradiction"]:
-            self.contradict(block_id, other)
+        for older in verdicts["supersedes"]:
+            self.supersede(older.db_key.record_id, block_id)
+
+    def supersede(self, older: str, newer: str) -> None:
+        """Record that block ``newer`` replaces block ``older`` (what :meth:`learn` does when its
+        judge says so): ``older`` is closed through :func:`redmem.lifecycle.supersede` (its
+        ``valid_to`` set to ``newer``'s ``valid_from``, linked both ways) and the pair recorded
+        as a contradiction. Frames leave ``older`` out unless read ``as_of`` a time it was valid.
+        RecordNotFound for an unknown block, ValidationError when older == newer.
+        """
+        self._check_pair(older, newer)
+        found = {b.db_key.record_id: b for b in load_records(Block, [DbKey(self.space, older), DbKey(self.space, newer)],
+                                                              track=False)}
+        missing = [block for block in (older, newer) if block not in found]
+        if missing:
+            raise RecordNotFound(f"no block {missing[0]!r} for agent {self.agent_id!r}")
+        lifecycle_supersede(found[older], found[newer])
+        self.contradict(older, newer)
 
     def duplicates(self, block_id: str) -> list[str]:
         """The blocks :meth:`learn` flagged as saying the same as ``block_id`` (sorted ids)."""
@@ -249,10 +272,16 @@ class FrameMemory:
 
     def active_hours(self) -> float:
         """Hours spent in sessions so far, the open one included."""
+        return self._clock_state()[0]
+
+    def _clock_state(self) -> tuple[float, str]:
+        """(the active hours now, the open session's id: how many sessions were begun, "" when none is open)."""
         with server_errors(self.client):
-            hours, started = self.client.hmget(block_keys(self.space)["clock"], "hours", "started")
+            hours, started, session = self.client.hmget(block_keys(self.space)["clock"], "hours", "started", "session")
         total = float(hours or 0.0)
-        return total + (max(self.clock() - float(started), 0.0) / 3600 if started is not None else 0.0)
+        if started is None:
+            return total, ""
+        return total + max(self.clock() - float(started), 0.0) / 3600, _text(session or b"0")
 
     def _clock_script(self, mode: str) -> float:
         with server_errors(self.client):
@@ -282,27 +311,34 @@ class FrameMemory:
             raise ValidationError(f"unknown frame {name!r}; built-in frames are {sorted(BUILTIN_FRAMES)}")
         return definition_from_json(stored)
 
-    def recall(self, name: str, query: str | None = None, *, top_k: int = 5) -> list[ScoredBlock]:
-        """The blocks frame ``name`` would return, scored, before rendering; writes nothing."""
+    def recall(self, name: str, query: str | None = None, *, top_k: int = 5, as_of: Any = None) -> list[ScoredBlock]:
+        """The blocks frame ``name`` would return, scored, before rendering; writes nothing.
+        ``as_of``: None reads current blocks (none superseded); epoch seconds or a datetime, the
+        blocks valid then; ``"all"``, every block (:mod:`redmem.lifecycle`)."""
         definition = self.frame_definition(name)
-        chosen, _, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k))
+        chosen, _, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k),
+                                       as_of=validity_argument(as_of))
         return chosen
 
     def frame(self, name: str, query: str | None = None, *, top_k: int = 5,
-              token_budget: int | None = None, reinforce: bool = True) -> FrameResult:
+              token_budget: int | None = None, reinforce: bool = True, as_of: Any = None) -> FrameResult:
         """Frame ``name`` rendered for the prompt; the returned blocks (and edges among them) are
-        reinforced (unless ``reinforce`` is False), and a cacheable frame's result cached, in one round trip."""
+        reinforced (unless ``reinforce`` is False), and a cacheable frame's result cached, in one round trip.
+        ``as_of`` as :meth:`recall` takes it; a frame read ``as_of`` a time neither reads nor fills the cache."""
         if not isinstance(reinforce, bool):
             raise ValidationError(f"reinforce is a bool, got {reinforce!r}")
         definition = self.frame_definition(name)
         query, top_k = _checked_query(query), positive_int("top_k", top_k)
         budget = definition.token_budget if token_budget is None else non_negative_int("token_budget", token_budget)
+        validity = validity_argument(as_of)
+        if validity:
+            definition = replace(definition, cache=None)
         cached = self._cached(definition, query, top_k, budget)
         if cached is not None and cached.result is not None:
             return cached.result
         riders = [CacheRead(self.space, self._cache_key(definition, query, top_k, budget))] if (
             definition.cache is not None and cached is None) else []
-        _, now_hours, answers, trail = self._chosen(definition, query, top_k, riders)
+        _, now_hours, answers, trail = self._chosen(definition, query, top_k, riders, validity)
         if answers:
             cached = answers[0]
             if cached is not None and cached.result is not None:
@@ -330,12 +366,12 @@ class FrameMemory:
 
     # -- the pipeline ----------------------------------------------------------------------------
     def _chosen(
-        self, definition: FrameDefinition, query: str | None, top_k: int, riders: Sequence[Any] = (),
+        self, definition: FrameDefinition, query: str | None, top_k: int, riders: Sequence[Any] = (), as_of: str = "",
     ) -> tuple[list[ScoredBlock], float, list[Any], FrameTrail]:
         """Stages 1-4, guarantees and suppression: (the chosen blocks, active hours, riders'
         answers, what each stage kept for the explanation)."""
         asked = None if query is None else (query, Block.embedding.embed_texts([query], "query")[0])
-        gathered = gather(self.client, self.space, definition, self.clock(), top_k, asked, riders)
+        gathered = gather(self.client, self.space, definition, self.clock(), top_k, asked, riders, as_of)
         with_query = asked is not None and not gathered.no_seed
         weights = definition.weights if with_query else definition.weights.without_similarity()
         guaranteed = set(gathered.guaranteed)

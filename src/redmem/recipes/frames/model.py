@@ -20,9 +20,11 @@ from ...fields.bm25 import BM25Field
 from ...fields.confidence import ConfidenceField
 from ...fields.cooccurrence import CoOccurrenceField
 from ...fields.embedding import EmbeddingField
+from ...lifecycle import Lifecycle, LifecycleMixin
 from ...model.base import Model
-from ...model.fields import FloatField, ListField, StringField
+from ...model.fields import FloatField, IntField, ListField, StringField
 from ...model.indexed import AutoKeyField, KeyField, SortedField
+from ..conversation import SearchText, TurnContextAnalyzer
 from .prefix_index import PrefixIndexField
 from .wiring import DEGREE_CAP
 
@@ -47,15 +49,22 @@ def decay_tier(tags: Iterable[str], category: str) -> str:
     return CATEGORY_TIERS.get(category, "standard")
 
 
-class Block(Model):
+class Block(LifecycleMixin, Model):
     """One memory block of one agent.
 
     ``last_reinforced`` and ``reinforcement_count`` change when :meth:`FrameMemory.frame` returns
     the block; ``window`` holds ``last_reinforced`` while the block is active (the pre-filter's
     index: archived blocks leave it); ``tag_index`` / ``category_index`` answer tag patterns
-    (``self/%``) by range; ``embedding`` and ``keywords`` (BM25) rank blocks for a query; ``edges`` is the co-occurrence graph whose per-node weighted degree
-    gives centrality. Counters and status are written by the recipe's scripts, never by re-saving
-    a loaded block.
+    (``self/%``) by range; ``embedding`` (of ``content``) and ``keywords`` (BM25 of ``context``:
+    the block's text between the blocks learned just before and after it in the same
+    ``session``, :mod:`.neighbours`) rank blocks for a query; ``edges`` is the co-occurrence
+    graph whose per-node weighted degree gives centrality; the fact lifecycle's fields
+    (:class:`~redmem.lifecycle.LifecycleMixin`: ``valid_from``, ``valid_to``, ``superseded_by``
+    ...) say which blocks a newer one superseded (:mod:`.wiring`). Counters and status are written by the recipe's scripts. Two writes re-save
+    a loaded block whole (WATCHed, so a write that lands after the WATCH makes them start over):
+    ``learn()`` giving the earlier blocks of the session their new ``context``, and a supersede
+    closing the older block. A reinforcement landing between their load and their WATCH is
+    lost (the count and time it wrote are overwritten with the loaded ones).
     """
 
     block_id = AutoKeyField()
@@ -71,9 +80,16 @@ class Block(Model):
     tag_index = PrefixIndexField(source="tags")
     category_index = PrefixIndexField(source="category")
     confidence = ConfidenceField(partition_by="agent_id")
+    session = StringField(default="")
+    position = IntField()
+    context = SearchText()
     embedding = EmbeddingField(source="content")
-    keywords = BM25Field(source="content")
+    keywords = BM25Field(source="context", analyzer=TurnContextAnalyzer())
     edges = CoOccurrenceField(max_edges=DEGREE_CAP)
+
+    #: The fact lifecycle's fields and reads, without its merge-on-write: :meth:`FrameMemory.learn`
+    #: keeps every block and flags duplicates and updates through its wiring (:mod:`.wiring`).
+    lifecycle = Lifecycle(merge=False, supersede=False)
 
     class Meta:
         name = "FrameBlock"

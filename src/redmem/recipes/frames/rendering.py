@@ -1,6 +1,10 @@
 """A frame's blocks packed into its token budget under its template's headings (no I/O).
 
-Stop-at-first-miss in the order given (guaranteed blocks first): a block's line is admitted while
+A block's text is rendered by the shared stage, :class:`redmem.context.rendering.Renderer`
+(:data:`BLOCK_RENDERER`: the ``content`` format of :class:`~.model.Block`, its memory text, cut
+as every recipe's is when it is too big), on one line; the template (:mod:`.templates`) adds the
+line's ``[n] `` / ``- `` and the section headings, as the shared packer's
+:class:`~redmem.context.rendering.Layout`. Stop-at-first-miss in the order given (guaranteed blocks first): a block's line is admitted while
 the whole text, headings included, stays within the budget; a block bigger than the whole budget
 is handled as ``oversize`` says (:mod:`redmem.context.oversize`).
 """
@@ -9,16 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...context.oversize import Cuttable, check_oversize, cut
+from ...context.oversize import Cuttable, check_oversize
 from ...context.packing import Budget, Fitted, fit
-from ...context.rendering import Layout
+from ...context.rendering import Layout, Renderer
 from ...context.tokens import TokenCounter, quarter_length
 from ...store.errors import ValidationError
 from ...store.validation import non_negative_int
+from .model import Block
 from .scoring import ScoredBlock
 from .templates import TEMPLATES_BY_NAME, Line, Template, compose, lines
 
-__all__ = ["fit_blocks", "render_blocks", "quarter_length"]
+__all__ = ["fit_blocks", "render_blocks", "quarter_length", "BLOCK_RENDERER"]
+
+#: How a block's text is rendered: the shared renderer's ``content`` format (its memory text).
+BLOCK_RENDERER = Renderer(Block, "content", render_fields=("content",))
 
 
 def fit_blocks(blocks: Sequence[ScoredBlock], template: str, token_budget: int, count_tokens: TokenCounter,
@@ -42,10 +50,13 @@ def render_blocks(blocks: Sequence[ScoredBlock], template: str, token_budget: in
 
 
 def _cuttable(line: Line, block: ScoredBlock) -> Cuttable:
-    """A block's line at any cut of its text (its ``- `` / ``[n] `` prefix kept)."""
-    text = " ".join(block.content.split())
-    prefix = line.text[: len(line.text) - len(text)]
-    return Cuttable(len(text), lambda chars: prefix + cut(text, chars))
+    """A block's line at any cut of its text, rendered by :data:`BLOCK_RENDERER` on one line (its
+    ``- `` / ``[n] `` prefix kept)."""
+    record = Block.__new__(Block)  # the renderer reads the record's fields; a scored block carries its content
+    record.content = block.content
+    rendered = BLOCK_RENDERER.cuttable(record)
+    prefix = line.text[: len(line.text) - len(" ".join(block.content.split()))]
+    return Cuttable(rendered.longest, lambda chars: prefix + " ".join(rendered.render(chars).split()))
 
 
 def _layout(template: Template, rendered: Sequence[Line]) -> Layout:

@@ -1,11 +1,12 @@
 """The frames retrieval: the four stages, sent as searches that share round trips; reads only.
 
-1. Pre-filter: active blocks last reinforced strictly less than the frame's window ago, carrying a
+1. Pre-filter: active blocks, not superseded (or valid at ``as_of``: the fact lifecycle's
+   ``valid_from`` / ``valid_to`` indexes), last reinforced strictly less than the frame's window ago, carrying a
    tag that matches one of its patterns (a range of the prefix index, not a scan) and of one of
    its categories. A block matching one of the frame's guarantees passes outside the window too.
 2. Seeds: the ``top_k * 4`` pre-filtered blocks that best match the query, by the shared
    retrieval stage (:func:`redmem.context.retrieval.retrieve`): the BM25 ranking of the query's
-   words and the vector ranking of its embedding, fused by convex score fusion with equal weights
+   words (over each block's neighbour ``context``) and the vector ranking of its embedding, fused by convex score fusion with equal weights
    as the ContextAssembler fuses them. A seed's ``similarity`` is its fused score, in (0, 1].
 3. Expansion: every pre-filtered 1-hop graph neighbour of a seed, at similarity 0.0 (``was_expanded``).
 4. Composite score (:mod:`.scoring`) over seeds, neighbours and guaranteed blocks.
@@ -31,6 +32,7 @@ import numpy as np
 
 from ...context.retrieval import Fusion, Retrieval, Retrieved, keyword_hits, retrieve
 from ...fields.search_protocol import Hits, Search, run_search, run_searches
+from ...lifecycle._timeline import ALL_TIMES, as_epoch
 from ...model.dbkey import DbKey
 from ...model.loading import decode_stored
 from ...store.keys import KeyKind, KeySpace
@@ -41,7 +43,7 @@ from .prefix_index import pattern_range
 from .scoring import Candidate
 
 __all__ = ["N_SEEDS_MULTIPLIER", "FUSION", "Gathered", "CandidateSearch", "gather", "candidate_call",
-           "query_retrieval", "block_keys"]
+           "query_retrieval", "block_keys", "validity_argument"]
 
 #: Seeds per frame: ``top_k`` times this.
 N_SEEDS_MULTIPLIER = 4
@@ -89,6 +91,8 @@ def block_keys(space: KeySpace) -> dict[str, str]:
         "contradictions": space.key(KeyKind.CONTRADICTIONS),
         "version": space.key(KeyKind.FRAME_VERSION),
         "definitions": space.key(KeyKind.FRAME_DEFINITIONS),
+        "valid_to": space.key(KeyKind.SORTED, "valid_to"),
+        "valid_from": space.key(KeyKind.SORTED, "valid_from"),
     }
 
 
@@ -98,15 +102,16 @@ def _ranges(patterns: Sequence[str] | None) -> list[str]:
 
 
 def candidate_call(
-    space: KeySpace, definition: FrameDefinition, now: float, seeds: int, ranked: Sequence[str],
+    space: KeySpace, definition: FrameDefinition, now: float, seeds: int, ranked: Sequence[str], as_of: str = "",
 ) -> ScriptCall:
-    """The ``frames_candidates.lua`` call of one frame at wall time ``now`` (``seeds`` 0: queryless)."""
+    """The ``frames_candidates.lua`` call of one frame at wall time ``now`` (``seeds`` 0: queryless;
+    ``as_of`` as :func:`validity_argument` writes it)."""
     keys = block_keys(space)
     names = ("clock", "window", "tags", "categories", "adjacency", "degrees", "confidence", "count", "lambda",
-             "contradictions")
+             "contradictions", "valid_to", "valid_from")
     filters = definition.filters
     args = [repr(now), repr(filters.search_window_hours), seeds, repr(Block.confidence.initial_confidence),
-            space.record("") + ":", len(STORED), *STORED,
+            space.record("") + ":", as_of, len(STORED), *STORED,
             *_ranges(filters.tag_patterns), *_ranges(filters.categories), *_ranges(definition.guarantees), *ranked]
     return ScriptCall("frames_candidates", [keys[name] for name in names], args)
 
@@ -115,11 +120,12 @@ class CandidateSearch:
     """Stages 1 and 3 as one search of the protocol: the candidate script over a ranking of ids."""
 
     def __init__(self, space: KeySpace, definition: FrameDefinition, now: float, seeds: int,
-                 ranked: Sequence[str] = ()) -> None:
+                 ranked: Sequence[str] = (), as_of: str = "") -> None:
         self.space, self.definition, self.now, self.seeds, self.ranked = space, definition, now, seeds, list(ranked)
+        self.as_of = as_of
 
     def calls(self) -> list[ScriptCall]:
-        return [candidate_call(self.space, self.definition, self.now, self.seeds, self.ranked)]
+        return [candidate_call(self.space, self.definition, self.now, self.seeds, self.ranked, self.as_of)]
 
     def work(self) -> None:
         """Nothing to rank in the process."""
@@ -143,12 +149,13 @@ def query_retrieval(space: KeySpace, text: str, vector: np.ndarray, limit: int,
 
 def gather(
     client: Any, space: KeySpace, definition: FrameDefinition, now: float, top_k: int,
-    query: tuple[str, np.ndarray] | None = None, riders: Sequence[Search[Any]] = (),
+    query: tuple[str, np.ndarray] | None = None, riders: Sequence[Search[Any]] = (), as_of: str = "",
 ) -> Gathered:
     """Stages 1-3 of one frame for ``query`` (its text and vector; None: queryless). ``riders``
-    share the first round trip; their answers are returned."""
+    share the first round trip; their answers are returned. ``as_of``: the blocks valid when
+    (:func:`validity_argument`; "": current blocks only)."""
     if query is None:
-        answers = run_searches(client, [CandidateSearch(space, definition, now, 0), *riders])
+        answers = run_searches(client, [CandidateSearch(space, definition, now, 0, as_of=as_of), *riders])
         parsed = _parsed(space, answers[0], {})
         parsed.riders = answers[1:]
         return parsed
@@ -159,7 +166,7 @@ def gather(
     rider_answers = retrieved.riders
     while True:
         fused = _fused(retrieved)
-        reply = run_search(client, CandidateSearch(space, definition, now, seeds, list(fused)))
+        reply = run_search(client, CandidateSearch(space, definition, now, seeds, list(fused), as_of))
         cut = any(len(hits) >= limit for hits in retrieved.lists.values())
         if len(reply[1]) < seeds and cut and int(reply[6]) >= len(fused):  # every ranked id checked, more may pass
             limit *= 4
@@ -167,12 +174,23 @@ def gather(
             continue
         break
     if not reply[1]:  # no seed: the pre-filtered blocks, as without a query
-        parsed = _parsed(space, run_search(client, CandidateSearch(space, definition, now, 0)), {})
+        parsed = _parsed(space, run_search(client, CandidateSearch(space, definition, now, 0, as_of=as_of)), {})
         parsed.no_seed = True
     else:
         parsed = _parsed(space, reply, fused)
     parsed.riders = rider_answers
     return parsed
+
+
+def validity_argument(as_of: Any) -> str:
+    """The candidate script's ``as_of``: "" for None (current blocks: none superseded),
+    ``"all"`` for :data:`~redmem.lifecycle.ALL_TIMES` (every block), else epoch seconds (a number
+    or a datetime: the blocks valid then)."""
+    if as_of is None:
+        return ""
+    if as_of == ALL_TIMES:
+        return ALL_TIMES
+    return repr(as_epoch(as_of))
 
 
 def _fused(retrieved: Retrieved) -> dict[str, float]:
