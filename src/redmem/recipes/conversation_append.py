@@ -8,8 +8,8 @@ slot) and, for new turns of a session:
 
 - reads the session's last turns (``2 * max(window, PASSAGE_WINDOW)`` of them: enough to
   rebuild in full the contexts that change);
-- builds the new turns' contexts and passages with :func:`~.conversation.build_contexts` and
-  :func:`~.conversation.build_passages` over those turns and the new ones, so they hold the
+- builds the new turns' contexts and passages with :func:`~redmem.context.neighbours.build_contexts` and
+  :func:`~redmem.context.neighbours.build_passages` over those turns and the new ones, so they hold the
   turns before them;
 - rebuilds the last ``window`` earlier turns' contexts (and the last one's passage), which now
   hold the new turns as the turns after them, and re-embeds the passages that changed;
@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..context.neighbours import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages
 from ..fields.embedding import EmbeddingField
 from ..model.base import Model
 from ..model.dbkey import DbKey
@@ -39,7 +40,7 @@ from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
 from ..store.validation import non_negative_int
 from ..store.watch import MAX_ATTEMPTS
-from .conversation import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages, session_turns_key
+from .conversation import session_turns_key
 
 __all__ = ["append_turns", "session_turns_key", "turn_of_record", "AlsoWrite"]
 
@@ -49,8 +50,10 @@ AlsoWrite = Callable[[Any, list[Any], Any], None]
 
 
 def turn_of_record(record: Any) -> Turn:
-    """The :class:`~.conversation.Turn` of a stored turn (its ``speaker``, ``content``, ``session``, ``said_at``)."""
-    return Turn(record.speaker or "", record.content or "", record.session or "", record.said_at or "")
+    """The :class:`~redmem.context.neighbours.Turn` of a stored turn: its ``content`` and ``session``, and its
+    ``speaker`` and ``said_at`` when its model has them."""
+    return Turn(getattr(record, "speaker", None) or "", record.content or "", record.session or "",
+                getattr(record, "said_at", None) or "")
 
 
 def append_turns(
