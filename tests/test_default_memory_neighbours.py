@@ -31,7 +31,7 @@ def test_neighbours_stop_at_the_session(db):
 
 def test_a_memory_without_a_session_is_searched_by_its_own_text_kept_in_step(db):
     stored = DefaultMemory.create(agent_id="ana", content="Bob likes   tea")
-    assert stored.context == stored.passage == "Bob likes tea"
+    assert stored.context == "Bob likes tea"
     stored.content = "Bob likes espresso"
     stored.save()
     assembler = ContextAssembler(DefaultMemory, max_items=5)
@@ -47,18 +47,18 @@ def test_the_search_texts_are_not_shown(db):
     assert "> " not in shown and shown.count("kayaking") == 1
 
 
-def test_hybrid_memory_embeds_the_passage(db):
+def test_hybrid_memory_indexes_the_context_and_embeds_the_memory_text(db):
     with configured_embeddings(HashingEmbeddings(64)):
-        _append_and_check()
-
-
-def _append_and_check():
-    turns = [HybridMemory(agent_id="ana", content=text, session="s1")
-             for text in ("Did you ever go kayaking?", "Yes, twice!", "Great.")]
-    append_turns(turns)
-    expected = build_contexts([Turn("", t.content, "s1") for t in turns], 1)[1].replace("> ", "")
-    assert turns[1].passage == expected
-    assert isinstance(HybridMemory._meta.fields["passage"], SearchText)
+        turns = [HybridMemory(agent_id="ana", content=text, session="s1")
+                 for text in ("Did you ever go kayaking?", "Yes, twice!", "Great.")]
+        append_turns(turns)
+        expected = build_contexts([Turn("", t.content, "s1") for t in turns])[1]
+        stored = HybridMemory.query.get(agent_id="ana", memory_id=turns[1].memory_id)
+        assert stored.context == expected and stored.position == 1
+        assert HybridMemory.embedding.source == "content"
+        assert isinstance(HybridMemory._meta.fields["context"], SearchText)
+        result = ContextAssembler(HybridMemory).assemble("kayaking", agent_id="ana")
+        assert "Yes, twice!" in _contents(result)
 
 
 def test_subconscious_memory_writes_the_text_field_not_the_search_text(db):

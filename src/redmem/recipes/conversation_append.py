@@ -63,7 +63,7 @@ def append_turns(
     """Save new turns of one session (in order) after the session's stored turns; returns them saved.
 
     ``records``: unsaved instances of one model and partition with the fields ``session``,
-    ``context``, ``passage`` and ``position`` (:class:`~.conversation.ConversationMemory` or a
+    ``context``, ``position`` and optionally ``passage`` (:class:`~.conversation.ConversationMemory` or a
     model shaped like it), all of one session (None or "": no session, each turn alone).
     ``turn_of(record)``: the Turn the texts are built from (default :func:`turn_of_record`).
     ``also``: further writes for the same MULTI/EXEC (:data:`AlsoWrite`). An auto key left
@@ -117,15 +117,16 @@ def _link(earlier: list[Any], records: list[Any], window: int, turn_of: Callable
     turns = [turn_of(record) for record in [*earlier, *records]]
     contexts, passages = build_contexts(turns, window), build_passages(turns)
     for i, record in enumerate(records, len(earlier)):
-        record.context, record.passage = contexts[i], passages[i]
+        _set_texts(record, contexts[i], passages[i])
     changed = []
     first = max(len(earlier) - max(window, PASSAGE_WINDOW), 0)  # only these have their full context here
     for i in range(first, len(earlier)):
         record = earlier[i]
-        context = contexts[i] if i >= len(earlier) - window else record.context
-        passage = passages[i] if i >= len(earlier) - PASSAGE_WINDOW else record.passage
-        if (context, passage) != (record.context, record.passage):
-            record.context, record.passage = context, passage
+        stored = _texts(record)
+        context = contexts[i] if i >= len(earlier) - window else stored[0]
+        passage = passages[i] if i >= len(earlier) - PASSAGE_WINDOW else stored[1]
+        if (context, passage) != stored:
+            _set_texts(record, context, passage)
             changed.append(record)
     return changed
 
@@ -134,10 +135,22 @@ def _save_alone(model: type[Model], records: list[Any], turn_of: Callable[[Any],
     """Turns without a session: each one's context and passage is its own line."""
     for record in records:
         turn = turn_of(record)
-        record.context, record.passage = build_contexts([turn])[0], build_passages([turn])[0]
+        _set_texts(record, build_contexts([turn])[0], build_passages([turn])[0])
     _embed(model, records)
     save_records(records, also=None if also is None else (lambda pipe: also(pipe, records, None)))
     return records
+
+
+def _texts(record: Any) -> tuple[Any, Any]:
+    """A turn's (context, passage); passage None for a model without one."""
+    return record.context, record.passage if "passage" in record._meta.fields else None
+
+
+def _set_texts(record: Any, context: str, passage: str) -> None:
+    """Set a turn's context, and its passage when its model has one."""
+    record.context = context
+    if "passage" in record._meta.fields:
+        record.passage = passage
 
 
 def _embed(model: type[Model], records: list[Any]) -> None:

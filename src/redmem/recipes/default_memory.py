@@ -11,7 +11,7 @@ surface on its own):
 | ``content`` | StringField | the memory text |
 | ``session`` | StringField | the conversation it was said in (None: none) |
 | ``position`` | IntField | its place in its session |
-| ``context``, ``passage`` | SearchText | search texts: the memory between its session's neighbours (:mod:`redmem.context.neighbours`); its own line without a session |
+| ``context`` | SearchText | search text: the memory between its session's neighbours (:mod:`redmem.context.neighbours`); its own line without a session |
 | ``importance`` | FloatField (1.0) | base score of ``relevance`` |
 | ``created_at`` | DatetimeField | set on the first save |
 | ``relevance`` | DecayingSortedField | decays with time since created or touched, modulated by confidence |
@@ -28,7 +28,7 @@ by its own text.
 
 It tracks access (AccessTrackerMixin): the assembler stages a read of each selected memory and
 outcomes confirm or discard it. ``HybridMemory`` adds ``embedding``, an EmbeddingField over
-``passage`` that uses the provider set with ``redmem.configure(embedding_provider=...)``, which
+``content`` that uses the provider set with ``redmem.configure(embedding_provider=...)``, which
 makes the assembler's ``auto`` mode hybrid (BM25 + vectors + graph). For proactive surfacing,
 subclass one and declare a CyclicDecayField with the cycles you want.
 """
@@ -64,7 +64,6 @@ class DefaultMemory(AccessTrackerMixin, Model):
     session = StringField()
     position = IntField()
     context = SearchText(own_line_of="content")
-    passage = SearchText(own_line_of="content")
     importance = FloatField(default=1.0)
     created_at = DatetimeField(auto_now_add=True)
     relevance = DecayingSortedField(base_score_field="importance")
@@ -75,6 +74,10 @@ class DefaultMemory(AccessTrackerMixin, Model):
 
 
 class HybridMemory(DefaultMemory):
-    """DefaultMemory with an embedding of ``passage`` (the configured provider) for hybrid retrieval."""
+    """DefaultMemory with an embedding of ``content`` (the configured provider) for hybrid retrieval.
 
-    embedding = EmbeddingField(source="passage")
+    The vector is of the memory's own text, the keyword index of its neighbour context: the
+    keyword list finds the region of a conversation, the vector list the memory itself.
+    """
+
+    embedding = EmbeddingField(source="content")
