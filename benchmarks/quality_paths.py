@@ -16,6 +16,7 @@ their one answer (HCE's candidates by their own ``token_cost``).
 from __future__ import annotations
 
 import inspect
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from redmem.context.tokens import TokenCounter
 from redmem.model import AutoKeyField, KeyField
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.conversation import ConversationMemory, conversation_assembler, ingest_conversation
+from redmem.recipes.conversation_append import append_turns
 from redmem.recipes.default_memory import DefaultMemory, HybridMemory
 from redmem.recipes.frames import FrameMemory
 from redmem.recipes.hce import HCEPipeline
@@ -173,6 +175,16 @@ def save_contents(model: type[Model], tenant: str, items: Sequence[Item]) -> lis
     return records
 
 
+def append_sessions(model: type[Model], tenant: str, items: Sequence[Item]) -> list[Any]:
+    """One record per item holding its content and session, each session's run of items appended
+    in order with ``append_turns`` (what ``Memory.add(text, session=...)`` does one at a time)."""
+    records = []
+    for session, run in itertools.groupby(items, key=lambda item: item.session or ""):
+        group = [model(agent_id=tenant, content=item.content, session=session or None) for item in run]
+        records.extend(append_turns(group))
+    return records
+
+
 def ingest_turns(model: type[Model], tenant: str, items: Sequence[Item]) -> list[Any]:
     """ConversationMemory's own ingest: speaker, bare text, session and date of each turn."""
     turns = [{"speaker": i.speaker or "", "text": i.text, "session": i.session or "", "said_at": i.said_at or ""}
@@ -302,8 +314,8 @@ def _default_assembler(model: type[Model], **options: Any) -> ContextAssembler:
 PATHS = {
     "readme": "README Memory, ContextAssembler(score_weights relevance 1.0, max_items 10): lexical",
     "readme-embedding": "README Memory + EmbeddingField(content), same assembler: auto = hybrid",
-    "default": "DefaultMemory, ContextAssembler(model) defaults",
-    "hybrid": "HybridMemory, ContextAssembler(model) defaults",
+    "default": "DefaultMemory, each session's items appended in order (append_turns), ContextAssembler(model) defaults",
+    "hybrid": "HybridMemory, each session's items appended in order (append_turns), ContextAssembler(model) defaults",
     "mcp": "ChatMemory through the MCP remember / recall tools' functions (tool defaults)",
     "conversation": "ConversationMemory: ingest_conversation + conversation_assembler()",
     "frames": "FrameMemory ATTENTION: recall() then frame(), top_k 10",
@@ -317,8 +329,8 @@ def build_paths(names: Sequence[str], provider: Any, count: TokenCounter, paired
         "readme": lambda: [AssemblerPath("README Memory (lexical)", ReadmeMemory, _readme_assembler)],
         "readme-embedding": lambda: [AssemblerPath("README Memory + embedding (auto: hybrid)", ReadmeHybridMemory,
                                                    _readme_assembler)],
-        "default": lambda: [AssemblerPath("DefaultMemory", DefaultMemory, _default_assembler)],
-        "hybrid": lambda: [AssemblerPath("HybridMemory", HybridMemory, _default_assembler)],
+        "default": lambda: [AssemblerPath("DefaultMemory", DefaultMemory, _default_assembler, append_sessions)],
+        "hybrid": lambda: [AssemblerPath("HybridMemory", HybridMemory, _default_assembler, append_sessions)],
         "mcp": lambda: [McpPath()],
         "conversation": lambda: [AssemblerPath("ConversationMemory, conversation_assembler()", ConversationMemory,
                                                conversation_assembler, ingest_turns)],

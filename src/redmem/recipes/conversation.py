@@ -1,27 +1,10 @@
 """ConversationMemory: one memory per dialog turn, searchable through the turn's conversational context.
 
-A single turn is often unfindable on its own words: "Yes, twice last year!" answers a question
-asked one turn earlier, and the day it was said lives in the session header. So each turn
-stores, beside its own text, a ``context`` text built at ingest::
-
-    >> text of the turn two before           (same session only)
-    > text of the turn before
-    [8 May, 2023 1:56 pm] Caroline: I went to a support group yesterday.
-    > text of the turn after
-    >> text of the turn two after
-
-``context`` is a :class:`SearchText`: indexed, not rendered into assembled contexts (the
-neighbours' words help find a turn; the prompt gets the turn). The BM25 index covers it with
-:class:`TurnContextAnalyzer`, a field-weighted analysis
-in the manner of BM25F (Robertson, Zaragoza and Taylor, CIKM 2004): the terms of a line marked
-with ``d`` ``>`` signs count ``max(1, turn_weight // 2**d)`` times, so the turn itself (with its
-speaker and date) weighs most and each step away halves a neighbour's weight. Term frequency
-and document length are both taken over the weighted terms, which is BM25F with integer field
-weights.
-
-The embedding covers a shorter ``passage`` (also a :class:`SearchText`): the turn's own line
-between the turns just before and after it, without marks. A sentence embedding of the bare
-turn misses who said it and what it answers; of two turns either side it blurs into the topic.
+Each turn stores, beside its own text, the search texts of :mod:`redmem.context.neighbours`:
+a ``context`` (the turn's line, with its speaker and date, between up to two turns of its
+session on each side, indexed by BM25 with :class:`TurnContextAnalyzer`) and a ``passage``
+(the turn between the turns just before and after it, embedded). The names of that module
+(``Turn``, ``build_contexts``, ``build_passages``, ``SearchText`` ...) are importable from here too.
 
 ``ingest_conversation(turns, agent_id, window=2)`` builds the contexts and passages and saves
 every turn with ``Model.save_many`` (one MULTI/EXEC per 1,000 turns), then lists each
@@ -34,9 +17,18 @@ session's turns by position (``KeyKind.SESSION_TURNS``), so turns appended later
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ..context.neighbours import (
+    DEFAULT_WINDOW,
+    NEIGHBOUR_MARK,
+    PASSAGE_WINDOW,
+    SearchText,
+    Turn,
+    TurnContextAnalyzer,
+    build_contexts,
+    build_passages,
+)
 from ..fields.bm25 import BM25Field
 from ..fields.confidence import ConfidenceField
 from ..fields.decay import DecayingSortedField
@@ -47,56 +39,12 @@ from ..model.indexed import AutoKeyField, KeyField
 from ..observation.access import AccessTrackerMixin
 from ..store.aio import async_function
 from ..store.connection import server_errors
-from ..store.errors import ValidationError
 from ..store.keys import KeyKind, KeySpace, escape
-from ..store.validation import non_negative_int, positive_int
-from ..text.analyzer import Analyzer
 from .context_assembler import ContextAssembler
 
 __all__ = ["ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts", "build_passages",
            "ingest_conversation", "conversation_assembler", "session_turns_key", "NEIGHBOUR_MARK", "DEFAULT_WINDOW",
            "PASSAGE_WINDOW"]
-
-#: The mark that opens a neighbour's line in a context, once per step of distance.
-NEIGHBOUR_MARK = ">"
-#: Neighbouring turns on each side that a context holds by default.
-DEFAULT_WINDOW = 2
-#: Neighbouring turns on each side that a passage (the embedded text) holds.
-PASSAGE_WINDOW = 1
-
-
-@dataclass(frozen=True)
-class TurnContextAnalyzer(Analyzer):
-    """The shared analysis, with each line's terms repeated by its distance from the turn.
-
-    A line opening with ``d`` :data:`NEIGHBOUR_MARK` signs counts ``max(1, turn_weight // 2**d)``
-    times (d = 0: the turn's own line). With the default 4: the turn 4, next-door turns 2,
-    turns two away 1.
-    """
-
-    turn_weight: int = 4
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        positive_int("turn_weight", self.turn_weight)
-
-    def tokens(self, text: str) -> list[str]:
-        """The weighted terms of a context: every line's terms, repeated by its weight."""
-        terms: list[str] = []
-        for line in text.splitlines():
-            stripped = line.lstrip(NEIGHBOUR_MARK)
-            distance = len(line) - len(stripped)
-            terms.extend(super().tokens(stripped) * max(1, self.turn_weight >> distance))
-        return terms
-
-
-class SearchText(StringField):
-    """A stored text kept for search only: indexed, never rendered into an assembled context.
-
-    Pass ``ContextAssembler(render_fields=[...])`` naming it to show it anyway.
-    """
-
-    shown = False
 
 
 class ConversationMemory(AccessTrackerMixin, Model):
@@ -120,65 +68,6 @@ class ConversationMemory(AccessTrackerMixin, Model):
     confidence = ConfidenceField()
     context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer())
     embedding = EmbeddingField(source="passage")
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One dialog turn as given to :func:`ingest_conversation`."""
-
-    speaker: str
-    text: str
-    session: str = ""
-    said_at: str = ""
-
-    @classmethod
-    def of(cls, turn: Turn | Mapping[str, Any]) -> Turn:
-        """A Turn from a Turn or a mapping with ``speaker``, ``text`` and optional ``session``, ``said_at``."""
-        if isinstance(turn, Turn):
-            return turn
-        if not isinstance(turn, Mapping) or "text" not in turn:
-            raise ValidationError(f"a turn is a Turn or a mapping with 'speaker' and 'text', not {turn!r}")
-        return cls(str(turn.get("speaker") or ""), str(turn["text"]), str(turn.get("session") or ""),
-                   str(turn.get("said_at") or ""))
-
-
-def _one_line(text: str) -> str:
-    """The text on one line, without leading neighbour marks (they would change its weight)."""
-    return " ".join(text.split()).lstrip(NEIGHBOUR_MARK + " ")
-
-
-def _own_line(turn: Turn) -> str:
-    head = f"[{turn.said_at}] " if turn.said_at else ""
-    who = f"{_one_line(turn.speaker)}: " if turn.speaker else ""
-    return head + who + _one_line(turn.text)
-
-
-def build_contexts(turns: list[Turn], window: int = DEFAULT_WINDOW) -> list[str]:
-    """The context text of every turn: its own line between up to ``window`` neighbours per side.
-
-    Neighbours are turns of the same session (consecutive in ``turns``), marked by distance.
-    """
-    window = non_negative_int("window", window)
-    contexts = []
-    for i, turn in enumerate(turns):
-        lines = []
-        for j in range(i - window, i + window + 1):
-            if j == i:
-                lines.append(_own_line(turn))
-            elif 0 <= j < len(turns) and turns[j].session == turn.session:
-                lines.append(NEIGHBOUR_MARK * abs(i - j) + " " + _one_line(turns[j].text))
-        contexts.append("\n".join(lines))
-    return contexts
-
-
-def build_passages(turns: list[Turn]) -> list[str]:
-    """The passage (embedded text) of every turn: its context of :data:`PASSAGE_WINDOW`, marks removed.
-
-    ``text of the turn before / [said_at] Speaker: text of the turn / text of the turn after``,
-    one per line, neighbours of the same session only.
-    """
-    return ["\n".join(line.lstrip(NEIGHBOUR_MARK + " ") for line in context.splitlines())
-            for context in build_contexts(turns, PASSAGE_WINDOW)]
 
 
 def ingest_conversation(

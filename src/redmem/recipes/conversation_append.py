@@ -8,8 +8,8 @@ slot) and, for new turns of a session:
 
 - reads the session's last turns (``2 * max(window, PASSAGE_WINDOW)`` of them: enough to
   rebuild in full the contexts that change);
-- builds the new turns' contexts and passages with :func:`~.conversation.build_contexts` and
-  :func:`~.conversation.build_passages` over those turns and the new ones, so they hold the
+- builds the new turns' contexts and passages with :func:`~redmem.context.neighbours.build_contexts` and
+  :func:`~redmem.context.neighbours.build_passages` over those turns and the new ones, so they hold the
   turns before them;
 - rebuilds the last ``window`` earlier turns' contexts (and the last one's passage), which now
   hold the new turns as the turns after them, and re-embeds the passages that changed;
@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..context.neighbours import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages
 from ..fields.embedding import EmbeddingField
 from ..model.base import Model
 from ..model.dbkey import DbKey
@@ -39,7 +40,7 @@ from ..store.connection import server_errors
 from ..store.errors import ValidationError, WriteConflict
 from ..store.validation import non_negative_int
 from ..store.watch import MAX_ATTEMPTS
-from .conversation import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages, session_turns_key
+from .conversation import session_turns_key
 
 __all__ = ["append_turns", "session_turns_key", "turn_of_record", "AlsoWrite"]
 
@@ -49,8 +50,10 @@ AlsoWrite = Callable[[Any, list[Any], Any], None]
 
 
 def turn_of_record(record: Any) -> Turn:
-    """The :class:`~.conversation.Turn` of a stored turn (its ``speaker``, ``content``, ``session``, ``said_at``)."""
-    return Turn(record.speaker or "", record.content or "", record.session or "", record.said_at or "")
+    """The :class:`~redmem.context.neighbours.Turn` of a stored turn: its ``content`` and ``session``, and its
+    ``speaker`` and ``said_at`` when its model has them."""
+    return Turn(getattr(record, "speaker", None) or "", record.content or "", record.session or "",
+                getattr(record, "said_at", None) or "")
 
 
 def append_turns(
@@ -60,7 +63,7 @@ def append_turns(
     """Save new turns of one session (in order) after the session's stored turns; returns them saved.
 
     ``records``: unsaved instances of one model and partition with the fields ``session``,
-    ``context``, ``position`` and (optional) ``passage`` (:class:`~.conversation.ConversationMemory` or a
+    ``context``, ``position`` and optionally ``passage`` (:class:`~.conversation.ConversationMemory` or a
     model shaped like it), all of one session (None or "": no session, each turn alone).
     ``turn_of(record)``: the Turn the texts are built from (default :func:`turn_of_record`).
     ``also``: further writes for the same MULTI/EXEC (:data:`AlsoWrite`). An auto key left
@@ -114,39 +117,40 @@ def _link(earlier: list[Any], records: list[Any], window: int, turn_of: Callable
     turns = [turn_of(record) for record in [*earlier, *records]]
     contexts, passages = build_contexts(turns, window), build_passages(turns)
     for i, record in enumerate(records, len(earlier)):
-        _set(record, contexts[i], passages[i])
+        _set_texts(record, contexts[i], passages[i])
     changed = []
     first = max(len(earlier) - max(window, PASSAGE_WINDOW), 0)  # only these have their full context here
     for i in range(first, len(earlier)):
         record = earlier[i]
-        context = contexts[i] if i >= len(earlier) - window else record.context
-        passage = passages[i] if i >= len(earlier) - PASSAGE_WINDOW else _passage(record)
-        if (context, passage) != (record.context, _passage(record)):
-            _set(record, context, passage)
+        stored = _texts(record)
+        context = contexts[i] if i >= len(earlier) - window else stored[0]
+        passage = passages[i] if i >= len(earlier) - PASSAGE_WINDOW else stored[1]
+        if (context, passage) != stored:
+            _set_texts(record, context, passage)
             changed.append(record)
     return changed
-
-
-def _passage(record: Any) -> str | None:
-    """The record's passage; None for a model without one (its embedding is of another text)."""
-    return record.passage if "passage" in record._meta.fields else None
-
-
-def _set(record: Any, context: str, passage: str | None) -> None:
-    """Set a record's context, and its passage when its model has one."""
-    record.context = context
-    if "passage" in record._meta.fields:
-        record.passage = passage
 
 
 def _save_alone(model: type[Model], records: list[Any], turn_of: Callable[[Any], Turn], also: AlsoWrite | None) -> list[Any]:
     """Turns without a session: each one's context and passage is its own line."""
     for record in records:
         turn = turn_of(record)
-        _set(record, build_contexts([turn])[0], build_passages([turn])[0])
+        _set_texts(record, build_contexts([turn])[0], build_passages([turn])[0])
     _embed(model, records)
     save_records(records, also=None if also is None else (lambda pipe: also(pipe, records, None)))
     return records
+
+
+def _texts(record: Any) -> tuple[Any, Any]:
+    """A turn's (context, passage); passage None for a model without one."""
+    return record.context, record.passage if "passage" in record._meta.fields else None
+
+
+def _set_texts(record: Any, context: str, passage: str) -> None:
+    """Set a turn's context, and its passage when its model has one."""
+    record.context = context
+    if "passage" in record._meta.fields:
+        record.passage = passage
 
 
 def _embed(model: type[Model], records: list[Any]) -> None:

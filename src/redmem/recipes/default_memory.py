@@ -9,13 +9,22 @@ surface on its own):
 | ``memory_id`` | AutoKeyField | the record's id (recipes set it to a digest of the text) |
 | ``agent_id`` | KeyField, the partition | every key of one agent shares one hash tag |
 | ``content`` | StringField | the memory text |
+| ``session`` | StringField | the conversation it was said in (None: none) |
+| ``position`` | IntField | its place in its session |
+| ``context`` | SearchText | search text: the memory between its session's neighbours (:mod:`redmem.context.neighbours`); its own line without a session |
 | ``importance`` | FloatField (1.0) | base score of ``relevance`` |
 | ``created_at`` | DatetimeField | set on the first save |
 | ``relevance`` | DecayingSortedField | decays with time since created or touched, modulated by confidence |
 | ``confidence`` | ConfidenceField | moved by outcomes and competitive suppression |
 | ``associations`` | CoOccurrenceField | links to other memories and named entities |
-| ``content_bm25`` | BM25Field | lexical retrieval over ``content`` |
+| ``context_bm25`` | BM25Field | lexical retrieval over ``context`` (the memory's own line weighs most) |
 | ``seen`` | ExistenceFilter | the pre-check: did any query term ever occur in this agent's memory |
+
+Memories of one session written in order with
+:func:`~redmem.recipes.conversation_append.append_turns` (``Memory.add(text, session=...)``)
+are searchable through the memories said just before and after them: "Yes, twice!" is found by
+the question it answered. A memory saved any other way (``create``, ``save_many``) is searched
+by its own text.
 
 It tracks access (AccessTrackerMixin): the assembler stages a read of each selected memory and
 outcomes confirm or discard it. ``HybridMemory`` adds ``embedding``, an EmbeddingField over
@@ -26,6 +35,7 @@ subclass one and declare a CyclicDecayField with the cycles you want.
 
 from __future__ import annotations
 
+from ..context.neighbours import SearchText, TurnContextAnalyzer
 from ..fields.bloom import ExistenceFilter
 from ..fields.bm25 import BM25Field
 from ..fields.confidence import ConfidenceField
@@ -33,7 +43,7 @@ from ..fields.cooccurrence import CoOccurrenceField
 from ..fields.decay import DecayingSortedField
 from ..fields.embedding import EmbeddingField
 from ..model.base import Model
-from ..model.fields import DatetimeField, FloatField, StringField
+from ..model.fields import DatetimeField, FloatField, IntField, StringField
 from ..model.indexed import AutoKeyField, KeyField
 from ..observation.access import AccessTrackerMixin
 
@@ -41,8 +51,8 @@ __all__ = ["DefaultMemory", "HybridMemory", "memory_text"]
 
 
 def memory_text(memory: DefaultMemory) -> str | None:
-    """What the ExistenceFilter of a memory records: its content."""
-    return memory.content
+    """What the ExistenceFilter of a memory records: its search context (its content when unset)."""
+    return memory.context or memory.content
 
 
 class DefaultMemory(AccessTrackerMixin, Model):
@@ -51,16 +61,23 @@ class DefaultMemory(AccessTrackerMixin, Model):
     memory_id = AutoKeyField()
     agent_id = KeyField(partition_by="agent_id")
     content = StringField(null=False)
+    session = StringField()
+    position = IntField()
+    context = SearchText(own_line_of="content")
     importance = FloatField(default=1.0)
     created_at = DatetimeField(auto_now_add=True)
     relevance = DecayingSortedField(base_score_field="importance")
     confidence = ConfidenceField()
     associations = CoOccurrenceField()
-    content_bm25 = BM25Field(source="content")
+    context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer())
     seen = ExistenceFilter(fingerprint_fn=memory_text)
 
 
 class HybridMemory(DefaultMemory):
-    """DefaultMemory with an embedding of ``content`` (the configured provider) for hybrid retrieval."""
+    """DefaultMemory with an embedding of ``content`` (the configured provider) for hybrid retrieval.
+
+    The vector is of the memory's own text, the keyword index of its neighbour context: the
+    keyword list finds the region of a conversation, the vector list the memory itself.
+    """
 
     embedding = EmbeddingField(source="content")

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..model.base import Model
 from .context_assembler import AssemblyResult, ContextAssembler
+from .conversation_append import append_turns
 from .default_memory import DefaultMemory
 
 __all__ = ["Memory"]
@@ -32,7 +33,7 @@ class Memory:
     """One agent's memory with ``add`` / ``search`` / ``context`` (see the module docstring).
 
     ``model`` has the fields ``memory_id`` (its key), ``agent_id`` (the partition) and
-    ``content``; ``max_tokens`` is the budget of :meth:`context`.
+    ``content`` (and ``session``, ``position``, ``context``, ``passage`` to add with a session); ``max_tokens`` is the budget of :meth:`context`.
     """
 
     def __init__(self, agent_id: str = "default", *, model: type[Model] = DefaultMemory, max_tokens: int = 2000) -> None:
@@ -40,13 +41,22 @@ class Memory:
         self.model = model
         self._context = ContextAssembler(model, max_tokens=max_tokens, output_format="content")
 
-    def add(self, text: str, *, importance: float = 1.0) -> Any:
-        """Store ``text`` as a memory of this agent, unless it is stored already; return the record."""
+    def add(self, text: str, *, importance: float = 1.0, session: str | None = None) -> Any:
+        """Store ``text`` as a memory of this agent, unless it is stored already; return the record.
+
+        ``session``: the conversation ``text`` was said in; memories added to one session in
+        order are linked (:func:`~.conversation_append.append_turns`): each is searchable through
+        the ones said just before and after it.
+        """
         memory_id = hashlib.sha256(f"{self.agent_id}\n{text}".encode()).hexdigest()[:32]
         stored = self.model.query.get(agent_id=self.agent_id, memory_id=memory_id)
         if stored is not None:
             return stored
-        return self.model.create(memory_id=memory_id, agent_id=self.agent_id, content=text, importance=importance)
+        if not session:
+            return self.model.create(memory_id=memory_id, agent_id=self.agent_id, content=text, importance=importance)
+        memory = self.model(memory_id=memory_id, agent_id=self.agent_id, content=text, importance=importance,
+                            session=session)
+        return append_turns([memory])[0]
 
     def search(self, query: str, *, limit: int = 5) -> AssemblyResult:
         """The agent's ``limit`` memories most relevant to ``query``, best first (``result.records``)."""

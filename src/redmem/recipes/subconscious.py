@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from ..context.neighbours import SearchText
 from ..fields.bm25 import BM25Field
 from ..fields.cooccurrence import CoOccurrenceField, Entity
 from ..model.indexed import AutoKeyField
@@ -81,6 +82,16 @@ def with_context(messages: Sequence[Mapping[str, Any]], formatted: str) -> list[
     return copied
 
 
+def _memory_text_field(model: type[Model]) -> str:
+    """The field holding a memory's text: its BM25Field's source, or the text a search text of
+    its own line is made of (:class:`~redmem.context.neighbours.SearchText`), else ``content``."""
+    bm25 = next(iter(model._meta.fields_of(BM25Field)), None)
+    if bm25 is None:
+        return "content"
+    source = model._meta.fields.get(bm25.source)
+    return source.own_line_of or bm25.source if isinstance(source, SearchText) else bm25.source
+
+
 class SubconsciousMemory:
     """Automatic memory around LLM turns for one agent (see the module docs).
 
@@ -107,8 +118,7 @@ class SubconsciousMemory:
         self.partition: dict[str, Any] = {partition[0]: agent_id}
         self.assembler = ContextAssembler(model, max_items=max_items, max_tokens=max_tokens, output_format=output_format)
         self.extractor = extractor if extractor is not None else HeuristicExtractor()
-        bm25 = next(iter(model._meta.fields_of(BM25Field)), None)
-        self.text_field = bm25.source if bm25 is not None else "content"
+        self.text_field = _memory_text_field(model)
         self.graph_field = next(iter(model._meta.fields_of(CoOccurrenceField)), None)
         self.id_field = next((f.name for f in model._meta.fields_of(AutoKeyField)), None)
 
