@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[ModuleType | str, str]] = {
     "stats": ("redmem.cli_commands.stats", "show each agent's memory and key counts"),
     "inspect": ("redmem.cli_commands.inspect", "show everything stored about one memory (read-only)"),
     "forget": ("redmem.cli_commands.forget", "delete memories, or erase a whole agent (--all, confirmed)"),
+    "retention": ("redmem.cli_commands.retention",
+                  "evict an agent's least relevant or oldest memories, archived (a dry run unless --yes)"),
     "export": ("redmem.cli_commands.export", "write an agent's whole memory to JSON Lines"),
     "import": ("redmem.cli_commands.importing", "write an agent exported by `redmem export` into this server"),
     "reindex": ("redmem.cli_commands.reindex", "re-run fields' index writes over every stored record of a model"),

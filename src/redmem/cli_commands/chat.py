@@ -24,6 +24,7 @@ from .ingest import store_turns
 from .llm import ChatModel, from_environment, messages_for
 from .memory import ChatMemory
 from .runtime import print_notes, start
+from .windows import open_windows
 
 __all__ = ["add_arguments", "run", "QUIT", "HISTORY"]
 
@@ -52,6 +53,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     print_notes(console, runtime)
     chat_model = from_environment()
     assembler = assembler_from(args)
+    open_windows(args.agent)
     chat = ChatSession(f"chat-{datetime.now(UTC):%Y%m%d-%H%M%S}")
     console.print(f"[bold]redmem chat[/bold] with the memory of agent {escape(repr(args.agent))}, "
                   f"{escape(runtime.location)}; "

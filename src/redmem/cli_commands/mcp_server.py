@@ -38,6 +38,7 @@ from .mcp_http import BearerGuard, bearer_token, serve_http
 from .mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
 from .memory import ChatMemory, memory_assembler
 from .runtime import print_notes, start
+from .windows import open_windows
 
 __all__ = ["add_arguments", "run", "build_server", "Outcome", "Format", "INSTRUCTIONS"]
 
@@ -236,6 +237,7 @@ def recall_context(
     nothing read, for a bad time or a model without the lifecycle)."""
     assembler = memory_assembler(max_items, max_tokens, output_format)
     where = as_of_where(assembler.model_class, as_of, "as_of")
+    open_windows(agent)
     result = assembler.assemble(query, emit_trace=True, where=where, agent_id=agent)
     trace = result.metadata["trace"]
     cut = set(result.metadata["oversize"]["truncated"])

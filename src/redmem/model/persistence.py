@@ -64,6 +64,7 @@ def _transact(
     *,
     fresh: bool = False,
     also_watch: Sequence[str] = (),
+    replies: list[Any] | None = None,
 ) -> bool:
     """WATCH ``keys``, ``prepare(reader, stored_hashes)``, then ``write(pipe, prepared)`` in MULTI/EXEC.
 
@@ -76,11 +77,14 @@ def _transact(
     lost replies in a row the outcome is decided (:func:`~redmem.store.outcome.unknown_outcome`):
     applied returns True, not applied raises ServerUnavailable, undecidable WriteOutcomeUnknown. ``also_watch``: further keys WATCHed
     (not read as hashes); the first of ``keys`` + ``also_watch`` places the operation key.
+    ``replies``: filled with the EXEC's replies, one per queued command (left empty when the batch
+    was found applied by an earlier attempt whose reply was lost).
     """
     marker = operation_key([*keys, *also_watch][0])
     sent: list[str] = []  # the marker, once an EXEC carrying it was sent
+    out: list[Any] = [] if replies is None else replies
     try:
-        return _attempts(client, keys, prepare, write, marker, sent, fresh=fresh, also_watch=also_watch)
+        return _attempts(client, keys, prepare, write, marker, sent, out, fresh=fresh, also_watch=also_watch)
     except WriteOutcomeUnknown as unknown:
         if unknown.applied and all(unknown.applied.values()):
             return True  # decided: the lost EXEC was applied
@@ -94,6 +98,7 @@ def _attempts(
     write: Callable[[Any, Any], None],
     marker: str,
     sent: list[str],
+    replies: list[Any],
     *,
     fresh: bool,
     also_watch: Sequence[str],
@@ -117,7 +122,7 @@ def _attempts(
                     prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
                 pipe.multi()
                 write(pipe, prepared)
-                _send(pipe, marker, sent)
+                replies[:] = _send(pipe, marker, sent)
                 return True
             except WatchError as exc:
                 reason = exc.__cause__ or exc.__context__
@@ -127,8 +132,8 @@ def _attempts(
     raise WriteConflict(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
 
 
-def _send(pipe: Any, marker: str, sent: list[str]) -> None:
-    """Queue the operation key ``marker`` and EXEC the transaction.
+def _send(pipe: Any, marker: str, sent: list[str]) -> list[Any]:
+    """Queue the operation key ``marker`` and EXEC the transaction; its replies but the marker's.
 
     A lost EXEC reply under WATCH is a WatchError (redis-py does not resend it); when redis-py
     then fails to reconnect for its UNWATCH, that WatchError is raised still, so the caller rebuilds.
@@ -136,7 +141,7 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
     pipe.set(marker, 1, ex=op_ttl(pipe))
     sent[:] = [marker]
     try:
-        pipe.execute()
+        replies: list[Any] = pipe.execute()[:-1]
     except LOST_REPLY as exc:
         cause = exc.__context__
         while cause is not None and not isinstance(cause, WatchError):
@@ -146,6 +151,7 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
         pipe.watching = False  # its connection is closed, and its WATCH gone with it:
         pipe.reset()  # finish the reset redis-py's UNWATCH could not
         raise cause from exc
+    return replies
 
 
 def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict[bytes, bytes]) -> SaveBatch:
