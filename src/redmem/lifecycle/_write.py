@@ -44,7 +44,6 @@ from ..model.persistence import checked_values, queue_new_records, transact
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
 from ..store.keys import KeyKind, KeySpace
-from ..store.outcome import write_pipeline
 from ..store.scripts import ScriptCall, queue_script
 from ._config import NEAR_CANDIDATES, Lifecycle
 from ._detect import infer_slot, restates, same_value, slot_key, text_digest
@@ -114,9 +113,10 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     index = index_key(space)
     done: list[_Queued] = []
     replies: list[Any] = []
+    detection = _Detection(instance, config, entries, slot, check_own=not generated)
 
-    def prepare(reader: Any, hashes: list[Any]) -> _Plan:
-        plan = _detect(instance, config, space, entries, text, slot, check_own=not generated)
+    def prepare(reader: Any, read: list[Any]) -> _Plan:
+        plan = detection.decide(read, text)
         if plan.own_exists:
             raise ValidationError(f"{model.__name__} {instance.db_key.redis_key} exists: load it and save it "
                                   "to change it (a new fact goes under a new key)")
@@ -129,7 +129,10 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
             setattr(instance, name, value)
         done[:] = [_queue(pipe, client, instance, dict(values), plan, index, entries)]
 
-    transact(client, [], prepare, write, also_watch=[index], replies=replies)
+    try:
+        transact(client, [], prepare, write, also_watch=[index], replies=replies, reads=detection.queue)
+    finally:
+        detection.release()
     queued = done[0]
     other = None if queued.other is None else _stored(model, space, queued, replies)
     instance._was_stored = True
@@ -156,57 +159,78 @@ def _embedding(model: type) -> EmbeddingField | None:
     return next(iter(model._meta.fields_of(EmbeddingField)), None)  # type: ignore[attr-defined]
 
 
-def _detect(instance: Any, config: Lifecycle, space: KeySpace, entries: list[str], text: str,
-            slot: str | None, check_own: bool) -> _Plan:
-    """Read the index (with its cards) and the nearest records in one round trip, then decide; the
-    cards of near records the vectors found are read only when the index named no holder."""
-    model = type(instance)
-    embedding = _embedding(model)
-    vector = None if embedding is None else getattr(instance, embedding.name)
-    near = None
-    if embedding is not None and vector is not None and (config.merge or config.judge is not None):
-        near = embedding.searcher(space, np.asarray(vector), NEAR_CANDIDATES + 1)
-    own = instance.db_key
-    lookup = ScriptCall("lifecycle_lookup", [index_key(space)], entries)
-    reply, own_exists, found = _read(model._meta.client, lookup, own.redis_key if check_own else None, near)
-    ids = [None if v is None else v.decode() if isinstance(v, bytes) else str(v) for v in reply[1::2]]
-    current = {i: card for i, raw in zip(ids, reply[2::2]) if i and (card := read_card(i, raw)) is not None}
-    plan = _Plan(ids[0], ids[1] if slot else None, own_exists=own_exists)
-    floor = min(config.merge_threshold, 1.0 if config.judge is None else config.judge_threshold)
-    hits: Hits = [(rid, score) for rid, score in found if rid != own.record_id and score >= floor]
-    if hits:
-        current.update(_cards(model._meta.client, space, [rid for rid, _ in hits if rid not in current]))
-    _decide(plan, instance, config, text, current, hits)
-    return plan
+class _Detection:
+    """The reads of one write's detection, sent with its WATCH (:meth:`queue`), and the decision
+    on their replies (:meth:`decide`): the index with its cards, whether a key the caller gave is
+    taken, and the nearest records by vector (ranked only when the index names no current holder)."""
 
+    def __init__(self, instance: Any, config: Lifecycle, entries: list[str], slot: str | None, check_own: bool) -> None:
+        self.instance, self.config, self.slot = instance, config, slot
+        self.space = instance.db_key.keyspace
+        self.lookup = ScriptCall("lifecycle_lookup", [index_key(self.space)], entries)
+        self.own_key = instance.db_key.redis_key if check_own else None
+        self.near: VectorSearch | None = None
 
-def _read(client: Any, lookup: ScriptCall, own_key: str | None,
-          near: VectorSearch | None) -> tuple[list[Any], bool, Hits]:
-    """The lookup's reply, whether ``own_key`` is stored, and the nearest records, in one round
-    trip; the vectors are ranked only when the reply names no current holder (the rows of a
-    write cost less to rank on this thread than to hand to the search pool)."""
-    searching = near is not None and not near.empty
-    try:
-        with server_errors(client), write_pipeline(client) as pipe:
-            lookup.queue(pipe)
-            if own_key is not None:
-                pipe.exists(own_key)
-            for call in near.calls() if searching and near is not None else []:
+    def queue(self, pipe: Any) -> None:
+        """Queue the reads (a retried attempt's search is released and made anew)."""
+        self.release()
+        self.lookup.queue(pipe)
+        if self.own_key is not None:
+            pipe.exists(self.own_key)
+        near = self._searcher()
+        if near is not None:
+            for call in near.calls():  # locks the matrix until finish() or abandon()
                 call.queue(pipe)
-            replies = pipe.execute()
-        reply, rest = replies[0], replies[1:]
-        own_exists = bool(rest.pop(0)) if own_key is not None else False
-        if not searching or near is None:
-            return reply, own_exists, []
-        if any(reply[2::2]):
+        self.near = near
+
+    def release(self) -> None:
+        """Release a search whose replies were not used."""
+        if self.near is not None:
+            self.near.abandon()
+            self.near = None
+
+    def decide(self, replies: list[Any], text: str) -> _Plan:
+        """The plan from the replies of :meth:`queue`: cards of the named holders, then the rules."""
+        reply, rest = replies[0], list(replies[1:])
+        own_exists = bool(rest.pop(0)) if self.own_key is not None else False
+        found = self._nearest(rest, needed=not any(reply[2::2]))
+        ids = [None if v is None else v.decode() if isinstance(v, bytes) else str(v) for v in reply[1::2]]
+        current = {i: card for i, raw in zip(ids, reply[2::2]) if i and (card := read_card(i, raw)) is not None}
+        plan = _Plan(ids[0], ids[1] if self.slot else None, own_exists=own_exists)
+        config = self.config
+        floor = min(config.merge_threshold, 1.0 if config.judge is None else config.judge_threshold)
+        own = self.instance.db_key.record_id
+        hits: Hits = [(rid, score) for rid, score in found if rid != own and score >= floor]
+        if hits:
+            client = type(self.instance)._meta.client
+            current.update(_cards(client, self.space, [rid for rid, _ in hits if rid not in current]))
+        _decide(plan, self.instance, config, text, current, hits)
+        return plan
+
+    def _searcher(self) -> VectorSearch | None:
+        model, config = type(self.instance), self.config
+        embedding = _embedding(model)
+        vector = None if embedding is None else getattr(self.instance, embedding.name)
+        if embedding is None or vector is None or not (config.merge or config.judge is not None):
+            return None
+        near = embedding.searcher(self.space, np.asarray(vector), NEAR_CANDIDATES + 1)
+        return None if near.empty else near
+
+    def _nearest(self, replies: list[Any], needed: bool) -> Hits:
+        """The nearest records from the search's replies when ``needed`` (the ranking runs on this
+        thread: a write's rows cost less to rank than to hand to the search pool), else none."""
+        near, self.near = self.near, None
+        if near is None:
+            return []
+        if not needed:
             near.abandon()
-            return reply, own_exists, []
-        near.work()
-    except BaseException:
-        if searching and near is not None:
+            return []
+        try:
+            near.work()
+        except BaseException:
             near.abandon()
-        raise
-    return reply, own_exists, near.finish(rest)
+            raise
+        return near.finish(replies)
 
 
 def _cards(client: Any, space: KeySpace, record_ids: list[str]) -> dict[str, Card]:

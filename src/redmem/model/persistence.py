@@ -17,7 +17,7 @@ from ..store.connection import server_errors
 from ..store.errors import RecordNotFound, ValidationError, WriteConflict, WriteOutcomeUnknown
 from ..store.keys import KeyKind
 from ..store.outcome import LOST_REPLY, op_ttl, operation_key, unknown_outcome
-from ..store.watch import MAX_ATTEMPTS
+from ..store.watch import MAX_ATTEMPTS, watch_and_read
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
@@ -65,6 +65,7 @@ def _transact(
     fresh: bool = False,
     also_watch: Sequence[str] = (),
     replies: list[Any] | None = None,
+    reads: Callable[[Any], None] | None = None,
 ) -> bool:
     """WATCH ``keys``, ``prepare(reader, stored_hashes)``, then ``write(pipe, prepared)`` in MULTI/EXEC.
 
@@ -77,14 +78,17 @@ def _transact(
     lost replies in a row the outcome is decided (:func:`~redmem.store.outcome.unknown_outcome`):
     applied returns True, not applied raises ServerUnavailable, undecidable WriteOutcomeUnknown. ``also_watch``: further keys WATCHed
     (not read as hashes); the first of ``keys`` + ``also_watch`` places the operation key.
-    ``replies``: filled with the EXEC's replies, one per queued command (left empty when the batch
+    ``reads``: queues reads on the pipeline it is given; they are sent with the WATCH, in its
+    round trip (:func:`~redmem.store.watch.watch_and_read`), and their replies follow the stored
+    hashes in what ``prepare`` gets. ``replies``: filled with the EXEC's replies, one per queued command (left empty when the batch
     was found applied by an earlier attempt whose reply was lost).
     """
     marker = operation_key([*keys, *also_watch][0])
     sent: list[str] = []  # the marker, once an EXEC carrying it was sent
     out: list[Any] = [] if replies is None else replies
     try:
-        return _attempts(client, keys, prepare, write, marker, sent, out, fresh=fresh, also_watch=also_watch)
+        return _attempts(client, keys, prepare, write, marker, sent, out, fresh=fresh, also_watch=also_watch,
+                         reads=reads)
     except WriteOutcomeUnknown as unknown:
         if unknown.applied and all(unknown.applied.values()):
             return True  # decided: the lost EXEC was applied
@@ -102,6 +106,7 @@ def _attempts(
     *,
     fresh: bool,
     also_watch: Sequence[str],
+    reads: Callable[[Any], None] | None,
 ) -> bool:
     """The attempts of :func:`_transact`. The marker is always WATCHed (a new record's too), so
     deciding a lost EXEC (:func:`~redmem.store.outcome.settle`) aborts any copy still on its way."""
@@ -113,13 +118,16 @@ def _attempts(
         lost = 0
         for _ in range(MAX_ATTEMPTS):
             try:
-                pipe.watch(*([] if fresh else [*keys, *also_watch]), marker)
+                watched = [*([] if fresh else [*keys, *also_watch]), marker]
+                read = [] if reads is None else watch_and_read(client, pipe, watched, reads)
+                if reads is None:
+                    pipe.watch(*watched)
                 if sent and pipe.exists(marker):
                     return False
                 if fresh:
-                    prepared = prepare(client, [{} for _ in keys])
+                    prepared = prepare(client, [*({} for _ in keys), *read])
                 else:
-                    prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
+                    prepared = prepare(pipe, [*(pipe.hgetall(key) for key in keys), *read])
                 pipe.multi()
                 write(pipe, prepared)
                 replies[:] = _send(pipe, marker, sent)
