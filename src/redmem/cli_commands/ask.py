@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--why", action="store_true",
                         help="explain each memory (arms, ranks, weights, boosts) and what was left out and why")
     parser.add_argument("--as-of", metavar="WHEN",
-                        help="read the memory as it was at WHEN (ISO 8601 date/time, epoch seconds, or 'all'); "
-                             "lifecycle models only")
+                        help="read the memory as it was at WHEN (ISO 8601 date/time, epoch seconds, or 'all' "
+                             "for every version, superseded ones too)")
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:

@@ -348,7 +348,7 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
         explain: Annotated[bool, Field(description="also return why each memory is in the context (arms, ranks, "
                                        "fusion weights, boosts) and what was left out and why")] = False,
         as_of: Annotated[str | None, Field(min_length=1, description="read the memory as it was at this time (ISO "
-                                           "8601, epoch seconds, or 'all'); lifecycle models only")] = None,
+                                           "8601, epoch seconds, or 'all' for every version, superseded ones too)")] = None,
     ) -> RecalledContext:
         return recall_context(agent(agent_id), query, max_tokens, max_items, format, explain, as_of)
 
