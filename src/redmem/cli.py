@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[ModuleType | str, str]] = {
                 "move renamed fields' stored entries and build new indexes, exactly once and resumably"),
     "upgrade": ("redmem.cli_commands.upgrade", "make an agent's memories of older versions searchable by keyword again"),
     "mcp": ("redmem.cli_commands.mcp_server",
-            "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories, export, erase)"),
+            "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories, retention, export, erase)"),
     "server": ("redmem.cli_commands.server", "show or stop the local server that keeps the data when no Redis URL is given"),
     "ui": ("redmem.ui.command", "browse an agent's memories, ask and see why, forget or give feedback, in a local web page"),
 }

@@ -37,6 +37,7 @@ from .mcp_arguments import strict_arguments
 from .mcp_http import BearerGuard, bearer_token, serve_http
 from .mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
 from .memory import ChatMemory, memory_assembler
+from .retention import Evicted, evict_memories, retention_policy
 from .runtime import print_notes, start
 from .windows import open_windows
 
@@ -287,7 +288,7 @@ def erase_memory(agent: str, confirm: str) -> Erased:
 
 
 def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
-    """An ``MCPServer`` with the seven tools, their arguments described in their JSON schemas, acting
+    """An ``MCPServer`` with the eight tools, their arguments described in their JSON schemas, acting
     for ``default_agent`` and the allow-list ``agents`` only (:class:`~.mcp_agents.AgentBinding`)."""
     try:
         from mcp.server.mcpserver import MCPServer
@@ -380,6 +381,18 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
           "Lines, for `redmem import` on another server.")
     def export(agent_id: Annotated[str | None, tenant] = None) -> Exported:
         return export_memory(agent(agent_id))
+
+    @tool("Evict an agent's least relevant memories past `keep`, and/or those said (or last recalled) more than "
+          "`older_than_days` ago; each is archived first. A dry run listing what would go unless confirm repeats "
+          "the agent's id.")
+    def retention(
+        keep: Annotated[int | None, Field(ge=1, description="keep this many memories, the most relevant")] = None,
+        older_than_days: Annotated[float | None, Field(gt=0, description="evict memories older than this")] = None,
+        confirm: Annotated[str | None, Field(description="the agent's id, repeated to evict; else a dry run")] = None,
+        agent_id: Annotated[str | None, tenant] = None,
+    ) -> Evicted:
+        policy = retention_policy(keep, older_than_days, ("keep", "older_than_days"))
+        return evict_memories(agent(agent_id), policy, confirm)
 
     @tool("Erase an agent's whole memory for good: every memory and everything about it. confirm must repeat the "
           "agent's id.")

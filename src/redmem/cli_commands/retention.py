@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,7 +27,7 @@ from .agents import add_agent_argument, require_memories
 from .memory import ChatMemory
 from .runtime import print_notes, start
 
-__all__ = ["add_arguments", "run", "policy_of"]
+__all__ = ["add_arguments", "run", "policy_of", "retention_policy", "Evicted", "evict_memories"]
 
 #: Memories listed by a dry run (the count covers them all).
 SHOWN = 10
@@ -41,16 +42,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--yes", action="store_true", help="evict (archived first) without asking; else a dry run")
 
 
+@dataclass
+class Evicted:
+    """What a retention run evicted (``applied``) or would evict (a dry run): memory ids by reason."""
+
+    agent_id: str
+    applied: bool
+    past_keep: list[str]
+    older: list[str]
+
+
 def policy_of(args: argparse.Namespace) -> Retention:
-    """The policy the options describe (archiving, ranked by ``relevance``); ValidationError without a rule."""
-    if args.keep is None and args.older_than is None:
-        raise ValidationError("say what to keep: --keep N (the most relevant N) and/or --older-than DAYS")
-    if args.keep is not None and args.keep < 1:
-        raise ValidationError(f"--keep must be at least 1, not {args.keep}")
-    if args.older_than is not None and not args.older_than > 0:
-        raise ValidationError(f"--older-than must be above 0 days, not {args.older_than}")
-    ttl = None if args.older_than is None else args.older_than * DAY
-    return Retention(max_memories=args.keep, ttl_seconds=ttl, archive=True, field="relevance")
+    """The policy the command's options describe (see :func:`retention_policy`)."""
+    return retention_policy(args.keep, args.older_than, ("--keep", "--older-than"))
+
+
+def retention_policy(keep: int | None, older_than_days: float | None, names: tuple[str, str]) -> Retention:
+    """The policy of ChatMemory keeping ``keep`` memories and/or none older than ``older_than_days``
+    (archiving, ranked by ``relevance``); ValidationError naming ``names`` without a rule or with a bad one."""
+    if keep is None and older_than_days is None:
+        raise ValidationError(f"say what to keep: {names[0]} N (the most relevant N) and/or {names[1]} DAYS")
+    if keep is not None and keep < 1:
+        raise ValidationError(f"{names[0]} must be at least 1, not {keep}")
+    if older_than_days is not None and not older_than_days > 0:
+        raise ValidationError(f"{names[1]} must be above 0 days, not {older_than_days}")
+    ttl = None if older_than_days is None else older_than_days * DAY
+    return Retention(max_memories=keep, ttl_seconds=ttl, archive=True, field="relevance")
+
+
+def evict_memories(agent: str, policy: Retention, confirm: str | None) -> Evicted:
+    """Evict what ``policy`` says from ``agent``'s memories, archived first, when ``confirm`` repeats
+    the agent's id; else a dry run (what would go, nothing changed)."""
+    applied = confirm == agent
+    if confirm is not None and not applied:
+        raise ValidationError(f"not confirmed: to evict from agent {agent!r}, pass confirm={agent!r} "
+                              "(nothing was evicted)")
+    run_policy = apply_retention if applied else plan_retention
+    report = run_policy(ChatMemory, policy=policy, agent_id=agent)
+    return Evicted(agent, applied, report.over_cap, report.expired)
 
 
 def run(console: Console, args: argparse.Namespace) -> None:
