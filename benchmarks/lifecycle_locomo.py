@@ -2,6 +2,7 @@
 lifecycle's second view.
 
     .venv/bin/python benchmarks/lifecycle_locomo.py --data ../shared/data/locomo-dev.json
+    .venv/bin/python benchmarks/lifecycle_locomo.py --data ... --only 2,4     # one conversation of each half
     .venv/bin/python benchmarks/lifecycle_locomo.py --data ... --conversations 1 --out ''   # a smoke run
 
 Every dialog turn is stored through :func:`redmem.cli_commands.mcp_server.store_memory` (the MCP
@@ -59,11 +60,12 @@ def evidence_time(talk: dict[str, Any], evidence: list[str]) -> str | None:
     return (latest.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)).isoformat()
 
 
-def run(conversations: list[dict[str, Any]]) -> dict[str, Any]:
-    """Store every conversation, ask its temporal questions the three ways; hits per read and half."""
+def run(conversations: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Store every conversation (with its 1-based number), ask its temporal questions the three
+    ways; hits per read and half (conversations 1-3, 4-6)."""
     hits: dict[str, dict[str, list[int | None]]] = {read: {"1-3": [], "4-6": []} for read in READS}
     merged = superseded = stored = 0
-    for index, talk in enumerate(conversations):
+    for number, talk in conversations:
         agent, to_dia = talk["agent_id"], {}
         for turn in talk["turns"]:
             memory = store_memory(agent, turn["text"], turn["speaker"], turn["session"], 1.0, False, turn["said_at"])
@@ -72,7 +74,7 @@ def run(conversations: list[dict[str, Any]]) -> dict[str, Any]:
         stored += len(records)
         merged += sum((r.seen_count or 1) - 1 for r in records)
         superseded += sum(r.valid_to is not None for r in records)
-        half = "1-3" if index < 3 else "4-6"
+        half = "1-3" if number <= 3 else "4-6"
         for question in talk["questions"]:
             if question["category"] != TEMPORAL:
                 continue
@@ -84,7 +86,7 @@ def run(conversations: list[dict[str, Any]]) -> dict[str, Any]:
         log.info("%s: %d turns", agent, len(talk["turns"]))
     return {"reads": {read: {half: scores(found) for half, found in halves.items()} | {
                 "all": scores(halves["1-3"] + halves["4-6"])} for read, halves in hits.items()},
-            "turns": sum(len(t["turns"]) for t in conversations), "records": stored, "merged": merged,
+            "turns": sum(len(t["turns"]) for _, t in conversations), "records": stored, "merged": merged,
             "superseded": superseded}
 
 
@@ -114,10 +116,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="path of locomo-dev.json (never copied)")
     parser.add_argument("--conversations", type=int, default=None, help="use the first N conversations")
+    parser.add_argument("--only", default="", help="comma-separated 1-based conversation numbers to use (default all)")
     parser.add_argument("--out", default="lifecycle_locomo", help="results/<out>.json and .md ('' none)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     conversations = load(args.data, args.conversations)
+    numbers = [int(n) for n in args.only.split(",") if n.strip()]
+    picked = [(n, conversations[n - 1]) for n in numbers] or list(enumerate(conversations, 1))
     provider, note = choose_embeddings("auto")
     if note:
         log.warning(note)
@@ -125,10 +130,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with EmbeddedServer() as server:
         redmem.connect(server.url, socket_timeout=120)
         redmem.configure(embedding_provider=provider)
-        results = {"shipped": run(conversations)}
+        results = {"shipped": run(picked)}
     payload = {"benchmark": "lifecycle_locomo", "data": args.data.name,
                "command": "python benchmarks/lifecycle_locomo.py " + " ".join(argv or sys.argv[1:]),
-               "embeddings": type(provider).__name__, "conversations": [c["agent_id"] for c in conversations],
+               "embeddings": type(provider).__name__, "conversations": [c["agent_id"] for _, c in picked],
                "machine": machine(), "seconds": time.perf_counter() - started, "results": results}
     if args.out:
         write_json(args.out, payload)

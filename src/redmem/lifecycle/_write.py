@@ -2,7 +2,7 @@
 
 One write, LLM-free by default:
 
-1. detection, one round trip: ``lifecycle_lookup.lua`` reads the partition's lifecycle index
+1. detection, sent with the WATCH: ``lifecycle_lookup.lua`` reads the partition's lifecycle index
    (:mod:`._index`: its version, the record holding this text's digest, the record holding this
    subject/slot, and the *card* of each — ``valid_from``, statement, subject — so no record is
    loaded), pipelined with the vector search of the nearest records (ranked only when the index
@@ -22,7 +22,8 @@ One write, LLM-free by default:
    concurrent write of the tenant makes detection run again: two writes never both supersede,
    or both create, the same fact.
 
-Round trips: WATCH, detection, EXEC (a plain save: WATCH, EXEC).
+Round trips: the WATCH with detection (:func:`~redmem.store.watch.watch_and_read`), then the
+EXEC: two, as a plain save (WATCH, EXEC); on a cluster redis-py sends the WATCH alone (three).
 """
 
 from __future__ import annotations
