@@ -13,7 +13,7 @@ from redmem import AutoKeyField, BM25Field, KeyField, Model, StringField
 from redmem.cli_commands.as_of import as_of_where, parse_as_of
 from redmem.cli_commands.mcp_server import recall_context
 from redmem.cli_commands.memory import ChatMemory, said_epoch
-from redmem.cli_commands.windows import open_windows
+from redmem.cli_commands.windows import open_windows, read_where
 from redmem.embeddings import HashingEmbeddings
 from redmem.lifecycle import LifecycleMixin, history, remember, supersede
 from redmem.recipes.context_assembler import ContextAssembler
@@ -147,6 +147,19 @@ def test_memories_stored_before_the_lifecycle_are_read_as_current(db):
         for name in ("valid_from", "valid_to"):
             db.zrem(space.key(KeyKind.SORTED, name), "m1")
         assert recall_context("ana", "lapsang souchong tea", 2000, 5, "content").memories  # read: given its window
-        assert open_windows("ana") == 0
+        assert open_windows("ana") == 0  # no memory superseded
+        assert ChatMemory.query.filter(agent_id="ana").count() == 1
         stored = ChatMemory.query.no_track().get(agent_id="ana", memory_id="m1")
         assert stored.valid_from == said_epoch("2024-05-01T10:00:00") and stored.valid_to is None
+
+
+def test_a_read_checks_windows_only_when_a_memory_is_superseded(db):
+    with configured_embeddings(HashingEmbeddings(dimensions=64)):
+        berlin, lisbon = (ChatMemory(agent_id="ana", content=text, said_at=said_at)
+                          for text, said_at in (("I live in Berlin.", "2024-05-01T10:00:00"),
+                                                ("I moved to Lisbon.", "2024-06-01T10:00:00")))
+        ChatMemory.save_many([berlin, lisbon])
+        assert read_where("ana", None) == {"as_of": "all"}  # nothing superseded: the same records, unchecked
+        assert read_where("ana", {"as_of": MAY_1}) == {"as_of": MAY_1}
+        supersede(berlin, lisbon)
+        assert read_where("ana", None) is None and open_windows("ana") == 1

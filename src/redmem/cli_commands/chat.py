@@ -24,7 +24,7 @@ from .ingest import store_turns
 from .llm import ChatModel, from_environment, messages_for
 from .memory import ChatMemory
 from .runtime import print_notes, start
-from .windows import open_windows
+from .windows import read_where
 
 __all__ = ["add_arguments", "run", "QUIT", "HISTORY"]
 
@@ -53,7 +53,6 @@ def run(console: Console, args: argparse.Namespace) -> None:
     print_notes(console, runtime)
     chat_model = from_environment()
     assembler = assembler_from(args)
-    open_windows(args.agent)
     chat = ChatSession(f"chat-{datetime.now(UTC):%Y%m%d-%H%M%S}")
     console.print(f"[bold]redmem chat[/bold] with the memory of agent {escape(repr(args.agent))}, "
                   f"{escape(runtime.location)}; "
@@ -78,7 +77,7 @@ def _exchange(
 ) -> None:
     """One turn: context, reply (or what would be sent), then the turn remembered."""
     said = datetime.now(UTC)
-    result = assembler.assemble(text, emit_trace=True, agent_id=args.agent)
+    result = assembler.assemble(text, emit_trace=True, where=read_where(args.agent, None), agent_id=args.agent)
     console.print(summary(result, args.max_tokens))
     if result.records:
         console.print(trace_table(result))

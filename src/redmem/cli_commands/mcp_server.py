@@ -39,7 +39,7 @@ from .mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
 from .memory import ChatMemory, memory_assembler
 from .retention import Evicted, evict_memories, retention_policy
 from .runtime import print_notes, start
-from .windows import open_windows
+from .windows import read_where
 
 __all__ = ["add_arguments", "run", "build_server", "Outcome", "Format", "INSTRUCTIONS"]
 
@@ -238,8 +238,7 @@ def recall_context(
     nothing read, for a bad time or a model without the lifecycle)."""
     assembler = memory_assembler(max_items, max_tokens, output_format)
     where = as_of_where(assembler.model_class, as_of, "as_of")
-    open_windows(agent)
-    result = assembler.assemble(query, emit_trace=True, where=where, agent_id=agent)
+    result = assembler.assemble(query, emit_trace=True, where=read_where(agent, where), agent_id=agent)
     trace = result.metadata["trace"]
     cut = set(result.metadata["oversize"]["truncated"])
     memories = []
