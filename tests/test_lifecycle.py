@@ -201,3 +201,19 @@ def test_a_new_record_under_a_stored_key_is_refused(any_db):
     stored.content = "Alice moved to Lisbon."
     stored.save()  # a stored record saved again: a plain update
     assert LifecycleKeyedNote.query.get(agent_id="a1", name="home").content == "Alice moved to Lisbon."
+
+
+def test_a_lifecycle_write_takes_the_round_trips_of_a_plain_save(db, sent):
+    """WATCH with detection, then EXEC: created, merged and superseded alike (on a cluster the WATCH goes alone)."""
+    note("Alice lives in Berlin.", 100.0).save()  # warm: the vector matrix loaded
+    LifecyclePlainNote(agent_id="a1", content="A plain note.").save()
+    counts = {}
+    for action, record in (("created", note("Bob works at Initech.", 100.0)),
+                           ("merged", note("Alice lives in Berlin.", 200.0)),
+                           ("superseded", note("Alice moved to Lisbon.", 300.0)),
+                           ("plain", LifecyclePlainNote(agent_id="a1", content="Another plain note."))):
+        sent.clear()
+        outcome = remember(record) if action != "plain" else record.save()
+        assert action == "plain" or outcome.action == action
+        counts[action] = len(sent)
+    assert counts == {"created": 2, "merged": 2, "superseded": 2, "plain": 2}

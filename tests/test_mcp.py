@@ -40,11 +40,12 @@ from redmem.context.rendering import FORMATS  # noqa: E402
 from redmem.embeddings import HashingEmbeddings  # noqa: E402
 from redmem.fields import ConfidenceField  # noqa: E402
 from redmem.observation.protocol import OUTCOME_EFFECTS  # noqa: E402
+from redmem.recipes.retention import archived  # noqa: E402
 from redmem.recipes.tenant_data import import_tenant  # noqa: E402
 from redmem.store import settings  # noqa: E402
 from redmem.store.errors import ConfigurationError  # noqa: E402
 
-TOOLS = {"remember", "recall", "feedback", "forget", "list_memories", "export", "erase"}
+TOOLS = {"remember", "recall", "feedback", "forget", "list_memories", "retention", "export", "erase"}
 
 
 def command(redis_url: str, *options: str) -> list[str]:
@@ -190,6 +191,24 @@ def test_bad_arguments_give_error_results_and_the_server_keeps_serving(redis_url
         assert [m["content"] for m in listed["memories"]] == ["Ana's locker code is 4711."]
 
     on_stdio(redis_url, scenario)
+
+
+def test_retention_is_a_dry_run_until_confirmed_and_archives(redis_url, db):
+    async def scenario(client: Client) -> None:
+        for n in range(4):
+            await call(client, "remember", {"content": f"Ana's note number {n}."})
+        dry = await call(client, "retention", {"keep": 1})
+        assert dry["applied"] is False and len(dry["past_keep"]) == 3 and dry["older"] == []
+        assert (await call(client, "list_memories", {}))["total"] == 4
+        assert "not confirmed: to evict from agent 'ana', pass confirm='ana'" in await refused(
+            client, "retention", {"keep": 1, "confirm": "bo"})
+        assert "say what to keep: keep N" in await refused(client, "retention", {})
+        done = await call(client, "retention", {"keep": 1, "confirm": "ana"})
+        assert done["applied"] is True and sorted(done["past_keep"]) == sorted(dry["past_keep"])
+        assert (await call(client, "list_memories", {}))["total"] == 1
+
+    on_stdio(redis_url, scenario)
+    assert len(archived(ChatMemory, agent_id="ana")) == 3
 
 
 def test_export_then_erase_with_confirmation(redis_url, db):

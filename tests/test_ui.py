@@ -92,7 +92,8 @@ def test_one_memory_and_a_missing_one(client):
     one = client.get(f"/api/agents/ana/memories/{first['memory_id']}", headers=HEADERS).json()
     assert one["fields"]["content"] == LINES[0] and one["scores"]["confidence"] == pytest.approx(0.5)
     assert {"count", "log", "staged"} <= set(one["access"]) and "evidence_count" in one["outcomes"]
-    assert one["history"] is None  # versions are shown for a lifecycle model only
+    assert [version["memory_id"] for version in one["history"]] == [first["memory_id"]]  # ChatMemory's versions
+    assert one["history"][0]["valid_to"] is None
     timeline = one["timeline"]
     decays = [p["decay"] for p in timeline["points"]]
     assert decays == sorted(decays, reverse=True) and len(decays) >= 5  # the curve falls from the last touch
@@ -127,7 +128,7 @@ def test_feedback_export_and_unknown_action(client):
     assert bad.status_code == 400 and bad.json()["error"]["type"]
     exported = client.post("/api/agents/ana/actions/export", json={"confirm": True}, headers=HEADERS).json()
     assert sorted(m["content"] for m in exported["memories"]) == sorted(LINES)
-    unknown = client.post("/api/agents/ana/actions/supersede", json={"confirm": True}, headers=HEADERS)
+    unknown = client.post("/api/agents/ana/actions/rewrite", json={"confirm": True}, headers=HEADERS)
     assert unknown.status_code == 400 and "unknown action" in unknown.json()["error"]["message"]
 
 

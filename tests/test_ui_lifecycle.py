@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
+from conftest import configured_embeddings
 from redmem import AutoKeyField, KeyField, Model, StringField
-from redmem.cli_commands.memory import ChatMemory
+from redmem.cli_commands.memory import ChatMemory, memory_assembler, said_epoch
+from redmem.embeddings import HashingEmbeddings
 from redmem.lifecycle import LifecycleMixin
 from redmem.ui import build_app
 from redmem.ui.actions import ACTIONS
@@ -29,7 +31,7 @@ class UiLifecycleNote(LifecycleMixin, Model):
 
 @pytest.fixture
 def client(db, monkeypatch):
-    """The inspector with the lifecycle actions of UiLifecycleNote (the CLI's ChatMemory has none)."""
+    """The inspector with the lifecycle actions of UiLifecycleNote (in place of the CLI's ChatMemory's)."""
     app = TestClient(build_app(TOKEN, {"testserver"}, "ana"))
     for name, action in lifecycle_actions(UiLifecycleNote).items():
         monkeypatch.setitem(ACTIONS, name, action)
@@ -78,8 +80,24 @@ def test_bad_lifecycle_actions_give_typed_errors_and_change_nothing(client):
     assert load(berlin).valid_to is None and load(lisbon).supersedes is None
 
 
-def test_the_chat_memory_has_no_lifecycle_actions_and_no_versions(db):
-    assert lifecycle_actions(ChatMemory) == {}
+def test_the_chat_memory_is_superseded_and_restored_from_the_inspector(db):
     app = TestClient(build_app(TOKEN, {"testserver"}, "ana"))
-    assert not {"supersede", "restore"} & set(app.get("/api/settings", headers=HEADERS).json()["actions"])
-    assert versions_of(ChatMemory(agent_id="ana", content="x")) is None
+    assert {"supersede", "restore"} <= set(app.get("/api/settings", headers=HEADERS).json()["actions"])
+    with configured_embeddings(HashingEmbeddings(dimensions=64)):
+        berlin, lisbon = (ChatMemory(agent_id="ana", content=text, context=text, passage=text, said_at=said_at)
+                          for text, said_at in (("I live in Berlin.", "2024-05-01T10:00:00"),
+                                                ("I moved to Lisbon.", "2024-06-01T10:00:00")))
+        ChatMemory.save_many([berlin, lisbon])
+        payload = {"memory_ids": [berlin.memory_id], "by": lisbon.memory_id, "confirm": True}
+        assert app.post("/api/agents/ana/actions/supersede", json=payload, headers=HEADERS).status_code == 200
+        assistant = memory_assembler(max_items=5)
+        assert [r.content for r in assistant.assemble("live Berlin Lisbon", agent_id="ana").records] == ["I moved to Lisbon."]
+        then = assistant.assemble("live Berlin Lisbon", agent_id="ana", where={"as_of": said_epoch("2024-05-02T00:00:00")})
+        assert [r.content for r in then.records] == ["I live in Berlin."]
+        stored = ChatMemory.query.no_track().get(agent_id="ana", memory_id=lisbon.memory_id)
+        assert [v["content"] for v in versions_of(stored)] == ["I live in Berlin.", "I moved to Lisbon."]
+        restored = app.post("/api/agents/ana/actions/restore", headers=HEADERS,
+                            json={"memory_ids": [berlin.memory_id], "confirm": True})
+        assert restored.json() == {"restored": [berlin.memory_id]}
+        now = assistant.assemble("live Berlin Lisbon", agent_id="ana").records
+        assert sorted(r.content for r in now) == ["I live in Berlin.", "I moved to Lisbon."]

@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[ModuleType | str, str]] = {
     "stats": ("redmem.cli_commands.stats", "show each agent's memory and key counts"),
     "inspect": ("redmem.cli_commands.inspect", "show everything stored about one memory (read-only)"),
     "forget": ("redmem.cli_commands.forget", "delete memories, or erase a whole agent (--all, confirmed)"),
+    "retention": ("redmem.cli_commands.retention",
+                  "evict an agent's least relevant or oldest memories, archived (a dry run unless --yes)"),
     "export": ("redmem.cli_commands.export", "write an agent's whole memory to JSON Lines"),
     "import": ("redmem.cli_commands.importing", "write an agent exported by `redmem export` into this server"),
     "reindex": ("redmem.cli_commands.reindex", "re-run fields' index writes over every stored record of a model"),
@@ -43,7 +45,7 @@ COMMANDS: dict[str, tuple[ModuleType | str, str]] = {
                 "move renamed fields' stored entries and build new indexes, exactly once and resumably"),
     "upgrade": ("redmem.cli_commands.upgrade", "make an agent's memories of older versions searchable by keyword again"),
     "mcp": ("redmem.cli_commands.mcp_server",
-            "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories, export, erase)"),
+            "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories, retention, export, erase)"),
     "server": ("redmem.cli_commands.server", "show or stop the local server that keeps the data when no Redis URL is given"),
     "ui": ("redmem.ui.command", "browse an agent's memories, ask and see why, forget or give feedback, in a local web page"),
 }

@@ -19,6 +19,7 @@ from .display import context_panel, summary, trace_table
 from .memory import memory_assembler
 from .runtime import print_notes, start
 from .why import why_tables
+from .windows import read_where
 
 __all__ = ["add_arguments", "run", "assembler_from"]
 
@@ -29,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--why", action="store_true",
                         help="explain each memory (arms, ranks, weights, boosts) and what was left out and why")
     parser.add_argument("--as-of", metavar="WHEN",
-                        help="read the memory as it was at WHEN (ISO 8601 date/time, epoch seconds, or 'all'); "
-                             "lifecycle models only")
+                        help="read the memory as it was at WHEN (ISO 8601 date/time, epoch seconds, or 'all' "
+                             "for every version, superseded ones too)")
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +54,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     console.print(f"memory of agent {escape(repr(args.agent))}, {escape(runtime.location)}", highlight=False)
     print_notes(console, runtime)
     require_memories(args.agent, runtime)
-    result = assembler.assemble(args.question, emit_trace=True, where=where, agent_id=args.agent)
+    result = assembler.assemble(args.question, emit_trace=True, where=read_where(args.agent, where), agent_id=args.agent)
     console.print(summary(result, args.max_tokens))
     console.print(context_panel(result, args.format, args.max_tokens))
     console.print(trace_table(result, keys=True))

@@ -24,6 +24,7 @@ from .ingest import store_turns
 from .llm import ChatModel, from_environment, messages_for
 from .memory import ChatMemory
 from .runtime import print_notes, start
+from .windows import read_where
 
 __all__ = ["add_arguments", "run", "QUIT", "HISTORY"]
 
@@ -76,7 +77,7 @@ def _exchange(
 ) -> None:
     """One turn: context, reply (or what would be sent), then the turn remembered."""
     said = datetime.now(UTC)
-    result = assembler.assemble(text, emit_trace=True, agent_id=args.agent)
+    result = assembler.assemble(text, emit_trace=True, where=read_where(args.agent, None), agent_id=args.agent)
     console.print(summary(result, args.max_tokens))
     if result.records:
         console.print(trace_table(result))

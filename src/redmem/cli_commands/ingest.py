@@ -15,7 +15,6 @@ import argparse
 import itertools
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any
 
 from rich.console import Console
@@ -28,7 +27,7 @@ from ..recipes.conversation_append import append_turns
 from ..store.errors import ValidationError
 from .agents import add_agent_argument
 from .conversation import DEFAULT_ENCODING, Conversation, Turn, parse_when, read_conversation, spoken_form
-from .memory import ChatMemory
+from .memory import ChatMemory, said_epoch
 from .runtime import print_notes, start
 
 __all__ = [
@@ -112,7 +111,7 @@ def date_and_link(pipe: Any, memories: list[ChatMemory], before: ChatMemory | No
     :data:`LINK_TURNS`, consecutive turns of a session linked (the first to ``before``, the
     session's turn before it)."""
     for memory in memories:
-        said = datetime.fromisoformat(memory.said_at).timestamp() if memory.said_at else None
+        said = said_epoch(memory.said_at) if memory.said_at else None
         ChatMemory.relevance.touch(memory, pipeline=pipe, now=said)
         ChatMemory.rhythm.touch(memory, pipeline=pipe, now=said)
     if LINK_TURNS and memories[0].session:

@@ -37,7 +37,9 @@ from .mcp_arguments import strict_arguments
 from .mcp_http import BearerGuard, bearer_token, serve_http
 from .mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
 from .memory import ChatMemory, memory_assembler
+from .retention import Evicted, evict_memories, retention_policy
 from .runtime import print_notes, start
+from .windows import read_where
 
 __all__ = ["add_arguments", "run", "build_server", "Outcome", "Format", "INSTRUCTIONS"]
 
@@ -236,7 +238,7 @@ def recall_context(
     nothing read, for a bad time or a model without the lifecycle)."""
     assembler = memory_assembler(max_items, max_tokens, output_format)
     where = as_of_where(assembler.model_class, as_of, "as_of")
-    result = assembler.assemble(query, emit_trace=True, where=where, agent_id=agent)
+    result = assembler.assemble(query, emit_trace=True, where=read_where(agent, where), agent_id=agent)
     trace = result.metadata["trace"]
     cut = set(result.metadata["oversize"]["truncated"])
     memories = []
@@ -285,7 +287,7 @@ def erase_memory(agent: str, confirm: str) -> Erased:
 
 
 def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
-    """An ``MCPServer`` with the seven tools, their arguments described in their JSON schemas, acting
+    """An ``MCPServer`` with the eight tools, their arguments described in their JSON schemas, acting
     for ``default_agent`` and the allow-list ``agents`` only (:class:`~.mcp_agents.AgentBinding`)."""
     try:
         from mcp.server.mcpserver import MCPServer
@@ -346,7 +348,7 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
         explain: Annotated[bool, Field(description="also return why each memory is in the context (arms, ranks, "
                                        "fusion weights, boosts) and what was left out and why")] = False,
         as_of: Annotated[str | None, Field(min_length=1, description="read the memory as it was at this time (ISO "
-                                           "8601, epoch seconds, or 'all'); lifecycle models only")] = None,
+                                           "8601, epoch seconds, or 'all' for every version, superseded ones too)")] = None,
     ) -> RecalledContext:
         return recall_context(agent(agent_id), query, max_tokens, max_items, format, explain, as_of)
 
@@ -378,6 +380,18 @@ def build_server(default_agent: str, agents: Iterable[str] = ()) -> Any:
           "Lines, for `redmem import` on another server.")
     def export(agent_id: Annotated[str | None, tenant] = None) -> Exported:
         return export_memory(agent(agent_id))
+
+    @tool("Evict an agent's least relevant memories past `keep`, and/or those said (or last recalled) more than "
+          "`older_than_days` ago; each is archived first. A dry run listing what would go unless confirm repeats "
+          "the agent's id.")
+    def retention(
+        keep: Annotated[int | None, Field(ge=1, description="keep this many memories, the most relevant")] = None,
+        older_than_days: Annotated[float | None, Field(gt=0, description="evict memories older than this")] = None,
+        confirm: Annotated[str | None, Field(description="the agent's id, repeated to evict; else a dry run")] = None,
+        agent_id: Annotated[str | None, tenant] = None,
+    ) -> Evicted:
+        policy = retention_policy(keep, older_than_days, ("keep", "older_than_days"))
+        return evict_memories(agent(agent_id), policy, confirm)
 
     @tool("Erase an agent's whole memory for good: every memory and everything about it. confirm must repeat the "
           "agent's id.")

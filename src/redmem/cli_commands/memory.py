@@ -20,6 +20,11 @@
   else 0), so routines rise above the surfacing threshold and reach the push path;
 - ``confidence``: moved by the outcomes reported after each turn.
 
+It is a lifecycle model (:data:`CHAT_LIFECYCLE`, :mod:`redmem.lifecycle`): each turn is valid
+from when it was said; reads see current turns, ``as_of`` the turns as they stood at a time, and
+a turn superseded by hand (the inspector, :func:`~redmem.lifecycle.supersede`) stays reachable
+through ``as_of`` and ``history``. No write supersedes or merges a turn on its own.
+
 Session, date and speaker are kept as plain fields and shown in the context; ``said_at`` is
 when the turn was said (ISO 8601), the time its decay clocks start from; ``position`` its place
 in its session.
@@ -33,6 +38,7 @@ line and saves it again.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from ..embeddings import HashingEmbeddings, MiniLMEmbeddings
@@ -47,6 +53,7 @@ from ..fields import (
     ExistenceFilter,
     TemporalPeriod,
 )
+from ..lifecycle import Lifecycle, LifecycleMixin
 from ..model import AutoKeyField, FloatField, IntField, KeyField, Model, StringField
 from ..observation import AccessTrackerMixin
 from ..recipes.context_assembler import ContextAssembler
@@ -56,6 +63,8 @@ from .choices import EMBEDDINGS
 
 __all__ = [
     "ChatMemory",
+    "CHAT_LIFECYCLE",
+    "said_epoch",
     "EMBEDDINGS",
     "choose_embeddings",
     "local_model_installed",
@@ -79,10 +88,16 @@ SHOWN_FIELDS = ("date", "speaker", "content")
 #: weighing the same, the relevance floor, newer facts first): ``said_at``, when a turn was
 #: said, is the time newer facts are judged by.
 ASSEMBLER_OPTIONS: dict[str, Any] = {"time_field": "said_at"}
+#: The fact lifecycle of the CLI's memory: validity windows, ``as_of`` reads and supersede /
+#: restore by hand, but no write merges or supersedes a turn on its own (a conversation says
+#: "yes" twice, and a turn is not one fact): nothing leaves the current view unless asked.
+CHAT_LIFECYCLE = Lifecycle(merge=False, supersede=False)
 
 
-class ChatMemory(AccessTrackerMixin, Model):
+class ChatMemory(LifecycleMixin, AccessTrackerMixin, Model):
     """One turn of a conversation, remembered by an agent (see the module docstring)."""
+
+    lifecycle = CHAT_LIFECYCLE
 
     memory_id = AutoKeyField()
     agent_id = KeyField()
@@ -106,6 +121,15 @@ class ChatMemory(AccessTrackerMixin, Model):
                                  partition_by="agent_id")
     context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer(), partition_by="agent_id")
     embedding = EmbeddingField(source="passage", partition_by="agent_id")
+
+    def valid_since(self) -> float:
+        """A turn holds from when it was said (``said_at``), else from when it is written."""
+        return said_epoch(self.said_at) if self.said_at else super().valid_since()
+
+
+def said_epoch(said_at: str) -> float:
+    """Epoch seconds of a turn's ``said_at`` (ISO 8601; without a zone, the local time)."""
+    return datetime.fromisoformat(said_at).timestamp()
 
 
 def memory_assembler(max_items: int = 10, max_tokens: int = 2000, output_format: str = "structured") -> ContextAssembler:

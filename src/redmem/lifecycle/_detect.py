@@ -82,13 +82,13 @@ def restates(text: str, other: str) -> bool:
 
 def same_value(text: str, other: str, subject: str) -> bool:
     """Whether two statements of one subject and slot give it the same value: the same names and
-    numbers, and either a name or number besides the subject (that is the value) or, once the
-    subject and generic modifiers (:data:`MODIFIERS`) are set aside, the value words of one all
-    among the other's ("favourite drink is cocoa" / "likes cocoa best", not "favourite drink is
+    numbers, and either a name or number besides the subject and the numbers of its name (that is
+    the value) or, once the subject and generic modifiers (:data:`MODIFIERS`) are set aside, the
+    value words of one all among the other's ("favourite drink is cocoa" / "likes cocoa best", not "favourite drink is
     coffee" / "favourite drink is espresso")."""
     if anchors(text) != anchors(other):
         return False
-    if anchors(text) - {subject.casefold()}:
+    if anchors(text) - {subject.casefold()} - set(_NUMBER.findall(subject)):  # a number of the name is no value
         return True
     aside = set(_WORD.findall(subject.casefold())) | MODIFIERS
     mine, theirs = content_words(text) - aside, content_words(other) - aside

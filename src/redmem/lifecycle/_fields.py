@@ -8,7 +8,22 @@ from ..model.batch import SaveBatch
 from ..model.indexed import SortedField
 from ._timeline import OPEN_END
 
-__all__ = ["ValidityEndField"]
+__all__ = ["ValidityStartField", "ValidityEndField"]
+
+
+class ValidityStartField(SortedField):
+    """``valid_from``: epoch seconds the fact became true. A record saved without one gets the
+    model's :meth:`~redmem.lifecycle.LifecycleMixin.valid_since` (the write time unless the model
+    knows better), so every record of a lifecycle model is in the window index and ``as_of``
+    reads find it, however it was saved (one at a time, in bulk, or by a recipe's own write).
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(float, **options)
+
+    def before_save(self, instance: Any, creating: bool) -> None:
+        if getattr(instance, self.name) is None:
+            setattr(instance, self.name, instance.valid_since())
 
 
 class ValidityEndField(SortedField):

@@ -9,8 +9,8 @@ from ..model.loading import load_records
 from ..model.persistence import save_records
 from ..store.errors import ValidationError
 from ._detect import slot_key, text_digest
+from ._index import VERSION_ENTRY, index_key
 from ._timeline import as_epoch
-from ._write import VERSION_ENTRY, index_key
 
 __all__ = ["supersede", "restore", "history"]
 

@@ -9,18 +9,20 @@ Saving a new record goes through :func:`~redmem.lifecycle.remember`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..model.base import RecordMixin
+from ..model.base import Model, RecordMixin
 from ..model.batch import SaveBatch
 from ..model.fields import FloatField, IntField, ListField, StringField
 from ..model.filters import Condition
-from ..model.indexed import SortedField
+from ..model.persistence import queue_fields_save_many
 from ._config import Lifecycle
-from ._fields import ValidityEndField
+from ._fields import ValidityEndField, ValidityStartField
+from ._index import VERSION_ENTRY, card_entry, index_key, queue_card
 from ._timeline import validity_conditions
-from ._write import VERSION_ENTRY, index_key, remember
+from ._write import remember
 
 __all__ = ["LifecycleMixin", "AS_OF"]
 
@@ -35,7 +37,7 @@ class LifecycleMixin(RecordMixin):
 
     lifecycle: ClassVar[Lifecycle] = Lifecycle()
 
-    valid_from = SortedField(float)
+    valid_from = ValidityStartField()
     valid_to = ValidityEndField()
     recorded_at = FloatField()
     subject = StringField()
@@ -46,6 +48,11 @@ class LifecycleMixin(RecordMixin):
     last_seen = FloatField()
     sources = ListField(default=list)
 
+    def valid_since(self) -> float:
+        """When the fact became true, for a record saved without ``valid_from``: the write time.
+        A model that knows when its statements were made (a conversation turn's time) overrides it."""
+        return time.time()
+
     def save(self) -> bool:
         """A new record goes through :func:`~redmem.lifecycle.remember` (merge or supersede);
         a stored one is written as any record is."""
@@ -55,15 +62,32 @@ class LifecycleMixin(RecordMixin):
         return super().save()
 
     def queue_save(self, batch: SaveBatch) -> None:
-        """The record's writes, and a bump of the partition's lifecycle version: a lifecycle write
-        detecting under WATCH of that version then sees every change of the tenant's records."""
+        """The record's writes, its card in the lifecycle index (a model whose writes detect), and a
+        bump of the partition's lifecycle version: a lifecycle write detecting under WATCH of that
+        version then sees every change of the tenant's records."""
         super().queue_save(batch)
+        queue_card(batch.pipe, self)
         batch.pipe.hincrby(index_key(batch.keyspace), VERSION_ENTRY, 1)
 
+    @classmethod
+    def queue_save_many(cls, batches: list[SaveBatch]) -> None:
+        """Many new records' writes merged per field, as a plain model's, then each card and one
+        version bump; when another mixin extends :meth:`queue_save` too, record by record."""
+        if any("queue_save" in vars(k) for k in cls.__mro__ if k not in (LifecycleMixin, Model)):
+            super().queue_save_many(batches)
+            return
+        queue_fields_save_many(batches)
+        for batch in batches:
+            queue_card(batch.pipe, batch.instance)
+        if batches:
+            batches[0].pipe.hincrby(index_key(batches[0].keyspace), VERSION_ENTRY, 1)
+
     def queue_delete(self, batch: SaveBatch) -> None:
-        """The record's removal, and a bump of the lifecycle version (see :meth:`queue_save`)."""
+        """The record's removal with its card, and a bump of the lifecycle version (see :meth:`queue_save`)."""
         super().queue_delete(batch)
-        batch.pipe.hincrby(index_key(batch.keyspace), VERSION_ENTRY, 1)
+        index = index_key(batch.keyspace)
+        batch.pipe.hdel(index, card_entry(batch.record_id))
+        batch.pipe.hincrby(index, VERSION_ENTRY, 1)
 
     @classmethod
     def validity_filter(cls, where: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[Condition, ...]]:

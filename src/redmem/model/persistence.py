@@ -17,7 +17,7 @@ from ..store.connection import server_errors
 from ..store.errors import RecordNotFound, ValidationError, WriteConflict, WriteOutcomeUnknown
 from ..store.keys import KeyKind
 from ..store.outcome import LOST_REPLY, op_ttl, operation_key, unknown_outcome
-from ..store.watch import MAX_ATTEMPTS
+from ..store.watch import MAX_ATTEMPTS, watch_and_read
 from .batch import SaveBatch
 from .dbkey import DbKey
 from .indexed import AutoKeyField
@@ -64,6 +64,8 @@ def _transact(
     *,
     fresh: bool = False,
     also_watch: Sequence[str] = (),
+    replies: list[Any] | None = None,
+    reads: Callable[[Any], None] | None = None,
 ) -> bool:
     """WATCH ``keys``, ``prepare(reader, stored_hashes)``, then ``write(pipe, prepared)`` in MULTI/EXEC.
 
@@ -76,11 +78,17 @@ def _transact(
     lost replies in a row the outcome is decided (:func:`~redmem.store.outcome.unknown_outcome`):
     applied returns True, not applied raises ServerUnavailable, undecidable WriteOutcomeUnknown. ``also_watch``: further keys WATCHed
     (not read as hashes); the first of ``keys`` + ``also_watch`` places the operation key.
+    ``reads``: queues reads on the pipeline it is given; they are sent with the WATCH, in its
+    round trip (:func:`~redmem.store.watch.watch_and_read`), and their replies follow the stored
+    hashes in what ``prepare`` gets. ``replies``: filled with the EXEC's replies, one per queued command (left empty when the batch
+    was found applied by an earlier attempt whose reply was lost).
     """
     marker = operation_key([*keys, *also_watch][0])
     sent: list[str] = []  # the marker, once an EXEC carrying it was sent
+    out: list[Any] = [] if replies is None else replies
     try:
-        return _attempts(client, keys, prepare, write, marker, sent, fresh=fresh, also_watch=also_watch)
+        return _attempts(client, keys, prepare, write, marker, sent, out, fresh=fresh, also_watch=also_watch,
+                         reads=reads)
     except WriteOutcomeUnknown as unknown:
         if unknown.applied and all(unknown.applied.values()):
             return True  # decided: the lost EXEC was applied
@@ -94,9 +102,11 @@ def _attempts(
     write: Callable[[Any, Any], None],
     marker: str,
     sent: list[str],
+    replies: list[Any],
     *,
     fresh: bool,
     also_watch: Sequence[str],
+    reads: Callable[[Any], None] | None,
 ) -> bool:
     """The attempts of :func:`_transact`. The marker is always WATCHed (a new record's too), so
     deciding a lost EXEC (:func:`~redmem.store.outcome.settle`) aborts any copy still on its way."""
@@ -108,16 +118,19 @@ def _attempts(
         lost = 0
         for _ in range(MAX_ATTEMPTS):
             try:
-                pipe.watch(*([] if fresh else [*keys, *also_watch]), marker)
+                watched = [*([] if fresh else [*keys, *also_watch]), marker]
+                read = [] if reads is None else watch_and_read(client, pipe, watched, reads)
+                if reads is None:
+                    pipe.watch(*watched)
                 if sent and pipe.exists(marker):
                     return False
                 if fresh:
-                    prepared = prepare(client, [{} for _ in keys])
+                    prepared = prepare(client, [*({} for _ in keys), *read])
                 else:
-                    prepared = prepare(pipe, [pipe.hgetall(key) for key in keys])
+                    prepared = prepare(pipe, [*(pipe.hgetall(key) for key in keys), *read])
                 pipe.multi()
                 write(pipe, prepared)
-                _send(pipe, marker, sent)
+                replies[:] = _send(pipe, marker, sent)
                 return True
             except WatchError as exc:
                 reason = exc.__cause__ or exc.__context__
@@ -127,8 +140,8 @@ def _attempts(
     raise WriteConflict(f"gave up writing {keys[0]} after {MAX_ATTEMPTS} conflicting concurrent writes")
 
 
-def _send(pipe: Any, marker: str, sent: list[str]) -> None:
-    """Queue the operation key ``marker`` and EXEC the transaction.
+def _send(pipe: Any, marker: str, sent: list[str]) -> list[Any]:
+    """Queue the operation key ``marker`` and EXEC the transaction; its replies but the marker's.
 
     A lost EXEC reply under WATCH is a WatchError (redis-py does not resend it); when redis-py
     then fails to reconnect for its UNWATCH, that WatchError is raised still, so the caller rebuilds.
@@ -136,7 +149,7 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
     pipe.set(marker, 1, ex=op_ttl(pipe))
     sent[:] = [marker]
     try:
-        pipe.execute()
+        replies: list[Any] = pipe.execute()[:-1]
     except LOST_REPLY as exc:
         cause = exc.__context__
         while cause is not None and not isinstance(cause, WatchError):
@@ -146,6 +159,7 @@ def _send(pipe: Any, marker: str, sent: list[str]) -> None:
         pipe.watching = False  # its connection is closed, and its WATCH gone with it:
         pipe.reset()  # finish the reset redis-py's UNWATCH could not
         raise cause from exc
+    return replies
 
 
 def _batch(reader: Any, client: Any, instance: Any, key: DbKey, stored: dict[bytes, bytes]) -> SaveBatch:

@@ -1,7 +1,8 @@
 """Retention: how many memories a tenant keeps, and for how long; evicted ones archived or deleted.
 
 A model declares its policy as a class attribute, ``retention = Retention(max_memories=1000)``,
-and :func:`apply_retention` enforces it on one tenant when called (after writes, or on a
+and :func:`apply_retention` enforces it on one tenant when called (:func:`plan_retention`
+lists what it would evict, changing nothing) (after writes, or on a
 schedule; saves never evict on their own, so a write stays one round trip and nothing is lost
 behind the caller's back). Two rules, either or both:
 
@@ -35,7 +36,7 @@ from .tenant_data import tenant_space
 if TYPE_CHECKING:
     from ..model.base import Model
 
-__all__ = ["Retention", "RetentionReport", "apply_retention", "archived"]
+__all__ = ["Retention", "RetentionReport", "apply_retention", "plan_retention", "archived"]
 
 
 @dataclass(frozen=True)
@@ -68,11 +69,11 @@ class RetentionReport:
         return len(self.expired) + len(self.over_cap)
 
 
-def apply_retention(model: type[Model], now: float | None = None, **partition: Any) -> RetentionReport:
-    """Enforce ``model.retention`` on one tenant at ``now`` (epoch seconds, default now)."""
-    policy = getattr(model, "retention", None)
-    if not isinstance(policy, Retention):
-        raise ConfigurationError(f"{model.__name__} declares no retention: set retention = Retention(...) on it")
+def plan_retention(model: type[Model], now: float | None = None, policy: Retention | None = None,
+                   **partition: Any) -> RetentionReport:
+    """What :func:`apply_retention` would evict from one tenant at ``now``, nothing changed
+    (a dry run); ``policy`` in place of ``model.retention``."""
+    policy = _policy(model, policy)
     decay = _decay_field(model, policy.field)
     space = tenant_space(model, partition, "apply_retention")
     now = time.time() if now is None else now
@@ -89,9 +90,18 @@ def apply_retention(model: type[Model], now: float | None = None, **partition: A
             gone = set(expired)
             ranked = [rid for rid, _ in decay.ranked(space, now, total) if rid not in gone]
             over_cap = ranked[policy.max_memories :]
-    for reason, ids in (("expired", expired), ("over_cap", over_cap)):
-        _evict(model, space, ids, reason, now, policy.archive)
     return RetentionReport(expired, over_cap, policy.archive)
+
+
+def apply_retention(model: type[Model], now: float | None = None, policy: Retention | None = None,
+                    **partition: Any) -> RetentionReport:
+    """Enforce ``model.retention`` (or ``policy``) on one tenant at ``now`` (epoch seconds, default now)."""
+    now = time.time() if now is None else now
+    report = plan_retention(model, now, policy, **partition)
+    space = tenant_space(model, partition, "apply_retention")
+    for reason, ids in (("expired", report.expired), ("over_cap", report.over_cap)):
+        _evict(model, space, ids, reason, now, report.archived)
+    return report
 
 
 def archived(model: type[Model], **partition: Any) -> list[dict[str, str]]:
@@ -102,6 +112,13 @@ def archived(model: type[Model], **partition: Any) -> list[dict[str, str]]:
     with server_errors(client):
         entries = client.xrange(space.key(KeyKind.ARCHIVE))
     return [{k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()} for _, fields in entries]
+
+
+def _policy(model: type[Model], policy: Retention | None) -> Retention:
+    chosen = getattr(model, "retention", None) if policy is None else policy
+    if not isinstance(chosen, Retention):
+        raise ConfigurationError(f"{model.__name__} declares no retention: set retention = Retention(...) on it")
+    return chosen
 
 
 def _decay_field(model: type[Model], name: str | None) -> DecayingSortedField:

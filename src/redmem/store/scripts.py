@@ -36,7 +36,7 @@ __all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall"
 WRITE_SCRIPTS = frozenset({
     "access_confirm", "access_stage", "bloom_add", "bm25_write", "confidence_init",
     "confidence_update", "cyclic_adjust", "decay_order_key", "decay_snapshot", "decay_stamp", "focus_push", "frames_archive",
-    "frames_clock", "frames_contradict", "frames_reinforce", "frames_touch", "graph_add",
+    "frames_clock", "frames_contradict", "frames_reinforce", "frames_touch", "graph_add", "lifecycle_reinforce",
     "graph_remove_node", "graph_unlink", "graph_weaken", "prediction_record", "prediction_resolve",
     "proposal_resolve", "stream_add", "vector_write",
 })

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from redis.exceptions import WatchError
+from redis.cluster import ClusterPipeline
+from redis.exceptions import ResponseError, WatchError
 
 from .connection import server_errors
 from .errors import WriteConflict
 
-__all__ = ["watched_transaction", "MAX_ATTEMPTS"]
+__all__ = ["watched_transaction", "watch_and_read", "MAX_ATTEMPTS"]
 
 #: How often a write is rebuilt after losing a WATCH race before giving up.
 MAX_ATTEMPTS = 20
@@ -37,3 +38,39 @@ def watched_transaction(client: Any, attempt: Callable[[Any], T], conflict: str)
             except WatchError:
                 continue
     raise WriteConflict(conflict)
+
+
+def watch_and_read(client: Any, pipe: Any, keys: list[str], reads: Callable[[Any], None]) -> list[Any]:
+    """WATCH ``keys`` on transaction pipeline ``pipe`` and run the reads ``reads(pipeline)``
+    queues, in one round trip; returns their replies (a reply that is an error is raised once
+    every reply is read). A broken connection is retried as the client's WATCH would be (the
+    WATCH is sent again with the reads). On a cluster pipeline the WATCH goes first, then the
+    reads (two round trips: redis-py sends a cluster WATCH alone).
+    """
+    reader = client.pipeline(transaction=False)
+    reads(reader)
+    if isinstance(pipe, ClusterPipeline):
+        pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py: unannotated
+        replies: list[Any] = reader.execute()
+        return replies
+    commands = list(reader.command_stack)
+    reader.reset()
+    conn = pipe.connection or pipe.connection_pool.get_connection()
+    pipe.connection = conn
+
+    def send() -> list[Any]:
+        conn.send_packed_command(conn.pack_commands([("WATCH", *keys), *(args for args, _ in commands)]))
+        pipe.parse_response(conn, "WATCH")
+        answers: list[Any] = []
+        for args, options in commands:
+            try:
+                answers.append(pipe.parse_response(conn, args[0], **options))
+            except ResponseError as error:
+                answers.append(error)
+        return answers
+
+    answers: list[Any] = conn.retry.call_with_retry(send, lambda error: conn.disconnect())
+    for answer in answers:
+        if isinstance(answer, ResponseError):
+            raise answer
+    return answers

@@ -1,7 +1,7 @@
 """The inspector's lifecycle actions: supersede and restore (a memory's versions are in inventory).
 
 Offered only for a model with the lifecycle (:class:`~redmem.lifecycle.LifecycleMixin`); the
-CLI's ChatMemory has none, so its page shows neither (see docs/lifecycle.md).
+CLI's ChatMemory has it, so its pages offer both (see docs/lifecycle.md).
 """
 
 from __future__ import annotations

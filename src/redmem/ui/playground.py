@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cli_commands.memory import memory_assembler
+from ..cli_commands.windows import read_where
 from ..store.errors import QueryArgumentError
 
 __all__ = ["assemble_for"]
@@ -17,7 +18,7 @@ def assemble_for(agent: str, question: str, max_items: int = 10, max_tokens: int
         raise QueryArgumentError("type a question to assemble context for")
     if not (1 <= max_items <= 100 and 1 <= max_tokens <= 100_000):
         raise QueryArgumentError("max_items must be 1-100 and max_tokens 1-100000")
-    result = memory_assembler(max_items, max_tokens).assemble(question, agent_id=agent)
+    result = memory_assembler(max_items, max_tokens).assemble(question, agent_id=agent, where=read_where(agent, None))
     contents = {r.memory_id: r.content for r in result.records}
     explanation = result.explain().to_dict()
     for item in explanation["items"]:
