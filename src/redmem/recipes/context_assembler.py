@@ -26,9 +26,9 @@ from ..context.duplicates import collapse_duplicates
 from ..context.effects import apply_post_effects
 from ..context.explain import AssemblyTrail, Explanation, explain_assembly
 from ..context.floor import above_floor
-from ..context.packing import Budget, Fitted, pack_slices
+from ..context.packing import Budget, Fitted
 from ..context.recency import newer_first
-from ..context.rendering import Renderer
+from ..context.rendering import Renderer, pack_slices
 from ..context.retrieval import (
     MATCH_SIGNAL,
     Capabilities,
@@ -340,7 +340,7 @@ class ContextAssembler:
 
     def fit(self, records: list[Any]) -> Fitted:
         """Render each record's slice (rank order) and pack them into the budget with this
-        assembler's format and ``oversize`` (:func:`~redmem.context.packing.pack_slices`): the
+        assembler's format and ``oversize`` (:func:`~redmem.context.rendering.pack_slices`): the
         admitted indices, the text and its token count, what became of oversized records."""
         slices = [self.renderer.cuttable(record) for record in records]
         return pack_slices(slices, self.output_format, self.token_counter, self.budget, self.config.oversize)

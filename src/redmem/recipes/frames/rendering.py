@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...context.oversize import Cuttable, check_oversize, cut
-from ...context.packing import Budget, Fitted, fit
-from ...context.rendering import Layout
+from ...context.packing import Budget, Fitted, Layout, fit
 from ...context.tokens import TokenCounter, quarter_length
 from ...store.errors import ValidationError
 from ...store.validation import non_negative_int
