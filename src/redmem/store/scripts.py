@@ -39,16 +39,7 @@ from redis.exceptions import NoScriptError
 from .errors import WriteOutcomeUnknown
 from .outcome import guarded_source, op_ttl, operation_key, queued_operations, unknown_outcome, write_pipeline
 
-__all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "lua_files", "writes", "WRITE_SCRIPTS"]
-
-#: The scripts that change data: each runs at most once per call, whatever the retries.
-WRITE_SCRIPTS = frozenset({
-    "access_confirm", "access_stage", "bloom_add", "bm25_write", "confidence_init",
-    "confidence_update", "cyclic_adjust", "decay_order_key", "decay_stamp", "focus_push", "frames_archive",
-    "frames_clock", "frames_contradict", "frames_reinforce", "frames_touch", "graph_add",
-    "graph_remove_node", "graph_unlink", "graph_weaken", "prediction_record", "prediction_resolve",
-    "proposal_resolve", "stream_add", "vector_write",
-})
+__all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "lua_files", "writes"]
 
 #: A line naming a snippet of a ``lua/include/`` folder to paste in its place.
 _INCLUDE = re.compile(rb"^--#include ([a-z_]+)[ \t]*$", re.MULTILINE)
@@ -101,9 +92,11 @@ def script_source(name: str) -> bytes:
     return _INCLUDE.sub(snippet, scripts[name].read_bytes())
 
 
+@cache
 def writes(name: str) -> bool:
-    """Whether script ``name`` writes."""
-    return name in WRITE_SCRIPTS
+    """Whether script ``name`` writes: its contract header has a ``-- writes`` line."""
+    header = _HEADER.match(lua_files()[0][name].read_bytes())
+    return bool(header and _WRITES.search(header[0]))
 
 
 @cache

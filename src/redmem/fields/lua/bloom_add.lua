@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- KEYS[1] Bloom bitmap of one partition
 -- ARGV[1] k (bit positions per term)   ARGV[2] m (bits)
 -- ARGV[3..] per term h1 and step: its positions are (h1 + i * step) mod m for i = 0..k-1

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Replace (or remove) the entries of records in a BM25 index, keeping N, total length and df exact.
 -- The outcome is that of one call per record, in order (same references, same rebases): records are
 -- applied first (docnos, lengths, the average length after each), then each list replays its own

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Index a saved record's confidence: its hash entry, else the initial confidence. Entries carried
 -- over a key change are set first where the record has none.
 -- KEYS[1] record hash   KEYS[2] zset of confidence by record id

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Apply one evidence signal s to a record's confidence c (evidence-capped running mean):
 --   n = min(evidence_count + 1, cap),  c' = clamp01(c + (s - c) / (n + 1))
 -- KEYS[1] record hash   KEYS[2] zset of confidence by record id

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Scale a record's learned cycle amplitudes by a factor, atomically. Each result keeps the
 -- declared amplitude's sign and a magnitude within [0, max_ratio * |declared|].
 -- KEYS[1] record hash   KEYS[2..] learned-amplitude zset of each declared cycle

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Set a record's last-updated time and/or base score, then its static order key
 -- x = log2(base) + t/half_life (the exponential curve's ranking; "-inf" for base 0).
 -- KEYS[1] record hash   KEYS[2] zset last-updated t   KEYS[3] zset order key x

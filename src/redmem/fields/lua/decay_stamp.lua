@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Set one record's score in sorted sets (a touch), only while the record exists.
 -- KEYS[1] record hash   KEYS[2..] sorted sets to stamp
 -- ARGV[1] record id   ARGV[2] score (e.g. now, in s)

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Link or strengthen the edge a -> b (and b -> a when symmetric); then each end keeps at most
 -- max_edges edges, dropping its weakest (ties: the larger neighbour id). Both ends' weighted
 -- degrees (the sum of the weights of all their edges, in and out) follow every change.

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Remove a node and every edge from or to it.
 -- KEYS[1] hash "<a> <b>" -> weight   KEYS[2] zset (lex) "<a> <rank> <b>"   KEYS[3] zset (lex) "<b> <a>"
 -- KEYS[4] hash node -> weighted degree (the node's is removed, each neighbour loses the edge)

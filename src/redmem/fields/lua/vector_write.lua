@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- KEYS[1] vectors hash (record id -> stored vector, see redmem/embeddings/codec.py)   KEYS[2] version hash {epoch, n, floor, run}
 -- KEYS[3] change log zset (record id -> n of its last change)
 -- ARGV[1] the log keeps at least this many entries   ARGV[2] ... or 1 per this many vectors, if more

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Confirm a record's staged reads: move their times into its access log (newest first, capped),
 -- add how many reads were staged to its access count and stamp its last access.
 -- Nothing staged: nothing is counted, logged or stamped.

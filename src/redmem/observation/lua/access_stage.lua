@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Stage one read of each listed record that exists (a tentative access, confirmed or discarded later).
 -- KEYS[3i-2] record hash   KEYS[3i-1] its staged-read list   KEYS[3i] its staged-read count
 -- (all of one partition)

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Open a new prediction for a record (replacing an unresolved one), only while the record exists.
 -- KEYS[1] record hash   KEYS[2] the record's prediction hash
 -- ARGV[1] prediction (JSON object)   ARGV[2] now (s)

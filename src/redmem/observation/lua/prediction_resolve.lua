@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Resolve a record's open prediction exactly once: compare-and-set on its state (and sequence
 -- number), then file it in the partition's ledger (trimmed to the newest ARGV[8] resolutions)
 -- and, with KEYS[5], write a prediction_resolved event (the record key as both pk and key).

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Close a pending recall proposal with a status, once: only while it is pending.
 -- KEYS[1] proposal hash   KEYS[2] zset of pending proposals' expiry times (member = proposal id)
 -- ARGV[1] proposal id   ARGV[2] new status   ARGV[3] resolution time (encoded)

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Append one entry to a stream capped near a length (XADD MAXLEN ~), as a script so that it
 -- runs guarded by an operation key: a resent call never adds a second entry.
 -- KEYS[1] stream; ARGV[1] max length (0: uncapped); ARGV[2..] field, value pairs.

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Archive a block: status "archived" and out of the window index (no frame retrieves it again);
 -- a block tagged self/... also moves the self version (cached frames built before are stale).
 -- KEYS[1] record hash   KEYS[2] window zset   KEYS[3] self version counter

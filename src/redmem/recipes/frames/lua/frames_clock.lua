@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- An agent's active-hours clock: hours accumulated over ended sessions, plus the open session's start.
 -- KEYS[1] clock hash {hours, started}
 -- ARGV[1] "begin" | "end"   ARGV[2] now (wall seconds)

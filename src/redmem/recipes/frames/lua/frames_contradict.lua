@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Record that two blocks contradict each other (both directions); when either is tagged self/...
 -- the self version moves (cached frames built before are stale).
 -- KEYS[1] record hash of a   KEYS[2] record hash of b   KEYS[3] contradictions zset (lex) "<a> <b>"

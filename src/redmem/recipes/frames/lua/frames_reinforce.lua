@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Reinforce the blocks a frame returned: count + 1 and last reinforced = now (active hours); an
 -- active block also moves in the window index. Blocks deleted meanwhile are skipped.
 -- KEYS[1] window zset   KEYS[2] reinforcement count zset   KEYS[3..] the blocks' record hashes

@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Touch a block: reinforced now (count + 1, last reinforced = now) and, being active, back in the
 -- window index; with revive, an archived block is made active first. A self/... block moves the
 -- self version (cached frames built before are stale).

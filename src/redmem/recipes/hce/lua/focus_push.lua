@@ -1,3 +1,4 @@
+-- writes (applied once per call: store.scripts guards it with an operation key)
 -- Append entries to a capped list (the focus buffer): the oldest drop off beyond max_size.
 -- KEYS[1] list, oldest first
 -- ARGV[1] max_size   ARGV[2..] entries, oldest first
