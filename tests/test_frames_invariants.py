@@ -142,10 +142,10 @@ def test_invariant_8_co_retrieval_reinforcement_never_creates_edges(mem):
     graph = Block.edges.graph(agent_id="agent-1")
     client = redmem.store.get_client()
     mem.frame("attention", "celery note", top_k=4)
-    assert not any(client.exists(key) for key in graph.keys)
+    assert not any(client.exists(key) for key in graph.keys.listed())
     mem.connect(made[0], made[1], weight=0.2)
     mem.frame("attention", "celery note", top_k=4)
-    assert client.hlen(graph.keys[0]) == 1
+    assert client.hlen(graph.keys.weights) == 1
 
 
 @given(st.dictionaries(st.text(min_size=1, max_size=3), st.floats(0, 1000), max_size=10))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum, unique
 from typing import Any, Literal
 
 import numpy as np
@@ -43,7 +44,16 @@ from ._config import NEAR_CANDIDATES, Lifecycle
 from ._detect import infer_slot, restates, same_value, slot_key, text_digest
 from ._timeline import OPEN_END
 
-__all__ = ["remember", "Remembered", "index_key", "queue_entries", "VERSION_ENTRY"]
+__all__ = ["LifecycleKeyKind", "remember", "Remembered", "index_key", "queue_entries", "VERSION_ENTRY"]
+
+
+@unique
+class LifecycleKeyKind(StrEnum):
+    """The fact lifecycle's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
+    values are distinct, ``tests/test_keys.py``)."""
+
+    #: hash: a lifecycle model's index of current facts (``version``, ``d:<digest>``, ``s:<slot>`` -> record id)
+    LIFECYCLE_INDEX = "lx"
 
 #: The index entry counting lifecycle writes of the partition (what a write's WATCH checks).
 VERSION_ENTRY = "version"
@@ -74,7 +84,7 @@ class _Plan:
 
 def index_key(space: KeySpace) -> str:
     """The lifecycle index hash of a partition."""
-    return space.key(KeyKind.LIFECYCLE_INDEX)
+    return space.key(LifecycleKeyKind.LIFECYCLE_INDEX)
 
 
 def remember(instance: Any, *, source: str | None = None, now: float | None = None) -> Remembered:

@@ -25,7 +25,7 @@ turn misses who said it and what it answers; of two turns either side it blurs i
 
 ``ingest_conversation(turns, agent_id, window=2)`` builds the contexts and passages and saves
 every turn with ``Model.save_many`` (one MULTI/EXEC per 1,000 turns), then lists each
-session's turns by position (``KeyKind.SESSION_TURNS``), so turns appended later one at a time
+session's turns by position (``ConversationKeyKind.SESSION_TURNS``), so turns appended later one at a time
 (:func:`~.conversation_append.append_turns`) continue the session. Search through
 :func:`conversation_assembler` (hybrid retrieval, convex score fusion: the measured best), or a
 ``ContextAssembler`` as with any model.
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum, unique
 from typing import Any
 
 from ..fields.bm25 import BM25Field
@@ -48,14 +49,23 @@ from ..observation.access import AccessTrackerMixin
 from ..store.aio import async_function
 from ..store.connection import server_errors
 from ..store.errors import ValidationError
-from ..store.keys import KeyKind, KeySpace, escape
+from ..store.keys import KeySpace, escape
 from ..store.validation import non_negative_int, positive_int
 from ..text.analyzer import Analyzer
 from .context_assembler import ContextAssembler
 
-__all__ = ["ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts", "build_passages",
+__all__ = ["ConversationKeyKind", "ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts", "build_passages",
            "ingest_conversation", "conversation_assembler", "session_turns_key", "NEIGHBOUR_MARK", "DEFAULT_WINDOW",
            "PASSAGE_WINDOW"]
+
+
+@unique
+class ConversationKeyKind(StrEnum):
+    """Conversation memory's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
+    values are distinct, ``tests/test_keys.py``)."""
+
+    #: sorted set: a conversation session's turn ids scored by position (``ct:<session>``)
+    SESSION_TURNS = "ct"
 
 #: The mark that opens a neighbour's line in a context, once per step of distance.
 NEIGHBOUR_MARK = ">"
@@ -206,7 +216,7 @@ def ingest_conversation(
 def session_turns_key(space: KeySpace, session: str) -> str:
     """The sorted set of the turn ids of ``session`` in partition ``space``, scored by position
     (:mod:`.conversation_append` appends to it)."""
-    return space.key(KeyKind.SESSION_TURNS, escape(session))
+    return space.key(ConversationKeyKind.SESSION_TURNS, escape(session))
 
 
 def _list_sessions(records: list[Any]) -> None:

@@ -3,7 +3,7 @@
 :func:`~.conversation.ingest_conversation` builds every turn's ``context`` and ``passage`` from
 the whole list of turns. A memory fed as the conversation goes (an MCP ``remember`` per turn, a
 chat) cannot: the turn after one is not said yet. :func:`append_turns` keeps each session's
-turn ids in order (``KeyKind.SESSION_TURNS``, a sorted set by position, in the partition's
+turn ids in order (``ConversationKeyKind.SESSION_TURNS``, a sorted set by position, in the partition's
 slot) and, for new turns of a session:
 
 - reads the session's last turns (``2 * max(window, PASSAGE_WINDOW)`` of them: enough to

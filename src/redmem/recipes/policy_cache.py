@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from typing import Any
 
 from ..model.batch import SaveBatch
@@ -46,18 +45,16 @@ from ..model.persistence import held_entries, queue_new_record, queue_record_wri
 from ..observation.consumer import StreamConsumer
 from ..observation.events import CREATE, StreamEvent
 from ..store.aio import async_variant
-from ..store.connection import server_errors
 from ..store.errors import ValidationError
-from ..store.keys import KeyKind
 from ..store.validation import timestamp
 from ..store.watch import MAX_ATTEMPTS, watched_transaction
 from .policy_models import PolicyEntry, PolicyEvent, PolicyRules, fold_event, state_features, state_fingerprint
+from .policy_storage import APPLIED_ENTRY, QIndexes, queue_applied, watched_hash
 
 __all__ = ["PolicyCache", "CONSUMER_GROUP"]
 
+
 CONSUMER_GROUP = "policy-cache"
-#: Hash entry set on a PolicyEvent once it is folded into its entry (dotted: no field collides).
-APPLIED_ENTRY = "policy.applied"
 
 
 class PolicyCache:
@@ -74,6 +71,7 @@ class PolicyCache:
             raise ValidationError(f"PolicyCache needs an agent_id (a non-empty str), got {agent_id!r}")
         self.agent_id, self.rules = agent_id, rules
         self.entry_space = PolicyEntry._meta.keyspace((agent_id,))
+        self.q_indexes = QIndexes(self.entry_space)
         self.consumer = StreamConsumer(
             PolicyEvent.event_stream_key(agent_id=agent_id), CONSUMER_GROUP,
             consumer or f"{socket.gethostname()}-{os.getpid()}", client=PolicyEvent._meta.client, block_ms=0,
@@ -125,22 +123,20 @@ class PolicyCache:
 
     def _apply(self, pipe: Any, client: Any, event_key: str) -> bool:
         event_at = DbKey.parse(event_key)
-        pipe.watch(event_key)
-        raw = pipe.hgetall(event_key)
+        raw = watched_hash(pipe, event_key)
         if not raw or event_at is None or APPLIED_ENTRY.encode() in raw:
             pipe.unwatch()
             return False
         event = decode_stored(PolicyEvent, event_at, raw)
         entry_key = DbKey(self.entry_space, PolicyEntry._meta.record_id(event))
-        next_index = self._q_key(KeyKind.POLICY_Q, event["next_fingerprint"]) if event["next_fingerprint"] else None
-        pipe.watch(entry_key.redis_key, *([next_index] if next_index else []))
-        stored = pipe.hgetall(entry_key.redis_key)
-        best_next = pipe.zrevrange(next_index, 0, 0, withscores=True) if next_index else []
+        following = event["next_fingerprint"]
+        stored = watched_hash(pipe, entry_key.redis_key, *([self.q_indexes.key(following)] if following else []))
+        best_next = self.q_indexes.best_q(pipe, following) if following else 0.0
         old = decode_stored(PolicyEntry, entry_key, stored) if stored else None
-        entry = PolicyEntry(**fold_event(old, event, best_next[0][1] if best_next else 0.0, self.rules))
+        entry = PolicyEntry(**fold_event(old, event, best_next, self.rules))
         pipe.multi()
         self._queue_entry(pipe, client, entry, old, held_entries(stored))
-        pipe.hset(event_key, APPLIED_ENTRY, repr(time.time()))
+        queue_applied(pipe, event_key)
         pipe.execute()
         return True
 
@@ -157,12 +153,7 @@ class PolicyCache:
             batch = SaveBatch(pipe, client, key.keyspace, key.record_id, entry, old, held=held)
             queue_record_write(batch, entry.validated_values())
             entry._saved_key = key
-        pipe.zadd(self._q_key(KeyKind.POLICY_Q, entry.fingerprint), {entry.action: entry.q})
-        crystallised = self._q_key(KeyKind.POLICY_CRYSTALLISED, entry.fingerprint)
-        if entry.crystallised:
-            pipe.zadd(crystallised, {entry.action: entry.q})
-        else:
-            pipe.zrem(crystallised, entry.action)
+        self.q_indexes.queue(pipe, entry.fingerprint, entry.action, entry.q, entry.crystallised)
         self._queue_cycles(batch, set(entry.cycles), set(old["cycles"]) if old else None)
 
     @staticmethod
@@ -172,25 +163,17 @@ class PolicyCache:
         A new entry's save set every amplitude to 0.5, so all but ``now_on`` go to 0; a cycle
         that stays on keeps what feedback has learnt.
         """
-        keys = PolicyEntry.timing.keys_in(batch.keyspace)
-        for cycle in PolicyEntry.timing.cycles:
-            on = cycle.key in now_on
-            changed = not on if was_on is None else on != (cycle.key in was_on)
-            if changed:
-                batch.pipe.zadd(keys.amplitude(cycle.key), {batch.record_id: cycle.amplitude if on else 0.0})
+        PolicyEntry.timing.queue_amplitudes(batch, {
+            cycle.key: cycle.amplitude if cycle.key in now_on else 0.0
+            for cycle in PolicyEntry.timing.cycles
+            if (cycle.key not in now_on if was_on is None else (cycle.key in now_on) != (cycle.key in was_on))
+        })
 
     # -- reading ----------------------------------------------------------------------------------
-    def _q_key(self, kind: KeyKind, fingerprint: str) -> str:
-        return self.entry_space.value_key(kind, "q", fingerprint)
-
     def best_action(self, state: Any, *, crystallised_only: bool = True) -> str | None:
         """The crystallised action with the highest Q in ``state`` (any action when not
         ``crystallised_only``), None when there is none: one ZREVRANGE."""
-        key = self._q_key(KeyKind.POLICY_CRYSTALLISED if crystallised_only else KeyKind.POLICY_Q, state_fingerprint(state))
-        client = PolicyEntry._meta.client
-        with server_errors(client):
-            top = client.zrevrange(key, 0, 0)
-        return top[0].decode() if top else None
+        return self.q_indexes.best_action(PolicyEntry._meta.client, state_fingerprint(state), crystallised_only)
 
     def entries(self, state: Any) -> list[PolicyEntry]:
         """Every action learnt in ``state``, highest Q first (ties by action)."""

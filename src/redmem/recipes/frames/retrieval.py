@@ -36,6 +36,7 @@ from ...model.loading import decode_stored
 from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition
+from .keys import FrameKeyKind
 from .model import DECAY_TIERS, Block
 from .prefix_index import pattern_range
 from .scoring import Candidate
@@ -77,18 +78,18 @@ def block_keys(space: KeySpace) -> dict[str, str]:
     """The partition-level keys the frames scripts read and write."""
     graph = Block.edges.graph(agent_id=space.partition_values[0]).keys
     return {
-        "clock": space.key(KeyKind.FRAME_CLOCK),
+        "clock": space.key(FrameKeyKind.FRAME_CLOCK),
         "window": space.key(KeyKind.SORTED, "window"),
         "tags": Block.tag_index.index_key(space),
         "categories": Block.category_index.index_key(space),
-        "adjacency": graph[1],
-        "degrees": graph[3],
+        "adjacency": graph.adjacency,
+        "degrees": graph.degrees,
         "confidence": Block.confidence.index_key(space),
         "count": space.key(KeyKind.SORTED, "reinforcement_count"),
         "lambda": space.key(KeyKind.SORTED, "decay_lambda"),
-        "contradictions": space.key(KeyKind.CONTRADICTIONS),
-        "version": space.key(KeyKind.FRAME_VERSION),
-        "definitions": space.key(KeyKind.FRAME_DEFINITIONS),
+        "contradictions": space.key(FrameKeyKind.CONTRADICTIONS),
+        "version": space.key(FrameKeyKind.FRAME_VERSION),
+        "definitions": space.key(FrameKeyKind.FRAME_DEFINITIONS),
     }
 
 

@@ -32,8 +32,8 @@ from ...model.loading import load_records
 from ...observation.protocol import ObservationProtocol
 from ...store.aio import async_variant
 from ...store.connection import server_errors
-from ...store.keys import KeyKind
 from .definitions import ScoringWeights
+from .keys import FrameKeyKind
 from .model import Block
 
 __all__ = [
@@ -112,7 +112,7 @@ class FrameResult:
         reported = ObservationProtocol.on_context_used(blocks, outcome, now=now)
         if any(tag.startswith("self/") for block in blocks for tag in block.tags):
             with server_errors(Block._meta.client):
-                Block._meta.client.incr(space.key(KeyKind.FRAME_VERSION))
+                Block._meta.client.incr(space.key(FrameKeyKind.FRAME_VERSION))
         return reported
 
     # The asyncio API (docs/asyncio.md).

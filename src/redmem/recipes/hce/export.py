@@ -48,6 +48,7 @@ from ...store.connection import server_errors
 from ...store.errors import RedmemError
 from ...store.keys import KeyKind, KeySpace
 from .focus import FocusEntry
+from .keys import HCEKeyKind
 from .models import HCEInteraction, HCETopic
 
 __all__ = ["ExportError", "save_session", "load_session", "clear_session", "session_keys", "FORMAT", "VERSION",
@@ -83,11 +84,11 @@ def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
     kinds.update(zip((_relative(space, k) for k in vectors), ("hash", "hash", "zset")))
     if name == "HCEInteraction":
         graph = HCEInteraction.graph.graph(session_id=space.partition_values[0])
-        kinds.update((_relative(space, k), GRAPH_TYPES[k.rsplit(":", 1)[1]]) for k in graph.keys)
+        kinds.update((_relative(space, k), GRAPH_TYPES[k.rsplit(":", 1)[1]]) for k in graph.keys.listed())
         kinds[_relative(space, HCEInteraction.entities_seen.key(space))] = "string"
-        kinds[KeyKind.FOCUS_BUFFER.value] = "list"
-        kinds[KeyKind.TREE_MEMBERS.value] = "list"
-        kinds[KeyKind.ENTITY_TYPES.value] = "hash"
+        kinds[HCEKeyKind.FOCUS_BUFFER.value] = "list"
+        kinds[HCEKeyKind.TREE_MEMBERS.value] = "list"
+        kinds[HCEKeyKind.ENTITY_TYPES.value] = "hash"
         bm25 = _keyword_keys(space)
         kinds.update((_relative(space, key), "zset" if key == bm25.log else "hash") for key in
                      (bm25.lengths, bm25.entries, bm25.totals, bm25.references, bm25.version, bm25.log))
@@ -261,7 +262,7 @@ def _check_entry(entry: Any, fixed: dict[str, dict[str, str]], spaces: dict[str,
     if expected != "string" and not all(isinstance(v, list) and len(v) == 2 for v in entry["value"]
                                         if expected in ("hash", "zset")):
         raise ExportError(f"{name} key {rel!r}: a {expected}'s entries are pairs")
-    if rel == KeyKind.FOCUS_BUFFER.value and len(entry["value"]) > MAX_FOCUS_ENTRIES:
+    if rel == HCEKeyKind.FOCUS_BUFFER.value and len(entry["value"]) > MAX_FOCUS_ENTRIES:
         raise ExportError(f"{name} key {rel!r} holds {len(entry['value']):,} focus entries, "
                           f"at most {MAX_FOCUS_ENTRIES:,}")
 
@@ -274,13 +275,13 @@ def _check_value(entry: dict[str, Any], space: KeySpace, value: Any) -> None:
     try:
         if rel.startswith(f"{KeyKind.RECORD.value}:"):
             decode_stored(MODELS[name], DbKey(space, rel[len(KeyKind.RECORD.value) + 1:]), value)
-        elif rel == KeyKind.FOCUS_BUFFER.value:
+        elif rel == HCEKeyKind.FOCUS_BUFFER.value:
             for raw in value:
                 FocusEntry.from_json(raw)
-        elif rel == KeyKind.TREE_MEMBERS.value:
+        elif rel == HCEKeyKind.TREE_MEMBERS.value:
             if not all(b" " in raw.strip(b" ") for raw in value):
                 raise ValueError("a member entry is '<interaction id> <topic id>'")
-        elif rel == KeyKind.ENTITY_TYPES.value:
+        elif rel == HCEKeyKind.ENTITY_TYPES.value:
             if not all(isinstance(json.loads(raw), dict) for raw in value.values()):
                 raise ValueError("an entity type is a JSON object")
         elif rel == f"{KeyKind.VECTOR.value}:embedding":
