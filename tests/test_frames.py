@@ -13,7 +13,7 @@ from redmem.recipes.frames import (
     FrameMemory,
     ScoringWeights,
 )
-from redmem.recipes.frames.model import Block
+from redmem.recipes.frames.models import Block
 from redmem.recipes.frames.retrieval import N_SEEDS_MULTIPLIER, block_keys, gather
 from redmem.store.errors import ValidationError
 

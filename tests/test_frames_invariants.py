@@ -14,7 +14,7 @@ from redmem import RecordNotFound, ValidationError
 from redmem.recipes.frames import FrameDefinition, FrameMemory, ScoringWeights
 from redmem.recipes.frames.definitions import ATTENTION_WEIGHTS, SELF_WEIGHTS, TASK_WEIGHTS
 from redmem.recipes.frames.guarantees import suppress_contradictions
-from redmem.recipes.frames.model import Block, decay_tier
+from redmem.recipes.frames.models import Block, decay_tier
 from redmem.recipes.frames.scoring import Candidate, Scored, centralities
 
 

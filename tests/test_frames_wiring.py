@@ -15,7 +15,7 @@ import redmem
 from conftest import configured_embeddings
 from frames_support import Clock, WordEmbeddings
 from redmem.recipes.frames import FrameMemory
-from redmem.recipes.frames.model import Block
+from redmem.recipes.frames.models import Block
 from redmem.recipes.frames.wiring import (
     DEGREE_CAP,
     LearnWiring,

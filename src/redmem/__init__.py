@@ -79,7 +79,7 @@ if TYPE_CHECKING:
         RetrievalQuality,
         SubconsciousMemory,
     )
-    from .recipes.memory import Memory
+    from .recipes.assembler.memory import Memory
     from .store import (
         ArgumentTypeError,
         ConfigurationError,
@@ -119,7 +119,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(["AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "DefaultMemory", "HybridMemory", "PolicyCache", "RetrievalQuality", "SubconsciousMemory"], ".recipes"),
     **dict.fromkeys(["ArgumentTypeError", "ConfigurationError", "MemoryTooLarge", "ModelException", "PermissionDenied", "QueryArgumentError", "QueryArgumentTypeError", "QueryException", "RecordNotFound", "RedmemError", "ServerError", "ServerUnavailable", "ValidationError", "WriteConflict", "WriteOutcomeUnknown", "WriteRefused", "aclose_clients", "configure", "connect", "get_client"], ".store"),
     **dict.fromkeys(["Analyzer", "default_analyzer"], ".text"),
-    "Memory": ".recipes.memory",
+    "Memory": ".recipes.assembler.memory",
 }
 #: Subpackages reachable as attributes (``redmem.store.settings()``) before anything imported them.
 _PACKAGES = {"cli", "cli_commands", "context", "demo", "embeddings", "fields", "integrations", "model",

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from ..recipes.context_assembler import ContextAssembler
+from ..recipes.assembler.context_assembler import ContextAssembler
 from .ask import add_budget_arguments, assembler_from
 from .conversation import Turn
 from .display import summary, trace_table

@@ -1,7 +1,7 @@
 """Storing conversation turns as memories, and ``redmem ingest FILE``.
 
 The turns of a session are appended to it with
-:func:`~redmem.recipes.conversation_append.append_turns`: each turn's search ``context`` and
+:func:`~redmem.recipes.assembler.conversation_append.append_turns`: each turn's search ``context`` and
 embedded ``passage`` hold its neighbours of the same session (the turns already stored in it
 too), the turns before get the new ones as the turns after them, and in the same MULTI/EXEC
 each new memory's decay clocks are set to when its turn was said (so older sessions have
@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..recipes.conversation import Turn as SearchTurn
-from ..recipes.conversation import build_contexts, build_passages
-from ..recipes.conversation_append import append_turns
+from ..recipes.assembler.conversation import Turn as SearchTurn
+from ..recipes.assembler.conversation import build_contexts, build_passages
+from ..recipes.assembler.conversation_append import append_turns
 from ..store.errors import ValidationError
 from .agents import add_agent_argument
 from .conversation import DEFAULT_ENCODING, Conversation, Turn, parse_when, read_conversation, spoken_form

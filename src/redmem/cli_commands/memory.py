@@ -3,13 +3,13 @@
 :class:`ChatMemory` puts the primitives a conversation needs on one model:
 
 - ``context_bm25`` and ``embedding``: the pull path, as the conversation recipe measured best
-  (:mod:`redmem.recipes.conversation`). ``context_bm25`` indexes the turn's ``context`` (its
+  (:mod:`redmem.recipes.assembler.conversation`). ``context_bm25`` indexes the turn's ``context`` (its
   own line, with when it was said and by whom, between up to two turns of the same session on
-  each side, weighted by distance: :class:`~redmem.recipes.conversation.TurnContextAnalyzer`);
+  each side, weighted by distance: :class:`~redmem.recipes.assembler.conversation.TurnContextAnalyzer`);
   ``embedding`` is a vector of its ``passage`` (the turns just before and after it, and its
   own line). A question whose words are in the turn before ("did you go?" / "yes, twice")
   finds the answer. Turns given one at a time are linked as they come
-  (:func:`~redmem.recipes.conversation_append.append_turns`);
+  (:func:`~redmem.recipes.assembler.conversation_append.append_turns`);
 - ``associations``: a co-occurrence graph, strengthened by what is recalled together (consecutive
   turns are not linked by default: the context already holds the neighbours' words, and the
   graph list then ranked neighbours above the hits, see :data:`~.ingest.LINK_TURNS`);
@@ -49,8 +49,8 @@ from ..fields import (
 )
 from ..model import AutoKeyField, FloatField, IntField, KeyField, Model, StringField
 from ..observation import AccessTrackerMixin
-from ..recipes.context_assembler import ContextAssembler
-from ..recipes.conversation import SearchText, TurnContextAnalyzer
+from ..recipes.assembler.context_assembler import ContextAssembler
+from ..recipes.assembler.conversation import SearchText, TurnContextAnalyzer
 from ..store.errors import ConfigurationError
 from .choices import EMBEDDINGS
 

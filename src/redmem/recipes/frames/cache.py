@@ -22,7 +22,7 @@ from ...store.keys import KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition, definition_to_json
 from .keys import FrameKeyKind
-from .model import Block
+from .models import Block
 from .scoring import FrameResult, ScoredBlock
 
 __all__ = ["cache_key", "CacheRead", "CachedFrame", "encode_result", "FrameCache"]

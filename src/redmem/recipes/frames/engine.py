@@ -34,7 +34,7 @@ from .definitions import (
 )
 from .effects import CacheWrite, apply_effects
 from .guarantees import oversampled, select, suppress_contradictions
-from .model import DECAY_TIERS, Block, decay_tier
+from .models import DECAY_TIERS, Block, decay_tier
 from .rendering import fit_blocks
 from .retrieval import block_keys, gather
 from .scoring import FEEDBACK_CAP, FrameResult, ScoredBlock, score_candidates, scored_block

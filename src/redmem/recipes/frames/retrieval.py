@@ -37,7 +37,7 @@ from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition
 from .keys import FrameKeyKind
-from .model import DECAY_TIERS, Block
+from .models import DECAY_TIERS, Block
 from .prefix_index import pattern_range
 from .scoring import Candidate
 

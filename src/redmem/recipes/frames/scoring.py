@@ -34,7 +34,7 @@ from ...store.aio import async_variant
 from ...store.connection import server_errors
 from .definitions import ScoringWeights
 from .keys import FrameKeyKind
-from .model import Block
+from .models import Block
 
 __all__ = [
     "ScoredBlock",

@@ -21,15 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from ..context.candidates import Candidate, merge_paths
-from ..context.duplicates import collapse_duplicates
-from ..context.effects import apply_post_effects
-from ..context.explain import AssemblyTrail, Explanation, explain_assembly
-from ..context.floor import above_floor
-from ..context.packing import Budget, Fitted
-from ..context.recency import newer_first
-from ..context.rendering import Renderer, pack_slices
-from ..context.retrieval import (
+from ...context.candidates import Candidate, merge_paths
+from ...context.duplicates import collapse_duplicates
+from ...context.effects import apply_post_effects
+from ...context.explain import AssemblyTrail, Explanation, explain_assembly
+from ...context.floor import above_floor
+from ...context.packing import Budget, Fitted
+from ...context.recency import newer_first
+from ...context.rendering import Renderer, pack_slices
+from ...context.retrieval import (
     MATCH_SIGNAL,
     Capabilities,
     PullPlan,
@@ -38,28 +38,28 @@ from ..context.retrieval import (
     resolve_mode,
     retrieve,
 )
-from ..context.tokens import TokenCounter, resolve_counter
-from ..embeddings.matrix import VectorMatrix
-from ..fields.composite import signal_weights
-from ..model.base import Model
-from ..model.field import Field
-from ..model.fields import DatetimeField
-from ..model.filters import compile_where
-from ..model.hits import Hit
-from ..model.loading import load_records
-from ..observation.protocol import ObservationProtocol
-from ..store.aio import async_variant
-from ..store.errors import ArgumentTypeError, QueryException
-from ..store.keys import KeySpace
-from ..store.validation import epoch_of, subclass_of, timestamp
-from .assembler_config import (
+from ...context.tokens import TokenCounter, resolve_counter
+from ...embeddings.matrix import VectorMatrix
+from ...fields.composite import signal_weights
+from ...model.base import Model
+from ...model.field import Field
+from ...model.fields import DatetimeField
+from ...model.filters import compile_where
+from ...model.hits import Hit
+from ...model.loading import load_records
+from ...observation.protocol import ObservationProtocol
+from ...store.aio import async_variant
+from ...store.errors import ArgumentTypeError, QueryException
+from ...store.keys import KeySpace
+from ...store.validation import epoch_of, subclass_of, timestamp
+from ..tenant import require_tenant
+from .config import (
     DEFAULT_MAX_ITEMS,
     DEFAULT_PROPAGATION_DEPTH,
     DEFAULT_SURFACING_THRESHOLD,
     AssemblerConfig,
 )
 from .quality import RetrievalQuality, assess_retrieval, named_cues
-from .tenant import require_tenant
 
 __all__ = ["ContextAssembler", "AssemblyResult"]
 
@@ -375,7 +375,7 @@ class ContextAssembler:
         self, query_cues: Any, *, candidates: list[Candidate] | None = None, now: float | None = None,
         **partition: Any,
     ) -> RetrievalQuality:
-        """Score how well memory can answer ``query_cues`` (see ``redmem.recipes.quality``).
+        """Score how well memory can answer ``query_cues`` (see ``redmem.recipes.assembler.quality``).
 
         Without ``candidates`` it is the cheap pre-retrieval probe (no propagation, no push path).
         """

@@ -29,16 +29,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..fields.embedding import EmbeddingField
-from ..model.base import Model
-from ..model.dbkey import DbKey
-from ..model.indexed import AutoKeyField
-from ..model.loading import load_records
-from ..model.persistence import save_records
-from ..store.connection import server_errors
-from ..store.errors import ValidationError, WriteConflict
-from ..store.validation import non_negative_int
-from ..store.watch import MAX_ATTEMPTS
+from ...fields.embedding import EmbeddingField
+from ...model.base import Model
+from ...model.dbkey import DbKey
+from ...model.indexed import AutoKeyField
+from ...model.loading import load_records
+from ...model.persistence import save_records
+from ...store.connection import server_errors
+from ...store.errors import ValidationError, WriteConflict
+from ...store.validation import non_negative_int
+from ...store.watch import MAX_ATTEMPTS
 from .conversation import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages, session_turns_key
 
 __all__ = ["append_turns", "session_turns_key", "turn_of_record", "AlsoWrite"]

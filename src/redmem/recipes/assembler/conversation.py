@@ -38,20 +38,20 @@ from dataclasses import dataclass
 from enum import StrEnum, unique
 from typing import Any
 
-from ..fields.bm25 import BM25Field
-from ..fields.confidence import ConfidenceField
-from ..fields.decay import DecayingSortedField
-from ..fields.embedding import EmbeddingField
-from ..model.base import Model
-from ..model.fields import FloatField, IntField, StringField
-from ..model.indexed import AutoKeyField, KeyField
-from ..observation.access import AccessTrackerMixin
-from ..store.aio import async_function
-from ..store.connection import server_errors
-from ..store.errors import ValidationError
-from ..store.keys import KeySpace, escape
-from ..store.validation import non_negative_int, positive_int
-from ..text.analyzer import Analyzer
+from ...fields.bm25 import BM25Field
+from ...fields.confidence import ConfidenceField
+from ...fields.decay import DecayingSortedField
+from ...fields.embedding import EmbeddingField
+from ...model.base import Model
+from ...model.fields import FloatField, IntField, StringField
+from ...model.indexed import AutoKeyField, KeyField
+from ...observation.access import AccessTrackerMixin
+from ...store.aio import async_function
+from ...store.connection import server_errors
+from ...store.errors import ValidationError
+from ...store.keys import KeySpace, escape
+from ...store.validation import non_negative_int, positive_int
+from ...text.analyzer import Analyzer
 from .context_assembler import ContextAssembler
 
 __all__ = ["ConversationKeyKind", "ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts", "build_passages",

@@ -3,7 +3,7 @@
 Each metric is a pure function of plain values below; :func:`assess_retrieval` gathers the
 values from Redis (a few round trips) and applies them. Its input is what it reads, not an
 assembler: the model and its capabilities, the options ``max_items`` and
-``surfacing_threshold`` (an :class:`~redmem.recipes.assembler_config.AssemblerConfig`), the
+``surfacing_threshold`` (an :class:`~redmem.recipes.assembler.config.AssemblerConfig`), the
 partition's key space and the named cues. For a candidate record:
 
 - its **confidence** is its value of the model's first ConfidenceField (read from the field's
@@ -40,19 +40,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from ..context.candidates import Candidate
-from ..context.retrieval import Capabilities, Fusion, Retrieval, keyword_hits, retrieve
-from ..fields.bm25 import BM25Field
-from ..fields.decay import DecayingSortedField
-from ..model.dbkey import DbKey
-from ..store.connection import server_errors
-from ..store.errors import QueryArgumentTypeError
-from ..store.keys import KeySpace
-from ..store.validation import timestamp
-from .assembler_config import AssemblerConfig
+from ...context.candidates import Candidate
+from ...context.retrieval import Capabilities, Fusion, Retrieval, keyword_hits, retrieve
+from ...fields.bm25 import BM25Field
+from ...fields.decay import DecayingSortedField
+from ...model.dbkey import DbKey
+from ...store.connection import server_errors
+from ...store.errors import QueryArgumentTypeError
+from ...store.keys import KeySpace
+from ...store.validation import timestamp
+from .config import AssemblerConfig
 
 if TYPE_CHECKING:
-    from ..model.base import Model
+    from ...model.base import Model
 
 __all__ = [
     "RetrievalQuality",
@@ -322,7 +322,7 @@ def assess_retrieval(
     is loaded, nothing is written. With ``candidates`` (e.g. the merged candidates of
     ``assemble()``) every cue is scored against that one list: two round trips. ``now`` (epoch
     seconds, default the current time) is the clock of the decayed scores.
-    :meth:`ContextAssembler.assess <redmem.recipes.context_assembler.ContextAssembler.assess>`
+    :meth:`ContextAssembler.assess <redmem.recipes.assembler.context_assembler.ContextAssembler.assess>`
     takes the cues and the tenant as ``assemble()`` does and calls this.
     """
     at = timestamp("now", now)

@@ -10,16 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..context.duplicates import DUPLICATE_COSINE
-from ..context.floor import DEFAULT_MIN_RELEVANCE
-from ..context.oversize import check_oversize
-from ..context.packing import Budget
-from ..context.rendering import check_format, check_render_fields
-from ..context.retrieval import check_fusion
-from ..context.tokens import TokenCounter, resolve_counter
-from ..store.connection import settings
-from ..store.errors import ValidationError
-from ..store.validation import boolean, finite_number, non_negative_int, positive_int, text_or_none
+from ...context.duplicates import DUPLICATE_COSINE
+from ...context.floor import DEFAULT_MIN_RELEVANCE
+from ...context.oversize import check_oversize
+from ...context.packing import Budget
+from ...context.rendering import check_format, check_render_fields
+from ...context.retrieval import check_fusion
+from ...context.tokens import TokenCounter, resolve_counter
+from ...store.connection import settings
+from ...store.errors import ValidationError
+from ...store.validation import boolean, finite_number, non_negative_int, positive_int, text_or_none
 
 __all__ = [
     "AssemblerConfig", "DEFAULT_MAX_ITEMS", "DEFAULT_SURFACING_THRESHOLD", "DEFAULT_PROPAGATION_DEPTH",
@@ -32,7 +32,7 @@ DEFAULT_PROPAGATION_DEPTH = 2
 
 @dataclass(frozen=True)
 class AssemblerConfig:
-    """The options of a :class:`~redmem.recipes.context_assembler.ContextAssembler` (each one is
+    """The options of a :class:`~redmem.recipes.assembler.context_assembler.ContextAssembler` (each one is
     described in the ContextAssembler guide).
 
     Checked when made, in field order, each error naming the option and what it accepts;

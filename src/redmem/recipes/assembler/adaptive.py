@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from itertools import permutations
 from typing import Any
 
-from ..store.aio import async_variant
-from ..store.errors import ValidationError
-from ..store.validation import is_real, positive_int
+from ...store.aio import async_variant
+from ...store.errors import ValidationError
+from ...store.validation import is_real, positive_int
 from .quality import RetrievalQuality
 
 __all__ = ["AdaptiveAssembler", "AdaptationStep", "default_metric", "perturbed", "MIN_WEIGHT", "MAX_WEIGHT"]

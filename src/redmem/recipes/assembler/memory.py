@@ -1,6 +1,6 @@
 """Memory: the shortest path to an agent's memory — add facts, search them, get a prompt context.
 
-A thin face over the ready-made :class:`~redmem.recipes.default_memory.DefaultMemory` (or any
+A thin face over the ready-made :class:`~redmem.recipes.assembler.models.DefaultMemory` (or any
 model of that shape, e.g. ``HybridMemory`` for vectors) and the ContextAssembler, for the first
 hour with redmem::
 
@@ -13,7 +13,7 @@ hour with redmem::
 ``add`` stores a text once: its id is a digest of the agent and the text, so adding the same text
 again (a retried call, a repeated fact) stores nothing new. ``search`` ranks the agent's memories
 for a query; ``context`` fits them into a token budget as prompt text. Both return an
-:class:`~redmem.recipes.context_assembler.AssemblyResult`.
+:class:`~redmem.recipes.assembler.context_assembler.AssemblyResult`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..model.base import Model
+from ...model.base import Model
 from .context_assembler import AssemblyResult, ContextAssembler
-from .default_memory import DefaultMemory
+from .models import DefaultMemory
 
 __all__ = ["Memory"]
 

@@ -8,7 +8,7 @@ Around each chat turn of one agent:
    (a system message is inserted first when there is none; nothing is added when no memory was
    selected). The caller's list and dicts are never changed.
 2. ``extract_memories(response_text)`` runs the extractor (heuristic by default, or
-   :class:`~redmem.recipes.extractors.LLMExtractor`), stores each new fact once (its id is a
+   :class:`~redmem.recipes.assembler.extractors.LLMExtractor`), stores each new fact once (its id is a
    digest of the agent and the text, so a repeated fact is not stored twice) and, on the model's
    CoOccurrenceField, links every memory to the entities it mentions and every pair of those
    entities (``Entity`` nodes, weight 0.1; an existing edge keeps its weight).
@@ -26,18 +26,18 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from ..fields.bm25 import BM25Field
-from ..fields.cooccurrence import CoOccurrenceField, Entity
-from ..model.indexed import AutoKeyField
-from ..store.aio import async_variant
-from ..store.connection import server_errors
-from ..store.errors import ModelException, ValidationError
+from ...fields.bm25 import BM25Field
+from ...fields.cooccurrence import CoOccurrenceField, Entity
+from ...model.indexed import AutoKeyField
+from ...store.aio import async_variant
+from ...store.connection import server_errors
+from ...store.errors import ModelException, ValidationError
 from .context_assembler import AssemblyResult, ContextAssembler
-from .default_memory import DefaultMemory
 from .extractors import ExtractedMemory, HeuristicExtractor, find_entities
+from .models import DefaultMemory
 
 if TYPE_CHECKING:
-    from ..model.base import Model
+    from ...model.base import Model
 
 __all__ = ["SubconsciousMemory", "CONTEXT_HEADER", "ENTITY_LINK_WEIGHT", "last_user_text", "with_context"]
 

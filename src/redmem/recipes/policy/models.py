@@ -13,13 +13,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..fields.cyclic import Cycle, CyclicDecayField, TemporalPeriod
-from ..model.base import Model
-from ..model.fields import BooleanField, FloatField, IntField, ListField, StringField
-from ..model.indexed import AutoKeyField, KeyField, SortedField
-from ..observation.events import EventStreamMixin
-from ..store.errors import ValidationError
-from .policy_stats import td_update, timing_peak, wilson_lower_bound
+from ...fields.cyclic import Cycle, CyclicDecayField, TemporalPeriod
+from ...model.base import Model
+from ...model.fields import BooleanField, FloatField, IntField, ListField, StringField
+from ...model.indexed import AutoKeyField, KeyField, SortedField
+from ...observation.events import EventStreamMixin
+from ...store.errors import ValidationError
+from .stats import td_update, timing_peak, wilson_lower_bound
 
 __all__ = ["PolicyEvent", "PolicyEntry", "PolicyRules", "fold_event", "state_fingerprint", "state_features"]
 
@@ -73,7 +73,7 @@ class PolicyEvent(EventStreamMixin, Model):
 
 
 class PolicyEntry(Model):
-    """What an agent learnt about one action in one state (see :mod:`~redmem.recipes.policy_cache`).
+    """What an agent learnt about one action in one state (see :mod:`~redmem.recipes.policy.cache`).
 
     ``timing`` scores ``wilson + sum(learned amplitude * cos(...))`` over 31 candidate cycles
     (no decay): a cycle's learned amplitude is 0 until timing discovery switches it on at 0.5.

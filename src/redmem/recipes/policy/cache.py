@@ -37,19 +37,19 @@ import socket
 import threading
 from typing import Any
 
-from ..model.batch import SaveBatch
-from ..model.dbkey import DbKey
-from ..model.hits import HitList
-from ..model.loading import decode_stored
-from ..model.persistence import held_entries, queue_new_record, queue_record_write
-from ..observation.consumer import StreamConsumer
-from ..observation.events import CREATE, StreamEvent
-from ..store.aio import async_variant
-from ..store.errors import ValidationError
-from ..store.validation import timestamp
-from ..store.watch import MAX_ATTEMPTS, watched_transaction
-from .policy_models import PolicyEntry, PolicyEvent, PolicyRules, fold_event, state_features, state_fingerprint
-from .policy_storage import APPLIED_ENTRY, QIndexes, queue_applied, watched_hash
+from ...model.batch import SaveBatch
+from ...model.dbkey import DbKey
+from ...model.hits import HitList
+from ...model.loading import decode_stored
+from ...model.persistence import held_entries, queue_new_record, queue_record_write
+from ...observation.consumer import StreamConsumer
+from ...observation.events import CREATE, StreamEvent
+from ...store.aio import async_variant
+from ...store.errors import ValidationError
+from ...store.validation import timestamp
+from ...store.watch import MAX_ATTEMPTS, watched_transaction
+from .models import PolicyEntry, PolicyEvent, PolicyRules, fold_event, state_features, state_fingerprint
+from .storage import APPLIED_ENTRY, QIndexes, queue_applied, watched_hash
 
 __all__ = ["PolicyCache", "CONSUMER_GROUP"]
 

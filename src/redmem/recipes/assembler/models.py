@@ -26,16 +26,16 @@ subclass one and declare a CyclicDecayField with the cycles you want.
 
 from __future__ import annotations
 
-from ..fields.bloom import ExistenceFilter
-from ..fields.bm25 import BM25Field
-from ..fields.confidence import ConfidenceField
-from ..fields.cooccurrence import CoOccurrenceField
-from ..fields.decay import DecayingSortedField
-from ..fields.embedding import EmbeddingField
-from ..model.base import Model
-from ..model.fields import DatetimeField, FloatField, StringField
-from ..model.indexed import AutoKeyField, KeyField
-from ..observation.access import AccessTrackerMixin
+from ...fields.bloom import ExistenceFilter
+from ...fields.bm25 import BM25Field
+from ...fields.confidence import ConfidenceField
+from ...fields.cooccurrence import CoOccurrenceField
+from ...fields.decay import DecayingSortedField
+from ...fields.embedding import EmbeddingField
+from ...model.base import Model
+from ...model.fields import DatetimeField, FloatField, StringField
+from ...model.indexed import AutoKeyField, KeyField
+from ...observation.access import AccessTrackerMixin
 
 __all__ = ["DefaultMemory", "HybridMemory", "memory_text"]
 

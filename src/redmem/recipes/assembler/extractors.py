@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..embeddings.openai_compatible import openai_sdk
-from ..store.errors import ConfigurationError, RedmemError
+from ...embeddings.openai_compatible import openai_sdk
+from ...store.errors import ConfigurationError, RedmemError
 
 __all__ = [
     "ExtractedMemory", "ExtractionError", "HeuristicExtractor", "LLMExtractor", "find_entities",

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum, unique
 from typing import Any
 
-from ..store.connection import server_errors
-from ..store.keys import KeySpace
+from ...store.connection import server_errors
+from ...store.keys import KeySpace
 
 __all__ = ["PolicyKeyKind", "QIndexes", "APPLIED_ENTRY", "watched_hash", "queue_applied"]
 
