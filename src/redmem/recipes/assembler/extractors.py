@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...embeddings.openai_compatible import openai_sdk
-from ...store.errors import ConfigurationError, RedmemError
+from ...store.errors import ConfigurationError, ExtractionError
 
 __all__ = [
     "ExtractedMemory", "ExtractionError", "HeuristicExtractor", "LLMExtractor", "find_entities",
@@ -74,9 +74,6 @@ class ExtractedMemory:
     content: str
     entities: tuple[str, ...] = ()
 
-
-class ExtractionError(RedmemError):
-    """An extractor could not produce memories (the model failed or answered malformed JSON)."""
 
 
 # -- the heuristic ---------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from ...model.base import Model
 from ...model.dbkey import DbKey
 from ...model.loading import decode_stored
 from ...store.connection import server_errors
-from ...store.errors import RedmemError
+from ...store.errors import ExportError, RedmemError
 from ...store.keys import KeyKind, KeySpace
 from .focus import FocusEntry
 from .keys import HCEKeyKind
@@ -67,9 +67,6 @@ MAX_EXPORT_BYTES = 1 << 30
 #: The most focus buffer entries an export may hold (a buffer keeps its last ``max_size``, 10 by default).
 MAX_FOCUS_ENTRIES = 10_000
 
-
-class ExportError(RedmemError, ValueError):
-    """An export directory that is missing, corrupt, of another format or version, or not a session's."""
 
 
 def _spaces(session_id: str) -> dict[str, KeySpace]:
