@@ -255,3 +255,20 @@ def test_the_circle_check_sees_annotation_and_importlib_imports(tmp_path: Path) 
     assert circles(graph) == [["redmem.sub.a", "redmem.sub.b"]]
     (package / "sub" / "a.py").write_text("import redmem\n")
     assert circles(import_graph(tmp_path)) == [["redmem", "redmem.sub.a"]]
+
+
+def test_every_error_class_is_defined_in_the_errors_module_and_drawn_in_its_tree() -> None:
+    """One exception tree: a class deriving from one of ``store/errors.py``'s errors is defined
+    there (other modules import it), and the tree at the top of that module names every class."""
+    from redmem.store import errors
+
+    names = set(errors.__all__)
+    elsewhere = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}"
+        for path in _modules() if path != PACKAGE / "store" / "errors.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in names for b in node.bases)
+    ]
+    assert not elsewhere, elsewhere
+    tree = (errors.__doc__ or "").split("::")[1]
+    assert {name for name in names if f" {name}" not in tree} == set()
