@@ -15,7 +15,7 @@ from redmem.recipes.frames import FrameDefinition, FrameMemory, ScoringWeights
 from redmem.recipes.frames.definitions import ATTENTION_WEIGHTS, SELF_WEIGHTS, TASK_WEIGHTS
 from redmem.recipes.frames.guarantees import suppress_contradictions
 from redmem.recipes.frames.models import Block, decay_tier
-from redmem.recipes.frames.scoring import Candidate, Scored, centralities
+from redmem.recipes.frames.scoring import FrameCandidate, Scored, centralities
 
 
 def _setup_memory(client_fixture):
@@ -110,7 +110,7 @@ def test_invariant_5_guaranteed_blocks_survive_budget_cuts_when_oversize_admits(
 
 
 def _scored(block_id, confidence, last=0.0):
-    candidate = Candidate(block_id, confidence, last, 0.01, 0, 0.0)
+    candidate = FrameCandidate(block_id, confidence, last, 0.01, 0, 0.0)
     return Scored(candidate, 1.0, 0.0, 0.0, confidence)
 
 

@@ -27,7 +27,7 @@ from ..recipes.assembler.conversation import build_contexts, build_passages
 from ..recipes.assembler.conversation_append import append_turns
 from ..store.errors import ValidationError
 from .agents import add_agent_argument
-from .conversation import DEFAULT_ENCODING, Conversation, Turn, parse_when, read_conversation, spoken_form
+from .conversation import DEFAULT_ENCODING, ChatTurn, Conversation, parse_when, read_conversation, spoken_form
 from .memory import ChatMemory
 from .runtime import print_notes, start
 
@@ -47,7 +47,7 @@ LINK_TURNS = False
 CHUNK = 32
 
 
-def memory_of(turn: Turn, agent: str, memory_id: str | None = None) -> ChatMemory:
+def memory_of(turn: ChatTurn, agent: str, memory_id: str | None = None) -> ChatMemory:
     """The (unsaved) memory of one turn, its id given or drawn at random (so it can be recorded before the save)."""
     return ChatMemory(
         memory_id=memory_id or uuid.uuid4().hex, agent_id=agent, session=turn.session, date=turn.at.date().isoformat(),
@@ -64,7 +64,7 @@ def search_turn(memory: ChatMemory) -> SearchTurn:
 
 
 def store_turns(
-    turns: list[Turn], agent: str, *, advance: Callable[[int], None] | None = None,
+    turns: list[ChatTurn], agent: str, *, advance: Callable[[int], None] | None = None,
     before_save: Callable[[list[ChatMemory]], None] | None = None, ids: Sequence[str] | None = None,
 ) -> list[ChatMemory]:
     """Save ``turns`` as memories of ``agent``; returns them (saved) in the order given.

@@ -13,7 +13,7 @@ the wrong type raise :class:`~redmem.store.errors.QueryException` naming the fie
 never names the partition (the tenant is given apart), so its keys are all keys of the partition
 searched: one hash tag, one cluster slot, no other tenant's keys.
 
-:func:`index_plan` is the check every script runs (``redmem/lua/include/filter_check.lua``):
+:func:`index_plan` is the check every script runs (``redmem/model/lua/include/filter_check.lua``):
 ``{ids?, sets, any, ranges}``, each entry an index of the script's KEYS. ``query.lua`` walks it
 to list records; the search scripts (BM25, composite, the cyclic scan, graph propagation) test
 each candidate against it where they first meet it, so a top-k is the top-k of the records that

@@ -15,7 +15,7 @@ from ...context.tokens import TokenCounter, quarter_length
 from ...store.errors import ValidationError
 from ...store.validation import non_negative_int
 from .scoring import ScoredBlock
-from .templates import TEMPLATES_BY_NAME, Line, Template, compose, lines
+from .templates import TEMPLATES_BY_NAME, Line, Template, compose_template, lines
 
 __all__ = ["fit_blocks", "render_blocks", "quarter_length"]
 
@@ -50,5 +50,5 @@ def _cuttable(line: Line, block: ScoredBlock) -> Cuttable:
 def _layout(template: Template, rendered: Sequence[Line]) -> Layout:
     """Lines under the template's headings; the headings costed once, each line with its break."""
     return Layout(lambda position, piece: piece,
-                  lambda indices, pieces: compose(template, [Line(rendered[i].section, p) for i, p in zip(indices, pieces)]),
+                  lambda indices, pieces: compose_template(template, [Line(rendered[i].section, p) for i, p in zip(indices, pieces)]),
                   "\n", "".join(heading + "\n" for heading in template.headings))

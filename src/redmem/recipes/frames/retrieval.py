@@ -39,7 +39,7 @@ from .definitions import FrameDefinition
 from .keys import FrameKeyKind
 from .models import DECAY_TIERS, Block
 from .prefix_index import pattern_range
-from .scoring import Candidate
+from .scoring import FrameCandidate
 
 __all__ = ["N_SEEDS_MULTIPLIER", "FUSION", "Gathered", "CandidateSearch", "gather", "candidate_call",
            "query_retrieval", "block_keys"]
@@ -66,7 +66,7 @@ class Gathered:
     the candidates, whether the query found no seed, and each candidate's stored fields."""
 
     now_hours: float
-    candidates: list[Candidate]
+    candidates: list[FrameCandidate]
     guaranteed: list[str]
     pairs: list[tuple[str, str]]
     no_seed: bool = False
@@ -188,7 +188,7 @@ def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float]) -> Gather
     data, candidates, stored = reply[4], [], {}
     for i in range(0, len(data), _ROW):
         block_id = _text(data[i])
-        candidates.append(Candidate(
+        candidates.append(FrameCandidate(
             id=block_id, last_reinforced=float(data[i + 1]), confidence=float(data[i + 2]),
             reinforcement_count=int(float(data[i + 3])), decay_lambda=float(data[i + 4] or DECAY_TIERS["standard"]),
             degree=float(data[i + 5]), similarity=similarity.get(block_id, 0.0) if block_id in seeds else 0.0,

@@ -39,12 +39,12 @@ from .models import Block
 __all__ = [
     "ScoredBlock",
     "FrameResult",
-    "Candidate",
+    "FrameCandidate",
     "Scored",
     "recency",
     "log_normalised_reinforcement",
     "centralities",
-    "composite_score",
+    "frame_composite",
     "score_candidates",
     "scored_block",
     "FEEDBACK_CAP",
@@ -120,7 +120,7 @@ class FrameResult:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class FrameCandidate:
     """A pre-filtered block's scoring inputs: its stored signals, its fused match with the query
     (0.0 when it was not a vector seed) and whether graph expansion brought it in."""
 
@@ -154,7 +154,7 @@ def centralities(degrees: Mapping[str, float]) -> dict[str, float]:
     return {block_id: min(max(degree, 0.0) / top, 1.0) for block_id, degree in degrees.items()}
 
 
-def composite_score(
+def frame_composite(
     weights: ScoringWeights, similarity: float, confidence: float, recency_: float, centrality: float,
     reinforcement: float, feedback_cap: float | None = None,
 ) -> float:
@@ -171,7 +171,7 @@ def composite_score(
 class Scored:
     """A candidate with its signals and score (content not loaded yet); ``guaranteed`` once selected as such."""
 
-    candidate: Candidate
+    candidate: FrameCandidate
     recency: float
     centrality: float
     reinforcement: float
@@ -180,7 +180,7 @@ class Scored:
 
 
 def score_candidates(
-    candidates: Sequence[Candidate], weights: ScoringWeights, now_hours: float, feedback_cap: float | None = None,
+    candidates: Sequence[FrameCandidate], weights: ScoringWeights, now_hours: float, feedback_cap: float | None = None,
 ) -> list[Scored]:
     """Score every candidate (centrality and reinforcement normalised over ``candidates``; recency,
     reinforcement and centrality damped to ``feedback_cap``, None: the raw weights), best first;
@@ -191,7 +191,7 @@ def score_candidates(
     for c in candidates:
         fresh = recency(c.decay_lambda, now_hours - c.last_reinforced)
         reinforced = log_normalised_reinforcement(c.reinforcement_count, most)
-        score = composite_score(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced, feedback_cap)
+        score = frame_composite(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced, feedback_cap)
         scored.append(Scored(c, fresh, central[c.id], reinforced, score))
     return sorted(scored, key=lambda s: (-s.score, s.candidate.id))
 
