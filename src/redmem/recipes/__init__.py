@@ -9,6 +9,7 @@ from .assembler.adaptive import AdaptiveAssembler
 from .assembler.config import AssemblerConfig
 from .assembler.context_assembler import AssemblyResult, ContextAssembler
 from .assembler.extractors import HeuristicExtractor, LLMExtractor
+from .assembler.memory import Memory
 from .assembler.models import DefaultMemory, HybridMemory
 from .assembler.quality import RetrievalQuality, assess_retrieval
 from .assembler.subconscious import SubconsciousMemory
@@ -21,6 +22,7 @@ __all__ = [
     "ContextAssembler",
     "DefaultMemory",
     "HybridMemory",
+    "Memory",
     "HeuristicExtractor",
     "LLMExtractor",
     "PolicyCache",

@@ -6,6 +6,7 @@ from .adaptive import AdaptiveAssembler
 from .config import AssemblerConfig
 from .context_assembler import AssemblyResult, ContextAssembler
 from .conversation import ConversationMemory, conversation_assembler, ingest_conversation
+from .memory import Memory
 from .models import DefaultMemory, HybridMemory
 from .quality import RetrievalQuality, assess_retrieval
 from .subconscious import SubconsciousMemory
@@ -20,6 +21,7 @@ __all__ = [
     "ingest_conversation",
     "DefaultMemory",
     "HybridMemory",
+    "Memory",
     "RetrievalQuality",
     "assess_retrieval",
     "SubconsciousMemory",
