@@ -39,7 +39,7 @@ from redis.exceptions import NoScriptError
 from .errors import WriteOutcomeUnknown
 from .outcome import guarded_source, op_ttl, operation_key, queued_operations, unknown_outcome, write_pipeline
 
-__all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "lua_files", "writes"]
+__all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "lua_files", "lua_tables", "writes", "header_writes"]
 
 #: A line naming a snippet of a ``lua/include/`` folder to paste in its place.
 _INCLUDE = re.compile(rb"^--#include ([a-z_]+)[ \t]*$", re.MULTILINE)
@@ -61,13 +61,12 @@ def _lua_folders(folder: Traversable) -> Iterator[Traversable]:
                 yield from _lua_folders(entry)
 
 
-@cache
-def lua_files() -> tuple[dict[str, Traversable], dict[str, Traversable]]:
-    """(scripts, snippets) of the package by name: every ``lua/*.lua`` and ``lua/include/*.lua``
-    beside its owner. ValueError when two files take one name."""
+def lua_tables(root: Traversable) -> tuple[dict[str, Traversable], dict[str, Traversable]]:
+    """(scripts, snippets) by name under ``root``: every ``lua/*.lua`` and ``lua/include/*.lua``
+    of its folders. ValueError when two files take one name."""
     scripts: dict[str, Traversable] = {}
     snippets: dict[str, Traversable] = {}
-    for folder in _lua_folders(resources.files("redmem")):
+    for folder in _lua_folders(root):
         found = [(scripts, f) for f in folder.iterdir() if f.name.endswith(".lua")]
         include = folder.joinpath("include")
         if include.is_dir():
@@ -78,6 +77,18 @@ def lua_files() -> tuple[dict[str, Traversable], dict[str, Traversable]]:
                 raise ValueError(f"two Lua files are named {name!r}: each script or snippet needs its own name")
             table[name] = file
     return scripts, snippets
+
+
+@cache
+def lua_files() -> tuple[dict[str, Traversable], dict[str, Traversable]]:
+    """:func:`lua_tables` of the redmem package, found once per process."""
+    return lua_tables(resources.files("redmem"))
+
+
+def header_writes(source: bytes) -> bool:
+    """Whether a script's contract header (the comment lines it opens with) has a ``-- writes`` line."""
+    header = _HEADER.match(source)
+    return bool(header and _WRITES.search(header[0]))
 
 
 def script_source(name: str) -> bytes:
@@ -95,8 +106,7 @@ def script_source(name: str) -> bytes:
 @cache
 def writes(name: str) -> bool:
     """Whether script ``name`` writes: its contract header has a ``-- writes`` line."""
-    header = _HEADER.match(lua_files()[0][name].read_bytes())
-    return bool(header and _WRITES.search(header[0]))
+    return header_writes(lua_files()[0][name].read_bytes())
 
 
 @cache
