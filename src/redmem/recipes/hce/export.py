@@ -50,6 +50,7 @@ from ...store.keys import KeyKind, KeySpace
 from .focus import FocusEntry
 from .keys import HCEKeyKind
 from .models import HCEInteraction, HCETopic
+from .storage import delete_keys, queue_replace, read_typed, record_ids
 
 __all__ = ["ExportError", "save_session", "load_session", "clear_session", "session_keys", "FORMAT", "VERSION",
            "FILE_NAME"]
@@ -118,38 +119,13 @@ def session_keys(session_id: str, record_ids: dict[str, list[str]], terms: Seque
     return out
 
 
-_READ = {"hash": "hgetall", "zset": "zrange", "list": "lrange", "string": "get"}
-
-
-def _queue_read(pipe: Any, key: str, kind: str) -> None:
-    if kind == "zset":
-        pipe.zrange(key, 0, -1, withscores=True)
-    elif kind == "list":
-        pipe.lrange(key, 0, -1)
-    else:
-        getattr(pipe, _READ[kind])(key)
-
-
-def _record_ids(client: Any, spaces: dict[str, KeySpace]) -> tuple[dict[str, list[str]], list[str]]:
-    """Each model's record ids, and the terms of the keyword index (one posting list each)."""
-    with client.pipeline(transaction=True) as pipe:
-        for space in spaces.values():
-            pipe.zrange(space.key(KeyKind.ALL_RECORDS), 0, -1)
-        pipe.hkeys(_keyword_keys(spaces["HCEInteraction"]).references)
-        *replies, terms = pipe.execute()
-    return {name: [m.decode() for m in ids] for name, ids in zip(spaces, replies)}, sorted(t.decode() for t in terms)
-
-
 def _snapshot(session_id: str) -> list[dict[str, Any]]:
     client = HCEInteraction._meta.client
     spaces = _spaces(session_id)
     for _ in range(SNAPSHOT_ATTEMPTS):
-        ids, terms = _record_ids(client, spaces)
+        ids, terms = record_ids(client, spaces, _keyword_keys(spaces["HCEInteraction"]).references)
         listed = session_keys(session_id, ids, terms)
-        with client.pipeline(transaction=True) as pipe:
-            for name, rel, kind in listed:
-                _queue_read(pipe, f"{spaces[name].base}:{rel}", kind)
-            replies = pipe.execute()
+        replies = read_typed(client, [(f"{spaces[name].base}:{rel}", kind) for name, rel, kind in listed])
         entries = [_entry(name, rel, kind, reply) for (name, rel, kind), reply in zip(listed, replies)]
         current = {name: sorted(m.decode() for m, _ in reply) for (name, rel, _), reply in zip(listed, replies)
                    if rel == KeyKind.ALL_RECORDS.value}
@@ -309,13 +285,10 @@ def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
     writes = [(f"{spaces[e['model']].base}:{e['key']}", e["type"], _decoded(e, session_id)) for e in payload["keys"]]
     client = HCEInteraction._meta.client
     with server_errors(client):
-        old = session_keys(session_id, *_record_ids(client, spaces))
+        references = _keyword_keys(spaces["HCEInteraction"]).references
+        old = session_keys(session_id, *record_ids(client, spaces, references))
         with client.pipeline(transaction=True) as pipe:
-            for name, rel, _ in old:
-                pipe.delete(f"{spaces[name].base}:{rel}")
-            for key, kind, value in writes:
-                pipe.delete(key)  # a key of another type that is not the session's would fail the EXEC
-                _queue_write(pipe, key, kind, value)
+            queue_replace(pipe, [f"{spaces[name].base}:{rel}" for name, rel, _ in old], writes)
             for name, model in MODELS.items():  # a load is a restore: every process's caches reload
                 queue_new_epoch(pipe, model, spaces[name], {key for key, _, _ in writes})
             pipe.execute()
@@ -326,10 +299,9 @@ def clear_session(session_id: str) -> int:
     spaces = _spaces(session_id)
     client = HCEInteraction._meta.client
     with server_errors(client):
-        keys = [f"{spaces[name].base}:{rel}" for name, rel, _ in session_keys(session_id, *_record_ids(client, spaces))]
-        with client.pipeline(transaction=True) as pipe:
-            pipe.delete(*keys)
-            return int(pipe.execute()[0])
+        references = _keyword_keys(spaces["HCEInteraction"]).references
+        listed = session_keys(session_id, *record_ids(client, spaces, references))
+        return delete_keys(client, [f"{spaces[name].base}:{rel}" for name, rel, _ in listed])
 
 
 def _decoded(entry: dict[str, Any], session_id: str) -> Any:
@@ -358,12 +330,3 @@ def _score(value: Any) -> float:
     return float(value)
 
 
-def _queue_write(pipe: Any, key: str, kind: str, value: Any) -> None:
-    if kind == "hash":
-        pipe.hset(key, mapping=value)
-    elif kind == "zset":
-        pipe.zadd(key, value)
-    elif kind == "list":
-        pipe.rpush(key, *value)
-    else:
-        pipe.set(key, value)
