@@ -9,9 +9,17 @@ Issue 14 asked for these before and after the architecture redesign. Each revisi
 - functions with more than 8 parameters (``self`` / ``cls`` not counted);
 - ``mypy --strict`` errors (the revision's own ``[tool.mypy]`` settings, today's mypy);
 - a few counts the redesign targets: ``settings()`` reads, ``@query_method`` registrations,
-  hand-written "int, not bool" checks and "first field of kind X" scans.
+  hand-written "int, not bool" checks and "first field of kind X" scans;
+- import circles (strongly connected modules), counting ``if TYPE_CHECKING:`` imports and
+  ``importlib.import_module`` of a module named by a string, with the graph and the check of
+  ``tests/test_architecture.py``; those closed only by annotation imports are counted apart;
+- the public face: names in ``redmem.__all__``, names in every module's ``__all__``, public
+  modules (no ``_``-prefixed part in their path), and the largest module and function by name.
 
     python benchmarks/architecture.py --before 54531ef --after HEAD
+
+``--test-seconds BEFORE AFTER`` records two measured ``make test`` wall times beside them
+(measured by the caller: the suite takes minutes and a loaded host makes it noisy).
 
 With ``--locomo BEFORE.json AFTER.json`` (two ``locomo.py --reproducible`` runs, one per
 revision) it also records each system's retrieval quality on both sides and whether every
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import io
 import json
 import re
@@ -36,6 +45,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 WIDE = 8
+
+def _architecture_test() -> Any:
+    """``tests/**/test_architecture.py``, whose import graph and circle check this script reuses."""
+    path = next(iter(sorted(ROOT.glob("tests/**/test_architecture.py"))))
+    spec = importlib.util.spec_from_file_location("redmem_architecture_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module's annotations through it
+    spec.loader.exec_module(module)
+    return module
+
 
 PATTERNS = {
     "settings_reads": re.compile(r"\bsettings\(\)"),
@@ -79,19 +99,53 @@ def percentile(values: list[int], q: float) -> float:
     return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))]) if ordered else 0.0
 
 
+def declared_names(tree: ast.Module) -> list[str]:
+    """The names of a module's ``__all__`` (a literal list or tuple), else none."""
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and "__all__" in ast.unparse(node).split("=")[0] \
+                and isinstance(node.value, (ast.List, ast.Tuple)):
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
+def import_circles(package: Path) -> dict[str, Any]:
+    """The import circles of the package (see the module docstring)."""
+    check = _architecture_test()
+    graph = check.import_graph(package.parent)
+    found = check.circles(graph)
+    runtime = check.circles({m: [e for e in edges if e.kind != "annotation"] for m, edges in graph.items()})
+    return {"import_circles": len(found), "annotation_only_circles": len(found) - len(runtime),
+            "modules_in_circles": sum(len(c) for c in found), "circles": found}
+
+
+def public_face(package: Path, trees: dict[Path, ast.Module]) -> dict[str, Any]:
+    """Names the package and its modules declare public, and the modules a reader can import."""
+    modules = [p.relative_to(package) for p in trees]
+    return {
+        "top_level_names": len(declared_names(trees[package / "__init__.py"])),
+        "module_all_names": sum(len(declared_names(t)) for t in trees.values()),
+        "public_modules": sum(1 for m in modules if m.name != "__init__.py"
+                              and not any(part.startswith("_") for part in m.parts)),
+    }
+
+
 def shape(package: Path) -> dict[str, Any]:
     """The measures of the module docstring over every ``.py`` file under ``package``."""
     files = sorted(package.rglob("*.py"))
     file_lines, sizes, wide, counts = [], [], [], dict.fromkeys(PATTERNS, 0)
+    trees: dict[Path, ast.Module] = {}
+    largest_function = (0, "")
     for path in files:
         text = path.read_text()
         source = text.splitlines()
         file_lines.append(len(source))
+        trees[path] = ast.parse(text)
         for name, pattern in PATTERNS.items():
             counts[name] += len(pattern.findall(text))
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(trees[path]):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 sizes.append(code_lines(node, source))
+                largest_function = max(largest_function, (sizes[-1], f"{path.relative_to(package)}:{node.name}"))
                 if parameters(node) > WIDE:
                     wide.append(f"{path.relative_to(package)}:{node.name}")
     return {
@@ -107,7 +161,11 @@ def shape(package: Path) -> dict[str, Any]:
         "max_function_lines": max(sizes),
         "functions_over_8_parameters": len(wide),
         "wide_functions": wide,
+        "largest_module": str(max(files, key=lambda p: len(p.read_text().splitlines())).relative_to(package)),
+        "largest_function": largest_function[1],
         **counts,
+        **public_face(package, trees),
+        **import_circles(package),
     }
 
 
@@ -143,6 +201,12 @@ ROWS = [
     ("query_method_registrations", "`@query_method` registrations"),
     ("bool_checks", "hand-written \"int, not bool\" checks"),
     ("field_kind_scans", "\"field of kind X\" scans"),
+    ("import_circles", "import circles (annotation and importlib imports counted)"),
+    ("annotation_only_circles", "circles closed only by `TYPE_CHECKING` imports"),
+    ("modules_in_circles", "modules in circles"),
+    ("top_level_names", "names in `redmem.__all__`"), ("module_all_names", "names in module `__all__`s"),
+    ("public_modules", "public modules (no `_` part)"), ("largest_module", "largest file, by name"),
+    ("largest_function", "largest function, by name"), ("make_test_seconds", "`make test` seconds (measured apart)"),
 ]
 
 
@@ -190,6 +254,8 @@ def main() -> None:
     parser.add_argument("--no-mypy", action="store_true", help="skip the mypy runs (about a minute each)")
     parser.add_argument("--locomo", nargs=2, metavar=("BEFORE", "AFTER"),
                         help="two locomo.py --reproducible result files to compare")
+    parser.add_argument("--test-seconds", nargs=2, type=float, metavar=("BEFORE", "AFTER"),
+                        help="two measured `make test` wall times to record beside the shape")
     parser.add_argument("--out", default=str(RESULTS / "architecture.json"))
     options = parser.parse_args()
     revisions = {}
@@ -198,6 +264,8 @@ def main() -> None:
         resolved = subprocess.run(["git", "rev-parse", "--short", revision], cwd=ROOT, check=True,
                                   capture_output=True, text=True).stdout.strip()
         revisions[label] = measure(resolved, not options.no_mypy)
+        if options.test_seconds:
+            revisions[label]["make_test_seconds"] = options.test_seconds[0 if label == "before" else 1]
     report = table(revisions["before"], revisions["after"])
     if options.locomo:
         revisions["locomo"] = compare_locomo(*options.locomo)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import all_keys, configured_embeddings
 from redmem import ContextAssembler
-from redmem.cli_commands.conversation import Turn, parse_when
+from redmem.cli_commands.conversation import ChatTurn, parse_when
 from redmem.cli_commands.ingest import search_turn, store_turns, upgrade_memories
 from redmem.cli_commands.mcp_server import recall_context, store_memory
 from redmem.cli_commands.memory import MORNING_PHASE, ChatMemory
@@ -131,7 +131,7 @@ conversation = st.lists(st.lists(st.tuples(st.sampled_from(["Ana", "Bo", ""]), t
 def test_remembering_turns_one_at_a_time_links_them_as_ingesting_the_conversation_at_once(chat, sessions):
     one, whole = f"one-{uuid.uuid4().hex}", f"whole-{uuid.uuid4().hex}"
     said = "2023-05-08T13:56:00+00:00"
-    turns = [Turn(text, parse_when(said, "t"), f"s{s}", speaker or None)
+    turns = [ChatTurn(text, parse_when(said, "t"), f"s{s}", speaker or None)
              for s, session in enumerate(sessions) for speaker, text in session]
     remembered = [store_memory(one, t.text, t.speaker, t.session, said_at=said).memory_id for t in turns]
     singly = [stored(one, memory_id) for memory_id in remembered]
@@ -170,7 +170,7 @@ def test_concurrent_remembers_in_one_session_each_get_one_turn_before_and_after(
 # -- ingest ---------------------------------------------------------------------------------------
 def test_store_turns_of_one_session_after_its_remembered_turns_continue_it(chat):
     [first] = remember_all("ana", "s1", ["Do you like hiking?"])
-    [second] = store_turns([Turn("Love it, mostly in the Alps.", parse_when("2023-05-08", "t"), "s1", "Bo")], "ana")
+    [second] = store_turns([ChatTurn("Love it, mostly in the Alps.", parse_when("2023-05-08", "t"), "s1", "Bo")], "ana")
     assert stored("ana", first).context.splitlines()[1] == "> Love it, mostly in the Alps."
     assert stored("ana", second.memory_id).position == 1
 

@@ -47,7 +47,7 @@ def names(pairs):
 
 def graph_texts(client, graph) -> str:
     """Everything the graph's keys hold, as one string (to look for a node id)."""
-    w, adj, inbound, degrees = graph.keys
+    w, adj, inbound, degrees = graph.keys.listed()
     parts = [k.decode() for key in (w, degrees) for k in client.hkeys(key)]
     parts += [m.decode() for key in (adj, inbound) for m in client.zrange(key, 0, -1)]
     return "\n".join(parts)
@@ -132,7 +132,7 @@ def test_propagation_from_several_seeds_keeps_the_max_and_drops_seeds(known):
 )
 def test_lua_propagation_matches_the_reference_exactly(any_db, edges, seeds, depth, decay, threshold):
     graph = CooccurrenceMemory.associations.graph(agent_id="h")
-    any_db.delete(*graph.keys)
+    any_db.delete(*graph.keys.listed())
     for (a, b), w in edges.items():
         graph.link(E(a), E(b), initial_weight=w)
     expected = propagation_weights(adjacency(edges), seeds, depth, decay, threshold)
@@ -340,14 +340,14 @@ def test_concurrent_strengthen_never_exceeds_the_cap_and_loses_nothing(any_db, r
 def reference_degrees(client, graph) -> dict[str, float]:
     """Every node's weighted degree summed from the weight hash (both ends of every edge)."""
     degrees: dict[str, float] = {}
-    for pair, weight in client.hgetall(graph.keys[0]).items():
+    for pair, weight in client.hgetall(graph.keys.weights).items():
         for node in pair.decode().split(" "):
             degrees[node] = degrees.get(node, 0.0) + float(weight)
     return degrees
 
 
 def stored_degrees(client, graph) -> dict[str, float]:
-    return {node.decode(): float(value) for node, value in client.hgetall(graph.keys[3]).items()}
+    return {node.decode(): float(value) for node, value in client.hgetall(graph.keys.degrees).items()}
 
 
 operations = st.lists(st.tuples(
@@ -361,7 +361,7 @@ operations = st.lists(st.tuples(
 def test_degree_sums_follow_every_graph_operation(any_db, model, ops):
     field = model._meta.fields_of(CoOccurrenceField)[0]
     graph = field.graph()
-    any_db.delete(*graph.keys)
+    any_db.delete(*graph.keys.listed())
     records = [model.create(name=f"n{i}") for i in range(5)]
     for op, a, b, amount in ops:
         if op == "remove":
@@ -387,7 +387,7 @@ def test_degree_sums_follow_every_graph_operation(any_db, model, ops):
 def test_strengthen_without_create_only_touches_existing_edges(any_db):
     graph = Topic.related.graph()
     assert graph.strengthen(E("x"), E("y"), delta=0.1, create=False) == 0.0
-    assert not any_db.exists(*graph.keys)
+    assert not any_db.exists(*graph.keys.listed())
     graph.link(E("x"), E("y"), initial_weight=0.95)
     assert graph.strengthen(E("x"), E("y"), delta=0.1, create=False) == 1.0
     assert graph.degrees([E("x"), E("y"), E("z")]) == [1.0, 1.0, 0.0]

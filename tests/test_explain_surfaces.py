@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 
 from conftest import configured_embeddings
-from redmem.cli_commands.conversation import Turn
+from redmem.cli_commands.conversation import ChatTurn
 from redmem.cli_commands.ingest import store_turns
 from redmem.cli_commands.mcp_server import recall_context
 from redmem.embeddings import HashingEmbeddings
@@ -19,7 +19,7 @@ LINES = ["Ana drinks lapsang souchong every morning.", "Ana drinks lapsang souch
 
 
 def remember(agent: str) -> None:
-    store_turns([Turn(line, datetime(2026, 1, 10, 9, i, tzinfo=UTC), "s1", "Ana") for i, line in enumerate(LINES)], agent)
+    store_turns([ChatTurn(line, datetime(2026, 1, 10, 9, i, tzinfo=UTC), "s1", "Ana") for i, line in enumerate(LINES)], agent)
 
 
 def test_recall_explains_on_request_only(db):

@@ -2,7 +2,7 @@
 
 A second client sends ``DEBUG SLEEP`` so the server stalls while a write is on its way: the
 client (``socket_timeout=0.2``) times out, redis-py resends, and the server, once awake, runs
-the first copy and the resent one. Every write script of ``redmem/lua`` is driven this way
+the first copy and the resent one. Every write script (a ``lua/`` folder beside its owner) is driven this way
 through the public call that uses it; saves and deletes stall right before their EXEC. Each
 script is run once before its stalled call: a first call finds the script missing from the
 server's cache (NOSCRIPT) and would hide a double application.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-from importlib import resources
 
 import pytest
 import redis
@@ -49,7 +48,7 @@ from redmem.observation import (
 from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
 from redmem.store.keys import KeyKind
-from redmem.store.scripts import WRITE_SCRIPTS
+from redmem.store.scripts import lua_files, writes
 
 STALL_SECONDS = 0.5
 TIMEOUT = 0.2
@@ -359,15 +358,13 @@ def test_lost_exec_reply_of_a_save_raises_write_outcome_unknown(client):
 
 # -- the guard covers every script that writes ---------------------------------------------------
 def test_every_script_that_writes_is_guarded(client):
-    lua, table = resources.files("redmem.lua"), client.command()
-    writes = set()
-    for path in lua.iterdir():
-        if not path.name.endswith(".lua"):
-            continue
+    scripts, table = lua_files()[0], client.command()
+    writing = set()
+    for name, path in scripts.items():
         commands = set(re.findall(r"redis\.p?call\(\s*[\"'](\w+)[\"']", path.read_text()))
         if any("write" in table[c.lower()]["flags"] for c in commands):
-            writes.add(path.name.removesuffix(".lua"))
-    assert writes == WRITE_SCRIPTS
+            writing.add(name)
+    assert writing == {name for name in scripts if writes(name)}
 
 
 # -- the outcome of a lost reply is decided, once, before the caller acts on it ------------------

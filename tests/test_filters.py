@@ -294,23 +294,21 @@ def test_no_filter_is_no_filter(db):
 
 
 def test_every_include_is_expanded_when_a_script_is_loaded():
-    """``--#include NAME`` lines are replaced by ``redmem/lua/include/NAME.lua`` (filter_check in the
-    searches, graph_degree in the graph writes) without its comment-only lines, so no loaded
+    """``--#include NAME`` lines are replaced by the snippet ``lua/include/NAME.lua`` (filter_check in
+    the searches, graph_degree in the graph writes) without its comment-only lines, so no loaded
     script still names one."""
-    from importlib import resources
+    from redmem.store.scripts import lua_files, script_source
 
-    from redmem.store.scripts import script_source
-
-    lua = resources.files("redmem.lua")
-    names = [path.name.removesuffix(".lua") for path in lua.iterdir() if path.name.endswith(".lua")]
-    including = [name for name in names if b"--#include" in lua.joinpath(f"{name}.lua").read_bytes()]
+    scripts, snippets = lua_files()
+    names = list(scripts)
+    including = [name for name in names if b"--#include" in scripts[name].read_bytes()]
     assert {"bm25_search", "filter_ids", "query", "graph_propagate", "graph_add"} <= set(including)
     for name in names:
         assert b"--#include" not in script_source(name)
     assert b"local function filter_of" in script_source("bm25_search")
     assert b"local function filter_list" in script_source("filter_ids")
     assert b"local function degree" in script_source("graph_unlink")
-    snippet = lua.joinpath("include", "filter_check.lua").read_bytes()
+    snippet = snippets["filter_check"].read_bytes()
     assert snippet.startswith(b"-- filter_check") and snippet.split(b"\n")[0] not in script_source("bm25_search")
 
 

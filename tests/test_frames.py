@@ -13,7 +13,7 @@ from redmem.recipes.frames import (
     FrameMemory,
     ScoringWeights,
 )
-from redmem.recipes.frames.model import Block
+from redmem.recipes.frames.models import Block
 from redmem.recipes.frames.retrieval import N_SEEDS_MULTIPLIER, block_keys, gather
 from redmem.store.errors import ValidationError
 
@@ -44,7 +44,7 @@ def edge(mem, a, b):
     graph = Block.edges.graph(agent_id=mem.agent_id)
     client = redmem.store.get_client()
     a_id, b_id = f"r:{a}", f"r:{b}"
-    raw = client.hget(graph.keys[0], f"{min(a_id, b_id)} {max(a_id, b_id)}")
+    raw = client.hget(graph.keys.weights, f"{min(a_id, b_id)} {max(a_id, b_id)}")
     return float(raw) if raw is not None else 0.0
 
 

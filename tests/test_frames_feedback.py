@@ -12,7 +12,7 @@ from frames_support import Clock, WordEmbeddings, snapshot
 from redmem import RecordNotFound, ValidationError
 from redmem.recipes.frames import FrameDefinition, FrameMemory, ScoringWeights
 from redmem.recipes.frames.definitions import ATTENTION_WEIGHTS, FrameFilters
-from redmem.recipes.frames.scoring import FEEDBACK_CAP, composite_score
+from redmem.recipes.frames.scoring import FEEDBACK_CAP, frame_composite
 
 
 @pytest.fixture
@@ -92,11 +92,11 @@ unit = st.floats(0.0, 1.0)
 
 @given(unit, unit, unit, unit, unit, st.floats(0.0, 1.0))
 def test_damped_feedback_adds_at_most_the_cap(similarity, confidence, recency, centrality, reinforcement, cap):
-    base = composite_score(ATTENTION_WEIGHTS, similarity, confidence, 0.0, 0.0, 0.0, cap)
-    damped = composite_score(ATTENTION_WEIGHTS, similarity, confidence, recency, centrality, reinforcement, cap)
+    base = frame_composite(ATTENTION_WEIGHTS, similarity, confidence, 0.0, 0.0, 0.0, cap)
+    damped = frame_composite(ATTENTION_WEIGHTS, similarity, confidence, recency, centrality, reinforcement, cap)
     assert -1e-12 <= damped - base <= cap + 1e-12
-    raw_base = composite_score(ATTENTION_WEIGHTS, similarity, confidence, 0.0, 0.0, 0.0)
-    assert composite_score(ATTENTION_WEIGHTS, similarity, confidence, recency, centrality, reinforcement) == (
+    raw_base = frame_composite(ATTENTION_WEIGHTS, similarity, confidence, 0.0, 0.0, 0.0)
+    assert frame_composite(ATTENTION_WEIGHTS, similarity, confidence, recency, centrality, reinforcement) == (
         pytest.approx(raw_base + 0.25 * recency + 0.15 * centrality + 0.10 * reinforcement))
     assert 0 < FEEDBACK_CAP < ATTENTION_WEIGHTS.recency + ATTENTION_WEIGHTS.reinforcement
 

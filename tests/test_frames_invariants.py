@@ -14,8 +14,8 @@ from redmem import RecordNotFound, ValidationError
 from redmem.recipes.frames import FrameDefinition, FrameMemory, ScoringWeights
 from redmem.recipes.frames.definitions import ATTENTION_WEIGHTS, SELF_WEIGHTS, TASK_WEIGHTS
 from redmem.recipes.frames.guarantees import suppress_contradictions
-from redmem.recipes.frames.model import Block, decay_tier
-from redmem.recipes.frames.scoring import Candidate, Scored, centralities
+from redmem.recipes.frames.models import Block, decay_tier
+from redmem.recipes.frames.scoring import FrameCandidate, Scored, centralities
 
 
 def _setup_memory(client_fixture):
@@ -110,7 +110,7 @@ def test_invariant_5_guaranteed_blocks_survive_budget_cuts_when_oversize_admits(
 
 
 def _scored(block_id, confidence, last=0.0):
-    candidate = Candidate(block_id, confidence, last, 0.01, 0, 0.0)
+    candidate = FrameCandidate(block_id, confidence, last, 0.01, 0, 0.0)
     return Scored(candidate, 1.0, 0.0, 0.0, confidence)
 
 
@@ -142,10 +142,10 @@ def test_invariant_8_co_retrieval_reinforcement_never_creates_edges(mem):
     graph = Block.edges.graph(agent_id="agent-1")
     client = redmem.store.get_client()
     mem.frame("attention", "celery note", top_k=4)
-    assert not any(client.exists(key) for key in graph.keys)
+    assert not any(client.exists(key) for key in graph.keys.listed())
     mem.connect(made[0], made[1], weight=0.2)
     mem.frame("attention", "celery note", top_k=4)
-    assert client.hlen(graph.keys[0]) == 1
+    assert client.hlen(graph.keys.weights) == 1
 
 
 @given(st.dictionaries(st.text(min_size=1, max_size=3), st.floats(0, 1000), max_size=10))

@@ -37,7 +37,7 @@ def texts(blocks):
 def test_one_judge_the_lifecycles():
     assert DEFAULT_WIRING.judge is rules_judge and heuristic_judge is rules_judge
     assert OpenAIContradictionJudge is OpenAIJudge
-    from redmem.recipes.frames.model import Block
+    from redmem.recipes.frames.models import Block
     assert issubclass(Block, LifecycleMixin)
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from redmem.context.oversize import cut
 from redmem.context.rendering import Renderer
 from redmem.recipes.frames import render_blocks
-from redmem.recipes.frames.model import Block
+from redmem.recipes.frames.models import Block
 from redmem.recipes.frames.rendering import BLOCK_RENDERER
 from redmem.recipes.frames.scoring import ScoredBlock
 

@@ -15,7 +15,7 @@ import redmem
 from conftest import configured_embeddings
 from frames_support import Clock, WordEmbeddings
 from redmem.recipes.frames import FrameMemory
-from redmem.recipes.frames.model import Block
+from redmem.recipes.frames.models import Block
 from redmem.recipes.frames.wiring import (
     DEGREE_CAP,
     LearnWiring,
@@ -53,7 +53,7 @@ def edge(mem, a, b):
     """The weight of the edge a-b (0.0 when there is none)."""
     graph = Block.edges.graph(agent_id=mem.agent_id)
     first, second = sorted((f"r:{a}", f"r:{b}"))
-    raw = redmem.store.get_client().hget(graph.keys[0], f"{first} {second}")
+    raw = redmem.store.get_client().hget(graph.keys.weights, f"{first} {second}")
     return float(raw) if raw is not None else 0.0
 
 
@@ -61,7 +61,7 @@ def degree(mem, block_id):
     """How many edges the block has."""
     graph = Block.edges.graph(agent_id=mem.agent_id)
     node = f"r:{block_id}"
-    return redmem.store.get_client().zlexcount(graph.keys[1], f"[{node} ", f"({node}!")
+    return redmem.store.get_client().zlexcount(graph.keys.adjacency, f"[{node} ", f"({node}!")
 
 
 # -- the keyword arm -----------------------------------------------------------------------------

@@ -22,12 +22,12 @@ import redmem
 from conftest import configured_embeddings
 from models import Card
 from redmem import MemoryTooLarge, Model, StringField, ValidationError
-from redmem.cli_commands.conversation import Turn as ChatTurn
+from redmem.cli_commands.conversation import ChatTurn
 from redmem.cli_commands.ingest import store_turns
 from redmem.cli_commands.memory import DIMENSIONS
 from redmem.context.oversize import TRUNCATION_MARKER, Cuttable, check_oversize, longest_fit, truncate_text
-from redmem.context.packing import Budget, pack_slices
-from redmem.context.rendering import FORMATS, format_layout
+from redmem.context.packing import Budget
+from redmem.context.rendering import FORMATS, format_layout, pack_slices
 from redmem.context.tokens import default_counter
 from redmem.embeddings import HashingEmbeddings
 from redmem.model.indexed import AutoKeyField, KeyField

@@ -16,12 +16,12 @@ import redmem
 from redmem import WriteOutcomeUnknown
 from redmem.recipes.hsca import AgentMacro, HSCAEngine, SessionStore, SnapshotRecord, WeightedChunk
 from redmem.recipes.hsca.beats import Beat
+from redmem.recipes.hsca.keys import HSCAKeyKind
 from redmem.recipes.hsca.macro import domain_evolution, relevance
 from redmem.recipes.hsca.series import BEATS_FIELD, sum_units
 from redmem.recipes.hsca.window import build_snapshot
 from redmem.store.connection import settings
 from redmem.store.embedded import EmbeddedServer
-from redmem.store.keys import KeyKind
 from redmem.text.analyzer import default_analyzer
 
 DOMAINS = ["physics", "legal", "medical", "narrative", "poetry", "historical", "cross_domain"]
@@ -56,7 +56,7 @@ def full_read(agent: str, session: str) -> list:
 
 
 def stored_sums(client, store: SessionStore) -> dict[str, int]:
-    raw = client.hgetall(store.space.key(KeyKind.HSCA_DOMAIN_SUMS))
+    raw = client.hgetall(store.space.key(HSCAKeyKind.HSCA_DOMAIN_SUMS))
     return {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in raw.items() if int(v)}
 
 
@@ -126,7 +126,7 @@ def test_returned_snapshots_share_nothing_with_the_cache(db):
 def test_clearing_a_session_clears_its_aggregates(db):
     store = fill("agent-x", "s-x", 5, random.Random(5))
     assert store.clear() == 5
-    assert not db.exists(store.space.key(KeyKind.HSCA_SERIES), store.space.key(KeyKind.HSCA_DOMAIN_SUMS))
+    assert not db.exists(store.space.key(HSCAKeyKind.HSCA_SERIES), store.space.key(HSCAKeyKind.HSCA_DOMAIN_SUMS))
     engine = HSCAEngine(agent_id="agent-x", session_id="s-x")
     assert engine.get_macro_context() == [] and engine.domain_evolution() == []
     assert AgentMacro("agent-x").session_ids() == []
@@ -169,7 +169,7 @@ def test_a_snapshot_save_whose_exec_stalls_counts_once(slow_server_client, monke
     monkeypatch.undo()
     full = full_read("agent-f", "s-f")
     assert threads and len(full) == 3
-    assert client.zcard(store.space.key(KeyKind.HSCA_SERIES)) == 3
+    assert client.zcard(store.space.key(HSCAKeyKind.HSCA_SERIES)) == 3
     assert stored_sums(client, store) == expected_sums(full)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import redmem
 from redmem.recipes.hsca import HSCAEngine, SessionStore, SnapshotRecord
-from redmem.store.keys import KeyKind
+from redmem.recipes.hsca.keys import HSCAKeyKind
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 CONVERSATION = [
@@ -67,7 +67,7 @@ def test_snapshots_are_stored_per_agent_and_session(db):
     assert other.first_mention("tortoise") == 0 and other.first_mention("redis") is None
     assert HSCAEngine(agent_id="agent-1", session_id="s-1").relevant("tortoise race") == []
     space = SnapshotRecord._meta.keyspace(("agent-1", "s-1"))
-    assert db.get(space.key(KeyKind.HSCA_POSITION)) in ("1", b"1")
+    assert db.get(space.key(HSCAKeyKind.HSCA_POSITION)) in ("1", b"1")
 
 
 @pytest.mark.parametrize("persisted", [True, False])

@@ -61,9 +61,15 @@ PINNED = {
     ],
     "redmem.recipes": [
         "AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "DefaultMemory",
-        "HeuristicExtractor", "HybridMemory", "LLMExtractor", "PolicyCache", "RetrievalQuality",
+        "HeuristicExtractor", "HybridMemory", "LLMExtractor", "Memory", "PolicyCache", "RetrievalQuality",
         "SubconsciousMemory", "assess_retrieval",
     ],
+    "redmem.recipes.assembler": [
+        "AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "ConversationMemory",
+        "DefaultMemory", "HybridMemory", "Memory", "RetrievalQuality", "SubconsciousMemory", "assess_retrieval",
+        "conversation_assembler", "ingest_conversation",
+    ],
+    "redmem.recipes.policy": ["PolicyCache", "PolicyEntry", "PolicyEvent", "PolicyRules"],
     "redmem.recipes.hsca": [
         "AgentBeat", "AgentMacro", "Beat", "ConceptAppearance", "ContextSnapshot", "DomainStep", "DomainTag",
         "EmbeddingDomains", "HSCAEngine", "HSCAParameters", "NuanceFlag", "NuanceModel", "RelevantBeat",
@@ -149,3 +155,12 @@ def test_every_public_name_of_the_lazy_face_resolves_to_its_home():
     for name in redmem.__all__:
         home = importlib.import_module(redmem._HOMES[name], "redmem")
         assert getattr(redmem, name) is getattr(home, name), name
+
+
+def test_every_public_name_is_homed_in_a_package_face():
+    """A public name's home is a package's face (``redmem.fields``, ``redmem.recipes``, ...), never
+    an implementation module, so where a name lives can change without changing where it is found."""
+    for name, home in redmem._HOMES.items():
+        module = importlib.import_module(home, "redmem")
+        assert module.__file__ is not None and module.__file__.endswith("__init__.py"), (name, home)
+        assert name in module.__all__, (name, home)

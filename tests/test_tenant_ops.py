@@ -24,7 +24,7 @@ from redmem import (
     ObservationProtocol,
     StringField,
 )
-from redmem.cli_commands.conversation import Turn
+from redmem.cli_commands.conversation import ChatTurn
 from redmem.cli_commands.ingest import store_turns
 from redmem.cli_commands.memory import ChatMemory, memory_assembler
 from redmem.embeddings import HashingEmbeddings
@@ -48,7 +48,7 @@ def fill(agent: str) -> None:
     """Turns in a session, a recall with feedback: records, every index, graph edges, confidence,
     access logs and staged reads of ``agent``."""
     start = datetime(2026, 5, 1, tzinfo=UTC)
-    store_turns([Turn(line, start + timedelta(minutes=i), "s1", "maya", 1.0, i == 0) for i, line in enumerate(LINES)],
+    store_turns([ChatTurn(line, start + timedelta(minutes=i), "s1", "maya", 1.0, i == 0) for i, line in enumerate(LINES)],
                 agent)
     result = memory_assembler().assemble("Where does Maya fly?", agent_id=agent)
     ObservationProtocol.on_context_used(result.records, {r: "acted" for r in result.records})
@@ -93,7 +93,7 @@ def test_erase_leaves_no_key_of_the_tenant_and_no_registry_entry(any_db):
 def test_an_erased_tenant_written_again_is_listed_again(any_db):
     fill("again")
     erase_tenant(ChatMemory, agent_id="again")
-    store_turns([Turn("A new start.", datetime.now(UTC), None, "maya", 1.0, False)], "again")
+    store_turns([ChatTurn("A new start.", datetime.now(UTC), None, "maya", 1.0, False)], "again")
     assert "again" in {space.tag for space in listed_partitions(ChatMemory._meta, any_db)}
     assert ChatMemory.query.filter(agent_id="again").count() == 1
 

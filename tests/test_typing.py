@@ -51,7 +51,7 @@ def test_a_record_field_reads_as_its_value_type_and_the_class_field_as_the_field
 
 def test_a_search_hit_reads_as_its_model_and_its_scores(tmp_path, monkeypatch):
     revealed = revealed_types(HITS_SNIPPET, tmp_path, monkeypatch)
-    memory = "redmem.recipes.default_memory.DefaultMemory"
+    memory = "redmem.recipes.assembler.models.DefaultMemory"
     assert revealed == [memory, memory, "float", "typing.Mapping[str, float]", "float"]
 
 
@@ -71,5 +71,5 @@ async def main() -> None:
 
 def test_an_async_variant_awaits_to_its_sync_twins_type(tmp_path, monkeypatch):
     revealed = revealed_types(ASYNC_SNIPPET, tmp_path, monkeypatch)
-    assert revealed == ["bool", "redmem.recipes.default_memory.DefaultMemory", "int",
-                        "redmem.recipes.context_assembler.AssemblyResult"]
+    assert revealed == ["bool", "redmem.recipes.assembler.models.DefaultMemory", "int",
+                        "redmem.recipes.assembler.context_assembler.AssemblyResult"]

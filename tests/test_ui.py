@@ -15,7 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from conftest import configured_embeddings
-from redmem.cli_commands.conversation import Turn
+from redmem.cli_commands.conversation import ChatTurn
 from redmem.cli_commands.ingest import store_turns
 from redmem.cli_commands.memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
@@ -33,8 +33,8 @@ LINES = ["Ana drinks lapsang souchong every morning.", "Ana's bicycle is a red f
 def client(db):
     with configured_embeddings(HashingEmbeddings(384)):
         start = datetime(2026, 1, 10, 9, tzinfo=UTC)
-        store_turns([Turn(line, start + timedelta(days=i), f"s{i}", "Ana") for i, line in enumerate(LINES)], "ana")
-        store_turns([Turn("Bo keeps bees.", start, "s9", "Bo")], "bo")
+        store_turns([ChatTurn(line, start + timedelta(days=i), f"s{i}", "Ana") for i, line in enumerate(LINES)], "ana")
+        store_turns([ChatTurn("Bo keeps bees.", start, "s9", "Bo")], "bo")
         yield TestClient(build_app(TOKEN, {"testserver"}, "ana"))
 
 

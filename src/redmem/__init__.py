@@ -75,11 +75,11 @@ if TYPE_CHECKING:
         ContextAssembler,
         DefaultMemory,
         HybridMemory,
+        Memory,
         PolicyCache,
         RetrievalQuality,
         SubconsciousMemory,
     )
-    from .recipes.memory import Memory
     from .store import (
         ArgumentTypeError,
         ConfigurationError,
@@ -116,10 +116,9 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(["BM25Field", "ConfidenceField", "CoOccurrenceField", "CyclicDecayField", "DecayingSortedField", "EmbeddingField", "Entity", "ExistenceFilter", "FrequencySketch", "TemporalPeriod", "reindex"], ".fields"),
     **dict.fromkeys(["AutoKeyField", "BooleanField", "BytesField", "DatetimeField", "DbKey", "DictField", "Field", "FloatField", "Hit", "HitList", "IndexNotBuiltWarning", "IntField", "KeyField", "ListField", "MigrationReport", "Model", "SchemaChangedWarning", "SchemaWarning", "SortedField", "StringField", "TagField"], ".model"),
     **dict.fromkeys(["AccessTrackerMixin", "EventStreamMixin", "ObservationProtocol", "OutcomeError", "PredictionLedgerMixin", "RecallProposal", "StreamConsumer", "StreamEvent", "WriteFilterMixin"], ".observation"),
-    **dict.fromkeys(["AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "DefaultMemory", "HybridMemory", "PolicyCache", "RetrievalQuality", "SubconsciousMemory"], ".recipes"),
+    **dict.fromkeys(["AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "DefaultMemory", "HybridMemory", "Memory", "PolicyCache", "RetrievalQuality", "SubconsciousMemory"], ".recipes"),
     **dict.fromkeys(["ArgumentTypeError", "ConfigurationError", "MemoryTooLarge", "ModelException", "PermissionDenied", "QueryArgumentError", "QueryArgumentTypeError", "QueryException", "RecordNotFound", "RedmemError", "ServerError", "ServerUnavailable", "ValidationError", "WriteConflict", "WriteOutcomeUnknown", "WriteRefused", "aclose_clients", "configure", "connect", "get_client"], ".store"),
     **dict.fromkeys(["Analyzer", "default_analyzer"], ".text"),
-    "Memory": ".recipes.memory",
 }
 #: Subpackages reachable as attributes (``redmem.store.settings()``) before anything imported them.
 _PACKAGES = {"cli", "cli_commands", "context", "demo", "embeddings", "fields", "integrations", "model",

@@ -49,7 +49,7 @@ from .cli_commands.runtime import DEFAULT_PREFIX, Runtime, print_notes, start
 from .cli_commands.scores import Scores, decide_outcomes, snapshot
 from .context.rendering import FORMATS
 from .observation import ObservationProtocol
-from .recipes.context_assembler import ContextAssembler
+from .recipes.assembler.context_assembler import ContextAssembler
 from .samples import load_sample
 
 __all__ = ["run", "add_arguments", "sample_conversation", "DEMO_PREFIX", "SCRIPTED"]

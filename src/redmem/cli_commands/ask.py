@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..context.rendering import FORMATS
-from ..recipes.context_assembler import ContextAssembler
+from ..recipes.assembler.context_assembler import ContextAssembler
 from .agents import add_agent_argument, require_memories
 from .as_of import as_of_where
 from .display import context_panel, summary, trace_table

@@ -16,9 +16,9 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from ..recipes.context_assembler import ContextAssembler
+from ..recipes.assembler.context_assembler import ContextAssembler
 from .ask import add_budget_arguments, assembler_from
-from .conversation import Turn
+from .conversation import ChatTurn
 from .display import summary, trace_table
 from .ingest import store_turns
 from .llm import ChatModel, from_environment, messages_for
@@ -90,9 +90,9 @@ def _exchange(
         console.print("would send:")
         for message in messages:
             console.print(Panel(Text(message["content"]), title=message["role"], title_align="left"))
-    turns = [Turn(text, said, chat.label, USER)]
+    turns = [ChatTurn(text, said, chat.label, USER)]
     if reply:
-        turns.append(Turn(reply, said + timedelta(seconds=1), chat.label, ASSISTANT))
+        turns.append(ChatTurn(reply, said + timedelta(seconds=1), chat.label, ASSISTANT))
     memories = store_turns(turns, args.agent)
     chat.last, chat.stored = memories[-1], chat.stored + len(memories)
     chat.messages += [{"role": USER, "content": text}] + ([{"role": ASSISTANT, "content": reply}] if reply else [])

@@ -26,7 +26,7 @@ from typing import Any
 from ..store.errors import ValidationError
 from ..store.validation import is_int_or_float
 
-__all__ = ["Turn", "Question", "Conversation", "parse_conversation", "read_conversation", "from_lines",
+__all__ = ["ChatTurn", "Question", "Conversation", "parse_conversation", "read_conversation", "from_lines",
            "parse_when", "spoken_form", "read_text_file", "SPOKEN_FORMAT", "DEFAULT_ENCODING"]
 
 #: How input files are read unless ``--encoding`` says otherwise: UTF-8, a byte-order mark dropped.
@@ -37,7 +37,7 @@ SPOKEN_FORMAT = "%I:%M %p on %d %B, %Y"
 
 
 @dataclass(frozen=True)
-class Turn:
+class ChatTurn:
     """One thing said: by whom, when, in which session, and how it should be remembered."""
 
     text: str
@@ -61,7 +61,7 @@ class Question:
 class Conversation:
     """The turns of a conversation in order, and its demo questions."""
 
-    turns: list[Turn]
+    turns: list[ChatTurn]
     questions: list[Question] = field(default_factory=list)
 
     def shifted_to(self, last: datetime) -> Conversation:
@@ -100,14 +100,14 @@ def spoken_form(at: datetime) -> str:
     return f"{hour}:{at.minute:02d} {'am' if at.hour < 12 else 'pm'} on {at.day} {at:%B}, {at.year}"
 
 
-def _turn(raw: Any, session: dict[str, Any], where: str, at: datetime) -> Turn:
+def _turn(raw: Any, session: dict[str, Any], where: str, at: datetime) -> ChatTurn:
     if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not raw["text"].strip():
         raise ValidationError(f"{where}: a turn is an object with a non-empty \"text\"")
     importance = raw.get("importance", 1.0)
     if not is_int_or_float(importance) or importance < 0:
         raise ValidationError(f"{where}: importance must be a number >= 0, got {importance!r}")
     speaker = raw.get("speaker")
-    return Turn(
+    return ChatTurn(
         text=raw["text"].strip(), at=at, session=str(session.get("session", "")) or None,
         speaker=None if speaker is None else str(speaker), importance=float(importance),
         recurring=bool(raw.get("recurring", False)),
@@ -150,7 +150,7 @@ def from_lines(text: str, now: datetime | None = None, session: str | None = Non
     at = now or datetime.now(UTC)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     step = timedelta(seconds=1 if session else 0)
-    return Conversation([Turn(line, at + i * step, session) for i, line in enumerate(lines)])
+    return Conversation([ChatTurn(line, at + i * step, session) for i, line in enumerate(lines)])
 
 
 def read_text_file(path: str | Path, encoding: str = DEFAULT_ENCODING) -> str:

@@ -12,15 +12,24 @@ scores), so random ids made which record filled the last context slot change fro
 from __future__ import annotations
 
 import uuid
+from enum import StrEnum, unique
 
 from ..model.dbkey import DbKey
 from ..model.loading import load_records
 from ..store.connection import server_errors
 from ..store.errors import ConfigurationError
-from ..store.keys import KeyKind
 from .memory import ChatMemory
 
-__all__ = ["DemoRun", "DEMO_NAMESPACE"]
+__all__ = ["DemoKeyKind", "DemoRun", "DEMO_NAMESPACE"]
+
+
+@unique
+class DemoKeyKind(StrEnum):
+    """The ``redmem demo`` command's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
+    values are distinct, ``tests/test_keys.py``)."""
+
+    #: set: ids of the memories the ``redmem demo`` command created
+    DEMO_RUN = "demo-run"
 
 #: Namespace of the demo's name-based memory ids (``uuid5``).
 DEMO_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "redmem:demo")
@@ -32,7 +41,7 @@ class DemoRun:
     def __init__(self, agent: str) -> None:
         self.agent = agent
         self.keyspace = ChatMemory._meta.keyspace((agent,))
-        self.key = self.keyspace.key(KeyKind.DEMO_RUN)
+        self.key = self.keyspace.key(DemoKeyKind.DEMO_RUN)
 
     def created(self) -> set[str]:
         """Ids of the memories earlier demo runs created (and did not delete yet)."""

@@ -1,7 +1,7 @@
 """Storing conversation turns as memories, and ``redmem ingest FILE``.
 
 The turns of a session are appended to it with
-:func:`~redmem.recipes.conversation_append.append_turns`: each turn's search ``context`` and
+:func:`~redmem.recipes.assembler.conversation_append.append_turns`: each turn's search ``context`` and
 embedded ``passage`` hold its neighbours of the same session (the turns already stored in it
 too), the turns before get the new ones as the turns after them, and in the same MULTI/EXEC
 each new memory's decay clocks are set to when its turn was said (so older sessions have
@@ -21,12 +21,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..recipes.conversation import Turn as SearchTurn
-from ..recipes.conversation import build_contexts, build_passages
-from ..recipes.conversation_append import append_turns
+from ..recipes.assembler.conversation import Turn as SearchTurn
+from ..recipes.assembler.conversation import build_contexts, build_passages
+from ..recipes.assembler.conversation_append import append_turns
 from ..store.errors import ValidationError
 from .agents import add_agent_argument
-from .conversation import DEFAULT_ENCODING, Conversation, Turn, parse_when, read_conversation, spoken_form
+from .conversation import DEFAULT_ENCODING, ChatTurn, Conversation, parse_when, read_conversation, spoken_form
 from .memory import ChatMemory, said_epoch
 from .runtime import print_notes, start
 
@@ -46,7 +46,7 @@ LINK_TURNS = False
 CHUNK = 32
 
 
-def memory_of(turn: Turn, agent: str, memory_id: str | None = None) -> ChatMemory:
+def memory_of(turn: ChatTurn, agent: str, memory_id: str | None = None) -> ChatMemory:
     """The (unsaved) memory of one turn, its id given or drawn at random (so it can be recorded before the save)."""
     return ChatMemory(
         memory_id=memory_id or uuid.uuid4().hex, agent_id=agent, session=turn.session, date=turn.at.date().isoformat(),
@@ -63,7 +63,7 @@ def search_turn(memory: ChatMemory) -> SearchTurn:
 
 
 def store_turns(
-    turns: list[Turn], agent: str, *, advance: Callable[[int], None] | None = None,
+    turns: list[ChatTurn], agent: str, *, advance: Callable[[int], None] | None = None,
     before_save: Callable[[list[ChatMemory]], None] | None = None, ids: Sequence[str] | None = None,
 ) -> list[ChatMemory]:
     """Save ``turns`` as memories of ``agent``; returns them (saved) in the order given.

@@ -8,13 +8,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store.errors import ConfigurationError, RedmemError
+from ..store.errors import AgentNotServed, ConfigurationError
 
 __all__ = ["AgentBinding", "AgentNotServed", "agent_list", "agent_tokens", "request_binding"]
 
-
-class AgentNotServed(RedmemError, PermissionError):
-    """A tool call named an agent the server was not started for (neither ``--agent`` nor in ``--agents``)."""
 
 
 @dataclass(frozen=True)

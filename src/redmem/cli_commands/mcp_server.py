@@ -30,7 +30,7 @@ from ..recipes.tenant_data import erase_tenant, export_lines
 from ..store.errors import ConfigurationError, RedmemError, ValidationError
 from .agents import add_agent_argument
 from .as_of import as_of_where
-from .conversation import Turn, parse_when
+from .conversation import ChatTurn, parse_when
 from .ingest import store_turns
 from .mcp_agents import AgentBinding, agent_list, agent_tokens, request_binding
 from .mcp_arguments import strict_arguments
@@ -226,7 +226,7 @@ def store_memory(agent: str, content: str, speaker: str | None = None, session: 
     if not text:
         raise ValidationError("content must hold some text")
     at = datetime.now(UTC) if said_at is None else parse_when(said_at, "said_at")
-    turn = Turn(text, at, session or None, speaker, importance, recurring)
+    turn = ChatTurn(text, at, session or None, speaker, importance, recurring)
     return Stored(store_turns([turn], agent)[0].memory_id, agent)
 
 

@@ -38,26 +38,12 @@ line and saves it again.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from ..embeddings import HashingEmbeddings, MiniLMEmbeddings
 from ..embeddings.local import local_model_installed
-from ..fields import (
-    BM25Field,
-    ConfidenceField,
-    CoOccurrenceField,
-    CyclicDecayField,
-    DecayingSortedField,
-    EmbeddingField,
-    ExistenceFilter,
-    TemporalPeriod,
-)
-from ..lifecycle import Lifecycle, LifecycleMixin
-from ..model import AutoKeyField, FloatField, IntField, KeyField, Model, StringField
-from ..observation import AccessTrackerMixin
-from ..recipes.context_assembler import ContextAssembler
-from ..recipes.conversation import SearchText, TurnContextAnalyzer
+from ..recipes.assembler.context_assembler import ContextAssembler
+from ..recipes.assembler.models import CHAT_LIFECYCLE, MORNING_PHASE, ChatMemory, said_epoch
 from ..store.errors import ConfigurationError
 from .choices import EMBEDDINGS
 
@@ -77,8 +63,6 @@ __all__ = [
 
 #: Dimensions of every provider the CLI picks, so records written with one stay searchable with another.
 DIMENSIONS = MiniLMEmbeddings.dimensions
-#: Epoch second at which the daily cycle peaks: 07:00 UTC.
-MORNING_PHASE = 7 * 3600.0
 #: Weights of the composite fallback (used when neither keyword nor vector search finds anything).
 SCORE_WEIGHTS = {"relevance": 0.6, "confidence": 0.4}
 #: The fields of a memory shown to the model, in this order.
@@ -88,50 +72,6 @@ SHOWN_FIELDS = ("date", "speaker", "content")
 #: weighing the same, the relevance floor, newer facts first): ``said_at``, when a turn was
 #: said, is the time newer facts are judged by.
 ASSEMBLER_OPTIONS: dict[str, Any] = {"time_field": "said_at"}
-#: The fact lifecycle of the CLI's memory: validity windows, ``as_of`` reads and supersede /
-#: restore by hand, but no write merges or supersedes a turn on its own (a conversation says
-#: "yes" twice, and a turn is not one fact): nothing leaves the current view unless asked.
-CHAT_LIFECYCLE = Lifecycle(merge=False, supersede=False)
-
-
-class ChatMemory(LifecycleMixin, AccessTrackerMixin, Model):
-    """One turn of a conversation, remembered by an agent (see the module docstring)."""
-
-    lifecycle = CHAT_LIFECYCLE
-
-    memory_id = AutoKeyField()
-    agent_id = KeyField()
-    session = StringField()
-    date = StringField()
-    speaker = StringField()
-    content = StringField()
-    said_at = StringField()
-    position = IntField()
-    context = SearchText()
-    passage = SearchText()
-    importance = FloatField(default=1.0)
-    routine = FloatField(default=0.0)
-    relevance = DecayingSortedField(base_score_field="importance", partition_by="agent_id")
-    rhythm = CyclicDecayField(
-        base_score_field="routine", cycles=[(TemporalPeriod.DAILY, 0.2, MORNING_PHASE)], partition_by="agent_id"
-    )
-    confidence = ConfidenceField(partition_by="agent_id")
-    associations = CoOccurrenceField(partition_by="agent_id")
-    terms_seen = ExistenceFilter(fingerprint_fn=lambda memory: memory.context or memory.content,
-                                 partition_by="agent_id")
-    context_bm25 = BM25Field(source="context", analyzer=TurnContextAnalyzer(), partition_by="agent_id")
-    embedding = EmbeddingField(source="passage", partition_by="agent_id")
-
-    def valid_since(self) -> float:
-        """A turn holds from when it was said (``said_at``), else from when it is written."""
-        return said_epoch(self.said_at) if self.said_at else super().valid_since()
-
-
-def said_epoch(said_at: str) -> float:
-    """Epoch seconds of a turn's ``said_at`` (ISO 8601; without a zone, the local time)."""
-    return datetime.fromisoformat(said_at).timestamp()
-
-
 def memory_assembler(max_items: int = 10, max_tokens: int = 2000, output_format: str = "structured") -> ContextAssembler:
     """The ContextAssembler of ``ask``, ``chat`` and MCP ``recall``: ChatMemory's shown fields,
     the composite fallback's :data:`SCORE_WEIGHTS` and :data:`ASSEMBLER_OPTIONS`."""

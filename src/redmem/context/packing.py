@@ -11,7 +11,8 @@
 the composed context, deals with the items bigger than the whole budget as ``oversize`` says
 (:mod:`redmem.context.oversize`), packs the others with a strategy, composes the text, and
 counts it: unless an oversized item was admitted on purpose, ``token_count <= max_tokens``.
-:func:`pack_slices` is :func:`fit` over rendered slices in an output format.
+:class:`Layout` says how the pieces become one text (the output formats' layouts are in
+:mod:`redmem.context.rendering`, with :func:`~redmem.context.rendering.pack_slices`).
 """
 
 from __future__ import annotations
@@ -21,14 +22,26 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 from ..store.validation import is_int
-from .oversize import Cuttable, Oversize, check_oversize, cuttable_text, longest_fit
-from .rendering import Layout, format_layout
+from .oversize import Cuttable, Oversize, check_oversize, longest_fit
 
-__all__ = ["Budget", "Packed", "Fitted", "pack", "fit", "pack_slices", "STRATEGIES", "Costs"]
+__all__ = ["Budget", "Packed", "Fitted", "Layout", "pack", "fit", "STRATEGIES", "Costs"]
 
 #: Token costs in rank order, or ``cost(index, position)`` when an item's cost depends on the
 #: 1-based position it would take (numbered lines).
 Costs: TypeAlias = Sequence[int] | Callable[[int, int], int]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How packed pieces become one text, for the packer to cost: ``frame(position, piece)`` is the
+    text a piece adds at its 1-based position, counted with ``separator``; ``compose(indices,
+    pieces)`` joins the framed pieces of the chosen items; ``framing`` is the text the
+    composition adds once (headings, brackets), counted once."""
+
+    frame: Callable[[int, str], str]
+    compose: Callable[[Sequence[int], Sequence[str]], str]
+    separator: str = "\n"
+    framing: str = ""
 
 
 @dataclass(frozen=True)
@@ -276,17 +289,3 @@ def _within(chosen: list[int], pieces: dict[int, str], layout: Layout, counter: 
         chosen.pop()
         text = layout.compose(chosen, [pieces[i] for i in chosen])
     return text
-
-
-def pack_slices(
-    slices: Sequence[str | Cuttable], output_format: str, counter: Callable[[str], int], budget: Budget,
-    oversize: str = "truncate",
-) -> Fitted:
-    """:func:`fit` of rendered slices (rank order, skip-not-break) in ``output_format``: a slice
-    is a text, or a :class:`~redmem.context.oversize.Cuttable` that renders it at any cut
-    (:meth:`Renderer.cuttable <redmem.context.rendering.Renderer.cuttable>`, which keeps a cut
-    record well-formed; a plain text is cut as it is). In the line formats a slice costs the
-    line it becomes at its position, line break included.
-    """
-    items = [s if isinstance(s, Cuttable) else cuttable_text(s) for s in slices]
-    return fit(items, format_layout(output_format), counter, budget, "skip_not_break", oversize)

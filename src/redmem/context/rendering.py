@@ -24,16 +24,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
+from ..fields.bm25 import BM25Field
+from ..fields.embedding import EmbeddingField
 from ..store.errors import QueryException, ValidationError
-from .oversize import Cuttable, cut
-from .retrieval import Capabilities
+from .oversize import Cuttable, cut, cuttable_text
+from .packing import Budget, Fitted, Layout, fit
 
 if TYPE_CHECKING:
     from ..model.base import Model
 
 __all__ = [
     "FORMATS", "LINE_FORMATS", "Renderer", "render_slice", "frame_line", "compose", "record_view",
-    "check_format", "check_render_fields", "Layout", "format_layout",
+    "check_format", "check_render_fields", "format_layout", "pack_slices",
 ]
 
 FORMATS = ("structured", "xml", "natural", "content")
@@ -104,19 +106,6 @@ def compose(output_format: str, pieces: Sequence[str]) -> str:
     return "\n".join(pieces)
 
 
-@dataclass(frozen=True)
-class Layout:
-    """How packed pieces become one text, for the packer to cost: ``frame(position, piece)`` is the
-    text a piece adds at its 1-based position, counted with ``separator``; ``compose(indices,
-    pieces)`` joins the framed pieces of the chosen items; ``framing`` is the text the
-    composition adds once (headings, brackets), counted once."""
-
-    frame: Callable[[int, str], str]
-    compose: Callable[[Sequence[int], Sequence[str]], str]
-    separator: str = "\n"
-    framing: str = ""
-
-
 def format_layout(output_format: str) -> Layout:
     """The :class:`Layout` of an output format (see the module docstring)."""
     check_format(output_format)
@@ -126,6 +115,20 @@ def format_layout(output_format: str) -> Layout:
         ",\n" if output_format == "structured" else "\n",
         compose(output_format, [""]) if output_format not in LINE_FORMATS else "",
     )
+
+
+def pack_slices(
+    slices: Sequence[str | Cuttable], output_format: str, counter: Callable[[str], int], budget: Budget,
+    oversize: str = "truncate",
+) -> Fitted:
+    """:func:`fit` of rendered slices (rank order, skip-not-break) in ``output_format``: a slice
+    is a text, or a :class:`~redmem.context.oversize.Cuttable` that renders it at any cut
+    (:meth:`Renderer.cuttable <redmem.context.rendering.Renderer.cuttable>`, which keeps a cut
+    record well-formed; a plain text is cut as it is). In the line formats a slice costs the
+    line it becomes at its position, line break included.
+    """
+    items = [s if isinstance(s, Cuttable) else cuttable_text(s) for s in slices]
+    return fit(items, format_layout(output_format), counter, budget, "skip_not_break", oversize)
 
 
 def record_view(values: Mapping[str, Any], hidden: Sequence[str] = ()) -> dict[str, Any]:
@@ -229,8 +232,9 @@ def _stored(model: type[Model], names: list[str] | None) -> list[str] | None:
 def _text_fields(model: type[Model], output_format: str) -> tuple[str, ...]:
     """The fields the content format takes a record's text from (see :attr:`Renderer.text_fields`);
     the content format on a model that has none is refused."""
-    caps, fields = Capabilities.of(model), model._meta.fields
-    named = (getattr(caps.bm25, "source", None), getattr(caps.embedding, "source", None), "content")
+    meta = model._meta
+    fields, indexed = meta.fields, (*meta.fields_of(BM25Field)[:1], *meta.fields_of(EmbeddingField)[:1])
+    named = (*(getattr(f, "source", None) for f in indexed), "content")
     sources = tuple(n for n in dict.fromkeys(named) if isinstance(n, str) and n in fields and fields[n].shown
                     and getattr(fields[n], "python_type", None) is str)
     if output_format == "content" and not sources:

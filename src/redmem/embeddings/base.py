@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..store.errors import RedmemError, ValidationError
+from ..store.errors import EmbeddingError, RedmemError, ValidationError
 
 __all__ = [
     "EmbeddingProvider",
@@ -32,9 +32,6 @@ __all__ = [
 InputType = Literal["document", "query"]
 INPUT_TYPES = ("document", "query")
 
-
-class EmbeddingError(RedmemError):
-    """A provider could not embed the texts (the service failed, the model could not run)."""
 
 
 @runtime_checkable

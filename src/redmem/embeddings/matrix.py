@@ -1,7 +1,7 @@
 """VectorMatrix: one partition's vectors as an in-process numpy matrix, for exact cosine top-k.
 
 The matrix mirrors a Redis hash of vectors and is brought up to date from the partition's change
-log (see ``redmem/lua/vector_changes.lua``): ``epoch`` names one life of the partition's
+log (see ``redmem/fields/lua/vector_changes.lua``): ``epoch`` names one life of the partition's
 vector set (a new one starts whenever the set is emptied and refilled), ``version`` is the
 last change applied. Rows are the stored vectors (decoded to float32, see
 :mod:`~redmem.embeddings.codec`) divided by their L2 norm, so a query's cosine with every row

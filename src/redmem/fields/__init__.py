@@ -1,4 +1,4 @@
-"""Memory primitives as model fields, one module each, their Lua beside them in ``redmem/lua/``."""
+"""Memory primitives as model fields, one module each, their Lua beside them in ``redmem/fields/lua/``."""
 
 from .bloom import ExistenceFilter
 from .bm25 import BM25Field, keyword_search

@@ -47,7 +47,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from ..model.dbkey import DbKey
 from ..model.field import Field
@@ -55,6 +55,7 @@ from ..model.filters import Where, compile_where
 from ..model.hits import Hit, HitList, hit_list
 from ..model.indexed import SortedField
 from ..model.loading import load_records
+from ..model.model_class import ModelClass
 from ..model.persistence import ALL_RECORDS
 from ..model.query import Query
 from ..model.query_methods import every_model_query
@@ -68,9 +69,6 @@ from .decay import MODULATION_STRENGTH, DecayingSortedField
 from .scoring import SELECTION_EPS, best_first, epoch_seconds
 from .search import partition_of
 from .search_protocol import run_search
-
-if TYPE_CHECKING:
-    from ..model.base import Model
 
 __all__ = ["composite_score", "composite_search", "CompositeSearch", "Ranked", "composite", "saturate", "logistic",
            "min_max", "clamp01", "signal_names", "signal_weights", "PRIORITY_SIGNAL"]
@@ -285,12 +283,12 @@ _FIELD_SIGNALS: list[tuple[type[Field[Any]], type[Signal]]] = [
 ]
 
 
-def _has_write_filter(model: type[Model]) -> bool:
+def _has_write_filter(model: ModelClass) -> bool:
     """Whether the model has WriteFilterMixin (recognised by its hook, so fields need not import it)."""
     return callable(getattr(model, "compute_filter_score", None))
 
 
-def signal_names(model: type[Model]) -> list[str]:
+def signal_names(model: ModelClass) -> list[str]:
     """The names ``composite_score`` accepts for ``model``, in declaration order."""
     fields = model._meta.fields
     names = [n for n, f in fields.items() if any(isinstance(f, kind) for kind, _ in _FIELD_SIGNALS)]
@@ -299,7 +297,7 @@ def signal_names(model: type[Model]) -> list[str]:
     return names
 
 
-def _signal(model: type[Model], name: str, weight: float, space: KeySpace, now: float) -> Signal:
+def _signal(model: ModelClass, name: str, weight: float, space: KeySpace, now: float) -> Signal:
     field = model._meta.fields.get(name)
     for kind, signal in _FIELD_SIGNALS:
         if isinstance(field, kind):
@@ -308,7 +306,7 @@ def _signal(model: type[Model], name: str, weight: float, space: KeySpace, now: 
 
 
 # -- checking the call ---------------------------------------------------------------------------
-def signal_weights(model: type[Model], indexes: Any, what: str = "composite_score: indexes") -> dict[str, float]:
+def signal_weights(model: ModelClass, indexes: Any, what: str = "composite_score: indexes") -> dict[str, float]:
     """``indexes`` as {signal name: weight}; QueryException for unknown names, ValidationError for
     weights. ``what`` names the argument in the errors."""
     if not isinstance(indexes, Mapping) or not indexes:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ..model.batch import SaveBatch
 
 __all__ = [
+    "GraphKeys",
     "CoOccurrenceField",
     "Entity",
     "Graph",
@@ -151,6 +152,20 @@ def _check(value: Any, name: str, low: float, high: float, *, open_low: bool = F
     return number
 
 
+@dataclass(frozen=True)
+class GraphKeys:
+    """The keys of one co-occurrence graph in one partition (all ``<base>:co:<field>:...``)."""
+
+    weights: str  # ``w``: hash "<a> <b>" -> weight
+    adjacency: str  # ``adj``: sorted set "<a> <rank> <b>" of every edge a -> b
+    incoming: str  # ``in``: sorted set "<b> <a>" of every edge a -> b (directed graphs)
+    degrees: str  # ``deg``: hash node id -> weighted degree
+
+    def listed(self) -> list[str]:
+        """``[weights, adjacency, incoming, degrees]``: the KEYS the graph write scripts take."""
+        return [self.weights, self.adjacency, self.incoming, self.degrees]
+
+
 class Graph:
     """The co-occurrence graph of one field in one partition; every method is one round trip
     (the searchers only build searches, for the caller to send with others)."""
@@ -160,13 +175,15 @@ class Graph:
         self.keyspace = keyspace
 
     @property
-    def keys(self) -> list[str]:
-        """``[w hash, adj zset, in zset, deg hash]`` of this graph."""
-        return [self.keyspace.key(GRAPH_KIND, self.field.name, part) for part in ("w", "adj", "in", "deg")]
+    def keys(self) -> GraphKeys:
+        """The keys of this graph, by name."""
+        weights, adjacency, incoming, degrees = (self.keyspace.key(GRAPH_KIND, self.field.name, part)
+                                                 for part in ("w", "adj", "in", "deg"))
+        return GraphKeys(weights, adjacency, incoming, degrees)
 
     def size_searcher(self) -> GraphSize:
         """The search counting the graph's adjacency entries (0: no edge), to share a round trip."""
-        return GraphSize(ScriptCall("graph_size", self.keys[1:2], []))
+        return GraphSize(ScriptCall("graph_size", [self.keys.adjacency], []))
 
     # -- nodes ---------------------------------------------------------------------------------
     def record_key(self, node: Any) -> DbKey | None:
@@ -221,9 +238,9 @@ class Graph:
         records = [key.redis_key for key in map(self.record_key, (a, b)) if key is not None]
         args = [*ids, mode, repr(amount), self.field.symmetric_flag, self.field.max_edges]
         if pipeline is not None:
-            queue_script(pipeline, "graph_add", self.keys + records, args)
+            queue_script(pipeline, "graph_add", self.keys.listed() + records, args)
             return None
-        reply = self._run("graph_add", self.keys + records, args)
+        reply = self._run("graph_add", self.keys.listed() + records, args)
         if reply is None:
             raise RecordNotFound(f"cannot link {a!r} and {b!r}: a record node is not stored")
         return float(reply)
@@ -232,9 +249,9 @@ class Graph:
         """Remove the edge a-b; False if there was none."""
         args = [*self._pair(a, b), self.field.symmetric_flag]
         if pipeline is not None:
-            queue_script(pipeline, "graph_unlink", self.keys, args)
+            queue_script(pipeline, "graph_unlink", self.keys.listed(), args)
             return None
-        return bool(self._run("graph_unlink", self.keys, args))
+        return bool(self._run("graph_unlink", self.keys.listed(), args))
 
     def weaken_all(self, node: Any, factor: float | None = None, pipeline: Any = None) -> int | None:
         """Multiply every edge of ``node`` by ``factor`` (default: the field's ``decay_factor``),
@@ -242,9 +259,9 @@ class Graph:
         factor = self.field.decay_factor if factor is None else _check(factor, "factor", 0.0, 1.0)
         args = [self.node_id(node), repr(factor), self.field.symmetric_flag, repr(WEIGHT_FLOOR)]
         if pipeline is not None:
-            queue_script(pipeline, "graph_weaken", self.keys, args)
+            queue_script(pipeline, "graph_weaken", self.keys.listed(), args)
             return None
-        return int(self._run("graph_weaken", self.keys, args))
+        return int(self._run("graph_weaken", self.keys.listed(), args))
 
     # -- reading -------------------------------------------------------------------------------
     def degrees(self, nodes: Iterable[Any]) -> list[float]:
@@ -254,7 +271,7 @@ class Graph:
     def degree_searcher(self, nodes: Iterable[Any]) -> Degrees:
         """The search behind :meth:`degrees`, to share a round trip with other searches."""
         ids = [self.node_id(node) for node in nodes]
-        return Degrees(ScriptCall("graph_degrees", self.keys[3:4], ids) if ids else None)
+        return Degrees(ScriptCall("graph_degrees", [self.keys.degrees], ids) if ids else None)
 
     def get_linked(self, node: Any, min_weight: float = 0.01, limit: int = 20) -> list[tuple[Node, float]]:
         """Up to ``limit`` neighbours of ``node`` with edge weight >= ``min_weight``, heaviest
@@ -267,7 +284,7 @@ class Graph:
         client = self.field.model._meta.client
         with server_errors(client):
             members = client.zrangebylex(
-                self.keys[1], f"[{source} ", f"({source} {weight_rank(low)}!", start=0, num=limit
+                self.keys.adjacency, f"[{source} ", f"({source} {weight_rank(low)}!", start=0, num=limit
             )
         start = len(source) + 1  # a member is "<source> <rank> <neighbour>"
         texts = [m.decode() for m in members]
@@ -311,7 +328,7 @@ class Graph:
             raise ValidationError(f"records_only must be a bool, not {records_only!r}")
         if not seed_ids or depth == 0:
             return Propagation(self, None)
-        keys = self.keys[1:2]
+        keys = [self.keys.adjacency]
         passing = "" if where is None else where.json(self.keyspace, keys)
         args = [depth, repr(decay), repr(cut), *bounds, RECORD_PREFIX if records_only else "", hub, passing, *seed_ids]
         return Propagation(self, ScriptCall("graph_propagate", keys, args))
@@ -478,7 +495,7 @@ class CoOccurrenceField(Field[Any]):
     # -- taking part in deletes ----------------------------------------------------------------
     def on_delete(self, batch: SaveBatch, old: dict[str, Any]) -> None:
         """Remove the record's edges in both directions, in the delete's own MULTI/EXEC."""
-        keys = Graph(self, batch.keyspace).keys
+        keys = Graph(self, batch.keyspace).keys.listed()
         batch.script("graph_remove_node", keys, [RECORD_PREFIX + batch.record_id, self.symmetric_flag])
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.

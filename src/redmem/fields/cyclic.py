@@ -242,6 +242,12 @@ class CyclicDecayField(Field[dict[str, Any]]):
         for stale in set(before) - set(self.declared()):
             pipe.zrem(keys.amplitude(stale), record_id)
 
+    def queue_amplitudes(self, batch: Any, amplitudes: dict[str, float]) -> None:
+        """Queue learned amplitudes of the record of ``batch`` in its save (``{cycle key: amplitude}``)."""
+        keys = self.keys_in(batch.keyspace)
+        for cycle_key, amplitude in amplitudes.items():
+            batch.pipe.zadd(keys.amplitude(cycle_key), {batch.record_id: amplitude})
+
     def on_delete(self, batch: Any, old: dict[str, Any]) -> None:
         keys, record_id = self.keys_in(batch.keyspace), batch.record_id
         cycle_keys = set(old.get(self.name) or {}) | set(self.declared())

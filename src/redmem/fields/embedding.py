@@ -38,6 +38,7 @@ from ..embeddings.matrix import PRESCANS
 from ..model.field import Field
 from ..model.filters import Where, compile_where
 from ..model.hits import HitList
+from ..model.model_class import ModelClass
 from ..model.query import Query
 from ..model.query_methods import QueryMethod
 from ..store.aio import async_variant
@@ -49,7 +50,6 @@ from .embedding_search import VectorSearch, matrices, search_records
 from .search_protocol import run_search
 
 if TYPE_CHECKING:
-    from ..model.base import Model
     from ..model.batch import SaveBatch
 
 __all__ = ["EmbeddingField", "embed_many", "semantic_search", "text_digest", "VECTOR_KIND", "matrices"]
@@ -324,7 +324,7 @@ class EmbeddingField(Field[Any]):
     aembed_many = async_variant(embed_many)
 
 
-def embedding_fields(model: type[Model]) -> list[EmbeddingField]:
+def embedding_fields(model: ModelClass) -> list[EmbeddingField]:
     """The model's embedding fields, in declaration order."""
     return list(model._meta.fields_of(EmbeddingField))
 
@@ -338,7 +338,7 @@ def embed_many(instances: Iterable[Any]) -> int:
 
 
 # -- search ------------------------------------------------------------------------------------
-def _search_field(model: type[Model], name: str | None) -> EmbeddingField:
+def _search_field(model: ModelClass, name: str | None) -> EmbeddingField:
     fields = [f for f in embedding_fields(model) if name is None or f.name == name]
     if not fields:
         raise QueryException(f"{model.__name__} has no EmbeddingField" + (f" {name!r}" if name else ""))

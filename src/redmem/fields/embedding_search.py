@@ -21,7 +21,7 @@ search's existing round trip; the write pays one ``INFO server`` inside its scri
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -29,14 +29,12 @@ from ..embeddings.matrix import MatrixCache, Ranking, VectorMatrix
 from ..model.dbkey import DbKey
 from ..model.hits import Hit, HitList, hit_list
 from ..model.loading import instance_from_stored
+from ..model.model_class import ModelClass
 from ..model.query import Query
 from ..store.connection import server_errors
 from ..store.keys import KeySpace
 from ..store.scripts import ScriptCall, run_script
 from .search_protocol import Hits
-
-if TYPE_CHECKING:
-    from ..model.base import Model
 
 __all__ = ["VectorSearch", "search_records", "matrices", "CHANGES_PER_CALL"]
 
@@ -208,7 +206,7 @@ def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, chang
     return matrix.rerank(ranking, changed) if changed else ranking.hits
 
 
-def _hydrate(model: type[Model], space: KeySpace, hits: Hits, fetched: dict[str, Any]) -> HitList[Any]:
+def _hydrate(model: ModelClass, space: KeySpace, hits: Hits, fetched: dict[str, Any]) -> HitList[Any]:
     found = [Hit(instance_from_stored(model, DbKey(space, record_id), fetched[record_id]), score, {"vector": score})
              for record_id, score in hits if fetched.get(record_id)]
     return hit_list(found, "_vector_score")

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..model.dbkey import DbKey
 from ..model.hits import Hit, HitList, hit_list
 from ..model.loading import load_records
+from ..model.model_class import ModelClass
 from ..model.query import Query
 from ..store.errors import QueryException
 from ..store.keys import KeySpace
 
-if TYPE_CHECKING:
-    from ..model.base import Model
-
 __all__ = ["pick_field", "partition_of", "hydrate"]
 
 
-def pick_field(model: type[Model], kind: type, name: str | None, method: str) -> Any:
+def pick_field(model: ModelClass, kind: type, name: str | None, method: str) -> Any:
     """The model's field of class ``kind`` named ``name``, or its only one when ``name`` is None."""
     fields = model._meta.fields
     if name is not None:

@@ -23,8 +23,15 @@ except ImportError as missing:  # pragma: no cover - depends on the install
                       "pip install 'redmem[agents]'") from missing
 
 from ..model.indexed import SortedField, TagField
-from ..recipes.context_assembler import ContextAssembler
-from ..recipes.conversation import DEFAULT_WINDOW, ConversationMemory, SearchText, Turn, build_contexts, build_passages
+from ..recipes.assembler.context_assembler import ContextAssembler
+from ..recipes.assembler.conversation import (
+    DEFAULT_WINDOW,
+    ConversationMemory,
+    SearchText,
+    Turn,
+    build_contexts,
+    build_passages,
+)
 from ..store.aio import greenlet_spawn
 from ..store.validation import non_negative_int
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ..recipes.extractors import find_entities
+from ..text.sentences import find_entities
 from ..text.stopwords import ENGLISH_STOPWORDS
 
 __all__ = [

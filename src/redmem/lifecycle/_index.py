@@ -13,11 +13,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import StrEnum, unique
 from typing import Any
 
-from ..store.keys import KeyKind, KeySpace
+from ..store.keys import KeySpace
 
-__all__ = ["VERSION_ENTRY", "Card", "index_key", "card_entry", "card_of", "read_card", "queue_card"]
+__all__ = ["LifecycleKeyKind", "VERSION_ENTRY", "Card", "index_key", "card_entry", "card_of", "read_card", "queue_card"]
+
+
+@unique
+class LifecycleKeyKind(StrEnum):
+    """The fact lifecycle's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
+    values are distinct, ``tests/test_keys.py``)."""
+
+    #: hash: a lifecycle model's index of current facts (``version``, ``d:<digest>``, ``s:<slot>`` -> record id,
+    #: ``c:<id>`` -> the fact's card)
+    LIFECYCLE_INDEX = "lx"
+
 
 #: The index entry counting lifecycle writes of the partition (what a write's WATCH checks).
 VERSION_ENTRY = "version"
@@ -35,7 +47,7 @@ class Card:
 
 def index_key(space: KeySpace) -> str:
     """The lifecycle index hash of a partition."""
-    return space.key(KeyKind.LIFECYCLE_INDEX)
+    return space.key(LifecycleKeyKind.LIFECYCLE_INDEX)
 
 
 def card_entry(record_id: str) -> str:

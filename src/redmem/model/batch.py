@@ -40,5 +40,5 @@ class SaveBatch:
         return self.keyspace.record(self.record_id)
 
     def script(self, name: str, keys: list[str], args: list[Any]) -> None:
-        """Queue a Lua script of ``redmem/lua/`` in the batch."""
+        """Queue a Lua script (named by its file, in its owner's ``lua/`` folder) in the batch."""
         queue_script(self.pipe, name, keys, args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..store.connection import never_sent, reply_timeout, server_address, server_errors
 from ..store.errors import ServerUnavailable, ValidationError, WriteOutcomeUnknown
@@ -17,11 +17,9 @@ from ..store.outcome import LOST_REPLY, op_ttl, operation_key
 from ..store.overlap import Request
 from ..store.validation import positive_int
 from .indexed import AutoKeyField
+from .model_class import ModelClass
 from .persistence import queue_new_records, save_record
 from .registry import register
-
-if TYPE_CHECKING:
-    from .base import Model
 
 __all__ = ["save_many", "cyclic_gc_paused", "CHUNK_START", "CHUNK_GROWTH", "REPLY_SECONDS_PER_RECORD"]
 
@@ -35,7 +33,7 @@ CHUNK_GROWTH = 1.5
 REPLY_SECONDS_PER_RECORD = 0.01
 
 
-def save_many(model: type[Model], instances: list[Any], chunk_size: int = 1000) -> int:
+def save_many(model: ModelClass, instances: list[Any], chunk_size: int = 1000) -> int:
     """Save many records: new auto-keyed ones in one MULTI/EXEC per partition and chunk, others one by one.
 
     Every record is checked and embedded before the first write (each field's ``before_save``,

@@ -13,7 +13,7 @@ the wrong type raise :class:`~redmem.store.errors.QueryException` naming the fie
 never names the partition (the tenant is given apart), so its keys are all keys of the partition
 searched: one hash tag, one cluster slot, no other tenant's keys.
 
-:func:`index_plan` is the check every script runs (``redmem/lua/include/filter_check.lua``):
+:func:`index_plan` is the check every script runs (``redmem/model/lua/include/filter_check.lua``):
 ``{ids?, sets, any, ranges}``, each entry an index of the script's KEYS. ``query.lua`` walks it
 to list records; the search scripts (BM25, composite, the cyclic scan, graph propagation) test
 each candidate against it where they first meet it, so a top-k is the top-k of the records that
@@ -31,10 +31,10 @@ from ..store.errors import QueryArgumentError, QueryArgumentTypeError, QueryExce
 from ..store.keys import KeyKind, KeySpace
 from ..store.scripts import ScriptCall
 from .indexed import KeyField, SortedField, TagField
+from .model_class import ModelClass
 from .persistence import ALL_RECORDS
 
 if TYPE_CHECKING:
-    from .base import Model
     from .options import Options
 
 __all__ = ["MAX_FILTER_VALUES", "Where", "compile_where", "parse_condition", "index_plan", "range_slot", "narrow", "Condition"]
@@ -55,7 +55,7 @@ class Where:
     """A compiled filter of ``model``'s records: ``conditions`` as :meth:`Query.filter` parses
     them, none on a partition field. Build it with :func:`compile_where`."""
 
-    model: type[Model]
+    model: ModelClass
     conditions: tuple[Condition, ...]
 
     def plan(self, space: KeySpace, keys: list[str]) -> dict[str, Any]:
@@ -77,7 +77,7 @@ class Where:
         return ScriptCall("filter_ids", keys, [plan])
 
 
-def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where | None:
+def compile_where(model: ModelClass, where: Mapping[str, Any] | None) -> Where | None:
     """``where`` checked and parsed for ``model`` (None, an empty mapping, or conditions that
     every record meets, ``tags__all=[]``: no filter, None). A lifecycle model adds its validity
     conditions (current records, or ``as_of``'s; :mod:`redmem.lifecycle`).
@@ -107,7 +107,7 @@ def compile_where(model: type[Model], where: Mapping[str, Any] | None) -> Where 
     return Where(model, conditions) if conditions else None
 
 
-def parse_condition(model: type[Model], name: str, value: Any) -> Condition:
+def parse_condition(model: ModelClass, name: str, value: Any) -> Condition:
     """``name=value`` (``name`` is ``field`` or ``field__op``) as (field, operator, indexed value).
 
     A sorted field's value becomes its score; a tag field's ``=tag`` becomes ``all`` of one tag;

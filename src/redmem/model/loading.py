@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..store.connection import server_errors
 from .dbkey import DbKey
 from .field import MISSING, Field
 from .key_values import with_key_values
-
-if TYPE_CHECKING:
-    from .base import Model
+from .model_class import ModelClass
 
 __all__ = ["load_records", "decode_stored", "instance_from_stored", "absent_value"]
 
 
-def decode_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> dict[str, Any]:
+def decode_stored(model: ModelClass, key: DbKey, raw: dict[bytes, bytes]) -> dict[str, Any]:
     """Field values of the hash stored at ``key``, by field name (absent fields: :func:`absent_value`).
 
     The key fields the hash leaves out come from ``key`` (:mod:`.key_values`).
@@ -39,7 +37,7 @@ def absent_value(field: Field[Any]) -> Any:
     return field.default()
 
 
-def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]) -> Any:
+def instance_from_stored(model: ModelClass, key: DbKey, raw: dict[bytes, bytes]) -> Any:
     """A model instance holding the values of the hash stored at ``key``."""
     instance = model.__new__(model)
     fields = model._meta.fields
@@ -55,7 +53,7 @@ def instance_from_stored(model: type[Model], key: DbKey, raw: dict[bytes, bytes]
     return instance
 
 
-def load_records(model: type[Model], keys: Iterable[DbKey], *, track: bool = True) -> list[Any]:
+def load_records(model: ModelClass, keys: Iterable[DbKey], *, track: bool = True) -> list[Any]:
     """Hydrate records in one pipelined round trip; keys with no stored hash are skipped.
 
     With ``track`` the model's read effects (``Model.queue_read_effects``, e.g. staging an

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..store.connection import server_errors
 from ..store.errors import ModelException, ValidationError
@@ -25,12 +25,11 @@ from ..store.validation import positive_int
 from ..store.watch import MAX_ATTEMPTS, watched_transaction
 from .dbkey import DbKey
 from .field import Field
+from .model_class import ModelClass
 from .pages import read_batches, record_pages
 from .persistence import ALL_RECORDS
+from .query import Query
 from .schema import diff, encode, model_schema, record_schema, stored_schema
-
-if TYPE_CHECKING:
-    from .base import Model
 
 __all__ = ["migrate", "MigrationReport", "Progress"]
 
@@ -55,7 +54,7 @@ class MigrationReport:
 
 
 def migrate(
-    model: type[Model], rename: Mapping[str, str] | None = None, batch_size: int = 500,
+    model: ModelClass, rename: Mapping[str, str] | None = None, batch_size: int = 500,
     progress: Progress | None = None,
 ) -> MigrationReport:
     """Rename stored entries (``rename``: old name -> new field name) and build every index the
@@ -71,7 +70,7 @@ def migrate(
     current = model_schema(meta)
     unbuilt, following = _fields_to_build(model, stored_schema(meta, client), current, renames)
     migration = hashlib.sha1(encode({"rename": renames, "target": current}).encode()).hexdigest()[:16]
-    spaces = model.query.partitions()
+    spaces = Query(model).partitions()
     cursors = [space.key(KeyKind.MIGRATION, migration) for space in spaces]
     walk = _Walk(model, renames, unbuilt, following, batch_size, progress)
     if renames or unbuilt:
@@ -82,7 +81,7 @@ def migrate(
                            tuple(f.name for f in (*unbuilt, *following)))
 
 
-def _checked_renames(model: type[Model], rename: dict[str, str]) -> dict[str, str]:
+def _checked_renames(model: ModelClass, rename: dict[str, str]) -> dict[str, str]:
     """``rename`` checked: each old name is no field of the model, each new one a stored, non-key
     field named once."""
     fields = model._meta.fields
@@ -101,7 +100,7 @@ def _checked_renames(model: type[Model], rename: dict[str, str]) -> dict[str, st
 
 
 def _fields_to_build(
-    model: type[Model], stored: dict[str, Any] | None, current: dict[str, Any], renames: dict[str, str],
+    model: ModelClass, stored: dict[str, Any] | None, current: dict[str, Any], renames: dict[str, str],
 ) -> tuple[list[Field[Any]], list[Field[Any]]]:
     """The indexing fields to run over every record (those the stored schema lacks, or holds with
     another source or version), and those to run over each record whose entries move (the
@@ -136,7 +135,7 @@ class _Walk:
     """One run over the partitions: each page renamed, indexed and its cursor advanced atomically."""
 
     def __init__(
-        self, model: type[Model], renames: dict[str, str], unbuilt: list[Field[Any]], following: list[Field[Any]],
+        self, model: ModelClass, renames: dict[str, str], unbuilt: list[Field[Any]], following: list[Field[Any]],
         batch_size: int, progress: Progress | None,
     ) -> None:
         self.model, self.unbuilt, self.following = model, unbuilt, following

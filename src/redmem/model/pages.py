@@ -7,7 +7,7 @@ both re-run fields' save hooks over stored records, one atomic page at a time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..store.connection import server_errors
 from ..store.keys import KeySpace
@@ -15,10 +15,8 @@ from .batch import SaveBatch
 from .dbkey import DbKey
 from .field import Field
 from .loading import decode_stored, instance_from_stored
+from .model_class import ModelClass
 from .persistence import ALL_RECORDS
-
-if TYPE_CHECKING:
-    from .base import Model
 
 __all__ = ["record_pages", "read_batches", "Rewrite"]
 
@@ -41,7 +39,7 @@ def record_pages(client: Any, space: KeySpace, size: int, after: str | None = No
 
 
 def read_batches(
-    model: type[Model], client: Any, watching: Any, keys: list[DbKey], fields: list[Field[Any]],
+    model: ModelClass, client: Any, watching: Any, keys: list[DbKey], fields: list[Field[Any]],
     rewrite: Rewrite | None = None,
 ) -> list[tuple[SaveBatch, dict[bytes, bytes]]]:
     """One pipelined read of the records and the fields' own state (``reindex_read``); for each

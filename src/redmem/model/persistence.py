@@ -9,7 +9,7 @@ concurrent write to the same record aborts the EXEC and the whole batch is rebui
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redis.exceptions import WatchError
 
@@ -24,9 +24,6 @@ from .indexed import AutoKeyField
 from .key_values import key_derived_fields
 from .loading import decode_stored
 from .registry import register
-
-if TYPE_CHECKING:
-    from .base import Model
 
 __all__ = [
     "save_record",
@@ -352,7 +349,7 @@ def queue_new_records(
     return [batch for batches in groups.values() for batch in batches]
 
 
-def checked_values(instance: Model, creating: bool) -> dict[str, Any]:
+def checked_values(instance: Any, creating: bool) -> dict[str, Any]:
     """Run every field's ``before_save`` on ``instance``, then return its validated stored values."""
     for field in instance._meta.fields.values():
         field.before_save(instance, creating)

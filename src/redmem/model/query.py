@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from types import MethodType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..store.aio import async_variant, greenlet_spawn
 from ..store.connection import server_errors
@@ -25,12 +25,10 @@ from .dbkey import DbKey
 from .filters import index_plan, parse_condition, range_slot
 from .indexed import SortedField
 from .loading import load_records
+from .model_class import ModelClass
 from .persistence import ALL_RECORDS
 from .query_methods import every_model_query_methods, find_query_method
 from .registry import listed_partitions
-
-if TYPE_CHECKING:
-    from .base import Model
 
 __all__ = ["Query"]
 
@@ -40,7 +38,7 @@ __all__ = ["Query"]
 class Query:
     """Records of ``model`` matching every condition; each chained call returns a new query."""
 
-    model: type[Model]
+    model: ModelClass
     conditions: tuple[tuple[str, str, Any], ...] = ()
     ordering: str | None = None
     descending: bool = False

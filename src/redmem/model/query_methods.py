@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..store.errors import ModelException, QueryException
+from ..store.errors import MissingQueryMethod, ModelException
 
 __all__ = [
     "QueryMethod",
@@ -46,9 +46,6 @@ class QueryMethodProvider:
         """The operations this class gives the queries of the models it is part of, by name."""
         return {}
 
-
-class MissingQueryMethod(QueryException, AttributeError):
-    """A query method the query's model does not have; also an AttributeError, as for any attribute."""
 
 
 def every_model_query(operation: QueryMethod) -> QueryMethod:

@@ -34,9 +34,9 @@ from ..store.aio import is_cluster
 from ..store.connection import server_errors
 from ..store.errors import PermissionDenied
 from ..store.keys import GLOBAL_TAG, KeyKind, KeySpace
+from .model_class import ModelClass
 
 if TYPE_CHECKING:
-    from .base import Model
     from .options import Options
 
 __all__ = ["PARTITIONS", "REFRESH", "RETRY_AFTER", "register", "relist", "unregister", "listed_partitions", "scan_partitions", "rebuild_registry"]
@@ -169,7 +169,7 @@ def _readable(client: Any, keys: list[str]) -> list[str]:
     return [key for key, reply in zip(keys, replies) if not isinstance(reply, Exception)]
 
 
-def rebuild_registry(model: type[Model]) -> int:
+def rebuild_registry(model: ModelClass) -> int:
     """Add every partition found by :func:`scan_partitions` to the registry; returns how many.
 
     For an operator after a rollback lost registry entries, or when turning the registry on

@@ -19,16 +19,29 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..store.connection import server_errors
 from ..store.errors import PermissionDenied, ServerError
-from ..store.keys import KeyKind
+from ..store.keys import KeyKind, KeySpace
 from ..store.watch import watched_transaction
 from .field import Field
 
-if TYPE_CHECKING:
-    from .options import Options
+
+class SchemaOwner(Protocol):
+    """What the schema check reads of a model's ``Options`` (which calls the check, so this module
+    does not import it)."""
+
+    name: str
+    abstract: bool
+    fields: dict[str, Field[Any]]
+    key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+
+    @property
+    def key_prefix(self) -> str: ...
+
+    def global_keyspace(self) -> KeySpace: ...
 
 __all__ = [
     "SchemaWarning",
@@ -82,7 +95,7 @@ def field_schema(field: Field[Any]) -> dict[str, Any]:
     }
 
 
-def model_schema(meta: Options) -> dict[str, Any]:
+def model_schema(meta: SchemaOwner) -> dict[str, Any]:
     """The schema of a model as the code declares it (JSON-ready)."""
     return {
         "fields": {name: field_schema(field) for name, field in meta.fields.items()},
@@ -91,7 +104,7 @@ def model_schema(meta: Options) -> dict[str, Any]:
     }
 
 
-def schema_key(meta: Options) -> str:
+def schema_key(meta: SchemaOwner) -> str:
     """The model-wide key holding the recorded schema (under ``{%g}``: one slot, any cluster)."""
     return meta.global_keyspace().key(KeyKind.SCHEMA)
 
@@ -155,7 +168,7 @@ _checked: set[tuple[int, str, int]] = set()
 _lock = threading.Lock()
 
 
-def check_once(meta: Options, client: Any, identity: Any) -> None:
+def check_once(meta: SchemaOwner, client: Any, identity: Any) -> None:
     """At a model's first use in this process (per key prefix and client ``identity``): record
     its schema if none is stored, else warn about what differs. One round trip, then none.
 
@@ -203,7 +216,7 @@ def forget_checks() -> None:
         _checked.clear()
 
 
-def warn_changes(meta: Options, stored: dict[str, Any], current: dict[str, Any]) -> None:
+def warn_changes(meta: SchemaOwner, stored: dict[str, Any], current: dict[str, Any]) -> None:
     """Warn (and log) what differs between the recorded and the declared schema, naming the migration."""
     changes = diff(stored, current)
     name = meta.name
@@ -252,14 +265,14 @@ def _outside_redmem() -> int:
     return level
 
 
-def stored_schema(meta: Options, client: Any) -> dict[str, Any] | None:
+def stored_schema(meta: SchemaOwner, client: Any) -> dict[str, Any] | None:
     """The recorded schema of the model (None: none recorded yet)."""
     with server_errors(client):
         raw = client.get(schema_key(meta))
     return None if raw is None else dict(json.loads(raw))
 
 
-def record_schema(meta: Options, client: Any, update: Callable[[dict[str, Any] | None], dict[str, Any]]) -> None:
+def record_schema(meta: SchemaOwner, client: Any, update: Callable[[dict[str, Any] | None], dict[str, Any]]) -> None:
     """Replace the recorded schema by ``update(stored or None)`` atomically (WATCH on its key)."""
     key = schema_key(meta)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..model.base import Model
 from ..model.dbkey import DbKey
-from ..store.errors import ValidationError
+from ..store.errors import OutcomeError
 from ..store.validation import instance_of
 from .access import stored_key
 
@@ -32,9 +32,6 @@ DEFAULT_OUTCOME = "deferred"
 #: How an outcome map may name a record (quoted in error messages).
 ACCEPTED_KEYS = "the record, its db_key or db_key.redis_key, or its record id (db_key.record_id or its key field's value)"
 
-
-class OutcomeError(ValidationError):
-    """An outcome report does not fit: unknown outcome, a key naming no record of the context, wrong type."""
 
 
 def check_records(records: Any) -> list[Any]:

@@ -12,7 +12,7 @@ behind the caller's back). Two rules, either or both:
   (the field's own ranking, confidence modulation included).
 
 With ``archive=True`` (the default) each evicted memory's stored fields are first appended to
-the tenant's archive stream (``KeyKind.ARCHIVE``, ``<prefix>:<Model>:{<tenant>}:arc``: the
+the tenant's archive stream (``RetentionKeyKind.ARCHIVE``, ``<prefix>:<Model>:{<tenant>}:arc``: the
 record hash's fields plus ``record_id``, ``reason`` and ``evicted_at``), then the record is
 deleted with every index entry. The archive is the tenant's: exported, imported and erased with
 it. ``archive=False`` deletes outright.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from enum import StrEnum, unique
 from typing import TYPE_CHECKING, Any
 
 from ..fields.decay import DecayingSortedField
@@ -29,14 +30,23 @@ from ..model.dbkey import DbKey
 from ..model.loading import load_records
 from ..store.connection import server_errors
 from ..store.errors import ConfigurationError
-from ..store.keys import KeyKind, KeySpace
+from ..store.keys import KeySpace
 from ..store.validation import positive_int
 from .tenant_data import tenant_space
 
 if TYPE_CHECKING:
     from ..model.base import Model
 
-__all__ = ["Retention", "RetentionReport", "apply_retention", "plan_retention", "archived"]
+__all__ = ["RetentionKeyKind", "Retention", "RetentionReport", "apply_retention", "plan_retention", "archived"]
+
+
+@unique
+class RetentionKeyKind(StrEnum):
+    """Retention's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
+    values are distinct, ``tests/test_keys.py``)."""
+
+    #: stream: records a retention policy evicted with archiving on, one entry per record (its hash fields)
+    ARCHIVE = "arc"
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,7 @@ def archived(model: type[Model], **partition: Any) -> list[dict[str, str]]:
     space = tenant_space(model, partition, "archived")
     client = model._meta.client
     with server_errors(client):
-        entries = client.xrange(space.key(KeyKind.ARCHIVE))
+        entries = client.xrange(space.key(RetentionKeyKind.ARCHIVE))
     return [{k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()} for _, fields in entries]
 
 
@@ -138,6 +148,6 @@ def _evict(model: type[Model], space: KeySpace, ids: list[str], reason: str, now
         if archive:
             with server_errors(client):
                 stored = client.hgetall(record.db_key.redis_key)
-                client.xadd(space.key(KeyKind.ARCHIVE), {**stored, b"record_id": record.db_key.record_id,
+                client.xadd(space.key(RetentionKeyKind.ARCHIVE), {**stored, b"record_id": record.db_key.record_id,
                                                           b"reason": reason, b"evicted_at": repr(now)})
         record.delete()

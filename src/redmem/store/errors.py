@@ -1,4 +1,33 @@
-"""The one exception tree of redmem: every error the library raises derives from RedmemError."""
+"""The one exception tree of redmem: every error the library raises derives from RedmemError.
+
+Every class of the tree is defined here (the modules that raise them import them from here)::
+
+    RedmemError
+    ├── ValidationError (ValueError)           a value or argument does not fit
+    │   ├── ArgumentTypeError (TypeError)      ... of the wrong type
+    │   ├── MemoryTooLarge                     a text over max_text_bytes, nothing written
+    │   ├── OutcomeError                       an outcome report that does not fit
+    │   └── QueryArgumentError (+ QueryException)
+    │       └── QueryArgumentTypeError (+ ArgumentTypeError)
+    ├── QueryException                         a query cannot run as written
+    │   └── MissingQueryMethod (AttributeError)
+    ├── ConfigurationError                     redmem is set up wrongly
+    │   └── DataDirectoryError                 the local server's directory is not to be trusted
+    ├── ModelException                         a model class is declared wrongly
+    ├── EmbeddingError                         a provider could not embed
+    ├── ExtractionError                        an extractor could not produce memories
+    ├── ExportError (ValueError)               an HCE export that is missing, corrupt or foreign
+    ├── AgentNotServed (PermissionError)       an MCP call for an agent the server does not serve
+    ├── ServerUnavailable (ConnectionError)    the server could not be reached
+    │   └── WriteOutcomeUnknown (TimeoutError) a write sent, its reply lost: applied once or not at all
+    ├── ServerError                            an error reply with no better name
+    │   └── WriteRefused                       NOREPLICAS / READONLY / OOM, nothing applied
+    ├── WriteConflict                          a write kept losing its WATCH race
+    ├── RecordNotFound (LookupError)           a needed record is not stored
+    └── PermissionDenied (PermissionError)     the server's ACL refused a command or key
+
+Warnings are not errors: the schema check's ``SchemaWarning`` family lives in ``model/schema.py``.
+"""
 
 from collections.abc import Callable
 
@@ -20,6 +49,12 @@ __all__ = [
     "WriteOutcomeUnknown",
     "ServerError",
     "WriteRefused",
+    "OutcomeError",
+    "MissingQueryMethod",
+    "EmbeddingError",
+    "ExtractionError",
+    "ExportError",
+    "AgentNotServed",
 ]
 
 
@@ -47,8 +82,16 @@ class MemoryTooLarge(ValidationError):
         self.field, self.size, self.limit = field, size, limit
 
 
+class OutcomeError(ValidationError):
+    """An outcome report does not fit: unknown outcome, a key naming no record of the context, wrong type."""
+
+
 class QueryException(RedmemError):
     """A query cannot be run as written (unknown field, missing partition, bad operator)."""
+
+
+class MissingQueryMethod(QueryException, AttributeError):
+    """A query method the query's model does not have; also an AttributeError, as for any attribute."""
 
 
 class QueryArgumentError(QueryException, ValidationError):
@@ -70,6 +113,22 @@ class DataDirectoryError(ConfigurationError):
 
 class ModelException(RedmemError):
     """A model class is declared wrongly (conflicting partitions, duplicate keys...)."""
+
+
+class EmbeddingError(RedmemError):
+    """A provider could not embed the texts (the service failed, the model could not run)."""
+
+
+class ExtractionError(RedmemError):
+    """An extractor could not produce memories (the model failed or answered malformed JSON)."""
+
+
+class ExportError(RedmemError, ValueError):
+    """An export directory that is missing, corrupt, of another format or version, or not a session's."""
+
+
+class AgentNotServed(RedmemError, PermissionError):
+    """A tool call named an agent the server was not started for (neither ``--agent`` nor in ``--agents``)."""
 
 
 class ServerUnavailable(RedmemError, ConnectionError):

@@ -8,7 +8,9 @@ Layout::
 without a partition use the fixed tag ``{%g}`` (one slot for the whole model). Escaping is
 percent-encoding of the bytes that carry meaning in a key name, so it is injective: no user
 value can leave its slot, collide with another key or act as a glob pattern. Every ``<kind>``
-the library writes is one member of :class:`KeyKind`, so no two primitives can share one.
+the core writes is one member of :class:`KeyKind`; a recipe (or the lifecycle, retention, the
+demo command) declares its own kinds beside it in a ``StrEnum`` named ``<Owner>KeyKind``, and
+``tests/test_keys.py`` checks that no two owners take one value.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ GLOBAL_TAG = "%g"
 
 @unique
 class KeyKind(StrEnum):
-    """Every kind of key: the part after the hash tag, ``<prefix>:<Model>:{<tag>}:<kind>[:...]``.
+    """The core's kinds of key: the part after the hash tag, ``<prefix>:<Model>:{<tag>}:<kind>[:...]``.
 
-    One table for the whole library (``@unique``: a kind cannot be taken twice); each module
-    builds its keys from its member, e.g. ``space.key(KeyKind.CONFIDENCE, field_name)``.
+    One table for the store, the model, the primitives and the observation mixins (``@unique``:
+    a kind cannot be taken twice); each module builds its keys from its member, e.g.
+    ``space.key(KeyKind.CONFIDENCE, field_name)``. Recipes declare their own kinds beside them.
     """
 
     #: hash: one record's fields (``r:<record id>``)
@@ -89,46 +92,8 @@ class KeyKind(StrEnum):
     PREDICTION_TIMES = "pt"
     #: hash: PredictionLedgerMixin's entry details (JSON)
     PREDICTION_DETAILS = "ph"
-    #: sorted set: PolicyCache's Q of every action of a state (``pq:q:<fingerprint>``)
-    POLICY_Q = "pq"
-    #: sorted set: PolicyCache's Q of the crystallised actions of a state (``pc:q:<fingerprint>``)
-    POLICY_CRYSTALLISED = "pc"
-    #: string (counter): the last conversation position HSCA gave a snapshot of the session
-    HSCA_POSITION = "hp"
-    #: sorted set: HSCA's domain series of a session, one JSON entry per snapshot, scored by position
-    HSCA_SERIES = "hd"
-    #: hash: HSCA's domain sums of a session (domain -> summed weight in 1e-4 units; ``#beats``)
-    HSCA_DOMAIN_SUMS = "hw"
-    #: sorted set: the sessions of an HSCA agent, scored by the time of their first snapshot
-    HSCA_SESSIONS = "hx"
-    #: set: ids of the memories the ``redmem demo`` command created
-    DEMO_RUN = "demo-run"
-    #: sorted set (lex): a PrefixIndexField's ``"<value> <record id>"`` entries (``px:<field>``)
-    PREFIX_INDEX = "px"
-    #: sorted set (lex): the frames recipe's contradiction pairs ``"<a> <b>"``, both directions
-    CONTRADICTIONS = "fx"
-    #: hash: the frames recipe's active-hours clock of an agent
-    FRAME_CLOCK = "fk"
-    #: string: the frames recipe's counter of changes to ``self/...`` blocks (cache validity)
-    FRAME_VERSION = "fv"
-    #: string: one cached frame result (``fc:<frame>:<digest>``), with a TTL
-    FRAME_CACHE = "fc"
-    #: hash: the frames recipe's custom frame definitions by name (JSON)
-    FRAME_DEFINITIONS = "fd"
-    #: list: the HCE pipeline's focus buffer, newest last (JSON entries)
-    FOCUS_BUFFER = "fb"
-    #: hash: the HCE entity graph's entity -> node type and display name (JSON)
-    ENTITY_TYPES = "et"
-    #: list: the HCE semantic tree's membership log, ``<interaction id> <topic id>`` in write order
-    TREE_MEMBERS = "tm"
-    #: sorted set: a conversation session's turn ids scored by position (``ct:<session>``)
-    SESSION_TURNS = "ct"
     #: string: the model's recorded schema, JSON (under ``{%g}``: one key per model, any deployment)
     SCHEMA = "schema"
-    #: hash: a lifecycle model's index of current facts (``version``, ``d:<digest>``, ``s:<slot>`` -> record id)
-    LIFECYCLE_INDEX = "lx"
-    #: stream: records a retention policy evicted with archiving on, one entry per record (its hash fields)
-    ARCHIVE = "arc"
     #: string: how far a migration got in a partition, the last record id rewritten (``mg:<migration id>``)
     MIGRATION = "mg"
     #: sorted set and string: a DecayingSortedField's exact order at one time, built for the
@@ -220,6 +185,6 @@ class KeySpace:
         """The hash holding one record, ``record_id`` being its escaped key values."""
         return f"{self.base}:{KeyKind.RECORD}:{record_id}" if record_id else f"{self.base}:{KeyKind.RECORD}"
 
-    def value_key(self, kind: KeyKind, field: str, value: str) -> str:
+    def value_key(self, kind: StrEnum, field: str, value: str) -> str:
         """A per-value index key, e.g. the set of records whose tag field holds ``value``."""
         return f"{self.base}:{kind}:{field}:{escape(value)}"

@@ -1,26 +1,35 @@
-"""Lua scripts: ``.lua`` files under ``redmem/lua/`` loaded once per process as ``Script`` objects.
+"""Lua scripts: ``.lua`` files beside their owners, loaded once per process as ``Script`` objects.
+
+Each package keeps its scripts in its own ``lua/`` folder (``redmem/fields/lua/bm25_search.lua``,
+``redmem/recipes/frames/lua/frames_touch.lua``, ...) and snippets shared by several scripts in a
+``lua/include/`` folder; a script is named by its file name alone, unique across the package
+(:func:`lua_files`).
 
 Run alone, a script goes by EVALSHA (loaded on NOSCRIPT). Queued in a pipeline or a MULTI/EXEC
 batch it goes by EVAL with its source: a NOSCRIPT error inside EXEC would not stop the other
 queued writes, so a batch never depends on the server's script cache.
 
-Every script that writes (``WRITE_SCRIPTS``) is loaded guarded by an operation key
+A script that writes says so in its contract header, a comment line ``-- writes`` among the
+comment lines it opens with (:func:`writes`). It is loaded guarded by an operation key
 (:mod:`redmem.store.outcome`): each call adds a fresh one as its last KEY, and redis-py resends
 the same key when it retries after a timeout, so the write is applied once; the guard adds no
 round trip. Read-only scripts run as written and may be retried freely.
 
 Scripts share code by inclusion: a line ``--#include NAME`` is replaced, when the script is
-loaded, by the text of ``redmem/lua/include/NAME.lua`` (e.g. ``filter_check``, the record-filter
-check of :mod:`redmem.model.filters`). Redis runs each script in its own sandbox with no way to
-load a module, so the shared snippet is pasted in; the SHA is that of the expanded source.
+loaded, by the text of the snippet ``lua/include/NAME.lua`` (e.g. ``filter_check``, the
+record-filter check of :mod:`redmem.model.filters`). Redis runs each script in its own sandbox
+with no way to load a module, so the shared snippet is pasted in; the SHA is that of the
+expanded source.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from redis.cluster import ClusterPipeline
@@ -30,55 +39,93 @@ from redis.exceptions import NoScriptError
 from .errors import WriteOutcomeUnknown
 from .outcome import guarded_source, op_ttl, operation_key, queued_operations, unknown_outcome, write_pipeline
 
-__all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "WRITE_SCRIPTS"]
+__all__ = ["script", "script_source", "run_script", "queue_script", "ScriptCall", "run_calls", "lua_files", "lua_tables", "writes", "header_writes"]
 
-#: The scripts that change data: each runs at most once per call, whatever the retries.
-WRITE_SCRIPTS = frozenset({
-    "access_confirm", "access_stage", "bloom_add", "bm25_write", "confidence_init",
-    "confidence_update", "cyclic_adjust", "decay_order_key", "decay_snapshot", "decay_stamp", "focus_push", "frames_archive",
-    "frames_clock", "frames_contradict", "frames_reinforce", "frames_touch", "graph_add", "lifecycle_reinforce",
-    "graph_remove_node", "graph_unlink", "graph_weaken", "prediction_record", "prediction_resolve",
-    "proposal_resolve", "stream_add", "vector_write",
-})
-
-
-#: A line naming a snippet of ``redmem/lua/include/`` to paste in its place.
+#: A line naming a snippet of a ``lua/include/`` folder to paste in its place.
 _INCLUDE = re.compile(rb"^--#include ([a-z_]+)[ \t]*$", re.MULTILINE)
 #: A snippet's comment-only lines, left out when it is pasted (the file documents it; a pipelined
 #: EVAL sends the source each time, so what is pasted stays short).
 _COMMENT_LINE = re.compile(rb"^[ \t]*--.*\n", re.MULTILINE)
+#: The contract header: the comment lines a script opens with.
+_HEADER = re.compile(rb"\A(?:[ \t]*--.*\n)*")
+#: The header line that marks a script that writes.
+_WRITES = re.compile(rb"^[ \t]*-- writes\b", re.MULTILINE)
+
+
+def _lua_folders(folder: Traversable) -> Iterator[Traversable]:
+    for entry in folder.iterdir():
+        if entry.is_dir() and entry.name != "__pycache__":
+            if entry.name == "lua":
+                yield entry
+            else:
+                yield from _lua_folders(entry)
+
+
+def lua_tables(root: Traversable) -> tuple[dict[str, Traversable], dict[str, Traversable]]:
+    """(scripts, snippets) by name under ``root``: every ``lua/*.lua`` and ``lua/include/*.lua``
+    of its folders. ValueError when two files take one name."""
+    scripts: dict[str, Traversable] = {}
+    snippets: dict[str, Traversable] = {}
+    for folder in _lua_folders(root):
+        found = [(scripts, f) for f in folder.iterdir() if f.name.endswith(".lua")]
+        include = folder.joinpath("include")
+        if include.is_dir():
+            found += [(snippets, f) for f in include.iterdir() if f.name.endswith(".lua")]
+        for table, file in found:
+            name = file.name.removesuffix(".lua")
+            if name in table:
+                raise ValueError(f"two Lua files are named {name!r}: each script or snippet needs its own name")
+            table[name] = file
+    return scripts, snippets
+
+
+@cache
+def lua_files() -> tuple[dict[str, Traversable], dict[str, Traversable]]:
+    """:func:`lua_tables` of the redmem package, found once per process."""
+    return lua_tables(resources.files("redmem"))
+
+
+def header_writes(source: bytes) -> bool:
+    """Whether a script's contract header (the comment lines it opens with) has a ``-- writes`` line."""
+    header = _HEADER.match(source)
+    return bool(header and _WRITES.search(header[0]))
 
 
 def script_source(name: str) -> bytes:
-    """The source of ``redmem/lua/<name>.lua`` with each ``--#include NAME`` line replaced by
-    ``redmem/lua/include/NAME.lua`` without its comment-only lines (a snippet includes nothing
-    itself)."""
-    lua = resources.files("redmem.lua")
+    """The source of script ``name`` with each ``--#include NAME`` line replaced by that snippet
+    without its comment-only lines (a snippet includes nothing itself)."""
+    scripts, snippets = lua_files()
 
     def snippet(line: re.Match[bytes]) -> bytes:
-        text = lua.joinpath("include", f"{line[1].decode()}.lua").read_bytes()
+        text = snippets[line[1].decode()].read_bytes()
         return _COMMENT_LINE.sub(b"", text).rstrip(b"\n")
 
-    return _INCLUDE.sub(snippet, lua.joinpath(f"{name}.lua").read_bytes())
+    return _INCLUDE.sub(snippet, scripts[name].read_bytes())
+
+
+@cache
+def writes(name: str) -> bool:
+    """Whether script ``name`` writes: its contract header has a ``-- writes`` line."""
+    return header_writes(lua_files()[0][name].read_bytes())
 
 
 @cache
 def script(name: str) -> Script:
-    """The ``Script`` built from ``redmem/lua/<name>.lua`` with its includes expanded
-    (:func:`script_source`), guarded when it is a write script."""
+    """The ``Script`` built from script ``name`` with its includes expanded
+    (:func:`script_source`), guarded when it writes."""
     source = script_source(name)
     # redis-py runs a Script with no client of its own when each call passes one; its annotation omits None.
-    return Script(None, guarded_source(source) if name in WRITE_SCRIPTS else source)  # type: ignore[arg-type]
+    return Script(None, guarded_source(source) if writes(name) else source)  # type: ignore[arg-type]
 
 
 def _operations(name: str, keys: list[Any]) -> list[str]:
     """The operation key a call of ``name`` adds to its KEYS: one for a write script, else none."""
-    return [operation_key(keys[0])] if name in WRITE_SCRIPTS else []
+    return [operation_key(keys[0])] if writes(name) else []
 
 
 def _guard_args(name: str, client: Any) -> list[int]:
     """What a call of ``name`` adds to its ARGV: a write script's operation key lifetime, else nothing."""
-    return [op_ttl(client)] if name in WRITE_SCRIPTS else []
+    return [op_ttl(client)] if writes(name) else []
 
 
 def run_script(name: str, keys: list[Any], args: list[Any], client: Any) -> Any:

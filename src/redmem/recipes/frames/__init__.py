@@ -24,7 +24,7 @@ from .definitions import (
     get_frame_definition,
 )
 from .engine import FrameMemory
-from .model import Block
+from .models import Block
 from .prefix_index import PrefixIndexField
 from .rendering import render_blocks
 from .scoring import FrameResult, ScoredBlock

@@ -20,10 +20,11 @@ from ...context.explain import Explanation
 from ...context.result import Explained
 from ...store.connection import server_errors
 from ...store.errors import ValidationError
-from ...store.keys import KeyKind, KeySpace
+from ...store.keys import KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition, definition_to_json
-from .model import Block
+from .keys import FrameKeyKind
+from .models import Block
 from .scoring import FrameResult, ScoredBlock
 
 __all__ = ["cache_key", "CacheRead", "CachedFrame", "encode_result", "FrameCache"]
@@ -34,7 +35,7 @@ def cache_key(space: KeySpace, definition: FrameDefinition, query: str | None, t
     """``fc:<frame>:<digest>``: one entry per definition, query, top_k, budget and oversize rule."""
     digest = hashlib.sha256(json.dumps([definition_to_json(definition), query, top_k, budget, oversize]).encode()
                             ).hexdigest()
-    return space.key(KeyKind.FRAME_CACHE, definition.name, digest[:32])
+    return space.key(FrameKeyKind.FRAME_CACHE, definition.name, digest[:32])
 
 
 class CachedFrame:
@@ -49,7 +50,7 @@ class CacheRead:
 
     def __init__(self, space: KeySpace, key: str) -> None:
         self.agent_id = space.partition_values[0]
-        self.call = ScriptCall("frames_cache_get", [space.key(KeyKind.FRAME_VERSION), key], [])
+        self.call = ScriptCall("frames_cache_get", [space.key(FrameKeyKind.FRAME_VERSION), key], [])
 
     def calls(self) -> list[ScriptCall]:
         return [self.call]
@@ -104,4 +105,4 @@ class FrameCache:
         """Drop every cached frame of the agent (one INCR of the self version)."""
         client = Block._meta.client
         with server_errors(client):
-            client.incr(self.space.key(KeyKind.FRAME_VERSION))
+            client.incr(self.space.key(FrameKeyKind.FRAME_VERSION))

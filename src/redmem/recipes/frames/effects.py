@@ -19,7 +19,7 @@ from ...model.dbkey import DbKey
 from ...store.connection import server_errors
 from ...store.keys import KeySpace
 from ...store.scripts import queue_script
-from .model import Block
+from .models import Block
 from .retrieval import block_keys
 
 __all__ = ["EDGE_REINFORCE_DELTA", "EDGE_WEIGHT_CAP", "CacheWrite", "apply_effects"]

@@ -23,10 +23,10 @@ from ...model.loading import load_records
 from ...store.aio import async_variant
 from ...store.connection import server_errors
 from ...store.errors import RecordNotFound, ValidationError
-from ...store.keys import KeyKind, KeySpace
+from ...store.keys import KeySpace
 from ...store.scripts import run_script
 from ...store.validation import finite_number, non_negative_int, positive_int
-from ..conversation_append import append_turns
+from ..assembler.conversation_append import append_turns
 from .cache import CachedFrame, CacheRead, cache_key, encode_result
 from .definitions import (
     BUILTIN_FRAMES,
@@ -38,11 +38,12 @@ from .definitions import (
 from .effects import CacheWrite, apply_effects
 from .explain import FrameTrail
 from .guarantees import oversampled, select, suppress_contradictions
-from .model import DECAY_TIERS, Block, decay_tier
+from .models import DECAY_TIERS, Block, decay_tier
 from .neighbours import NEIGHBOURS, turn_of_block
 from .rendering import fit_blocks
 from .retrieval import block_keys, gather, validity_argument
 from .scoring import FEEDBACK_CAP, FrameResult, ScoredBlock, score_candidates, scored_block
+from .storage import FrameStore
 from .wiring import DEFAULT_WIRING, LearnWiring
 
 __all__ = ["FrameMemory", "SEED_TOKEN_ESTIMATE", "quarter_length"]
@@ -105,6 +106,11 @@ class FrameMemory:
     def client(self) -> Any:
         return Block._meta.client
 
+    @property
+    def store(self) -> FrameStore:
+        """The agent's frames keys beside its blocks (:mod:`.storage`)."""
+        return FrameStore(self.client, self.space)
+
     # -- writing blocks ------------------------------------------------------------------------
     def learn(self, text: str, tags: Sequence[str] = (), category: str = "knowledge") -> str:
         """Store a block (embedded now, reinforced at the current active hour) after the session's
@@ -149,9 +155,7 @@ class FrameMemory:
         with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
             for other, cosine in links:
                 graph.link(DbKey(space, block_id), DbKey(space, other), min(max(cosine, 1e-6), 1.0), pipe)
-            for older in verdicts["duplicate"]:
-                other = older.db_key.record_id
-                pipe.zadd(_duplicates_key(space), {f"{block_id} {other}": 0, f"{other} {block_id}": 0})
+            self.store.queue_duplicates(pipe, block_id, [older.db_key.record_id for older in verdicts["duplicate"]])
             pipe.execute()
         for older in verdicts["supersedes"]:
             self.supersede(older.db_key.record_id, block_id)
@@ -175,9 +179,7 @@ class FrameMemory:
     def duplicates(self, block_id: str) -> list[str]:
         """The blocks :meth:`learn` flagged as saying the same as ``block_id`` (sorted ids)."""
         self._check_id(block_id)
-        with server_errors(self.client):
-            found = self.client.zrangebylex(_duplicates_key(self.space), f"[{block_id} ", f"({block_id}!")
-        return sorted(_text(entry)[len(block_id) + 1:] for entry in found)
+        return self.store.duplicates_of(block_id)
 
     def connect(self, a: str, b: str, weight: float = 0.1) -> float:
         """Create the edge a-b at ``weight`` (an existing edge keeps its weight); returns the edge's weight.
@@ -191,7 +193,7 @@ class FrameMemory:
         with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
             graph.link(DbKey(self.space, a), DbKey(self.space, b), weight, pipe)
             if _is_self(tags):
-                pipe.incr(block_keys(self.space)["version"])
+                self.store.queue_self_changed(pipe)
             reply = pipe.execute()[0]
         if reply is None:
             raise RecordNotFound(f"cannot connect {a!r} and {b!r}: a block is not stored")
@@ -276,12 +278,11 @@ class FrameMemory:
 
     def _clock_state(self) -> tuple[float, str]:
         """(the active hours now, the open session's id: how many sessions were begun, "" when none is open)."""
-        with server_errors(self.client):
-            hours, started, session = self.client.hmget(block_keys(self.space)["clock"], "hours", "started", "session")
+        hours, started, session = self.store.clock()
         total = float(hours or 0.0)
         if started is None:
             return total, ""
-        return total + max(self.clock() - float(started), 0.0) / 3600, _text(session or b"0")
+        return total + max(self.clock() - float(started), 0.0) / 3600, session
 
     def _clock_script(self, mode: str) -> float:
         with server_errors(self.client):
@@ -296,8 +297,7 @@ class FrameMemory:
         if definition.name in BUILTIN_FRAMES:
             raise ValidationError(f"{definition.name!r} is a built-in frame and cannot be replaced")
         stored = replace(definition, source="user")
-        with server_errors(self.client):
-            self.client.hset(block_keys(self.space)["definitions"], stored.name, definition_to_json(stored))
+        self.store.store_definition(stored.name, definition_to_json(stored))
 
     def frame_definition(self, name: str) -> FrameDefinition:
         """The built-in or registered frame ``name``; ValidationError when there is none."""
@@ -305,8 +305,7 @@ class FrameMemory:
             raise ValidationError(f"a frame name is a str, got {name!r}")
         if name in BUILTIN_FRAMES:
             return BUILTIN_FRAMES[name]
-        with server_errors(self.client):
-            stored = self.client.hget(block_keys(self.space)["definitions"], name)
+        stored = self.store.definition(name)
         if stored is None:
             raise ValidationError(f"unknown frame {name!r}; built-in frames are {sorted(BUILTIN_FRAMES)}")
         return definition_from_json(stored)
@@ -415,10 +414,7 @@ class FrameMemory:
     def _tags_of(self, a: str, b: str) -> list[str]:
         """The tags of both blocks (one round trip); RecordNotFound when either is not stored."""
         self._check_pair(a, b)
-        with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
-            pipe.hget(self.space.record(a), "tags")
-            pipe.hget(self.space.record(b), "tags")
-            found = pipe.execute()
+        found = self.store.entries([a, b], "tags")
         missing = [block for block, tags in zip((a, b), found) if tags is None]
         if missing:
             raise RecordNotFound(f"no block {missing[0]!r} for agent {self.agent_id!r}")
@@ -427,8 +423,7 @@ class FrameMemory:
 
     def _self_changed(self) -> None:
         """Move the self version: cached frames built before are stale in every process."""
-        with server_errors(self.client):
-            self.client.incr(block_keys(self.space)["version"])
+        self.store.self_changed()
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
     alearn = async_variant(learn)
@@ -447,15 +442,6 @@ class FrameMemory:
     aframe_definition = async_variant(frame_definition)
     arecall = async_variant(recall)
     aframe = async_variant(frame)
-
-
-def _duplicates_key(space: KeySpace) -> str:
-    """The agent's duplicate pairs, both orders, as lex members ``"<a> <b>"``."""
-    return space.key(KeyKind.SORTED, "duplicates")
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _is_self(tags: Sequence[str]) -> bool:

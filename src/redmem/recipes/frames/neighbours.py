@@ -18,8 +18,8 @@ On LoCoMo (turns learned one by one, "[date] speaker: text") it takes ATTENTION'
 
 from __future__ import annotations
 
-from ..conversation import Turn
-from .model import Block
+from ...context.neighbours import Turn
+from .models import Block
 
 __all__ = ["turn_of_block", "NEIGHBOURS"]
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...model.field import Field
 from ...store.errors import ValidationError
-from ...store.keys import KeyKind, KeySpace
+from ...store.keys import KeySpace
 from .definitions import check_tag
+from .keys import FrameKeyKind
 
 if TYPE_CHECKING:
     from ...model.batch import SaveBatch
@@ -41,7 +42,7 @@ class PrefixIndexField(Field[Any]):
 
     def index_key(self, keyspace: KeySpace) -> str:
         """``<base>:px:<field>``."""
-        return keyspace.key(KeyKind.PREFIX_INDEX, self.name)
+        return keyspace.key(FrameKeyKind.PREFIX_INDEX, self.name)
 
     def values(self, value: Any) -> set[str]:
         """The index values of a source value: a string is one value, a list its items."""

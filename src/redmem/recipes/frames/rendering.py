@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...context.oversize import Cuttable, check_oversize
-from ...context.packing import Budget, Fitted, fit
-from ...context.rendering import Layout, Renderer
+from ...context.packing import Budget, Fitted, Layout, fit
+from ...context.rendering import Renderer
 from ...context.tokens import TokenCounter, quarter_length
 from ...store.errors import ValidationError
 from ...store.validation import non_negative_int
-from .model import Block
+from .models import Block
 from .scoring import ScoredBlock
-from .templates import TEMPLATES_BY_NAME, Line, Template, compose, lines
+from .templates import TEMPLATES_BY_NAME, Line, Template, compose_template, lines
 
 __all__ = ["fit_blocks", "render_blocks", "quarter_length", "BLOCK_RENDERER"]
 
@@ -62,5 +62,5 @@ def _cuttable(line: Line, block: ScoredBlock) -> Cuttable:
 def _layout(template: Template, rendered: Sequence[Line]) -> Layout:
     """Lines under the template's headings; the headings costed once, each line with its break."""
     return Layout(lambda position, piece: piece,
-                  lambda indices, pieces: compose(template, [Line(rendered[i].section, p) for i, p in zip(indices, pieces)]),
+                  lambda indices, pieces: compose_template(template, [Line(rendered[i].section, p) for i, p in zip(indices, pieces)]),
                   "\n", "".join(heading + "\n" for heading in template.headings))

@@ -38,9 +38,10 @@ from ...model.loading import decode_stored
 from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition
-from .model import DECAY_TIERS, Block
+from .keys import FrameKeyKind
+from .models import DECAY_TIERS, Block
 from .prefix_index import pattern_range
-from .scoring import Candidate
+from .scoring import FrameCandidate
 
 __all__ = ["N_SEEDS_MULTIPLIER", "FUSION", "Gathered", "CandidateSearch", "gather", "candidate_call",
            "query_retrieval", "block_keys", "validity_argument"]
@@ -67,7 +68,7 @@ class Gathered:
     the candidates, whether the query found no seed, and each candidate's stored fields."""
 
     now_hours: float
-    candidates: list[Candidate]
+    candidates: list[FrameCandidate]
     guaranteed: list[str]
     pairs: list[tuple[str, str]]
     no_seed: bool = False
@@ -79,18 +80,18 @@ def block_keys(space: KeySpace) -> dict[str, str]:
     """The partition-level keys the frames scripts read and write."""
     graph = Block.edges.graph(agent_id=space.partition_values[0]).keys
     return {
-        "clock": space.key(KeyKind.FRAME_CLOCK),
+        "clock": space.key(FrameKeyKind.FRAME_CLOCK),
         "window": space.key(KeyKind.SORTED, "window"),
         "tags": Block.tag_index.index_key(space),
         "categories": Block.category_index.index_key(space),
-        "adjacency": graph[1],
-        "degrees": graph[3],
+        "adjacency": graph.adjacency,
+        "degrees": graph.degrees,
         "confidence": Block.confidence.index_key(space),
         "count": space.key(KeyKind.SORTED, "reinforcement_count"),
         "lambda": space.key(KeyKind.SORTED, "decay_lambda"),
-        "contradictions": space.key(KeyKind.CONTRADICTIONS),
-        "version": space.key(KeyKind.FRAME_VERSION),
-        "definitions": space.key(KeyKind.FRAME_DEFINITIONS),
+        "contradictions": space.key(FrameKeyKind.CONTRADICTIONS),
+        "version": space.key(FrameKeyKind.FRAME_VERSION),
+        "definitions": space.key(FrameKeyKind.FRAME_DEFINITIONS),
         "valid_to": space.key(KeyKind.SORTED, "valid_to"),
         "valid_from": space.key(KeyKind.SORTED, "valid_from"),
     }
@@ -205,7 +206,7 @@ def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float]) -> Gather
     data, candidates, stored = reply[4], [], {}
     for i in range(0, len(data), _ROW):
         block_id = _text(data[i])
-        candidates.append(Candidate(
+        candidates.append(FrameCandidate(
             id=block_id, last_reinforced=float(data[i + 1]), confidence=float(data[i + 2]),
             reinforcement_count=int(float(data[i + 3])), decay_lambda=float(data[i + 4] or DECAY_TIERS["standard"]),
             degree=float(data[i + 5]), similarity=similarity.get(block_id, 0.0) if block_id in seeds else 0.0,

@@ -35,19 +35,19 @@ from ...observation.protocol import ObservationProtocol
 from ...store.aio import async_variant
 from ...store.connection import server_errors
 from ...store.errors import QueryException
-from ...store.keys import KeyKind
 from .definitions import ScoringWeights
-from .model import Block
+from .keys import FrameKeyKind
+from .models import Block
 
 __all__ = [
     "ScoredBlock",
     "FrameResult",
-    "Candidate",
+    "FrameCandidate",
     "Scored",
     "recency",
     "log_normalised_reinforcement",
     "centralities",
-    "composite_score",
+    "frame_composite",
     "score_candidates",
     "scored_block",
     "FEEDBACK_CAP",
@@ -125,7 +125,7 @@ class FrameResult(ContextResult):
         reported = ObservationProtocol.on_context_used(blocks, outcome, now=now)
         if any(tag.startswith("self/") for block in blocks for tag in block.tags):
             with server_errors(Block._meta.client):
-                Block._meta.client.incr(space.key(KeyKind.FRAME_VERSION))
+                Block._meta.client.incr(space.key(FrameKeyKind.FRAME_VERSION))
         return reported
 
     # The asyncio API (docs/asyncio.md).
@@ -133,7 +133,7 @@ class FrameResult(ContextResult):
 
 
 @dataclass(frozen=True)
-class Candidate:
+class FrameCandidate:
     """A pre-filtered block's scoring inputs: its stored signals, its fused match with the query
     (0.0 when it was not a vector seed) and whether graph expansion brought it in."""
 
@@ -167,7 +167,7 @@ def centralities(degrees: Mapping[str, float]) -> dict[str, float]:
     return {block_id: min(max(degree, 0.0) / top, 1.0) for block_id, degree in degrees.items()}
 
 
-def composite_score(
+def frame_composite(
     weights: ScoringWeights, similarity: float, confidence: float, recency_: float, centrality: float,
     reinforcement: float, feedback_cap: float | None = None,
 ) -> float:
@@ -184,7 +184,7 @@ def composite_score(
 class Scored:
     """A candidate with its signals and score (content not loaded yet); ``guaranteed`` once selected as such."""
 
-    candidate: Candidate
+    candidate: FrameCandidate
     recency: float
     centrality: float
     reinforcement: float
@@ -193,7 +193,7 @@ class Scored:
 
 
 def score_candidates(
-    candidates: Sequence[Candidate], weights: ScoringWeights, now_hours: float, feedback_cap: float | None = None,
+    candidates: Sequence[FrameCandidate], weights: ScoringWeights, now_hours: float, feedback_cap: float | None = None,
 ) -> list[Scored]:
     """Score every candidate (centrality and reinforcement normalised over ``candidates``; recency,
     reinforcement and centrality damped to ``feedback_cap``, None: the raw weights), best first;
@@ -204,7 +204,7 @@ def score_candidates(
     for c in candidates:
         fresh = recency(c.decay_lambda, now_hours - c.last_reinforced)
         reinforced = log_normalised_reinforcement(c.reinforcement_count, most)
-        score = composite_score(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced, feedback_cap)
+        score = frame_composite(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced, feedback_cap)
         scored.append(Scored(c, fresh, central[c.id], reinforced, score))
     return sorted(scored, key=lambda s: (-s.score, s.candidate.id))
 

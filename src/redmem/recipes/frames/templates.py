@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .scoring import ScoredBlock
 
-__all__ = ["Template", "TEMPLATES_BY_NAME", "Line", "lines", "compose", "GOAL_TAG"]
+__all__ = ["Template", "TEMPLATES_BY_NAME", "Line", "lines", "compose_template", "GOAL_TAG"]
 
 #: Blocks carrying this tag are the task template's goals.
 GOAL_TAG = "self/goal"
@@ -68,7 +68,7 @@ def lines(template: Template, blocks: Sequence[ScoredBlock]) -> list[Line]:
     return out
 
 
-def compose(template: Template, chosen: Sequence[Line]) -> str:
+def compose_template(template: Template, chosen: Sequence[Line]) -> str:
     """The chosen lines under their headings, sections in template order, one line each."""
     parts = []
     for section, heading in enumerate(template.headings):

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...context.oversize import cuttable_text
-from ...context.packing import Budget, Fitted, fit, pack
-from ...context.rendering import Layout
+from ...context.packing import Budget, Fitted, Layout, fit, pack
 from ...context.tokens import TokenCounter
 from ...store.errors import ValidationError
 from ...store.validation import is_int, is_real, non_negative_int

@@ -45,10 +45,12 @@ from ...model.base import Model
 from ...model.dbkey import DbKey
 from ...model.loading import decode_stored
 from ...store.connection import server_errors
-from ...store.errors import RedmemError
+from ...store.errors import ExportError, RedmemError
 from ...store.keys import KeyKind, KeySpace
 from .focus import FocusEntry
+from .keys import HCEKeyKind
 from .models import HCEInteraction, HCETopic
+from .storage import delete_keys, queue_replace, read_typed, record_ids
 
 __all__ = ["ExportError", "save_session", "load_session", "clear_session", "session_keys", "FORMAT", "VERSION",
            "FILE_NAME"]
@@ -67,9 +69,6 @@ MAX_EXPORT_BYTES = 1 << 30
 MAX_FOCUS_ENTRIES = 10_000
 
 
-class ExportError(RedmemError, ValueError):
-    """An export directory that is missing, corrupt, of another format or version, or not a session's."""
-
 
 def _spaces(session_id: str) -> dict[str, KeySpace]:
     return {name: model._meta.keyspace((model._meta.fields["session_id"].validate(session_id),))
@@ -83,11 +82,11 @@ def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
     kinds.update(zip((_relative(space, k) for k in vectors), ("hash", "hash", "zset")))
     if name == "HCEInteraction":
         graph = HCEInteraction.graph.graph(session_id=space.partition_values[0])
-        kinds.update((_relative(space, k), GRAPH_TYPES[k.rsplit(":", 1)[1]]) for k in graph.keys)
+        kinds.update((_relative(space, k), GRAPH_TYPES[k.rsplit(":", 1)[1]]) for k in graph.keys.listed())
         kinds[_relative(space, HCEInteraction.entities_seen.key(space))] = "string"
-        kinds[KeyKind.FOCUS_BUFFER.value] = "list"
-        kinds[KeyKind.TREE_MEMBERS.value] = "list"
-        kinds[KeyKind.ENTITY_TYPES.value] = "hash"
+        kinds[HCEKeyKind.FOCUS_BUFFER.value] = "list"
+        kinds[HCEKeyKind.TREE_MEMBERS.value] = "list"
+        kinds[HCEKeyKind.ENTITY_TYPES.value] = "hash"
         bm25 = _keyword_keys(space)
         kinds.update((_relative(space, key), "zset" if key == bm25.log else "hash") for key in
                      (bm25.lengths, bm25.entries, bm25.totals, bm25.references, bm25.version, bm25.log))
@@ -120,38 +119,13 @@ def session_keys(session_id: str, record_ids: dict[str, list[str]], terms: Seque
     return out
 
 
-_READ = {"hash": "hgetall", "zset": "zrange", "list": "lrange", "string": "get"}
-
-
-def _queue_read(pipe: Any, key: str, kind: str) -> None:
-    if kind == "zset":
-        pipe.zrange(key, 0, -1, withscores=True)
-    elif kind == "list":
-        pipe.lrange(key, 0, -1)
-    else:
-        getattr(pipe, _READ[kind])(key)
-
-
-def _record_ids(client: Any, spaces: dict[str, KeySpace]) -> tuple[dict[str, list[str]], list[str]]:
-    """Each model's record ids, and the terms of the keyword index (one posting list each)."""
-    with client.pipeline(transaction=True) as pipe:
-        for space in spaces.values():
-            pipe.zrange(space.key(KeyKind.ALL_RECORDS), 0, -1)
-        pipe.hkeys(_keyword_keys(spaces["HCEInteraction"]).references)
-        *replies, terms = pipe.execute()
-    return {name: [m.decode() for m in ids] for name, ids in zip(spaces, replies)}, sorted(t.decode() for t in terms)
-
-
 def _snapshot(session_id: str) -> list[dict[str, Any]]:
     client = HCEInteraction._meta.client
     spaces = _spaces(session_id)
     for _ in range(SNAPSHOT_ATTEMPTS):
-        ids, terms = _record_ids(client, spaces)
+        ids, terms = record_ids(client, spaces, _keyword_keys(spaces["HCEInteraction"]).references)
         listed = session_keys(session_id, ids, terms)
-        with client.pipeline(transaction=True) as pipe:
-            for name, rel, kind in listed:
-                _queue_read(pipe, f"{spaces[name].base}:{rel}", kind)
-            replies = pipe.execute()
+        replies = read_typed(client, [(f"{spaces[name].base}:{rel}", kind) for name, rel, kind in listed])
         entries = [_entry(name, rel, kind, reply) for (name, rel, kind), reply in zip(listed, replies)]
         current = {name: sorted(m.decode() for m, _ in reply) for (name, rel, _), reply in zip(listed, replies)
                    if rel == KeyKind.ALL_RECORDS.value}
@@ -261,7 +235,7 @@ def _check_entry(entry: Any, fixed: dict[str, dict[str, str]], spaces: dict[str,
     if expected != "string" and not all(isinstance(v, list) and len(v) == 2 for v in entry["value"]
                                         if expected in ("hash", "zset")):
         raise ExportError(f"{name} key {rel!r}: a {expected}'s entries are pairs")
-    if rel == KeyKind.FOCUS_BUFFER.value and len(entry["value"]) > MAX_FOCUS_ENTRIES:
+    if rel == HCEKeyKind.FOCUS_BUFFER.value and len(entry["value"]) > MAX_FOCUS_ENTRIES:
         raise ExportError(f"{name} key {rel!r} holds {len(entry['value']):,} focus entries, "
                           f"at most {MAX_FOCUS_ENTRIES:,}")
 
@@ -274,13 +248,13 @@ def _check_value(entry: dict[str, Any], space: KeySpace, value: Any) -> None:
     try:
         if rel.startswith(f"{KeyKind.RECORD.value}:"):
             decode_stored(MODELS[name], DbKey(space, rel[len(KeyKind.RECORD.value) + 1:]), value)
-        elif rel == KeyKind.FOCUS_BUFFER.value:
+        elif rel == HCEKeyKind.FOCUS_BUFFER.value:
             for raw in value:
                 FocusEntry.from_json(raw)
-        elif rel == KeyKind.TREE_MEMBERS.value:
+        elif rel == HCEKeyKind.TREE_MEMBERS.value:
             if not all(b" " in raw.strip(b" ") for raw in value):
                 raise ValueError("a member entry is '<interaction id> <topic id>'")
-        elif rel == KeyKind.ENTITY_TYPES.value:
+        elif rel == HCEKeyKind.ENTITY_TYPES.value:
             if not all(isinstance(json.loads(raw), dict) for raw in value.values()):
                 raise ValueError("an entity type is a JSON object")
         elif rel == f"{KeyKind.VECTOR.value}:embedding":
@@ -311,13 +285,10 @@ def load_session(session_id: str, directory: str | os.PathLike[str]) -> None:
     writes = [(f"{spaces[e['model']].base}:{e['key']}", e["type"], _decoded(e, session_id)) for e in payload["keys"]]
     client = HCEInteraction._meta.client
     with server_errors(client):
-        old = session_keys(session_id, *_record_ids(client, spaces))
+        references = _keyword_keys(spaces["HCEInteraction"]).references
+        old = session_keys(session_id, *record_ids(client, spaces, references))
         with client.pipeline(transaction=True) as pipe:
-            for name, rel, _ in old:
-                pipe.delete(f"{spaces[name].base}:{rel}")
-            for key, kind, value in writes:
-                pipe.delete(key)  # a key of another type that is not the session's would fail the EXEC
-                _queue_write(pipe, key, kind, value)
+            queue_replace(pipe, [f"{spaces[name].base}:{rel}" for name, rel, _ in old], writes)
             for name, model in MODELS.items():  # a load is a restore: every process's caches reload
                 queue_new_epoch(pipe, model, spaces[name], {key for key, _, _ in writes})
             pipe.execute()
@@ -328,10 +299,9 @@ def clear_session(session_id: str) -> int:
     spaces = _spaces(session_id)
     client = HCEInteraction._meta.client
     with server_errors(client):
-        keys = [f"{spaces[name].base}:{rel}" for name, rel, _ in session_keys(session_id, *_record_ids(client, spaces))]
-        with client.pipeline(transaction=True) as pipe:
-            pipe.delete(*keys)
-            return int(pipe.execute()[0])
+        references = _keyword_keys(spaces["HCEInteraction"]).references
+        listed = session_keys(session_id, *record_ids(client, spaces, references))
+        return delete_keys(client, [f"{spaces[name].base}:{rel}" for name, rel, _ in listed])
 
 
 def _decoded(entry: dict[str, Any], session_id: str) -> Any:
@@ -360,12 +330,3 @@ def _score(value: Any) -> float:
     return float(value)
 
 
-def _queue_write(pipe: Any, key: str, kind: str, value: Any) -> None:
-    if kind == "hash":
-        pipe.hset(key, mapping=value)
-    elif kind == "zset":
-        pipe.zadd(key, value)
-    elif kind == "list":
-        pipe.rpush(key, *value)
-    else:
-        pipe.set(key, value)

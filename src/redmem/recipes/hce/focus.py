@@ -16,9 +16,9 @@ from typing import Any
 from ...fields.search_protocol import run_search
 from ...store.connection import server_errors
 from ...store.errors import ValidationError
-from ...store.keys import KeyKind
 from ...store.scripts import ScriptCall
 from ...store.validation import non_negative_int, positive_int, utf8_text
+from .keys import HCEKeyKind
 from .models import HCEInteraction
 
 __all__ = ["FocusBuffer", "FocusEntry", "FocusRead", "ROLES"]
@@ -81,7 +81,7 @@ class FocusBuffer:
         self.max_size = positive_int("max_size", max_size)
         self.session_id = session_id
         self.key = HCEInteraction._meta.keyspace((HCEInteraction.session_id.validate(session_id),)).key(
-            KeyKind.FOCUS_BUFFER)
+            HCEKeyKind.FOCUS_BUFFER)
 
     @property
     def client(self) -> Any:

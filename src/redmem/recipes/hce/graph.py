@@ -26,8 +26,8 @@ from ...fields.cooccurrence import Entity, Graph, Propagation
 from ...fields.search_protocol import run_search
 from ...model.dbkey import DbKey
 from ...store.connection import server_errors
-from ...store.keys import KeyKind
 from .extractor import ExtractedEntity
+from .keys import HCEKeyKind
 from .kinds import EdgeType, NodeType
 from .models import HCEInteraction
 
@@ -58,7 +58,7 @@ class EntityGraph:
         self.session_id = session_id
         self.graph: Graph = HCEInteraction.graph.graph(session_id=session_id)
         self.space = self.graph.keyspace
-        self.types_key = self.space.key(KeyKind.ENTITY_TYPES)
+        self.types_key = self.space.key(HCEKeyKind.ENTITY_TYPES)
 
     @property
     def client(self) -> Any:

@@ -28,8 +28,8 @@ from ...fields.embedding_search import VectorSearch
 from ...fields.search_protocol import Hits, LocalSearch, Search, run_search
 from ...model.dbkey import DbKey
 from ...model.loading import load_records
-from ...store.keys import KeyKind
 from ...store.validation import positive_int
+from .keys import HCEKeyKind
 from .members import MemberIndex, MemberRead, member_entry
 from .models import HCEInteraction, HCETopic
 from .provider import query_vector_of
@@ -91,7 +91,7 @@ class SemanticTree:
         self.topic_space = HCETopic._meta.keyspace((HCETopic.session_id.validate(session_id),))
         self.topic_threshold, self.threshold = float(topic_threshold), float(threshold)
         self.topic_beam, self.leaf_limit = positive_int("topic_beam", topic_beam), positive_int("leaf_limit", leaf_limit)
-        self.members_key = self.space.key(KeyKind.TREE_MEMBERS)
+        self.members_key = self.space.key(HCEKeyKind.TREE_MEMBERS)
 
     def topic_searcher(self, vector: np.ndarray, limit: int) -> VectorSearch:
         """The search of the ``limit`` topics nearest ``vector``."""

@@ -22,14 +22,27 @@ import inspect
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...store.errors import ArgumentTypeError, ValidationError
 
-if TYPE_CHECKING:
-    from .pipeline import HCEPipeline
+__all__ = ["wrap_chat", "reply_text", "ChatPipeline"]
 
-__all__ = ["wrap_chat", "reply_text"]
+
+class _Retrieved(Protocol):
+    @property
+    def block(self) -> str: ...
+
+
+class ChatPipeline(Protocol):
+    """What a wrapped chat function needs of its pipeline (an ``HCEPipeline``, which calls
+    :func:`wrap_chat`, so this module does not import it)."""
+
+    def build_prompt(self, user_query: str) -> str: ...
+
+    def retrieve_candidates(self, query: str, *, for_prompt: bool = False) -> _Retrieved: ...
+
+    def update(self, user_query: str, ai_response: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,7 @@ class _Call:
     query: str
 
 
-def wrap_chat(pipeline: HCEPipeline, chat_func: Callable[..., Any]) -> Callable[..., Any]:
+def wrap_chat(pipeline: ChatPipeline, chat_func: Callable[..., Any]) -> Callable[..., Any]:
     """``chat_func`` wrapped (see the module docs)."""
     if not callable(chat_func):
         raise ArgumentTypeError(f"wrap_chat needs a callable, not {type(chat_func).__name__}")
@@ -63,7 +76,7 @@ def wrap_chat(pipeline: HCEPipeline, chat_func: Callable[..., Any]) -> Callable[
     return wrapper
 
 
-def _enriched(pipeline: HCEPipeline, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
+def _enriched(pipeline: ChatPipeline, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
     name = next((n for n in ("prompt", "messages") if n in kwargs), None)
     if name is None and not args:
         raise ArgumentTypeError("the wrapped chat function needs a prompt (str) or messages (list) first")
@@ -80,7 +93,7 @@ def _enriched(pipeline: HCEPipeline, args: tuple[Any, ...], kwargs: dict[str, An
     return _Call(args, {**kwargs, name: enriched}, query)
 
 
-def _with_context(pipeline: HCEPipeline, messages: list[Any]) -> tuple[str, list[Any]]:
+def _with_context(pipeline: ChatPipeline, messages: list[Any]) -> tuple[str, list[Any]]:
     """The last user message's text, and the messages with the context block before it."""
     users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
     if not users or not isinstance(messages[users[-1]].get("content"), str):
@@ -106,7 +119,7 @@ def reply_text(reply: Any) -> str | None:
     return "" if content is None else content if isinstance(content, str) else None
 
 
-def _store(pipeline: HCEPipeline, query: str, reply: Any) -> None:
+def _store(pipeline: ChatPipeline, query: str, reply: Any) -> None:
     text = reply_text(reply)
     if text is None:
         warnings.warn(f"the chat reply {type(reply).__name__} has no text to store; this turn is not remembered",

@@ -10,7 +10,7 @@ relational weights from old conversations". redmem's choices:
 - **Namespacing.** A snapshot is named across sessions by ``(session_id, position)``, its global
   coordinates; its ``snapshot_id`` (a uuid4) and its chunks' ids are unique anyway. Sessions
   are ordered by the time of their first snapshot, from the agent's session list
-  (``KeyKind.HSCA_SESSIONS``, written when a session stores its first snapshot).
+  (``HSCAKeyKind.HSCA_SESSIONS``, written when a session stores its first snapshot).
 - **Merge policy for domain summaries.** A session's *domain profile* is the mean of its
   snapshots' domain summaries, ``profile[d] = sums[d] / (10^4 * beats)`` from the session's
   domain sums (:mod:`.series`, kept in each snapshot's transaction: no snapshot is read). The
@@ -39,9 +39,9 @@ from typing import Any
 from ...store.aio import async_variant
 from ...store.connection import server_errors
 from ...store.errors import ValidationError
-from ...store.keys import KeyKind
 from ...store.validation import finite_number, positive_int
 from .interface import ContextSnapshot
+from .keys import HSCAKeyKind
 from .macro import dominant_domain, relevance
 from .series import BEATS_FIELD, SUM_SCALE, parse_entry
 from .store import SessionStore, SnapshotRecord, agent_sessions_key
@@ -108,9 +108,9 @@ class AgentMacro:
         spaces = [SessionStore(self.agent_id, s).space for s in ids]
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             for space in spaces:
-                pipe.hgetall(space.key(KeyKind.HSCA_DOMAIN_SUMS))
-                pipe.zrange(space.key(KeyKind.HSCA_SERIES), 0, 0)
-                pipe.zrange(space.key(KeyKind.HSCA_SERIES), -1, -1)
+                pipe.hgetall(space.key(HSCAKeyKind.HSCA_DOMAIN_SUMS))
+                pipe.zrange(space.key(HSCAKeyKind.HSCA_SERIES), 0, 0)
+                pipe.zrange(space.key(HSCAKeyKind.HSCA_SERIES), -1, -1)
             replies = pipe.execute()
         profiles: list[SessionProfile] = []
         for i, session_id in enumerate(ids):

@@ -9,23 +9,13 @@ snapshot stays searchable after the text is dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
-from .interface import ContextSnapshot
-from .macro import DomainStep, domain_steps
+from .macro import Beat, DomainStep, domain_steps
 
 __all__ = ["Beat", "MemoryBeats", "snapshot_term_weights", "PRESENCE_FLOOR"]
 
 #: The weight a term gets in a snapshot for being there at all (the rest is its relational weight).
 PRESENCE_FLOOR = 0.1
-
-
-@dataclass(frozen=True)
-class Beat:
-    """A snapshot and its term weights."""
-
-    snapshot: ContextSnapshot
-    term_weights: dict[str, float] = field(default_factory=dict)
 
 
 def snapshot_term_weights(chunk_terms: Sequence[Mapping[str, float]]) -> dict[str, float]:

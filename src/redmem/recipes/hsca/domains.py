@@ -27,7 +27,7 @@ from .interface import DomainTag
 from .text import ParsedTurn
 
 __all__ = [
-    "classify_domains", "conversational_register", "unrelated_pair", "domain_stems", "keyword_hits", "KeywordWeights",
+    "classify_domains", "conversational_register", "unrelated_pair", "domain_stems", "domain_keyword_hits", "KeywordWeights",
     "DOMAIN_KEYWORDS", "EVERYDAY_DOMAINS", "RELATED_DOMAINS", "DOMAIN_SHARE", "MIN_TERMS_FOR_TWO_HITS",
 ]
 
@@ -128,7 +128,7 @@ def domain_stems(domain: DomainTag) -> frozenset[str]:
     return frozenset(default_analyzer().tokens(DOMAIN_KEYWORDS[domain]))
 
 
-def keyword_hits(terms: Iterable[str]) -> dict[DomainTag, Counter[str]]:
+def domain_keyword_hits(terms: Iterable[str]) -> dict[DomainTag, Counter[str]]:
     """Per topical domain, how often each of its keyword stems occurs in ``terms`` (domains hit only)."""
     counts = Counter(terms)
     hits = {d: Counter({s: counts[s] for s in domain_stems(d) if counts[s]}) for d in DOMAIN_KEYWORDS}
@@ -145,7 +145,7 @@ def classify_domains(turn: ParsedTurn, keyword_weights: KeywordWeights | None = 
 
 def _classify(terms: list[str], words: list[str], keyword_weights: KeywordWeights) -> list[str]:
     needed = 2 if len(terms) >= MIN_TERMS_FOR_TWO_HITS else 1
-    found = keyword_hits(terms)
+    found = domain_keyword_hits(terms)
     hits = {d: sum(n * keyword_weights.get(d.value, {}).get(s, 1.0) for s, n in found.get(d, Counter()).items())
             for d in DOMAIN_KEYWORDS}
     topical = sorted((d for d, n in hits.items() if n >= needed and n >= DOMAIN_SHARE * len(terms)),

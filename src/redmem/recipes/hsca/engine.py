@@ -15,7 +15,7 @@ from typing import Any
 from ...store.aio import async_variant
 from ...store.errors import ValidationError
 from ...store.validation import finite_number, positive_int
-from ..context_assembler import AssemblyResult, ContextAssembler
+from ..assembler.context_assembler import AssemblyResult, ContextAssembler
 from .beats import Beat, MemoryBeats, snapshot_term_weights
 from .domain_model import DomainModelChoice, resolve_domain_model
 from .domains import KeywordWeights

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from .domains import KeywordWeights, classify_domains, keyword_hits
+from .domains import KeywordWeights, classify_domains, domain_keyword_hits
 from .interface import DomainTag
 from .text import ParsedTurn
 
@@ -53,7 +53,7 @@ def query_domain(served: Sequence[ParsedTurn]) -> DomainTag | None:
     """The topical domain with the most keyword hits over ``served`` (unit hits); None on a tie or no hit."""
     totals: Counter[DomainTag] = Counter()
     for turn in served:
-        for domain, found in keyword_hits(turn.terms).items():
+        for domain, found in domain_keyword_hits(turn.terms).items():
             totals[domain] += sum(found.values())
     return _unique_best(totals)
 
@@ -67,7 +67,7 @@ def keyword_readings(queries: Sequence[QueryChunks]) -> Reading:
         if domain is None:
             continue
         for turn, served in chunks:
-            for d, found in keyword_hits(turn.terms).items():
+            for d, found in domain_keyword_hits(turn.terms).items():
                 if served or d == domain:
                     for stem in found:
                         (agree if served and d == domain else disagree)[(d.value, stem)] += 1

@@ -14,17 +14,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .interface import ContextSnapshot
 
-if TYPE_CHECKING:
-    from .beats import Beat
-
-__all__ = ["DomainStep", "RelevantBeat", "dominant_domain", "domain_steps", "domain_evolution", "relevance", "damping", "rank_relevant", "DEFAULT_LOCALITY"]
+__all__ = ["Beat", "DomainStep", "RelevantBeat", "dominant_domain", "domain_steps", "domain_evolution", "relevance", "damping", "rank_relevant", "DEFAULT_LOCALITY"]
 
 #: Beats of distance over which the position prior falls by a factor e.
 DEFAULT_LOCALITY = 3.0
+
+
+@dataclass(frozen=True)
+class Beat:
+    """A snapshot and its term weights (built by :mod:`.beats`)."""
+
+    snapshot: ContextSnapshot
+    term_weights: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ Two per-session keys, queued by :class:`~.store.SnapshotRecord`'s save and delet
 change in the same MULTI/EXEC as the snapshot record (whose WATCH and operation key make the
 write exactly-once, :mod:`redmem.store.outcome`):
 
-- the **domain series** (``KeyKind.HSCA_SERIES``), a sorted set scored by position whose member
+- the **domain series** (``HSCAKeyKind.HSCA_SERIES``), a sorted set scored by position whose member
   is one snapshot's JSON entry ``[position, snapshot_id, created_at, domain_summary]`` (the
   summary as stored, rounded to 4 places): the domain evolution, a region's snapshot ids and the
   last ``n`` beats are one range read of these entries, not a read of the snapshots;
-- the **domain sums** (``KeyKind.HSCA_DOMAIN_SUMS``), a hash ``domain -> sum over the session's
+- the **domain sums** (``HSCAKeyKind.HSCA_DOMAIN_SUMS``), a hash ``domain -> sum over the session's
   snapshots of round(weight * 10^4)`` and ``#beats -> count``: integers, so the sums do not
   depend on the order the writes arrived in and equal the sum a full read computes.
 
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from ...store.keys import KeyKind, KeySpace
+from ...store.keys import KeySpace
+from .keys import HSCAKeyKind
 
 __all__ = ["SeriesEntry", "BeatCache", "beat_cache", "forget_cached_beats", "series_entry", "parse_entry", "queue_added", "queue_removed",
            "sum_units", "SUM_SCALE", "BEATS_FIELD", "CACHED_SESSIONS"]
@@ -69,18 +70,18 @@ def sum_units(weight: float) -> int:
 def queue_added(pipe: Any, space: KeySpace, position: int, snapshot_id: str, created_at: float,
                 domain_summary: Mapping[str, float]) -> None:
     """Queue one new snapshot's series entry and its share of the domain sums."""
-    pipe.zadd(space.key(KeyKind.HSCA_SERIES), {series_entry(position, snapshot_id, created_at, domain_summary): position})
+    pipe.zadd(space.key(HSCAKeyKind.HSCA_SERIES), {series_entry(position, snapshot_id, created_at, domain_summary): position})
     _queue_sums(pipe, space, domain_summary, 1)
 
 
 def queue_removed(pipe: Any, space: KeySpace, position: int, domain_summary: Mapping[str, float]) -> None:
     """Queue the removal of one deleted snapshot's series entry and its share of the domain sums."""
-    pipe.zremrangebyscore(space.key(KeyKind.HSCA_SERIES), position, position)
+    pipe.zremrangebyscore(space.key(HSCAKeyKind.HSCA_SERIES), position, position)
     _queue_sums(pipe, space, domain_summary, -1)
 
 
 def _queue_sums(pipe: Any, space: KeySpace, domain_summary: Mapping[str, float], sign: int) -> None:
-    key = space.key(KeyKind.HSCA_DOMAIN_SUMS)
+    key = space.key(HSCAKeyKind.HSCA_DOMAIN_SUMS)
     for domain, weight in domain_summary.items():
         pipe.hincrby(key, domain, sign * sum_units(weight))
     pipe.hincrby(key, BEATS_FIELD, sign)

@@ -29,7 +29,7 @@ from ...model.fields import FloatField, StringField
 from ...model.hits import Hit
 from ...model.indexed import KeyField, SortedField
 from ...model.loading import load_records
-from ..context_assembler import AssemblyResult, ContextAssembler
+from ..assembler.context_assembler import AssemblyResult, ContextAssembler
 from .beats import Beat
 from .explain import RegionTrail
 from .macro import RelevantBeat, dominant_domain

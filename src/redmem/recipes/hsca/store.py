@@ -6,7 +6,7 @@ the text) and its terms as tags, so "the first snapshot that mentions X" is one 
 Its save also writes, in the same MULTI/EXEC (exactly-once with it), the snapshot's
 :class:`~.source.SnapshotPassage` (the view a ContextAssembler pulls from) and its share of the
 session's macro aggregates (:mod:`.series`: the domain series and the domain sums).
-Positions come from one counter per session (``KeyKind.HSCA_POSITION``, INCR), so two processes
+Positions come from one counter per session (``HSCAKeyKind.HSCA_POSITION``, INCR), so two processes
 appending to one session never take the same position; a save that fails after its INCR leaves a
 gap in the positions, never a duplicate.
 
@@ -15,7 +15,7 @@ series (a region, the last ``n``) or from an index query (the snapshots mentioni
 and only the records not read before are loaded, in one round trip.
 
 The session is listed, before its first snapshot is written, in its agent's sessions
-(``KeyKind.HSCA_SESSIONS``, under the agent's own hash tag, so outside the snapshot's slot: a
+(``HSCAKeyKind.HSCA_SESSIONS``, under the agent's own hash tag, so outside the snapshot's slot: a
 ``ZADD NX`` scored by the first snapshot's time, which may be repeated without effect), the list
 :class:`~.agent.AgentMacro` reads across sessions.
 """
@@ -34,10 +34,11 @@ from ...model.loading import load_records
 from ...model.persistence import queue_new_record
 from ...model.query import Query
 from ...store.connection import server_errors
-from ...store.keys import KeyKind, KeySpace, unescape
+from ...store.keys import KeySpace, unescape
 from .beats import Beat
 from .history import ServedRecord
 from .interface import ContextSnapshot
+from .keys import HSCAKeyKind
 from .macro import DomainStep, domain_steps
 from .series import SeriesEntry, beat_cache, parse_entry, queue_added, queue_removed
 from .source import passage_of, session_passages
@@ -90,7 +91,7 @@ class SnapshotRecord(Model):
 
 def agent_sessions_key(agent_id: str) -> str:
     """The sorted set of ``agent_id``'s HSCA sessions (under the agent's own hash tag)."""
-    return ServedRecord._meta.keyspace((agent_id,)).key(KeyKind.HSCA_SESSIONS)
+    return ServedRecord._meta.keyspace((agent_id,)).key(HSCAKeyKind.HSCA_SESSIONS)
 
 
 class SessionStore:
@@ -109,7 +110,7 @@ class SessionStore:
     def next_position(self) -> int:
         """A new position for this session (0 first), atomic across processes."""
         client = SnapshotRecord._meta.client
-        return int(client.incr(self._space.key(KeyKind.HSCA_POSITION))) - 1
+        return int(client.incr(self._space.key(HSCAKeyKind.HSCA_POSITION))) - 1
 
     def append(self, beat: Beat) -> None:
         """Store one snapshot with its term weights (listing the session in its agent's first)."""
@@ -139,7 +140,7 @@ class SessionStore:
         client = SnapshotRecord._meta.client
         with server_errors(client):
             client.delete(*(self._space.key(kind) for kind in
-                            (KeyKind.HSCA_POSITION, KeyKind.HSCA_SERIES, KeyKind.HSCA_DOMAIN_SUMS)))
+                            (HSCAKeyKind.HSCA_POSITION, HSCAKeyKind.HSCA_SERIES, HSCAKeyKind.HSCA_DOMAIN_SUMS)))
             client.zrem(agent_sessions_key(self.agent_id), self.session_id)
         self._listed = False
         return removed
@@ -148,7 +149,7 @@ class SessionStore:
         """The domain series entries with ``start <= position <= stop`` (no ``stop``: to the end)."""
         client = SnapshotRecord._meta.client
         with server_errors(client):
-            members = client.zrangebyscore(self._space.key(KeyKind.HSCA_SERIES), start, "+inf" if stop is None else stop)
+            members = client.zrangebyscore(self._space.key(HSCAKeyKind.HSCA_SERIES), start, "+inf" if stop is None else stop)
         return [parse_entry(m) for m in members]
 
     def domain_evolution(self, start: int = 0, stop: int | None = None) -> list[DomainStep]:
@@ -156,7 +157,7 @@ class SessionStore:
         before ``start`` read too, for the first step's ``shifted``)."""
         client = SnapshotRecord._meta.client
         with server_errors(client):
-            before = client.zrevrangebyscore(self._space.key(KeyKind.HSCA_SERIES), f"({start}", "-inf", start=0, num=1)
+            before = client.zrevrangebyscore(self._space.key(HSCAKeyKind.HSCA_SERIES), f"({start}", "-inf", start=0, num=1)
         entries = [parse_entry(m) for m in before] + self.series(start, stop)
         steps = domain_steps([(e.position, e.domain_summary) for e in entries])
         return steps[len(before):]
@@ -174,7 +175,7 @@ class SessionStore:
             return []
         client = SnapshotRecord._meta.client
         with server_errors(client):
-            members = client.zrange(self._space.key(KeyKind.HSCA_SERIES), -n, -1)
+            members = client.zrange(self._space.key(HSCAKeyKind.HSCA_SERIES), -n, -1)
         return self._beats([parse_entry(m).snapshot_id for m in members])
 
     def first_mention(self, terms: Sequence[str]) -> int | None:
@@ -195,7 +196,7 @@ class SessionStore:
         records = self._query().order_by("position").all()
         client = SnapshotRecord._meta.client
         with server_errors(client), client.pipeline(transaction=True) as pipe:
-            pipe.delete(self._space.key(KeyKind.HSCA_SERIES), self._space.key(KeyKind.HSCA_DOMAIN_SUMS))
+            pipe.delete(self._space.key(HSCAKeyKind.HSCA_SERIES), self._space.key(HSCAKeyKind.HSCA_DOMAIN_SUMS))
             for r in records:
                 queue_added(pipe, self._space, r.position, r.snapshot_id, r.created_at, r.domain_summary)
             pipe.execute()

@@ -1,0 +1,23 @@
+"""The kinds of key the HCE pipeline writes beside its interactions' records.
+
+``<prefix>:<Model>:{<partition>}:<kind>[:...]``: the core kinds are :class:`~redmem.store.keys.KeyKind`;
+these are the HCE pipeline's own, distinct from every other owner's (``tests/test_keys.py``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum, unique
+
+__all__ = ["HCEKeyKind"]
+
+
+@unique
+class HCEKeyKind(StrEnum):
+    """The HCE pipeline's kinds of key."""
+
+    #: list: the focus buffer, newest last (JSON entries)
+    FOCUS_BUFFER = "fb"
+    #: hash: the entity graph's entity -> node type and display name (JSON)
+    ENTITY_TYPES = "et"
+    #: list: the semantic tree's membership log, ``<interaction id> <topic id>`` in write order
+    TREE_MEMBERS = "tm"
