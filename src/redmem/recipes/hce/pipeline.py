@@ -94,7 +94,7 @@ class RetrievedContext:
     @property
     def block(self) -> str:
         """The context block: the selected candidates' texts, one after another, each labelled
-        with its date and sources (:func:`labelled_text`)."""
+        with its date and sources (:func:`block_label`)."""
         return "\n".join(c.content for c in self.selected)
 
 
@@ -218,10 +218,12 @@ class HCEPipeline:
         if not for_prompt:
             raw += _buffer_candidates(query, focus)
         scales = dict.fromkeys(SOURCES, 1.0)
-        labelled = [(c, labelled_text(c)) for c in normalised([c for c in raw if c is not None], scales,
-                                                              self.utility_sharpness)]
-        return [ContextCandidate(text, c.source, c.utility, self.count_tokens(text + "\n"), c.metadata)
-                for c, text in labelled]
+        count = self.count_tokens
+        labelled = [(c, block_label(c)) for c in normalised([c for c in raw if c is not None], scales,
+                                                             self.utility_sharpness)]
+        return [ContextCandidate(f"{label} {c.content}", c.source, c.utility,
+                                 count(label) + count(f" {c.content}\n"), c.metadata)
+                for c, label in labelled]
 
     @staticmethod
     def _interaction(candidate: Candidate, top: float, records: dict[str, tuple[str, float]]) -> ContextCandidate | None:
@@ -352,11 +354,18 @@ def _interaction_hits(reached: list[tuple[Any, float]]) -> Hits:
     return [(node.record_id, weight) for node, weight in reached if isinstance(node, DbKey)]
 
 
-def labelled_text(candidate: ContextCandidate) -> str:
-    """The candidate's text as the block shows it: ``[<UTC date>, <sources>] <text>``, the date
+def block_label(candidate: ContextCandidate) -> str:
+    """The label the block shows before a candidate's text: ``[<UTC date>, <sources>]``, the date
     that of its interaction or buffer entry (left out when there is none), the sources every
-    retrieval path that found it (``graph+tree``); about 11-13 cl100k tokens."""
+    retrieval path that found it (``graph+tree``); about 10-12 cl100k tokens.
+
+    The block shows ``<label> <text>``; its token cost is counted in two parts, the label and
+    `` <text>\n``, so a text's count is remembered across queries whatever label it gets. A text
+    starts with its role (``user:`` or ``assistant:``), so the exact counters split it from the
+    label's closing ``]`` and the two counts add up to the whole one (tested on any text).
+    """
     sources = "+".join(dict.fromkeys(candidate.metadata.get("sources") or [candidate.source]))
     stamp = candidate.metadata.get("timestamp")
     when = f"{datetime.fromtimestamp(stamp, UTC):%Y-%m-%d}, " if isinstance(stamp, (int, float)) else ""
-    return f"[{when}{sources}] {candidate.content}"
+    return f"[{when}{sources}]"
+
