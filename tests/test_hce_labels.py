@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redmem.context.tokens import exact_counter
-from redmem.recipes.hce import ContextCandidate, HCEPipeline
+from redmem.recipes.hce import ContextCandidate, HCEInteraction, HCEPipeline
 from redmem.recipes.hce.budgeting import SOURCES
 from redmem.recipes.hce.focus import ROLES
 from redmem.recipes.hce.models import interaction_text
@@ -68,3 +68,27 @@ def test_the_block_never_exceeds_the_budget(db, budget, words):
             pipe.update(" ".join(words[i:] or words) + f" Lisbon {i}", "Noted " * i)
     found = pipe.retrieve_candidates(" ".join(words))
     assert found.token_count == COUNTERS["cl100k_base"](found.block) <= budget
+
+
+def test_an_interaction_stores_the_exact_count_of_its_text_and_queries_use_it(db):
+    count = COUNTERS["o200k_base"]
+    pipe = HCEPipeline(session_id="s", max_focus=2, context_budget=200, token_counter="o200k_base")
+    rid = pipe.update("I moved to Lisbon in March.", "Nice city.")
+    pipe.update("The weather is grey.", "Autumn.")  # out of the focus buffer: a candidate of its own
+    text = interaction_text("I moved to Lisbon in March.", "Nice city.")
+    record = HCEInteraction.query.get(session_id="s", interaction_id=rid)
+    assert record.tokens == {"o200k_base": count(f" {text}\n")}
+    record.tokens = {"o200k_base": 1000}  # a stored count is what a query costs the text at
+    record.save()
+    found = pipe.retrieve_candidates("Lisbon")
+    [shown] = [c for c in found.candidates if c.metadata.get("interaction_id") == rid]
+    assert shown.token_cost == count(shown.content.split("] ", 1)[0] + "]") + 1000
+
+
+def test_another_counter_stores_nothing_and_counts_at_each_query(db):
+    pipe = HCEPipeline(session_id="s", context_budget=200, token_counter="words")
+    rid = pipe.update("I moved to Lisbon in March.", "Nice city.")
+    assert HCEInteraction.query.get(session_id="s", interaction_id=rid).tokens == {}
+    found = pipe.retrieve_candidates("Lisbon")
+    assert all(c.token_cost == pipe.count_tokens(c.content.split("] ", 1)[0] + "]")
+               + pipe.count_tokens(" " + c.content.split("] ", 1)[1] + "\n") for c in found.candidates)

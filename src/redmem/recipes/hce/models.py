@@ -10,6 +10,7 @@ graph) and topics, partitioned by session, so one session's keys share one hash 
 | | ``text_bm25`` | BM25Field | the keyword index of ``text`` (the shared retrieval's keyword list) |
 | | ``topic_id`` | StringField | its parent in the semantic tree |
 | | ``timestamp`` | FloatField | when it was stored (epoch seconds) |
+| | ``tokens`` | DictField | the exact token count of `` <text>\n`` by encoding name, counted when stored |
 | | ``entities`` | ListField | the entity keys it mentions |
 | | ``embedding`` | EmbeddingField | the vector of :func:`interaction_text` (assigned by the pipeline) |
 | | ``graph`` | CoOccurrenceField | the entity graph: interactions and entities |
@@ -30,7 +31,7 @@ from ...fields.bm25 import BM25Field
 from ...fields.cooccurrence import CoOccurrenceField
 from ...fields.embedding import EmbeddingField
 from ...model.base import Model
-from ...model.fields import FloatField, ListField, StringField
+from ...model.fields import DictField, FloatField, ListField, StringField
 from ...model.indexed import KeyField
 
 __all__ = ["HCEInteraction", "HCETopic", "interaction_id", "interaction_text", "entity_term", "MAX_EDGES"]
@@ -78,6 +79,7 @@ class HCEInteraction(Model):
     text_bm25 = BM25Field(source="text")
     topic_id = StringField(null=False)
     timestamp = FloatField(null=False)
+    tokens = DictField(default=dict)
     entities = ListField(default=list)
     embedding = EmbeddingField()
     graph = CoOccurrenceField(max_edges=MAX_EDGES)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from ...context.retrieval import (
     keyword_hits,
     retrieve,
 )
-from ...context.tokens import TokenCounter, resolve_counter
+from ...context.tokens import ExactCounter, TokenCounter, resolve_counter
 from ...embeddings.base import embed_in_batches
 from ...fields.search_protocol import Hits, Mapped, Search, run_searches
 from ...model.dbkey import DbKey
@@ -96,6 +96,14 @@ class RetrievedContext:
         """The context block: the selected candidates' texts, one after another, each labelled
         with its date and sources (:func:`block_label`)."""
         return "\n".join(c.content for c in self.selected)
+
+
+class Shown(NamedTuple):
+    """What a candidate interaction shows and costs: its text, its time, its stored token counts."""
+
+    text: str
+    timestamp: float
+    tokens: dict[str, int]
 
 
 def _query_text(name: str, value: Any) -> str:
@@ -194,21 +202,38 @@ class HCEPipeline:
         names = [c.metadata.get("interaction_id") or f"buffer:{c.metadata.get('position')}" for c in candidates]
         return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names))
 
-    def _shown(self, keys: list[DbKey]) -> dict[str, tuple[str, float]]:
-        """Per interaction id, its text and time: only the fields a candidate shows are read and
+    def _shown(self, keys: list[DbKey]) -> dict[str, Shown]:
+        """Per interaction id, what a candidate shows and costs: only those fields are read and
         decoded (one pipelined round trip of HMGET), not its vector or entity list."""
         if not keys:
             return {}
-        user, assistant, stamp = HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp
+        user, assistant, stamp, tokens = (HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp,
+                                          HCEInteraction.tokens)
         client = self.client
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             for key in keys:
-                pipe.hmget(key.redis_key, user.name, assistant.name, stamp.name)
+                pipe.hmget(key.redis_key, user.name, assistant.name, stamp.name, tokens.name)
             replies = pipe.execute()
-        return {key.record_id: (interaction_text(user.decode(u), assistant.decode(a)), stamp.decode(t))
-                for key, (u, a, t) in zip(keys, replies) if u is not None and a is not None and t is not None}
+        return {key.record_id: Shown(interaction_text(user.decode(u), assistant.decode(a)), stamp.decode(t),
+                                     tokens.decode(n) if n is not None else {})
+                for key, (u, a, t, n) in zip(keys, replies) if u is not None and a is not None and t is not None}
 
-    def _candidates(self, query: str, fused: list[Candidate], records: dict[str, tuple[str, float]],
+    def _stored_count(self, text: str) -> dict[str, int]:
+        """What an interaction stores of its text's cost: the exact count of `` <text>\\n`` by the
+        pipeline's encoding (nothing for another counter, which is asked at each query)."""
+        counter = self.count_tokens
+        return {counter.encoding.name: counter(f" {text}\n")} if isinstance(counter, ExactCounter) else {}
+
+    def _text_cost(self, candidate: ContextCandidate) -> int:
+        """The tokens of `` <text>\\n``: as stored with the interaction when counted by the same
+        encoding, else counted (and remembered by an exact counter)."""
+        counter = self.count_tokens
+        stored = candidate.metadata.get("tokens") or {}
+        if isinstance(counter, ExactCounter) and counter.encoding.name in stored:
+            return int(stored[counter.encoding.name])
+        return counter(f" {candidate.content}\n")
+
+    def _candidates(self, query: str, fused: list[Candidate], records: dict[str, Shown],
                     focus: list[FocusEntry], for_prompt: bool) -> list[ContextCandidate]:
         """The fused interactions (utility: fused score / the best) and the buffer's entries, the
         utilities sharpened, an interaction in the buffer left to it, each costed as labelled."""
@@ -221,19 +246,19 @@ class HCEPipeline:
         count = self.count_tokens
         labelled = [(c, block_label(c)) for c in normalised([c for c in raw if c is not None], scales,
                                                              self.utility_sharpness)]
-        return [ContextCandidate(f"{label} {c.content}", c.source, c.utility,
-                                 count(label) + count(f" {c.content}\n"), c.metadata)
+        return [ContextCandidate(f"{label} {c.content}", c.source, c.utility, count(label) + self._text_cost(c),
+                                 {k: v for k, v in c.metadata.items() if k != "tokens"})
                 for c, label in labelled]
 
     @staticmethod
-    def _interaction(candidate: Candidate, top: float, records: dict[str, tuple[str, float]]) -> ContextCandidate | None:
+    def _interaction(candidate: Candidate, top: float, records: dict[str, Shown]) -> ContextCandidate | None:
         rid = candidate.key.record_id
         if rid not in records:
             return None
-        content, timestamp = records[rid]
+        shown = records[rid]
         sources = [name for name in LISTS if SIGNAL_OF_LIST.get(name, name) in candidate.signals]
-        return ContextCandidate(content, sources[0], (candidate.pull or 0.0) / top, 0,
-                                {"interaction_id": rid, "timestamp": timestamp,
+        return ContextCandidate(shown.text, sources[0], (candidate.pull or 0.0) / top, 0,
+                                {"interaction_id": rid, "timestamp": shown.timestamp, "tokens": shown.tokens,
                                  "sources": sources, "signals": dict(candidate.signals)})
 
     def retrieve_context(self, query: str) -> str:
@@ -275,8 +300,9 @@ class HCEPipeline:
         records, links = [], []
         for i, ((q, a), rid) in enumerate(zip(pairs, ids)):
             found = entities[i] + [ExtractedEntity(k, k, NodeType.NAME) for k in mentions[i] if k in known]
+            text = interaction_text(q, a)
             records.append(HCEInteraction(session_id=self.session_id, interaction_id=rid, user=q, assistant=a,
-                                          text=interaction_text(q, a),
+                                          text=text, tokens=self._stored_count(text),
                                           topic_id=topic_ids[i], timestamp=now, entities=[e.key for e in found],
                                           embedding=vectors[i]))
             links.append((rid, found))
