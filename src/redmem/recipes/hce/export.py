@@ -88,6 +88,8 @@ def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
         kinds[KeyKind.FOCUS_BUFFER.value] = "list"
         kinds[KeyKind.TREE_MEMBERS.value] = "list"
         kinds[KeyKind.ENTITY_TYPES.value] = "hash"
+        kinds.update((_relative(space, space.key(KeyKind.SORTED, name)), "zset") for name in ("valid_from", "valid_to"))
+        kinds[KeyKind.LIFECYCLE_INDEX.value] = "hash"
         bm25 = _keyword_keys(space)
         kinds.update((_relative(space, key), "zset" if key == bm25.log else "hash") for key in
                      (bm25.lengths, bm25.entries, bm25.totals, bm25.references, bm25.version, bm25.log))

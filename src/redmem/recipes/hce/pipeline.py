@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from ...context.tokens import ExactCounter, TokenCounter, resolve_counter
 from ...embeddings.base import embed_in_batches
 from ...fields.search_protocol import Hits, Mapped, Search, run_searches
 from ...model.dbkey import DbKey
+from ...model.field import Field
 from ...model.persistence import queue_new_records
 from ...store.aio import async_variant
 from ...store.connection import server_errors
@@ -56,6 +57,7 @@ from .kinds import NodeType
 from .models import HCEInteraction, entity_term, interaction_id, interaction_text
 from .provider import DEFAULT_DIMENSIONS, resolve_provider
 from .tree import SemanticTree, TreeSearch
+from .validity import Visibility
 from .wrapping import wrap_chat
 
 __all__ = ["HCEPipeline", "RetrievedContext", "DEFAULT_DIMENSIONS", "UTILITY_SHARPNESS", "FUSION_WEIGHTS",
@@ -170,11 +172,15 @@ class HCEPipeline:
         vector: np.ndarray = embed_in_batches(self.provider, [_query_text("query", query)], "query")[0]
         return vector
 
-    def retrieve_candidates(self, query: str, *, query_vector: Any = None, for_prompt: bool = False) -> RetrievedContext:
+    def retrieve_candidates(self, query: str, *, query_vector: Any = None, for_prompt: bool = False,
+                            as_of: Any = None) -> RetrievedContext:
         """Every candidate for ``query`` and the knapsack's selection (``query_vector``: the query
         already embedded). ``for_prompt``: the focus buffer is shown beside the block, so its
-        entries are not candidates."""
+        entries are not candidates. ``as_of``: the interactions valid at that time (epoch
+        seconds or a datetime; ``"all"``: every one); None: the current ones, an interaction
+        superseded (:func:`redmem.lifecycle.supersede`) left out of every list."""
         query = _query_text("query", query)
+        visible = Visibility(as_of)
         vector = self.embed_query(query) if query_vector is None else np.asarray(query_vector, dtype=np.float32)
         entities = self.extractor.extract(query)
         keys = list(dict.fromkeys([e.key for e in entities] + self.extractor.mentions(query)))
@@ -183,11 +189,11 @@ class HCEPipeline:
 
         def graph_list(lists: dict[str, Hits], riders: list[Any]) -> dict[str, Search[Hits]]:
             seeds.extend(key for key, maybe in zip(keys, riders[0]) if maybe)
-            return {GRAPH_LIST: Mapped(self.graph.searcher(seeds), _interaction_hits)} if seeds else {}
+            return {GRAPH_LIST: Mapped(self.graph.searcher(seeds, where=visible.where), _interaction_hits)} if seeds else {}
 
         space = self.graph.space
         lists: dict[str, Search[Hits]] = {
-            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, self.tree.leaf_limit),
+            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, self.tree.leaf_limit, visible.where),
             TREE_LIST: TreeSearch(self.tree, vector)}
         fusion = Fusion("convex", dict(self.fusion_weights), self.tree.leaf_limit, FUSED_LIMIT)
         found = retrieve(self.client, Retrieval(space, lists, fusion, "hce", riders=[existence, self.focus.reader()],
@@ -195,28 +201,34 @@ class HCEPipeline:
         focus: list[FocusEntry] = found.riders[1]
         trips = 1 + bool(seeds)
         wanted = [c.key for c in found.candidates]
-        records = self._shown(wanted)
+        records = self._shown(wanted, visible)
         trips += bool(wanted)
         candidates = self._candidates(query, found.candidates, records, focus, for_prompt)
         selected, fitted = fit_context(candidates, self.context_budget, self.count_tokens, self.oversize)
         names = [c.metadata.get("interaction_id") or f"buffer:{c.metadata.get('position')}" for c in candidates]
         return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names))
 
-    def _shown(self, keys: list[DbKey]) -> dict[str, Shown]:
-        """Per interaction id, what a candidate shows and costs: only those fields are read and
-        decoded (one pipelined round trip of HMGET), not its vector or entity list."""
+    def _shown(self, keys: list[DbKey], visible: Visibility) -> dict[str, Shown]:
+        """Per interaction id, what a candidate shows and costs, for those ``visible``: only those
+        fields are read and decoded (one pipelined round trip of HMGET), not its vector or entity list."""
         if not keys:
             return {}
-        user, assistant, stamp, tokens = (HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp,
-                                          HCEInteraction.tokens)
+        fields: list[Field[Any]] = [HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp, HCEInteraction.tokens,
+                  HCEInteraction.valid_from, HCEInteraction.valid_to]
         client = self.client
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             for key in keys:
-                pipe.hmget(key.redis_key, user.name, assistant.name, stamp.name, tokens.name)
+                pipe.hmget(key.redis_key, *[f.name for f in fields])
             replies = pipe.execute()
-        return {key.record_id: Shown(interaction_text(user.decode(u), assistant.decode(a)), stamp.decode(t),
-                                     tokens.decode(n) if n is not None else {})
-                for key, (u, a, t, n) in zip(keys, replies) if u is not None and a is not None and t is not None}
+        shown = {}
+        for key, raw in zip(keys, replies):
+            if None in raw[:3]:
+                continue
+            user, assistant, stamp, tokens, start, end = [None if r is None else f.decode(r) for f, r in zip(fields, raw)]
+            when = cast(float, stamp)  # not None: checked above
+            if visible(when if start is None else start, end):
+                shown[key.record_id] = Shown(interaction_text(str(user), str(assistant)), when, tokens or {})
+        return shown
 
     def _stored_count(self, text: str) -> dict[str, int]:
         """What an interaction stores of its text's cost: the exact count of `` <text>\\n`` by the
@@ -261,10 +273,10 @@ class HCEPipeline:
                                 {"interaction_id": rid, "timestamp": shown.timestamp, "tokens": shown.tokens,
                                  "sources": sources, "signals": dict(candidate.signals)})
 
-    def retrieve_context(self, query: str) -> str:
+    def retrieve_context(self, query: str, *, as_of: Any = None) -> str:
         """The context block for ``query``: the selected candidates' texts, at most
-        ``context_budget`` tokens ("" when nothing fits)."""
-        return self.retrieve_candidates(query).block
+        ``context_budget`` tokens ("" when nothing fits); ``as_of`` as in :meth:`retrieve_candidates`."""
+        return self.retrieve_candidates(query, as_of=as_of).block
 
     def build_prompt(self, user_query: str) -> str:
         """``[Context Block]`` + ``[Focus Buffer]`` + ``[User Query]``; the block never repeats a
@@ -302,7 +314,7 @@ class HCEPipeline:
             found = entities[i] + [ExtractedEntity(k, k, NodeType.NAME) for k in mentions[i] if k in known]
             text = interaction_text(q, a)
             records.append(HCEInteraction(session_id=self.session_id, interaction_id=rid, user=q, assistant=a,
-                                          text=text, tokens=self._stored_count(text),
+                                          text=text, tokens=self._stored_count(text), valid_from=now, recorded_at=now,
                                           topic_id=topic_ids[i], timestamp=now, entities=[e.key for e in found],
                                           embedding=vectors[i]))
             links.append((rid, found))

@@ -33,6 +33,7 @@ from ...store.validation import positive_int
 from .members import MemberIndex, MemberRead, member_entry
 from .models import HCEInteraction, HCETopic
 from .provider import query_vector_of
+from .validity import Visibility
 
 __all__ = ["SemanticTree", "TreeHit", "TreeSearch", "hierarchical_relevance_search", "tree_scores", "OWN_WEIGHT",
            "PARENT_WEIGHT", "ROOT_SCORE", "MAX_SCORE"]
@@ -201,14 +202,21 @@ class TreeSearch:
 
 
 def hierarchical_relevance_search(tree: SemanticTree, query: Any, top_k: int = 10, *,
-                                  embedding_provider: Any = None) -> list[tuple[HCEInteraction, float]]:
+                                  embedding_provider: Any = None, as_of: Any = None,
+                                  ) -> list[tuple[HCEInteraction, float]]:
     """The ``top_k`` interactions of ``tree`` by hierarchical score for ``query``, a text (embedded
     by ``embedding_provider``, default the pipeline's: the configured provider, else feature
     hashing) or a vector: two round trips (the topic search with the updates of the vectors and
-    the member index, then the interactions)."""
+    the member index, then the interactions; more loads only when some loaded were not visible).
+    Only the current interactions, or those valid ``as_of`` (see :class:`~redmem.recipes.hce.validity.Visibility`)."""
+    visible = Visibility(as_of)
     search = TreeSearch(tree, query_vector_of(query, embedding_provider))
     run_search(HCEInteraction._meta.client, search)
-    hits = search.hits[:top_k]
-    loaded = load_records(HCEInteraction, [DbKey(tree.space, h.interaction_id) for h in hits], track=False)
-    records = {r.interaction_id: r for r in loaded}
-    return [(records[h.interaction_id], h.score) for h in hits if h.interaction_id in records]
+    found: list[tuple[HCEInteraction, float]] = []
+    hits = search.hits
+    while hits and len(found) < top_k:  # a second load only when superseded ones were left out
+        wanted, hits = hits[:top_k - len(found)], hits[top_k - len(found):]
+        loaded = load_records(HCEInteraction, [DbKey(tree.space, h.interaction_id) for h in wanted], track=False)
+        records = {r.interaction_id: r for r in loaded if visible(r.valid_from or r.timestamp, r.valid_to)}
+        found += [(records[h.interaction_id], h.score) for h in wanted if h.interaction_id in records]
+    return found
