@@ -8,9 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from redmem.embeddings.codec import decode_stored
 from redmem.fields.search_protocol import run_searches
 from redmem.recipes.hce import HCEPipeline, SemanticTree, hierarchical_relevance_search
-from redmem.recipes.hce.models import HCEInteraction
+from redmem.recipes.hce.models import HCEInteraction, HCETopic
 from redmem.recipes.hce.tree import tree_scores
 
 DIMENSIONS = 24
@@ -35,18 +36,26 @@ def random_vectors(rng: np.random.Generator, count: int, clusters: int) -> list[
             for _ in range(count)]
 
 
+def topic_vectors(session: str) -> dict[str, np.ndarray]:
+    """Each topic's vector as stored (the embedding field's vector hash)."""
+    tree = SemanticTree(session)
+    raw = HCETopic._meta.client.hgetall(HCETopic.embedding.keys(tree.topic_space)[0])
+    return {k.decode(): decode_stored(v)[0] for k, v in raw.items()}
+
+
 def unit(v: np.ndarray) -> np.ndarray:
     return np.asarray(v, dtype=np.float64) / np.linalg.norm(v)
 
 
 def exhaustive(tree: SemanticTree, vectors: dict[str, np.ndarray], query: np.ndarray) -> list[tuple[str, float]]:
-    """The rule over every stored interaction: each topic's vector is its first member's (the
-    interaction that opened it, whose id it takes), topics are the beam nearest (cosine > 0)."""
+    """The rule over every stored interaction and topic (each topic's vector as stored, the id of
+    the interaction that opened it); topics are the beam nearest (cosine > 0)."""
     stored = HCEInteraction.query.filter(session_id=tree.session_id).all()
     text = {r.interaction_id: r.user for r in stored}
     cosine = {r.interaction_id: float(unit(vectors[r.user]) @ unit(query)) for r in stored}
-    topics = sorted({r.topic_id for r in stored}, key=lambda t: (-cosine[t], t))
-    beam = [(t, cosine[t]) for t in topics if cosine[t] > 0][: tree.topic_beam]
+    topic_cosine = {t: float(unit(v) @ unit(query)) for t, v in topic_vectors(tree.session_id).items()}
+    topics = sorted({r.topic_id for r in stored}, key=lambda t: (-topic_cosine[t], t))
+    beam = [(t, topic_cosine[t]) for t in topics if topic_cosine[t] > 0][: tree.topic_beam]
     leaves = [(r.interaction_id, cosine[r.interaction_id], r.topic_id) for r in stored]
     assert all(t in text for t in topics)
     return [(h.interaction_id, h.score) for h in tree_scores(beam, leaves, tree.threshold)[: tree.leaf_limit]]
@@ -80,6 +89,8 @@ def test_the_tree_search_equals_the_exhaustive_rule_on_a_random_tree(any_db, tmp
         pipe.update_many((f"u{n}", "a") for n in range(start, start + 50))
     topics = {r.topic_id for r in HCEInteraction.query.filter(session_id="tree").all()}
     assert 6 < len(topics) < 300  # a tree: topics of several members, more topics than the beam
+    opener = {t.topic_id: unit(vectors[t.label]) for t in HCETopic.query.filter(session_id="tree").all()}
+    assert any(unit(v) @ opener[t] < 0.999 for t, v in topic_vectors("tree").items())  # they followed their members
     for tree in trees:
         for query in queries.values():
             assert_same(searched(tree, query), exhaustive(tree, vectors, query))
@@ -91,3 +102,23 @@ def test_the_tree_search_equals_the_exhaustive_rule_on_a_random_tree(any_db, tmp
     for tree in trees:
         assert_same(searched(tree, query), exhaustive(tree, vectors, query))
     assert len(HCEInteraction.query.filter(session_id="tree").all()) == 250
+
+
+def test_a_topic_vector_is_the_running_mean_direction_of_its_members(db):
+    a, b, c = (np.eye(DIMENSIONS, dtype=np.float32)[i] + np.eye(DIMENSIONS, dtype=np.float32)[0] * 2 for i in (1, 2, 3))
+    far = np.eye(DIMENSIONS, dtype=np.float32)[5]
+    provider = TableProvider({"u1": a, "u2": b, "u3": c, "u4": far})
+    pipe = HCEPipeline(session_id="mean", embedding_provider=provider, tree=SemanticTree("mean", topic_threshold=0.6))
+    pipe.update("u1", "a")
+
+    def topic_vector() -> np.ndarray:
+        [topic] = [t.topic_id for t in HCETopic.query.filter(session_id="mean").all() if t.label == "u1"]
+        return unit(topic_vectors("mean")[topic])
+
+    assert topic_vector() == pytest.approx(unit(a), abs=1e-3)
+    pipe.update_many([("u2", "a")])
+    assert topic_vector() == pytest.approx(unit(unit(a) + unit(b)), abs=1e-3)  # two members: their mean
+    pipe.update_many([("u3", "a"), ("u4", "a")])  # u4 opens a topic of its own
+    expected = unit(2 * unit(unit(a) + unit(b)) + unit(c))
+    assert topic_vector() == pytest.approx(expected, abs=1e-3)
+    assert len(HCETopic.query.filter(session_id="mean").all()) == 2

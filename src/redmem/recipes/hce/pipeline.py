@@ -10,9 +10,10 @@ and the tree's findings of one interaction merge (its best utility), and the gre
 fits them into ``context_budget`` tokens.
 
 Per turn (:meth:`HCEPipeline.update`): the turn pair is embedded, then two round trips: the
-topic search with the existence check of its lower-case mentions, then one MULTI/EXEC that
-stores the interaction (and its topic when it opens one), its tree membership, its graph edges
-and both focus entries.
+topic search and the member index's update with the existence check of its lower-case
+mentions, then one MULTI/EXEC that stores the interaction (and its topic when it opens one, or
+its topic's new vector when it joins one), its tree membership, its graph edges and both focus
+entries.
 """
 
 from __future__ import annotations
@@ -304,11 +305,12 @@ class HCEPipeline:
                     for (q, a), found in zip(pairs, entities)]
         flat = list(dict.fromkeys(k for keys in mentions for k in keys))
         topics = self.tree.topic_searcher(vectors[0], 1)
-        exists, _ = run_searches(self.client, [
-            HCEInteraction.entities_seen.term_searcher(self.graph.space, [entity_term(k) for k in flat]), topics])
+        exists, _, members = run_searches(self.client, [
+            HCEInteraction.entities_seen.term_searcher(self.graph.space, [entity_term(k) for k in flat]), topics,
+            self.tree.member_reader()])
         known = {k for k, maybe in zip(flat, exists) if maybe}
         labels = [(rid, " ".join(q.split()[:LABEL_WORDS])) for rid, (q, _) in zip(ids, pairs)]
-        topic_ids, opened = self.tree.assign(topics, vectors, labels)
+        topic_ids, opened, moved = self.tree.assign(topics, vectors, labels, members)
         records, links = [], []
         for i, ((q, a), rid) in enumerate(zip(pairs, ids)):
             found = entities[i] + [ExtractedEntity(k, k, NodeType.NAME) for k in mentions[i] if k in known]
@@ -320,15 +322,16 @@ class HCEPipeline:
             links.append((rid, found))
         focus = [FocusEntry(role, text, now, rid) for (q, a), rid in zip(pairs, ids)
                  for role, text in (("user", q), ("assistant", a))]
-        self._write(opened, records, links, focus)
+        self._write(opened, moved, records, links, focus)
         return ids
 
-    def _write(self, topics: list[Any], records: list[HCEInteraction], links: list[tuple[str, list[ExtractedEntity]]],
-               focus: list[FocusEntry]) -> None:
+    def _write(self, topics: list[Any], moved: dict[str, np.ndarray], records: list[HCEInteraction],
+               links: list[tuple[str, list[ExtractedEntity]]], focus: list[FocusEntry]) -> None:
         client = self.client
         with server_errors(client), client.pipeline(transaction=True) as pipe:
             if topics:
                 queue_new_records(pipe, client, topics, fresh=True)
+            self.tree.queue_moves(pipe, moved)
             queue_new_records(pipe, client, records, fresh=True)
             for rid, found in links:
                 self.graph.queue_interaction(pipe, rid, found)
