@@ -122,3 +122,29 @@ def test_a_topic_vector_is_the_running_mean_direction_of_its_members(db):
     expected = unit(2 * unit(unit(a) + unit(b)) + unit(c))
     assert topic_vector() == pytest.approx(expected, abs=1e-3)
     assert len(HCETopic.query.filter(session_id="mean").all()) == 2
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_a_batch_joins_topics_as_the_same_turns_one_by_one(db, seed):
+    rng = np.random.default_rng(seed)
+    vectors = {f"u{n}": v for n, v in enumerate(random_vectors(rng, 40, 4))}
+    provider = TableProvider(vectors)
+
+    def tree_of(session: str, batch: bool) -> tuple[list[str], dict[str, np.ndarray]]:
+        pipe = HCEPipeline(session_id=session, embedding_provider=provider,
+                           tree=SemanticTree(session, topic_threshold=0.8))
+        turns = [(f"u{n}", "a") for n in range(40)]
+        if batch:
+            pipe.update_many(turns)
+        else:
+            for turn in turns:
+                pipe.update(*turn)
+        label = {t.topic_id: t.label for t in HCETopic.query.filter(session_id=session).all()}
+        members = sorted(HCEInteraction.query.filter(session_id=session).all(), key=lambda r: int(r.user[1:]))
+        return [label[r.topic_id] for r in members], {label[t]: unit(v) for t, v in topic_vectors(session).items()}
+
+    (batch_topics, batch_vectors), (single_topics, single_vectors) = tree_of("batch", True), tree_of("single", False)
+    assert batch_topics == single_topics and len(set(batch_topics)) > 1
+    assert batch_vectors.keys() == single_vectors.keys()
+    for label, vector in batch_vectors.items():  # one by one, each topic vector went through float16 storage
+        assert vector == pytest.approx(single_vectors[label], abs=2e-3)
