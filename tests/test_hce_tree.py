@@ -148,3 +148,14 @@ def test_a_batch_joins_topics_as_the_same_turns_one_by_one(db, seed):
     assert batch_vectors.keys() == single_vectors.keys()
     for label, vector in batch_vectors.items():  # one by one, each topic vector went through float16 storage
         assert vector == pytest.approx(single_vectors[label], abs=2e-3)
+
+
+def test_a_tree_that_does_not_follow_its_members_keeps_the_openers_vector(db):
+    a, b = np.eye(DIMENSIONS, dtype=np.float32)[1] + 2 * np.eye(DIMENSIONS, dtype=np.float32)[0], \
+        np.eye(DIMENSIONS, dtype=np.float32)[2] + 2 * np.eye(DIMENSIONS, dtype=np.float32)[0]
+    pipe = HCEPipeline(session_id="frozen", embedding_provider=TableProvider({"u1": a, "u2": b}),
+                       tree=SemanticTree("frozen", topic_threshold=0.6, follow_members=False))
+    pipe.update("u1", "a")
+    pipe.update("u2", "a")
+    [vector] = topic_vectors("frozen").values()
+    assert unit(vector) == pytest.approx(unit(a), abs=1e-3)

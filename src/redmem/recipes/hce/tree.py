@@ -38,10 +38,13 @@ from .models import HCEInteraction, HCETopic
 from .provider import query_vector_of
 from .validity import Visibility
 
-__all__ = ["SemanticTree", "TreeHit", "TreeSearch", "hierarchical_relevance_search", "tree_scores", "OWN_WEIGHT",
+__all__ = ["SemanticTree", "TreeHit", "TreeSearch", "hierarchical_relevance_search", "tree_scores", "joined",
+           "FOLLOW_MEMBERS", "OWN_WEIGHT",
            "PARENT_WEIGHT", "ROOT_SCORE", "MAX_SCORE"]
 
 OWN_WEIGHT, PARENT_WEIGHT = 0.7, 0.3
+#: Whether topic vectors follow their members by default (see :class:`SemanticTree`).
+FOLLOW_MEMBERS = True
 #: The session node has no text of its own.
 ROOT_SCORE = 0.0
 MAX_SCORE = OWN_WEIGHT + PARENT_WEIGHT * (OWN_WEIGHT + PARENT_WEIGHT * ROOT_SCORE)
@@ -86,11 +89,14 @@ class SemanticTree:
         threshold: the score below which a node (and a topic's subtree) is skipped.
         topic_beam: how many nearest topics the search considers.
         leaf_limit: how many interactions (the best by score) the search returns.
+        follow_members: a topic's vector moves with each member that joins (:func:`joined`);
+            False keeps the vector of the interaction that opened it.
     """
 
     def __init__(self, session_id: str, topic_threshold: float = 0.5, threshold: float = 0.1,
-                 topic_beam: int = 20, leaf_limit: int = 50) -> None:
+                 topic_beam: int = 20, leaf_limit: int = 50, follow_members: bool = FOLLOW_MEMBERS) -> None:
         self.session_id = session_id
+        self.follow_members = bool(follow_members)
         self.space = HCEInteraction._meta.keyspace((HCEInteraction.session_id.validate(session_id),))
         self.topic_space = HCETopic._meta.keyspace((HCETopic.session_id.validate(session_id),))
         self.topic_threshold, self.threshold = float(topic_threshold), float(threshold)
@@ -138,7 +144,8 @@ class SemanticTree:
             if best >= 0 and cosines[best] >= self.topic_threshold:
                 topic = ids[best]
                 size = sizes.get(topic) or max(len(members.by_topic.get(topic, ())), 1)
-                table[best], sizes[topic] = joined(table[best], size, v), size + 1
+                if self.follow_members:
+                    table[best], sizes[topic] = joined(table[best], size, v), size + 1
                 chosen.append(topic)
                 continue
             ids.append(new_id)
