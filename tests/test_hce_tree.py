@@ -80,7 +80,8 @@ def test_the_tree_search_equals_the_exhaustive_rule_on_a_random_tree(any_db, tmp
     vectors = {f"u{n}": v for n, v in enumerate(drawn[:400])}
     queries = {f"q{n}": v for n, v in enumerate(drawn[400:])}
     provider = TableProvider({**vectors, **queries})
-    trees = [SemanticTree("tree", topic_threshold=0.75, threshold=0.1, topic_beam=6, leaf_limit=1000),
+    trees = [SemanticTree("tree", topic_threshold=0.75, threshold=0.1, topic_beam=6, leaf_limit=1000,
+                          follow_members=True),
              SemanticTree("tree", topic_threshold=0.75, threshold=0.35, topic_beam=3, leaf_limit=15)]
     pipe = HCEPipeline(session_id="tree", embedding_provider=provider, tree=trees[0])
     pipe.update_many((f"u{n}", "a") for n in range(250))
@@ -108,7 +109,7 @@ def test_a_topic_vector_is_the_running_mean_direction_of_its_members(db):
     a, b, c = (np.eye(DIMENSIONS, dtype=np.float32)[i] + np.eye(DIMENSIONS, dtype=np.float32)[0] * 2 for i in (1, 2, 3))
     far = np.eye(DIMENSIONS, dtype=np.float32)[5]
     provider = TableProvider({"u1": a, "u2": b, "u3": c, "u4": far})
-    pipe = HCEPipeline(session_id="mean", embedding_provider=provider, tree=SemanticTree("mean", topic_threshold=0.6))
+    pipe = HCEPipeline(session_id="mean", embedding_provider=provider, tree=SemanticTree("mean", topic_threshold=0.6, follow_members=True))
     pipe.update("u1", "a")
 
     def topic_vector() -> np.ndarray:
@@ -132,7 +133,7 @@ def test_a_batch_joins_topics_as_the_same_turns_one_by_one(db, seed):
 
     def tree_of(session: str, batch: bool) -> tuple[list[str], dict[str, np.ndarray]]:
         pipe = HCEPipeline(session_id=session, embedding_provider=provider,
-                           tree=SemanticTree(session, topic_threshold=0.8))
+                           tree=SemanticTree(session, topic_threshold=0.8, follow_members=True))
         turns = [(f"u{n}", "a") for n in range(40)]
         if batch:
             pipe.update_many(turns)
@@ -150,11 +151,11 @@ def test_a_batch_joins_topics_as_the_same_turns_one_by_one(db, seed):
         assert vector == pytest.approx(single_vectors[label], abs=2e-3)
 
 
-def test_a_tree_that_does_not_follow_its_members_keeps_the_openers_vector(db):
+def test_by_default_a_topic_keeps_the_openers_vector(db):
     a, b = np.eye(DIMENSIONS, dtype=np.float32)[1] + 2 * np.eye(DIMENSIONS, dtype=np.float32)[0], \
         np.eye(DIMENSIONS, dtype=np.float32)[2] + 2 * np.eye(DIMENSIONS, dtype=np.float32)[0]
     pipe = HCEPipeline(session_id="frozen", embedding_provider=TableProvider({"u1": a, "u2": b}),
-                       tree=SemanticTree("frozen", topic_threshold=0.6, follow_members=False))
+                       tree=SemanticTree("frozen", topic_threshold=0.6))
     pipe.update("u1", "a")
     pipe.update("u2", "a")
     [vector] = topic_vectors("frozen").values()
