@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/hce.py                                  # 1k and 10k, no LoCoMo
     .venv/bin/python benchmarks/hce.py --sizes 1000,10000,100000 --data ../shared/data/locomo-dev.json
+    .venv/bin/python benchmarks/hce.py --sizes "" --data ../shared/data/locomo-dev.json --follow-members \
+        --out hce_follow_members                                        # topic vectors that follow members
 
 Latency: one session per size holds N interactions (turn pairs) of a synthetic conversation:
 each turn pair belongs to one of 200 topics (12 topic words plus ``common.synthetic_texts``
@@ -47,7 +49,8 @@ import redmem
 from common import CommandCounter, hash_vectors, machine, summary, synthetic_texts, write_json
 from locomo import CATEGORIES, load
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.recipes.hce import HCEInteraction, HCEPipeline, HCETopic
+from redmem.recipes.hce import HCEInteraction, HCEPipeline, HCETopic, SemanticTree
+from redmem.recipes.hce.tree import FOLLOW_MEMBERS
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import TimedProvider, memory_model, minilm_function
 
@@ -152,11 +155,14 @@ def pairs_of(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [turns[i:i + 2] for i in range(0, len(turns), 2)]
 
 
-def hce_sessions(talks: list[dict[str, Any]], provider: TimedProvider) -> dict[str, dict[str, list[str]]]:
-    """Each conversation stored as one HCE session; per session, each interaction's dia ids."""
+def hce_sessions(talks: list[dict[str, Any]], provider: TimedProvider, follow_members: bool = FOLLOW_MEMBERS,
+                 ) -> dict[str, dict[str, list[str]]]:
+    """Each conversation stored as one HCE session (topics following their members or not);
+    per session, each interaction's dia ids."""
     sessions = {}
     for talk in talks:
-        pipe = HCEPipeline(session_id=talk["agent_id"], embedding_provider=provider)
+        tree = SemanticTree(talk["agent_id"], follow_members=follow_members)
+        pipe = HCEPipeline(session_id=talk["agent_id"], embedding_provider=provider, tree=tree)
         pairs = pairs_of(talk["turns"])
         ids = pipe.update_many([(p[0]["text"], p[1]["text"] if len(p) > 1 else "") for p in pairs])
         sessions[talk["agent_id"]] = {rid: [t["dia_id"] for t in p] for rid, p in zip(ids, pairs)}
@@ -272,7 +278,7 @@ def cached_vectors(function: Any, path: Path | None) -> Any:
 
 
 def quality(path: Path, budgets: list[int], conversations: int | None, vector_cache: Path | None = None,
-            ) -> dict[str, Any]:
+            follow_members: bool = FOLLOW_MEMBERS) -> dict[str, Any]:
     talks = load(path, conversations)
     questions = [q for t in talks for q in t["questions"]]
     provider = TimedProvider(cached_vectors(_lazy_minilm(), vector_cache), 384,
@@ -281,7 +287,8 @@ def quality(path: Path, budgets: list[int], conversations: int | None, vector_ca
     out: dict[str, Any] = {"conversations": [t["agent_id"] for t in talks], "questions": len(questions),
                            "halves": parts}
     redmem.configure(key_prefix="hce-q")
-    sessions, (model, dia) = hce_sessions(talks, provider), assembler_memories(talks, provider)
+    out["follow_members"] = follow_members
+    sessions, (model, dia) = hce_sessions(talks, provider, follow_members), assembler_memories(talks, provider)
     for budget in budgets:
         rows = {"HCEPipeline": hce_locomo(talks, provider, budget, sessions),
                 "ContextAssembler (hybrid)": assembler_locomo(talks, model, dia, budget)}
@@ -313,11 +320,12 @@ def markdown(payload: dict[str, Any]) -> str:
         "# HCE pipeline benchmark", "",
         f"{m['system']}, {m['cores']} cores, Python {m['python']}, Redis {payload.get('redis_version')}; "
         f"load average {payload['load_average']['before'][0]:.1f} at the start, "
-        f"{payload['load_average']['after'][0]:.1f} at the end; git {m['git']}, {m['date']}.", "",
-        "| interactions | topics | entities | retrieve p50 / p95 ms | asked again p50 / p95 ms | client CPU p50 ms "
-        "| server ms / query | embed p50 ms | round trips p50 / max | loaded p50 | ingest / s (excl. embedding) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"{payload['load_average']['after'][0]:.1f} at the end; git {m['git']}, {m['date']}.",
     ]
+    if payload["latency"]:
+        lines += ["", "| interactions | topics | entities | retrieve p50 / p95 ms | asked again p50 / p95 ms "
+                  "| client CPU p50 ms | server ms / query | embed p50 ms | round trips p50 / max | loaded p50 "
+                  "| ingest / s (excl. embedding) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for size, row in payload["latency"].items():
         again = row.get("retrieve_again_ms", {"p50": float("nan"), "p95": float("nan")})
         lines.append(
@@ -366,6 +374,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--conversations", type=int, default=None, help="use the first N LoCoMo conversations")
     parser.add_argument("--vector-cache", type=Path, default=None,
                         help="a pickle of MiniLM vectors by text, read and extended (kept outside the repo)")
+    parser.add_argument("--follow-members", action="store_true",
+                        help="LoCoMo sessions whose topic vectors follow their members (SemanticTree option)")
     parser.add_argument("--out", default="hce", help="results/<out>.json ('' writes nothing)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -381,7 +391,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             HCEInteraction._meta.client.flushdb()
         if args.data is not None:
             payload["locomo"] = quality(args.data, [int(b) for b in args.budgets.split(",")], args.conversations,
-                                        args.vector_cache)
+                                        args.vector_cache, args.follow_members)
     sizes = payload["latency"]
     if "10000" in sizes and "100000" in sizes:
         payload["growth_100k_over_10k"] = sizes["100000"]["retrieve_ms"]["p50"] / sizes["10000"]["retrieve_ms"]["p50"]
