@@ -45,6 +45,7 @@ from ..store.aio import async_variant
 from ..store.connection import settings
 from ..store.errors import ConfigurationError, ModelException, QueryArgumentError, QueryException
 from ..store.keys import KeyKind, KeySpace
+from ..store.scripts import queue_script
 from ..store.validation import non_negative_int, positive_int, utf8_text
 from .embedding_search import VectorSearch, matrices, search_records
 from .search_protocol import run_search
@@ -285,6 +286,14 @@ class EmbeddingField(Field[Any]):
         """Queue ``vector_write.lua`` for ``changes`` (record id, stored vector or ``b""``, ..), if any."""
         if changes:
             batch.script("vector_write", self.keys(batch.keyspace), [LOG_KEEP, LOG_FRACTION, *changes])
+
+    def queue_vectors(self, pipe: Any, keyspace: KeySpace, vectors: Mapping[str, np.ndarray]) -> None:
+        """Queue new vectors of stored records of ``keyspace`` (record id -> vector) on ``pipe``,
+        as a save of each record with that vector assigned would: one ``vector_write.lua`` call."""
+        changes = [x for record_id, vector in vectors.items()
+                   for x in (record_id, encode_stored(vector, self.dtype, _vector_digest(vector)))]
+        if changes:
+            queue_script(pipe, "vector_write", self.keys(keyspace), [LOG_KEEP, LOG_FRACTION, *changes])
 
     # -- bulk ----------------------------------------------------------------------------------
     def embed_many(self, instances: Iterable[Any]) -> int:

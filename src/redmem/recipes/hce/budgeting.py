@@ -24,7 +24,7 @@ from ...context.tokens import TokenCounter
 from ...store.errors import ValidationError
 from ...store.validation import is_int, is_real, non_negative_int
 
-__all__ = ["ContextCandidate", "SOURCES", "context_budgeting", "fit_context", "normalised", "BLOCK_LAYOUT"]
+__all__ = ["ContextCandidate", "SOURCES", "context_budgeting", "fit_context", "CostTable", "normalised", "BLOCK_LAYOUT"]
 
 #: Where a candidate comes from.
 SOURCES = ("graph", "tree", "keyword", "buffer")
@@ -79,13 +79,31 @@ def context_budgeting(candidates: Sequence[ContextCandidate], budget: int) -> li
     return [candidates[i] for i in packed.selected]
 
 
+class CostTable:
+    """A counter that answers from ``known`` (text -> tokens) and counts any other text with
+    ``counter``, remembering it (the packer counts the composed block twice)."""
+
+    def __init__(self, known: dict[str, int], counter: TokenCounter) -> None:
+        self.known, self.counter = known, counter
+
+    def __call__(self, text: str) -> int:
+        found = self.known.get(text)
+        if found is None:
+            found = self.known[text] = self.counter(text)
+        return found
+
+
 def fit_context(candidates: Sequence[ContextCandidate], budget: int, counter: TokenCounter,
                 oversize: str = "truncate") -> tuple[list[ContextCandidate], Fitted]:
-    """The candidates the greedy knapsack admits within ``budget`` tokens of the block (each
-    costed ``counter(content + "\\n")``), a truncated one with its cut text (``metadata["truncated"]``),
-    and the fit (the block's text, its token count, the oversize report)."""
+    """The candidates the greedy knapsack admits within ``budget`` tokens of the block (each whole
+    candidate costing its ``token_cost``, a cut one ``counter(piece + "\\n")``), a truncated one
+    with its cut text (``metadata["truncated"]``), and the fit (the block's text, its token count
+    by ``counter``, the oversize report). The block is counted whole before it is returned and
+    the last admitted dropped while it exceeds ``budget``, so the budget holds even where the
+    costs under-count."""
     budget = non_negative_int("budget", budget)
-    fitted = fit([cuttable_text(c.content) for c in candidates], BLOCK_LAYOUT, counter, Budget(max_tokens=budget),
+    costed = CostTable({c.content + BLOCK_LAYOUT.separator: c.token_cost for c in candidates}, counter)
+    fitted = fit([cuttable_text(c.content) for c in candidates], BLOCK_LAYOUT, costed, Budget(max_tokens=budget),
                  "greedy_knapsack", oversize, utilities=[c.utility for c in candidates])
     cut = set(fitted.oversize.truncated)
     chosen = [replace(candidates[i], content=piece, token_cost=counter(piece + "\n"),

@@ -41,6 +41,7 @@ from ...embeddings.codec import decode_stored as decode_vector_value
 from ...embeddings.codec import stored_dimensions
 from ...fields.bm25 import BM25Keys
 from ...fields.restore import queue_new_epoch
+from ...lifecycle import LifecycleKeyKind
 from ...model.base import Model
 from ...model.dbkey import DbKey
 from ...model.loading import decode_stored
@@ -87,6 +88,8 @@ def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
         kinds[HCEKeyKind.FOCUS_BUFFER.value] = "list"
         kinds[HCEKeyKind.TREE_MEMBERS.value] = "list"
         kinds[HCEKeyKind.ENTITY_TYPES.value] = "hash"
+        kinds.update((_relative(space, space.key(KeyKind.SORTED, name)), "zset") for name in ("valid_from", "valid_to"))
+        kinds[LifecycleKeyKind.LIFECYCLE_INDEX.value] = "hash"
         bm25 = _keyword_keys(space)
         kinds.update((_relative(space, key), "zset" if key == bm25.log else "hash") for key in
                      (bm25.lengths, bm25.entries, bm25.totals, bm25.references, bm25.version, bm25.log))

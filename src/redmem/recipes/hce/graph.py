@@ -25,11 +25,13 @@ from typing import Any
 from ...fields.cooccurrence import Entity, Graph, Propagation
 from ...fields.search_protocol import run_search
 from ...model.dbkey import DbKey
+from ...model.filters import Where
 from ...store.connection import server_errors
 from .extractor import ExtractedEntity
 from .keys import HCEKeyKind
 from .kinds import EdgeType, NodeType
 from .models import HCEInteraction
+from .validity import Visibility
 
 __all__ = [
     "EntityGraph", "spreading_activation", "MENTION_WEIGHT", "CO_OCCURRENCE_DELTA", "ROUNDS", "ENERGY_FACTOR",
@@ -101,17 +103,21 @@ class EntityGraph:
 
     def searcher(self, seeds: Iterable[str], rounds: int = ROUNDS, energy_factor: float = ENERGY_FACTOR,
                  floor: float = FLOOR, top_k: int = TOP_K, fanout: int = FANOUT,
-                 hub_degree: int = HUB_DEGREE) -> Propagation:
-        """The propagation from entity keys ``seeds`` to the ``top_k`` interactions, as a search."""
+                 hub_degree: int = HUB_DEGREE, *, where: Where | None = None) -> Propagation:
+        """The propagation from entity keys ``seeds`` to the ``top_k`` interactions passing
+        ``where`` (energy still flows through every node), as a search."""
         return self.graph.searcher([Entity(key) for key in seeds], rounds, energy_factor, floor,
-                                   limit=top_k, fanout=fanout, records_only=True, hub_degree=hub_degree)
+                                   limit=top_k, fanout=fanout, records_only=True, hub_degree=hub_degree, where=where)
 
 
 def spreading_activation(graph: EntityGraph, seeds: Iterable[str], rounds: int = ROUNDS,
                          energy_factor: float = ENERGY_FACTOR, floor: float = FLOOR, top_k: int = TOP_K,
-                         fanout: int = FANOUT, hub_degree: int = HUB_DEGREE) -> list[tuple[str, float]]:
+                         fanout: int = FANOUT, hub_degree: int = HUB_DEGREE, *, as_of: Any = None,
+                         ) -> list[tuple[str, float]]:
     """The ``top_k`` interactions activated from entity keys ``seeds``: (interaction id, activation),
-    strongest first, ties by id (newest first). One round trip."""
-    search = graph.searcher(seeds, rounds, energy_factor, floor, top_k, fanout, hub_degree)
+    strongest first, ties by id (newest first); only the current interactions, or those valid
+    ``as_of`` (see :class:`~redmem.recipes.hce.validity.Visibility`). One round trip."""
+    where = Visibility(as_of).where
+    search = graph.searcher(seeds, rounds, energy_factor, floor, top_k, fanout, hub_degree, where=where)
     reached = run_search(graph.client, search)
     return [(node.record_id, weight) for node, weight in reached if isinstance(node, DbKey)]

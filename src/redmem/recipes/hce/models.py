@@ -10,9 +10,11 @@ graph) and topics, partitioned by session, so one session's keys share one hash 
 | | ``text_bm25`` | BM25Field | the keyword index of ``text`` (the shared retrieval's keyword list) |
 | | ``topic_id`` | StringField | its parent in the semantic tree |
 | | ``timestamp`` | FloatField | when it was stored (epoch seconds) |
+| | ``tokens`` | DictField | the exact token count of `` <text>\n`` by encoding name, counted when stored |
 | | ``entities`` | ListField | the entity keys it mentions |
 | | ``embedding`` | EmbeddingField | the vector of :func:`interaction_text` (assigned by the pipeline) |
 | | ``graph`` | CoOccurrenceField | the entity graph: interactions and entities |
+| | ``valid_from``, ``valid_to``, ... | LifecycleMixin | its validity (``valid_from`` = ``timestamp``): a read skips it once superseded |
 | | ``entities_seen`` | ExistenceFilter | every entity key ever mentioned (:func:`entity_term`) |
 | ``HCETopic`` | ``session_id``, ``topic_id`` | KeyField | the topic node of the tree |
 | | ``label`` | StringField | the first words of the interaction that opened it |
@@ -29,9 +31,12 @@ from ...fields.bloom import ExistenceFilter
 from ...fields.bm25 import BM25Field
 from ...fields.cooccurrence import CoOccurrenceField
 from ...fields.embedding import EmbeddingField
+from ...lifecycle import Lifecycle, LifecycleMixin
 from ...model.base import Model
-from ...model.fields import FloatField, ListField, StringField
+from ...model.batch import SaveBatch
+from ...model.fields import DictField, FloatField, ListField, StringField
 from ...model.indexed import KeyField
+from ...model.persistence import queue_fields_save_many
 
 __all__ = ["HCEInteraction", "HCETopic", "interaction_id", "interaction_text", "entity_term", "MAX_EDGES"]
 
@@ -67,8 +72,15 @@ def _entity_terms(interaction: HCEInteraction) -> list[str]:
     return [entity_term(key) for key in interaction.entities or []]
 
 
-class HCEInteraction(Model):
-    """One user/assistant turn pair of a session (see the module docs for the fields)."""
+class HCEInteraction(LifecycleMixin, Model):
+    """One user/assistant turn pair of a session (see the module docs for the fields).
+
+    A lifecycle model whose writes neither merge nor supersede by themselves: an interaction is
+    stored as said, valid from when it was stored; :func:`redmem.lifecycle.supersede` closes
+    one, and every HCE read then skips it unless asked ``as_of`` a time it was valid.
+    """
+
+    lifecycle = Lifecycle(text_field="text", merge=False, supersede=False)
 
     session_id = KeyField(partition_by="session_id")
     interaction_id = KeyField()
@@ -78,6 +90,7 @@ class HCEInteraction(Model):
     text_bm25 = BM25Field(source="text")
     topic_id = StringField(null=False)
     timestamp = FloatField(null=False)
+    tokens = DictField(default=dict)
     entities = ListField(default=list)
     embedding = EmbeddingField()
     graph = CoOccurrenceField(max_edges=MAX_EDGES)
@@ -86,6 +99,13 @@ class HCEInteraction(Model):
     @property
     def content(self) -> str:
         return interaction_text(self.user, self.assistant)
+
+    @classmethod
+    def queue_save_many(cls, batches: list[SaveBatch]) -> None:
+        """New interactions' field writes merged per field (the keyword index: one script per
+        chunk), as a plain model's: no write of this lifecycle detects anything under WATCH, so
+        the lifecycle version needs no bump."""
+        queue_fields_save_many(batches)
 
 
 class HCETopic(Model):

@@ -10,9 +10,10 @@ and the tree's findings of one interaction merge (its best utility), and the gre
 fits them into ``context_budget`` tokens.
 
 Per turn (:meth:`HCEPipeline.update`): the turn pair is embedded, then two round trips: the
-topic search with the existence check of its lower-case mentions, then one MULTI/EXEC that
-stores the interaction (and its topic when it opens one), its tree membership, its graph edges
-and both focus entries.
+topic search and the member index's update with the existence check of its lower-case
+mentions, then one MULTI/EXEC that stores the interaction (and its topic when it opens one, or
+its topic's new vector when it joins one), its tree membership, its graph edges and both focus
+entries.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -40,10 +41,11 @@ from ...context.retrieval import (
     keyword_hits,
     retrieve,
 )
-from ...context.tokens import TokenCounter, resolve_counter
+from ...context.tokens import ExactCounter, TokenCounter, resolve_counter
 from ...embeddings.base import embed_in_batches
 from ...fields.search_protocol import Hits, Mapped, Search, run_searches
 from ...model.dbkey import DbKey
+from ...model.field import Field
 from ...model.loading import load_records
 from ...model.persistence import queue_new_records
 from ...observation.protocol import ObservationProtocol
@@ -61,6 +63,7 @@ from .kinds import NodeType
 from .models import HCEInteraction, entity_term, interaction_id, interaction_text
 from .provider import DEFAULT_DIMENSIONS, resolve_provider
 from .tree import SemanticTree, TreeSearch
+from .validity import Visibility
 from .wrapping import wrap_chat
 
 __all__ = ["HCEPipeline", "RetrievedContext", "DEFAULT_DIMENSIONS", "UTILITY_SHARPNESS", "FUSION_WEIGHTS",
@@ -101,7 +104,7 @@ class RetrievedContext(ContextResult):
     @property
     def block(self) -> str:
         """The context block: the selected candidates' texts, one after another, each labelled
-        with its date and sources (:func:`labelled_text`)."""
+        with its date and sources (:func:`block_label`)."""
         return "\n".join(c.content for c in self.selected)
 
     @property
@@ -128,6 +131,14 @@ class RetrievedContext(ContextResult):
 
     # The asyncio API (docs/asyncio.md).
     areport = async_variant(report)
+
+
+class Shown(NamedTuple):
+    """What a candidate interaction shows and costs: its text, its time, its stored token counts."""
+
+    text: str
+    timestamp: float
+    tokens: dict[str, int]
 
 
 def _query_text(name: str, value: Any) -> str:
@@ -194,11 +205,15 @@ class HCEPipeline:
         vector: np.ndarray = embed_in_batches(self.provider, [_query_text("query", query)], "query")[0]
         return vector
 
-    def retrieve_candidates(self, query: str, *, query_vector: Any = None, for_prompt: bool = False) -> RetrievedContext:
+    def retrieve_candidates(self, query: str, *, query_vector: Any = None, for_prompt: bool = False,
+                            as_of: Any = None) -> RetrievedContext:
         """Every candidate for ``query`` and the knapsack's selection (``query_vector``: the query
         already embedded). ``for_prompt``: the focus buffer is shown beside the block, so its
-        entries are not candidates."""
+        entries are not candidates. ``as_of``: the interactions valid at that time (epoch
+        seconds or a datetime; ``"all"``: every one); None: the current ones, an interaction
+        superseded (:func:`redmem.lifecycle.supersede`) left out of every list."""
         query = _query_text("query", query)
+        visible = Visibility(as_of)
         vector = self.embed_query(query) if query_vector is None else np.asarray(query_vector, dtype=np.float32)
         entities = self.extractor.extract(query)
         keys = list(dict.fromkeys([e.key for e in entities] + self.extractor.mentions(query)))
@@ -207,11 +222,11 @@ class HCEPipeline:
 
         def graph_list(lists: dict[str, Hits], riders: list[Any]) -> dict[str, Search[Hits]]:
             seeds.extend(key for key, maybe in zip(keys, riders[0]) if maybe)
-            return {GRAPH_LIST: Mapped(self.graph.searcher(seeds), _interaction_hits)} if seeds else {}
+            return {GRAPH_LIST: Mapped(self.graph.searcher(seeds, where=visible.where), _interaction_hits)} if seeds else {}
 
         space = self.graph.space
         lists: dict[str, Search[Hits]] = {
-            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, self.tree.leaf_limit),
+            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, self.tree.leaf_limit, visible.where),
             TREE_LIST: TreeSearch(self.tree, vector)}
         fusion = Fusion("convex", dict(self.fusion_weights), self.tree.leaf_limit, FUSED_LIMIT)
         found = retrieve(self.client, Retrieval(space, lists, fusion, "hce", riders=[existence, self.focus.reader()],
@@ -219,7 +234,7 @@ class HCEPipeline:
         focus: list[FocusEntry] = found.riders[1]
         trips = 1 + bool(seeds)
         wanted = [c.key for c in found.candidates]
-        records = self._shown(wanted)
+        records = self._shown(wanted, visible)
         trips += bool(wanted)
         candidates = self._candidates(query, found.candidates, records, focus, for_prompt)
         selected, fitted = fit_context(candidates, self.context_budget, self.count_tokens, self.oversize)
@@ -230,21 +245,44 @@ class HCEPipeline:
         return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names),
                                 self.session_id, trail)
 
-    def _shown(self, keys: list[DbKey]) -> dict[str, tuple[str, float]]:
-        """Per interaction id, its text and time: only the fields a candidate shows are read and
-        decoded (one pipelined round trip of HMGET), not its vector or entity list."""
+    def _shown(self, keys: list[DbKey], visible: Visibility) -> dict[str, Shown]:
+        """Per interaction id, what a candidate shows and costs, for those ``visible``: only those
+        fields are read and decoded (one pipelined round trip of HMGET), not its vector or entity list."""
         if not keys:
             return {}
-        user, assistant, stamp = HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp
+        fields: list[Field[Any]] = [HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp, HCEInteraction.tokens,
+                  HCEInteraction.valid_from, HCEInteraction.valid_to]
         client = self.client
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             for key in keys:
-                pipe.hmget(key.redis_key, user.name, assistant.name, stamp.name)
+                pipe.hmget(key.redis_key, *[f.name for f in fields])
             replies = pipe.execute()
-        return {key.record_id: (interaction_text(user.decode(u), assistant.decode(a)), stamp.decode(t))
-                for key, (u, a, t) in zip(keys, replies) if u is not None and a is not None and t is not None}
+        shown = {}
+        for key, raw in zip(keys, replies):
+            if None in raw[:3]:
+                continue
+            user, assistant, stamp, tokens, start, end = [None if r is None else f.decode(r) for f, r in zip(fields, raw)]
+            when = cast(float, stamp)  # not None: checked above
+            if visible(when if start is None else start, end):
+                shown[key.record_id] = Shown(interaction_text(str(user), str(assistant)), when, tokens or {})
+        return shown
 
-    def _candidates(self, query: str, fused: list[Candidate], records: dict[str, tuple[str, float]],
+    def _stored_count(self, text: str) -> dict[str, int]:
+        """What an interaction stores of its text's cost: the exact count of `` <text>\\n`` by the
+        pipeline's encoding (nothing for another counter, which is asked at each query)."""
+        counter = self.count_tokens
+        return {counter.encoding.name: counter(f" {text}\n")} if isinstance(counter, ExactCounter) else {}
+
+    def _text_cost(self, candidate: ContextCandidate) -> int:
+        """The tokens of `` <text>\\n``: as stored with the interaction when counted by the same
+        encoding, else counted (and remembered by an exact counter)."""
+        counter = self.count_tokens
+        stored = candidate.metadata.get("tokens") or {}
+        if isinstance(counter, ExactCounter) and counter.encoding.name in stored:
+            return int(stored[counter.encoding.name])
+        return counter(f" {candidate.content}\n")
+
+    def _candidates(self, query: str, fused: list[Candidate], records: dict[str, Shown],
                     focus: list[FocusEntry], for_prompt: bool) -> list[ContextCandidate]:
         """The fused interactions (utility: fused score / the best) and the buffer's entries, the
         utilities sharpened, an interaction in the buffer left to it, each costed as labelled."""
@@ -254,26 +292,28 @@ class HCEPipeline:
         if not for_prompt:
             raw += _buffer_candidates(query, focus)
         scales = dict.fromkeys(SOURCES, 1.0)
-        labelled = [(c, labelled_text(c)) for c in normalised([c for c in raw if c is not None], scales,
-                                                              self.utility_sharpness)]
-        return [ContextCandidate(text, c.source, c.utility, self.count_tokens(text + "\n"), c.metadata)
-                for c, text in labelled]
+        count = self.count_tokens
+        labelled = [(c, block_label(c)) for c in normalised([c for c in raw if c is not None], scales,
+                                                             self.utility_sharpness)]
+        return [ContextCandidate(f"{label} {c.content}", c.source, c.utility, count(label) + self._text_cost(c),
+                                 {k: v for k, v in c.metadata.items() if k != "tokens"})
+                for c, label in labelled]
 
     @staticmethod
-    def _interaction(candidate: Candidate, top: float, records: dict[str, tuple[str, float]]) -> ContextCandidate | None:
+    def _interaction(candidate: Candidate, top: float, records: dict[str, Shown]) -> ContextCandidate | None:
         rid = candidate.key.record_id
         if rid not in records:
             return None
-        content, timestamp = records[rid]
+        shown = records[rid]
         sources = [name for name in LISTS if SIGNAL_OF_LIST.get(name, name) in candidate.signals]
-        return ContextCandidate(content, sources[0], (candidate.pull or 0.0) / top, 0,
-                                {"interaction_id": rid, "timestamp": timestamp,
+        return ContextCandidate(shown.text, sources[0], (candidate.pull or 0.0) / top, 0,
+                                {"interaction_id": rid, "timestamp": shown.timestamp, "tokens": shown.tokens,
                                  "sources": sources, "signals": dict(candidate.signals)})
 
-    def retrieve_context(self, query: str) -> str:
+    def retrieve_context(self, query: str, *, as_of: Any = None) -> str:
         """The context block for ``query``: the selected candidates' texts, at most
-        ``context_budget`` tokens ("" when nothing fits)."""
-        return self.retrieve_candidates(query).block
+        ``context_budget`` tokens ("" when nothing fits); ``as_of`` as in :meth:`retrieve_candidates`."""
+        return self.retrieve_candidates(query, as_of=as_of).block
 
     def build_prompt(self, user_query: str) -> str:
         """``[Context Block]`` + ``[Focus Buffer]`` + ``[User Query]``; the block never repeats a
@@ -301,30 +341,33 @@ class HCEPipeline:
                     for (q, a), found in zip(pairs, entities)]
         flat = list(dict.fromkeys(k for keys in mentions for k in keys))
         topics = self.tree.topic_searcher(vectors[0], 1)
-        exists, _ = run_searches(self.client, [
-            HCEInteraction.entities_seen.term_searcher(self.graph.space, [entity_term(k) for k in flat]), topics])
+        exists, _, members = run_searches(self.client, [
+            HCEInteraction.entities_seen.term_searcher(self.graph.space, [entity_term(k) for k in flat]), topics,
+            self.tree.member_reader()])
         known = {k for k, maybe in zip(flat, exists) if maybe}
         labels = [(rid, " ".join(q.split()[:LABEL_WORDS])) for rid, (q, _) in zip(ids, pairs)]
-        topic_ids, opened = self.tree.assign(topics, vectors, labels)
+        topic_ids, opened, moved = self.tree.assign(topics, vectors, labels, members)
         records, links = [], []
         for i, ((q, a), rid) in enumerate(zip(pairs, ids)):
             found = entities[i] + [ExtractedEntity(k, k, NodeType.NAME) for k in mentions[i] if k in known]
+            text = interaction_text(q, a)
             records.append(HCEInteraction(session_id=self.session_id, interaction_id=rid, user=q, assistant=a,
-                                          text=interaction_text(q, a),
+                                          text=text, tokens=self._stored_count(text), valid_from=now, recorded_at=now,
                                           topic_id=topic_ids[i], timestamp=now, entities=[e.key for e in found],
                                           embedding=vectors[i]))
             links.append((rid, found))
         focus = [FocusEntry(role, text, now, rid) for (q, a), rid in zip(pairs, ids)
                  for role, text in (("user", q), ("assistant", a))]
-        self._write(opened, records, links, focus)
+        self._write(opened, moved, records, links, focus)
         return ids
 
-    def _write(self, topics: list[Any], records: list[HCEInteraction], links: list[tuple[str, list[ExtractedEntity]]],
-               focus: list[FocusEntry]) -> None:
+    def _write(self, topics: list[Any], moved: dict[str, np.ndarray], records: list[HCEInteraction],
+               links: list[tuple[str, list[ExtractedEntity]]], focus: list[FocusEntry]) -> None:
         client = self.client
         with server_errors(client), client.pipeline(transaction=True) as pipe:
             if topics:
                 queue_new_records(pipe, client, topics, fresh=True)
+            self.tree.queue_moves(pipe, moved)
             queue_new_records(pipe, client, records, fresh=True)
             for rid, found in links:
                 self.graph.queue_interaction(pipe, rid, found)
@@ -388,11 +431,18 @@ def _interaction_hits(reached: list[tuple[Any, float]]) -> Hits:
     return [(node.record_id, weight) for node, weight in reached if isinstance(node, DbKey)]
 
 
-def labelled_text(candidate: ContextCandidate) -> str:
-    """The candidate's text as the block shows it: ``[<UTC date>, <sources>] <text>``, the date
+def block_label(candidate: ContextCandidate) -> str:
+    """The label the block shows before a candidate's text: ``[<UTC date>, <sources>]``, the date
     that of its interaction or buffer entry (left out when there is none), the sources every
-    retrieval path that found it (``graph+tree``); about 11-13 cl100k tokens."""
+    retrieval path that found it (``graph+tree``); about 10-12 cl100k tokens.
+
+    The block shows ``<label> <text>``; its token cost is counted in two parts, the label and
+    `` <text>\n``, so a text's count is remembered across queries whatever label it gets. A text
+    starts with its role (``user:`` or ``assistant:``), so the exact counters split it from the
+    label's closing ``]`` and the two counts add up to the whole one (tested on any text).
+    """
     sources = "+".join(dict.fromkeys(candidate.metadata.get("sources") or [candidate.source]))
     stamp = candidate.metadata.get("timestamp")
     when = f"{datetime.fromtimestamp(stamp, UTC):%Y-%m-%d}, " if isinstance(stamp, (int, float)) else ""
-    return f"[{when}{sources}] {candidate.content}"
+    return f"[{when}{sources}]"
+
