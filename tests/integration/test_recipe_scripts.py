@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 #: Each script and a line of what it prints.
 EXPECTED = {
@@ -25,7 +25,7 @@ EXPECTED = {
 
 
 def test_every_script_is_run_here():
-    assert set(EXPECTED) | {"llm_integration.py"} == {p.name for p in RECIPES.glob("*.py")}  # tests/test_llm_example.py
+    assert set(EXPECTED) | {"llm_integration.py"} == {p.name for p in RECIPES.glob("*.py")}  # tests/integration/test_llm_example.py
 
 
 @pytest.mark.parametrize("script", sorted(EXPECTED))

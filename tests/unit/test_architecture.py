@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "src" / "redmem"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "redmem"
 
 #: Each top-level package or module of redmem and its layer; a module may import from layers
 #: below its own, and from its own package. Packages on one layer do not import each other.

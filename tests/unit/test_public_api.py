@@ -16,7 +16,7 @@ import pytest
 
 import redmem
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 #: Each package's ``__all__``, as a sorted list.
 PINNED = {

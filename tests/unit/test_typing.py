@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mypy import api
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SNIPPET = """
 from redmem.recipes.default_memory import DefaultMemory

@@ -27,7 +27,7 @@ from redmem.recipes.conversation import (
 )
 from redmem.store.errors import ValidationError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 BENCH = REPO / "benchmarks"
 #: The LoCoMo dev data: $REDMEM_LOCOMO, else ../shared/data beside the repository (CI's second
 #: pass points it at nothing to run as a fresh clone would).

@@ -249,7 +249,7 @@ def test_lists_of_small_bound_are_only_looked_up(any_db):
 
 
 def test_copies_follow_a_server_restarted_from_an_older_snapshot(restartable):
-    """As for the vector matrices (tests/test_vector_rollback.py): a copy searched before any new
+    """As for the vector matrices (tests/integration/store/test_vector_rollback.py): a copy searched before any new
     write sees its version above n and reloads; after new writes (n past the copy's version) the
     new server process's epoch makes it reload."""
     server, data = restartable

@@ -218,7 +218,7 @@ def test_concurrent_adjustments_and_saves_lose_nothing(any_db, request):
     url = request.getfixturevalue("cluster_url" if cluster else "redis_url")
     habit = Habit.create(agent_id="a")
     procs, count = 3, 100
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
     args = [url, redmem.store.settings().key_prefix, "a", habit.habit_id, str(count)]
     workers = [subprocess.Popen([sys.executable, __file__, *args], env=env) for _ in range(procs)]
     while any(w.poll() is None for w in workers):

@@ -7,6 +7,7 @@ entry whose ``n`` field is HANG_ON, so a test can kill it mid-work.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -247,7 +248,7 @@ def test_entries_of_a_killed_consumer_are_delivered_again(any_db, url):
     prefix = redmem.store.settings().key_prefix
     child = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), url, prefix, stream, "g", "doomed", "6"],
-        stdout=subprocess.PIPE, text=True, cwd=HERE,
+        stdout=subprocess.PIPE, text=True, cwd=HERE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     got = []
     try:

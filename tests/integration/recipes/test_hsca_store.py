@@ -15,7 +15,7 @@ import redmem
 from redmem.recipes.hsca import HSCAEngine, SessionStore, SnapshotRecord
 from redmem.store.keys import KeyKind
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[3] / "src")
 CONVERSATION = [
     "Redis stores data in memory. Memory access makes Redis fast. Fast data access is why teams pick Redis.",
     "So how does Redis persist data to disk? Does the memory data survive a restart?",

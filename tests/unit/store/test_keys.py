@@ -12,7 +12,7 @@ from redis.crc import key_slot
 from redmem.store.errors import ConfigurationError
 from redmem.store.keys import GLOBAL_TAG, KeyKind, KeySpace, check_name, escape, unescape
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 HOSTILE = ["{", "}", "{x}", "a}b{c", ":", "*", "?", "[a-z]", "\\", "%", "%25", "%_", "%g", "",
            " ", "\n", "line\nbreak", "tab\there", "\x00", "\x7f", "\u00a0", "ü", "日本語",
