@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, machine, write_json
 from locomo import CATEGORIES, first_hit, load, scores
-from popoto_bridge import REPO, library_venv
+from peers.popoto_bridge import REPO, library_venv
 from redmem.context.fusion import convex_fusion
 from redmem.fields.bm25_math import idf, tf_norm
 from redmem.recipes.conversation import Turn, TurnContextAnalyzer, build_contexts, build_passages

@@ -72,9 +72,9 @@ import facts
 import locomo
 import redmem
 from common import CommandCounter, hash_vectors, machine, summary, write_json
-from elfmem_bridge import ELFMEM_VERSION, ElfmemProcess
 from latency import latency_figures, used_memory
 from locomo import evaluate, load
+from peers.elfmem_bridge import ELFMEM_VERSION, ElfmemProcess
 from redmem.context.tokens import exact_counter
 from redmem.recipes.frames import FrameMemory
 from redmem.recipes.frames.scoring import FEEDBACK_CAP

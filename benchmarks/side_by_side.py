@@ -61,14 +61,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
 from common import RESULTS, machine, summary, synthetic_queries, synthetic_texts, write_json
-from popoto_bridge import PopotoError, PopotoProcess
+from peers.popoto_bridge import PopotoError, PopotoProcess
+from peers.stack_bridge import StackProcess, stack_server
 from questions import dialog_corpus, locomo_questions
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
 from redmem.text import Analyzer
 from redmem_driver import assemble_many, ingest_measured, memory_model
 from retrieval_bm25 import Reference
-from stack_bridge import StackProcess, stack_server
 
 log = logging.getLogger("benchmarks.side_by_side")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from popoto_bridge import REPO, RunnerProcess, library_venv, pinned
+from peers.popoto_bridge import REPO, RunnerProcess, library_venv, pinned
 
 ELFMEM_VERSION = "0.20.0"
 VENV = REPO / ".bench-elfmem-venv"

@@ -25,7 +25,7 @@ from typing import Any
 log = logging.getLogger("benchmarks.popoto")
 
 POPOTO_VERSION = "1.10.1"
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".bench-venv"
 RUNNER = Path(__file__).resolve().parent / "popoto_runner.py"
 

@@ -23,7 +23,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from popoto_bridge import REPO, RunnerProcess, library_venv, pinned
+from peers.popoto_bridge import REPO, RunnerProcess, library_venv, pinned
 from redmem.store.embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.stack")
