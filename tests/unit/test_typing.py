@@ -4,6 +4,7 @@ the class attribute is the field itself, a search's hit holds the model's record
 
 from pathlib import Path
 
+import pytest
 from mypy import api
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,25 +33,31 @@ reveal_type(AssemblyResult().hits[0].score)
 """
 
 
-def revealed_types(snippet_text, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory):
+    """One cache for the module's runs: the first analyses redmem, the others only their snippet."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+def revealed_types(snippet_text, tmp_path, monkeypatch, cache):
     """What mypy (the project's configuration, this tree's sources) reveals in ``snippet_text``."""
     snippet = tmp_path / "snippet.py"
     snippet.write_text(snippet_text)
     monkeypatch.setenv("MYPYPATH", str(ROOT / "src"))  # this tree's sources, not the installed copy
     out, err, status = api.run([str(snippet), "--config-file", str(ROOT / "pyproject.toml"),
-                                "--cache-dir", str(tmp_path / "cache"), "--no-error-summary"])
+                                "--cache-dir", str(cache), "--no-error-summary"])
     assert status == 0, out + err
     return [line.split('Revealed type is "')[1].rstrip('"').removeprefix("builtins.")  # older mypy names builtins
             for line in out.splitlines() if "Revealed type" in line]
 
 
-def test_a_record_field_reads_as_its_value_type_and_the_class_field_as_the_field(tmp_path, monkeypatch):
-    revealed = revealed_types(SNIPPET, tmp_path, monkeypatch)
+def test_a_record_field_reads_as_its_value_type_and_the_class_field_as_the_field(tmp_path, monkeypatch, mypy_cache):
+    revealed = revealed_types(SNIPPET, tmp_path, monkeypatch, mypy_cache)
     assert revealed == ["str", "float", "datetime.datetime", "redmem.model.fields.StringField"]
 
 
-def test_a_search_hit_reads_as_its_model_and_its_scores(tmp_path, monkeypatch):
-    revealed = revealed_types(HITS_SNIPPET, tmp_path, monkeypatch)
+def test_a_search_hit_reads_as_its_model_and_its_scores(tmp_path, monkeypatch, mypy_cache):
+    revealed = revealed_types(HITS_SNIPPET, tmp_path, monkeypatch, mypy_cache)
     memory = "redmem.recipes.default_memory.DefaultMemory"
     assert revealed == [memory, memory, "float", "typing.Mapping[str, float]", "float"]
 
@@ -69,7 +76,7 @@ async def main() -> None:
 """
 
 
-def test_an_async_variant_awaits_to_its_sync_twins_type(tmp_path, monkeypatch):
-    revealed = revealed_types(ASYNC_SNIPPET, tmp_path, monkeypatch)
+def test_an_async_variant_awaits_to_its_sync_twins_type(tmp_path, monkeypatch, mypy_cache):
+    revealed = revealed_types(ASYNC_SNIPPET, tmp_path, monkeypatch, mypy_cache)
     assert revealed == ["bool", "redmem.recipes.default_memory.DefaultMemory", "int",
                         "redmem.recipes.context_assembler.AssemblyResult"]
