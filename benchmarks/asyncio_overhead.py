@@ -31,7 +31,7 @@ import redis.asyncio
 
 import redmem
 import redmem.store.aio as aio
-from common import CommandCounter, machine, synthetic_queries, synthetic_texts, write_json
+from common import CommandCounter, machine, synthetic_queries, synthetic_texts, write_results
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import make_assembler, memory_model
 
@@ -160,7 +160,6 @@ def main() -> None:
         raw = raw_pipelines(server.url, args.repeats)
     payload = {"machine": machine(), "args": vars(args), "operations": rows, "concurrency": gathered,
                "redis_py_alone": raw}
-    write_json("asyncio_overhead", payload)
     lines = [
         "# asyncio API overhead",
         "",
@@ -178,7 +177,7 @@ def main() -> None:
         f"redis-py alone (no redmem), a MULTI/EXEC of 10 HSETs: {raw['sync_ms']} ms sync, "
         f"{raw['async_ms']} ms with redis.asyncio.",
     ]
-    (Path(__file__).resolve().parent / "results" / "asyncio_overhead.md").write_text("\n".join(lines) + "\n")
+    write_results("asyncio_overhead", payload, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -67,11 +67,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 
-import common
 import facts
 import locomo
 import redmem
-from common import CommandCounter, hash_vectors, machine, summary, write_json
+from common import CommandCounter, hash_vectors, machine, summary, write_results
 from latency import latency_figures, used_memory
 from locomo import evaluate, load
 from peers.elfmem_bridge import ELFMEM_VERSION, ElfmemProcess
@@ -441,8 +440,7 @@ def _short(figures: dict[str, Any]) -> dict[str, Any]:
 def _write(args: Any, payload: dict[str, Any], started: float) -> None:
     payload.update(machine=machine(), seconds=time.perf_counter() - started)
     if args.out:
-        write_json(args.out, payload)
-        (common.RESULTS / f"{args.out}.md").write_text(markdown(payload))
+        write_results(args.out, payload, markdown(payload))
 
 
 # ----------------------------------------------------------------------------- report
