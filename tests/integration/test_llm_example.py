@@ -1,12 +1,16 @@
 """recipes/llm_integration.py runs as written: against a local OpenAI-compatible server through
-the real openai SDK, and without any endpoint (no model called)."""
+the real openai SDK, and without any endpoint (no model called). Its ``main`` runs in this process,
+as ``python recipes/llm_integration.py`` would run it (the environment and output are its own)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import runpy
 import subprocess
-import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -28,8 +32,13 @@ def url(any_db, request):
 
 def run_script(url: str, **env: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    command = [sys.executable, str(SCRIPT), "--agent", AGENT, "--key-prefix", redmem.store.settings().key_prefix]
-    return subprocess.run(command, env={**base, "REDIS_URL": url, **env}, capture_output=True, text=True, timeout=60)
+    argv = ["--agent", AGENT, "--key-prefix", redmem.store.settings().key_prefix]
+    out, err = io.StringIO(), io.StringIO()
+    main = runpy.run_path(str(SCRIPT))["main"]
+    with mock.patch.dict(os.environ, {**base, "REDIS_URL": url, **env}, clear=True), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return subprocess.CompletedProcess([str(SCRIPT), *argv], code, out.getvalue(), err.getvalue())
 
 
 def memories() -> dict[str, DefaultMemory]:
