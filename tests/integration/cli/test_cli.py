@@ -1,7 +1,10 @@
-"""The redmem command, run as a subprocess: doctor, demo, ingest, ask, chat, inspect, reindex."""
+"""The redmem command: doctor, demo, ingest, ask, chat, inspect, reindex (``run_cli`` runs it in this process;
+the tests of the demo on its embedded server and of the shared local server start processes of their own)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -9,11 +12,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import redmem
 from conftest import configured_embeddings
 from openai_server import OpenAICompatibleServer
-from redmem import ObservationProtocol
+from redmem import ObservationProtocol, cli
 from redmem.cli import parser
 from redmem.cli_commands.demo_run import DemoRun
 from redmem.cli_commands.memory import ChatMemory
@@ -27,8 +31,17 @@ BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
 
 
 def run_cli(*args: str, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "redmem.cli", *args], capture_output=True, text=True, input=stdin,
-                          timeout=120, env={**BASE_ENV, "COLUMNS": "200", **(env or {})})
+    """``redmem ARGS`` with its own environment, input and output, run in this process (``main`` as
+    ``python -m redmem.cli`` calls it); the tests that need a process of its own start one."""
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.dict(os.environ, {**BASE_ENV, "COLUMNS": "200", **(env or {})}, clear=True), \
+            mock.patch.object(sys, "stdin", io.StringIO(stdin or "")), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as stop:  # argparse's usage errors
+            code = stop.code if isinstance(stop.code, int) else 1
+    return subprocess.CompletedProcess(["redmem", *args], code, out.getvalue(), err.getvalue())
 
 
 def redmem_cli(*args: str, env: dict | None = None, stdin: str | None = None) -> str:
