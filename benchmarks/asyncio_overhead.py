@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/asyncio_overhead.py        # writes results/asyncio_overhead.{json,md}
 
-Both run the same code and send the same commands (tests/test_asyncio.py checks the stored
+Both run the same code and send the same commands (tests/integration/store/test_asyncio.py checks the stored
 state); the async one runs it in a greenlet and awaits each Redis call on the event loop
 through ``redis.asyncio`` (redmem.store.aio). Per operation: the median wall time of
 ``--repeats`` calls, the sync call's round trips (common.CommandCounter) and the async call's
@@ -31,7 +31,7 @@ import redis.asyncio
 
 import redmem
 import redmem.store.aio as aio
-from common import CommandCounter, machine, synthetic_queries, synthetic_texts, write_json
+from common import CommandCounter, machine, synthetic_queries, synthetic_texts, write_results
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import make_assembler, memory_model
 
@@ -160,7 +160,6 @@ def main() -> None:
         raw = raw_pipelines(server.url, args.repeats)
     payload = {"machine": machine(), "args": vars(args), "operations": rows, "concurrency": gathered,
                "redis_py_alone": raw}
-    write_json("asyncio_overhead", payload)
     lines = [
         "# asyncio API overhead",
         "",
@@ -178,7 +177,7 @@ def main() -> None:
         f"redis-py alone (no redmem), a MULTI/EXEC of 10 HSETs: {raw['sync_ms']} ms sync, "
         f"{raw['async_ms']} ms with redis.asyncio.",
     ]
-    (Path(__file__).resolve().parent / "results" / "asyncio_overhead.md").write_text("\n".join(lines) + "\n")
+    write_results("asyncio_overhead", payload, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
-from common import machine, synthetic_texts, write_json
+from common import machine, synthetic_texts, write_results
 from redmem.model import bulk
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import memory_model
@@ -104,9 +104,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "results": rows}
     print(table(rows))
     if args.out:
-        write_json(args.out, payload)
-        (Path(__file__).resolve().parent / "results" / f"{args.out}.md").write_text(
-            "# save_many chunk schedules (`benchmarks/bulk_schedule.py`)\n\n" + table(rows) + "\n")
+        write_results(args.out, payload, "# save_many chunk schedules (`benchmarks/bulk_schedule.py`)\n\n" + table(rows) + "\n")
     return payload
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "HASH_DIMENSIONS",
     "machine",
     "write_json",
+    "write_results",
     "read_json",
 ]
 
@@ -242,6 +243,15 @@ def write_json(name: str, payload: dict[str, Any], directory: Path | None = None
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def write_results(name: str, payload: dict[str, Any], markdown: str | None = None) -> Path:
+    """Write ``results/<name>.json`` and, when given, the report beside it as ``results/<name>.md``: one
+    name per measurement, rewritten by each run (its history is in git)."""
+    path = write_json(name, payload)
+    if markdown is not None:
+        path.with_suffix(".md").write_text(markdown)
     return path
 
 

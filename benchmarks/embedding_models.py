@@ -55,9 +55,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, machine, write_json
+from common import machine, write_json, write_results
 from locomo import CATEGORIES, first_hit, load, scores
-from popoto_bridge import REPO, library_venv
+from peers.popoto_bridge import REPO, library_venv
 from redmem.context.fusion import convex_fusion
 from redmem.fields.bm25_math import idf, tf_norm
 from redmem.recipes.conversation import Turn, TurnContextAnalyzer, build_contexts, build_passages
@@ -392,8 +392,7 @@ def main() -> None:
     log.info("query latency, the candidates taking turns ...")
     payload["query_ms_interleaved"] = run_interleaved(python, measured, queries)
     payload["machine"] = machine()
-    write_json(args.out, payload)
-    (RESULTS / f"{args.out}.md").write_text(markdown(payload))
+    write_results(args.out, payload, markdown(payload))
     print(markdown(payload))
 
 

@@ -35,9 +35,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common
 import redmem
-from common import CommandCounter, machine, median_of, summary, synthetic_queries, synthetic_texts, write_json
+from common import CommandCounter, machine, median_of, summary, synthetic_queries, synthetic_texts, write_results
 from questions import dialog_corpus, locomo_questions
 from redmem import SortedField, TagField
 from redmem.model.filters import compile_where
@@ -187,8 +186,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 results[str(n)][mode] = measure(n, mode, texts, queries, args.repeats)
     payload.update(machine=machine(), seconds=time.perf_counter() - started)
     if args.out:
-        write_json(args.out, payload)
-        (common.RESULTS / f"{args.out}.md").write_text(table(payload))
+        write_results(args.out, payload, table(payload))
     return payload
 
 

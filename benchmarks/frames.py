@@ -67,14 +67,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 
-import common
 import facts
 import locomo
 import redmem
-from common import CommandCounter, hash_vectors, machine, summary, write_json
-from elfmem_bridge import ELFMEM_VERSION, ElfmemProcess
+from common import CommandCounter, hash_vectors, machine, summary, write_results
 from latency import latency_figures, used_memory
 from locomo import evaluate, load
+from peers.elfmem_bridge import ELFMEM_VERSION, ElfmemProcess
 from redmem.context.tokens import exact_counter
 from redmem.recipes.frames import FrameMemory
 from redmem.recipes.frames.scoring import FEEDBACK_CAP
@@ -441,8 +440,7 @@ def _short(figures: dict[str, Any]) -> dict[str, Any]:
 def _write(args: Any, payload: dict[str, Any], started: float) -> None:
     payload.update(machine=machine(), seconds=time.perf_counter() - started)
     if args.out:
-        write_json(args.out, payload)
-        (common.RESULTS / f"{args.out}.md").write_text(markdown(payload))
+        write_results(args.out, payload, markdown(payload))
 
 
 # ----------------------------------------------------------------------------- report

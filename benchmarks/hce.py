@@ -46,7 +46,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
-from common import CommandCounter, hash_vectors, machine, summary, synthetic_texts, write_json
+from common import CommandCounter, hash_vectors, machine, summary, synthetic_texts, write_results
 from locomo import CATEGORIES, load
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.hce import HCEInteraction, HCEPipeline, HCETopic, SemanticTree
@@ -398,8 +398,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload["load_average"] = {"before": list(load_before), "after": list(os.getloadavg())}
     payload["seconds"] = time.perf_counter() - started
     if args.out:
-        path = write_json(args.out, payload)
-        path.with_suffix(".md").write_text(markdown(payload))
+        write_results(args.out, payload, markdown(payload))
     return payload
 
 

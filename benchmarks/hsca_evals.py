@@ -952,8 +952,7 @@ def main(argv: list[str] | None = None) -> None:
         "evals_on_written_cases": on_written, "keyword_audit": keyword_audit(cases),
         "layer1_stuffing": stuffing, "chat_signal": chat, "costs": costs,
     }
-    path = common.write_json(args.out, payload)
-    path.with_suffix(".md").write_text(markdown(payload))
+    common.write_results(args.out, payload, markdown(payload))
     print(markdown(payload))
 
 

@@ -79,7 +79,7 @@ from common import (
     synthetic_texts,
     write_json,
 )
-from popoto_bridge import PopotoProcess
+from peers.popoto_bridge import PopotoProcess
 from questions import dialog_corpus, locomo_questions
 from redmem import DatetimeField
 from redmem.fields.bm25_postings import copies

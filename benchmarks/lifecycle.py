@@ -53,9 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 
-import common
 import redmem
-from common import CommandCounter, machine, summary, synthetic_texts, write_json
+from common import CommandCounter, machine, summary, synthetic_texts, write_results
 from redmem import AutoKeyField, BM25Field, EmbeddingField, HashingEmbeddings, KeyField, Model, StringField
 from redmem.lifecycle import Lifecycle, LifecycleMixin
 from redmem.lifecycle._detect import restates
@@ -356,8 +355,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "entities": args.entities, "results": results, "calibration": calibrate(), "machine": machine(),
                "seconds": time.perf_counter() - started}
     if args.out:
-        write_json(args.out, payload)
-        (common.RESULTS / f"{args.out}.md").write_text(table(payload))
+        write_results(args.out, payload, table(payload))
     return payload
 
 

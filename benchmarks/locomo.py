@@ -57,7 +57,7 @@ import json
 
 import redmem
 from common import hash_vectors, machine, summary, write_json
-from popoto_bridge import PopotoProcess
+from peers.popoto_bridge import PopotoProcess
 from redmem.context.tokens import exact_counter
 from redmem.embeddings.local import bundled_model_path, bundled_tokenizer_path
 from redmem.recipes.conversation import ConversationMemory, conversation_assembler, ingest_conversation

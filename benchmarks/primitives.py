@@ -29,7 +29,6 @@ whose connections count what they send: one send is one round trip (a pipeline i
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import os
@@ -37,12 +36,12 @@ import platform
 import random
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import redis
 
 import redmem
+from common import write_results
 from redmem import AutoKeyField, DbKey, FloatField, KeyField, Model
 from redmem.fields import ConfidenceField, CoOccurrenceField, CyclicDecayField, DecayingSortedField, TemporalPeriod
 from redmem.fields.composite import composite_score  # noqa: F401  (registers the query method)
@@ -51,7 +50,6 @@ from redmem.store.embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.primitives")
 
-RESULTS = Path(__file__).parent / "results"
 SEED = 20250603
 DAY = 86400.0
 NOW = 1_750_000_000.0
@@ -277,9 +275,7 @@ def main() -> None:
     text = markdown(report)
     print(text)
     if not args.quick:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "primitives.json").write_text(json.dumps(report, indent=2) + "\n")
-        (RESULTS / "primitives.md").write_text(text)
+        write_results("primitives", report, text)
 
 
 if __name__ == "__main__":

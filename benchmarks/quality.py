@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 import redmem
-from common import hash_vectors, machine, write_json
+from common import hash_vectors, machine, write_results
 from locomo import CATEGORIES, load, scores
 from quality_paths import PATHS, Answer, Item, MemoryPath, build_paths
 from quality_report import markdown
@@ -215,8 +215,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload.update(machine=machine(), load_average={"before": list(load_before), "after": list(os.getloadavg())},
                    embedding_seconds=provider.seconds, seconds=time.perf_counter() - started)
     if args.out:
-        path = write_json(args.out, payload)
-        path.with_suffix(".md").write_text(markdown(payload))
+        write_results(args.out, payload, markdown(payload))
     return payload
 
 

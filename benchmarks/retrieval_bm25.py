@@ -19,7 +19,6 @@ scored, the fallback path). Two query classes: ``document`` (3 words of a random
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import os
@@ -27,12 +26,12 @@ import platform
 import random
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import redis
 
 import redmem
+from common import write_results
 from redmem import AutoKeyField, KeyField, Model, StringField
 from redmem.fields.bm25 import BM25Field
 from redmem.fields.bm25_math import idf, tf_norm
@@ -40,7 +39,6 @@ from redmem.store.embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.retrieval_bm25")
 
-RESULTS = Path(__file__).parent / "results"
 VOCABULARY = 30_000
 ZIPF_EXPONENT = 1.05
 SEED = 20250601
@@ -302,9 +300,7 @@ def main() -> None:
     text = markdown(report)
     print(text)
     if not args.quick:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "retrieval_bm25.json").write_text(json.dumps(report, indent=2) + "\n")
-        (RESULTS / "retrieval_bm25.md").write_text(text)
+        write_results("retrieval_bm25", report, text)
 
 
 if __name__ == "__main__":

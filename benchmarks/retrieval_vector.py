@@ -20,20 +20,19 @@ applies one change). Query embedding time is reported apart from the end-to-end 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import platform
 import random
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import redis
 
 import redmem
+from common import write_results
 from redmem import AutoKeyField, KeyField, Model, StringField
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields.embedding import EmbeddingField, matrices
@@ -41,7 +40,6 @@ from redmem.store.embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.retrieval_vector")
 
-RESULTS = Path(__file__).parent / "results"
 VOCABULARY = 30_000
 ZIPF_EXPONENT = 1.05
 SEED = 20250602
@@ -232,9 +230,7 @@ def main() -> None:
     text = markdown(report)
     print(text)
     if not args.quick:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "retrieval_vector.json").write_text(json.dumps(report, indent=2) + "\n")
-        (RESULTS / "retrieval_vector.md").write_text(text)
+        write_results("retrieval_vector", report, text)
 
 
 if __name__ == "__main__":

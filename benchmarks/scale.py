@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
-from common import RESULTS, machine, summary, write_json
+from common import machine, summary, write_results
 from questions import dialog_corpus, locomo_questions
 from redmem import EmbeddingField
 from redmem.recipes.context_assembler import ContextAssembler
@@ -196,8 +196,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                          timed["p95_without_embedding"], timed["first_pass_p50_without_embedding"])
         results[kind] = out
         payload.update(machine=machine(), seconds=time.perf_counter() - started)
-        write_json(args.out, payload)
-        (RESULTS / f"{args.out}.md").write_text(markdown(payload))
+        write_results(args.out, payload, markdown(payload))
     return payload
 
 

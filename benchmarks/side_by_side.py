@@ -60,15 +60,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
-from common import RESULTS, machine, summary, synthetic_queries, synthetic_texts, write_json
-from popoto_bridge import PopotoError, PopotoProcess
+from common import machine, summary, synthetic_queries, synthetic_texts, write_results
+from peers.popoto_bridge import PopotoError, PopotoProcess
+from peers.stack_bridge import StackProcess, stack_server
 from questions import dialog_corpus, locomo_questions
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store.embedded import EmbeddedServer
 from redmem.text import Analyzer
 from redmem_driver import assemble_many, ingest_measured, memory_model
 from retrieval_bm25 import Reference
-from stack_bridge import StackProcess, stack_server
 
 log = logging.getLogger("benchmarks.side_by_side")
 
@@ -501,8 +501,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for n in (int(size) for size in args.sizes.split(",")):
             results[kind][str(n)] = run_n(kind, n, args)
             payload.update(machine=machine(), seconds=time.perf_counter() - started)
-            write_json(args.out, payload)
-            (RESULTS / f"{args.out}.md").write_text(markdown(payload) + "\n")
+            write_results(args.out, payload, markdown(payload) + "\n")
     return payload
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import redmem
 from common import machine, synthetic_texts, write_json
 from latency import ingest_figures, latency_figures, used_memory
-from popoto_bridge import PopotoProcess
+from peers.popoto_bridge import PopotoProcess
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model
 

@@ -47,8 +47,22 @@ def _left_out(item, config) -> bool:
     return BRIDGE and ("sent" in getattr(item, "fixturenames", ()) or bool(item.get_closest_marker("sync_only")))
 
 
+#: The fixtures that start or reach a Redis server; a test under tests/unit/ may use none of them.
+SERVER_FIXTURES = frozenset({"redis_url", "cluster_url", "single_client", "cluster_client", "db", "any_db", "restartable"})
+UNIT_TIER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unit") + os.sep
+
+
+def _check_unit_tier(items) -> None:
+    """Fail the collection when a test of the unit tier asks for a server (it belongs in tests/integration/)."""
+    for item in items:
+        server = SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if str(item.path).startswith(UNIT_TIER) and server:
+            raise pytest.UsageError(f"{item.nodeid} is in tests/unit/ but uses {sorted(server)}: move it to tests/integration/")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Leave out the bench tests unless asked for, and what asyncio-bridge mode cannot run."""
+    """Check the unit tier; leave out the bench tests unless asked for, and what asyncio-bridge mode cannot run."""
+    _check_unit_tier(items)
     kept, left_out = [], []
     for item in items:
         (left_out if _left_out(item, config) else kept).append(item)

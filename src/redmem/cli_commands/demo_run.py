@@ -26,7 +26,7 @@ __all__ = ["DemoKeyKind", "DemoRun", "DEMO_NAMESPACE"]
 @unique
 class DemoKeyKind(StrEnum):
     """The ``redmem demo`` command's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
-    values are distinct, ``tests/test_keys.py``)."""
+    values are distinct, ``tests/unit/store/test_keys.py``)."""
 
     #: set: ids of the memories the ``redmem demo`` command created
     DEMO_RUN = "demo-run"

@@ -20,7 +20,7 @@ __all__ = ["normalised_text", "collapse_duplicates", "DUPLICATE_COSINE"]
 #: Cosine at or above which two memories are near duplicates. With the MiniLM model a sentence
 #: and the same sentence with one word swapped for a synonym or added ("every" / "each",
 #: "before work" / "before my work") score 0.99 or more, while an update of one fact ("at 7" /
-#: "at 8", "Saturday" / "Sunday") scores 0.96-0.97 and must stay (tests/test_duplicates.py).
+#: "at 8", "Saturday" / "Sunday") scores 0.96-0.97 and must stay (tests/integration/context/test_duplicates.py).
 DUPLICATE_COSINE = 0.98
 
 T = TypeVar("T")

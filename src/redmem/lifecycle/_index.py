@@ -24,7 +24,7 @@ __all__ = ["LifecycleKeyKind", "VERSION_ENTRY", "Card", "index_key", "card_entry
 @unique
 class LifecycleKeyKind(StrEnum):
     """The fact lifecycle's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
-    values are distinct, ``tests/test_keys.py``)."""
+    values are distinct, ``tests/unit/store/test_keys.py``)."""
 
     #: hash: a lifecycle model's index of current facts (``version``, ``d:<digest>``, ``s:<slot>`` -> record id,
     #: ``c:<id>`` -> the fact's card)

@@ -43,7 +43,7 @@ __all__ = ["RetentionKeyKind", "Retention", "RetentionReport", "apply_retention"
 @unique
 class RetentionKeyKind(StrEnum):
     """Retention's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
-    values are distinct, ``tests/test_keys.py``)."""
+    values are distinct, ``tests/unit/store/test_keys.py``)."""
 
     #: stream: records a retention policy evicted with archiving on, one entry per record (its hash fields)
     ARCHIVE = "arc"

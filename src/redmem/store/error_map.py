@@ -2,7 +2,7 @@
 
 Redis and Valkey word some replies differently (an ACL refusal inside a script is "The user
 executing the script can't ..." on Redis, "ACL failure in script: ..." on Valkey), so each
-rule lists every wording seen; tests/test_error_map.py holds both servers' exact messages.
+rule lists every wording seen; tests/integration/store/test_error_map.py holds both servers' exact messages.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ percent-encoding of the bytes that carry meaning in a key name, so it is injecti
 value can leave its slot, collide with another key or act as a glob pattern. Every ``<kind>``
 the core writes is one member of :class:`KeyKind`; a recipe (or the lifecycle, retention, the
 demo command) declares its own kinds beside it in a ``StrEnum`` named ``<Owner>KeyKind``, and
-``tests/test_keys.py`` checks that no two owners take one value.
+``tests/unit/store/test_keys.py`` checks that no two owners take one value.
 """
 
 from __future__ import annotations

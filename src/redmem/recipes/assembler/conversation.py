@@ -46,7 +46,7 @@ __all__ = ["ConversationKeyKind", "ConversationMemory", "SearchText", "Turn", "T
 @unique
 class ConversationKeyKind(StrEnum):
     """Conversation memory's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
-    values are distinct, ``tests/test_keys.py``)."""
+    values are distinct, ``tests/unit/store/test_keys.py``)."""
 
     #: sorted set: a conversation session's turn ids scored by position (``ct:<session>``)
     SESSION_TURNS = "ct"

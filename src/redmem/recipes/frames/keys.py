@@ -1,7 +1,7 @@
 """The kinds of key the frames recipe writes beside its blocks' records.
 
 ``<prefix>:<Model>:{<partition>}:<kind>[:...]``: the core kinds are :class:`~redmem.store.keys.KeyKind`;
-these are the frames recipe's own, distinct from every other owner's (``tests/test_keys.py``).
+these are the frames recipe's own, distinct from every other owner's (``tests/unit/store/test_keys.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The kinds of key HSCA writes beside its snapshots' records.
 
 ``<prefix>:<Model>:{<partition>}:<kind>[:...]``: the core kinds are :class:`~redmem.store.keys.KeyKind`;
-these are HSCA's own, distinct from every other owner's (``tests/test_keys.py``).
+these are HSCA's own, distinct from every other owner's (``tests/unit/store/test_keys.py``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ APPLIED_ENTRY = "policy.applied"
 @unique
 class PolicyKeyKind(StrEnum):
     """The policy cache's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`;
-    every owner's values are distinct, ``tests/test_keys.py``)."""
+    every owner's values are distinct, ``tests/unit/store/test_keys.py``)."""
 
     #: sorted set: the Q of every action of a state (``pq:q:<fingerprint>``)
     POLICY_Q = "pq"
