@@ -39,7 +39,7 @@ from .context_assembler import ContextAssembler
 from .models import ConversationMemory
 
 __all__ = ["ConversationKeyKind", "ConversationMemory", "SearchText", "Turn", "TurnContextAnalyzer", "build_contexts", "build_passages",
-           "ingest_conversation", "conversation_assembler", "session_turns_key", "NEIGHBOUR_MARK", "DEFAULT_WINDOW",
+           "ingest_conversation", "aingest_conversation", "conversation_assembler", "session_turns_key", "NEIGHBOUR_MARK", "DEFAULT_WINDOW",
            "PASSAGE_WINDOW"]
 
 
