@@ -293,6 +293,20 @@ class VectorMatrix:
             chosen = list(dict.fromkeys(chosen[:limit] + [r for r in tied if ids[r].encode() in members]))
         return top_k(scores[chosen], [ids[row] for row in chosen], limit)
 
+    def search_except(self, query: np.ndarray, excluded: list[bytes], limit: int) -> list[tuple[str, float]]:
+        """:meth:`search` leaving out the rows of the ids ``excluded`` (as the server sends them),
+        under :attr:`lock`: the exact top ``limit`` of the other rows, the same hits
+        :meth:`search_among` gives when allowed every other id.
+
+        The exact top ``limit + len(excluded rows)`` holds them (at most that many of its rows
+        are left out), so a search of a few superseded records' worth more serves.
+        """
+        skipped = {raw.decode() for raw in excluded} & self._position.keys()
+        if limit <= 0:
+            return []
+        hits = self.rank(query, limit + len(skipped)).hits
+        return [hit for hit in hits if hit[0] not in skipped][:limit]
+
     def rerank(self, ranking: Ranking, changed: set[str]) -> list[tuple[str, float]]:
         """The top ``ranking.limit`` now that the ``changed`` ids were set or removed since ``ranking``.
 

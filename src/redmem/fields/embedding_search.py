@@ -59,10 +59,12 @@ class VectorSearch:
 
     ``prescan``: the pre-scan of a large matrix (see :data:`~redmem.embeddings.matrix.PRESCANS`).
 
-    ``among``: a ``query.lua`` call listing the ids of the records a filter lets through
+    ``among``: a ``filter_ids.lua`` call listing the ids of the records a filter lets through
     (:meth:`~redmem.model.filters.Where.ids_call`), sent with the changes in the same request;
     the hits are then the exact top ``limit`` of those records' rows, scored in :meth:`finish`
-    once the ids are known (:meth:`work` has nothing to do).
+    once the ids are known (:meth:`work` has nothing to do). When fewer records fail the filter
+    than pass it (the current records of a lifecycle model: all but the superseded), the call
+    lists those that fail instead, and the matrix is ranked leaving them out.
     """
 
     def __init__(self, client: Any, keys: list[str], vector: np.ndarray | None, dimensions: int | None,
@@ -102,7 +104,10 @@ class VectorSearch:
                 if self.among is None:
                     return self._catch_up(replies[0])
                 self._up_to_date(replies[0])
-            return self.matrix.search_among(cast(np.ndarray, self.vector), replies[1], self.limit)
+            mode, ids = replies[1]
+            if mode == b"except":
+                return self.matrix.search_except(cast(np.ndarray, self.vector), ids, self.limit)
+            return self.matrix.search_among(cast(np.ndarray, self.vector), ids, self.limit)
         finally:
             self._release()
 

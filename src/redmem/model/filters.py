@@ -71,7 +71,9 @@ class Where:
         """The ``filter_ids.lua`` call listing the ids of every matching record of ``space``, in no
         order, for a search that ranks in-process. Its cost is
         one native read of the cheapest index (an intersection of sets, or one range) and a
-        check per candidate of what that index leaves; the reply holds every matching id."""
+        check per candidate of what that index leaves; the reply is ``[b"only", ids]``, or
+        ``[b"except", ids]`` (every record but these) for a filter of ranges alone that fewer
+        records fail than pass, such as a lifecycle model's current records."""
         keys = [space.key(ALL_RECORDS)]
         plan = self.json(space, keys)
         return ScriptCall("filter_ids", keys, [plan])
