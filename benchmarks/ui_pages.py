@@ -4,7 +4,10 @@ Each page is the API call its view makes, sent to the app in process (Starlette'
 and timed by the app's own ``Server-Timing`` header (from the guard's first byte in to the
 response head out: routing, Redis round trips, JSON). Pages: tenants; an agent's memories, first
 page in each order and a deep page (offset N/2); a search; one memory; the query playground
-(one ``assemble`` with its explanation). Records are ChatMemory turns of synthetic text, with 384-d hashing vectors, on a private embedded server.
+(one ``assemble`` with its explanation). Then the decay page's three states above 2,000 memories
+(``redmem.ui.decay_order``): no saved order (the approximate order, a build starts), a stale order
+(served with its time, a rebuild starts) and pages while that rebuild runs, with the background
+rebuild's own time. Records are ChatMemory turns of synthetic text, with 384-d hashing vectors, on a private embedded server.
 
     python benchmarks/ui_pages.py --n 100000 --repeats 20
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
@@ -24,8 +28,12 @@ import redmem
 from common import RESULTS, machine, summary, synthetic_queries, synthetic_texts, write_json
 from redmem.cli_commands.memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
+from redmem.fields.decay_snapshot import SNAPSHOT_TTL
 from redmem.store.embedded import EmbeddedServer
+from redmem.store.keys import KeyKind
 from redmem.ui import build_app
+from redmem.ui.decay_order import wait_for_builds
+from redmem.ui.inventory import space_of
 
 TOKEN = "bench"
 AGENT = "agent-1"
@@ -83,9 +91,43 @@ def measure(n: int, repeats: int) -> dict[str, Any]:
     results = {}
     for name, (method, path, body) in pages(n, queries, first["memory_id"]).items():
         client.request(method, path, headers=headers, json=body)  # warm: scripts, vector matrix, postings
+        wait_for_builds(600)  # the decay pages' warm-up builds the exact order in the background
         times = [server_ms(client.request(method, path, headers=headers, json=body)) for _ in range(repeats)]
         results[name] = {**summary(times), "path": path}
+    results.update(decay_states(client, headers, repeats))
     return results
+
+
+def decay_states(client: TestClient, headers: dict[str, str], repeats: int) -> dict[str, dict[str, Any]]:
+    """The first decay page with no saved order, with a stale one, and pages while the rebuild runs
+    (the saved order's keys are deleted or its time moved back between loads, as five minutes or a
+    day without a page would), and the background rebuild's seconds."""
+    path = f"/api/agents/{AGENT}/memories?sort=decay"
+    redis_client = ChatMemory._meta.client
+    order = space_of(AGENT).key(KeyKind.DECAY_SNAPSHOT, "relevance")
+    none, stale, during, rebuild = [], [], [], []
+    for _ in range(repeats):
+        redis_client.delete(order, f"{order}:at")
+        reply = client.get(path, headers=headers)
+        none.append(server_ms(reply))
+        assert reply.json()["order"].startswith("decay (approximate"), reply.json()["order"]
+        wait_for_builds(600)
+        redis_client.set(f"{order}:at", repr(time.time() - SNAPSHOT_TTL - 1))
+        began = time.perf_counter()
+        stale.append(server_ms(client.get(path, headers=headers)))
+        for _ in range(3):
+            reply = client.get(path, headers=headers)
+            if "being built" in reply.json()["order"]:
+                during.append(server_ms(reply))
+        wait_for_builds(600)
+        rebuild.append((time.perf_counter() - began) * 1000)
+    states = {"memories by decay, no saved order (approximate order, build starts)": {**summary(none), "path": path},
+              "memories by decay, stale order (served, rebuild starts)": {**summary(stale), "path": path}}
+    if during:  # a small partition's rebuild may end before the next page
+        states[f"memories by decay, while the rebuild runs ({len(during)} loads)"] = {**summary(during), "path": path}
+    states["background rebuild (not a page: from the stale page to the swap)"] = {**summary(rebuild), "path": path,
+                                                                                 "not_a_page": True}
+    return states
 
 
 def markdown(payload: dict[str, Any]) -> str:
@@ -95,7 +137,9 @@ def markdown(payload: dict[str, Any]) -> str:
              f"`python benchmarks/ui_pages.py --n {payload['n']} --repeats {payload['repeats']}`", "",
              "| page | p50 ms | p95 ms | within target |", "|---|---:|---:|---|"]
     for name, row in payload["pages"].items():
-        lines.append(f"| {name} | {row['p50']:.1f} | {row['p95']:.1f} | {'yes' if row['p50'] <= TARGET_MS else 'no'} |")
+        within = "n/a" if row.get("not_a_page") else "yes" if row["p50"] <= TARGET_MS else "no"
+        lines.append(f"| {name} | {row['p50']:.1f} | {row['p95']:.1f} | {within} |")
+    lines += ["", f"Load average (1, 5, 15 min) at the end: {' '.join(payload.get('loadavg', ['?']))}."]
     lines += ["", f"Machine: {payload['machine'].get('cpu', '')}, {payload['machine'].get('cores', '')} cores."]
     return "\n".join(lines) + "\n"
 
@@ -110,7 +154,8 @@ def main() -> None:
         redmem.configure(client=server.client(), key_prefix="uibench", embedding_provider=HashingEmbeddings(384))
         took = ingest(args.n)
         payload = {"n": args.n, "repeats": args.repeats, "ingest_s": took, "target_ms": TARGET_MS,
-                   "pages": measure(args.n, args.repeats), "machine": machine()}
+                   "pages": measure(args.n, args.repeats), "machine": machine(),
+                   "loadavg": Path("/proc/loadavg").read_text().split(" ")[:3]}
     write_json(args.name, payload)
     (RESULTS / f"{args.name}.md").write_text(markdown(payload))
     print(markdown(payload))

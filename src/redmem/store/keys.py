@@ -97,7 +97,8 @@ class KeyKind(StrEnum):
     #: string: how far a migration got in a partition, the last record id rewritten (``mg:<migration id>``)
     MIGRATION = "mg"
     #: sorted set and string: a DecayingSortedField's exact order at one time, built for the
-    #: inspector's decay sort (``ds:<field>``, and ``ds:<field>:at``, the time), with a TTL
+    #: inspector's decay sort (``ds:<field>``, ``ds:<field>:at``, the time, and
+    #: ``ds:<field>:building``, the build lock), a derived cache with a TTL
     DECAY_SNAPSHOT = "ds"
 
 

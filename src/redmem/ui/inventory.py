@@ -21,7 +21,6 @@ from ..fields.confidence import ConfidenceField
 from ..fields.cooccurrence import CoOccurrenceField
 from ..fields.cyclic import CyclicDecayField
 from ..fields.decay import DecayingSortedField
-from ..fields.decay_snapshot import exact_decay_page
 from ..lifecycle import LifecycleMixin, history
 from ..model.dbkey import DbKey
 from ..model.filters import compile_where
@@ -31,6 +30,7 @@ from ..observation.proposals import RecallProposal
 from ..store.connection import server_errors
 from ..store.errors import QueryArgumentError
 from ..store.keys import KeySpace
+from .decay_order import decay_page
 from .timeline import decay_timeline
 
 __all__ = ["SORTS", "PageRequest", "tenants", "memory_page", "memory_detail", "parse_filter", "space_of", "versions_of"]
@@ -40,7 +40,8 @@ SORTS = ("relevance", "decay", "confidence", "newest", "oldest", "id")
 #: Largest partition whose decay page is the threshold selection's top ``offset + limit`` (it reads
 #: most of a partition whose scores lie close together, as old memories' do on the flat power
 #: curve); above it the page is read from the partition's exact order at one time
-#: (:mod:`~redmem.fields.decay_snapshot`, rebuilt every five minutes).
+#: (:mod:`~redmem.fields.decay_snapshot`), served at once and rebuilt in the background when older
+#: than five minutes (:mod:`.decay_order`).
 EXACT_DECAY_LIMIT = 2_000
 #: Records sampled per tenant to estimate its size in bytes.
 SIZE_SAMPLE = 8
@@ -158,7 +159,7 @@ def memory_page(request: PageRequest, now: float | None = None) -> dict[str, Any
 
 def _ordered_ids(space: KeySpace, sort: str, offset: int, limit: int, now: float) -> tuple[list[str], int, str]:
     """A page of ids by decay (exact top ``offset + limit`` up to :data:`EXACT_DECAY_LIMIT` memories,
-    then the exact order at one time, :mod:`~redmem.fields.decay_snapshot`), confidence or last-updated time, the
+    then the saved exact order at a stated time, :mod:`.decay_order`), confidence or last-updated time, the
     total, and the order used."""
     client = ChatMemory._meta.client
     decay = _decay()
@@ -168,8 +169,7 @@ def _ordered_ids(space: KeySpace, sort: str, offset: int, limit: int, now: float
         if total <= EXACT_DECAY_LIMIT or decay.half_life is not None:
             ranked = decay.ranked(space, now, offset + limit)
             return [record_id for record_id, _ in ranked[offset:]], total, sort
-        ids, total, built = exact_decay_page(decay, space, offset, limit, now)
-        return ids, total, f"decay (exact at {_when(built)})"
+        return decay_page(decay, space, offset, limit, now, _stamp)
     key = (_confidence().index_key(space) if sort == "confidence"
            else decay.keys_in(space).updated)
     with server_errors(client), client.pipeline(transaction=False) as pipe:
@@ -208,7 +208,11 @@ def _rows(space: KeySpace, ids: list[str], now: float) -> list[dict[str, Any]]:
 
 
 def _when(seconds: float | None) -> str | None:
-    return None if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return None if seconds is None else _stamp(seconds)
+
+
+def _stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def memory_detail(agent: str, memory_id: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from redmem.fields import decay_snapshot
 from redmem.fields.confidence import ConfidenceField
 from redmem.fields.decay_snapshot import exact_decay_page
 from redmem.store.keys import KeyKind
+from redmem.ui.decay_order import wait_for_builds
 from redmem.ui.inventory import PageRequest, memory_page, space_of
 
 DAY = 86400.0
@@ -48,7 +49,10 @@ def test_the_order_is_exact_where_the_decay_clock_is_not(db, monkeypatch):
     # an important memory touched long ago beats an unimportant one touched recently
     plant("dx-clock", [(3.0, 20.0, None), (0.2, 1.0, None), (1.0, 5.0, 0.9), (1.0, 5.0, 0.1), (0.5, 0.5, None)], now)
     monkeypatch.setattr("redmem.ui.inventory.EXACT_DECAY_LIMIT", 2)
+    memory_page(PageRequest("dx-clock", sort="decay", limit=5), now=now)  # starts the build
+    wait_for_builds()
     page = memory_page(PageRequest("dx-clock", sort="decay", limit=5), now=now)
+    assert page["order"].startswith("decay (exact at ")
     reference = exact("dx-clock", now, 5)
     assert [row["memory_id"] for row in page["rows"]] == [record_id for record_id, _ in reference]
     assert [row["decay"] for row in page["rows"]] == pytest.approx([score for _, score in reference], rel=1e-12)
@@ -69,21 +73,22 @@ def test_built_in_slices_reused_and_rebuilt_when_the_partition_changes(db, sent,
     assert len(calls) >= 4  # ten records in slices of three
     sent.clear()
     second, _, again = exact_decay_page(decay, space, 3, 4, now + 5)
-    assert again == now and second == first[3:7] and len(sent) == 2  # the counts, then the page
+    assert again == now and second == first[3:7] and len(sent) == 1  # the counts and the page, one pipeline
     plant("dx-slices", [(9.0, 0.0, None)], now)
     _, total, rebuilt = exact_decay_page(decay, space, 0, 1, now + 6)
     assert total == 11 and rebuilt == now + 6
 
 
-def test_an_order_expires(db):
+def test_an_order_is_kept_a_day_and_rebuilt_when_stale(db):
     now = time.time()
     plant("dx-ttl", [(1.0, 1.0, None), (2.0, 3.0, None)], now)
     decay = ChatMemory._meta.fields["relevance"]
     exact_decay_page(decay, space_of("dx-ttl"), 0, 2, now)
     client = ChatMemory._meta.client
     order = space_of("dx-ttl").key(KeyKind.DECAY_SNAPSHOT, "relevance")
-    assert 0 < client.ttl(order) <= decay_snapshot.SNAPSHOT_TTL and client.ttl(f"{order}:at") > 0
-    assert client.keys(f"{order}:*") == [f"{order}:at".encode()]  # no half-built order left behind
+    assert decay_snapshot.SNAPSHOT_TTL < client.ttl(order) <= decay_snapshot.ORDER_KEPT
+    assert decay_snapshot.SNAPSHOT_TTL < client.ttl(f"{order}:at") <= decay_snapshot.ORDER_KEPT
+    assert client.keys(f"{order}:*") == [f"{order}:at".encode()]  # no half-built order nor lock left behind
     _, _, built = exact_decay_page(decay, space_of("dx-ttl"), 0, 2, now + decay_snapshot.SNAPSHOT_TTL + 1)
     assert built == now + decay_snapshot.SNAPSHOT_TTL + 1
 

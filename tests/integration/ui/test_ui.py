@@ -21,6 +21,7 @@ from redmem.cli_commands.memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
 from redmem.store import settings
 from redmem.ui import build_app
+from redmem.ui.decay_order import wait_for_builds
 from redmem.ui.inventory import parse_filter
 
 TOKEN = "t0k3n"
@@ -166,8 +167,11 @@ def test_redmem_ui_serves_the_page_at_the_url_it_prints(redis_url, db):
 
 
 def test_a_large_partition_pages_by_its_exact_decay_order(client, monkeypatch):
-    """Above EXACT_DECAY_LIMIT memories the decay order is the exact one at a stated time, read from Redis."""
+    """Above EXACT_DECAY_LIMIT memories the decay order is the exact one at a stated time, read from Redis
+    (once built in the background: tests/integration/ui/test_ui_decay_order.py)."""
     monkeypatch.setattr("redmem.ui.inventory.EXACT_DECAY_LIMIT", 3)
+    client.get("/api/agents/ana/memories?sort=decay&limit=5", headers=HEADERS)
+    wait_for_builds()
     page = client.get("/api/agents/ana/memories?sort=decay&limit=5", headers=HEADERS).json()
     assert page["order"].startswith("decay (exact at ") and len(page["rows"]) == 5
     assert [row["decay"] for row in page["rows"]] == sorted((row["decay"] for row in page["rows"]), reverse=True)
