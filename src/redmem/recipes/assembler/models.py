@@ -17,7 +17,8 @@ surface on its own):
 | ``confidence`` | ConfidenceField | moved by outcomes and competitive suppression |
 | ``associations`` | CoOccurrenceField | links to other memories and named entities |
 | ``session``, ``position`` | StringField, IntField | the session a memory was said in and its place there (``Memory.add(text, session=...)``) |
-| ``context`` | SearchText | the memory's line between its session neighbours (its own line without a session) |
+| ``said_at`` | DatetimeField | when it was said (``Memory.add(text, said_at=...)``; unset: not known), written on its search line |
+| ``context`` | SearchText | the memory's line (``[8 May 2023] Caroline: text``) between its session neighbours' lines (what they said, without the speaker's name); its own line without a session |
 | ``context_bm25`` | BM25Field | lexical retrieval over ``context`` |
 | ``seen`` | ExistenceFilter | the pre-check: did any query term ever occur in this agent's memory |
 
@@ -66,6 +67,7 @@ class DefaultMemory(AccessTrackerMixin, Model):
     content = StringField(null=False)
     session = StringField()
     position = IntField()
+    said_at = DatetimeField()
     context = SearchText(own_line_of="content")
     importance = FloatField(default=1.0)
     created_at = DatetimeField(auto_now_add=True)
