@@ -84,3 +84,7 @@ def test_neighbour_lines_leave_the_speaker_off_and_the_own_line_keeps_it(db):
     append_turns(turns)
     stored = DefaultMemory.query.get(agent_id="ana", memory_id=turns[1].memory_id)
     assert stored.context == "> How was the group?\n[8 May 2023] Caroline: It was great!\n> Glad to hear."
+
+
+def test_the_newer_first_clock_stays_when_the_memory_was_written(db):
+    assert ContextAssembler(DefaultMemory).time_field is DefaultMemory._meta.fields["created_at"]
