@@ -20,7 +20,8 @@ Parts (``--parts``):
   is one tenant; every turn one memory stored as ``speaker: text`` (ConversationMemory and
   ChatMemory are given speaker and text apart: they write the speaker into the indexed line
   themselves; ChatMemory also gets the session and the session's date, as MCP ``remember``
-  takes them); every
+  takes them; DefaultMemory and HybridMemory get the session and the date, as
+  ``Memory.add(text, session=..., said_at=...)`` takes them); every
   question of categories 1-4 is asked once all turns are stored. Scored with
   ``locomo.scores``: R@1/5/10 and MRR of the evidence turns, per category; *evidence in 1,000
   tokens*: the share of questions with an evidence turn inside a 1,000-token context (how each

@@ -176,11 +176,13 @@ def save_contents(model: type[Model], tenant: str, items: Sequence[Item]) -> lis
 
 
 def append_sessions(model: type[Model], tenant: str, items: Sequence[Item]) -> list[Any]:
-    """One record per item holding its content and session, each session's run of items appended
-    in order with ``append_turns`` (what ``Memory.add(text, session=...)`` does one at a time)."""
+    """One record per item holding its content, session and when it was said, each session's run of
+    items appended in order with ``append_turns`` (what ``Memory.add(text, session=..., said_at=...)``
+    does one at a time)."""
     records = []
     for session, run in itertools.groupby(items, key=lambda item: item.session or ""):
-        group = [model(agent_id=tenant, content=item.content, session=session or None) for item in run]
+        group = [model(agent_id=tenant, content=item.content, session=session or None,
+                       said_at=datetime.fromisoformat(item.said_at) if item.said_at else None) for item in run]
         records.extend(append_turns(group))
     return records
 
@@ -314,8 +316,8 @@ def _default_assembler(model: type[Model], **options: Any) -> ContextAssembler:
 PATHS = {
     "readme": "README Memory, ContextAssembler(score_weights relevance 1.0, max_items 10): lexical",
     "readme-embedding": "README Memory + EmbeddingField(content), same assembler: auto = hybrid",
-    "default": "DefaultMemory, each session's items appended in order (append_turns), ContextAssembler(model) defaults",
-    "hybrid": "HybridMemory, each session's items appended in order (append_turns), ContextAssembler(model) defaults",
+    "default": "DefaultMemory, each session's items appended in order with their date (append_turns), ContextAssembler(model) defaults",
+    "hybrid": "HybridMemory, each session's items appended in order with their date (append_turns), ContextAssembler(model) defaults",
     "mcp": "ChatMemory through the MCP remember / recall tools' functions (tool defaults)",
     "conversation": "ConversationMemory: ingest_conversation + conversation_assembler()",
     "frames": "FrameMemory ATTENTION: recall() then frame(), top_k 10",

@@ -25,8 +25,10 @@ a session of one: its context and passage are its own line. This module is the p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..model.fields import StringField
@@ -35,7 +37,7 @@ from ..store.validation import non_negative_int, positive_int
 from ..text.analyzer import Analyzer
 
 __all__ = ["NEIGHBOUR_MARK", "DEFAULT_WINDOW", "PASSAGE_WINDOW", "Turn", "TurnContextAnalyzer", "SearchText",
-           "own_line", "build_contexts", "build_passages"]
+           "own_line", "build_contexts", "build_passages", "record_turn", "split_speaker", "spoken_date"]
 
 #: The mark that opens a neighbour's line in a context, once per step of distance.
 NEIGHBOUR_MARK = ">"
@@ -43,6 +45,8 @@ NEIGHBOUR_MARK = ">"
 DEFAULT_WINDOW = 2
 #: Neighbouring turns on each side that a passage (the embedded text) holds.
 PASSAGE_WINDOW = 1
+#: ``Name: text`` at the start of a memory of a model without a ``speaker`` field: up to three words, then ": ".
+SPEAKER_PREFIX = re.compile(r"(\S+(?: \S+){0,2}): (.+)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,37 @@ class SearchText(StringField):
             return
         text = getattr(instance, self.own_line_of)
         if isinstance(text, str):
-            setattr(instance, self.name, own_line(Turn("", text)))
+            setattr(instance, self.name, own_line(record_turn(instance, text)))
+
+
+def spoken_date(when: datetime) -> str:
+    """A date as people write it, ``8 May 2023``: the words a question about it uses ("May", "2023")."""
+    return f"{when.day} {when:%B %Y}"
+
+
+def split_speaker(text: str) -> tuple[str, str]:
+    """``("Caroline", "I went ...")`` from ``"Caroline: I went ..."``; ``("", text)`` without such a prefix."""
+    found = SPEAKER_PREFIX.fullmatch(text)
+    return (found.group(1), found.group(2)) if found else ("", text)
+
+
+def record_turn(record: Any, text: str | None = None) -> Turn:
+    """The :class:`Turn` of a stored memory: its ``text`` (default its ``content``) and ``session``, and
+    its ``speaker`` and ``said_at`` when its model has them.
+
+    A model without a ``speaker`` field keeps the speaker in the text (``Caroline: I went ...``):
+    it is split off (:func:`split_speaker`), so the memory's own line still reads as its text
+    and its neighbours' lines hold what was said without the name (a name that every other line
+    repeats would make every memory of a speaker match a question naming them). A ``said_at``
+    datetime is written as :func:`spoken_date`, a text as it is.
+    """
+    text = record.content if text is None else text
+    speaker = getattr(record, "speaker", None)
+    if "speaker" not in record._meta.fields:
+        speaker, text = split_speaker(text or "")
+    said = getattr(record, "said_at", None)
+    return Turn(speaker or "", text or "", getattr(record, "session", None) or "",
+                spoken_date(said) if isinstance(said, datetime) else said or "")
 
 
 def _one_line(text: str) -> str:

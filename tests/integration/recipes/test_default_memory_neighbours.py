@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from conftest import configured_embeddings
 from redmem import ContextAssembler, DefaultMemory, HashingEmbeddings, HybridMemory, Memory, SubconsciousMemory
 from redmem.context.neighbours import SearchText, Turn, build_contexts
@@ -64,3 +66,25 @@ def test_hybrid_memory_indexes_the_context_and_embeds_the_memory_text(db):
 def test_subconscious_memory_writes_the_text_field_not_the_search_text(db):
     sub = SubconsciousMemory(agent_id="ana")
     assert sub.text_field == "content"
+
+
+def test_a_memory_is_found_by_the_month_it_was_said_in(db):
+    memory = Memory(agent_id="ana")
+    memory.add("Caroline: I went to the support group.", session="s1", said_at=datetime(2023, 5, 8, tzinfo=UTC))
+    memory.add("Caroline: I went to the beach.", session="s2", said_at=datetime(2023, 7, 2, tzinfo=UTC))
+    memory.add("Melanie: I went swimming.", said_at=datetime(2023, 7, 9, tzinfo=UTC))
+    assert _contents(memory.search("where did Caroline go in May 2023?", limit=1)) == ["Caroline: I went to the support group."]
+    alone = DefaultMemory.query.get(agent_id="ana", memory_id=memory.add("Melanie: I went swimming.").memory_id)
+    assert alone.context == "[9 July 2023] Melanie: I went swimming."
+
+
+def test_neighbour_lines_leave_the_speaker_off_and_the_own_line_keeps_it(db):
+    turns = [DefaultMemory(agent_id="ana", content=text, session="s1", said_at=datetime(2023, 5, 8, tzinfo=UTC))
+             for text in ("Mel: How was the group?", "Caroline: It was great!", "Mel: Glad to hear.")]
+    append_turns(turns)
+    stored = DefaultMemory.query.get(agent_id="ana", memory_id=turns[1].memory_id)
+    assert stored.context == "> How was the group?\n[8 May 2023] Caroline: It was great!\n> Glad to hear."
+
+
+def test_the_newer_first_clock_stays_when_the_memory_was_written(db):
+    assert ContextAssembler(DefaultMemory).time_field is DefaultMemory._meta.fields["created_at"]

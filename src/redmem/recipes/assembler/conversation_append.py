@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...context.neighbours import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages
+from ...context.neighbours import DEFAULT_WINDOW, PASSAGE_WINDOW, Turn, build_contexts, build_passages, record_turn
 from ...fields.embedding import EmbeddingField
 from ...model.base import Model
 from ...model.dbkey import DbKey
@@ -50,10 +50,8 @@ AlsoWrite = Callable[[Any, list[Any], Any], None]
 
 
 def turn_of_record(record: Any) -> Turn:
-    """The :class:`~redmem.context.neighbours.Turn` of a stored turn: its ``content`` and ``session``, and its
-    ``speaker`` and ``said_at`` when its model has them."""
-    return Turn(getattr(record, "speaker", None) or "", record.content or "", record.session or "",
-                getattr(record, "said_at", None) or "")
+    """The :class:`~redmem.context.neighbours.Turn` of a stored turn (:func:`~redmem.context.neighbours.record_turn`)."""
+    return record_turn(record)
 
 
 def append_turns(

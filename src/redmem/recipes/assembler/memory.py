@@ -19,6 +19,7 @@ for a query; ``context`` fits them into a token budget as prompt text. Both retu
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
 from ...model.base import Model
@@ -41,21 +42,26 @@ class Memory:
         self.model = model
         self._context = ContextAssembler(model, max_tokens=max_tokens, output_format="content")
 
-    def add(self, text: str, *, importance: float = 1.0, session: str | None = None) -> Any:
+    def add(self, text: str, *, importance: float = 1.0, session: str | None = None,
+            said_at: datetime | None = None) -> Any:
         """Store ``text`` as a memory of this agent, unless it is stored already; return the record.
 
         ``session``: the conversation ``text`` was said in; memories added to one session in
         order are linked (:func:`~.conversation_append.append_turns`): each is searchable through
-        the ones said just before and after it.
+        the ones said just before and after it. ``said_at``: when it was said (for a model with a
+        ``said_at`` field, as ``DefaultMemory``): its date is written on the memory's search line,
+        so a question naming the month or year finds it.
         """
         memory_id = hashlib.sha256(f"{self.agent_id}\n{text}".encode()).hexdigest()[:32]
         stored = self.model.query.get(agent_id=self.agent_id, memory_id=memory_id)
         if stored is not None:
             return stored
+        when = {} if said_at is None else {"said_at": said_at}
         if not session:
-            return self.model.create(memory_id=memory_id, agent_id=self.agent_id, content=text, importance=importance)
+            return self.model.create(memory_id=memory_id, agent_id=self.agent_id, content=text, importance=importance,
+                                     **when)
         memory = self.model(memory_id=memory_id, agent_id=self.agent_id, content=text, importance=importance,
-                            session=session)
+                            session=session, **when)
         return append_turns([memory])[0]
 
     def search(self, query: str, *, limit: int = 5) -> AssemblyResult:

@@ -12,12 +12,13 @@ surface on its own):
 | ``agent_id`` | KeyField, the partition | every key of one agent shares one hash tag |
 | ``content`` | StringField | the memory text |
 | ``importance`` | FloatField (1.0) | base score of ``relevance`` |
-| ``created_at`` | DatetimeField | set on the first save |
+| ``created_at`` | DatetimeField | set on the first save (the assembler's ``newer_first`` clock: the first DatetimeField) |
+| ``said_at`` | DatetimeField | when it was said (``Memory.add(text, said_at=...)``; unset: not known), written on its search line |
 | ``relevance`` | DecayingSortedField | decays with time since created or touched, modulated by confidence |
 | ``confidence`` | ConfidenceField | moved by outcomes and competitive suppression |
 | ``associations`` | CoOccurrenceField | links to other memories and named entities |
 | ``session``, ``position`` | StringField, IntField | the session a memory was said in and its place there (``Memory.add(text, session=...)``) |
-| ``context`` | SearchText | the memory's line between its session neighbours (its own line without a session) |
+| ``context`` | SearchText | the memory's line (``[8 May 2023] Caroline: text``) between its session neighbours' lines (what they said, without the speaker's name); its own line without a session |
 | ``context_bm25`` | BM25Field | lexical retrieval over ``context`` |
 | ``seen`` | ExistenceFilter | the pre-check: did any query term ever occur in this agent's memory |
 
@@ -69,6 +70,7 @@ class DefaultMemory(AccessTrackerMixin, Model):
     context = SearchText(own_line_of="content")
     importance = FloatField(default=1.0)
     created_at = DatetimeField(auto_now_add=True)
+    said_at = DatetimeField()
     relevance = DecayingSortedField(base_score_field="importance")
     confidence = ConfidenceField()
     associations = CoOccurrenceField()
