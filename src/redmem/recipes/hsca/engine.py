@@ -17,6 +17,7 @@ from ...store.errors import ValidationError
 from ...store.validation import finite_number, positive_int
 from ..assembler.context_assembler import AssemblyResult, ContextAssembler
 from .beats import Beat, MemoryBeats, snapshot_term_weights
+from .bridging import bridge_chunks, bridge_links
 from .domain_model import DomainModelChoice, resolve_domain_model
 from .domains import KeywordWeights
 from .history import record_served
@@ -93,6 +94,7 @@ class HSCAEngine:
         self.agent_id, self.session_id = agent_id, session_id
         self._buffer: list[ScoredTurn] = []
         self._recent: deque[ParsedTurn] = deque(maxlen=self.max_buffer_chunks)
+        self._frozen: deque[ScoredTurn] = deque(maxlen=self.max_buffer_chunks)
         self._beats: MemoryBeats | SessionStore = _beats_of(agent_id, session_id)
 
     @classmethod
@@ -137,15 +139,28 @@ class HSCAEngine:
 
     def take_snapshot(self) -> ContextSnapshot:
         """Freeze the buffer into the session's next snapshot, store it and clear the buffer.
+        With a domain model, turns of the buffer that mean what turns of earlier snapshots meant
+        in another domain are linked to them through a bridge snapshot at the next position
+        (:mod:`.bridging`; the earlier snapshots are not edited). Returns the buffer's snapshot.
 
         ValidationError when the buffer is empty.
         """
         if not self._buffer:
             raise ValidationError("take_snapshot() needs at least one chunk in the buffer")
-        snapshot = build_snapshot([s.chunk for s in self._buffer], self._beats.next_position(),
-                                  self.max_buffer_chunks, keep_text=self.keep_text)
-        self._beats.append(Beat(snapshot, snapshot_term_weights([s.term_weights for s in self._buffer])))
+        snapshot = self._freeze([s.chunk for s in self._buffer], self._buffer)
+        if self.domain_model is not None:
+            links = bridge_links(self._buffer, self._frozen, self.domain_model)
+            if links:
+                linked = list({s.chunk.chunk_id: s for pair in links for s in pair}.values())
+                self._freeze(bridge_chunks(links), linked)
+        self._frozen.extend(self._buffer)
         self._buffer.clear()
+        return snapshot
+
+    def _freeze(self, chunks: list[WeightedChunk], scored: Sequence[ScoredTurn]) -> ContextSnapshot:
+        """Store ``chunks`` (of the turns ``scored``) as the session's next snapshot."""
+        snapshot = build_snapshot(chunks, self._beats.next_position(), self.max_buffer_chunks, keep_text=self.keep_text)
+        self._beats.append(Beat(snapshot, snapshot_term_weights([s.term_weights for s in scored])))
         return snapshot
 
     def get_macro_context(self) -> list[ContextSnapshot]:
