@@ -111,6 +111,18 @@ class VectorSearch:
         finally:
             self._release()
 
+    def finish_current(self, replies: list[Any]) -> Hits:
+        """:meth:`finish` for a search not ranked yet (no ``among``), on the caller's thread: the
+        matrix catches up with the changes in ``replies`` first, then is ranked once (rather than
+        ranked as it was, then brought up to date: a second ranking when the first was a pre-scan's)."""
+        assert self.among is None and self.ranking is None
+        try:
+            with server_errors(self.client):
+                self._up_to_date(replies[0])
+            return self.work().hits
+        finally:
+            self._release()
+
     def abandon(self) -> None:
         """Release the matrix when the pipeline never ran."""
         self._release()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
 from ..text.sentences import find_entities
 from ..text.stopwords import ENGLISH_STOPWORDS
@@ -59,12 +60,26 @@ def text_digest(text: str) -> str:
     return hashlib.blake2b(normal.encode(), digest_size=12).hexdigest()
 
 
+#: How many statements' analyses (:func:`anchors`, :func:`content_words`, their names) are kept:
+#: a write analyses its own text and the cards it compares it with, and a card is compared again by
+#: the writes that follow it.
+ANALYSES_KEPT = 4096
+
+
+@lru_cache(maxsize=ANALYSES_KEPT)
+def _names(text: str) -> tuple[str, ...]:
+    """The entity extractor's names of a statement (:func:`~redmem.text.sentences.find_entities`), kept."""
+    return find_entities(text)
+
+
+@lru_cache(maxsize=ANALYSES_KEPT)
 def anchors(text: str) -> frozenset[str]:
     """The names and numbers of a statement, case-folded (what two restatements must share)."""
-    names = {name.casefold() for name in find_entities(text)}
+    names = {name.casefold() for name in _names(text)}
     return frozenset(names | set(_NUMBER.findall(text)))
 
 
+@lru_cache(maxsize=ANALYSES_KEPT)
 def content_words(text: str) -> frozenset[str]:
     """The words of a statement that carry its value: lower case, less stop words and predicate words."""
     words = set(_WORD.findall(text.casefold().replace("'s ", " ")))
@@ -86,9 +101,10 @@ def same_value(text: str, other: str, subject: str) -> bool:
     the value) or, once the subject and generic modifiers (:data:`MODIFIERS`) are set aside, the
     value words of one all among the other's ("favourite drink is cocoa" / "likes cocoa best", not "favourite drink is
     coffee" / "favourite drink is espresso")."""
-    if anchors(text) != anchors(other):
+    mine_anchors = anchors(text)
+    if mine_anchors != anchors(other):
         return False
-    if anchors(text) - {subject.casefold()} - set(_NUMBER.findall(subject)):  # a number of the name is no value
+    if mine_anchors - {subject.casefold()} - set(_NUMBER.findall(subject)):  # a number of the name is no value
         return True
     aside = set(_WORD.findall(subject.casefold())) | MODIFIERS
     mine, theirs = content_words(text) - aside, content_words(other) - aside
@@ -99,7 +115,7 @@ def infer_slot(text: str, subject: str | None = None) -> tuple[str, str] | None:
     """(subject, family) of a statement: ``subject`` or the name it opens with, and the first
     family whose predicate words it uses; None when either is missing."""
     if subject is None:
-        names = find_entities(text)
+        names = _names(text)
         if not names or not text.lstrip().startswith(names[0]):
             return None
         subject = names[0]

@@ -218,20 +218,16 @@ class _Detection:
         return None if near.empty else near
 
     def _nearest(self, replies: list[Any], needed: bool) -> Hits:
-        """The nearest records from the search's replies when ``needed`` (the ranking runs on this
-        thread: a write's rows cost less to rank than to hand to the search pool), else none."""
+        """The nearest records from the search's replies when ``needed`` (the matrix caught up, then
+        ranked once on this thread: a write's rows cost less to rank than to hand to the search
+        pool), else none."""
         near, self.near = self.near, None
         if near is None:
             return []
         if not needed:
             near.abandon()
             return []
-        try:
-            near.work()
-        except BaseException:
-            near.abandon()
-            raise
-        return near.finish(replies)
+        return near.finish_current(replies)
 
 
 def _cards(client: Any, space: KeySpace, record_ids: list[str]) -> dict[str, Card]:
@@ -304,7 +300,7 @@ def _queue(pipe: Any, client: Any, instance: Any, values: dict[str, Any], plan: 
         kept = DbKey(space, plan.merge_into.record_id)
         last_seen = model._meta.fields["last_seen"].encode(instance.last_seen)
         position = len(pipe)
-        queue_script(pipe, "lifecycle_reinforce", [kept.redis_key], [last_seen, json.dumps(instance.sources or [])])
+        queue_script(pipe, "lifecycle_reinforce", [kept.redis_key], [last_seen, _json_list(instance.sources)])
         pipe.hincrby(index, VERSION_ENTRY, 1)
         return _Queued("merged", plan.merge_into, position)
     older, newer_id = plan.supersede, instance.db_key.record_id
@@ -322,11 +318,15 @@ def _queue(pipe: Any, client: Any, instance: Any, values: dict[str, Any], plan: 
     if plan.closed_by is not None:
         values["valid_to"] = instance.valid_to = plan.closed_by.valid_from
         values["superseded_by"] = instance.superseded_by = plan.closed_by.record_id
-    queue_new_records(pipe, client, [instance], values=[values], fresh=True)
+    queue_new_records(pipe, client, [instance], values=[values], fresh=True)  # bumps the version too
     if instance.valid_to is None:  # the index names current records only
         pipe.hset(index, mapping=dict.fromkeys(entries[1:], newer_id))
-    pipe.hincrby(index, VERSION_ENTRY, 1)
     return _Queued("superseded" if older is not None else "created", older, position)
+
+
+def _json_list(values: list[str] | None) -> str:
+    """A JSON list of ``values`` (the usual none: no encoding)."""
+    return json.dumps(values) if values else "[]"
 
 
 def _stored(model: type, space: KeySpace, queued: _Queued, replies: list[Any]) -> Any:
