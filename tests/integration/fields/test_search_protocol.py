@@ -166,3 +166,21 @@ def test_a_failed_round_trip_abandons_the_local_search_only_once_its_work_ended(
     with pytest.raises(ServerError, match="WRONGTYPE"):
         run_searches(db, [local, Refused(space.key("wrong"))])
     assert local.events == ["timed out", "abandoned"]
+
+
+def test_finish_current_catches_the_matrix_up_then_ranks_it(db):
+    made = remember()
+    space = Memory.query.filter(agent_id="a").partition()
+    assert run_search(db, Memory.embedding.searcher(space, "deploy helm", 10))  # the matrix loaded
+    added = Memory.create(agent_id="a", topic="ops", content="deploy the helm chart again", salience=1.0)
+    made[0].delete()
+    search = Memory.embedding.searcher(space, "deploy helm", 10)
+    with db.pipeline(transaction=False) as pipe:
+        for call in search.calls():
+            call.queue(pipe)
+        hits = search.finish_current(pipe.execute())
+    assert search.matrix.lock.acquire(blocking=False)  # released
+    search.matrix.lock.release()
+    ids = [record_id for record_id, _ in hits]
+    assert added.db_key.record_id == ids[0] and made[0].db_key.record_id not in ids
+    assert hits == run_search(db, Memory.embedding.searcher(space, "deploy helm", 10))
