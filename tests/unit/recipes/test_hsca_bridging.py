@@ -14,6 +14,9 @@ POEM = ["The poem describes autumn leaves letting go of the branch.",
         "Every stanza lets something fall and calls it grace."]
 TEACHING = ["Buddhist teachers speak of non-attachment as the end of suffering.",
             "Letting go of what we cling to brings peace of mind."]
+FORGIVING = ["I felt so calm after I finally let go of my anger at him.", "Forgiving him made me happy again."]
+PUPPY = ["We adopted a puppy from the shelter last month.", "He chews everything and sleeps on my bed."]
+JOGGING = ["Walking the dog every morning keeps me fit.", "We jog five kilometres through the park together."]
 LAWSUIT = ["The court dismissed the lawsuit because it was filed too late.",
            "The judge said the contract's deadline had passed years ago."]
 
@@ -61,6 +64,25 @@ def test_an_unrelated_later_beat_makes_no_bridge(meaning):
     assert bridges(engine) == [] and len(engine.get_macro_context()) == 2
 
 
+def test_two_everyday_topics_make_no_bridge(meaning):
+    """Pets then fitness, close in meaning: chat, not a bridge (neither side is a subject domain)."""
+    engine = HSCAEngine(domain_model=meaning)
+    replay(engine, PUPPY, JOGGING)
+    tags = [set(c.domain_tags) for s in engine.get_macro_context() for c in s.chunks]
+    assert {"pets"} in tags and any("fitness" in t for t in tags)
+    assert bridges(engine) == []
+
+
+def test_an_everyday_turn_still_bridges_back_to_a_subject(meaning):
+    """Philosophy then feelings: one side is a subject domain, so the link stands."""
+    engine = HSCAEngine(domain_model=meaning)
+    teaching, forgiving = replay(engine, TEACHING, FORGIVING)
+    (bridge,) = bridges(engine)
+    held = {c.chunk_id for c in bridge.chunks}
+    assert held & teaching and held & forgiving
+    assert all({"philosophical", "emotions"} <= set(c.domain_tags) for c in bridge.chunks)
+
+
 def test_keyword_lists_make_no_bridge():
     engine = HSCAEngine(domain_model=None)
     replay(engine, POEM, TEACHING)
@@ -68,7 +90,7 @@ def test_keyword_lists_make_no_bridge():
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(POEM + TEACHING + LAWSUIT), min_size=2, max_size=8))
+@given(st.lists(st.sampled_from(POEM + TEACHING + LAWSUIT + PUPPY + JOGGING), min_size=2, max_size=8))
 def test_frozen_snapshots_are_never_edited(meaning, turns):
     engine = HSCAEngine(domain_model=meaning)
     for at, turn in enumerate(turns):

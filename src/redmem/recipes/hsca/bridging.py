@@ -8,11 +8,14 @@ snapshot, each of its turns is compared with the turns of earlier snapshots (the
 ``max_buffer_chunks``); a pair is a link when::
 
     cos(later, earlier) >= bridge   and   own(later) is not a tag of earlier
+                                    and   own(later) or own(earlier) is a subject domain
 
 where ``own`` is a turn's first topical tag (not ``conversational``, ``unclassified`` or
 ``cross_domain``): layer 2 lists a turn's own domains before those it took from its context, so a
 turn that only borrowed the earlier domain links nothing back. The cosine and the threshold are
-the domain model's. The linked
+the domain model's. Two turns both about everyday life (``EVERYDAY_DOMAINS``: family, food,
+emotions, ...) are never a link: neighbouring chat turns are that close all the time, and a bridge
+joins a subject to something else. The linked
 turns become a **bridge snapshot**, the next position after the beat's: copies of both turns
 (same chunk ids, layer-1 weights and text), each tagged with its own tags followed by the own
 domain of every turn it is linked to, so the earlier material and the later both carry the domain that joins
@@ -24,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from .domain_model import EmbeddingDomains
+from .domain_model import SUBJECT_DOMAINS, EmbeddingDomains
 from .interface import DomainTag, WeightedChunk
 from .scoring import ScoredTurn
 
@@ -32,6 +35,9 @@ __all__ = ["bridge_links", "bridge_chunks"]
 
 #: Tags that name no topic and are not carried across a link.
 _NOT_CARRIED = frozenset({DomainTag.CONVERSATIONAL.value, DomainTag.UNCLASSIFIED.value, DomainTag.CROSS_DOMAIN.value})
+
+#: The topics a bridge must touch on one side at least (a link between two everyday topics is chat).
+_SUBJECTS = frozenset(d.value for d in SUBJECT_DOMAINS)
 
 
 def bridge_links(later: Sequence[ScoredTurn], earlier: Sequence[ScoredTurn],
@@ -45,6 +51,7 @@ def bridge_links(later: Sequence[ScoredTurn], earlier: Sequence[ScoredTurn],
         vector = model.vector(new.parsed.text)
         for old in earlier:
             if (old.parsed.sentences and own not in old.chunk.domain_tags
+                    and _SUBJECTS & {own, _own_domain(old.chunk)}
                     and float(model.vector(old.parsed.text) @ vector) >= model.bridge):
                 links.append((old, new))
     return links
