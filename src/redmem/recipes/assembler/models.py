@@ -118,7 +118,7 @@ CHAT_LIFECYCLE = Lifecycle(merge=False, supersede=False)
 
 
 class ChatMemory(LifecycleMixin, AccessTrackerMixin, Model):
-    """One turn of a conversation, remembered by an agent (see the module docstring)."""
+    """One turn of a conversation, remembered by an agent (its fields: :mod:`redmem.cli_commands.memory`)."""
 
     lifecycle = CHAT_LIFECYCLE
 
