@@ -12,7 +12,9 @@ fused score:
 so ``sum of contributions == fused``, and ``score = fused / normaliser`` (the merge's division by
 the best pull score). Boosts (decay and confidence through the composite list, recency, graph,
 push) say what moved the item besides the arms. Left-out items carry their reason: ``duplicate``,
-``relevance_floor``, ``oversize``, ``max_items`` or ``budget``. Frames, HCE and HSCA fill the
+``relevance_floor``, ``oversize``, ``max_items``, ``budget``, or ``superseded`` (a lifecycle
+record whose window closed, which the searches left out yet would have ranked within their depth:
+:mod:`redmem.context.superseded`; ``superseded_by`` names its successor). Frames, HCE and HSCA fill the
 same :class:`Explanation` from their own stages (:mod:`redmem.recipes.frames.explain`,
 :mod:`redmem.recipes.hce.explain`, :mod:`redmem.recipes.hsca.explain`); every recipe's result
 exposes it through :class:`redmem.context.result.ContextResult`.
@@ -29,6 +31,7 @@ from .candidates import Candidate
 from .fusion import RRF_K, distinct_ranks
 from .packing import Budget, Fitted
 from .retrieval import GRAPH_LIST, MATCH_SIGNAL, Fusion
+from .superseded import SupersededHit
 
 __all__ = [
     "ArmEvidence",
@@ -45,8 +48,8 @@ __all__ = [
 ]
 
 #: Why a candidate is not in the context (``contradiction``: a frame suppressed it in favour of a
-#: block it contradicts).
-LEFT_OUT_REASONS = ("duplicate", "relevance_floor", "oversize", "max_items", "budget", "contradiction")
+#: block it contradicts; ``superseded``: a lifecycle read's validity filter kept it out of the searches).
+LEFT_OUT_REASONS = ("duplicate", "relevance_floor", "oversize", "max_items", "budget", "contradiction", "superseded")
 Hits = list[tuple[str, float]]
 
 
@@ -100,7 +103,8 @@ class ItemExplanation:
 @dataclass(frozen=True)
 class LeftOut:
     """A candidate not in the context: its reason (one of :data:`LEFT_OUT_REASONS`), its score, a
-    detail; ``cost`` and ``priority`` as :class:`ItemExplanation` has them (a knapsack's cut)."""
+    detail; ``cost`` and ``priority`` as :class:`ItemExplanation` has them (a knapsack's cut);
+    ``superseded_by``: for reason ``superseded``, the id of the record that superseded it, when known."""
 
     record_id: str
     key: str
@@ -109,6 +113,7 @@ class LeftOut:
     detail: str
     cost: int | None = None
     priority: float | None = None
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,8 @@ class AssemblyTrail:
     the ranked lists per arm, the fusion, the candidates before recency reordering (``distinct``),
     the ranked ones that cleared the floor (``ranked``), those cut as duplicates or below the
     floor, the packing, the budget, the floor, the tenant and filter, the composite
-    ``score_weights`` and whether a question was ``asked`` (then push scores only break ties)."""
+    ``score_weights``, whether a question was ``asked`` (then push scores only break ties) and
+    the ``superseded`` records the searches left out that would have ranked."""
 
     mode: str
     fusion: Fusion
@@ -174,6 +180,7 @@ class AssemblyTrail:
     min_relevance: float | None
     score_weights: dict[str, float]
     asked: bool
+    superseded: Sequence[SupersededHit] = ()
 
     def explain(self) -> Explanation:
         """:func:`explain_assembly` of this trail."""
@@ -329,4 +336,13 @@ def _left_out(trail: AssemblyTrail) -> tuple[LeftOut, ...]:
         else:
             reason, detail = "budget", f"did not fit the {trail.budget.max_tokens} token budget"
         out.append(LeftOut(candidate.key.record_id, candidate.key.redis_key, reason, candidate.combined, detail))
+    out += [LeftOut(hit.key.record_id, hit.key.redis_key, "superseded", hit.score, _superseded_detail(hit),
+                    superseded_by=hit.superseded_by) for hit in trail.superseded]
     return tuple(out)
+
+
+def _superseded_detail(hit: SupersededHit) -> str:
+    """Who superseded it and where it would have ranked: ``superseded by X; keyword #2, vector #5 of 50``."""
+    by = f"superseded by {hit.superseded_by}" if hit.superseded_by else "superseded"
+    ranks = ", ".join(f"{name} #{rank}" for name, rank in hit.ranks.items())
+    return f"{by}; would have ranked {ranks} of {hit.depth}"

@@ -21,7 +21,7 @@ from ..model.persistence import queue_fields_save_many
 from ._config import Lifecycle
 from ._fields import ValidityEndField, ValidityStartField
 from ._index import VERSION_ENTRY, card_entry, index_key, queue_card
-from ._timeline import validity_conditions
+from ._timeline import superseded_conditions, validity_conditions
 from ._write import remember
 
 __all__ = ["LifecycleMixin", "AS_OF"]
@@ -95,3 +95,11 @@ class LifecycleMixin(RecordMixin):
         (current records when it has none). Called by :func:`~redmem.model.filters.compile_where`."""
         rest = dict(where or {})
         return rest, validity_conditions(rest.pop(AS_OF, None))
+
+    @classmethod
+    def superseded_filter(cls, where: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[Condition, ...]]:
+        """``where`` without its ``as_of`` entry, and the conditions of the records that entry's
+        read leaves out as superseded (none for ``as_of="all"``). Called by
+        :func:`~redmem.model.filters.compile_superseded`, for the explanation of a read."""
+        rest = dict(where or {})
+        return rest, superseded_conditions(rest.pop(AS_OF, None))

@@ -14,7 +14,15 @@ from ..model.filters import Condition
 from ..store.errors import QueryArgumentError
 from ..store.validation import epoch_of
 
-__all__ = ["OPEN_END", "ALL_TIMES", "visible_at", "is_current", "validity_conditions", "as_epoch"]
+__all__ = [
+    "OPEN_END",
+    "ALL_TIMES",
+    "visible_at",
+    "is_current",
+    "validity_conditions",
+    "superseded_conditions",
+    "as_epoch",
+]
 
 #: Index score of an open ``valid_to`` (9999-12-31T23:59:59Z): later than any valid time.
 OPEN_END = 253402300799.0
@@ -50,3 +58,15 @@ def validity_conditions(as_of: Any) -> tuple[Condition, ...]:
         return ()
     at = as_epoch(as_of)
     return (("valid_from", "lte", at), ("valid_to", "gt", at))
+
+
+def superseded_conditions(as_of: Any) -> tuple[Condition, ...]:
+    """The filter conditions of the records a read leaves out as superseded: those whose window
+    closed (``valid_to < OPEN_END``) for a current read (``as_of`` None), those whose window
+    closed at or before ``as_of`` (``valid_to <= as_of``) for a read at a time, none for
+    :data:`ALL_TIMES` (it leaves nothing out). A record not valid yet at ``as_of`` is not superseded."""
+    if as_of is None:
+        return (("valid_to", "lt", OPEN_END),)
+    if as_of == ALL_TIMES:
+        return ()
+    return (("valid_to", "lte", as_epoch(as_of)),)

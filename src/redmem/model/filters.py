@@ -37,7 +37,10 @@ from .persistence import ALL_RECORDS
 if TYPE_CHECKING:
     from .options import Options
 
-__all__ = ["MAX_FILTER_VALUES", "Where", "compile_where", "parse_condition", "index_plan", "range_slot", "narrow", "Condition"]
+__all__ = [
+    "MAX_FILTER_VALUES", "Where", "compile_where", "compile_superseded", "parse_condition", "index_plan",
+    "range_slot", "narrow", "Condition",
+]
 
 #: One parsed condition: (field name, operator, value as the index holds it).
 Condition = tuple[str, str, Any]
@@ -94,8 +97,26 @@ def compile_where(model: ModelClass, where: Mapping[str, Any] | None) -> Where |
     validity_filter = getattr(model, "validity_filter", None)  # a lifecycle model: redmem.lifecycle
     if validity_filter is not None:
         where, validity = validity_filter(where)
-    if where is None:
+    conditions = _parsed(model, where) + validity
+    return Where(model, conditions) if conditions else None
+
+
+def compile_superseded(model: ModelClass, where: Mapping[str, Any] | None) -> Where | None:
+    """The filter of the records a read with ``where`` leaves out as superseded and that pass its
+    other conditions: a lifecycle model's superseded conditions (:mod:`redmem.lifecycle`) beside
+    ``where``'s own. None for a model without a lifecycle, or a read that leaves none out
+    (``as_of="all"``). ``where`` is the one :func:`compile_where` checked."""
+    superseded_filter = getattr(model, "superseded_filter", None)
+    if superseded_filter is None:
         return None
+    rest, superseded = superseded_filter(where)
+    return Where(model, _parsed(model, rest) + superseded) if superseded else None
+
+
+def _parsed(model: ModelClass, where: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+    """``where``'s conditions parsed (none for None); QueryException for a partition field."""
+    if where is None:
+        return ()
     meta = model._meta
     for name in where:
         field_name = name.partition("__")[0]
@@ -105,8 +126,7 @@ def compile_where(model: ModelClass, where: Mapping[str, Any] | None) -> Where |
                 f"{list(meta.partition_fields)} is given apart, and a filter stays inside it"
             )
     parsed = tuple(parse_condition(model, name, value) for name, value in where.items())
-    conditions = tuple(c for c in parsed if c[1] != "all" or c[2]) + validity  # __all of no tag holds for every record
-    return Where(model, conditions) if conditions else None
+    return tuple(c for c in parsed if c[1] != "all" or c[2])  # __all of no tag holds for every record
 
 
 def parse_condition(model: ModelClass, name: str, value: Any) -> Condition:

@@ -12,7 +12,8 @@
 -- ARGV[7] filter plan JSON ("": none; see include/filter_check.lua): only records passing it
 --   are scored and ranked, so the reply is the top-k of the matching records. A selective filter
 --   (at most half the records pass) is checked where a candidate is first met, before its bound
---   is looked up; a broad one on the candidates that survive the bounds, before scoring.
+--   is looked up; a broad one on the candidates that survive the bounds, before scoring. A filter
+--   no record can pass (its smallest index is empty) reads no posting.
 -- ARGV[8..] term, qtf, term, qtf, .. (order of KEYS[5..])
 -- returns {mode ("bounded"|"exhaustive"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
@@ -25,7 +26,9 @@ local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
 --#include filter_check
 local filter = ARGV[7] ~= "" and cjson.decode(ARGV[7]) or nil
 local pass = filter and filter_many(filter)
-local early = filter ~= nil and filter_most(filter) <= n / 2
+local most = filter and filter_most(filter) or n
+if most == 0 then return {"bounded", 0, 0} end  -- no record can pass (a lifecycle tenant's superseded ones: none)
+local early = filter ~= nil and most <= n / 2
 
 local exhaustive, lists = page == 0, {}
 for i = 8, #ARGV, 2 do

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -39,13 +39,14 @@ from ...context.retrieval import (
     resolve_mode,
     retrieve,
 )
+from ...context.superseded import SupersededHit, superseded_hits, superseded_searches
 from ...context.tokens import TokenCounter, resolve_counter
 from ...embeddings.matrix import VectorMatrix
 from ...fields.composite import signal_weights
 from ...model.base import Model
 from ...model.field import Field
 from ...model.fields import DatetimeField
-from ...model.filters import compile_where
+from ...model.filters import compile_superseded, compile_where
 from ...model.hits import Hit
 from ...model.loading import load_records
 from ...observation.protocol import ObservationProtocol
@@ -239,16 +240,20 @@ class ContextAssembler:
         at = timestamp("now", now)
         query = self._query(partition)
         filtered = compile_where(self.model_class, where)
+        superseded_where = compile_superseded(self.model_class, where)
         space = query.partition()
         text = cue_text(query_cues)
         push_limit = self.max_items * 2
         scan = [f.searcher(space, at, self.surfacing_threshold, push_limit, filtered) for f in self.capabilities.cyclic]
         pull = plan_pull(self.capabilities, query, text, self._plan(), at, scan, filtered)
-        pulled = retrieve(self.model_class._meta.client, pull)
+        depth = pull.fusion.list_limit
+        shadows = superseded_searches(pull, self.capabilities, text, superseded_where, depth)
+        pulled = retrieve(self.model_class._meta.client, replace(pull, riders=[*pull.riders, *shadows.values()]))
         for message in pulled.warnings:
             warnings.warn(message, RuntimeWarning, stacklevel=2)
-        push = push_candidates(space, pulled.riders, push_limit)
-        found = self._load(merge_paths(pulled.candidates, push, self.max_proactive, asked=bool(text)))
+        push = push_candidates(space, pulled.riders[: len(scan)], push_limit)
+        superseded = superseded_hits(pull, pulled, shadows, pulled.riders[len(scan):], depth)
+        found = self._load(merge_paths(pulled.candidates, push, self.max_proactive, asked=bool(text)), superseded)
         vectors = self._vectors(found, pulled.matrix)
         distinct, duplicates = self._distinct(found, vectors)
         merged, below_floor = above_floor(self._newer_first(distinct, vectors), self.config.min_relevance)
@@ -282,7 +287,7 @@ class ContextAssembler:
         hits = tuple(Hit(c.record, c.combined, c.signals) for c in chosen)
         trail = AssemblyTrail(pulled.mode, pull.fusion, pulled.lists, dict(partition), where, distinct, merged,
                               duplicates, below_floor, fitted, self.budget, self.config.min_relevance,
-                              dict(self.score_weights), bool(text))
+                              dict(self.score_weights), bool(text), superseded)
         return AssemblyResult(selected, proactive, fitted.text, metadata, hits, trail)
 
     # -- stages ------------------------------------------------------------------------------------
@@ -296,12 +301,18 @@ class ContextAssembler:
             self.propagation_depth, self.score_weights, self.GRAPH_SEEDS, self.fusion, self.fusion_weights,
         )
 
-    def _load(self, candidates: list[Candidate]) -> list[Candidate]:
-        """Hydrate the candidates not loaded yet in one round trip; drop records deleted meanwhile."""
+    def _load(self, candidates: list[Candidate], superseded: list[SupersededHit]) -> list[Candidate]:
+        """Hydrate the candidates not loaded yet in one round trip; drop records deleted meanwhile.
+        The ``superseded`` hits' records ride in that round trip (none when there is nothing else
+        to load, so none is added) to name the record that superseded each."""
         missing = [c for c in candidates if c.record is None]
-        loaded = {r._saved_key: r for r in load_records(self.model_class, [c.key for c in missing], track=False)}
+        riding = [hit.key for hit in superseded] if missing else []
+        keys = [c.key for c in missing] + riding
+        loaded = {r._saved_key: r for r in load_records(self.model_class, keys, track=False)}
         for candidate in missing:
             candidate.record = loaded.get(candidate.key)
+        for hit in superseded:
+            hit.superseded_by = getattr(loaded.get(hit.key), "superseded_by", None) or None
         return [c for c in candidates if c.record is not None]
 
     def _vectors(self, candidates: list[Candidate], matrix: VectorMatrix | None) -> dict[str, np.ndarray]:
