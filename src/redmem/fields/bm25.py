@@ -98,7 +98,8 @@ class SearchResult:
     """What one search returned: (record id, score) best first, and what it cost inside Redis."""
 
     ranked: list[tuple[str, float]]
-    mode: str  # "cached" (in-process copy), "bounded" (threshold algorithm in Redis) or "exhaustive"
+    mode: str  # "cached" (in-process copy), "bounded" (threshold algorithm in Redis), "exhaustive" or
+    # "listed" (a filter few records pass: those records scored from their entries)
     postings_read: int  # postings read inside Redis (cached: the lists sent to the copy)
     records_scored: int  # records scored exactly (cached: every record holding a query term)
 

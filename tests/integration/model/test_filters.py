@@ -156,6 +156,21 @@ def test_lexical_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows, 
     assert [h._saved_key.record_id for h in hits] == [i for i, _ in expected]
 
 
+def test_a_filter_few_records_pass_scores_them_from_their_entries(any_db):
+    """A filter that a quarter as many records pass as the query terms have postings or fewer:
+    the search lists those records and scores each from its entry (no posting read), the exact
+    top k with the scores a search of every posting gives them."""
+    agent = f"l{next(_agents)}"
+    facts = make(agent, [([WORDS[i % 6], WORDS[(i + 1) % 6], "deploy"], "plan" if i % 25 == 0 else "fact", 0, set(), 0.0)
+                         for i in range(100)])
+    space, where = FiltersFact.query.filter(agent_id=agent).partition(), {"kind": "plan"}
+    every = FiltersFact.content_bm25.search(space, "deploy helm", limit=100, exhaustive=True).ranked
+    kinds = {f._saved_key.record_id: f.kind for f in facts}
+    found = FiltersFact.content_bm25.search(space, "deploy helm", 3, where=compile_where(FiltersFact, where))
+    assert found.mode == "listed" and found.postings_read == 0
+    same_ranking(found.ranked, top([(i, s) for i, s in every if kinds[i] == "plan"], 3))
+
+
 @HYPOTHESIS
 @given(rows=records, where=filters(), k=st.integers(1, 6))
 def test_composite_top_k_is_the_exact_top_k_of_the_matching_records(any_db, rows, where, k):

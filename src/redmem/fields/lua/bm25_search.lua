@@ -13,9 +13,11 @@
 --   are scored and ranked, so the reply is the top-k of the matching records. A selective filter
 --   (at most half the records pass) is checked where a candidate is first met, before its bound
 --   is looked up; a broad one on the candidates that survive the bounds, before scoring. A filter
---   no record can pass (its smallest index is empty) reads no posting.
+--   no record can pass (its smallest index is empty) reads no posting; one that at most a quarter
+--   as many records pass as the query terms have postings (a lifecycle tenant's few superseded
+--   records) lists the records that pass and scores each from its entry instead ("listed").
 -- ARGV[8..] term, qtf, term, qtf, .. (order of KEYS[5..])
--- returns {mode ("bounded"|"exhaustive"), postings read, records scored exactly, id, score, id, score, ..}
+-- returns {mode ("bounded"|"exhaustive"|"listed"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
 local k1, b, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local page, slack, unit = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -24,6 +26,7 @@ if n == 0 then return {"bounded", 0, 0} end
 local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
 
 --#include filter_check
+--#include filter_list
 local filter = ARGV[7] ~= "" and cjson.decode(ARGV[7]) or nil
 local pass = filter and filter_many(filter)
 local most = filter and filter_most(filter) or n
@@ -104,6 +107,33 @@ local function frequencies(list, rows)
     end
   end
   return ids, tfs, dls
+end
+
+local postings = 0
+for _, list in ipairs(lists) do postings = postings + list.df end
+if filter and most * 4 <= postings then  -- few records pass: each scored from its entry, in term order
+  local ids, scored = filter_list(filter), 0
+  for first = 1, #ids, 1000 do
+    local last = math.min(first + 999, #ids)
+    local entries = redis.call("HMGET", KEYS[2], unpack(ids, first, last))
+    for j = first, last do
+      local entry = entries[j - first + 1] and cjson.decode(entries[j - first + 1])
+      if entry then
+        local tfs = {}
+        for e = 3, #entry, 2 do tfs[entry[e]] = entry[e + 1] end
+        local sum, found = 0, false
+        for _, list in ipairs(lists) do
+          local tf = tfs[list.term]
+          if tf then sum, found = sum + list.weight * tf_norm(tf, entry[2]), true end
+        end
+        if found then
+          scored = scored + 1
+          offer(ids[j], sum)
+        end
+      end
+    end
+  end
+  return reply("listed", 0, scored)
 end
 
 if exhaustive then  -- every posting, list by list, so each record's sum runs in term order
