@@ -45,6 +45,7 @@ __all__ = [
     "arm_tables",
     "arm_evidence",
     "LEFT_OUT_REASONS",
+    "superseded_left_out",
 ]
 
 #: Why a candidate is not in the context (``contradiction``: a frame suppressed it in favour of a
@@ -336,9 +337,14 @@ def _left_out(trail: AssemblyTrail) -> tuple[LeftOut, ...]:
         else:
             reason, detail = "budget", f"did not fit the {trail.budget.max_tokens} token budget"
         out.append(LeftOut(candidate.key.record_id, candidate.key.redis_key, reason, candidate.combined, detail))
-    out += [LeftOut(hit.key.record_id, hit.key.redis_key, "superseded", hit.score, _superseded_detail(hit),
-                    superseded_by=hit.superseded_by) for hit in trail.superseded]
-    return tuple(out)
+    return (*out, *superseded_left_out(trail.superseded))
+
+
+def superseded_left_out(hits: Sequence[SupersededHit]) -> tuple[LeftOut, ...]:
+    """The superseded records a read's searches left out that would have ranked, as left-out
+    entries of reason ``superseded`` (:mod:`redmem.context.superseded`)."""
+    return tuple(LeftOut(hit.key.record_id, hit.key.redis_key, "superseded", hit.score, _superseded_detail(hit),
+                         superseded_by=hit.superseded_by) for hit in hits)
 
 
 def _superseded_detail(hit: SupersededHit) -> str:

@@ -22,10 +22,16 @@ superseded records of any ``merged_L``, each with its rank there and its score
     score(d) = max over L of  s_L(d) / top_L        (top_L: merged_L's best score)
 
 (the share of the best hit a relevance floor reads, :func:`~redmem.context.retrieval.match_scores`).
+
+A list that does not check windows in its search (HCE's tree) lets superseded records into the
+fusion; the read drops them once it has loaded them. :func:`dropped_hits` names those, each with
+its rank in each list and its score ``pull / best pull``; :func:`combined` joins them with the
+twin's hits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -34,9 +40,19 @@ from ..fields.search_protocol import Hits, Search
 from ..model.dbkey import DbKey
 from ..model.filters import Where
 from ..store.scripts import ScriptCall
+from .candidates import Candidate
+from .fusion import distinct_ranks
 from .retrieval import KEYWORD_LIST, Capabilities, Retrieval, Retrieved, keyword_hits
 
-__all__ = ["SupersededHit", "IdsListing", "superseded_searches", "superseded_hits", "VECTOR_LIST"]
+__all__ = [
+    "SupersededHit",
+    "IdsListing",
+    "superseded_searches",
+    "superseded_hits",
+    "dropped_hits",
+    "combined",
+    "VECTOR_LIST",
+]
 
 #: The vector search's list name.
 VECTOR_LIST = "vector"
@@ -127,3 +143,40 @@ def _scored(retrieval: Retrieval, retrieved: Retrieved, listing: tuple[bytes, li
         if mode == b"except":
             return matrix.search_except(search.vector, ids, depth)
         return matrix.search_among(search.vector, ids, depth)
+
+
+def dropped_hits(
+    candidates: Sequence[Candidate],
+    lists: Mapping[str, Hits],
+    successors: Mapping[str, str | None],
+    depth: int,
+) -> list[SupersededHit]:
+    """The fused ``candidates`` a read dropped as superseded once loaded (``successors``: their
+    ids, each with the id of the record that superseded it), with their rank in each list and
+    the score ``pull / best pull``."""
+    top = max((c.pull or 0.0 for c in candidates), default=0.0) or 1.0
+    ranks = {name: distinct_ranks([record_id for record_id, _ in hits]) for name, hits in lists.items()}
+    return [
+        SupersededHit(
+            c.key,
+            {name: found[c.key.record_id] for name, found in ranks.items() if c.key.record_id in found},
+            (c.pull or 0.0) / top,
+            depth,
+            successors[c.key.record_id],
+        )
+        for c in candidates
+        if c.key.record_id in successors
+    ]
+
+
+def combined(*groups: Iterable[SupersededHit]) -> list[SupersededHit]:
+    """One hit per record from several groups: its ranks joined, its best score, the successor
+    any of them knows; best score first."""
+    hits: dict[str, SupersededHit] = {}
+    for group in groups:
+        for hit in group:
+            known = hits.setdefault(hit.key.record_id, SupersededHit(hit.key, {}, 0.0, hit.depth))
+            known.ranks.update({name: rank for name, rank in hit.ranks.items() if name not in known.ranks})
+            known.score = max(known.score, hit.score)
+            known.superseded_by = known.superseded_by or hit.superseded_by
+    return sorted(hits.values(), key=lambda hit: (-hit.score, hit.key.record_id))

@@ -69,3 +69,32 @@ def test_a_saved_and_loaded_session_keeps_what_was_superseded(db, tmp_path):
     ids = shown(copy)
     assert new.interaction_id in ids and old.interaction_id not in ids
     assert old.interaction_id in shown(copy, as_of=old.valid_from)
+
+
+def superseded_left_out(found) -> dict[str, str | None]:
+    return {o.record_id: o.superseded_by for o in found.explain().left_out if o.reason == "superseded"}
+
+
+def test_the_explanation_names_the_superseded_interaction_and_its_successor(any_db):
+    """Found by the tree (dropped once loaded) and by the keyword search's twin over the superseded."""
+    pipe, old, new = stored()
+    found = pipe.retrieve_candidates(QUERY)
+    assert superseded_left_out(found) == {old.interaction_id: new.interaction_id}
+    (cut,) = [o for o in found.explain().left_out if o.reason == "superseded"]
+    assert f"superseded by {new.interaction_id}" in cut.detail and "tree #" in cut.detail and "keyword #" in cut.detail
+    then = (old.valid_from + new.valid_from) / 2
+    assert superseded_left_out(pipe.retrieve_candidates(QUERY, as_of=then)) == {}
+    assert superseded_left_out(pipe.retrieve_candidates(QUERY, as_of="all")) == {}
+    assert superseded_left_out(pipe.retrieve_candidates(QUERY, as_of=new.valid_from + 1)) == {
+        old.interaction_id: new.interaction_id}
+
+
+def test_naming_the_superseded_costs_no_round_trip(db, sent):
+    pipe, _, _ = stored()
+    counts = []
+    for as_of in (None, "all"):
+        pipe.retrieve_candidates(QUERY, as_of=as_of)  # warm: scripts cached, vectors loaded
+        sent.clear()
+        found = pipe.retrieve_candidates(QUERY, as_of=as_of)
+        counts.append((len(sent), found.round_trips))
+    assert counts[0] == counts[1]

@@ -13,7 +13,9 @@ A focus-buffer entry has one arm, ``buffer``: its word overlap with the query ti
 The greedy knapsack admits by ``priority`` descending while the ``cost`` fits the budget, so the
 items' priorities never rise along the block. Left out: ``budget`` (did not fit the room left at
 its turn), ``oversize`` (bigger than the whole budget, skipped), ``duplicate`` (an interaction the
-focus buffer already shows).
+focus buffer already shows), ``superseded`` (an interaction whose window closed that would have
+ranked: the tree's, dropped once loaded, and the keyword search's twin over the superseded ones,
+:mod:`redmem.context.superseded`).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from ...context.explain import (
     LeftOut,
     arm_evidence,
     arm_tables,
+    superseded_left_out,
 )
 from ...context.packing import Fitted
 from ...context.retrieval import GRAPH_LIST, Fusion
+from ...context.superseded import SupersededHit
 from ...fields.search_protocol import Hits
 from ...store.keys import KeySpace
 from .budgeting import ContextCandidate
@@ -48,7 +52,8 @@ BUFFER_ARM = "buffer"
 class HCETrail:
     """What one :meth:`HCEPipeline.retrieve_candidates` computed: the fusion and the lists it fused,
     the best fused score, the utility sharpness, the candidates offered to the knapsack, the fit,
-    the budget, the interactions left to the focus buffer and the session's partition."""
+    the budget, the interactions left to the focus buffer, the session's partition and the
+    superseded interactions the read left out that would have ranked."""
 
     fusion: Fusion
     lists: dict[str, Hits]
@@ -59,6 +64,7 @@ class HCETrail:
     budget: int
     in_focus: Collection[str]
     space: KeySpace
+    superseded: Sequence[SupersededHit] = ()
 
     def explain(self) -> Explanation:
         """:func:`explain_context` of this trail."""
@@ -134,4 +140,4 @@ def _left_out(trail: HCETrail, weights: dict[str, float], tables: dict[str, ArmT
         fused = math.fsum(e.contribution for e in arm_evidence("convex", rid, tables, weights))
         out.append(LeftOut(rid, trail.space.record(rid), "duplicate", fused / trail.top,
                            "still in the focus buffer, which shows it"))
-    return tuple(out)
+    return (*out, *superseded_left_out(trail.superseded))

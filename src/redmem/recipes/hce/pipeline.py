@@ -41,6 +41,7 @@ from ...context.retrieval import (
     keyword_hits,
     retrieve,
 )
+from ...context.superseded import SupersededHit, combined, dropped_hits, superseded_hits
 from ...context.tokens import ExactCounter, TokenCounter, resolve_counter
 from ...embeddings.base import embed_in_batches
 from ...fields.search_protocol import Hits, Mapped, Search, run_searches
@@ -224,48 +225,64 @@ class HCEPipeline:
             seeds.extend(key for key, maybe in zip(keys, riders[0]) if maybe)
             return {GRAPH_LIST: Mapped(self.graph.searcher(seeds, where=visible.where), _interaction_hits)} if seeds else {}
 
-        space = self.graph.space
+        space, depth = self.graph.space, self.tree.leaf_limit
         lists: dict[str, Search[Hits]] = {
-            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, self.tree.leaf_limit, visible.where),
+            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, depth, visible.where),
             TREE_LIST: TreeSearch(self.tree, vector)}
-        fusion = Fusion("convex", dict(self.fusion_weights), self.tree.leaf_limit, FUSED_LIMIT)
-        found = retrieve(self.client, Retrieval(space, lists, fusion, "hce", riders=[existence, self.focus.reader()],
-                                                seeded=SeededLists(graph_list)))
+        twin: dict[str, Search[Any]] = ({} if visible.superseded is None else
+                                        {KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, depth,
+                                                                    visible.superseded)})
+        fusion = Fusion("convex", dict(self.fusion_weights), depth, FUSED_LIMIT)
+        retrieval = Retrieval(space, lists, fusion, "hce", riders=[existence, self.focus.reader(), *twin.values()],
+                              seeded=SeededLists(graph_list))
+        found = retrieve(self.client, retrieval)
         focus: list[FocusEntry] = found.riders[1]
         trips = 1 + bool(seeds)
         wanted = [c.key for c in found.candidates]
-        records = self._shown(wanted, visible)
+        twin_hits = superseded_hits(retrieval, found, twin, found.riders[2:], depth)
+        records, successors = self._shown(wanted, visible, twin_hits)
+        superseded = combined(dropped_hits(found.candidates, found.lists, successors, depth), twin_hits)
         trips += bool(wanted)
         candidates = self._candidates(query, found.candidates, records, focus, for_prompt)
         selected, fitted = fit_context(candidates, self.context_budget, self.count_tokens, self.oversize)
         names = [c.metadata.get("interaction_id") or f"buffer:{c.metadata.get('position')}" for c in candidates]
         in_focus = {str(e.interaction_id) for e in focus} & {c.key.record_id for c in found.candidates}
         trail = HCETrail(fusion, found.lists, max((c.pull or 0.0 for c in found.candidates), default=0.0) or 1.0,
-                         self.utility_sharpness, candidates, fitted, self.context_budget, in_focus, space)
+                         self.utility_sharpness, candidates, fitted, self.context_budget, in_focus, space, superseded)
         return RetrievedContext(candidates, selected, focus, trips, fitted.token_count, fitted.oversize.report(names),
                                 self.session_id, trail)
 
-    def _shown(self, keys: list[DbKey], visible: Visibility) -> dict[str, Shown]:
+    def _shown(self, keys: list[DbKey], visible: Visibility, superseded: list[SupersededHit],
+               ) -> tuple[dict[str, Shown], dict[str, str | None]]:
         """Per interaction id, what a candidate shows and costs, for those ``visible``: only those
-        fields are read and decoded (one pipelined round trip of HMGET), not its vector or entity list."""
+        fields are read and decoded (one pipelined round trip of HMGET), not its vector or entity
+        list; and the candidates left out as superseded, each with the id of its successor. The
+        successors of the ``superseded`` hits (the keyword twin's) are read in the same round trip."""
         if not keys:
-            return {}
+            return {}, {}
         fields: list[Field[Any]] = [HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp, HCEInteraction.tokens,
-                  HCEInteraction.valid_from, HCEInteraction.valid_to]
+                  HCEInteraction.valid_from, HCEInteraction.valid_to, HCEInteraction.superseded_by]
         client = self.client
         with server_errors(client), client.pipeline(transaction=False) as pipe:
             for key in keys:
                 pipe.hmget(key.redis_key, *[f.name for f in fields])
+            for hit in superseded:
+                pipe.hget(hit.key.redis_key, HCEInteraction.superseded_by.name)
             replies = pipe.execute()
-        shown = {}
+        for hit, by in zip(superseded, replies[len(keys):]):
+            hit.superseded_by = HCEInteraction.superseded_by.decode(by) if by else None
+        shown, dropped = {}, {}
         for key, raw in zip(keys, replies):
             if None in raw[:3]:
                 continue
-            user, assistant, stamp, tokens, start, end = [None if r is None else f.decode(r) for f, r in zip(fields, raw)]
+            user, assistant, stamp, tokens, start, end, by = [None if r is None else f.decode(r)
+                                                              for f, r in zip(fields, raw)]
             when = cast(float, stamp)  # not None: checked above
             if visible(when if start is None else start, end):
                 shown[key.record_id] = Shown(interaction_text(str(user), str(assistant)), when, tokens or {})
-        return shown
+            elif visible.closed(end):
+                dropped[key.record_id] = by or None
+        return shown, dropped
 
     def _stored_count(self, text: str) -> dict[str, int]:
         """What an interaction stores of its text's cost: the exact count of `` <text>\\n`` by the

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from ...lifecycle import ALL_TIMES, AS_OF, visible_at
-from ...model.filters import Where, compile_where
+from ...model.filters import Where, compile_superseded, compile_where
 from ...store.validation import epoch_of
 from .models import HCEInteraction
 
@@ -21,10 +21,13 @@ __all__ = ["Visibility"]
 
 class Visibility:
     """The validity rule of one read: ``as_of`` None (current interactions), epoch seconds or a
-    datetime (those valid then), or ``"all"``; a bad ``as_of`` is refused here, before any request."""
+    datetime (those valid then), or ``"all"``; a bad ``as_of`` is refused here, before any request.
+    ``superseded``: the filter of the interactions it leaves out as superseded (None for ``"all"``)."""
 
     def __init__(self, as_of: Any = None) -> None:
-        self.where: Where | None = compile_where(HCEInteraction, None if as_of is None else {AS_OF: as_of})
+        read = None if as_of is None else {AS_OF: as_of}
+        self.where: Where | None = compile_where(HCEInteraction, read)
+        self.superseded: Where | None = compile_superseded(HCEInteraction, read)
         self.at: float | None = None
         self.every = as_of == ALL_TIMES
         if as_of is not None and not self.every:
@@ -37,3 +40,10 @@ class Visibility:
         if self.at is None:
             return valid_to is None
         return visible_at(valid_from, valid_to, self.at)
+
+    def closed(self, valid_to: float | None) -> bool:
+        """Whether an interaction whose window ends at ``valid_to`` is left out as superseded: its
+        window closed (by ``as_of`` for a read at a time; never for ``"all"``)."""
+        if self.every or valid_to is None:
+            return False
+        return self.at is None or valid_to <= self.at
