@@ -119,3 +119,27 @@ def test_blocks_stored_before_the_lifecycle_stay_current(mem):
     client = redmem.store.get_client()
     client.zrem(mem.space.key(redmem.store.keys.KeyKind.SORTED, "valid_to"), block)
     assert [b.id for b in mem.recall("attention", "block written before", top_k=5)] == [block]
+
+
+def superseded_left_out(result) -> dict[str, str | None]:
+    return {o.record_id: o.superseded_by for o in result.explain().left_out if o.reason == "superseded"}
+
+
+def test_the_explanation_names_the_superseded_block_and_its_successor(mem, clock, sent):
+    """The candidate script names it in its own reply: the frame's round trips do not change."""
+    berlin = mem.learn("Ann lives in a flat in Berlin")
+    between = clock() + 1800
+    clock.advance_hours(1)
+    lisbon = mem.learn("Ann lives in a flat in Lisbon")
+    mem.frame("attention", "where does Ann live", as_of=ALL_TIMES)  # warm: scripts cached, vectors loaded
+    sent.clear()
+    current = mem.frame("attention", "where does Ann live")
+    trips = len(sent)
+    sent.clear()
+    every = mem.frame("attention", "where does Ann live", as_of=ALL_TIMES)
+    assert trips == len(sent)
+    assert superseded_left_out(current) == {berlin: lisbon}
+    (cut,) = [o for o in current.explain().left_out if o.reason == "superseded"]
+    assert f"superseded by {lisbon}" in cut.detail and "fused #" in cut.detail
+    assert superseded_left_out(every) == {} and superseded_left_out(mem.frame("attention", "where does Ann live",
+                                                                               as_of=between)) == {}

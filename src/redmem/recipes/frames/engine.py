@@ -381,7 +381,7 @@ class FrameMemory:
         blocks = [scored_block(s, gathered.stored[s.candidate.id]) for s in chosen
                   if gathered.stored[s.candidate.id].get("content") is not None]  # a block's hash gone: left out
         trail = FrameTrail(definition, weights, self.feedback_cap, ranked, kept, survivors, gathered.pairs,
-                           guaranteed, blocks, top_k, self.space)
+                           guaranteed, blocks, top_k, self.space, superseded=gathered.superseded)
         return blocks, gathered.now_hours, gathered.riders, trail
 
     def _render(self, definition: FrameDefinition, trail: FrameTrail, budget: int) -> FrameResult:

@@ -12,8 +12,10 @@ so the contributions sum to the block's score (``fused``; ``normaliser`` 1), and
 block's place among the frame's candidates by that signal alone. Guaranteed blocks come first
 whatever their score (``source`` ``guaranteed``), then the others best score first. Left out:
 ``contradiction`` (suppressed by a block it contradicts), ``max_items`` (beyond ``top_k``),
-``budget`` and ``oversize`` (the stop-at-first-miss packing). Candidates scored below the best
-``top_k * 2`` are counted in a note, not listed.
+``budget`` and ``oversize`` (the stop-at-first-miss packing), ``superseded`` (a ranked block whose
+window closed that would otherwise have been a seed, named by the candidate script in its own
+reply, with its successor). Candidates scored below the best ``top_k * 2`` are counted in a note,
+not listed.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 
-from ...context.explain import ArmEvidence, Boost, Explanation, ItemExplanation, LeftOut
+from ...context.explain import ArmEvidence, Boost, Explanation, ItemExplanation, LeftOut, superseded_left_out
 from ...context.packing import Fitted
+from ...context.superseded import SupersededHit
 from ...store.keys import KeySpace
 from .definitions import FrameDefinition, ScoringWeights
 from .guarantees import loser
@@ -50,7 +53,8 @@ class FrameTrail:
     """What one retrieval of a frame computed: the definition and the weights it scored with, the
     damping, every candidate scored (best first), the oversampled ones, the survivors of
     suppression, the contradicting pairs, the guaranteed ids, the chosen blocks, the packing and
-    the frame's ``top_k`` and budget; ``space``: the agent's partition."""
+    the frame's ``top_k`` and budget; ``space``: the agent's partition; ``superseded``: the ranked
+    blocks left out as superseded that would otherwise have been seeds."""
 
     definition: FrameDefinition
     weights: ScoringWeights
@@ -65,12 +69,13 @@ class FrameTrail:
     space: KeySpace
     fitted: Fitted | None = None
     budget: int | None = None
+    superseded: Sequence[SupersededHit] = ()
 
     def packed(self, fitted: Fitted, budget: int) -> FrameTrail:
         """This trail with the packing of its blocks into ``budget`` tokens."""
         return FrameTrail(self.definition, self.weights, self.feedback_cap, self.ranked, self.oversampled,
                           self.survivors, self.pairs, self.guaranteed, self.blocks, self.top_k, self.space,
-                          fitted, budget)
+                          fitted, budget, self.superseded)
 
     def explain(self) -> Explanation:
         """:func:`explain_frame` of this trail."""
@@ -132,7 +137,7 @@ def _item(trail: FrameTrail, rank: int, block: ScoredBlock, weights: dict[str, f
 
 
 def _left_out(trail: FrameTrail) -> tuple[LeftOut, ...]:
-    """Suppressed, beyond ``top_k``, and cut by the packing, in that order."""
+    """Suppressed, beyond ``top_k``, cut by the packing, and superseded, in that order."""
     by_id = {s.candidate.id: s for s in trail.oversampled}
     alive = {s.candidate.id for s in trail.survivors}
     chosen = {b.id for b in trail.blocks}
@@ -157,4 +162,4 @@ def _left_out(trail: FrameTrail) -> tuple[LeftOut, ...]:
             reason, detail = (("oversize", "larger than the whole token budget") if index in skipped
                               else ("budget", f"did not fit the {trail.budget} token budget (stop at first miss)"))
             out.append(LeftOut(block.id, trail.space.record(block.id), reason, block.score, detail))
-    return tuple(out)
+    return (*out, *superseded_left_out(trail.superseded))

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ...context.retrieval import Fusion, Retrieval, Retrieved, keyword_hits, retrieve
+from ...context.superseded import SupersededHit
 from ...fields.search_protocol import Hits, Search, run_search, run_searches
 from ...lifecycle._timeline import ALL_TIMES, as_epoch
 from ...model.dbkey import DbKey
@@ -65,7 +66,8 @@ _ROW = 6 + len(STORED)
 class Gathered:
     """What stages 1-3 found: the active hours now, the candidates (seeds, then neighbours, then
     guaranteed blocks reached neither way), the guaranteed ids, the contradicting pairs among
-    the candidates, whether the query found no seed, and each candidate's stored fields."""
+    the candidates, whether the query found no seed, each candidate's stored fields, and the
+    ranked blocks left out as superseded that would otherwise have been seeds."""
 
     now_hours: float
     candidates: list[FrameCandidate]
@@ -74,6 +76,7 @@ class Gathered:
     no_seed: bool = False
     riders: list[Any] = field(default_factory=list)
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    superseded: list[SupersededHit] = field(default_factory=list)
 
 
 def block_keys(space: KeySpace) -> dict[str, str]:
@@ -178,7 +181,7 @@ def gather(
         parsed = _parsed(space, run_search(client, CandidateSearch(space, definition, now, 0, as_of=as_of)), {})
         parsed.no_seed = True
     else:
-        parsed = _parsed(space, reply, fused)
+        parsed = _parsed(space, reply, fused, seeds)
     parsed.riders = rider_answers
     return parsed
 
@@ -199,8 +202,9 @@ def _fused(retrieved: Retrieved) -> dict[str, float]:
     return {c.key.record_id: c.signals[FUSION] for c in retrieved.candidates}
 
 
-def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float]) -> Gathered:
-    """The candidate script's reply as candidates (with their fused score when they were seeds)."""
+def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float], seeds_wanted: int = 0) -> Gathered:
+    """The candidate script's reply as candidates (with their fused score when they were seeds),
+    and the blocks it left out as superseded (their place in the fused ranking, their fused score)."""
     seeds = {_text(record_id) for record_id in reply[1]}
     expanded = {_text(record_id) for record_id in reply[2]}
     data, candidates, stored = reply[4], [], {}
@@ -215,7 +219,12 @@ def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float]) -> Gather
         raw = {name.encode(): _bytes(value) for name, value in zip(STORED, data[i + 6: i + _ROW]) if value}
         stored[block_id] = decode_stored(Block, DbKey(space, block_id), raw)
     pairs = [(_text(reply[5][i]), _text(reply[5][i + 1])) for i in range(0, len(reply[5]), 2)]
-    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs, stored=stored)
+    out = reply[7]
+    superseded = [SupersededHit(DbKey(space, _text(out[i])), {"fused": int(out[i + 2])},
+                                similarity.get(_text(out[i]), 0.0), seeds_wanted, _text(out[i + 1]) or None)
+                  for i in range(0, len(out), 3)]
+    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs, stored=stored,
+                    superseded=superseded)
 
 
 def _text(value: bytes | str) -> str:

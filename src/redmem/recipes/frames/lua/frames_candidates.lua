@@ -17,7 +17,10 @@
 -- tag ranges, category ranges, guarantee ranges; then the vector ranking's ids, best first
 -- returns {now_hours, seeds, expanded, guaranteed, {id, last, confidence, count, lambda, degree, fields...} of
 --          seeds, expanded, then guaranteed blocks neither,
---          {a, b, ...} contradicting pairs among the candidates, ranked ids examined}
+--          {a, b, ...} contradicting pairs among the candidates, ranked ids examined,
+--          {id, superseded_by, rank, ...} the ranked blocks left out as superseded (their window closed
+--          by as_of) that would otherwise have been seeds: eligible but for it, met before the seeds
+--          and they together filled the seeds wanted; rank: the place in the ranking, 1-based}
 local clock = redis.call("HMGET", KEYS[1], "hours", "started")
 local now = tonumber(ARGV[1])
 local hours = tonumber(clock[1] or "0")
@@ -66,7 +69,19 @@ local function eligible(id)
   return false
 end
 
-local seeds, expanded, guaranteed, chosen, examined = {}, {}, {}, {}, 0
+local function closed(id)  -- superseded at as_of: its window closed by then (an open one is OPEN_END)
+  if as_of == "all" then return false end
+  local to = tonumber(redis.call("ZSCORE", KEYS[11], id) or OPEN_END)
+  if as_of == "" then return to < OPEN_END end
+  return to <= tonumber(as_of)
+end
+local function superseded_seed(id)  -- eligible but for its closed window
+  if not ((not tagged or tagged[id]) and (not categorised or categorised[id]) and closed(id)) then return false end
+  local score = redis.call("ZSCORE", KEYS[2], id)
+  return score ~= false and tonumber(score) > cutoff
+end
+
+local seeds, expanded, guaranteed, chosen, examined, superseded = {}, {}, {}, {}, 0, {}
 local function add(list, id)
   if not chosen[id] then chosen[id] = true; table.insert(list, id) end
 end
@@ -78,7 +93,13 @@ else
   for i = pos, #ARGV do
     if #seeds >= wanted then break end
     examined = examined + 1
-    if eligible(ARGV[i]) then add(seeds, ARGV[i]) end
+    if eligible(ARGV[i]) then
+      add(seeds, ARGV[i])
+    elseif #seeds + #superseded / 3 < wanted and superseded_seed(ARGV[i]) then
+      for _, v in ipairs({ARGV[i], redis.call("HGET", prefix .. ARGV[i], "superseded_by") or "", i - pos + 1}) do
+        superseded[#superseded + 1] = v
+      end
+    end
   end
   for _, id in ipairs(seeds) do
     local node = "r:" .. id
@@ -131,4 +152,4 @@ collect(seeds)
 collect(expanded)
 collect(extra)
 local h = string.format("%.17g", hours)
-return {h, seeds, expanded, guaranteed, data, pairs_out, examined}
+return {h, seeds, expanded, guaranteed, data, pairs_out, examined, superseded}
