@@ -95,3 +95,28 @@ def test_recall_names_the_recipe(db):
         remember("ana-recipe")
         explained = recall_context("ana-recipe", "Which tea does Ana drink?", 2000, 10, "structured", explain=True)
     assert explained.explanation is not None and explained.explanation["recipe"] == "assembler"
+
+
+def test_recall_and_ask_why_name_a_superseded_memory_and_its_successor(redis_url, db):
+    """A turn superseded by hand (the inspector's action) and matching the question: MCP ``recall``
+    sends it in ``left_out`` with reason ``superseded`` and ``superseded_by``; ``ask --why`` prints both."""
+    from redmem.lifecycle import supersede
+
+    lines = ["Ana drinks lapsang souchong every morning.", "Ana switched to sencha, she drinks it every morning.",
+             "The deploy freeze starts on Friday."]
+    with configured_embeddings(HashingEmbeddings(384)):
+        old, new, _ = store_turns([ChatTurn(line, datetime(2026, 1, 10, 9, i, tzinfo=UTC), "s1", "Ana")
+                                   for i, line in enumerate(lines)], "ana-moved")
+        supersede(old, new)
+        explained = recall_context("ana-moved", "What does Ana drink every morning?", 2000, 10, "structured",
+                                   explain=True)
+    assert explained.explanation is not None
+    cut = [o for o in explained.explanation["left_out"] if o["reason"] == "superseded"]
+    assert [(o["record_id"], o["superseded_by"]) for o in cut] == [(old.memory_id, new.memory_id)]
+    out = subprocess.run(
+        [sys.executable, "-m", "redmem.cli", "--url", redis_url, "--prefix", settings().key_prefix,
+         "--embeddings", "hashing", "ask", "What does Ana drink every morning?", "--agent", "ana-moved", "--why"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "240"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "superseded" in out.stdout and f"superseded by {new.memory_id}" in out.stdout
