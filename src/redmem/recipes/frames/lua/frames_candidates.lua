@@ -81,7 +81,7 @@ local function superseded_seed(id)  -- eligible but for its closed window
   return score ~= false and tonumber(score) > cutoff
 end
 
-local seeds, expanded, guaranteed, chosen, examined, superseded = {}, {}, {}, {}, 0, {}
+local seeds, expanded, guaranteed, chosen, examined, superseded, dropped = {}, {}, {}, {}, 0, {}, 0
 local function add(list, id)
   if not chosen[id] then chosen[id] = true; table.insert(list, id) end
 end
@@ -95,10 +95,10 @@ else
     examined = examined + 1
     if eligible(ARGV[i]) then
       add(seeds, ARGV[i])
-    elseif #seeds + #superseded / 3 < wanted and superseded_seed(ARGV[i]) then
-      for _, v in ipairs({ARGV[i], redis.call("HGET", prefix .. ARGV[i], "superseded_by") or "", i - pos + 1}) do
-        superseded[#superseded + 1] = v
-      end
+    elseif #seeds + dropped < wanted and superseded_seed(ARGV[i]) then
+      dropped = dropped + 1
+      local by = redis.call("HGET", prefix .. ARGV[i], "superseded_by") or ""
+      for _, v in ipairs({ARGV[i], by, i - pos + 1}) do superseded[#superseded + 1] = v end
     end
   end
   for _, id in ipairs(seeds) do
