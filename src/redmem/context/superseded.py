@@ -16,7 +16,8 @@ A superseded hit is kept when it would have ranked within the search depth ``D``
 
     merged_L = the best D of current_L + superseded_L, by (score desc, record id)
 
-is the top ``D`` of the search without the validity filter, and the superseded hits kept are the
+is the top ``D`` the search would return had it let the superseded records through (records
+not valid yet at ``as_of`` stay out), and the superseded hits kept are the
 superseded records of any ``merged_L``, each with its rank there and its score
 
     score(d) = max over L of  s_L(d) / top_L        (top_L: merged_L's best score)
@@ -26,7 +27,7 @@ superseded records of any ``merged_L``, each with its rank there and its score
 A list that does not check windows in its search (HCE's tree) lets superseded records into the
 fusion; the read drops them once it has loaded them. :func:`dropped_hits` names those, each with
 its rank in each list and its score ``pull / best pull``; :func:`combined` joins them with the
-twin's hits.
+twin's hits. Frames name theirs in their candidate script's reply (:mod:`redmem.recipes.frames.retrieval`).
 """
 
 from __future__ import annotations
