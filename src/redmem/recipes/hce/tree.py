@@ -15,6 +15,14 @@ score is ``0.7 * its cosine with the query + 0.3 * its parent's score``. Topics 
 interaction below ``threshold`` is skipped; the ``leaf_limit`` best are kept. The best possible
 score is ``0.7 + 0.3 * 0.7 = 0.91`` (:data:`MAX_SCORE`).
 
+Nested trees (``nest_threshold``, off by default, see :data:`NEST_THRESHOLD`): session -> group ->
+topic -> interaction. A topic, when it opens, joins the group (:class:`HCEGroup`) nearest its
+vector at cosine ``nest_threshold`` or more, or opens one, by the same rule as an interaction
+joins a topic; the group log (``<topic id> <group id>``, :mod:`.members`) records it. The search
+keeps the ``group_beam`` nearest groups scoring ``threshold`` or more, scores their topics
+``0.7 * cosine + 0.3 * group score`` and keeps the ``topic_beam`` best, then their members as
+above (best possible score ``0.7 + 0.3 * (0.7 + 0.3 * 0.7) = 0.973``).
+
 Only the members of the topics kept are scored (:meth:`SemanticTree.hits`): the session's member
 index (:mod:`.members`) lists them, and their rows of the session's vector matrix are scored
 alone, so a search costs the size of the topics it keeps, not of the session.
@@ -53,6 +61,10 @@ OWN_WEIGHT, PARENT_WEIGHT = 0.7, 0.3
 #: so a search scores more members.
 FOLLOW_MEMBERS = False
 #: Whether trees are nested by default (None: topics hang from the root; see :class:`SemanticTree`).
+#: Off: on LoCoMo dev (MiniLM, exact counts) nesting at 0.35 raised the block's evidence recall on the
+#: dev half (0.730 / 0.865 at 500 / 1,500 tokens, against 0.701 / 0.844) but lowered it on the
+#: held-out half (0.634 / 0.818, against 0.698 / 0.836; below the ContextAssembler's 0.694 at 500),
+#: ``benchmarks/results/hce_nested.md``: a dev-half gain that does not carry over.
 NEST_THRESHOLD: float | None = None
 #: How many nearest groups a nested search keeps.
 GROUP_BEAM = 8
