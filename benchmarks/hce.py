@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/hce.py --sizes 1000,10000,100000 --data ../shared/data/locomo-dev.json
     .venv/bin/python benchmarks/hce.py --sizes "" --data ../shared/data/locomo-dev.json --follow-members \
         --out hce_follow_members                                        # topic vectors that follow members
+    .venv/bin/python benchmarks/hce.py --sizes "" --data ../shared/data/locomo-dev.json --nest-threshold 0.35 \
+        --out hce_nested                                                # topics grouped under parent topics
 
 Latency: one session per size holds N interactions (turn pairs) of a synthetic conversation:
 each turn pair belongs to one of 200 topics (12 topic words plus ``common.synthetic_texts``
@@ -50,7 +52,7 @@ from common import CommandCounter, hash_vectors, machine, summary, synthetic_tex
 from locomo import CATEGORIES, load
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.hce import HCEInteraction, HCEPipeline, HCETopic, SemanticTree
-from redmem.recipes.hce.tree import FOLLOW_MEMBERS
+from redmem.recipes.hce.tree import FOLLOW_MEMBERS, NEST_THRESHOLD
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import TimedProvider, memory_model, minilm_function
 
@@ -156,12 +158,12 @@ def pairs_of(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def hce_sessions(talks: list[dict[str, Any]], provider: TimedProvider, follow_members: bool = FOLLOW_MEMBERS,
-                 ) -> dict[str, dict[str, list[str]]]:
-    """Each conversation stored as one HCE session (topics following their members or not);
-    per session, each interaction's dia ids."""
+                 nest_threshold: float | None = NEST_THRESHOLD) -> dict[str, dict[str, list[str]]]:
+    """Each conversation stored as one HCE session (topics following their members or not, nested
+    under groups or not); per session, each interaction's dia ids."""
     sessions = {}
     for talk in talks:
-        tree = SemanticTree(talk["agent_id"], follow_members=follow_members)
+        tree = SemanticTree(talk["agent_id"], follow_members=follow_members, nest_threshold=nest_threshold)
         pipe = HCEPipeline(session_id=talk["agent_id"], embedding_provider=provider, tree=tree)
         pairs = pairs_of(talk["turns"])
         ids = pipe.update_many([(p[0]["text"], p[1]["text"] if len(p) > 1 else "") for p in pairs])
@@ -170,11 +172,15 @@ def hce_sessions(talks: list[dict[str, Any]], provider: TimedProvider, follow_me
 
 
 def hce_locomo(talks: list[dict[str, Any]], provider: TimedProvider, budget: int,
-               sessions: dict[str, dict[str, list[str]]], **options: Any) -> list[dict[str, Any]]:
-    """Every question asked of its conversation's session (the exact cl100k_base counter, the default)."""
+               sessions: dict[str, dict[str, list[str]]], nest_threshold: float | None = NEST_THRESHOLD,
+               **options: Any) -> list[dict[str, Any]]:
+    """Every question asked of its conversation's session (the exact cl100k_base counter, the
+    default), searched as the sessions were built (nested or not)."""
     rows = []
     for talk in talks:
-        pipe = HCEPipeline(session_id=talk["agent_id"], context_budget=budget, embedding_provider=provider, **options)
+        tree = SemanticTree(talk["agent_id"], nest_threshold=nest_threshold)
+        pipe = HCEPipeline(session_id=talk["agent_id"], context_budget=budget, embedding_provider=provider, tree=tree,
+                           **options)
         dia, focus = sessions[talk["agent_id"]], pipe.focus.get_recent()
         for question in talk["questions"]:
             began = time.perf_counter()
@@ -278,7 +284,7 @@ def cached_vectors(function: Any, path: Path | None) -> Any:
 
 
 def quality(path: Path, budgets: list[int], conversations: int | None, vector_cache: Path | None = None,
-            follow_members: bool = FOLLOW_MEMBERS) -> dict[str, Any]:
+            follow_members: bool = FOLLOW_MEMBERS, nest_threshold: float | None = NEST_THRESHOLD) -> dict[str, Any]:
     talks = load(path, conversations)
     questions = [q for t in talks for q in t["questions"]]
     provider = TimedProvider(cached_vectors(_lazy_minilm(), vector_cache), 384,
@@ -287,10 +293,11 @@ def quality(path: Path, budgets: list[int], conversations: int | None, vector_ca
     out: dict[str, Any] = {"conversations": [t["agent_id"] for t in talks], "questions": len(questions),
                            "halves": parts}
     redmem.configure(key_prefix="hce-q")
-    out["follow_members"] = follow_members
-    sessions, (model, dia) = hce_sessions(talks, provider, follow_members), assembler_memories(talks, provider)
+    out["follow_members"], out["nest_threshold"] = follow_members, nest_threshold
+    sessions = hce_sessions(talks, provider, follow_members, nest_threshold)
+    model, dia = assembler_memories(talks, provider)
     for budget in budgets:
-        rows = {"HCEPipeline": hce_locomo(talks, provider, budget, sessions),
+        rows = {"HCEPipeline": hce_locomo(talks, provider, budget, sessions, nest_threshold),
                 "ContextAssembler (hybrid)": assembler_locomo(talks, model, dia, budget)}
         out[str(budget)] = {name: {half: recall(*_part(found, talks, ids)) for half, ids in parts.items()}
                             for name, found in rows.items()}
@@ -376,6 +383,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="a pickle of MiniLM vectors by text, read and extended (kept outside the repo)")
     parser.add_argument("--follow-members", action="store_true",
                         help="LoCoMo sessions whose topic vectors follow their members (SemanticTree option)")
+    parser.add_argument("--nest-threshold", type=float, default=NEST_THRESHOLD,
+                        help="LoCoMo sessions whose topics group under parent topics at this cosine (SemanticTree option)")
     parser.add_argument("--out", default="hce", help="results/<out>.json ('' writes nothing)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -391,7 +400,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             HCEInteraction._meta.client.flushdb()
         if args.data is not None:
             payload["locomo"] = quality(args.data, [int(b) for b in args.budgets.split(",")], args.conversations,
-                                        args.vector_cache, args.follow_members)
+                                        args.vector_cache, args.follow_members, args.nest_threshold)
     sizes = payload["latency"]
     if "10000" in sizes and "100000" in sizes:
         payload["growth_100k_over_10k"] = sizes["100000"]["retrieve_ms"]["p50"] / sizes["10000"]["retrieve_ms"]["p50"]

@@ -85,9 +85,9 @@ PINNED = {
     ],
     "redmem.recipes.hce": [
         "ContextCandidate", "EdgeType", "EntityExtractor", "EntityGraph", "ExportError", "ExtractedEntity",
-        "FocusBuffer", "FocusEntry", "HCEInteraction", "HCEPipeline", "HCETopic", "NodeType", "RetrievedContext",
-        "SemanticTree", "TreeHit", "context_budgeting", "estimate_tokens", "hierarchical_relevance_search",
-        "spreading_activation",
+        "FocusBuffer", "FocusEntry", "HCEGroup", "HCEInteraction", "HCEPipeline", "HCETopic", "NodeType",
+        "RetrievedContext", "SemanticTree", "TopicSummary", "TreeHit", "context_budgeting", "estimate_tokens",
+        "extractive_summary", "hierarchical_relevance_search", "spreading_activation",
     ],
     "redmem.context": [
         "Budget", "ContextResult", "Explanation", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from redmem.embeddings.codec import decode_stored
-from redmem.fields.search_protocol import run_searches
+from redmem.fields.search_protocol import run_search
 from redmem.recipes.hce import HCEPipeline, SemanticTree, hierarchical_relevance_search
 from redmem.recipes.hce.models import HCEInteraction, HCETopic
-from redmem.recipes.hce.tree import tree_scores
+from redmem.recipes.hce.tree import TreeSearch, tree_scores
 
 DIMENSIONS = 24
 
@@ -62,10 +62,7 @@ def exhaustive(tree: SemanticTree, vectors: dict[str, np.ndarray], query: np.nda
 
 
 def searched(tree: SemanticTree, query: np.ndarray) -> list[tuple[str, float]]:
-    leaves = tree.leaf_sync()
-    topic_hits, _, index = run_searches(HCEInteraction._meta.client, [
-        tree.topic_searcher(query, tree.topic_beam), leaves, tree.member_reader()])
-    return [(h.interaction_id, h.score) for h in tree.hits(query, topic_hits, leaves, index)]
+    return run_search(HCEInteraction._meta.client, TreeSearch(tree, query))
 
 
 def assert_same(found: list[tuple[str, float]], expected: list[tuple[str, float]]) -> None:

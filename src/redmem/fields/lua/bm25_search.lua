@@ -12,10 +12,12 @@
 -- ARGV[7] filter plan JSON ("": none; see include/filter_check.lua): only records passing it
 --   are scored and ranked, so the reply is the top-k of the matching records. A selective filter
 --   (at most half the records pass) is checked where a candidate is first met, before its bound
---   is looked up; a broad one on the candidates that survive the bounds, before scoring. A filter
---   no record can pass (its smallest index is empty) reads no posting; one that at most a quarter
---   as many records pass as the query terms have postings (a lifecycle tenant's few superseded
---   records) lists the records that pass and scores each from its entry instead ("listed").
+--   is looked up; a broad one on the scored candidates that can still enter the top (a score
+--   below the k-th one's cannot, whatever the filter says), so it costs the entrants, not the
+--   survivors. A filter no record can pass (its smallest index is empty) reads no posting; one
+--   that at most a quarter as many records pass as the query terms have postings (a lifecycle
+--   tenant's few superseded records) lists the records that pass and scores each from its entry
+--   instead ("listed").
 -- ARGV[8..] term, qtf, term, qtf, .. (order of KEYS[5..])
 -- returns {mode ("bounded"|"exhaustive"|"listed"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
@@ -175,7 +177,7 @@ end
 -- an upper bound per record, the impact bound of each list looked up so far plus the current bound
 -- of the lists not yet looked up (its unread postings), lists best bound first, a record dropped
 -- once its bound falls below the k-th score; the survivors are scored exactly, in term order;
--- returns how many were scored
+-- returns how many were scored exactly
 local function score_page(docnos, from, known)
   if early then
     docnos, known = matching(docnos, known)
@@ -220,19 +222,24 @@ local function score_page(docnos, from, known)
   local members = {}
   for k, i in ipairs(alive) do members[k] = docnos[i] end
   local dls, ids = lengths(members)
-  local passed, scored = not early and pass and pass(ids), 0  -- a broad filter: checked on the survivors
+  local sums, entering, cut = {}, {}, #top == limit and top[limit][2]
   for k, i in ipairs(alive) do
-    if not passed or passed[k] then
-      local sum = 0
-      for _, list in ipairs(lists) do
-        local impact = impacts[list][i]
-        if impact then sum = sum + list.weight * tf_norm(frequency(tonumber(impact), dls[k], list.ref), dls[k]) end
-      end
-      offer(ids[k], sum)
-      scored = scored + 1
+    local sum = 0
+    for _, list in ipairs(lists) do
+      local impact = impacts[list][i]
+      if impact then sum = sum + list.weight * tf_norm(frequency(tonumber(impact), dls[k], list.ref), dls[k]) end
     end
+    sums[k] = sum
+    if not cut or sum >= cut then entering[#entering + 1] = k end  -- below the k-th score: never offered
   end
-  return scored
+  local names = {}
+  for m, k in ipairs(entering) do names[m] = ids[k] end
+  -- a broad filter: checked only on the scored records that can enter the top
+  local passed = not early and pass and pass(names)
+  for m, k in ipairs(entering) do
+    if not passed or passed[m] then offer(ids[k], sums[k]) end
+  end
+  return #alive
 end
 
 for _, list in ipairs(lists) do list.bound = list.weight * (k1 + 1) end

@@ -12,8 +12,9 @@ from .extractor import EntityExtractor, ExtractedEntity
 from .focus import FocusBuffer, FocusEntry
 from .graph import EntityGraph, spreading_activation
 from .kinds import EdgeType, NodeType
-from .models import HCEInteraction, HCETopic
+from .models import HCEGroup, HCEInteraction, HCETopic
 from .pipeline import HCEPipeline, RetrievedContext
+from .summaries import TopicSummary, extractive_summary
 from .tree import SemanticTree, TreeHit, hierarchical_relevance_search
 
 __all__ = [
@@ -35,5 +36,8 @@ __all__ = [
     "hierarchical_relevance_search",
     "HCEInteraction",
     "HCETopic",
+    "HCEGroup",
+    "TopicSummary",
+    "extractive_summary",
     "ExportError",
 ]

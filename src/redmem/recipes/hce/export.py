@@ -50,8 +50,9 @@ from ...store.errors import ExportError, RedmemError
 from ...store.keys import KeyKind, KeySpace
 from .focus import FocusEntry
 from .keys import HCEKeyKind
-from .models import HCEInteraction, HCETopic
+from .models import HCEGroup, HCEInteraction, HCETopic
 from .storage import delete_keys, queue_replace, read_typed, record_ids
+from .summaries import TopicSummary
 
 __all__ = ["ExportError", "save_session", "load_session", "clear_session", "session_keys", "FORMAT", "VERSION",
            "FILE_NAME"]
@@ -59,7 +60,7 @@ __all__ = ["ExportError", "save_session", "load_session", "clear_session", "sess
 FORMAT = "redmem.hce.session"
 VERSION = 1
 FILE_NAME = "hce-session.json"
-MODELS: dict[str, type[Model]] = {"HCEInteraction": HCEInteraction, "HCETopic": HCETopic}
+MODELS: dict[str, type[Model]] = {"HCEInteraction": HCEInteraction, "HCETopic": HCETopic, "HCEGroup": HCEGroup}
 #: The Redis type of each of a co-occurrence graph's keys, by its last part.
 GRAPH_TYPES = {"w": "hash", "adj": "zset", "in": "zset", "deg": "hash"}
 #: The attempts a save makes at a snapshot whose record sets did not change while it was read.
@@ -87,6 +88,8 @@ def _fixed_keys(name: str, space: KeySpace) -> dict[str, str]:
         kinds[_relative(space, HCEInteraction.entities_seen.key(space))] = "string"
         kinds[HCEKeyKind.FOCUS_BUFFER.value] = "list"
         kinds[HCEKeyKind.TREE_MEMBERS.value] = "list"
+        kinds[HCEKeyKind.TREE_GROUPS.value] = "list"
+        kinds[HCEKeyKind.TOPIC_SUMMARIES.value] = "hash"
         kinds[HCEKeyKind.ENTITY_TYPES.value] = "hash"
         kinds.update((_relative(space, space.key(KeyKind.SORTED, name)), "zset") for name in ("valid_from", "valid_to"))
         kinds[LifecycleKeyKind.LIFECYCLE_INDEX.value] = "hash"
@@ -254,9 +257,12 @@ def _check_value(entry: dict[str, Any], space: KeySpace, value: Any) -> None:
         elif rel == HCEKeyKind.FOCUS_BUFFER.value:
             for raw in value:
                 FocusEntry.from_json(raw)
-        elif rel == HCEKeyKind.TREE_MEMBERS.value:
+        elif rel in (HCEKeyKind.TREE_MEMBERS.value, HCEKeyKind.TREE_GROUPS.value):
             if not all(b" " in raw.strip(b" ") for raw in value):
-                raise ValueError("a member entry is '<interaction id> <topic id>'")
+                raise ValueError("a log entry is '<child id> <parent id>'")
+        elif rel == HCEKeyKind.TOPIC_SUMMARIES.value:
+            for raw in value.values():
+                TopicSummary.from_json(raw)
         elif rel == HCEKeyKind.ENTITY_TYPES.value:
             if not all(isinstance(json.loads(raw), dict) for raw in value.values()):
                 raise ValueError("an entity type is a JSON object")

@@ -21,3 +21,7 @@ class HCEKeyKind(StrEnum):
     ENTITY_TYPES = "et"
     #: list: the semantic tree's membership log, ``<interaction id> <topic id>`` in write order
     TREE_MEMBERS = "tm"
+    #: list: the semantic tree's group log, ``<topic id> <group id>`` in write order (nested trees)
+    TREE_GROUPS = "tg"
+    #: hash: topic id -> its summary (JSON: text, members summarised, token count)
+    TOPIC_SUMMARIES = "ts"

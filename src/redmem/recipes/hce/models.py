@@ -18,7 +18,10 @@ graph) and topics, partitioned by session, so one session's keys share one hash 
 | | ``entities_seen`` | ExistenceFilter | every entity key ever mentioned (:func:`entity_term`) |
 | ``HCETopic`` | ``session_id``, ``topic_id`` | KeyField | the topic node of the tree |
 | | ``label`` | StringField | the first words of the interaction that opened it |
-| | ``embedding`` | EmbeddingField | that interaction's vector |
+| | ``embedding`` | EmbeddingField | that interaction's vector (or its members' mean direction) |
+| ``HCEGroup`` | ``session_id``, ``group_id`` | KeyField | a parent topic of a nested tree (``SemanticTree(nest_threshold=...)``) |
+| | ``label`` | StringField | the label of the topic that opened it |
+| | ``embedding`` | EmbeddingField | the mean direction of its topics' vectors when they joined |
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from ...model.fields import DictField, FloatField, ListField, StringField
 from ...model.indexed import KeyField
 from ...model.persistence import queue_fields_save_many
 
-__all__ = ["HCEInteraction", "HCETopic", "interaction_id", "interaction_text", "entity_term", "MAX_EDGES"]
+__all__ = ["HCEInteraction", "HCETopic", "HCEGroup", "interaction_id", "interaction_text", "entity_term", "MAX_EDGES"]
 
 #: The most edges a graph node keeps (a hub entity keeps its newest mentions).
 MAX_EDGES = 500
@@ -113,5 +116,14 @@ class HCETopic(Model):
 
     session_id = KeyField(partition_by="session_id")
     topic_id = KeyField()
+    label = StringField(null=False)
+    embedding = EmbeddingField()
+
+
+class HCEGroup(Model):
+    """A parent topic of a nested semantic tree: topics join it as interactions join a topic."""
+
+    session_id = KeyField(partition_by="session_id")
+    group_id = KeyField()
     label = StringField(null=False)
     embedding = EmbeddingField()

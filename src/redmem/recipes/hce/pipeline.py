@@ -63,7 +63,8 @@ from .graph import EntityGraph
 from .kinds import NodeType
 from .models import HCEInteraction, entity_term, interaction_id, interaction_text
 from .provider import DEFAULT_DIMENSIONS, resolve_provider
-from .tree import SemanticTree, TreeSearch
+from .summaries import SUMMARY_TOKENS, Summariser, TopicSummary, read_summaries, summarise_topics
+from .tree import Placement, SemanticTree, TreeSearch
 from .validity import Visibility
 from .wrapping import wrap_chat
 
@@ -357,13 +358,13 @@ class HCEPipeline:
         mentions = [[k for k in self.extractor.mentions(f"{q}\n{a}") if k not in {e.key for e in found}]
                     for (q, a), found in zip(pairs, entities)]
         flat = list(dict.fromkeys(k for keys in mentions for k in keys))
-        topics = self.tree.topic_searcher(vectors[0], 1)
-        exists, _, members = run_searches(self.client, [
-            HCEInteraction.entities_seen.term_searcher(self.graph.space, [entity_term(k) for k in flat]), topics,
-            self.tree.member_reader()])
+        placing = self.tree.write_searches(vectors[0])
+        exists, *placed = run_searches(self.client, [
+            HCEInteraction.entities_seen.term_searcher(self.graph.space, [entity_term(k) for k in flat]), *placing])
         known = {k for k, maybe in zip(flat, exists) if maybe}
         labels = [(rid, " ".join(q.split()[:LABEL_WORDS])) for rid, (q, _) in zip(ids, pairs)]
-        topic_ids, opened, moved = self.tree.assign(topics, vectors, labels, members)
+        placement = self.tree.assign(placing, placed, vectors, labels)
+        topic_ids = placement.topic_ids
         records, links = [], []
         for i, ((q, a), rid) in enumerate(zip(pairs, ids)):
             found = entities[i] + [ExtractedEntity(k, k, NodeType.NAME) for k in mentions[i] if k in known]
@@ -375,22 +376,31 @@ class HCEPipeline:
             links.append((rid, found))
         focus = [FocusEntry(role, text, now, rid) for (q, a), rid in zip(pairs, ids)
                  for role, text in (("user", q), ("assistant", a))]
-        self._write(opened, moved, records, links, focus)
+        self._write(placement, records, links, focus)
         return ids
 
-    def _write(self, topics: list[Any], moved: dict[str, np.ndarray], records: list[HCEInteraction],
+    def _write(self, placement: Placement, records: list[HCEInteraction],
                links: list[tuple[str, list[ExtractedEntity]]], focus: list[FocusEntry]) -> None:
         client = self.client
         with server_errors(client), client.pipeline(transaction=True) as pipe:
-            if topics:
-                queue_new_records(pipe, client, topics, fresh=True)
-            self.tree.queue_moves(pipe, moved)
             queue_new_records(pipe, client, records, fresh=True)
             for rid, found in links:
                 self.graph.queue_interaction(pipe, rid, found)
-            self.tree.queue_members(pipe, [(r.interaction_id, r.topic_id) for r in records])
+            self.tree.queue_placement(pipe, client, placement, [(r.interaction_id, r.topic_id) for r in records])
             self.focus.push_call(focus[-self.focus.max_size:]).queue(pipe)
             pipe.execute()
+
+    # -- topic summaries -------------------------------------------------------------------------
+    def summarise_topics(self, max_tokens: int = SUMMARY_TOKENS, summariser: Summariser | None = None,
+                         ) -> dict[str, TopicSummary]:
+        """Summarise every topic of the tree that gained members since its summary, in at most
+        ``max_tokens`` tokens of the pipeline's counter: extractive by default, or by
+        ``summariser(texts, max_tokens)`` (see :mod:`redmem.recipes.hce.summaries`); returns those written."""
+        return summarise_topics(self.tree, self.count_tokens, max_tokens, summariser)
+
+    def topic_summaries(self, topic_ids: Iterable[str] | None = None) -> dict[str, TopicSummary]:
+        """The stored summaries of ``topic_ids`` (a tree hit's ``topic_id``; None: every one)."""
+        return read_summaries(self.tree, None if topic_ids is None else list(topic_ids))
 
     # -- middleware and persistence ------------------------------------------------------------
     def wrap_chat(self, chat_func: Callable[..., Any]) -> Callable[..., Any]:
@@ -417,6 +427,8 @@ class HCEPipeline:
     abuild_prompt = async_variant(build_prompt)
     aupdate = async_variant(update)
     aupdate_many = async_variant(update_many)
+    asummarise_topics = async_variant(summarise_topics)
+    atopic_summaries = async_variant(topic_summaries)
     asave = async_variant(save)
     aload = async_variant(load)
     aclear = async_variant(clear)
