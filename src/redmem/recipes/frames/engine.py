@@ -42,7 +42,7 @@ from .learning import WiringPlan, active_hours_of, append_block
 from .models import DECAY_TIERS, Block, decay_tier
 from .neighbours import NEIGHBOURS
 from .rendering import fit_blocks
-from .retrieval import block_keys, gather, validity_argument
+from .retrieval import Gathered, block_keys, gather, validity_argument
 from .scoring import FEEDBACK_CAP, FrameResult, ScoredBlock, score_candidates, scored_block
 from .storage import FrameStore
 from .wiring import DEFAULT_WIRING, LearnWiring
@@ -314,7 +314,7 @@ class FrameMemory:
         ``as_of``: None reads current blocks (none superseded); epoch seconds or a datetime, the
         blocks valid then; ``"all"``, every block (:mod:`redmem.lifecycle`)."""
         definition = self.frame_definition(name)
-        chosen, _, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k),
+        chosen, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k),
                                        as_of=validity_argument(as_of))
         return chosen
 
@@ -336,9 +336,9 @@ class FrameMemory:
             return cached.result
         riders = [CacheRead(self.space, self._cache_key(definition, query, top_k, budget))] if (
             definition.cache is not None and cached is None) else []
-        _, now_hours, answers, trail = self._chosen(definition, query, top_k, riders, validity)
-        if answers:
-            cached = answers[0]
+        _, gathered, trail = self._chosen(definition, query, top_k, riders, validity)
+        if gathered.riders:
+            cached = gathered.riders[0]
             if cached is not None and cached.result is not None:
                 hit: FrameResult = cached.result
                 return hit
@@ -348,7 +348,8 @@ class FrameMemory:
             write = CacheWrite(self._cache_key(definition, query, top_k, budget), encode_result(result, cached.version),
                                definition.cache.ttl_seconds)
         returned = [b.id for b in result.blocks] if reinforce else []
-        edges = apply_effects(self.client, self.space, returned, now_hours, write)
+        edges = apply_effects(self.client, self.space, returned, gathered.now_hours, gathered.linked_among(returned),
+                              write)
         return replace(result, edges_reinforced=edges)
 
     def _cache_key(self, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> str:
@@ -365,9 +366,10 @@ class FrameMemory:
     # -- the pipeline ----------------------------------------------------------------------------
     def _chosen(
         self, definition: FrameDefinition, query: str | None, top_k: int, riders: Sequence[Any] = (), as_of: str = "",
-    ) -> tuple[list[ScoredBlock], float, list[Any], FrameTrail]:
-        """Stages 1-4, guarantees and suppression: (the chosen blocks, active hours, riders'
-        answers, what each stage kept for the explanation)."""
+    ) -> tuple[list[ScoredBlock], Gathered, FrameTrail]:
+        """Stages 1-4, guarantees and suppression: (the chosen blocks, what stages 1-3 gathered:
+        the active hours, the riders' answers, the edges among the candidates; what each stage
+        kept for the explanation)."""
         asked = None if query is None else (query, Block.embedding.embed_texts([query], "query")[0])
         gathered = gather(self.client, self.space, definition, self.clock(), top_k, asked, riders, as_of)
         with_query = asked is not None and not gathered.no_seed
@@ -377,11 +379,11 @@ class FrameMemory:
         kept = oversampled(ranked, guaranteed, top_k)
         survivors = suppress_contradictions(kept, gathered.pairs, guaranteed)
         chosen = select(survivors, guaranteed, top_k)
-        blocks = [scored_block(s, gathered.stored[s.candidate.id]) for s in chosen
-                  if gathered.stored[s.candidate.id].get("content") is not None]  # a block's hash gone: left out
+        blocks = [scored_block(s, gathered.fields_of(s.candidate.id)) for s in chosen
+                  if "content" in gathered.stored[s.candidate.id]]  # a block's hash gone: left out
         trail = FrameTrail(definition, weights, self.feedback_cap, ranked, kept, survivors, gathered.pairs,
                            guaranteed, blocks, top_k, self.space)
-        return blocks, gathered.now_hours, gathered.riders, trail
+        return blocks, gathered, trail
 
     def _render(self, definition: FrameDefinition, trail: FrameTrail, budget: int) -> FrameResult:
         """Pack the blocks' lines stop-at-first-miss (guaranteed first; an oversized block as

@@ -24,6 +24,7 @@ round trip each time.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +34,6 @@ import numpy as np
 from ...context.retrieval import Fusion, Retrieval, Retrieved, keyword_hits, retrieve
 from ...fields.search_protocol import Hits, Search, run_search, run_searches
 from ...lifecycle._timeline import ALL_TIMES, as_epoch
-from ...model.dbkey import DbKey
-from ...model.loading import decode_stored
 from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition
@@ -65,7 +64,9 @@ _ROW = 6 + len(STORED)
 class Gathered:
     """What stages 1-3 found: the active hours now, the candidates (seeds, then neighbours, then
     guaranteed blocks reached neither way), the guaranteed ids, the contradicting pairs among
-    the candidates, whether the query found no seed, and each candidate's stored fields."""
+    the candidates, whether the query found no seed, each candidate's stored fields as read
+    (``stored``: the :data:`STORED` entries, decoded only for the blocks a frame keeps:
+    :meth:`fields_of`), the ``seeds``, and the pairs (seed, candidate) an edge joins (``linked``)."""
 
     now_hours: float
     candidates: list[FrameCandidate]
@@ -73,7 +74,21 @@ class Gathered:
     pairs: list[tuple[str, str]]
     no_seed: bool = False
     riders: list[Any] = field(default_factory=list)
-    stored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stored: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    linked: list[tuple[str, str]] = field(default_factory=list)
+    seeds: frozenset[str] = frozenset()
+
+    def fields_of(self, block_id: str) -> dict[str, Any]:
+        """The candidate's :data:`STORED` fields, decoded (an entry the hash lacks is left out)."""
+        fields = Block._meta.fields
+        return {name: fields[name].decode(raw) for name, raw in self.stored[block_id].items()}
+
+    def linked_among(self, block_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """The pairs of ``block_ids`` that may be joined by an edge: a pair with a seed when the
+        seed's edges (read by the expansion) hold it, every pair of two other blocks (not looked up)."""
+        seeded = {frozenset(pair) for pair in self.linked}
+        return [(a, b) for a, b in itertools.combinations(block_ids, 2)
+                if frozenset((a, b)) in seeded or not self.seeds & {a, b}]
 
 
 def block_keys(space: KeySpace) -> dict[str, str]:
@@ -108,8 +123,8 @@ def candidate_call(
     """The ``frames_candidates.lua`` call of one frame at wall time ``now`` (``seeds`` 0: queryless;
     ``as_of`` as :func:`validity_argument` writes it)."""
     keys = block_keys(space)
-    names = ("clock", "window", "tags", "categories", "adjacency", "degrees", "confidence", "count", "lambda",
-             "contradictions", "valid_to", "valid_from")
+    names = ("clock", "window", "tags", "categories", "adjacency", "degrees", "confidence", "contradictions",
+             "valid_to", "valid_from")
     filters = definition.filters
     args = [repr(now), repr(filters.search_window_hours), seeds, repr(Block.confidence.initial_confidence),
             space.record("") + ":", as_of, len(STORED), *STORED,
@@ -157,7 +172,7 @@ def gather(
     (:func:`validity_argument`; "": current blocks only)."""
     if query is None:
         answers = run_searches(client, [CandidateSearch(space, definition, now, 0, as_of=as_of), *riders])
-        parsed = _parsed(space, answers[0], {})
+        parsed = _parsed(answers[0], {})
         parsed.riders = answers[1:]
         return parsed
     text, vector = query
@@ -175,10 +190,10 @@ def gather(
             continue
         break
     if not reply[1]:  # no seed: the pre-filtered blocks, as without a query
-        parsed = _parsed(space, run_search(client, CandidateSearch(space, definition, now, 0, as_of=as_of)), {})
+        parsed = _parsed(run_search(client, CandidateSearch(space, definition, now, 0, as_of=as_of)), {})
         parsed.no_seed = True
     else:
-        parsed = _parsed(space, reply, fused)
+        parsed = _parsed(reply, fused)
     parsed.riders = rider_answers
     return parsed
 
@@ -199,7 +214,7 @@ def _fused(retrieved: Retrieved) -> dict[str, float]:
     return {c.key.record_id: c.signals[FUSION] for c in retrieved.candidates}
 
 
-def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float]) -> Gathered:
+def _parsed(reply: Any, similarity: dict[str, float]) -> Gathered:
     """The candidate script's reply as candidates (with their fused score when they were seeds)."""
     seeds = {_text(record_id) for record_id in reply[1]}
     expanded = {_text(record_id) for record_id in reply[2]}
@@ -212,10 +227,11 @@ def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float]) -> Gather
             degree=float(data[i + 5]), similarity=similarity.get(block_id, 0.0) if block_id in seeds else 0.0,
             was_expanded=block_id in expanded,
         ))
-        raw = {name.encode(): _bytes(value) for name, value in zip(STORED, data[i + 6: i + _ROW]) if value}
-        stored[block_id] = decode_stored(Block, DbKey(space, block_id), raw)
-    pairs = [(_text(reply[5][i]), _text(reply[5][i + 1])) for i in range(0, len(reply[5]), 2)]
-    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs, stored=stored)
+        stored[block_id] = {name: _bytes(value) for name, value in zip(STORED, data[i + 6: i + _ROW]) if value}
+    pairs, linked = (
+        [(_text(flat[i]), _text(flat[i + 1])) for i in range(0, len(flat), 2)] for flat in (reply[5], reply[7]))
+    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs, stored=stored, linked=linked,
+                    seeds=frozenset(seeds))
 
 
 def _text(value: bytes | str) -> str:
