@@ -4,6 +4,7 @@ their write is never lost; and learn() costs two round trips. On a real server."
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
@@ -156,3 +157,16 @@ def test_learn_costs_two_round_trips_and_three_with_wiring(provider, clock, sent
     sent.clear()
     mem.learn("a last note on the helm chart")
     assert len(sent) == (3 if wiring else 2)
+
+
+def test_alearn_appends_as_learn_does(provider, clock):
+    """Under the asyncio API the read goes after the WATCH (its own round trip); the same contexts result."""
+    mem = FrameMemory(agent_id=f"async-{next(_agents)}", clock=clock, wiring=None)
+    mem.begin_session()
+
+    async def learn_both():
+        return await mem.alearn("Did you ever get to visit Zanzibar?"), await mem.alearn("Yes, twice last year!")
+
+    asked, answer = asyncio.run(learn_both())
+    assert mem.get(answer).context == "> Did you ever get to visit Zanzibar?\nYes, twice last year!"
+    assert mem.get(asked).context == "Did you ever get to visit Zanzibar?\n> Yes, twice last year!"
