@@ -52,7 +52,7 @@ def watch_and_read(client: Any, pipe: Any, keys: list[str], reads: Callable[[Any
     reader = client.pipeline(transaction=False)
     reads(reader)
     if isinstance(pipe, ClusterPipeline) or in_worker():
-        pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py: unannotated
+        pipe.watch(*keys)
         replies: list[Any] = reader.execute()
         return replies
     commands = list(reader.command_stack)
