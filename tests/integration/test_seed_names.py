@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-import redmem
+import frames_support
 import redmem.store.aio as aio
-from frames_support import Clock, WordEmbeddings
 from redmem.recipes.frames import SELF_FRAME, FrameMemory
 from redmem.store.errors import ValidationError
+
+provider, clock = frames_support.provider, frames_support.clock  # the frames tests' fixtures, defined once
 
 #: The seeds' import lines (frames-recall-plan, hce-pipeline-phase4), their public names only:
 #: ``elfmem.<module>`` becomes the recipe package.
@@ -68,20 +69,6 @@ def test_the_seeds_frame_definitions_build_as_written():
         CachePolicy(invalidate_on=["on_tuesdays"])
     with pytest.raises(ValidationError, match="unknown built-in frame"):
         get_frame_definition("mood")
-
-
-@pytest.fixture
-def provider(db):
-    words = WordEmbeddings()
-    before = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=words)
-    yield words
-    redmem.configure(embedding_provider=before)
-
-
-@pytest.fixture
-def clock():
-    return Clock()
 
 
 @pytest.fixture

@@ -14,6 +14,9 @@ from ._timeline import as_epoch
 
 __all__ = ["supersede", "restore", "history"]
 
+#: The fields a supersede or restore sets on the record it closes or reopens, and on its successor.
+_CLOSED, _LINKED = ("valid_to", "superseded_by"), ("supersedes",)
+
 
 def _linked(record: Any, record_id: str | None) -> Any:
     """The record of the same partition named by ``record_id`` (None when absent or deleted)."""
@@ -25,7 +28,9 @@ def _linked(record: Any, record_id: str | None) -> Any:
 
 def supersede(older: Any, newer: Any, *, at: Any = None) -> None:
     """Mark ``older`` superseded by ``newer`` (both stored, one partition): ``older.valid_to`` =
-    ``at`` (default ``newer.valid_from``), links both ways; one MULTI/EXEC, exactly once."""
+    ``at`` (default ``newer.valid_from``), links both ways; one MULTI/EXEC, exactly once. Only
+    those three fields are written from the instances: the others as stored at the write (a
+    count or time another client wrote since they were loaded stays)."""
     if type(older) is not type(newer) or older.db_key.keyspace != newer.db_key.keyspace:
         raise ValidationError("supersede links two records of one model and one partition")
     if older.db_key == newer.db_key:
@@ -43,12 +48,13 @@ def supersede(older: Any, newer: Any, *, at: Any = None) -> None:
         if slot and newer.valid_to is None:
             pipe.hset(index, "s:" + slot, newer.db_key.record_id)
 
-    save_records([], [older, newer], watch=[index], also=also)
+    save_records([], [older, newer], watch=[index], also=also, changed=[_CLOSED, _LINKED])
 
 
 def restore(record: Any) -> None:
     """Make a superseded record current again: its window reopened, the links to its successor
-    removed (the successor stays as it is); one MULTI/EXEC, exactly once."""
+    removed (the successor stays as it is); one MULTI/EXEC, exactly once, writing those fields
+    alone (as :func:`supersede`)."""
     successor = _linked(record, record.superseded_by)
     record.valid_to = record.superseded_by = None
     updated = [record]
@@ -62,7 +68,7 @@ def restore(record: Any) -> None:
         pipe.hincrby(index, VERSION_ENTRY, 1)
         pipe.hset(index, "d:" + text_digest(text), record.db_key.record_id)
 
-    save_records([], updated, watch=[index], also=also)
+    save_records([], updated, watch=[index], also=also, changed=[_CLOSED, _LINKED][: len(updated)])
 
 
 def history(record: Any) -> list[Any]:

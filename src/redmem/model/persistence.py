@@ -8,7 +8,7 @@ concurrent write to the same record aborts the EXEC and the whole batch is rebui
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from redis.exceptions import WatchError
@@ -241,6 +241,7 @@ def save_records(
     watch: Sequence[str] = (),
     unchanged: Callable[[Any], bool] | None = None,
     also: Callable[[Any], None] | None = None,
+    changed: Sequence[Collection[str]] | None = None,
 ) -> bool:
     """Validate and write records of one partition, with all their indexes, in one MULTI/EXEC.
 
@@ -251,9 +252,12 @@ def save_records(
     under the WATCH before the MULTI (reads through ``reader`` execute at once) and returns
     False when what the caller built the records from has changed since: then nothing is
     written and False is returned, so the caller rebuilds them. ``also(pipe)`` queues further
-    writes in the same MULTI/EXEC (after the records'). The EXEC carries an operation key, as
-    :func:`save_record`'s does, so the whole write is applied exactly once. Returns True when
-    written (or found already applied after a lost reply).
+    writes in the same MULTI/EXEC (after the records'). ``changed``: for each ``updated`` record,
+    the fields the caller set; its other stored fields are written as read under the WATCH, so
+    what another client wrote to them after the record was loaded (a counter, a time) is kept,
+    not overwritten with the loaded values (None: every field as the instance holds it). The
+    EXEC carries an operation key, as :func:`save_record`'s does, so the whole write is applied
+    exactly once. Returns True when written (or found already applied after a lost reply).
     """
     instances = [*created, *updated]
     if not instances:
@@ -275,6 +279,9 @@ def save_records(
         for instance, key, stored in zip(updated, keys, hashes):
             if was_stored(instance):
                 _require_stored(instance, stored, key)
+        for instance, key, stored, values, kept in zip(updated, keys, hashes, old_values, changed or ()):
+            if stored:
+                _rebase(instance, key, stored, kept, values)
         return [_batch(reader, client, instance, key, stored) for instance, key, stored in zip(updated, keys, hashes)]
 
     def write(pipe: Any, batches: list[SaveBatch]) -> None:
@@ -297,6 +304,16 @@ def save_records(
     for instance in instances:
         instance._was_stored = True
     return True
+
+
+def _rebase(instance: Any, key: DbKey, stored: dict[bytes, bytes], kept: Collection[str], values: dict[str, Any]) -> None:
+    """Set every stored field of ``instance`` but the ``kept`` ones (and the key fields) to its
+    value in ``stored`` (the hash read under the WATCH), in the instance and in its ``values``."""
+    fields = instance._meta.fields
+    for name, value in decode_stored(type(instance), key, stored).items():
+        if name not in kept and not fields[name].is_key:
+            setattr(instance, name, value)
+            values[name] = value
 
 
 def queue_record_write(batch: SaveBatch, values: dict[str, Any]) -> None:

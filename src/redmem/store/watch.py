@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from redis.cluster import ClusterPipeline
 from redis.exceptions import ResponseError, WatchError
 
+from .aio import in_worker
 from .connection import server_errors
 from .errors import WriteConflict
 
@@ -44,13 +45,14 @@ def watch_and_read(client: Any, pipe: Any, keys: list[str], reads: Callable[[Any
     """WATCH ``keys`` on transaction pipeline ``pipe`` and run the reads ``reads(pipeline)``
     queues, in one round trip; returns their replies (a reply that is an error is raised once
     every reply is read). A broken connection is retried as the client's WATCH would be (the
-    WATCH is sent again with the reads). On a cluster pipeline the WATCH goes first, then the
-    reads (two round trips: redis-py sends a cluster WATCH alone).
+    WATCH is sent again with the reads). On a cluster pipeline, and under the asyncio API (the
+    pipeline's connection is then a coroutine's), the WATCH goes first, then the reads (two
+    round trips: redis-py sends a cluster WATCH alone).
     """
     reader = client.pipeline(transaction=False)
     reads(reader)
-    if isinstance(pipe, ClusterPipeline):
-        pipe.watch(*keys)  # type: ignore[no-untyped-call]  # redis-py: unannotated
+    if isinstance(pipe, ClusterPipeline) or in_worker():
+        pipe.watch(*keys)
         replies: list[Any] = reader.execute()
         return replies
     commands = list(reader.command_stack)

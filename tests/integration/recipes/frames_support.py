@@ -1,5 +1,8 @@
 """Helpers of the frames tests: a word-overlap embedding provider that counts its calls, a
-settable clock, and a snapshot of every key (DUMP) to prove what a call did not write."""
+settable clock, a snapshot of every key (DUMP) to prove what a call did not write, and the
+fixtures ``provider`` (a :class:`WordEmbeddings` configured for the test) and ``clock`` (a
+:class:`Clock`), defined once here: a test module uses them by importing them
+(``from frames_support import clock, provider``)."""
 
 from __future__ import annotations
 
@@ -7,9 +10,10 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
 import redmem
-from conftest import all_keys
+from conftest import all_keys, configured_embeddings
 
 WORD = re.compile(r"[a-z0-9]+")
 
@@ -54,3 +58,16 @@ def snapshot(client) -> dict[str, bytes]:
     """Every key of the test's prefix with its DUMP (type, value and encoding), TTLs aside."""
     prefix = redmem.store.settings().key_prefix
     return {key: client.dump(key) for key in sorted(all_keys(client, prefix))}
+
+
+@pytest.fixture
+def provider(db):
+    """A fresh :class:`WordEmbeddings` as the configured embedding provider for the test."""
+    with configured_embeddings(WordEmbeddings()) as words:
+        yield words
+
+
+@pytest.fixture
+def clock():
+    """A :class:`Clock` at its default start."""
+    return Clock()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import frames_support
 import redmem
-from frames_support import Clock, WordEmbeddings
 from redmem.recipes.frames import (
     CachePolicy,
     FrameDefinition,
@@ -17,19 +17,7 @@ from redmem.recipes.frames.models import Block
 from redmem.recipes.frames.retrieval import N_SEEDS_MULTIPLIER, block_keys, gather
 from redmem.store.errors import ValidationError
 
-
-@pytest.fixture
-def provider(db):
-    words = WordEmbeddings()
-    before = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=words)
-    yield words
-    redmem.configure(embedding_provider=before)
-
-
-@pytest.fixture
-def clock():
-    return Clock()
+provider, clock = frames_support.provider, frames_support.clock  # the frames tests' fixtures, defined once
 
 
 @pytest.fixture

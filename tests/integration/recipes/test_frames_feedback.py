@@ -7,26 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import frames_support
 import redmem
-from frames_support import Clock, WordEmbeddings, snapshot
+from frames_support import snapshot
 from redmem import RecordNotFound, ValidationError
 from redmem.recipes.frames import FrameDefinition, FrameMemory, ScoringWeights
 from redmem.recipes.frames.definitions import ATTENTION_WEIGHTS, FrameFilters
 from redmem.recipes.frames.scoring import FEEDBACK_CAP, frame_composite
 
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture
-def provider(db):
-    words = WordEmbeddings()
-    before = redmem.store.settings().embedding_provider
-    redmem.configure(embedding_provider=words)
-    yield words
-    redmem.configure(embedding_provider=before)
+provider, clock = frames_support.provider, frames_support.clock  # the frames tests' fixtures, defined once
 
 
 def memory(clock, **options):

@@ -8,18 +8,16 @@ from types import SimpleNamespace
 
 import pytest
 
+import frames_support
 import redmem
 from conftest import configured_embeddings
-from frames_support import Clock, WordEmbeddings
+from frames_support import WordEmbeddings
 from redmem.lifecycle import ALL_TIMES, LifecycleMixin, OpenAIJudge, history
 from redmem.recipes.frames import FrameMemory, LearnWiring, OpenAIContradictionJudge
 from redmem.recipes.frames.wiring import DEFAULT_WIRING, heuristic_judge, rules_judge
 from redmem.store.errors import RecordNotFound, ValidationError
 
-
-@pytest.fixture
-def clock():
-    return Clock()
+clock = frames_support.clock  # the frames tests' fixture, defined once
 
 
 @pytest.fixture

@@ -2,14 +2,15 @@
 
 - Every returned block: ``reinforcement_count`` + 1 and ``last_reinforced`` = the active hours now
   (an active block's ``window`` entry too), by ``frames_reinforce.lua``.
-- Every pair of returned blocks joined by an edge: the edge + 0.10, capped at 1.0; a missing edge
-  is never created (``Graph.strengthen(..., create=False)``).
+- Every pair of returned blocks joined by an edge: the edge + 0.10, capped at 1.0; a missing
+  edge is never created (``Graph.strengthen(..., create=False)``). A pair with a seed is sent
+  only when the seed's edges (which the candidate script read for the expansion) hold it, so
+  a frame of unlinked seeds sends no edge script at all.
 - A frame with a cache policy: its result, stored with the ``self/...`` version it was built at.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,9 +41,10 @@ class CacheWrite:
 
 
 def apply_effects(
-    client: Any, space: KeySpace, block_ids: Sequence[str], now_hours: float, cache: CacheWrite | None,
+    client: Any, space: KeySpace, block_ids: Sequence[str], now_hours: float, linked: Sequence[tuple[str, str]],
+    cache: CacheWrite | None,
 ) -> int:
-    """Reinforce ``block_ids`` and the edges among them, and write ``cache``: one round trip.
+    """Reinforce ``block_ids`` and the edges ``linked`` among them, and write ``cache``: one round trip.
 
     Returns how many edges were reinforced.
     """
@@ -50,7 +52,7 @@ def apply_effects(
         return 0
     keys = block_keys(space)
     graph = Graph(Block.edges, space)
-    pairs = list(itertools.combinations(block_ids, 2))
+    pairs = list(linked)
     with server_errors(client), client.pipeline(transaction=False) as pipe:
         if block_ids:
             queue_script(pipe, "frames_reinforce", [keys["window"], keys["count"], *map(space.record, block_ids)],

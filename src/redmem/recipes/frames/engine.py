@@ -8,6 +8,7 @@ the same retrieval and returns the scored blocks without rendering and without w
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -26,7 +27,6 @@ from ...store.errors import RecordNotFound, ValidationError
 from ...store.keys import KeySpace
 from ...store.scripts import run_script
 from ...store.validation import finite_number, non_negative_int, positive_int
-from ..assembler.conversation_append import append_turns
 from .cache import CachedFrame, CacheRead, cache_key, encode_result
 from .definitions import (
     BUILTIN_FRAMES,
@@ -38,10 +38,11 @@ from .definitions import (
 from .effects import CacheWrite, apply_effects
 from .explain import FrameTrail
 from .guarantees import oversampled, select, suppress_contradictions
+from .learning import WiringPlan, active_hours_of, append_block
 from .models import DECAY_TIERS, Block, decay_tier
-from .neighbours import NEIGHBOURS, turn_of_block
+from .neighbours import NEIGHBOURS
 from .rendering import fit_blocks
-from .retrieval import block_keys, gather, validity_argument
+from .retrieval import Gathered, block_keys, gather, validity_argument
 from .scoring import FEEDBACK_CAP, FrameResult, ScoredBlock, score_candidates, scored_block
 from .storage import FrameStore
 from .wiring import DEFAULT_WIRING, LearnWiring
@@ -116,49 +117,54 @@ class FrameMemory:
         """Store a block (embedded now, reinforced at the current active hour) after the session's
         earlier blocks, searchable through them and they through it (``neighbours``,
         :mod:`.neighbours`), wired to its near neighbours and superseding what it updates as
-        ``wiring`` says (:mod:`.wiring`); returns its id."""
+        ``wiring`` says (:mod:`.wiring`); returns its id.
+
+        Round trips: 2 without wiring (read, MULTI/EXEC: :mod:`.learning`), 3 with it (its vector
+        search first), one more when a neighbour is near enough to be judged, and a supersede's
+        own when the judge says so. The earlier blocks' new contexts are written field by field:
+        a reinforcement landing meanwhile is never overwritten."""
         if not isinstance(text, str) or not text.strip():
             raise ValidationError(f"a block's text is a non-empty str, got {text!r}")
         if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):
             raise ValidationError(f"tags must be a list of str, got {tags!r}")
         clean = sorted({check_tag(tag) for tag in tags})
         check_tag(category)
-        now, session = self._clock_state()
+        now = self.clock()
         block = Block(
             agent_id=self.agent_id, content=text, category=category, tags=clean,
-            decay_lambda=DECAY_TIERS[decay_tier(clean, category)], last_reinforced=now, window=now,
-            session=session if self.neighbours else "", valid_from=self.clock(),
+            decay_lambda=DECAY_TIERS[decay_tier(clean, category)], valid_from=now, block_id=uuid.uuid4().hex,
         )
-        append_turns([block], window=self.neighbours, turn_of=turn_of_block)
-        if _is_self(clean):
-            self._self_changed()
-        if self.wiring is not None and block.embedding is not None:
-            self._wire(str(block.block_id), text, block.embedding, self.wiring)
-        return str(block.block_id)
+        Block.embedding.embed_many([block])
+        block_id = str(block.block_id)
+        plan = self._wiring_plan(block_id, text, block.embedding, self.wiring)
 
-    def _wire(self, block_id: str, text: str, vector: Any, wiring: LearnWiring) -> None:
-        """Link the new block to its near neighbours and record what the judge flags (module :mod:`.wiring`)."""
+        def also(pipe: Any) -> None:
+            if _is_self(clean):
+                self.store.queue_self_changed(pipe)
+            if plan is not None:
+                plan.queue(pipe, self._graph(), self.store)
+
+        append_block(block, window=self.neighbours, now=now, also=also)
+        for older in [] if plan is None else plan.superseded:
+            self.supersede(older, block_id)
+        return block_id
+
+    def _wiring_plan(self, block_id: str, text: str, vector: Any, wiring: LearnWiring | None) -> WiringPlan | None:
+        """What learn writes into the graph for the new block (module :mod:`.wiring`): its links
+        to its near neighbours (one vector search) and the judge's verdicts on the nearest (their
+        records loaded, one round trip, only when there are any)."""
+        if wiring is None or vector is None:
+            return None
         space = self.space
-        hits = [(other, cosine) for other, cosine in
-                run_search(self.client, Block.embedding.searcher(space, vector, wiring.neighbours_wanted + 1))
-                if other != block_id]
+        hits = run_search(self.client, Block.embedding.searcher(space, vector, wiring.neighbours_wanted))
         links = [(other, cosine) for other, cosine in hits[: wiring.max_links] if cosine >= wiring.link_similarity]
         near = [other for other, cosine in hits if cosine >= wiring.flag_similarity]
-        verdicts: dict[str, list[Block]] = {"supersedes": [], "duplicate": []}
+        verdicts: dict[str, list[str]] = {"supersedes": [], "duplicate": []}
         if near:
             for older in load_records(Block, [DbKey(space, other) for other in near], track=False):
                 if older.valid_to is None:  # a block superseded already is not judged again
-                    verdicts.get(wiring.judge(text, older.content or ""), []).append(older)
-        if not links and not any(verdicts.values()):
-            return
-        graph = self._graph()
-        with server_errors(self.client), self.client.pipeline(transaction=False) as pipe:
-            for other, cosine in links:
-                graph.link(DbKey(space, block_id), DbKey(space, other), min(max(cosine, 1e-6), 1.0), pipe)
-            self.store.queue_duplicates(pipe, block_id, [older.db_key.record_id for older in verdicts["duplicate"]])
-            pipe.execute()
-        for older in verdicts["supersedes"]:
-            self.supersede(older.db_key.record_id, block_id)
+                    verdicts.get(wiring.judge(text, older.content or ""), []).append(older.db_key.record_id)
+        return WiringPlan(DbKey(space, block_id), links, verdicts["duplicate"], verdicts["supersedes"])
 
     def supersede(self, older: str, newer: str) -> None:
         """Record that block ``newer`` replaces block ``older`` (what :meth:`learn` does when its
@@ -274,15 +280,8 @@ class FrameMemory:
 
     def active_hours(self) -> float:
         """Hours spent in sessions so far, the open one included."""
-        return self._clock_state()[0]
-
-    def _clock_state(self) -> tuple[float, str]:
-        """(the active hours now, the open session's id: how many sessions were begun, "" when none is open)."""
-        hours, started, session = self.store.clock()
-        total = float(hours or 0.0)
-        if started is None:
-            return total, ""
-        return total + max(self.clock() - float(started), 0.0) / 3600, session
+        hours, started = self.store.clock()
+        return active_hours_of(hours, started, self.clock())
 
     def _clock_script(self, mode: str) -> float:
         with server_errors(self.client):
@@ -315,7 +314,7 @@ class FrameMemory:
         ``as_of``: None reads current blocks (none superseded); epoch seconds or a datetime, the
         blocks valid then; ``"all"``, every block (:mod:`redmem.lifecycle`)."""
         definition = self.frame_definition(name)
-        chosen, _, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k),
+        chosen, _, _ = self._chosen(definition, _checked_query(query), positive_int("top_k", top_k),
                                        as_of=validity_argument(as_of))
         return chosen
 
@@ -337,9 +336,9 @@ class FrameMemory:
             return cached.result
         riders = [CacheRead(self.space, self._cache_key(definition, query, top_k, budget))] if (
             definition.cache is not None and cached is None) else []
-        _, now_hours, answers, trail = self._chosen(definition, query, top_k, riders, validity)
-        if answers:
-            cached = answers[0]
+        _, gathered, trail = self._chosen(definition, query, top_k, riders, validity)
+        if gathered.riders:
+            cached = gathered.riders[0]
             if cached is not None and cached.result is not None:
                 hit: FrameResult = cached.result
                 return hit
@@ -349,7 +348,8 @@ class FrameMemory:
             write = CacheWrite(self._cache_key(definition, query, top_k, budget), encode_result(result, cached.version),
                                definition.cache.ttl_seconds)
         returned = [b.id for b in result.blocks] if reinforce else []
-        edges = apply_effects(self.client, self.space, returned, now_hours, write)
+        edges = apply_effects(self.client, self.space, returned, gathered.now_hours, gathered.linked_among(returned),
+                              write)
         return replace(result, edges_reinforced=edges)
 
     def _cache_key(self, definition: FrameDefinition, query: str | None, top_k: int, budget: int) -> str:
@@ -366,9 +366,10 @@ class FrameMemory:
     # -- the pipeline ----------------------------------------------------------------------------
     def _chosen(
         self, definition: FrameDefinition, query: str | None, top_k: int, riders: Sequence[Any] = (), as_of: str = "",
-    ) -> tuple[list[ScoredBlock], float, list[Any], FrameTrail]:
-        """Stages 1-4, guarantees and suppression: (the chosen blocks, active hours, riders'
-        answers, what each stage kept for the explanation)."""
+    ) -> tuple[list[ScoredBlock], Gathered, FrameTrail]:
+        """Stages 1-4, guarantees and suppression: (the chosen blocks, what stages 1-3 gathered:
+        the active hours, the riders' answers, the edges among the candidates; what each stage
+        kept for the explanation)."""
         asked = None if query is None else (query, Block.embedding.embed_texts([query], "query")[0])
         gathered = gather(self.client, self.space, definition, self.clock(), top_k, asked, riders, as_of)
         with_query = asked is not None and not gathered.no_seed
@@ -378,11 +379,11 @@ class FrameMemory:
         kept = oversampled(ranked, guaranteed, top_k)
         survivors = suppress_contradictions(kept, gathered.pairs, guaranteed)
         chosen = select(survivors, guaranteed, top_k)
-        blocks = [scored_block(s, gathered.stored[s.candidate.id]) for s in chosen
-                  if gathered.stored[s.candidate.id].get("content") is not None]  # a block's hash gone: left out
+        blocks = [scored_block(s, gathered.fields_of(s.candidate.id)) for s in chosen
+                  if "content" in gathered.stored[s.candidate.id]]  # a block's hash gone: left out
         trail = FrameTrail(definition, weights, self.feedback_cap, ranked, kept, survivors, gathered.pairs,
                            guaranteed, blocks, top_k, self.space, superseded=gathered.superseded)
-        return blocks, gathered.now_hours, gathered.riders, trail
+        return blocks, gathered, trail
 
     def _render(self, definition: FrameDefinition, trail: FrameTrail, budget: int) -> FrameResult:
         """Pack the blocks' lines stop-at-first-miss (guaranteed first; an oversized block as

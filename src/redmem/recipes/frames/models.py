@@ -60,11 +60,12 @@ class Block(LifecycleMixin, Model):
     ``session``, :mod:`.neighbours`) rank blocks for a query; ``edges`` is the co-occurrence
     graph whose per-node weighted degree gives centrality; the fact lifecycle's fields
     (:class:`~redmem.lifecycle.LifecycleMixin`: ``valid_from``, ``valid_to``, ``superseded_by``
-    ...) say which blocks a newer one superseded (:mod:`.wiring`). Counters and status are written by the recipe's scripts. Two writes re-save
-    a loaded block whole (WATCHed, so a write that lands after the WATCH makes them start over):
-    ``learn()`` giving the earlier blocks of the session their new ``context``, and a supersede
-    closing the older block. A reinforcement landing between their load and their WATCH is
-    lost (the count and time it wrote are overwritten with the loaded ones).
+    ...) say which blocks a newer one superseded (:mod:`.wiring`). Counters and status are
+    written by the recipe's scripts. No write re-saves a loaded block whole: ``learn()`` gives
+    the earlier blocks of the session their new ``context`` entry alone (:mod:`.learning`), and
+    a supersede writes the closed block's ``valid_to`` and the links alone, every other field
+    as read under its WATCH (:func:`redmem.lifecycle.supersede`); so a reinforcement landing
+    while either runs is never lost.
     """
 
     block_id = AutoKeyField()

@@ -24,6 +24,7 @@ round trip each time.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,6 @@ from ...context.superseded import SupersededHit
 from ...fields.search_protocol import Hits, Search, run_search, run_searches
 from ...lifecycle._timeline import ALL_TIMES, as_epoch
 from ...model.dbkey import DbKey
-from ...model.loading import decode_stored
 from ...store.keys import KeyKind, KeySpace
 from ...store.scripts import ScriptCall
 from .definitions import FrameDefinition
@@ -66,8 +66,10 @@ _ROW = 6 + len(STORED)
 class Gathered:
     """What stages 1-3 found: the active hours now, the candidates (seeds, then neighbours, then
     guaranteed blocks reached neither way), the guaranteed ids, the contradicting pairs among
-    the candidates, whether the query found no seed, each candidate's stored fields, and the
-    ranked blocks left out as superseded that would otherwise have been seeds."""
+    the candidates, whether the query found no seed, each candidate's stored fields as read
+    (``stored``: the :data:`STORED` entries, decoded only for the blocks a frame keeps:
+    :meth:`fields_of`), the ``seeds``, the pairs (seed, candidate) an edge joins (``linked``), and
+    the ranked blocks left out as superseded that would otherwise have been seeds."""
 
     now_hours: float
     candidates: list[FrameCandidate]
@@ -75,8 +77,22 @@ class Gathered:
     pairs: list[tuple[str, str]]
     no_seed: bool = False
     riders: list[Any] = field(default_factory=list)
-    stored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stored: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    linked: list[tuple[str, str]] = field(default_factory=list)
+    seeds: frozenset[str] = frozenset()
     superseded: list[SupersededHit] = field(default_factory=list)
+
+    def fields_of(self, block_id: str) -> dict[str, Any]:
+        """The candidate's :data:`STORED` fields, decoded (an entry the hash lacks is left out)."""
+        fields = Block._meta.fields
+        return {name: fields[name].decode(raw) for name, raw in self.stored[block_id].items()}
+
+    def linked_among(self, block_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """The pairs of ``block_ids`` that may be joined by an edge: a pair with a seed when the
+        seed's edges (read by the expansion) hold it, every pair of two other blocks (not looked up)."""
+        seeded = {frozenset(pair) for pair in self.linked}
+        return [(a, b) for a, b in itertools.combinations(block_ids, 2)
+                if frozenset((a, b)) in seeded or not self.seeds & {a, b}]
 
 
 def block_keys(space: KeySpace) -> dict[str, str]:
@@ -111,8 +127,8 @@ def candidate_call(
     """The ``frames_candidates.lua`` call of one frame at wall time ``now`` (``seeds`` 0: queryless;
     ``as_of`` as :func:`validity_argument` writes it)."""
     keys = block_keys(space)
-    names = ("clock", "window", "tags", "categories", "adjacency", "degrees", "confidence", "count", "lambda",
-             "contradictions", "valid_to", "valid_from")
+    names = ("clock", "window", "tags", "categories", "adjacency", "degrees", "confidence", "contradictions",
+             "valid_to", "valid_from")
     filters = definition.filters
     args = [repr(now), repr(filters.search_window_hours), seeds, repr(Block.confidence.initial_confidence),
             space.record("") + ":", as_of, len(STORED), *STORED,
@@ -216,15 +232,15 @@ def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float], seeds_wan
             degree=float(data[i + 5]), similarity=similarity.get(block_id, 0.0) if block_id in seeds else 0.0,
             was_expanded=block_id in expanded,
         ))
-        raw = {name.encode(): _bytes(value) for name, value in zip(STORED, data[i + 6: i + _ROW]) if value}
-        stored[block_id] = decode_stored(Block, DbKey(space, block_id), raw)
-    pairs = [(_text(reply[5][i]), _text(reply[5][i + 1])) for i in range(0, len(reply[5]), 2)]
+        stored[block_id] = {name: _bytes(value) for name, value in zip(STORED, data[i + 6: i + _ROW]) if value}
+    pairs, linked = (
+        [(_text(flat[i]), _text(flat[i + 1])) for i in range(0, len(flat), 2)] for flat in (reply[5], reply[8]))
     out = reply[7]
     superseded = [SupersededHit(DbKey(space, _text(out[i])), {"fused": int(out[i + 2])},
                                 similarity.get(_text(out[i]), 0.0), seeds_wanted, _text(out[i + 1]) or None)
                   for i in range(0, len(out), 3)]
-    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs, stored=stored,
-                    superseded=superseded)
+    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs, stored=stored, linked=linked,
+                    seeds=frozenset(seeds), superseded=superseded)
 
 
 def _text(value: bytes | str) -> str:

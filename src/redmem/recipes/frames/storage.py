@@ -52,12 +52,11 @@ class FrameStore:
         with server_errors(self.client):
             self.client.incr(block_keys(self.space)["version"])
 
-    def clock(self) -> tuple[Any, Any, str]:
-        """The active-hours clock's (hours, started) entries as stored (None when unset) and the
-        number of sessions begun ("0" when none)."""
+    def clock(self) -> tuple[Any, Any]:
+        """The active-hours clock's (hours, started) entries as stored (None when unset)."""
         with server_errors(self.client):
-            hours, started, session = self.client.hmget(block_keys(self.space)["clock"], "hours", "started", "session")
-        return hours, started, "0" if session is None else _text(session)
+            hours, started = self.client.hmget(block_keys(self.space)["clock"], "hours", "started")
+        return hours, started
 
     def store_definition(self, name: str, encoded: str) -> None:
         """Store a custom frame definition (JSON) under ``name``."""

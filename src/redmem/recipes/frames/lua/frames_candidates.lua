@@ -5,10 +5,11 @@
 -- drops it, only archiving does.
 -- KEYS[1] clock hash {hours, started}   KEYS[2] zset window (last reinforced of active blocks)
 -- KEYS[3] zset (lex) "<tag> <id>"   KEYS[4] zset (lex) "<category> <id>"   KEYS[5] graph adjacency zset (lex)
--- KEYS[6] graph degree hash   KEYS[7] confidence zset   KEYS[8] reinforcement count zset
--- KEYS[9] decay lambda zset   KEYS[10] contradictions zset (lex) "<a> <b>"
--- KEYS[11] valid_to zset (the fact lifecycle's; 253402300799: still valid; no entry: valid)
--- KEYS[12] valid_from zset
+-- KEYS[6] graph degree hash   KEYS[7] confidence zset   KEYS[8] contradictions zset (lex) "<a> <b>"
+-- KEYS[9] valid_to zset (the fact lifecycle's; 253402300799: still valid; no entry: valid)
+-- KEYS[10] valid_from zset
+-- (a candidate's reinforcement count and decay lambda come from its hash, in the same HMGET as its
+-- stored fields: the recipe's scripts write the hash entry and its index together)
 -- ARGV[1] now (wall seconds)   ARGV[2] window hours   ARGV[3] seeds wanted (0: queryless, every eligible block)
 -- ARGV[4] initial confidence   ARGV[5] the record key prefix (a block's hash is prefix .. id: the
 -- partition's hash tag, so the slot of every KEYS entry)   ARGV[6] as_of: "" current blocks only (none
@@ -20,7 +21,9 @@
 --          {a, b, ...} contradicting pairs among the candidates, ranked ids examined,
 --          {id, superseded_by, rank, ...} the ranked blocks left out as superseded (their window closed
 --          by as_of) that would otherwise have been seeds: eligible but for it, met before the seeds
---          and they together filled the seeds wanted; rank: the place in the ranking, 1-based}
+--          and they together filled the seeds wanted; rank: the place in the ranking, 1-based},
+--          {a, b, ...} pairs of candidates joined by an edge, a a seed (a seed's edges: read by the
+--          expansion; the edges between two other candidates are not looked up)}
 local clock = redis.call("HMGET", KEYS[1], "hours", "started")
 local now = tonumber(ARGV[1])
 local hours = tonumber(clock[1] or "0")
@@ -32,10 +35,10 @@ for i = 1, tonumber(ARGV[7]) do stored[i] = ARGV[7 + i] end
 local as_of, OPEN_END = ARGV[6], 253402300799
 local function valid(id)  -- the fact lifecycle's validity at as_of
   if as_of == "all" then return true end
-  local to = tonumber(redis.call("ZSCORE", KEYS[11], id) or OPEN_END)
+  local to = tonumber(redis.call("ZSCORE", KEYS[9], id) or OPEN_END)
   if as_of == "" then return to >= OPEN_END end
   local at = tonumber(as_of)
-  return tonumber(redis.call("ZSCORE", KEYS[12], id) or -math.huge) <= at and at < to
+  return tonumber(redis.call("ZSCORE", KEYS[10], id) or -math.huge) <= at and at < to
 end
 
 local pos = 8 + #stored
@@ -71,7 +74,7 @@ end
 
 local function closed(id)  -- superseded at as_of: its window closed by then (an open one is OPEN_END)
   if as_of == "all" then return false end
-  local to = tonumber(redis.call("ZSCORE", KEYS[11], id) or OPEN_END)
+  local to = tonumber(redis.call("ZSCORE", KEYS[9], id) or OPEN_END)
   if as_of == "" then return to < OPEN_END end
   return to <= tonumber(as_of)
 end
@@ -84,6 +87,17 @@ end
 local seeds, expanded, guaranteed, chosen, examined, superseded, dropped = {}, {}, {}, {}, 0, {}, 0
 local function add(list, id)
   if not chosen[id] then chosen[id] = true; table.insert(list, id) end
+end
+local adjacent = {}
+local function neighbours(id)  -- the block's 1-hop graph neighbours (block ids), read once
+  if adjacent[id] then return adjacent[id] end
+  local node, found = "r:" .. id, {}
+  for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[5], "[" .. node .. " ", "(" .. node .. "!")) do
+    local nb = string.sub(m, #node + 19)
+    if string.sub(nb, 1, 2) == "r:" then table.insert(found, string.sub(nb, 3)) end
+  end
+  adjacent[id] = found
+  return found
 end
 if wanted == 0 then
   local pool = tagged and select(2, ids_in(KEYS[3], tag_ranges))
@@ -102,13 +116,8 @@ else
     end
   end
   for _, id in ipairs(seeds) do
-    local node = "r:" .. id
-    for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[5], "[" .. node .. " ", "(" .. node .. "!")) do
-      local nb = string.sub(m, #node + 19)
-      if string.sub(nb, 1, 2) == "r:" then
-        local nid = string.sub(nb, 3)
-        if not chosen[nid] and eligible(nid) then add(expanded, nid) end
-      end
+    for _, nid in ipairs(neighbours(id)) do
+      if not chosen[nid] and eligible(nid) then add(expanded, nid) end
     end
   end
 end
@@ -128,22 +137,28 @@ for _, id in ipairs(pinned) do
   end
 end
 
-local data, pairs_out = {}, {}
+local data, pairs_out, linked = {}, {}, {}
 local function collect(list)
   for _, id in ipairs(list) do
+    local values = redis.call("HMGET", prefix .. id, "reinforcement_count", "decay_lambda", unpack(stored))
     table.insert(data, id)
     table.insert(data, last[id])
     table.insert(data, redis.call("ZSCORE", KEYS[7], id) or initial)
-    table.insert(data, redis.call("ZSCORE", KEYS[8], id) or "0")
-    table.insert(data, redis.call("ZSCORE", KEYS[9], id) or "0.01")
+    table.insert(data, values[1] or "0")
+    table.insert(data, values[2] or "0.01")
     table.insert(data, redis.call("HGET", KEYS[6], "r:" .. id) or "0")
-    local values = redis.call("HMGET", prefix .. id, unpack(stored))
-    for i = 1, #stored do table.insert(data, values[i]) end
-    for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[10], "[" .. id .. " ", "(" .. id .. "!")) do
+    for i = 1, #stored do table.insert(data, values[2 + i]) end
+    for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[8], "[" .. id .. " ", "(" .. id .. "!")) do
       local other = string.sub(m, #id + 2)
       if chosen[other] and id < other then
         table.insert(pairs_out, id)
         table.insert(pairs_out, other)
+      end
+    end
+    for _, other in ipairs(adjacent[id] or {}) do  -- a seed's neighbours, read by the expansion
+      if chosen[other] then
+        table.insert(linked, id)
+        table.insert(linked, other)
       end
     end
   end
@@ -152,4 +167,4 @@ collect(seeds)
 collect(expanded)
 collect(extra)
 local h = string.format("%.17g", hours)
-return {h, seeds, expanded, guaranteed, data, pairs_out, examined, superseded}
+return {h, seeds, expanded, guaranteed, data, pairs_out, examined, superseded, linked}
