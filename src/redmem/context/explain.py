@@ -304,12 +304,12 @@ def _cues_boost(bonus: float | None) -> Boost:
     """The question-cue bonus added to the item's score, and which cue gave it (the speaker's
     weight is the larger, so the bonus splits one way)."""
     if bonus is None:
-        return Boost(CUES_SIGNAL, None, 0.0, "question cues not read")
+        return Boost(CUES_SIGNAL, None, 0.0, "no question cue matched (or question_cues is off)")
     named = bonus >= SPEAKER_WEIGHT - 1e-9
     timed = bonus - (SPEAKER_WEIGHT if named else 0.0) >= WHEN_WEIGHT - 1e-9
     said = [note for on, note in ((named, "the question names its speaker"),
                                   (timed, "it says a time and the question asks when")) if on]
-    return Boost(CUES_SIGNAL, bonus, bonus, "; ".join(said) or "no question cue matched")
+    return Boost(CUES_SIGNAL, bonus, bonus, "; ".join(said))
 
 
 def _moved_up(before: Sequence[Candidate], after: Sequence[Candidate]) -> set[str]:

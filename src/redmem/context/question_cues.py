@@ -21,8 +21,8 @@ merge's score ``combined = pull / max pull`` in [0, 1]::
     combined'(d) = combined(d) + SPEAKER_WEIGHT * [speaker(d) named in q]
                                + WHEN_WEIGHT * [q asks when and text(d) says a time]
 
-and the candidates are ordered by ``combined'`` (ties keep the fused order); the bonus is kept as
-the candidate's :data:`CUES_SIGNAL`. The weights were chosen on LoCoMo's dev conversations
+and the candidates are ordered by ``combined'`` (ties keep the fused order); a bonus above 0 is
+kept as the candidate's :data:`CUES_SIGNAL`. The weights were chosen on LoCoMo's dev conversations
 (1-3) with HybridMemory; docs/benchmarks.md has the figures, held-out beside them.
 """
 
@@ -99,14 +99,15 @@ def rescore_by_cues(
 ) -> list[Candidate]:
     """The candidates with the direct pull hits (match > 0) reordered by ``combined + cue_bonus``
     (module docstring) among the places they held, each one's ``combined`` raised by its bonus,
-    kept as its ``cues`` signal; every other candidate (graph-only, composite-only, push-only)
+    kept as its ``cues`` signal when above 0; every other candidate (graph-only, composite-only, push-only)
     unchanged and in its place. Ties keep the fused order."""
     cues = question_cues(question)
     places = [i for i, c in enumerate(candidates) if c.pull is not None and c.signals.get(MATCH_SIGNAL, 0.0) > 0.0]
     for i in places:
         bonus = cue_bonus(cues, turn_of(candidates[i]))
-        candidates[i].signals[CUES_SIGNAL] = bonus
-        candidates[i].combined += bonus
+        if bonus > 0.0:
+            candidates[i].signals[CUES_SIGNAL] = bonus
+            candidates[i].combined += bonus
     ranked = list(candidates)
     for place, i in zip(places, sorted(places, key=lambda i: (-candidates[i].combined, i))):
         ranked[place] = candidates[i]
