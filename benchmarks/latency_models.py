@@ -12,8 +12,9 @@ agent, in sessions of ``--session`` memories written in order with ``append_turn
 6-15 words is asked with ``ContextAssembler(model)`` defaults after 5 warm-up questions, the
 first pass apart (it fills the process's copy of the postings), ``--repeats`` passes timed: p50
 / p95 / p99 ms of the ``assemble()`` call (the query's embedding included) and round trips per
-call, with ``question_cues`` on (the default) and off, and the load average around each
-(``/proc/loadavg``: the host is shared). Results: ``results/<out>.json`` and ``.md``.
+call, with ``question_cues`` on (the default) and off, asked alternately question by question
+so that both see the same load, and the load average around them (``/proc/loadavg``: the host
+is shared). Results: ``results/<out>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -61,27 +62,36 @@ def store(model: type, texts: list[str], session: int) -> float:
     return time.perf_counter() - started
 
 
-def timed(assembler: ContextAssembler, questions: list[str], repeats: int) -> dict[str, Any]:
-    """First pass and the next ``repeats`` passes: ms per call (embedding included), round trips."""
+def timed(assemblers: dict[str, ContextAssembler], questions: list[str], repeats: int) -> dict[str, Any]:
+    """Each assembler asked every question in turn (alternating, so that both see the same load):
+    per assembler the first pass and the next ``repeats`` passes, ms per call (embedding
+    included), round trips, and the load average around the whole."""
     CommandCounter.install()
     for question in questions[:WARMUP]:
-        assembler.assemble(question, agent_id=AGENT)
-    passes, trips = [], []
+        for assembler in assemblers.values():
+            assembler.assemble(question, agent_id=AGENT)
+    passes: dict[str, list[list[float]]] = {name: [] for name in assemblers}
+    trips: dict[str, list[int]] = {name: [] for name in assemblers}
     load_before = list(os.getloadavg())
     for _ in range(repeats + 1):
-        ms = []
+        for name in assemblers:
+            passes[name].append([])
         for question in questions:
-            before, started = CommandCounter.snapshot(), time.perf_counter()
-            assembler.assemble(question, agent_id=AGENT)
-            ms.append((time.perf_counter() - started) * 1000)
-            trips.append(CommandCounter.since(before)[0])
-        passes.append(ms)
+            for name, assembler in assemblers.items():
+                before, started = CommandCounter.snapshot(), time.perf_counter()
+                assembler.assemble(question, agent_id=AGENT)
+                passes[name][-1].append((time.perf_counter() - started) * 1000)
+                trips[name].append(CommandCounter.since(before)[0])
+    load = {"before": load_before, "after": list(os.getloadavg())}
     return {
-        "first_pass": summary(passes[0]),
-        **summary([m for p in passes[1:] for m in p]),
-        "round_trips_p50": statistics.median(trips),
-        "round_trips_max": max(trips),
-        "load_average": {"before": load_before, "after": list(os.getloadavg())},
+        name: {
+            "first_pass": summary(runs[0]),
+            **summary([m for p in runs[1:] for m in p]),
+            "round_trips_p50": statistics.median(trips[name]),
+            "round_trips_max": max(trips[name]),
+            "load_average": load,
+        }
+        for name, runs in passes.items()
     }
 
 
@@ -132,10 +142,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 redmem.connect(server.url, socket_timeout=120)
                 redmem.configure(embedding_provider=provider)
                 seconds = store(MODELS[name], texts, args.session)
-                runs = {
-                    str(cues): timed(ContextAssembler(MODELS[name], question_cues=cues), questions, args.repeats)
-                    for cues in (True, False)
-                }
+                assemblers = {str(cues): ContextAssembler(MODELS[name], question_cues=cues) for cues in (True, False)}
+                runs = timed(assemblers, questions, args.repeats)
                 results.setdefault(str(n), {})[name] = {"store_seconds": seconds, "assemble": runs}
                 log.info(
                     "%s N=%d stored in %.0f s: %s", name, n, seconds, {c: round(r["p50"], 2) for c, r in runs.items()}
