@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/quality.py --quick --hashing --out ''  # first conversation, 10 cases, no model
     .venv/bin/python benchmarks/quality.py --paths readme,mcp --parts scenarios --split held_out
     .venv/bin/python benchmarks/quality.py --parts locomo --skip-conversations 3   # LoCoMo held-out half
+    .venv/bin/python benchmarks/quality.py --paths hybrid --no-question-cues       # every assembler without question cues
 
 Paths (``--paths``, see :data:`quality_paths.PATHS`): README's ``Memory`` (lexical) and with an
 EmbeddingField (auto = hybrid), ``DefaultMemory``, ``HybridMemory``, ``ChatMemory`` through the
@@ -51,12 +52,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+import quality_paths
 import redmem
 from common import hash_vectors, machine, write_results
 from locomo import CATEGORIES, load, scores
 from quality_paths import PATHS, Answer, Item, MemoryPath, build_paths
 from quality_report import markdown
 from quality_scenarios import SPLITS, items_of, load_cases, score_case, summarize
+from redmem.cli_commands import memory
 from redmem.context.tokens import exact_counter
 from redmem.store.embedded import EmbeddedServer
 from redmem_driver import TimedProvider, minilm_function
@@ -182,6 +185,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--hashing", action="store_true", help="hashed-word vectors instead of MiniLM (smoke)")
     parser.add_argument("--socket-timeout", type=float, default=30.0,
                         help="seconds a Redis reply may take (a save_many chunk on a host loaded 10x over exceeds 1.2 s)")
+    parser.add_argument("--no-question-cues", action="store_true",
+                        help="every assembler (MCP recall's too) with question_cues=False: the baseline of the cues")
     parser.add_argument("--out", default="quality", help="results/<out>.json and .md ('' writes nothing)")
     args = parser.parse_args(argv)
     args.parts, args.paths = args.parts.split(","), args.paths.split(",")
@@ -191,10 +196,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.no_question_cues:
+        quality_paths.ASSEMBLER_EXTRA["question_cues"] = False
+        memory.ASSEMBLER_OPTIONS["question_cues"] = False
     provider = TimedProvider(hash_vectors if args.hashing else minilm_function(), 384)
     count = exact_counter("cl100k_base")
     started, load_before = time.perf_counter(), os.getloadavg()
     payload: dict[str, Any] = {"benchmark": "quality", "vectors": "hashing" if args.hashing else "minilm",
+                               "question_cues": not args.no_question_cues,
                                "paths": {name: PATHS[name] for name in args.paths}, "quick": args.quick}
     with EmbeddedServer() as server:
         redmem.connect(server.url, socket_timeout=args.socket_timeout)

@@ -304,12 +304,20 @@ class HcePath(MemoryPath):
         return {self.systems[0]: answers}
 
 
+#: Options every assembler of every path is made with besides its own (``quality.py --no-question-cues``).
+ASSEMBLER_EXTRA: dict[str, Any] = {}
+
+
 def _readme_assembler(model: type[Model], **options: Any) -> ContextAssembler:
-    return ContextAssembler(model, score_weights={"relevance": 1.0}, **{"max_items": 10, **options})
+    return ContextAssembler(model, score_weights={"relevance": 1.0}, **{"max_items": 10, **options, **ASSEMBLER_EXTRA})
 
 
 def _default_assembler(model: type[Model], **options: Any) -> ContextAssembler:
-    return ContextAssembler(model, **options)
+    return ContextAssembler(model, **options, **ASSEMBLER_EXTRA)
+
+
+def _conversation_assembler(model: type[Model], **options: Any) -> ContextAssembler:
+    return conversation_assembler(model, **options, **ASSEMBLER_EXTRA)
 
 
 #: Path names (``--paths``) and what each measures.
@@ -335,7 +343,7 @@ def build_paths(names: Sequence[str], provider: Any, count: TokenCounter, paired
         "hybrid": lambda: [AssemblerPath("HybridMemory", HybridMemory, _default_assembler, append_sessions)],
         "mcp": lambda: [McpPath()],
         "conversation": lambda: [AssemblerPath("ConversationMemory, conversation_assembler()", ConversationMemory,
-                                               conversation_assembler, ingest_turns)],
+                                               _conversation_assembler, ingest_turns)],
         "frames": lambda: [FramesPath(count)],
         "hce": lambda: [HcePath(500, provider, paired), HcePath(1500, provider, paired)],
     }

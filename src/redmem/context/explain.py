@@ -9,12 +9,14 @@ fused score:
     rrf:     contribution_L(d) = w_L / (k + rank_L(d))                      (k = 60)
     convex:  contribution_L(d) = w_L * s_L(d) / top_L  /  sum_L' w_L'
 
-so ``sum of contributions == fused``, and ``score = fused / normaliser`` (the merge's division by
-the best pull score). Boosts (decay and confidence through the composite list, recency, graph,
-push) say what moved the item besides the arms. Left-out items carry their reason: ``duplicate``,
-``relevance_floor``, ``oversize``, ``max_items``, ``budget``, or ``superseded`` (a lifecycle
-record whose window closed, which the searches left out yet would have ranked within their depth:
-:mod:`redmem.context.superseded`; ``superseded_by`` names its successor). Frames, HCE and HSCA fill the
+so ``sum of contributions == fused``, and ``score = fused / normaliser + cues`` (the merge's
+division by the best pull score, plus the question-cue bonus of :mod:`redmem.context.question_cues`,
+0 when off). Boosts (decay and confidence through the composite list, recency, graph, push,
+question cues) say what moved the item besides the arms. Left-out items carry their reason:
+``duplicate``, ``relevance_floor``, ``oversize``, ``max_items``, ``budget``, or ``superseded`` (a
+lifecycle record whose window closed, which the searches left out yet would have ranked within
+their depth: :mod:`redmem.context.superseded`; ``superseded_by`` names its successor). Frames, HCE
+and HSCA fill the
 same :class:`Explanation` from their own stages (:mod:`redmem.recipes.frames.explain`,
 :mod:`redmem.recipes.hce.explain`, :mod:`redmem.recipes.hsca.explain`); every recipe's result
 exposes it through :class:`redmem.context.result.ContextResult`.
@@ -30,6 +32,7 @@ from typing import Any
 from .candidates import Candidate
 from .fusion import RRF_K, distinct_ranks
 from .packing import Budget, Fitted
+from .question_cues import CUES_SIGNAL, SPEAKER_WEIGHT, WHEN_WEIGHT
 from .retrieval import GRAPH_LIST, MATCH_SIGNAL, Fusion
 from .superseded import SupersededHit
 
@@ -297,12 +300,25 @@ def _boosts(
     boosts.append(Boost("graph", None if graph is None else graph.score, 0.0 if graph is None else graph.contribution,
                         "not reached by the graph" if graph is None
                         else f"reached by spreading activation, fusion weight {graph.weight:g}"))
+    boosts.append(_cues_boost(candidate.signals.get(CUES_SIGNAL)))
     push = candidate.push
     adds = push is not None and (candidate.pull is None or not trail.asked)
     boosts.append(Boost("push", push, push / push_top if adds and push is not None else 0.0,
                         "no cyclic surfacing" if push is None
                         else "cyclic score above the surfacing threshold" + ("" if adds else ", breaks ties only")))
     return tuple(boosts)
+
+
+def _cues_boost(bonus: float | None) -> Boost:
+    """The question-cue bonus added to the item's score, and which cue gave it (the speaker's
+    weight is the larger, so the bonus splits one way)."""
+    if bonus is None:
+        return Boost(CUES_SIGNAL, None, 0.0, "no question cue matched (or question_cues is off)")
+    named = bonus >= SPEAKER_WEIGHT - 1e-9
+    timed = bonus - (SPEAKER_WEIGHT if named else 0.0) >= WHEN_WEIGHT - 1e-9
+    said = [note for on, note in ((named, "the question names its speaker"),
+                                  (timed, "it says a time and the question asks when")) if on]
+    return Boost(CUES_SIGNAL, bonus, bonus, "; ".join(said))
 
 
 def _moved_up(before: Sequence[Candidate], after: Sequence[Candidate]) -> set[str]:

@@ -33,12 +33,14 @@ def corpus(model: type, size: int, **extra) -> None:
 
 
 def reproduces_ranking(explanation: Explanation) -> None:
-    """The arms' contributions sum to the fused score, the fused score over the normaliser is the
-    item's score, and the scores order the items (an item newer-first moved aside)."""
+    """The arms' contributions sum to the fused score, the fused score over the normaliser plus the
+    question-cue bonus is the item's score, and the scores order the items (an item newer-first
+    moved aside)."""
     for item in explanation.items:
         assert item.fused is not None and item.normaliser is not None
         assert math.fsum(arm.contribution for arm in item.arms) == pytest.approx(item.fused, rel=1e-9)
-        assert item.fused / item.normaliser == pytest.approx(item.score, rel=1e-9)
+        cues = next(b.contribution for b in item.boosts if b.name == "cues")
+        assert item.fused / item.normaliser + cues == pytest.approx(item.score, rel=1e-9)
     ranked = [i for i in explanation.items if not any(b.name == "recency" and "moved" in b.note and "not" not in b.note
                                                       for b in i.boosts)]
     assert [i.score for i in ranked] == sorted((i.score for i in ranked), reverse=True)
@@ -104,7 +106,7 @@ def test_boosts_are_reported(db):
     explanation = result.explain()
     assert explanation.filters is None
     names = [b.name for b in explanation.items[0].boosts]
-    assert names == ["decay", "confidence", "recency", "graph", "push"]
+    assert names == ["decay", "confidence", "recency", "graph", "cues", "push"]
     assert explanation.to_dict()["items"][0]["boosts"][0]["name"] == "decay"
 
 

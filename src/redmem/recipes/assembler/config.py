@@ -59,6 +59,9 @@ class AssemblerConfig:
     ``newer_first``: of two memories where the newer updates the older one's fact, the newer
     ranks first (:mod:`redmem.context.recency`); it reads ``time_field`` (a field holding a
     datetime or an ISO 8601 text), else the model's first DatetimeField.
+    ``question_cues``: after fusion, a direct hit whose speaker the question names, or that says a
+    time when the question asks when, moves up (:mod:`redmem.context.question_cues`); False ranks
+    by the fused score alone.
     ``fusion`` defaults to convex score fusion with every list weighing 1, the measured best
     (the seed's ``"rrf"`` is one option away).
     """
@@ -78,6 +81,7 @@ class AssemblerConfig:
     duplicate_cosine: float | None = DUPLICATE_COSINE
     min_relevance: float | None = DEFAULT_MIN_RELEVANCE
     newer_first: bool = True
+    question_cues: bool = True
     time_field: str | None = None
     oversize: str = "truncate"
 
@@ -96,6 +100,7 @@ class AssemblerConfig:
             "fusion_weights": check_fusion(self.fusion, self.fusion_weights),
             "min_relevance": finite_number("min_relevance", self.min_relevance, low=0.0, high=1.0, none=True),
             "newer_first": boolean("newer_first", self.newer_first),
+            "question_cues": boolean("question_cues", self.question_cues),
             "time_field": text_or_none("time_field", self.time_field),
             "oversize": check_oversize(self.oversize),
         }

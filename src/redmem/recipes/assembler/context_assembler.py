@@ -26,7 +26,9 @@ from ...context.duplicates import collapse_duplicates
 from ...context.effects import apply_post_effects
 from ...context.explain import AssemblyTrail, Explanation
 from ...context.floor import above_floor
+from ...context.neighbours import Turn, record_turn
 from ...context.packing import Budget, Fitted
+from ...context.question_cues import rescore_by_cues
 from ...context.recency import newer_first
 from ...context.rendering import Renderer, pack_slices
 from ...context.result import ContextResult, Trail
@@ -256,6 +258,7 @@ class ContextAssembler:
         found = self._load(merge_paths(pulled.candidates, push, self.max_proactive, asked=bool(text)), superseded)
         vectors = self._vectors(found, pulled.matrix)
         distinct, duplicates = self._distinct(found, vectors)
+        distinct = self._rescored(distinct, text)
         merged, below_floor = above_floor(self._newer_first(distinct, vectors), self.config.min_relevance)
         fitted = self.fit([c.record for c in merged])
         chosen = [merged[i] for i in fitted.selected]
@@ -333,6 +336,17 @@ class ContextAssembler:
         return collapse_duplicates(candidates, lambda c: self.renderer.text_of(c.record), vectors if near else None,
                                    lambda c: c.key.record_id,
                                    self.duplicate_cosine if self.duplicate_cosine is not None else 1.0)
+
+    def _rescored(self, candidates: list[Candidate], text: str) -> list[Candidate]:
+        """The candidates reordered by the question's cues (:mod:`redmem.context.question_cues`:
+        who it names, whether it asks when), when ``question_cues`` is on and a question was asked."""
+        if not self.config.question_cues or not text:
+            return candidates
+        return rescore_by_cues(candidates, text, self._turn_of)
+
+    def _turn_of(self, candidate: Candidate) -> Turn:
+        """The turn of a candidate's memory: its text, and its speaker (field, or ``Name: `` prefix)."""
+        return record_turn(candidate.record, self.renderer.text_of(candidate.record))
 
     def _newer_first(self, candidates: list[Candidate], vectors: dict[str, np.ndarray]) -> list[Candidate]:
         """The candidates with each memory that updates an older, better-ranked one moved above it
