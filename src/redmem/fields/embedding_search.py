@@ -67,8 +67,16 @@ class VectorSearch:
     lists those that fail instead, and the matrix is ranked leaving them out.
     """
 
-    def __init__(self, client: Any, keys: list[str], vector: np.ndarray | None, dimensions: int | None,
-                 limit: int, among: ScriptCall | None = None, prescan: str = "exact") -> None:
+    def __init__(
+        self,
+        client: Any,
+        keys: list[str],
+        vector: np.ndarray | None,
+        dimensions: int | None,
+        limit: int,
+        among: ScriptCall | None = None,
+        prescan: str = "exact",
+    ) -> None:
         self.client, self.vector, self.dimensions, self.limit = client, vector, dimensions, limit
         self.among, self.prescan = among, prescan
         self.change_keys = [keys[1], keys[2], keys[0]]
@@ -123,6 +131,32 @@ class VectorSearch:
         finally:
             self._release()
 
+    def hold(self) -> None:
+        """Lock the matrix for a caller that sends the changes call inside a script of its own (on
+        :attr:`change_keys`, with :meth:`changes_args`)."""
+        self.matrix.lock.acquire()
+        self._locked = True
+
+    def changes_args(self) -> list[Any]:
+        """The changes call's arguments for the matrix as it stands: epoch, version, most changes, cursor."""
+        return _changes_args(self.matrix)
+
+    def rank_held(self) -> Hits:
+        """The hits of the held matrix as it stands (ranked anew at each call)."""
+        return self.matrix.rank(cast(np.ndarray, self.vector), self.limit, self.prescan).hits
+
+    def catch_up(self, reply: list[Any]) -> None:
+        """Bring the held matrix up to date from a changes reply (more calls while it is behind)."""
+        with server_errors(self.client):
+            self._up_to_date(reply)
+
+    def advance(self, reply: list[Any]) -> None:
+        """Apply a changes reply to the held matrix, no further call (the caller's own writes,
+        read back in the script that made them); a reload's page that does not complete it is left
+        for the next search to read again."""
+        if reply[2] == b"log" or reply[3] in (0, b"0"):
+            _apply_changes(self.matrix, reply, set(), self.dimensions)
+
     def abandon(self) -> None:
         """Release the matrix when the pipeline never ran."""
         self._release()
@@ -171,7 +205,7 @@ def search_records(query: Query, space: KeySpace, search: VectorSearch) -> HitLi
         search.abandon()
         raise
     hits = search.finish(replies[: len(calls)])
-    fetched = dict(zip(cached, replies[len(calls):]))
+    fetched = dict(zip(cached, replies[len(calls) :]))
     missing = [record_id for record_id, _ in hits if record_id not in fetched]
     if missing:
         with server_errors(client), client.pipeline(transaction=False) as pipe:
@@ -224,6 +258,9 @@ def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, chang
 
 
 def _hydrate(model: ModelClass, space: KeySpace, hits: Hits, fetched: dict[str, Any]) -> HitList[Any]:
-    found = [Hit(instance_from_stored(model, DbKey(space, record_id), fetched[record_id]), score, {"vector": score})
-             for record_id, score in hits if fetched.get(record_id)]
+    found = [
+        Hit(instance_from_stored(model, DbKey(space, record_id), fetched[record_id]), score, {"vector": score})
+        for record_id, score in hits
+        if fetched.get(record_id)
+    ]
     return hit_list(found, "_vector_score")
