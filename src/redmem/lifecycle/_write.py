@@ -90,6 +90,38 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     the record's links, or the index holds a card of an older version: then the watched write
     (:func:`remember_watched`).
     """
+    ready = _prepare(instance, source, now)
+    linked = any(getattr(instance, name) is not None for name in _LINKS)
+    if ready.generated and type(instance).lifecycle.judge is None and not linked:
+        outcome = remember_in_one_call(instance, dict(ready.values), ready.text, ready.entries)
+        if outcome is not None:
+            return outcome
+    return _watched(instance, ready)
+
+
+def remember_watched(instance: Any, *, source: str | None = None, now: float | None = None) -> Remembered:
+    """:func:`remember` by the watched write whatever the record (the path the one-call write
+    decides as: tests replay writes through both)."""
+    return _watched(instance, _prepare(instance, source, now))
+
+
+#: The lifecycle's links a new record may be given (then written the watched way, as given).
+_LINKS = ("valid_to", "superseded_by", "supersedes")
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A new record made ready to write: its checked values, statement, index entries (of its
+    text and slot), and whether its key was just generated (else a record under it is refused)."""
+
+    values: dict[str, Any]
+    text: str
+    entries: list[str]
+    generated: bool
+
+
+def _prepare(instance: Any, source: str | None, now: float | None) -> _Prepared:
+    """Times, sources, the key, the embedding, the checked values and the slot of a new record."""
     model = type(instance)
     config: Lifecycle = model.lifecycle
     at = time.time() if now is None else now
@@ -103,29 +135,16 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     text = str(getattr(instance, config.text_field) or "")
     slot = _slot_of(instance, text, config)
     values.update(subject=instance.subject, slot=instance.slot)
-    entries = ["d:" + text_digest(text)] + (["s:" + slot] if slot else [])
-    linked = any(getattr(instance, name) is not None for name in _LINKS)
-    if generated and config.judge is None and not linked:
-        outcome = remember_in_one_call(instance, dict(values), text, entries)
-        if outcome is not None:
-            return outcome
-    return remember_watched(instance, values, text, entries, generated)
+    return _Prepared(values, text, ["d:" + text_digest(text)] + (["s:" + slot] if slot else []), generated)
 
 
-#: The lifecycle's links a new record may be given (then written the watched way, as given).
-_LINKS = ("valid_to", "superseded_by", "supersedes")
-
-
-def remember_watched(
-    instance: Any, values: dict[str, Any], text: str, entries: list[str], generated: bool
-) -> Remembered:
-    """:func:`remember` in a WATCH round trip (with detection) and a MULTI/EXEC: the record's
-    checked ``values``, ``entries`` the index entries of its text and slot, ``generated`` whether
-    its key was just generated (else a stored record under it is refused)."""
+def _watched(instance: Any, ready: _Prepared) -> Remembered:
+    """The WATCH round trip (with detection), then the MULTI/EXEC."""
+    values, text, generated = ready.values, ready.text, ready.generated
     model = type(instance)
     config: Lifecycle = model.lifecycle
     space = instance.db_key.keyspace
-    entries = [VERSION_ENTRY, *entries]
+    entries = [VERSION_ENTRY, *ready.entries]
     slot = entries[2][2:] if len(entries) > 2 else None
     client = model._meta.client
     index = index_key(space)
