@@ -62,10 +62,16 @@ end
 def recorded(client: Any, queue: Callable[[Any], object]) -> list[tuple[Any, ...]]:
     """The commands ``queue(pipe)`` queues on a pipeline that is never sent (its options, the
     reply timeout that sizes operation keys, are ``client``'s)."""
-    pool = redis.ConnectionPool(socket_timeout=reply_timeout(client))
-    pipe = Pipeline(pool, {}, transaction=False, shard_hint=None)
+    pipe = Pipeline(_recording_pool(reply_timeout(client)), {}, transaction=False, shard_hint=None)
     queue(pipe)
     return [args for args, _ in pipe.command_stack]
+
+
+@cache
+def _recording_pool(timeout: float | None) -> redis.ConnectionPool:
+    """A pool that never connects, shared by the recording pipelines of one reply timeout (what
+    sizes the operation keys of the scripts they queue)."""
+    return redis.ConnectionPool(socket_timeout=timeout)
 
 
 def queued_args(client: Any, commands: list[tuple[Any, ...]]) -> tuple[list[bytes], list[bytes]]:
