@@ -22,6 +22,7 @@ search's existing round trip; the write pays one ``INFO server`` inside its scri
 from __future__ import annotations
 
 from typing import Any, cast
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -42,6 +43,11 @@ __all__ = ["VectorSearch", "search_records", "matrices", "CHANGES_PER_CALL"]
 CHANGES_PER_CALL = 5000
 #: The process-wide matrices, per client and partition.
 matrices = MatrixCache()
+#: Rows read back after a caller's own writes that are applied at once rather than kept (:meth:`VectorSearch.defer`).
+DEFERRED_MOST = 32
+#: Per matrix, the changes a caller read back after its own writes and not applied yet:
+#: (epoch, version they follow, the changes reply).
+_deferred: WeakKeyDictionary[VectorMatrix, tuple[Any, Any, list[Any]]] = WeakKeyDictionary()
 
 
 class VectorSearch:
@@ -150,11 +156,22 @@ class VectorSearch:
         with server_errors(self.client):
             self._up_to_date(reply)
 
-    def advance(self, reply: list[Any]) -> None:
-        """Apply a changes reply to the held matrix, no further call (the caller's own writes,
-        read back in the script that made them); a reload's page that does not complete it is left
-        for the next search to read again."""
-        if reply[2] == b"log" or reply[3] in (0, b"0"):
+    def defer(self, sent: list[Any], reply: list[Any]) -> None:
+        """Keep a changes reply read back after the caller's own writes (``sent``: the matrix's
+        epoch and version the call was sent with) to apply with the next ones: applying one row
+        copies the matrix's id list and codes (milliseconds at 100,000 rows), so rows are applied
+        in batches, by :meth:`apply_deferred`, or now once :data:`DEFERRED_MOST` are waiting."""
+        if reply[2] != b"log":
+            return
+        _deferred[self.matrix] = (sent[0], sent[1], reply)
+        if (len(reply) - 4) // 2 >= DEFERRED_MOST:
+            self.apply_deferred()
+
+    def apply_deferred(self) -> None:
+        """Apply the changes :meth:`defer` kept, if the held matrix is still at the version they
+        were read from (else they are dropped: the matrix caught up otherwise)."""
+        epoch, version, reply = _deferred.pop(self.matrix, (None, None, None))
+        if reply is not None and (self.matrix.epoch or "") == epoch and self.matrix.version == version:
             _apply_changes(self.matrix, reply, set(), self.dimensions)
 
     def abandon(self) -> None:

@@ -15,7 +15,9 @@ checks that the matrix ranked was the server's current one (its changes call, pa
 script answers "redo", writing nothing, when the index holds neither and nothing was ranked, or
 the matrix was behind (the changes it read bring it up): the write is ranked and sent again, a
 second round trip. Once written, the script reads the changes since the matrix's version (the
-write's own vector) so the next write's matrix is current without a round trip of its own.
+write's own vector among them); they are kept and applied, in one batch, before the next
+ranking (:meth:`~redmem.fields.embedding_search.VectorSearch.defer`: one row applied at a time
+costs milliseconds at 100,000 rows), so that ranking's matrix is current without a round trip.
 
 Cards stored by an older version (no analysis) send the write the watched way (:mod:`._write`).
 """
@@ -23,11 +25,11 @@ Cards stored by an older version (no analysis) send the write the watched way (:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from ..fields.embedding_search import VectorSearch
+from ..fields.embedding_search import DEFERRED_MOST, VectorSearch
 from ..model.dbkey import DbKey
 from ..model.loading import instance_from_stored
 from ..model.persistence import queue_new_records
@@ -83,11 +85,14 @@ def remember_in_one_call(instance: Any, values: dict[str, Any], text: str, entri
         near.hold()
         keys += near.change_keys
     try:
-        ranked = _ranked(near, record_id, config) if near is not None and not hints.any_held(entries) else ""
+        rank = near is not None and not hints.any_held(entries)
+        if rank:
+            cast(VectorSearch, near).apply_deferred()  # the rows of the writes since the last ranking
+        ranked = _ranked(cast(VectorSearch, near), record_id, config) if rank else ""
         for _ in range(MAX_ATTEMPTS):
-            matrix = _NO_MATRIX if near is None else near.changes_args()[:3]
+            sent = _NO_MATRIX if near is None else [*near.changes_args()[:2], 2 * DEFERRED_MOST]
             with server_errors(client):
-                reply = run_composed(client, source, keys, [*head, ranked, *tail, *matrix, *queued])
+                reply = run_composed(client, source, keys, [*head, ranked, *tail, *sent, *queued])
             if reply[0] != b"redo":
                 break
             if reply[1] == b"legacy" or near is None:
@@ -97,7 +102,7 @@ def remember_in_one_call(instance: Any, values: dict[str, Any], text: str, entri
         else:
             raise WriteConflict(f"gave up writing {instance.db_key.redis_key} after {MAX_ATTEMPTS} concurrent writes")
         if reply[3] and near is not None:
-            near.advance(reply[3])
+            near.defer(sent, reply[3])
     finally:
         if near is not None:
             near.abandon()

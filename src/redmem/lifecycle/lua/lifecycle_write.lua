@@ -15,7 +15,8 @@
 -- returns {action, other id, other's hash (HGETALL), changes}: action 'created', 'merged',
 --   'superseded' or 'closed' (a backdated write, stored superseded by the holder; other's hash
 --   is then the holder's valid_from as stored); changes: the vector changes after the client's
---   matrix version once written (vector_changes.lua), when the matrix was current before it;
+--   matrix version once written (vector_changes.lua, the write's own among them), when the
+--   client's matrix is of the server's epoch;
 --   or {'redo', reason, changes}: nothing written. 'stale': the client ranked a matrix behind
 --   the server (changes bring it up); 'rank': the index holds neither text nor slot and the
 --   client did not rank; 'legacy': a card without its analysis
@@ -55,10 +56,15 @@ local function restates(c) return same(new[1], c[4]) and either(new[2], c[5]) en
 -- _detect.same_value: the same names and numbers, and a value name or number, or the value words of one in the other
 local function same_value(c) return same(new[1], c[4]) and (c[6] or either(new[3], c[7])) end
 
-local before = changes()
--- current: no change since the client's version, or no vector stored and none held by the client
-local current = before and (before[3] == 'log' and #before == 4
-  or not before[1] and before[2] == 0 and ARGV[13] == '' and tonumber(ARGV[14]) == 0)
+-- current: the client's matrix is at the server's version (or both hold no vector)
+local epoch, n = false, 0
+if vectors then
+  local state = redis.call('HMGET', KEYS[4], 'epoch', 'n')
+  epoch, n = state[1], tonumber(state[2] or '0')
+end
+local same_epoch = vectors and epoch and epoch == ARGV[13]
+local current = vectors and (same_epoch and n == tonumber(ARGV[14])
+  or not epoch and n == 0 and ARGV[13] == '' and tonumber(ARGV[14]) == 0)
 local entries = redis.call('HMGET', index, ARGV[1], ARGV[2] ~= '' and ARGV[2] or ARGV[1])
 local digest_id, slot_id = entries[1], ARGV[2] ~= '' and entries[2] or false
 local digest_card, slot_card = card(digest_id), card(slot_id)
@@ -68,7 +74,7 @@ end
 local merge, supersede = ARGV[5] == '1', ARGV[6] == '1'
 
 local function after()
-  return current and changes() or false
+  return same_epoch and changes() or false
 end
 
 local function merged(id)
@@ -84,8 +90,8 @@ end
 
 if merge and digest_card then return merged(digest_id) end
 if not digest_card and not slot_card and merge and vectors then
-  if ARGV[10] == '' then return {'redo', 'rank', before} end
-  if not current then return {'redo', 'stale', before} end
+  if ARGV[10] == '' then return {'redo', 'rank', changes()} end
+  if not current then return {'redo', 'stale', changes()} end
   for _, id in ipairs(cjson.decode(ARGV[10])) do
     local c = card(id)
     if c and #c < 7 then return {'redo', 'legacy', false} end
