@@ -156,20 +156,36 @@ class VectorSearch:
         with server_errors(self.client):
             self._up_to_date(reply)
 
+    def deferred_end(self) -> int:
+        """The version the held matrix will be at once the kept changes are applied (its own
+        version when none are kept): where the next read-back starts."""
+        kept = _deferred.get(self.matrix)
+        if kept is None or kept[0] != (self.matrix.epoch or "") or kept[1] != self.matrix.version:
+            return self.matrix.version
+        return int(kept[2][3])
+
     def defer(self, sent: list[Any], reply: list[Any]) -> None:
-        """Keep a changes reply read back after the caller's own writes (``sent``: the matrix's
-        epoch and version the call was sent with) to apply with the next ones: applying one row
-        copies the matrix's id list and codes (milliseconds at 100,000 rows), so rows are applied
-        in batches, by :meth:`apply_deferred`, or now once :data:`DEFERRED_MOST` are waiting."""
+        """Keep a changes reply read back after the caller's own writes (``sent``: the epoch, the
+        matrix's version and the version read from, :meth:`deferred_end`) to apply with the next
+        ones: applying one row copies the matrix's id list and codes (milliseconds at 100,000
+        rows), so rows are applied in batches, by :meth:`apply_deferred`, or at once when
+        :data:`DEFERRED_MOST` are waiting."""
         if reply[2] != b"log":
             return
-        _deferred[self.matrix] = (sent[0], sent[1], reply)
-        if (len(reply) - 4) // 2 >= DEFERRED_MOST:
+        kept = _deferred.get(self.matrix)
+        pairs = list(reply[4:])
+        if kept is not None and kept[:2] == (sent[0], sent[1]) and int(kept[2][3]) == int(sent[3]):
+            pairs = [*kept[2][4:], *pairs]
+        elif int(sent[3]) != int(sent[1]):
+            _deferred.pop(self.matrix, None)
+            return
+        _deferred[self.matrix] = (sent[0], sent[1], [*reply[:4], *pairs])
+        if len(pairs) // 2 >= DEFERRED_MOST:
             self.apply_deferred()
 
     def apply_deferred(self) -> None:
-        """Apply the changes :meth:`defer` kept, if the held matrix is still at the version they
-        were read from (else they are dropped: the matrix caught up otherwise)."""
+        """Apply the changes :meth:`defer` kept, in one batch, if the held matrix is still at the
+        version they follow (else they are dropped: the matrix caught up otherwise)."""
         epoch, version, reply = _deferred.pop(self.matrix, (None, None, None))
         if reply is not None and (self.matrix.epoch or "") == epoch and self.matrix.version == version:
             _apply_changes(self.matrix, reply, set(), self.dimensions)

@@ -49,7 +49,7 @@ __all__ = ["remember_in_one_call"]
 #: The scripts ``lifecycle_write.lua`` calls by name.
 _HELPERS = ("lifecycle_reinforce", "vector_changes")
 #: A matrix argument of a model without vectors (never read).
-_NO_MATRIX = ["", 0, 0]
+_NO_MATRIX = ["", 0, 0, 0]
 
 
 def remember_in_one_call(instance: Any, values: dict[str, Any], text: str, entries: list[str]) -> Remembered | None:
@@ -90,7 +90,7 @@ def remember_in_one_call(instance: Any, values: dict[str, Any], text: str, entri
             cast(VectorSearch, near).apply_deferred()  # the rows of the writes since the last ranking
         ranked = _ranked(cast(VectorSearch, near), record_id, config) if rank else ""
         for _ in range(MAX_ATTEMPTS):
-            sent = _NO_MATRIX if near is None else [*near.changes_args()[:2], 2 * DEFERRED_MOST]
+            sent = _NO_MATRIX if near is None else [*near.changes_args()[:2], 2 * DEFERRED_MOST, near.deferred_end()]
             with server_errors(client):
                 reply = run_composed(client, source, keys, [*head, ranked, *tail, *sent, *queued])
             if reply[0] != b"redo":

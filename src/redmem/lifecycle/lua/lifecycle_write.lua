@@ -11,7 +11,9 @@
 --   best first), or '' when it did not rank
 -- ARGV[11] last_seen as its field stores it   ARGV[12] sources to add, JSON list
 -- ARGV[13..15] the client's vector matrix: epoch, version, most changes to return
--- ARGV[16..] the new record's queued writes (redmem.store.composed), applied unless merged
+-- ARGV[16] the version the changes read back after the write start from (the client's matrix
+--   version and the changes it kept since)
+-- ARGV[17..] the new record's queued writes (redmem.store.composed), applied unless merged
 -- returns {action, other id, other's hash (HGETALL), changes}: action 'created', 'merged',
 --   'superseded' or 'closed' (a backdated write, stored superseded by the holder; other's hash
 --   is then the holder's valid_from as stored); changes: the vector changes after the client's
@@ -23,9 +25,9 @@
 local index, prefix = KEYS[1], ARGV[9]
 local vectors = #KEYS >= 6
 
-local function changes()
+local function changes(from)
   if not vectors then return false end
-  return helpers.vector_changes({KEYS[4], KEYS[5], KEYS[6]}, {ARGV[13], ARGV[14], ARGV[15], ''})
+  return helpers.vector_changes({KEYS[4], KEYS[5], KEYS[6]}, {ARGV[13], from, ARGV[15], ''})
 end
 
 local function card(id)
@@ -74,7 +76,7 @@ end
 local merge, supersede = ARGV[5] == '1', ARGV[6] == '1'
 
 local function after()
-  return same_epoch and changes() or false
+  return same_epoch and changes(ARGV[16]) or false
 end
 
 local function merged(id)
@@ -90,8 +92,8 @@ end
 
 if merge and digest_card then return merged(digest_id) end
 if not digest_card and not slot_card and merge and vectors then
-  if ARGV[10] == '' then return {'redo', 'rank', changes()} end
-  if not current then return {'redo', 'stale', changes()} end
+  if ARGV[10] == '' then return {'redo', 'rank', changes(ARGV[14])} end
+  if not current then return {'redo', 'stale', changes(ARGV[14])} end
   for _, id in ipairs(cjson.decode(ARGV[10])) do
     local c = card(id)
     if c and #c < 7 then return {'redo', 'legacy', false} end
@@ -101,7 +103,7 @@ end
 if supersede and slot_card then
   if merge and same_value(slot_card) then return merged(slot_id) end
   if slot_card[1] > tonumber(ARGV[8]) then
-    run_queued(16)
+    run_queued(17)
     local stored = redis.call('HGET', prefix .. slot_id, 'valid_from')
     redis.call('HSET', KEYS[2], 'valid_to', stored, 'superseded_by', slot_id)
     redis.call('ZADD', KEYS[3], slot_card[1], ARGV[3])
@@ -112,11 +114,11 @@ if supersede and slot_card then
   redis.call('HSET', older, 'valid_to', ARGV[7], 'superseded_by', ARGV[3])
   redis.call('ZADD', KEYS[3], ARGV[8], slot_id)
   redis.call('HDEL', index, 'c:' .. slot_id)
-  run_queued(16)
+  run_queued(17)
   redis.call('HSET', KEYS[2], 'supersedes', slot_id)
   indexed()
   return {'superseded', slot_id, redis.call('HGETALL', older), after()}
 end
-run_queued(16)
+run_queued(17)
 indexed()
 return {'created', false, false, after()}
