@@ -22,6 +22,7 @@ search's existing round trip; the write pays one ``INFO server`` inside its scri
 from __future__ import annotations
 
 from typing import Any, cast
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -42,6 +43,11 @@ __all__ = ["VectorSearch", "search_records", "matrices", "CHANGES_PER_CALL"]
 CHANGES_PER_CALL = 5000
 #: The process-wide matrices, per client and partition.
 matrices = MatrixCache()
+#: Rows read back after a caller's own writes that are applied at once rather than kept (:meth:`VectorSearch.defer`).
+DEFERRED_MOST = 32
+#: Per matrix, the changes a caller read back after its own writes and not applied yet:
+#: (epoch, version they follow, the changes reply).
+_deferred: WeakKeyDictionary[VectorMatrix, tuple[Any, Any, list[Any]]] = WeakKeyDictionary()
 
 
 class VectorSearch:
@@ -67,8 +73,16 @@ class VectorSearch:
     lists those that fail instead, and the matrix is ranked leaving them out.
     """
 
-    def __init__(self, client: Any, keys: list[str], vector: np.ndarray | None, dimensions: int | None,
-                 limit: int, among: ScriptCall | None = None, prescan: str = "exact") -> None:
+    def __init__(
+        self,
+        client: Any,
+        keys: list[str],
+        vector: np.ndarray | None,
+        dimensions: int | None,
+        limit: int,
+        among: ScriptCall | None = None,
+        prescan: str = "exact",
+    ) -> None:
         self.client, self.vector, self.dimensions, self.limit = client, vector, dimensions, limit
         self.among, self.prescan = among, prescan
         self.change_keys = [keys[1], keys[2], keys[0]]
@@ -123,6 +137,59 @@ class VectorSearch:
         finally:
             self._release()
 
+    def hold(self) -> None:
+        """Lock the matrix for a caller that sends the changes call inside a script of its own (on
+        :attr:`change_keys`, with :meth:`changes_args`)."""
+        self.matrix.lock.acquire()
+        self._locked = True
+
+    def changes_args(self) -> list[Any]:
+        """The changes call's arguments for the matrix as it stands: epoch, version, most changes, cursor."""
+        return _changes_args(self.matrix)
+
+    def rank_held(self) -> Hits:
+        """The hits of the held matrix as it stands (ranked anew at each call)."""
+        return self.matrix.rank(cast(np.ndarray, self.vector), self.limit, self.prescan).hits
+
+    def catch_up(self, reply: list[Any]) -> None:
+        """Bring the held matrix up to date from a changes reply (more calls while it is behind)."""
+        with server_errors(self.client):
+            self._up_to_date(reply)
+
+    def deferred_end(self) -> int:
+        """The version the held matrix will be at once the kept changes are applied (its own
+        version when none are kept): where the next read-back starts."""
+        kept = _deferred.get(self.matrix)
+        if kept is None or kept[0] != (self.matrix.epoch or "") or kept[1] != self.matrix.version:
+            return self.matrix.version
+        return int(kept[2][3])
+
+    def defer(self, sent: list[Any], reply: list[Any]) -> None:
+        """Keep a changes reply read back after the caller's own writes (``sent``: the epoch, the
+        matrix's version and the version read from, :meth:`deferred_end`) to apply with the next
+        ones: applying one row copies the matrix's id list and codes (milliseconds at 100,000
+        rows), so rows are applied in batches, by :meth:`apply_deferred`, or at once when
+        :data:`DEFERRED_MOST` are waiting."""
+        if reply[2] != b"log":
+            return
+        kept = _deferred.get(self.matrix)
+        pairs = list(reply[4:])
+        if kept is not None and kept[:2] == (sent[0], sent[1]) and int(kept[2][3]) == int(sent[3]):
+            pairs = [*kept[2][4:], *pairs]
+        elif int(sent[3]) != int(sent[1]):
+            _deferred.pop(self.matrix, None)
+            return
+        _deferred[self.matrix] = (sent[0], sent[1], [*reply[:4], *pairs])
+        if len(pairs) // 2 >= DEFERRED_MOST:
+            self.apply_deferred()
+
+    def apply_deferred(self) -> None:
+        """Apply the changes :meth:`defer` kept, in one batch, if the held matrix is still at the
+        version they follow (else they are dropped: the matrix caught up otherwise)."""
+        epoch, version, reply = _deferred.pop(self.matrix, (None, None, None))
+        if reply is not None and (self.matrix.epoch or "") == epoch and self.matrix.version == version:
+            _apply_changes(self.matrix, reply, set(), self.dimensions)
+
     def abandon(self) -> None:
         """Release the matrix when the pipeline never ran."""
         self._release()
@@ -171,7 +238,7 @@ def search_records(query: Query, space: KeySpace, search: VectorSearch) -> HitLi
         search.abandon()
         raise
     hits = search.finish(replies[: len(calls)])
-    fetched = dict(zip(cached, replies[len(calls):]))
+    fetched = dict(zip(cached, replies[len(calls) :]))
     missing = [record_id for record_id, _ in hits if record_id not in fetched]
     if missing:
         with server_errors(client), client.pipeline(transaction=False) as pipe:
@@ -224,6 +291,9 @@ def _current_hits(matrix: VectorMatrix, ranking: Ranking, generation: int, chang
 
 
 def _hydrate(model: ModelClass, space: KeySpace, hits: Hits, fetched: dict[str, Any]) -> HitList[Any]:
-    found = [Hit(instance_from_stored(model, DbKey(space, record_id), fetched[record_id]), score, {"vector": score})
-             for record_id, score in hits if fetched.get(record_id)]
+    found = [
+        Hit(instance_from_stored(model, DbKey(space, record_id), fetched[record_id]), score, {"vector": score})
+        for record_id, score in hits
+        if fetched.get(record_id)
+    ]
     return hit_list(found, "_vector_score")

@@ -15,13 +15,22 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
+from typing import Any
 
 from ..text.sentences import find_entities
 from ..text.stopwords import ENGLISH_STOPWORDS
 
 __all__ = [
-    "text_digest", "anchors", "content_words", "restates", "same_value", "infer_slot", "slot_key", "SLOT_FAMILIES",
+    "text_digest",
+    "anchors",
+    "content_words",
+    "restates",
+    "same_value",
+    "infer_slot",
+    "slot_key",
+    "SLOT_FAMILIES",
     "MODIFIERS",
+    "analysis",
 ]
 
 _SPACES = re.compile(r"\s+")
@@ -31,16 +40,82 @@ _WORD = re.compile(r"[a-z0-9']+")
 #: Attribute families and the predicate words that name them (lower case, whole words).
 SLOT_FAMILIES: dict[str, frozenset[str]] = {
     "residence": frozenset(
-        ["live", "lives", "lived", "living", "moved", "moves", "move", "relocated", "relocates", "relocate", "resides", "reside", "residing", "settled", "based", "home", "hometown", "address"]
+        [
+            "live",
+            "lives",
+            "lived",
+            "living",
+            "moved",
+            "moves",
+            "move",
+            "relocated",
+            "relocates",
+            "relocate",
+            "resides",
+            "reside",
+            "residing",
+            "settled",
+            "based",
+            "home",
+            "hometown",
+            "address",
+        ]
     ),
     "employer": frozenset(
-        ["works", "work", "worked", "working", "joined", "joins", "employed", "employer", "hired", "job", "role", "position", "started", "company", "team"]
+        [
+            "works",
+            "work",
+            "worked",
+            "working",
+            "joined",
+            "joins",
+            "employed",
+            "employer",
+            "hired",
+            "job",
+            "role",
+            "position",
+            "started",
+            "company",
+            "team",
+        ]
     ),
     "tool": frozenset(
-        ["uses", "use", "used", "using", "switched", "switches", "adopted", "editor", "tool", "tools", "ide", "stack", "runs", "codes", "writes"]
+        [
+            "uses",
+            "use",
+            "used",
+            "using",
+            "switched",
+            "switches",
+            "adopted",
+            "editor",
+            "tool",
+            "tools",
+            "ide",
+            "stack",
+            "runs",
+            "codes",
+            "writes",
+        ]
     ),
     "preference": frozenset(
-        ["prefers", "prefer", "preferred", "likes", "like", "liked", "loves", "love", "favourite", "favorite", "enjoys", "enjoy", "drinks", "eats"]
+        [
+            "prefers",
+            "prefer",
+            "preferred",
+            "likes",
+            "like",
+            "liked",
+            "loves",
+            "love",
+            "favourite",
+            "favorite",
+            "enjoys",
+            "enjoy",
+            "drinks",
+            "eats",
+        ]
     ),
     "quantity": frozenset(
         ["age", "aged", "old", "owns", "own", "has", "budget", "salary", "earns", "weighs", "costs", "count", "number"]
@@ -50,7 +125,32 @@ SLOT_FAMILIES: dict[str, frozenset[str]] = {
 _PREDICATE_WORDS = frozenset().union(*SLOT_FAMILIES.values())
 #: Time and degree words that say nothing of a value ("now drinks tea every morning").
 MODIFIERS = frozenset(
-    ["now", "still", "currently", "today", "these", "days", "every", "morning", "evening", "night", "week", "month", "year", "last", "new", "again", "best", "most", "really", "usually", "always", "often", "lately", "recently"]
+    [
+        "now",
+        "still",
+        "currently",
+        "today",
+        "these",
+        "days",
+        "every",
+        "morning",
+        "evening",
+        "night",
+        "week",
+        "month",
+        "year",
+        "last",
+        "new",
+        "again",
+        "best",
+        "most",
+        "really",
+        "usually",
+        "always",
+        "often",
+        "lately",
+        "recently",
+    ]
 )
 
 
@@ -109,6 +209,20 @@ def same_value(text: str, other: str, subject: str) -> bool:
     aside = set(_WORD.findall(subject.casefold())) | MODIFIERS
     mine, theirs = content_words(text) - aside, content_words(other) - aside
     return bool(mine) and bool(theirs) and (mine <= theirs or theirs <= mine)
+
+
+def analysis(text: str, subject: str) -> list[Any]:
+    """What the one-call write (``lifecycle_write.lua``) compares of a statement, precomputed:
+    [anchors, content words, whether a name or number besides ``subject`` and its numbers is
+    left, the value words (content words less the subject's words and :data:`MODIFIERS`)],
+    each list sorted. Given the same ``subject``, :func:`restates` and :func:`same_value` are
+    set comparisons of these (``same_value(a, b, s)``: the anchors equal, and b's flag or the
+    value words of one within the other's)."""
+    names = anchors(text)
+    value_names = names - {subject.casefold()} - set(_NUMBER.findall(subject))
+    aside = set(_WORD.findall(subject.casefold())) | MODIFIERS
+    words = content_words(text)
+    return [sorted(names), sorted(words), bool(value_names), sorted(words - aside)]
 
 
 def infer_slot(text: str, subject: str | None = None) -> tuple[str, str] | None:

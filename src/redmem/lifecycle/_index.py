@@ -3,7 +3,7 @@ each subject/slot, a card of each current record (what detection reads of it), a
 
 Entries: ``version`` (bumped by every write of a lifecycle record: what a write WATCHes),
 ``d:<digest>`` and ``s:<slot>`` (a record id), ``c:<id>`` (the card: the record's ``valid_from``,
-text and subject, JSON). A card exists only while its record is current and stored: a save
+text and subject, then the text's :func:`~._detect.analysis`, JSON). A card exists only while its record is current and stored: a save
 writes it, a supersede or a delete removes it, so a write decides from the index alone, in the
 round trip that reads it (``lifecycle_lookup.lua``), without loading the records it names.
 Cards are kept by models whose writes detect (``Lifecycle.active``).
@@ -17,6 +17,7 @@ from enum import StrEnum, unique
 from typing import Any
 
 from ..store.keys import KeySpace
+from ._detect import analysis
 
 __all__ = ["LifecycleKeyKind", "VERSION_ENTRY", "Card", "index_key", "card_entry", "card_of", "read_card", "queue_card"]
 
@@ -58,14 +59,15 @@ def card_entry(record_id: str) -> str:
 def card_of(record: Any) -> str:
     """The card of a record, as the index stores it."""
     text = getattr(record, type(record).lifecycle.text_field)
-    return json.dumps([record.valid_from, "" if text is None else str(text), record.subject or ""])
+    text, subject = "" if text is None else str(text), record.subject or ""
+    return json.dumps([record.valid_from, text, subject, *analysis(text, subject)])
 
 
 def read_card(record_id: str, raw: bytes | str | None) -> Card | None:
     """The card stored for ``record_id`` (None when the index holds none: not current, or gone)."""
     if raw is None:
         return None
-    valid_from, text, subject = json.loads(raw)
+    valid_from, text, subject = json.loads(raw)[:3]  # then the analysis (none in an older card)
     return Card(record_id, float(valid_from), text, subject)
 
 

@@ -1,6 +1,9 @@
 """``remember``: a new fact written exactly once, merged into a restatement or superseding an older fact.
 
-One write, LLM-free by default:
+A write goes in one script call (:mod:`._one_trip`: the same rules, decided inside the script)
+unless it needs what only the client can do mid-write — a judge, a caller-given key to refuse
+when taken, links given on the record, or cards an older version stored — then it is the
+watched write below (:func:`remember_watched`), LLM-free by default:
 
 1. detection, sent with the WATCH: ``lifecycle_lookup.lua`` reads the partition's lifecycle index
    (:mod:`._index`: its version, the record holding this text's digest, the record holding this
@@ -22,20 +25,18 @@ One write, LLM-free by default:
    concurrent write of the tenant makes detection run again: two writes never both supersede,
    or both create, the same fact.
 
-Round trips: the WATCH with detection (:func:`~redmem.store.watch.watch_and_read`), then the
-EXEC: two, as a plain save (WATCH, EXEC); on a cluster redis-py sends the WATCH alone (three).
+Round trips of the watched write: the WATCH with detection (:func:`~redmem.store.watch.watch_and_read`),
+then the EXEC: two, as a plain save (WATCH, EXEC); on a cluster redis-py sends the WATCH alone (three).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from ..fields.embedding import EmbeddingField
 from ..fields.embedding_search import VectorSearch
 from ..fields.search_protocol import Hits
 from ..model.dbkey import DbKey
@@ -49,21 +50,11 @@ from ..store.scripts import ScriptCall, queue_script
 from ._config import NEAR_CANDIDATES, Lifecycle
 from ._detect import infer_slot, restates, same_value, slot_key, text_digest
 from ._index import VERSION_ENTRY, Card, card_entry, index_key, queue_card, read_card
+from ._one_trip import remember_in_one_call
+from ._outcome import Action, Remembered, become, embedding_of, json_list
 from ._timeline import OPEN_END
 
-__all__ = ["remember", "Remembered", "queue_entries"]
-
-Action = Literal["created", "merged", "superseded"]
-
-
-@dataclass(frozen=True)
-class Remembered:
-    """What :func:`remember` did: ``record`` is the stored record (the existing one on a merge),
-    ``older`` the record it superseded (None unless ``action`` is "superseded")."""
-
-    action: Action
-    record: Any
-    older: Any = None
+__all__ = ["remember", "remember_watched", "Remembered", "queue_entries"]
 
 
 @dataclass
@@ -94,7 +85,43 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     time ``recorded_at`` unless the model overrides it); ``subject`` / ``slot``
     given on the instance name the slot explicitly, else one is inferred when ``auto_slot``.
     ``source`` is added to ``sources``. On a merge the instance becomes the existing record.
+
+    One script call (:mod:`._one_trip`) unless a judge is configured, the caller gave the key or
+    the record's links, or the index holds a card of an older version: then the watched write
+    (:func:`remember_watched`).
     """
+    ready = _prepare(instance, source, now)
+    linked = any(getattr(instance, name) is not None for name in _LINKS)
+    if ready.generated and type(instance).lifecycle.judge is None and not linked:
+        outcome = remember_in_one_call(instance, dict(ready.values), ready.text, ready.entries)
+        if outcome is not None:
+            return outcome
+    return _watched(instance, ready)
+
+
+def remember_watched(instance: Any, *, source: str | None = None, now: float | None = None) -> Remembered:
+    """:func:`remember` by the watched write whatever the record (the path the one-call write
+    decides as: tests replay writes through both)."""
+    return _watched(instance, _prepare(instance, source, now))
+
+
+#: The lifecycle's links a new record may be given (then written the watched way, as given).
+_LINKS = ("valid_to", "superseded_by", "supersedes")
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A new record made ready to write: its checked values, statement, index entries (of its
+    text and slot), and whether its key was just generated (else a record under it is refused)."""
+
+    values: dict[str, Any]
+    text: str
+    entries: list[str]
+    generated: bool
+
+
+def _prepare(instance: Any, source: str | None, now: float | None) -> _Prepared:
+    """Times, sources, the key, the embedding, the checked values and the slot of a new record."""
     model = type(instance)
     config: Lifecycle = model.lifecycle
     at = time.time() if now is None else now
@@ -108,8 +135,17 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     text = str(getattr(instance, config.text_field) or "")
     slot = _slot_of(instance, text, config)
     values.update(subject=instance.subject, slot=instance.slot)
+    return _Prepared(values, text, ["d:" + text_digest(text)] + (["s:" + slot] if slot else []), generated)
+
+
+def _watched(instance: Any, ready: _Prepared) -> Remembered:
+    """The WATCH round trip (with detection), then the MULTI/EXEC."""
+    values, text, generated = ready.values, ready.text, ready.generated
+    model = type(instance)
+    config: Lifecycle = model.lifecycle
     space = instance.db_key.keyspace
-    entries = [VERSION_ENTRY, "d:" + text_digest(text)] + (["s:" + slot] if slot else [])
+    entries = [VERSION_ENTRY, *ready.entries]
+    slot = entries[2][2:] if len(entries) > 2 else None
     client = model._meta.client
     index = index_key(space)
     done: list[_Queued] = []
@@ -119,11 +155,13 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     def prepare(reader: Any, read: list[Any]) -> _Plan:
         plan = detection.decide(read, text)
         if plan.own_exists:
-            raise ValidationError(f"{model.__name__} {instance.db_key.redis_key} exists: load it and save it "
-                                  "to change it (a new fact goes under a new key)")
+            raise ValidationError(
+                f"{model.__name__} {instance.db_key.redis_key} exists: load it and save it "
+                "to change it (a new fact goes under a new key)"
+            )
         return plan
 
-    links = {name: getattr(instance, name) for name in ("valid_to", "superseded_by", "supersedes")}
+    links = {name: getattr(instance, name) for name in _LINKS}
 
     def write(pipe: Any, plan: _Plan) -> None:
         for name, value in links.items():  # as given: an earlier attempt's plan may have set them
@@ -138,7 +176,7 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     other = None if queued.other is None else _stored(model, space, queued, replies)
     instance._was_stored = True
     if queued.action == "merged":
-        _become(instance, other)
+        become(instance, other)
         return Remembered("merged", other)
     return Remembered(queued.action, instance, other)
 
@@ -154,10 +192,6 @@ def _slot_of(instance: Any, text: str, config: Lifecycle) -> str | None:
         return None
     instance.subject, instance.slot = inferred
     return slot_key(*inferred)
-
-
-def _embedding(model: type) -> EmbeddingField | None:
-    return next(iter(model._meta.fields_of(EmbeddingField)), None)  # type: ignore[attr-defined]
 
 
 class _Detection:
@@ -210,7 +244,7 @@ class _Detection:
 
     def _searcher(self) -> VectorSearch | None:
         model, config = type(self.instance), self.config
-        embedding = _embedding(model)
+        embedding = embedding_of(model)
         vector = None if embedding is None else getattr(self.instance, embedding.name)
         if embedding is None or vector is None or not (config.merge or config.judge is not None):
             return None
@@ -291,8 +325,9 @@ def queue_entries(pipe: Any, record: Any, **values: Any) -> None:
     pipe.hincrby(index_key(key.keyspace), VERSION_ENTRY, 1)
 
 
-def _queue(pipe: Any, client: Any, instance: Any, values: dict[str, Any], plan: _Plan, index: str,
-           entries: list[str]) -> _Queued:
+def _queue(
+    pipe: Any, client: Any, instance: Any, values: dict[str, Any], plan: _Plan, index: str, entries: list[str]
+) -> _Queued:
     """Queue the plan's writes in the transaction; what it does once applied."""
     model = type(instance)
     space = instance.db_key.keyspace
@@ -300,7 +335,7 @@ def _queue(pipe: Any, client: Any, instance: Any, values: dict[str, Any], plan: 
         kept = DbKey(space, plan.merge_into.record_id)
         last_seen = model._meta.fields["last_seen"].encode(instance.last_seen)
         position = len(pipe)
-        queue_script(pipe, "lifecycle_reinforce", [kept.redis_key], [last_seen, _json_list(instance.sources)])
+        queue_script(pipe, "lifecycle_reinforce", [kept.redis_key], [last_seen, json_list(instance.sources)])
         pipe.hincrby(index, VERSION_ENTRY, 1)
         return _Queued("merged", plan.merge_into, position)
     older, newer_id = plan.supersede, instance.db_key.record_id
@@ -308,8 +343,13 @@ def _queue(pipe: Any, client: Any, instance: Any, values: dict[str, Any], plan: 
     if older is not None:
         older_key = DbKey(space, older.record_id)
         fields = model._meta.fields
-        pipe.hset(older_key.redis_key, mapping={"valid_to": fields["valid_to"].encode(instance.valid_from),
-                                                "superseded_by": fields["superseded_by"].encode(newer_id)})
+        pipe.hset(
+            older_key.redis_key,
+            mapping={
+                "valid_to": fields["valid_to"].encode(instance.valid_from),
+                "superseded_by": fields["superseded_by"].encode(newer_id),
+            },
+        )
         pipe.zadd(space.key(KeyKind.SORTED, "valid_to"), {older.record_id: instance.valid_from})
         pipe.hdel(index, card_entry(older.record_id))
         position = len(pipe)
@@ -324,11 +364,6 @@ def _queue(pipe: Any, client: Any, instance: Any, values: dict[str, Any], plan: 
     return _Queued("superseded" if older is not None else "created", older, position)
 
 
-def _json_list(values: list[str] | None) -> str:
-    """A JSON list of ``values`` (the usual none: no encoding)."""
-    return json.dumps(values) if values else "[]"
-
-
 def _stored(model: type, space: KeySpace, queued: _Queued, replies: list[Any]) -> Any:
     """The other record as the EXEC left it (from its reply; loaded when an earlier attempt's
     EXEC, whose reply was lost, applied the write)."""
@@ -340,10 +375,3 @@ def _stored(model: type, space: KeySpace, queued: _Queued, replies: list[Any]) -
     if isinstance(raw, list):  # a script's HGETALL: field, value, field, value ...
         raw = dict(zip(raw[::2], raw[1::2]))
     return instance_from_stored(model, key, raw)
-
-
-def _become(instance: Any, stored: Any) -> None:
-    """Make ``instance`` the stored record it merged into (its key, its values)."""
-    for field in type(stored)._meta.stored_fields():
-        setattr(instance, field.name, getattr(stored, field.name))
-    instance._saved_key = stored._saved_key

@@ -7,15 +7,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from redmem.lifecycle import infer_slot, text_digest
-from redmem.lifecycle._detect import restates, same_value
+from redmem.lifecycle._detect import analysis, restates, same_value
 
-NAMES = st.sampled_from(["Alice Moreau", "Ben Quint", "Ida Sato", "Omar Holm", "Lena Castell-45"])  # a number in a name is no value
+NAMES = st.sampled_from(
+    ["Alice Moreau", "Ben Quint", "Ida Sato", "Omar Holm", "Lena Castell-45"]
+)  # a number in a name is no value
 PLACES = st.sampled_from(["Berlin", "Lisbon", "Oslo", "Porto", "Madrid"])
 DRINKS = st.sampled_from(["tea", "coffee", "cocoa", "chai", "matcha"])
-PLACE_TEMPLATES = st.sampled_from(["{e} lives in {v}.", "{e} moved to {v}.", "{e} is now based in {v}.",
-                                   "{e} relocated to {v} last month."])
-DRINK_TEMPLATES = st.sampled_from(["{e} prefers {v}.", "{e} likes {v} best.", "{e}'s favourite drink is {v}.",
-                                   "{e} now drinks {v} every morning."])
+PLACE_TEMPLATES = st.sampled_from(
+    ["{e} lives in {v}.", "{e} moved to {v}.", "{e} is now based in {v}.", "{e} relocated to {v} last month."]
+)
+DRINK_TEMPLATES = st.sampled_from(
+    ["{e} prefers {v}.", "{e} likes {v} best.", "{e}'s favourite drink is {v}.", "{e} now drinks {v} every morning."]
+)
 
 
 @given(NAMES, PLACE_TEMPLATES, PLACE_TEMPLATES, PLACES, PLACES)
@@ -44,3 +48,24 @@ def test_a_changed_name_or_number_never_restates(one, two, many, more):
 def test_the_digest_ignores_case_spacing_and_end_punctuation(text):
     assert text_digest(text) == text_digest(f"  {text.upper().replace(' ', '   ')} .")
     assert text_digest(text) != text_digest(text + " again")
+
+
+def _within_either(a: list[str], b: list[str]) -> bool:
+    return bool(a) and bool(b) and (set(a) <= set(b) or set(b) <= set(a))
+
+
+STATEMENTS = st.one_of(
+    st.builds(lambda t, e, v: t.format(e=e, v=v), PLACE_TEMPLATES, NAMES, PLACES),
+    st.builds(lambda t, e, v: t.format(e=e, v=v), DRINK_TEMPLATES, NAMES, DRINKS),
+)
+
+
+@given(STATEMENTS, STATEMENTS, NAMES)
+def test_the_analysis_decides_as_the_rules(text, other, subject):
+    """What the one-call write compares (``lifecycle_write.lua``): the precomputed analyses give
+    :func:`restates` and :func:`same_value` as set comparisons."""
+    mine, theirs = analysis(text, subject), analysis(other, subject)
+    assert restates(text, other) == (mine[0] == theirs[0] and _within_either(mine[1], theirs[1]))
+    assert same_value(text, other, subject) == (
+        mine[0] == theirs[0] and (theirs[2] or _within_either(mine[3], theirs[3]))
+    )
