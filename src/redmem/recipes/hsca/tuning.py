@@ -39,13 +39,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...model.base import Model
-from ...model.fields import DictField, FloatField, IntField
-from ...model.indexed import KeyField
 from ...store.validation import non_negative_int, positive_int
 from .history import ServedQuery, served_history
 from .interface import WeightedChunk
 from .keyword_tuning import keyword_readings, keyword_weights, served_domain_match
+from .models import DEFAULT_THRESHOLD, DEFAULT_WINDOW, TunedParameters
 from .relational import relational_weight
 from .scoring import weighted_layer1
 from .store import SessionStore
@@ -64,7 +62,6 @@ THRESHOLD_GRID = tuple(round(0.5 + 0.02 * i, 2) for i in range(21))
 PRIOR_QUERIES = 200
 #: The most queries one tuning reads.
 MAX_QUERIES = 400
-DEFAULT_WINDOW, DEFAULT_THRESHOLD = 5, 0.72
 
 
 @dataclass(frozen=True)
@@ -77,19 +74,6 @@ class HSCAParameters:
     keyword_weights: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     history: int = 0
     seed: int = 0
-
-
-class TunedParameters(Model):
-    """The tuned parameters of one agent."""
-
-    agent_id = KeyField(partition_by="agent_id")
-    cooccurrence_window = IntField(default=DEFAULT_WINDOW)
-    snapshot_coherence_threshold = FloatField(default=DEFAULT_THRESHOLD)
-    flag_weights = DictField(default={})
-    keyword_weights = DictField(default={})
-    history = IntField(default=0)
-    seed = IntField(default=0)
-    tuned_at = FloatField(default=0.0)
 
 
 @dataclass(frozen=True)
