@@ -13,8 +13,8 @@ from .engine import HSCAEngine
 from .history import ServedQuery
 from .interface import ContextSnapshot, DomainTag, NuanceFlag, WeightedChunk
 from .macro import DomainStep, RelevantBeat
-from .nuance_model import NuanceModel
 from .models import ServedRecord, SnapshotPassage, SnapshotRecord, TunedParameters
+from .nuance_model import NuanceModel
 from .store import SessionStore
 from .tuning import HSCAParameters, TuningResult, tune
 

@@ -181,11 +181,18 @@ def tune(agent_id: str, *, seed: int = 0, max_buffer_chunks: int = 20, min_beat_
 
 
 def _sessions(agent_id: str, history: Sequence[ServedQuery]) -> dict[str, _Session]:
+    """Each session's turns, once each, in conversation order: a bridge snapshot (:mod:`.bridging`)
+    repeats turns of earlier snapshots under the same chunk ids, and a turn read twice would count
+    twice in the AUC, the keyword readings and the replayed window (its first snapshot is kept)."""
     sessions = {}
     for session_id in dict.fromkeys(q.session_id for q in history):
+        once: dict[str, WeightedChunk] = {}
+        for beat in SessionStore(agent_id, session_id).between():
+            for c in beat.snapshot.chunks:
+                once.setdefault(c.chunk_id, c)
         chunks = [
             _Chunk(parse_turn(c.text), c.chunk_id, c.layer1_score, c.coherence_score, tuple(c.nuance_flags), bool(c.text))
-            for beat in SessionStore(agent_id, session_id).between() for c in beat.snapshot.chunks
+            for c in once.values()
         ]
         if chunks:
             sessions[session_id] = _Session(chunks)
