@@ -94,4 +94,15 @@ def test_a_subject_domain_comes_before_an_everyday_topic_and_keywords_name_subje
     assert meaning.classify(parse_turn("A lawyer told me a rent increase needs a clause in the lease."))[0] == "legal"
     # a subject domain named by the keyword lists joins the domains found by meaning
     tags = meaning.classify(parse_turn("The hospital's lawyer says the patient consent form may not survive a lawsuit."))
-    assert {"legal", "medical", "cross_domain"} <= set(tags)
+    assert {"legal", "medical"} <= set(tags)
+
+
+def test_only_domains_that_hold_a_share_of_the_turn_make_it_cross_domain(meaning):
+    """A domain the keywords merely name is a tag, not a share: the licence clause that says
+    "software" is about the licence. Two sentences whose own domains are unrelated are a cross."""
+    clause = parse_turn("You may distribute copies of the software only under the terms of this License.")
+    assert "cross_domain" not in meaning.classify(clause)
+    joined = parse_turn("The court held that the tenant breached the lease and owes damages. "
+                        "We deploy the server and its database cache with a new configuration.")
+    tags = meaning.classify(joined)
+    assert {"legal", "technical_prose", "cross_domain"} <= set(tags)
