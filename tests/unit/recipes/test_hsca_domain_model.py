@@ -98,10 +98,13 @@ def test_a_subject_domain_comes_before_an_everyday_topic_and_keywords_name_subje
 
 
 def test_only_domains_that_hold_a_share_of_the_turn_make_it_cross_domain(meaning):
-    """A domain the keywords merely name is a tag, not a share: the licence clause that says
-    "software" is about the licence. Two sentences whose own domains are unrelated are a cross."""
-    clause = parse_turn("You may distribute copies of the software only under the terms of this License.")
-    assert "cross_domain" not in meaning.classify(clause)
+    """A domain the keywords merely name, the turn's meaning far from it (under the floor), is a
+    tag, not a share: the lease ruling that mentions a server is about the lease. Two sentences
+    whose own domains are unrelated are a cross."""
+    clause = parse_turn("The court held that the tenant breached the lease, and the landlord kept the deposit and the old server.")
+    tags = meaning.classify(clause)
+    assert "technical_prose" in tags and "cross_domain" not in tags
+    assert meaning.similarities(clause.text)["technical_prose"] < meaning.floor
     joined = parse_turn("The court held that the tenant breached the lease and owes damages. "
                         "We deploy the server and its database cache with a new configuration.")
     tags = meaning.classify(joined)
