@@ -349,8 +349,8 @@ def history_readings(keywords: Sequence[str]) -> dict[str, Any]:
     ``keywords`` per domain ``[agree, disagree]``: whether this history could move them at all."""
     queries = []
     for query in served_history(AGENT):
-        chunks = [c for beat in SessionStore(AGENT, query.session_id).between() for c in beat.snapshot.chunks]
-        queries.append([(parse_turn(c.text), c.chunk_id in query.served) for c in chunks])
+        chunks = {c.chunk_id: c for beat in SessionStore(AGENT, query.session_id).between() for c in beat.snapshot.chunks}
+        queries.append([(parse_turn(c.text), c.chunk_id in query.served) for c in chunks.values()])
     agree, disagree = keyword_readings(queries)
     stems = {k: default_analyzer().tokens(k)[0] for k in keywords}
     lowered = {f"{d}/{s}": w for d, found in keyword_weights((agree, disagree)).items() for s, w in found.items() if w < 1}

@@ -20,7 +20,8 @@ TURNS = [
     "The hare woke too late, and the tortoise had won the race. The tortoise was slow, but the hare was careless.",
     "The court ruled that the lease contract bound the tenant. The tenant appealed the court ruling on the lease. "
     "The landlord's contract with the tenant stood.",
-    "The appeal court upheld the lease ruling, so the tenant must pay under the contract. Redis was not mentioned.",
+    "The appeal court upheld the lease ruling, so the tenant must pay under the contract. "
+    "Meanwhile the Redis server keeps its data in memory and persists it to disk.",
 ]
 
 
@@ -33,7 +34,7 @@ def session(agent: str = "agent-1", name: str = "chat", keep_text: bool = True) 
     engine = HSCAEngine(agent_id=agent, session_id=name, keep_text=keep_text)
     for turn in TURNS:
         engine.ingest_turn(turn)
-    engine.take_snapshot()  # the last turn mentions Redis in a legal beat: a cross-domain beat of its own
+    engine.take_snapshot()  # the last turn joins a legal sentence and a Redis one: a cross-domain beat of its own
     # beat 4 is the bridge (:mod:`redmem.recipes.hsca.bridging`): that turn and the first Redis turn are close in meaning
     assert [s.conversation_position for s in engine.get_macro_context()] == [0, 1, 2, 3, 4]
     return engine

@@ -3,12 +3,15 @@ parameters stored per agent and used by HSCAEngine.for_agent; flag weights scale
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from redmem.recipes.hsca import HSCAEngine, HSCAParameters, ServedRecord, tune
+from redmem.recipes.hsca import Beat, HSCAEngine, HSCAParameters, ServedRecord, SessionStore, tune
 from redmem.recipes.hsca.history import served_history
 from redmem.recipes.hsca.scoring import weighted_layer1
 from redmem.recipes.hsca.tuning import FLAG_WEIGHT_GRID, THRESHOLD_GRID, WINDOW_BOUNDS, load_parameters
+from redmem.recipes.hsca.window import build_snapshot
 from redmem.store.errors import ValidationError
 
 CENTRAL = [
@@ -89,3 +92,18 @@ def test_a_short_history_moves_the_parameters_less_than_a_long_one(db):
         return sum(abs(w - 1.0) for w in p.flag_weights.values()) + abs(p.snapshot_coherence_threshold - 0.72)
 
     assert moved(short) <= moved(long)
+
+
+def test_a_bridge_snapshot_repeating_chunks_does_not_change_the_tuning(db):
+    """A bridge snapshot holds copies of turns already in the session (same chunk ids): the tuner
+    reads each turn once, in conversation order, so the copies change nothing it computes."""
+    for i in range(4):
+        interact("plain", f"s-{i}")
+        engine = interact("bridged", f"s-{i}")
+        copies = [dataclasses.replace(c) for c in engine.get_macro_context()[0].chunks]
+        store = SessionStore("bridged", f"s-{i}")
+        store.append(Beat(build_snapshot(copies, store.next_position(), 20), {}))
+    plain, bridged = tune("plain", seed=2, store=False), tune("bridged", seed=2, store=False)
+    assert (bridged.ranking_auc, bridged.beat_f1, bridged.domain_match) == (
+        plain.ranking_auc, plain.beat_f1, plain.domain_match)
+    assert bridged.parameters == plain.parameters

@@ -94,4 +94,18 @@ def test_a_subject_domain_comes_before_an_everyday_topic_and_keywords_name_subje
     assert meaning.classify(parse_turn("A lawyer told me a rent increase needs a clause in the lease."))[0] == "legal"
     # a subject domain named by the keyword lists joins the domains found by meaning
     tags = meaning.classify(parse_turn("The hospital's lawyer says the patient consent form may not survive a lawsuit."))
-    assert {"legal", "medical", "cross_domain"} <= set(tags)
+    assert {"legal", "medical"} <= set(tags)
+
+
+def test_only_domains_that_hold_a_share_of_the_turn_make_it_cross_domain(meaning):
+    """A domain the keywords merely name, the turn's meaning far from it (under the floor), is a
+    tag, not a share: the lease ruling that mentions a server is about the lease. Two sentences
+    whose own domains are unrelated are a cross."""
+    clause = parse_turn("The court held that the tenant breached the lease, and the landlord kept the deposit and the old server.")
+    tags = meaning.classify(clause)
+    assert "technical_prose" in tags and "cross_domain" not in tags
+    assert meaning.similarities(clause.text)["technical_prose"] < meaning.floor
+    joined = parse_turn("The court held that the tenant breached the lease and owes damages. "
+                        "We deploy the server and its database cache with a new configuration.")
+    tags = meaning.classify(joined)
+    assert {"legal", "technical_prose", "cross_domain"} <= set(tags)

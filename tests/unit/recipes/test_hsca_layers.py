@@ -14,7 +14,7 @@ from redmem.recipes.hsca import HSCAEngine, NuanceFlag, NuanceModel
 from redmem.recipes.hsca.coherence import coherence_score
 from redmem.recipes.hsca.domains import classify_domains
 from redmem.recipes.hsca.nuance import deterministic_flags
-from redmem.recipes.hsca.relational import SHORT_CHUNK_SCORE, relational_weight
+from redmem.recipes.hsca.relational import SHORT_CHUNK_SCORE, TIE_SATURATION, conversation_tie, relational_weight
 from redmem.recipes.hsca.scoring import score_turn
 from redmem.recipes.hsca.text import MAX_TURN_CHARS, parse_turn
 from redmem.store.errors import ArgumentTypeError, ValidationError
@@ -68,6 +68,34 @@ def test_short_chunks_are_flat_without_context_and_scored_against_it_with_contex
     assert not relational_weight(parse_turn(MESH)).short_chunk
     chunk = score_turn("Redis keeps data in memory.", 5).chunk
     assert NuanceFlag.SHORT_CHUNK in chunk.nuance_flags
+
+
+LONG = ("Redis stores data in memory, and memory access makes Redis fast for every team. "
+        "Fast data access is why teams pick Redis over a disk store for their caches. "
+        "Teams that pick Redis keep hot data in memory and cold data on disk.")
+GARDEN = ("Tomatoes need full sun and rich soil in the garden. "
+          "Water tomatoes deeply at the root so the soil stays moist. "
+          "Pinch the side shoots so the tomatoes put their strength into fruit.")
+
+
+def test_a_long_turn_in_a_conversation_weighs_by_how_much_the_conversation_takes_it_up():
+    """Layer 1 of a long turn in a conversation: its own relational weight times its tie to the
+    turns before it, min(1, share of its terms they say / TIE_SATURATION); alone, unchanged."""
+    alone = layer1(LONG)
+    assert alone > 0.2
+    assert layer1(LONG, context=("Bananas are yellow and grow in bunches.",)) == 0.0
+    assert layer1(LONG, context=(MESH,)) == pytest.approx(alone * conversation_tie(parse_turn(LONG), [parse_turn(MESH)]))
+    assert layer1(LONG, context=(MESH, "Why do teams keep hot data in memory, and cold data on disk?")) == pytest.approx(alone)
+    aside = layer1(GARDEN, context=("Redis keeps data in memory.", "Redis is fast."))
+    assert aside < layer1("Memory access makes Redis fast.", context=("Redis keeps data in memory.", GARDEN))
+    assert 0 < TIE_SATURATION <= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=300), st.lists(st.text(max_size=200), max_size=3))
+def test_the_conversation_tie_is_bounded(text, context):
+    tie = conversation_tie(parse_turn(text), [parse_turn(c) for c in context])
+    assert 0.0 <= tie <= 1.0
 
 
 def test_the_window_bounds_which_words_co_occur():

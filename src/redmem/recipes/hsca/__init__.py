@@ -10,13 +10,13 @@ from .agent import AgentBeat, AgentMacro, ConceptAppearance, SessionProfile
 from .beats import Beat
 from .domain_model import EmbeddingDomains
 from .engine import HSCAEngine
-from .history import ServedQuery, ServedRecord
+from .history import ServedQuery
 from .interface import ContextSnapshot, DomainTag, NuanceFlag, WeightedChunk
 from .macro import DomainStep, RelevantBeat
+from .models import ServedRecord, SnapshotPassage, SnapshotRecord, TunedParameters
 from .nuance_model import NuanceModel
-from .source import SnapshotPassage
-from .store import SessionStore, SnapshotRecord
-from .tuning import HSCAParameters, TunedParameters, TuningResult, tune
+from .store import SessionStore
+from .tuning import HSCAParameters, TuningResult, tune
 
 __all__ = [
     "HSCAEngine",

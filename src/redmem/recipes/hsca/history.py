@@ -12,23 +12,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...model.base import Model
-from ...model.fields import ListField, StringField
-from ...model.indexed import AutoKeyField, KeyField, SortedField
 from ...store.errors import ValidationError
+from .models import ServedRecord
 
 __all__ = ["ServedQuery", "ServedRecord", "record_served", "served_history"]
-
-
-class ServedRecord(Model):
-    """One query of one agent and the chunk ids that served it."""
-
-    query_id = AutoKeyField()
-    agent_id = KeyField(partition_by="agent_id")
-    session_id = StringField(null=False)
-    question = StringField(default="")
-    served = ListField(default=[])
-    at = SortedField(float, null=False)
 
 
 @dataclass(frozen=True)

@@ -22,59 +22,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...fields.bm25 import BM25Field
-from ...model.base import Model
 from ...model.dbkey import DbKey
-from ...model.fields import FloatField, StringField
 from ...model.hits import Hit
-from ...model.indexed import KeyField, SortedField
 from ...model.loading import load_records
 from ..assembler.context_assembler import AssemblyResult, ContextAssembler
-from .beats import Beat
 from .explain import RegionTrail
-from .macro import RelevantBeat, dominant_domain
+from .macro import RelevantBeat
+from .models import PASSAGE_TERMS, SnapshotPassage, passage_content, passage_of
 
 if TYPE_CHECKING:
     from ...model.query import Query
 
 __all__ = ["SnapshotPassage", "passage_content", "passage_of", "assemble_region", "PASSAGE_TERMS", "PASSAGE_FIELDS", "Explaining"]
 
-#: Terms kept, heaviest first, as the content of a snapshot whose text was dropped.
-PASSAGE_TERMS = 64
 #: The fields HSCAEngine.assemble shows of a passage by default.
 PASSAGE_FIELDS = ("position", "domain", "content")
-
-
-class SnapshotPassage(Model):
-    """One snapshot as a passage: its chunks' text (or terms), position, dominant domain, weight."""
-
-    agent_id = KeyField(partition_by=("agent_id", "session_id"))
-    session_id = KeyField()
-    snapshot_id = KeyField()
-    position = SortedField(int, null=False)
-    domain = StringField(default="unclassified")
-    macro_weight = FloatField(default=0.0)
-    content = StringField(default="")
-    content_bm25 = BM25Field(source="content")
-
-
-def passage_content(beat: Beat) -> str:
-    """The chunks' text, one line each; the heaviest terms when the text was dropped."""
-    text = "\n".join(c.text for c in beat.snapshot.chunks if c.text)
-    if text:
-        return text
-    ranked = sorted(beat.term_weights, key=lambda t: (-beat.term_weights[t], t))
-    return " ".join(ranked[:PASSAGE_TERMS])
-
-
-def passage_of(agent_id: str, session_id: str, beat: Beat) -> SnapshotPassage:
-    """The passage of one snapshot (not saved: the snapshot record's save writes it)."""
-    snapshot = beat.snapshot
-    return SnapshotPassage(
-        agent_id=agent_id, session_id=session_id, snapshot_id=snapshot.snapshot_id,
-        position=snapshot.conversation_position, domain=dominant_domain(snapshot.domain_summary),
-        macro_weight=round(snapshot.macro_weight, 4), content=passage_content(beat),
-    )
 
 
 def session_passages(agent_id: str, session_id: str) -> Query:

@@ -23,70 +23,21 @@ The session is listed, before its first snapshot is written, in its agent's sess
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ...model.base import Model
-from ...model.batch import SaveBatch
 from ...model.dbkey import DbKey
-from ...model.fields import BooleanField, DictField, FloatField, ListField
-from ...model.indexed import KeyField, SortedField, TagField
 from ...model.loading import load_records
-from ...model.persistence import queue_new_record
 from ...model.query import Query
 from ...store.connection import server_errors
 from ...store.keys import KeySpace, unescape
 from .beats import Beat
-from .history import ServedRecord
 from .interface import ContextSnapshot
 from .keys import HSCAKeyKind
 from .macro import DomainStep, domain_steps
-from .series import SeriesEntry, beat_cache, parse_entry, queue_added, queue_removed
-from .source import passage_of, session_passages
+from .models import ServedRecord, SnapshotRecord
+from .series import SeriesEntry, beat_cache, parse_entry, queue_added
+from .source import session_passages
 
 __all__ = ["SnapshotRecord", "SessionStore", "agent_sessions_key"]
-
-
-class SnapshotRecord(Model):
-    """One ContextSnapshot of one session of one agent."""
-
-    agent_id = KeyField(partition_by=("agent_id", "session_id"))
-    session_id = KeyField()
-    snapshot_id = KeyField()
-    position = SortedField(int, null=False)
-    macro_weight = FloatField(default=0.0)
-    domain_summary = DictField(default={})
-    forced = BooleanField(default=False)
-    created_at = FloatField(default=0.0)
-    chunks = ListField(default=[])
-    term_weights = DictField(default={})
-    concepts = TagField(default=[])
-
-    def snapshot(self) -> ContextSnapshot:
-        """The ContextSnapshot this record stores."""
-        return ContextSnapshot.from_dict(self.snapshot_dict())
-
-    def snapshot_dict(self) -> dict[str, Any]:
-        """The stored snapshot in ``ContextSnapshot.to_dict()`` form."""
-        return {
-            "snapshot_id": self.snapshot_id, "chunks": self.chunks, "macro_weight": self.macro_weight,
-            "domain_summary": self.domain_summary, "conversation_position": self.position,
-            "forced": self.forced, "created_at": self.created_at,
-        }
-
-    def queue_save(self, batch: SaveBatch) -> None:
-        """A new snapshot's record, with its passage and its share of the session's aggregates."""
-        super().queue_save(batch)
-        if batch.old is None:
-            queue_added(batch.pipe, batch.keyspace, self.position, self.snapshot_id, self.created_at,
-                        self.domain_summary)
-            beat = Beat(self.snapshot(), dict(self.term_weights))
-            queue_new_record(batch.pipe, batch.client, passage_of(self.agent_id, self.session_id, beat))
-
-    def queue_delete(self, batch: SaveBatch) -> None:
-        """The record's removal, with its share of the session's aggregates."""
-        super().queue_delete(batch)
-        if batch.old is not None:
-            queue_removed(batch.pipe, batch.keyspace, batch.old["position"], batch.old["domain_summary"] or {})
 
 
 def agent_sessions_key(agent_id: str) -> str:

@@ -39,13 +39,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...model.base import Model
-from ...model.fields import DictField, FloatField, IntField
-from ...model.indexed import KeyField
 from ...store.validation import non_negative_int, positive_int
 from .history import ServedQuery, served_history
 from .interface import WeightedChunk
 from .keyword_tuning import keyword_readings, keyword_weights, served_domain_match
+from .models import DEFAULT_THRESHOLD, DEFAULT_WINDOW, TunedParameters
 from .relational import relational_weight
 from .scoring import weighted_layer1
 from .store import SessionStore
@@ -64,7 +62,6 @@ THRESHOLD_GRID = tuple(round(0.5 + 0.02 * i, 2) for i in range(21))
 PRIOR_QUERIES = 200
 #: The most queries one tuning reads.
 MAX_QUERIES = 400
-DEFAULT_WINDOW, DEFAULT_THRESHOLD = 5, 0.72
 
 
 @dataclass(frozen=True)
@@ -77,19 +74,6 @@ class HSCAParameters:
     keyword_weights: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     history: int = 0
     seed: int = 0
-
-
-class TunedParameters(Model):
-    """The tuned parameters of one agent."""
-
-    agent_id = KeyField(partition_by="agent_id")
-    cooccurrence_window = IntField(default=DEFAULT_WINDOW)
-    snapshot_coherence_threshold = FloatField(default=DEFAULT_THRESHOLD)
-    flag_weights = DictField(default={})
-    keyword_weights = DictField(default={})
-    history = IntField(default=0)
-    seed = IntField(default=0)
-    tuned_at = FloatField(default=0.0)
 
 
 @dataclass(frozen=True)
@@ -197,11 +181,18 @@ def tune(agent_id: str, *, seed: int = 0, max_buffer_chunks: int = 20, min_beat_
 
 
 def _sessions(agent_id: str, history: Sequence[ServedQuery]) -> dict[str, _Session]:
+    """Each session's turns, once each, in conversation order: a bridge snapshot (:mod:`.bridging`)
+    repeats turns of earlier snapshots under the same chunk ids, and a turn read twice would count
+    twice in the AUC, the keyword readings and the replayed window (its first snapshot is kept)."""
     sessions = {}
     for session_id in dict.fromkeys(q.session_id for q in history):
+        once: dict[str, WeightedChunk] = {}
+        for beat in SessionStore(agent_id, session_id).between():
+            for c in beat.snapshot.chunks:
+                once.setdefault(c.chunk_id, c)
         chunks = [
             _Chunk(parse_turn(c.text), c.chunk_id, c.layer1_score, c.coherence_score, tuple(c.nuance_flags), bool(c.text))
-            for beat in SessionStore(agent_id, session_id).between() for c in beat.snapshot.chunks
+            for c in once.values()
         ]
         if chunks:
             sessions[session_id] = _Session(chunks)
