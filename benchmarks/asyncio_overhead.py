@@ -4,7 +4,7 @@
 
 Both run the same code and send the same commands (tests/integration/store/test_asyncio.py checks the stored
 state); the async one runs it in a greenlet and awaits each Redis call on the event loop
-through ``redis.asyncio`` (redmem.store.aio). Per operation: the median wall time of
+through ``redis.asyncio`` (redmem.store._aio). Per operation: the median wall time of
 ``--repeats`` calls, the sync call's round trips (common.CommandCounter) and the async call's
 awaits (each Redis call the sync code makes: one per round trip, plus the release of a
 pipeline's connection). Then ``--concurrent`` saves at once with ``asyncio.gather`` against the
@@ -30,9 +30,9 @@ import redis
 import redis.asyncio
 
 import redmem
-import redmem.store.aio as aio
+import redmem.store._aio as aio
 from common import CommandCounter, machine, synthetic_queries, synthetic_texts, write_results
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import make_assembler, memory_model
 
 

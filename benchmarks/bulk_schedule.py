@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bulk_schedule.py            # writes results/bulk_schedule.{json,md}
 
 ``save_many`` sends one MULTI/EXEC per chunk and builds the next chunk while the server runs
-the one before (redmem.model.bulk). The first chunk is ``chunk_size / start`` records
+the one before (redmem.model._bulk). The first chunk is ``chunk_size / start`` records
 and each next one ``growth`` times larger, up to ``chunk_size`` (1000); the library mirrors the
 sizes at the end ("both ends"), the alternative measured here grows only ("rising"). A small
 first chunk lets the server start early, a small last one leaves little unoverlapped at the
@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redmem
 from common import machine, synthetic_texts, write_results
-from redmem.model import bulk
-from redmem.store.embedded import EmbeddedServer
+from redmem.model import _bulk as bulk
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import memory_model
 
 #: (first chunk = chunk_size / start, growth, shape): the default first, then the ones it was chosen over.

@@ -1,5 +1,5 @@
 """Server time of the inspector's decay sort over one agent of N memories: the exact order at one
-time (:func:`redmem.fields.decay_snapshot.exact_decay_page`), built and then reused, against the
+time (:func:`redmem.fields._decay_snapshot.exact_decay_page`), built and then reused, against the
 threshold selection (:meth:`DecayingSortedField.ranked`) that pages below 2,000 memories.
 
 The decay field's sorted sets (last-updated time, base score, confidence) and the record
@@ -22,11 +22,11 @@ from typing import Any
 
 import redmem
 from common import RESULTS, machine, summary, write_json
-from redmem.cli_commands.memory import ChatMemory
-from redmem.fields.decay_snapshot import exact_decay_page
-from redmem.model.persistence import ALL_RECORDS
-from redmem.store.embedded import EmbeddedServer
-from redmem.ui.inventory import space_of
+from redmem.cli_commands._memory import ChatMemory
+from redmem.fields._decay_snapshot import exact_decay_page
+from redmem.model._persistence import ALL_RECORDS
+from redmem.store._embedded import EmbeddedServer
+from redmem.ui._inventory import space_of
 
 AGENT = "agent-1"
 DAY = 86400.0

@@ -58,10 +58,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, write_json, write_results
 from locomo import CATEGORIES, first_hit, load, scores
 from peers.popoto_bridge import REPO, library_venv
-from redmem.context.fusion import convex_fusion
-from redmem.fields.bm25_math import idf, tf_norm
+from redmem.context._fusion import convex_fusion
+from redmem.fields._bm25_math import idf, tf_norm
 from redmem.recipes.conversation import Turn, TurnContextAnalyzer, build_contexts, build_passages
-from redmem.text.analyzer import default_analyzer
+from redmem.text._analyzer import default_analyzer
 
 log = logging.getLogger("benchmarks.embedding_models")
 

@@ -21,7 +21,7 @@ import redmem
 from common import machine, write_json
 from redmem import AutoKeyField, BM25Field, DecayingSortedField, FloatField, KeyField, Model, StringField
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 POLICIES = ("noeviction", "allkeys-lru", "volatile-lru")
 LIMIT = 20_000

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import redmem
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 RESULTS = Path(__file__).parent / "results" / "failure_detection.json"
 
@@ -76,7 +76,7 @@ def _connected_server(options: dict) -> tuple[EmbeddedServer, object]:
 
 def _read(client: object) -> Callable[[], object]:
     def read() -> object:
-        with redmem.store.connection.server_errors(client):
+        with redmem.store._connection.server_errors(client):
             return client.get("failure-detection")
 
     return read

@@ -39,9 +39,9 @@ import redmem
 from common import CommandCounter, machine, median_of, summary, synthetic_queries, synthetic_texts, write_results
 from questions import dialog_corpus, locomo_questions
 from redmem import SortedField, TagField
-from redmem.model.filters import compile_where
+from redmem.model._filters import compile_where
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import hash_provider, memory_model
 
 log = logging.getLogger("benchmarks.filters")

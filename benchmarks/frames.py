@@ -74,11 +74,11 @@ from common import CommandCounter, hash_vectors, machine, summary, write_results
 from latency import latency_figures, used_memory
 from locomo import evaluate, load
 from peers.elfmem_bridge import ELFMEM_VERSION, ElfmemProcess
-from redmem.context.tokens import exact_counter
+from redmem.context._tokens import exact_counter
 from redmem.recipes.frames import FrameMemory
-from redmem.recipes.frames.scoring import FEEDBACK_CAP
-from redmem.recipes.frames.wiring import DEFAULT_WIRING, LearnWiring
-from redmem.store.embedded import EmbeddedServer
+from redmem.recipes.frames._scoring import FEEDBACK_CAP
+from redmem.recipes.frames._wiring import DEFAULT_WIRING, LearnWiring
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import TimedProvider, minilm_function
 
 log = logging.getLogger("benchmarks.frames")

@@ -52,8 +52,8 @@ from common import CommandCounter, hash_vectors, machine, summary, synthetic_tex
 from locomo import CATEGORIES, load
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.hce import HCEInteraction, HCEPipeline, HCETopic, SemanticTree
-from redmem.recipes.hce.tree import FOLLOW_MEMBERS, NEST_THRESHOLD
-from redmem.store.embedded import EmbeddedServer
+from redmem.recipes.hce._tree import FOLLOW_MEMBERS, NEST_THRESHOLD
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import TimedProvider, memory_model, minilm_function
 
 log = logging.getLogger("benchmarks.hce")

@@ -4,7 +4,7 @@
 
 Vectors as ``vector_prescan.py`` makes them (MiniLM for ``--minilm`` dialog memories, hashed
 words for ``--hashed``; ``--cache`` keeps them between runs), queried with the LoCoMo questions.
-On a usearch graph built as ``redmem.embeddings.hnsw_prescan.new_index`` builds it:
+On a usearch graph built as ``redmem.embeddings._hnsw_prescan.new_index`` builds it:
 
 - ``ef``: recall of the exact top 10 after rescoring the graph's candidates in float32, and the
   wall time per search, for ef 64 and 128 (MiniLM);
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import machine, write_json
 from questions import dialog_corpus, locomo_questions
-from redmem.embeddings import hnsw_prescan
+from redmem.embeddings import _hnsw_prescan as hnsw_prescan
 from vector_prescan import vectors
 
 

@@ -11,7 +11,7 @@ Every baseline reads the same frozen cases as the engine and answers the same qu
   2 the sequence ``[A, B, A]`` with A and B given; for eval 5 "always a bridge");
 - **constant**: a scorer returning 0 for every text (eval 4).
 
-``weighted_topic`` and ``turn_label`` mirror the engine's arithmetic (:mod:`redmem.recipes.hsca.window`)
+``weighted_topic`` and ``turn_label`` mirror the engine's arithmetic (:mod:`redmem.recipes.hsca._window`)
 with the baseline's weights in place of layer 1, so only the weighting differs.
 """
 
@@ -21,9 +21,9 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from redmem.recipes.hsca.domains import classify_domains
-from redmem.recipes.hsca.text import parse_turn
-from redmem.text.analyzer import default_analyzer
+from redmem.recipes.hsca._domains import classify_domains
+from redmem.recipes.hsca._text import parse_turn
+from redmem.text._analyzer import default_analyzer
 
 NOT_TOPICAL = {"conversational", "cross_domain", "unclassified"}
 #: A baseline's per-turn weights, from the conversation's turns.

@@ -5,7 +5,7 @@ copied) is ingested turn by turn into its own engine (the buffer left over taken
 snapshot). Reported: the share of turns with ``layer1_score == 0``, the share of snapshots
 whose heaviest domain is ``conversational`` or ``unclassified``, the tag counts (issue 30.4's
 targets: <= 20 % and <= 40 %), and the bridge snapshots (those holding a chunk an earlier snapshot
-of the session holds: :mod:`redmem.recipes.hsca.bridging`) per beat.
+of the session holds: :mod:`redmem.recipes.hsca._bridging`) per beat.
 
 ``python benchmarks/hsca_chat.py --limit 10`` prints the figures over the first 10 sessions.
 """

@@ -96,20 +96,20 @@ from redmem.recipes.hsca import (
     WeightedChunk,
     tune,
 )
-from redmem.recipes.hsca.beats import Beat, snapshot_term_weights
-from redmem.recipes.hsca.domain_model import DOMAIN_PROTOTYPES
-from redmem.recipes.hsca.domains import DOMAIN_KEYWORDS
-from redmem.recipes.hsca.history import served_history
-from redmem.recipes.hsca.keyword_tuning import keyword_readings, keyword_weights
-from redmem.recipes.hsca.macro import domain_evolution
-from redmem.recipes.hsca.scoring import score_turn
-from redmem.recipes.hsca.series import forget_cached_beats
-from redmem.recipes.hsca.store import SessionStore
-from redmem.recipes.hsca.text import parse_turn
-from redmem.recipes.hsca.tuning import THRESHOLD_GRID, WINDOW_BOUNDS, load_parameters
-from redmem.recipes.hsca.window import build_snapshot
-from redmem.store.embedded import EmbeddedServer
-from redmem.text.analyzer import default_analyzer
+from redmem.recipes.hsca._beats import Beat, snapshot_term_weights
+from redmem.recipes.hsca._domain_model import DOMAIN_PROTOTYPES
+from redmem.recipes.hsca._domains import DOMAIN_KEYWORDS
+from redmem.recipes.hsca._history import served_history
+from redmem.recipes.hsca._keyword_tuning import keyword_readings, keyword_weights
+from redmem.recipes.hsca._macro import domain_evolution
+from redmem.recipes.hsca._scoring import score_turn
+from redmem.recipes.hsca._series import forget_cached_beats
+from redmem.recipes.hsca._store import SessionStore
+from redmem.recipes.hsca._text import parse_turn
+from redmem.recipes.hsca._tuning import THRESHOLD_GRID, WINDOW_BOUNDS, load_parameters
+from redmem.recipes.hsca._window import build_snapshot
+from redmem.store._embedded import EmbeddedServer
+from redmem.text._analyzer import default_analyzer
 
 DATA = Path(__file__).resolve().parent / "data" / "hsca"
 #: sha256 of each frozen case file; the script refuses to run on any other content.
@@ -300,7 +300,7 @@ def record_interactions(tuning: list[dict[str, Any]], start: int, stop: int, rng
 
 def layer1_auc(rows: Sequence[dict[str, Any]]) -> float:
     """Mean over cases of P(layer1(central turn) > layer1(aside)), ties counting half: what the
-    tuner's window and flag weights aim at (:mod:`redmem.recipes.hsca.tuning`)."""
+    tuner's window and flag weights aim at (:mod:`redmem.recipes.hsca._tuning`)."""
     def auc(row: dict[str, Any]) -> float:
         central, aside = row["central_layer1"], row["aside_layer1"]
         return statistics.fmean(1.0 if c > aside else 0.5 if c == aside else 0.0 for c in central)
@@ -344,7 +344,7 @@ MISS_KEYWORDS = ("king", "memory")
 
 
 def history_readings(keywords: Sequence[str]) -> dict[str, Any]:
-    """A diagnostic: the layer-2 readings (:mod:`redmem.recipes.hsca.keyword_tuning`) the agent's
+    """A diagnostic: the layer-2 readings (:mod:`redmem.recipes.hsca._keyword_tuning`) the agent's
     whole recorded history holds, the keyword weights it moved below 1, and the readings of
     ``keywords`` per domain ``[agree, disagree]``: whether this history could move them at all."""
     queries = []
@@ -642,7 +642,7 @@ def bridging_failures(cases: list[dict[str, Any]], results: list[dict[str, Any]]
 
 
 # ----------------------------------------------------------------------------- layer 2 keyword audit
-#: Keywords the audit dropped from the lists (:data:`redmem.recipes.hsca.domains.DOMAIN_KEYWORDS`).
+#: Keywords the audit dropped from the lists (:data:`redmem.recipes.hsca._domains.DOMAIN_KEYWORDS`).
 DROPPED_KEYWORDS = {"philosophical": ("meaning",), "technical_prose": ("system", "function"), "mathematics": ("set",)}
 
 

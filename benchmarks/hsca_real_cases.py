@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import hsca_chat
-from redmem.recipes.hsca.domains import DOMAIN_KEYWORDS, EVERYDAY_DOMAINS
-from redmem.text.analyzer import default_analyzer
-from redmem.text.stopwords import ENGLISH_STOPWORDS
+from redmem.recipes.hsca._domains import DOMAIN_KEYWORDS, EVERYDAY_DOMAINS
+from redmem.text._analyzer import default_analyzer
+from redmem.text._stopwords import ENGLISH_STOPWORDS
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "data" / "hsca" / "real_cases.json"

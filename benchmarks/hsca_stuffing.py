@@ -27,8 +27,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from redmem.text.analyzer import default_analyzer
-from redmem.text.stopwords import ENGLISH_STOPWORDS
+from redmem.text._analyzer import default_analyzer
+from redmem.text._stopwords import ENGLISH_STOPWORDS
 
 #: The keywords a stuffed text is built from.
 KEYWORDS = 6

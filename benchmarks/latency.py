@@ -82,11 +82,11 @@ from common import (
 from peers.popoto_bridge import PopotoProcess
 from questions import dialog_corpus, locomo_questions
 from redmem import DatetimeField
-from redmem.fields.bm25_postings import copies
-from redmem.fields.embedding_search import matrices
+from redmem.fields._bm25_postings import copies
+from redmem.fields._embedding_search import matrices
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.embedded import EmbeddedServer
-from redmem.store.embedded_cluster import EmbeddedCluster
+from redmem.store._embedded import EmbeddedServer
+from redmem.store._embedded_cluster import EmbeddedCluster
 from redmem_driver import (
     TimedProvider,
     assemble_many,

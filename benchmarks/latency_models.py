@@ -38,7 +38,7 @@ from redmem import EmbeddingField
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.conversation_append import append_turns
 from redmem.recipes.default_memory import DefaultMemory, HybridMemory
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import TimedProvider, minilm_function
 
 log = logging.getLogger("benchmarks.latency_models")

@@ -59,7 +59,7 @@ from redmem import AutoKeyField, BM25Field, EmbeddingField, HashingEmbeddings, K
 from redmem.lifecycle import Lifecycle, LifecycleMixin
 from redmem.lifecycle._detect import restates
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 SEED = 31
 AGENT = "agent-1"

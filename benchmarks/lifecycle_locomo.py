@@ -40,10 +40,10 @@ import common
 import redmem
 from common import machine, write_json
 from locomo import first_hit, load, scores
-from redmem.cli_commands.conversation import parse_when
+from redmem.cli_commands._conversation import parse_when
+from redmem.cli_commands._memory import ChatMemory, choose_embeddings
 from redmem.cli_commands.mcp_server import recall_context, store_memory
-from redmem.cli_commands.memory import ChatMemory, choose_embeddings
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.lifecycle_locomo")
 TEMPORAL = 2

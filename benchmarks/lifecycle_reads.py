@@ -35,9 +35,9 @@ from common import machine, summary, synthetic_queries, synthetic_texts, write_r
 from redmem import AutoKeyField, BM25Field, EmbeddingField, HashingEmbeddings, KeyField, Model, StringField
 from redmem.fields.search_protocol import run_search
 from redmem.lifecycle import Lifecycle, LifecycleMixin
-from redmem.model.filters import compile_where
+from redmem.model._filters import compile_where
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 AGENT = "agent-1"
 START = 1_704_067_200.0  # 2024-01-01

@@ -58,10 +58,10 @@ import json
 import redmem
 from common import hash_vectors, machine, summary, write_json
 from peers.popoto_bridge import PopotoProcess
-from redmem.context.tokens import exact_counter
-from redmem.embeddings.local import bundled_model_path, bundled_tokenizer_path
+from redmem.context._tokens import exact_counter
+from redmem.embeddings._local import bundled_model_path, bundled_tokenizer_path
 from redmem.recipes.conversation import ConversationMemory, conversation_assembler, ingest_conversation
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import TimedProvider, assemble_many, memory_model, minilm_function
 
 log = logging.getLogger("benchmarks.locomo")

@@ -34,10 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import redmem
 from common import machine, write_json
 from locomo import first_hit, load, scores
-from redmem.cli_commands import ingest, memory
+from redmem.cli_commands import _ingest as ingest
+from redmem.cli_commands import _memory as memory
+from redmem.cli_commands._memory import choose_embeddings
 from redmem.cli_commands.mcp_server import recall_context, store_memory
-from redmem.cli_commands.memory import choose_embeddings
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.locomo_mcp")
 

@@ -1,6 +1,6 @@
 """What operation keys cost a server: bytes each, how long each lives, so how many a write rate keeps.
 
-Each write leaves one operation key (:mod:`redmem.store.outcome`) for its lifetime. On a fresh
+Each write leaves one operation key (:mod:`redmem.store._outcome`) for its lifetime. On a fresh
 private server this script makes ``--calls`` script writes (``update_confidence``) and as many
 saves of one record, and reports per write: the growth of ``used_memory``, ``MEMORY USAGE`` of
 one key and its TTL. Steady state: keys held = writes per second * TTL.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import redmem
 from redmem import AutoKeyField, ConfidenceField, KeyField, Model, StringField
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 
 class OpNote(Model):

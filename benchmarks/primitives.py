@@ -44,9 +44,9 @@ import redmem
 from common import write_results
 from redmem import AutoKeyField, DbKey, FloatField, KeyField, Model
 from redmem.fields import ConfidenceField, CoOccurrenceField, CyclicDecayField, DecayingSortedField, TemporalPeriod
-from redmem.fields.composite import composite_score  # noqa: F401  (registers the query method)
-from redmem.fields.decay import exponential_order_key
-from redmem.store.embedded import EmbeddedServer
+from redmem.fields._composite import composite_score  # noqa: F401  (registers the query method)
+from redmem.fields._decay import exponential_order_key
+from redmem.store._embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.primitives")
 

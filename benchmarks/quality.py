@@ -59,9 +59,9 @@ from locomo import CATEGORIES, load, scores
 from quality_paths import PATHS, Answer, Item, MemoryPath, build_paths
 from quality_report import markdown
 from quality_scenarios import SPLITS, items_of, load_cases, score_case, summarize
-from redmem.cli_commands import memory
-from redmem.context.tokens import exact_counter
-from redmem.store.embedded import EmbeddedServer
+from redmem.cli_commands import _memory as memory
+from redmem.context._tokens import exact_counter
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import TimedProvider, minilm_function
 
 log = logging.getLogger("benchmarks.quality")

@@ -36,7 +36,7 @@ from redmem import (
     StringField,
 )
 from redmem.cli_commands import mcp_server
-from redmem.context.tokens import TokenCounter
+from redmem.context._tokens import TokenCounter
 from redmem.model import AutoKeyField, KeyField
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.conversation import ConversationMemory, conversation_assembler, ingest_conversation

@@ -16,7 +16,7 @@ from typing import Any
 
 from common import summary
 from quality_paths import Answer, Item
-from redmem.text.analyzer import Analyzer
+from redmem.text._analyzer import Analyzer
 
 __all__ = ["CASES", "CATEGORIES", "SPLITS", "load_cases", "items_of", "score_case", "summarize"]
 

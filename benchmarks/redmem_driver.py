@@ -30,7 +30,7 @@ from redmem import (
     Model,
     StringField,
 )
-from redmem.fields.embedding_search import matrices
+from redmem.fields._embedding_search import matrices
 from redmem.recipes.context_assembler import ContextAssembler
 
 __all__ = ["TimedProvider", "memory_model", "assemble_many", "COMPOSITE_WEIGHTS", "minilm_function", "graph_ready"]
@@ -77,7 +77,7 @@ class TimedProvider:
 
 
 def minilm_function() -> Callable[[list[str]], np.ndarray]:
-    from redmem.embeddings.local import MiniLMEmbeddings
+    from redmem.embeddings._local import MiniLMEmbeddings
 
     model = MiniLMEmbeddings()
     return lambda texts: model.embed(texts)

@@ -33,9 +33,9 @@ import redis
 import redmem
 from common import write_results
 from redmem import AutoKeyField, KeyField, Model, StringField
-from redmem.fields.bm25 import BM25Field
-from redmem.fields.bm25_math import idf, tf_norm
-from redmem.store.embedded import EmbeddedServer
+from redmem.fields._bm25 import BM25Field
+from redmem.fields._bm25_math import idf, tf_norm
+from redmem.store._embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.retrieval_bm25")
 
@@ -118,7 +118,7 @@ def queries(texts: list[str], words: list[str], cumulative: list[float], count: 
 
 # ----------------------------------------------------------------------------- exact reference
 class Reference:
-    """Exact BM25 top-k computed here in Python from the texts (``redmem.fields.bm25_math``)."""
+    """Exact BM25 top-k computed here in Python from the texts (``redmem.fields._bm25_math``)."""
 
     def __init__(self, field: BM25Field, texts: dict[str, str]) -> None:
         self.field = field

@@ -35,8 +35,8 @@ import redmem
 from common import write_results
 from redmem import AutoKeyField, KeyField, Model, StringField
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields.embedding import EmbeddingField, matrices
-from redmem.store.embedded import EmbeddedServer
+from redmem.fields._embedding import EmbeddingField, matrices
+from redmem.store._embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.retrieval_vector")
 

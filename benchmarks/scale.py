@@ -46,7 +46,7 @@ from common import machine, summary, write_results
 from questions import dialog_corpus, locomo_questions
 from redmem import EmbeddingField
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import TimedProvider, assemble_many, graph_ready, hash_provider, memory_model
 
 log = logging.getLogger("benchmarks.scale")

@@ -65,7 +65,7 @@ from peers.popoto_bridge import PopotoError, PopotoProcess
 from peers.stack_bridge import StackProcess, stack_server
 from questions import dialog_corpus, locomo_questions
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 from redmem.text import Analyzer
 from redmem_driver import assemble_many, ingest_measured, memory_model
 from retrieval_bm25 import Reference

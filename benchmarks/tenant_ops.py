@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import redmem
 from common import RESULTS, machine, read_json, synthetic_texts, write_json
 from redmem import ObservationProtocol
-from redmem.recipes.tenant_data import erase_tenant, export_tenant, import_tenant
-from redmem.store.embedded import EmbeddedServer
+from redmem.recipes._tenant_data import erase_tenant, export_tenant, import_tenant
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import hash_provider, ingest_measured, make_assembler, memory_model
 
 NAME = "tenant_ops"

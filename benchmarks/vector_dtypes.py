@@ -4,7 +4,7 @@
 
 Per conversation, every turn is embedded with ``MiniLMEmbeddings`` and each question ranks the
 turns by exact cosine against the vectors as ``EmbeddingField(dtype=...)`` stores them
-(``redmem.embeddings.codec``: encoded, then decoded). Reported per dtype: the stored bytes of a
+(``redmem.embeddings._codec``: encoded, then decoded). Reported per dtype: the stored bytes of a
 384-d vector, R@1/5/10 and MRR of the evidence turns (semantic arm alone), and against float32:
 the mean overlap of the top 10, the share of questions with the same top-10 set, the largest
 cosine difference; and the Redis memory an ``EmbeddingField`` of that dtype adds per record
@@ -27,9 +27,9 @@ import redmem
 from common import machine, write_json
 from locomo import first_hit, load, scores
 from redmem import AutoKeyField, EmbeddingField, KeyField, Model
-from redmem.embeddings.codec import DTYPES, decode_rows, encode_stored
-from redmem.embeddings.local import MiniLMEmbeddings
-from redmem.store.embedded import EmbeddedServer
+from redmem.embeddings._codec import DTYPES, decode_rows, encode_stored
+from redmem.embeddings._local import MiniLMEmbeddings
+from redmem.store._embedded import EmbeddedServer
 
 TOP = 10
 DIMENSIONS = 384

@@ -32,9 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import hash_vectors, machine, write_json
 from questions import dialog_corpus, locomo_questions
-from redmem.embeddings import binary_prescan, hnsw_prescan
-from redmem.embeddings.codec import encode_vector
-from redmem.embeddings.matrix import VectorMatrix
+from redmem.embeddings import _binary_prescan as binary_prescan
+from redmem.embeddings import _hnsw_prescan as hnsw_prescan
+from redmem.embeddings._codec import encode_vector
+from redmem.embeddings._matrix import VectorMatrix
 
 TOP = 10
 #: The pre-scans compared: the exact one first (the others' recall is measured against it).
@@ -49,7 +50,7 @@ def vectors(kind: str, texts: list[str], input_type: str, cache: Path | None) ->
     if kind == "hashed":
         found = hash_vectors(texts)
     else:
-        from redmem.embeddings.local import MiniLMEmbeddings
+        from redmem.embeddings._local import MiniLMEmbeddings
 
         model = MiniLMEmbeddings()
         found = np.concatenate([model.embed(texts[i:i + 256], input_type=input_type)

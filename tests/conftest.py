@@ -2,7 +2,7 @@
 
 ``REDMEM_TEST_CLIENT=asyncio-bridge`` makes the clients the fixtures hand out facades over
 ``redis.asyncio`` clients, driven by an event loop in a background thread
-(:class:`redmem.store.aio.LoopThread`): the sync suite then runs over redis.asyncio. Tests that
+(:class:`redmem.store._aio.LoopThread`): the sync suite then runs over redis.asyncio. Tests that
 inspect the sync connection's internals (the ``sent`` fixture, fault injection) are marked
 ``sync_only`` (or use ``sent``) and are left out in that mode.
 """
@@ -21,11 +21,11 @@ import redis
 from hypothesis import settings as hypothesis_settings
 
 import redmem
-from redmem.store.aio import AioClient, LoopThread, async_twin, is_cluster
-from redmem.store.connection import SETTING_NAMES, settings
-from redmem.store.embedded import EmbeddedServer
-from redmem.store.embedded_cluster import EmbeddedCluster
-from redmem.store.local_server import DATA_DIR_ENV_VAR, LocalServer
+from redmem.store._aio import AioClient, LoopThread, async_twin, is_cluster
+from redmem.store._connection import SETTING_NAMES, settings
+from redmem.store._embedded import EmbeddedServer
+from redmem.store._embedded_cluster import EmbeddedCluster
+from redmem.store._local_server import DATA_DIR_ENV_VAR, LocalServer
 
 _prefixes = itertools.count(1)
 #: The suite's own data directory, for this process and the commands it runs: a test that connects

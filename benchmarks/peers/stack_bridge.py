@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 
 from peers.popoto_bridge import REPO, RunnerProcess, library_venv, pinned
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 log = logging.getLogger("benchmarks.stack")
 

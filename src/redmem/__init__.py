@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import tiktoken_ranks
+from . import _tiktoken_ranks as tiktoken_ranks
 
 if TYPE_CHECKING:
     from .context import (

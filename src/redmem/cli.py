@@ -19,35 +19,35 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from .cli_commands.choices import EMBEDDINGS
+from .cli_commands._choices import EMBEDDINGS
 
 __all__ = ["main", "parser", "COMMANDS"]
 
 #: The module that runs a subcommand and prints its errors (imported once a command is run).
-RUNNER = "redmem.cli_commands.runner"
+RUNNER = "redmem.cli_commands._runner"
 #: name -> (module with add_arguments and run, or its dotted name, imported when the command is used; one-line help)
 COMMANDS: dict[str, tuple[ModuleType | str, str]] = {
-    "doctor": ("redmem.cli_commands.doctor", "show which Redis server is used and how fast it answers"),
-    "demo": ("redmem.demo", "ingest a sample conversation, assemble context for questions, report outcomes"),
-    "ingest": ("redmem.cli_commands.ingest", "store a conversation (JSON) or one memory per line (text) for an agent"),
-    "ask": ("redmem.cli_commands.ask", "show the context a question gets from an agent's memory, with its trace"),
-    "chat": ("redmem.cli_commands.chat", "talk with a memory-backed assistant (/quit to leave)"),
-    "list": ("redmem.cli_commands.listing", "list an agent's memories, a page at a time"),
-    "stats": ("redmem.cli_commands.stats", "show each agent's memory and key counts"),
-    "inspect": ("redmem.cli_commands.inspect", "show everything stored about one memory (read-only)"),
-    "forget": ("redmem.cli_commands.forget", "delete memories, or erase a whole agent (--all, confirmed)"),
-    "retention": ("redmem.cli_commands.retention",
+    "doctor": ("redmem.cli_commands._doctor", "show which Redis server is used and how fast it answers"),
+    "demo": ("redmem._demo", "ingest a sample conversation, assemble context for questions, report outcomes"),
+    "ingest": ("redmem.cli_commands._ingest", "store a conversation (JSON) or one memory per line (text) for an agent"),
+    "ask": ("redmem.cli_commands._ask", "show the context a question gets from an agent's memory, with its trace"),
+    "chat": ("redmem.cli_commands._chat", "talk with a memory-backed assistant (/quit to leave)"),
+    "list": ("redmem.cli_commands._listing", "list an agent's memories, a page at a time"),
+    "stats": ("redmem.cli_commands._stats", "show each agent's memory and key counts"),
+    "inspect": ("redmem.cli_commands._inspect", "show everything stored about one memory (read-only)"),
+    "forget": ("redmem.cli_commands._forget", "delete memories, or erase a whole agent (--all, confirmed)"),
+    "retention": ("redmem.cli_commands._retention",
                   "evict an agent's least relevant or oldest memories, archived (a dry run unless --yes)"),
-    "export": ("redmem.cli_commands.export", "write an agent's whole memory to JSON Lines"),
-    "import": ("redmem.cli_commands.importing", "write an agent exported by `redmem export` into this server"),
-    "reindex": ("redmem.cli_commands.reindex", "re-run fields' index writes over every stored record of a model"),
-    "migrate": ("redmem.cli_commands.migrate",
+    "export": ("redmem.cli_commands._export", "write an agent's whole memory to JSON Lines"),
+    "import": ("redmem.cli_commands._importing", "write an agent exported by `redmem export` into this server"),
+    "reindex": ("redmem.cli_commands._reindex", "re-run fields' index writes over every stored record of a model"),
+    "migrate": ("redmem.cli_commands._migrate",
                 "move renamed fields' stored entries and build new indexes, exactly once and resumably"),
-    "upgrade": ("redmem.cli_commands.upgrade", "make an agent's memories of older versions searchable by keyword again"),
+    "upgrade": ("redmem.cli_commands._upgrade", "make an agent's memories of older versions searchable by keyword again"),
     "mcp": ("redmem.cli_commands.mcp_server",
             "serve an agent's memory as MCP tools (remember, recall, feedback, forget, list_memories, retention, export, erase)"),
-    "server": ("redmem.cli_commands.server", "show or stop the local server that keeps the data when no Redis URL is given"),
-    "ui": ("redmem.ui.command", "browse an agent's memories, ask and see why, forget or give feedback, in a local web page"),
+    "server": ("redmem.cli_commands._server", "show or stop the local server that keeps the data when no Redis URL is given"),
+    "ui": ("redmem.ui._command", "browse an agent's memories, ask and see why, forget or give feedback, in a local web page"),
 }
 
 

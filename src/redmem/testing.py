@@ -5,10 +5,10 @@ A project opts in, in its top-level ``conftest.py``: ``pytest_plugins = ["redmem
 on the machine, before coverage starts measuring it.
 Its fixtures, for tests of code built on redmem without a fake Redis:
 
-- ``redmem_server``: an :class:`~redmem.store.embedded.EmbeddedServer` started for this test alone
+- ``redmem_server``: an :class:`~redmem.store._embedded.EmbeddedServer` started for this test alone
   (unix socket, nothing on disk) and stopped after it, with every key it held.
 - ``redmem_client``: a client of that server made redmem's default for the test (``connect``);
-  every setting :func:`~redmem.store.connection.configure` changes is put back afterwards.
+  every setting :func:`~redmem.store._connection.configure` changes is put back afterwards.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from .store.connection import SETTING_NAMES, configure, connect, settings
-from .store.embedded import EmbeddedServer
+from .store._connection import SETTING_NAMES, configure, connect, settings
+from .store._embedded import EmbeddedServer
 
 __all__ = ["redmem_client", "redmem_server"]
 

@@ -19,10 +19,10 @@ import pytest
 from rich.console import Console
 
 import redmem
-from redmem.cli_commands.ask import assembler_from
-from redmem.cli_commands.demo_run import DemoRun
-from redmem.cli_commands.memory import choose_embeddings
-from redmem.demo import DEFAULT_MAX_ITEMS, DEFAULT_MAX_TOKENS, _ingest, sample_conversation
+from redmem._demo import DEFAULT_MAX_ITEMS, DEFAULT_MAX_TOKENS, _ingest, sample_conversation
+from redmem.cli_commands._ask import assembler_from
+from redmem.cli_commands._demo_run import DemoRun
+from redmem.cli_commands._memory import choose_embeddings
 from redmem.store import settings
 
 #: Random draws under which random memory ids lost the routine from the first turn (17), and one where they did not.

@@ -10,7 +10,7 @@ for the whole module and never flushed: each run under one key prefix shared by 
 (``docs-1``, then ``docs-2``), so a page whose models shared a key space with another page's
 would read that page's records, and the second run redefines every class of the page (a model
 class redefined under its own module and name keeps its key space; see
-:mod:`redmem.model.key_spaces`). The runs use two prefixes because the examples state exact
+:mod:`redmem.model._key_spaces`). The runs use two prefixes because the examples state exact
 results (counts, rankings) of the records they write into an empty key space.
 
 A block that cannot run here (``redmem.connect()`` to a server of the reader's, a global
@@ -38,8 +38,8 @@ from pathlib import Path
 import pytest
 
 import redmem
-from redmem.store.connection import SETTING_NAMES, settings
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._connection import SETTING_NAMES, settings
+from redmem.store._embedded import EmbeddedServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = [

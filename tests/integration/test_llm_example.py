@@ -17,7 +17,7 @@ import pytest
 import redmem
 from openai_server import OpenAICompatibleServer
 from redmem.recipes.default_memory import DefaultMemory
-from redmem.store.aio import is_cluster
+from redmem.store._aio import is_cluster
 
 SCRIPT = Path(__file__).resolve().parents[2] / "recipes" / "llm_integration.py"
 DEPLOYMENT = {"deploy-blue-green", "deploy-freeze", "deploy-checks", "deploy-rollback"}

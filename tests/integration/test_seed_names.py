@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import frames_support
-import redmem.store.aio as aio
+import redmem.store._aio as aio
 from redmem.recipes.frames import SELF_FRAME, FrameMemory
-from redmem.store.errors import ValidationError
+from redmem.store._errors import ValidationError
 
 provider, clock = frames_support.provider, frames_support.clock  # the frames tests' fixtures, defined once
 
@@ -179,7 +179,7 @@ def test_the_tree_search_takes_a_text_or_a_vector(db):
 
 def test_the_context_block_labels_each_item_with_its_date_and_sources(db):
     from redmem.recipes.hce import HCEPipeline
-    from redmem.recipes.hce.models import HCEInteraction
+    from redmem.recipes.hce._models import HCEInteraction
 
     pipe = HCEPipeline(session_id="seed-labels", max_focus=2)
     pipe.update("My manager at Acme is Carla", "Noted: Carla manages you at Acme.")

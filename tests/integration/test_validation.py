@@ -1,7 +1,7 @@
 """Validation at the public boundary: every bad argument raises a redmem error (which also is the
 builtin error raised before) naming the argument and what it accepts, before anything is written.
 
-The checks themselves (``redmem.store.validation``) first, then one test per defect of the
+The checks themselves (``redmem.store._validation``) first, then one test per defect of the
 public entry points: ContextAssembler's options, ``create``, ``now``, query limits, lone
 surrogates and embedding providers.
 """
@@ -42,7 +42,7 @@ from redmem import (
     ValidationError,
 )
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.validation import (
+from redmem.store._validation import (
     finite,
     finite_number,
     instance_of,

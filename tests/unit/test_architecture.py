@@ -210,7 +210,7 @@ def test_no_deferred_import_of_redmem(path: Path) -> None:
 
 def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     """The check itself: a fields module importing a recipe is reported."""
-    module = PACKAGE / "fields" / "bm25.py"
+    module = PACKAGE / "fields" / "_bm25.py"
     node = ast.parse("from ..recipes.context_assembler import ContextAssembler").body[0]
     assert isinstance(node, ast.ImportFrom)
     assert _targets(module, node) == ["recipes"]
@@ -220,7 +220,7 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
 def test_the_asyncio_bridge_is_one_store_module_that_only_the_store_layer_owns() -> None:
     """The asyncio API adds one module, in the store layer, importing nothing of redmem above it;
     every layer reaches it, none copies it (no second ``greenlet`` user)."""
-    module = PACKAGE / "store" / "aio.py"
+    module = PACKAGE / "store" / "_aio.py"
     assert _owner(module) == "store"
     assert {target for target, _ in _imports(module)} <= {"store"}
     users = [p for p in _modules()
@@ -259,14 +259,14 @@ def test_the_circle_check_sees_annotation_and_importlib_imports(tmp_path: Path) 
 
 
 def test_every_error_class_is_defined_in_the_errors_module_and_drawn_in_its_tree() -> None:
-    """One exception tree: a class deriving from one of ``store/errors.py``'s errors is defined
+    """One exception tree: a class deriving from one of ``store/_errors.py``'s errors is defined
     there (other modules import it), and the tree at the top of that module names every class."""
-    from redmem.store import errors
+    from redmem.store import _errors as errors
 
     names = set(errors.__all__)
     elsewhere = [
         f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}"
-        for path in _modules() if path != PACKAGE / "store" / "errors.py"
+        for path in _modules() if path != PACKAGE / "store" / "_errors.py"
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in names for b in node.bases)
     ]

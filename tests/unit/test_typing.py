@@ -53,12 +53,12 @@ def revealed_types(snippet_text, tmp_path, monkeypatch, cache):
 
 def test_a_record_field_reads_as_its_value_type_and_the_class_field_as_the_field(tmp_path, monkeypatch, mypy_cache):
     revealed = revealed_types(SNIPPET, tmp_path, monkeypatch, mypy_cache)
-    assert revealed == ["str", "float", "datetime.datetime", "redmem.model.fields.StringField"]
+    assert revealed == ["str", "float", "datetime.datetime", "redmem.model._fields.StringField"]
 
 
 def test_a_search_hit_reads_as_its_model_and_its_scores(tmp_path, monkeypatch, mypy_cache):
     revealed = revealed_types(HITS_SNIPPET, tmp_path, monkeypatch, mypy_cache)
-    memory = "redmem.recipes.assembler.models.DefaultMemory"
+    memory = "redmem.recipes.assembler._models.DefaultMemory"
     assert revealed == [memory, memory, "float", "typing.Mapping[str, float]", "float"]
 
 
@@ -78,5 +78,5 @@ async def main() -> None:
 
 def test_an_async_variant_awaits_to_its_sync_twins_type(tmp_path, monkeypatch, mypy_cache):
     revealed = revealed_types(ASYNC_SNIPPET, tmp_path, monkeypatch, mypy_cache)
-    assert revealed == ["bool", "redmem.recipes.assembler.models.DefaultMemory", "int",
-                        "redmem.recipes.assembler.context_assembler.AssemblyResult"]
+    assert revealed == ["bool", "redmem.recipes.assembler._models.DefaultMemory", "int",
+                        "redmem.recipes.assembler._context_assembler.AssemblyResult"]

@@ -24,28 +24,28 @@ from typing import Annotated, Any, Literal, TypeVar
 from rich.console import Console
 from rich.markup import escape
 
-from ..context.oversize import truncate_text
-from ..observation.protocol import ObservationProtocol
-from ..recipes.tenant_data import erase_tenant, export_lines
-from ..store.errors import ConfigurationError, RedmemError, ValidationError
-from .agents import add_agent_argument
-from .as_of import as_of_where
-from .conversation import ChatTurn, parse_when
-from .ingest import store_turns
-from .mcp_agents import AgentBinding, agent_list, agent_tokens, request_binding
-from .mcp_arguments import strict_arguments
-from .mcp_http import BearerGuard, bearer_token, serve_http
-from .mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
-from .memory import ChatMemory, memory_assembler
-from .retention import Evicted, evict_memories, retention_policy
-from .runtime import print_notes, start
-from .windows import read_where
+from ..context._oversize import truncate_text
+from ..observation._protocol import ObservationProtocol
+from ..recipes._tenant_data import erase_tenant, export_lines
+from ..store._errors import ConfigurationError, RedmemError, ValidationError
+from ._agents import add_agent_argument
+from ._as_of import as_of_where
+from ._conversation import ChatTurn, parse_when
+from ._ingest import store_turns
+from ._mcp_agents import AgentBinding, agent_list, agent_tokens, request_binding
+from ._mcp_arguments import strict_arguments
+from ._mcp_http import BearerGuard, bearer_token, serve_http
+from ._mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
+from ._memory import ChatMemory, memory_assembler
+from ._retention import Evicted, evict_memories, retention_policy
+from ._runtime import print_notes, start
+from ._windows import read_where
 
 __all__ = ["add_arguments", "run", "build_server", "Outcome", "Format", "INSTRUCTIONS"]
 
-#: The outcomes ``feedback`` accepts (the keys of :data:`redmem.observation.protocol.OUTCOME_EFFECTS`).
+#: The outcomes ``feedback`` accepts (the keys of :data:`redmem.observation._protocol.OUTCOME_EFFECTS`).
 Outcome = Literal["acted", "used", "dismissed", "deferred", "contradicted"]
-#: The formats ``recall`` renders (:data:`redmem.context.rendering.FORMATS`).
+#: The formats ``recall`` renders (:data:`redmem.context._rendering.FORMATS`).
 Format = Literal["structured", "xml", "natural", "content"]
 ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
 INSTRUCTIONS = (

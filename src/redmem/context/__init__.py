@@ -1,15 +1,15 @@
 """Pipeline stages shared by the recipes: candidates, fusion, packing, rendering, token counting,
 explanations and the result every recipe returns."""
 
-from .explain import Explanation
-from .fusion import convex_fusion, reciprocal_rank_fusion
-from .packing import Budget, Packed, pack
-from .query_weights import query_adaptive_weights
-from .record_fusion import fuse
-from .rendering import FORMATS, compose, record_view, render_slice
-from .result import ContextResult
-from .token_estimate import estimate_tokens
-from .tokens import TokenCounter, exact_counter, resolve_counter
+from ._explain import Explanation
+from ._fusion import convex_fusion, reciprocal_rank_fusion
+from ._packing import Budget, Packed, pack
+from ._query_weights import query_adaptive_weights
+from ._record_fusion import fuse
+from ._rendering import FORMATS, compose, record_view, render_slice
+from ._result import ContextResult
+from ._token_estimate import estimate_tokens
+from ._tokens import TokenCounter, exact_counter, resolve_counter
 
 __all__ = [
     "fuse",

@@ -1,10 +1,10 @@
 """Embedding providers: OpenAI-compatible APIs, an offline MiniLM, and a hashing provider for tests."""
 
-from .base import EmbeddingError, EmbeddingProvider, as_matrix, embed_in_batches
-from .hashing import HashingEmbeddings
-from .local import MiniLMEmbeddings
-from .matrix import VectorMatrix
-from .openai_compatible import OpenAIEmbeddings
+from ._base import EmbeddingError, EmbeddingProvider, as_matrix, embed_in_batches
+from ._hashing import HashingEmbeddings
+from ._local import MiniLMEmbeddings
+from ._matrix import VectorMatrix
+from ._openai_compatible import OpenAIEmbeddings
 
 __all__ = [
     "EmbeddingError",

@@ -1,15 +1,15 @@
 """Memory primitives as model fields, one module each, their Lua beside them in ``redmem/fields/lua/``."""
 
-from .bloom import ExistenceFilter
-from .bm25 import BM25Field, keyword_search
-from .composite import composite_score
-from .confidence import ConfidenceField
-from .cooccurrence import CoOccurrenceField, Entity
-from .cyclic import CyclicDecayField, TemporalPeriod, above_cyclic_threshold
-from .decay import DecayingSortedField, top_by_decay
-from .embedding import EmbeddingField, embed_many
-from .reindex import reindex
-from .sketch import FrequencySketch
+from ._bloom import ExistenceFilter
+from ._bm25 import BM25Field, keyword_search
+from ._composite import composite_score
+from ._confidence import ConfidenceField
+from ._cooccurrence import CoOccurrenceField, Entity
+from ._cyclic import CyclicDecayField, TemporalPeriod, above_cyclic_threshold
+from ._decay import DecayingSortedField, top_by_decay
+from ._embedding import EmbeddingField, embed_many
+from ._reindex import reindex
+from ._sketch import FrequencySketch
 
 __all__ = [
     "ExistenceFilter",

@@ -24,9 +24,9 @@ from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
-from ..store.connection import server_errors
-from ..store.scripts import ScriptCall, run_calls
-from ..store.thread_pool import LazyPool
+from ..store._connection import server_errors
+from ..store._scripts import ScriptCall, run_calls
+from ..store._thread_pool import LazyPool
 
 __all__ = ["Search", "LocalSearch", "Mapped", "Hits", "run_searches", "run_search"]
 
@@ -87,7 +87,7 @@ class Mapped(Generic[T, R]):
 def run_searches(client: Any, searches: Sequence[Search[Any]]) -> list[Any]:
     """Each search's answer, in order, all asked in ONE round trip.
 
-    The calls go as :func:`~redmem.store.scripts.run_calls` sends them (one pipeline; a call
+    The calls go as :func:`~redmem.store._scripts.run_calls` sends them (one pipeline; a call
     alone by EVALSHA; none: no round trip). The local searches' work starts on a worker thread
     first; the searches without local work finish as soon as the replies are in, the local ones
     once their work is done. A search's :meth:`~Search.finish` may take more round trips of its

@@ -6,7 +6,7 @@ text indexed by BM25 (the value's strings, or the paths a put's ``index`` names)
 a ``query`` ranks by BM25 inside each namespace under the prefix, fused with the vector list
 (convex score fusion) when the model declares an ``EmbeddingField``; ``filter`` is applied to
 the values as LangGraph's own stores do. ``abatch`` runs ``batch`` over ``redis.asyncio``
-on the caller's event loop (:mod:`redmem.store.aio`, docs/asyncio.md).
+on the caller's event loop (:mod:`redmem.store._aio`, docs/asyncio.md).
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ try:
 except ImportError as missing:  # pragma: no cover - depends on the install
     raise ImportError("redmem.integrations.langgraph_store needs LangGraph: pip install 'redmem[langgraph]'") from missing
 
-from ..context.fusion import convex_fusion
-from ..fields.bm25 import BM25Field
-from ..fields.embedding import EmbeddingField
-from ..model.base import Model
-from ..model.fields import DictField, FloatField, StringField
-from ..model.indexed import KeyField
-from ..model.registry import listed_partitions
-from ..store.aio import greenlet_spawn
-from ..store.keys import unescape
+from ..context._fusion import convex_fusion
+from ..fields._bm25 import BM25Field
+from ..fields._embedding import EmbeddingField
+from ..model._base import Model
+from ..model._fields import DictField, FloatField, StringField
+from ..model._indexed import KeyField
+from ..model._registry import listed_partitions
+from ..store._aio import greenlet_spawn
+from ..store._keys import unescape
 
 __all__ = ["StoreRecord", "RedmemStore", "NAMESPACE_SEPARATOR", "matches_filter", "namespace_matches"]
 

@@ -4,7 +4,7 @@
 ConversationMemory subclass) of the agent's partition: each item's JSON as given, and its
 speaker and text indexed like any dialog turn, so an agent's past sessions become memory that
 :func:`memory_instructions` recalls into the system prompt of each turn. The SDK's async
-methods run redmem over ``redis.asyncio`` (:mod:`redmem.store.aio`, docs/asyncio.md), on the
+methods run redmem over ``redis.asyncio`` (:mod:`redmem.store._aio`, docs/asyncio.md), on the
 caller's event loop.
 """
 
@@ -22,9 +22,9 @@ except ImportError as missing:  # pragma: no cover - depends on the install
     raise ImportError("redmem.integrations.openai_agents needs the OpenAI Agents SDK: "
                       "pip install 'redmem[agents]'") from missing
 
-from ..model.indexed import SortedField, TagField
-from ..recipes.assembler.context_assembler import ContextAssembler
-from ..recipes.assembler.conversation import (
+from ..model._indexed import SortedField, TagField
+from ..recipes.assembler._context_assembler import ContextAssembler
+from ..recipes.assembler._conversation import (
     DEFAULT_WINDOW,
     ConversationMemory,
     SearchText,
@@ -32,8 +32,8 @@ from ..recipes.assembler.conversation import (
     build_contexts,
     build_passages,
 )
-from ..store.aio import greenlet_spawn
-from ..store.validation import non_negative_int
+from ..store._aio import greenlet_spawn
+from ..store._validation import non_negative_int
 
 __all__ = ["SessionItem", "SessionTag", "RedmemSession", "item_turn", "latest_user_text", "memory_instructions"]
 

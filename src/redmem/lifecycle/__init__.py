@@ -1,8 +1,8 @@
 """Fact lifecycle without an LLM: merge on write, supersede, validity time and ``as_of`` reads.
 
 Lives above the model and field layers (it uses the embedding field's search and the
-sentence heuristics of :mod:`redmem.text.sentences`) and below the recipes, which read it through ``where``
-(:func:`~redmem.model.filters.compile_where` asks the model for its validity conditions), so no
+sentence heuristics of :mod:`redmem.text._sentences`) and below the recipes, which read it through ``where``
+(:func:`~redmem.model._filters.compile_where` asks the model for its validity conditions), so no
 recipe needs a change to skip superseded facts. See docs/lifecycle.md.
 """
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..store.errors import ConfigurationError
+from ..store._errors import ConfigurationError
 
 __all__ = ["Lifecycle", "Judge", "DEFAULT_MERGE_THRESHOLD", "NEAR_CANDIDATES"]
 

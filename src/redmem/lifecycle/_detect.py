@@ -17,8 +17,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ..text.sentences import find_entities
-from ..text.stopwords import ENGLISH_STOPWORDS
+from ..text._sentences import find_entities
+from ..text._stopwords import ENGLISH_STOPWORDS
 
 __all__ = [
     "text_digest",
@@ -168,7 +168,7 @@ ANALYSES_KEPT = 4096
 
 @lru_cache(maxsize=ANALYSES_KEPT)
 def _names(text: str) -> tuple[str, ...]:
-    """The entity extractor's names of a statement (:func:`~redmem.text.sentences.find_entities`), kept."""
+    """The entity extractor's names of a statement (:func:`~redmem.text._sentences.find_entities`), kept."""
     return find_entities(text)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.batch import SaveBatch
-from ..model.indexed import SortedField
+from ..model._batch import SaveBatch
+from ..model._indexed import SortedField
 from ._timeline import OPEN_END
 
 __all__ = ["ValidityStartField", "ValidityEndField"]

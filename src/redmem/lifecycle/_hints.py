@@ -8,7 +8,7 @@ is sent again, ranked), never a wrong decision: the script decides from the inde
 
 from __future__ import annotations
 
-from ..store.client_cache import ClientCache
+from ..store._client_cache import ClientCache
 
 __all__ = ["HeldEntries", "held", "HINTS_PER_PARTITION"]
 

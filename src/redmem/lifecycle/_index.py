@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum, unique
 from typing import Any
 
-from ..store.keys import KeySpace
+from ..store._keys import KeySpace
 from ._detect import analysis
 
 __all__ = ["LifecycleKeyKind", "VERSION_ENTRY", "Card", "index_key", "card_entry", "card_of", "read_card", "queue_card"]
@@ -24,7 +24,7 @@ __all__ = ["LifecycleKeyKind", "VERSION_ENTRY", "Card", "index_key", "card_entry
 
 @unique
 class LifecycleKeyKind(StrEnum):
-    """The fact lifecycle's kinds of key (the core kinds are :class:`~redmem.store.keys.KeyKind`; every owner's
+    """The fact lifecycle's kinds of key (the core kinds are :class:`~redmem.store._keys.KeyKind`; every owner's
     values are distinct, ``tests/unit/store/test_keys.py``)."""
 
     #: hash: a lifecycle model's index of current facts (``version``, ``d:<digest>``, ``s:<slot>`` -> record id,

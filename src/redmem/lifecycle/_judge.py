@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..embeddings.openai_compatible import openai_sdk
-from ..store.errors import ConfigurationError
+from ..embeddings._openai_compatible import openai_sdk
+from ..store._errors import ConfigurationError
 
 __all__ = ["OpenAIJudge", "JUDGE_PROMPT", "VERDICTS"]
 

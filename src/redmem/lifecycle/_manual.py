@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.dbkey import DbKey
-from ..model.loading import load_records
-from ..model.persistence import save_records
-from ..store.errors import ValidationError
+from ..model._dbkey import DbKey
+from ..model._loading import load_records
+from ..model._persistence import save_records
+from ..store._errors import ValidationError
 from ._detect import slot_key, text_digest
 from ._index import VERSION_ENTRY, index_key
 from ._timeline import as_epoch

@@ -1,7 +1,7 @@
 """``LifecycleMixin``: validity time, reinforcement and supersede links on every record of a model.
 
 A model lists the mixin and may set ``lifecycle = Lifecycle(...)``. Its reads (every path built
-on :func:`~redmem.model.filters.compile_where`: ``assemble()``, ``keyword_search``,
+on :func:`~redmem.model._filters.compile_where`: ``assemble()``, ``keyword_search``,
 ``composite_score``, the recipes over them) then see current facts only, unless the ``where``
 carries ``as_of`` (epoch seconds or a datetime: the facts valid then; ``"all"``: every record).
 Saving a new record goes through :func:`~redmem.lifecycle.remember`.
@@ -13,11 +13,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..model.base import Model, RecordMixin
-from ..model.batch import SaveBatch
-from ..model.fields import FloatField, IntField, ListField, StringField
-from ..model.filters import Condition
-from ..model.persistence import queue_fields_save_many
+from ..model._base import Model, RecordMixin
+from ..model._batch import SaveBatch
+from ..model._fields import FloatField, IntField, ListField, StringField
+from ..model._filters import Condition
+from ..model._persistence import queue_fields_save_many
 from ._config import Lifecycle
 from ._fields import ValidityEndField, ValidityStartField
 from ._index import VERSION_ENTRY, card_entry, index_key, queue_card
@@ -92,7 +92,7 @@ class LifecycleMixin(RecordMixin):
     @classmethod
     def validity_filter(cls, where: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[Condition, ...]]:
         """``where`` without its ``as_of`` entry, and the validity conditions that entry asks for
-        (current records when it has none). Called by :func:`~redmem.model.filters.compile_where`."""
+        (current records when it has none). Called by :func:`~redmem.model._filters.compile_where`."""
         rest = dict(where or {})
         return rest, validity_conditions(rest.pop(AS_OF, None))
 
@@ -100,6 +100,6 @@ class LifecycleMixin(RecordMixin):
     def superseded_filter(cls, where: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[Condition, ...]]:
         """``where`` without its ``as_of`` entry, and the conditions of the records that entry's
         read leaves out as superseded (none for ``as_of="all"``). Called by
-        :func:`~redmem.model.filters.compile_superseded`, for the explanation of a read."""
+        :func:`~redmem.model._filters.compile_superseded`, for the explanation of a read."""
         rest = dict(where or {})
         return rest, superseded_conditions(rest.pop(AS_OF, None))

@@ -1,8 +1,8 @@
 """A lifecycle write in one round trip: lookup, rules and writes in one script call.
 
-The writes a plain save of the new record queues are recorded (:func:`~redmem.store.composed.recorded`)
+The writes a plain save of the new record queues are recorded (:func:`~redmem.store._composed.recorded`)
 and sent as arguments of ``lifecycle_write.lua``, composed with the scripts they call
-(:mod:`redmem.store.composed`), which reads the index entries of the text and slot with their
+(:mod:`redmem.store._composed`), which reads the index entries of the text and slot with their
 cards, applies the rules of :func:`~._write.remember` to them, and writes the outcome — the new
 record, or the reinforcement of the one it restates, and the older record's window — all in
 one atomic, exactly-once EVALSHA. The rules compare the statements' precomputed analyses
@@ -16,7 +16,7 @@ script answers "redo", writing nothing, when the index holds neither and nothing
 the matrix was behind (the changes it read bring it up): the write is ranked and sent again, a
 second round trip. Once written, the script reads the changes since the matrix's version (the
 write's own vector among them); they are kept and applied, in one batch, before the next
-ranking (:meth:`~redmem.fields.embedding_search.VectorSearch.defer`: one row applied at a time
+ranking (:meth:`~redmem.fields._embedding_search.VectorSearch.defer`: one row applied at a time
 costs milliseconds at 100,000 rows), so that ranking's matrix is current without a round trip.
 
 Cards stored by an older version (no analysis) send the write the watched way (:mod:`._write`).
@@ -29,15 +29,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..fields.embedding_search import DEFERRED_MOST, VectorSearch
-from ..model.dbkey import DbKey
-from ..model.loading import instance_from_stored
-from ..model.persistence import queue_new_records
-from ..store.composed import composed_source, queued_args, recorded, run_composed
-from ..store.connection import server_errors
-from ..store.errors import WriteConflict
-from ..store.keys import KeyKind
-from ..store.watch import MAX_ATTEMPTS
+from ..fields._embedding_search import DEFERRED_MOST, VectorSearch
+from ..model._dbkey import DbKey
+from ..model._loading import instance_from_stored
+from ..model._persistence import queue_new_records
+from ..store._composed import composed_source, queued_args, recorded, run_composed
+from ..store._connection import server_errors
+from ..store._errors import WriteConflict
+from ..store._keys import KeyKind
+from ..store._watch import MAX_ATTEMPTS
 from ._config import NEAR_CANDIDATES, Lifecycle
 from ._detect import analysis
 from ._hints import held

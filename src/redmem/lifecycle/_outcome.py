@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..fields.embedding import EmbeddingField
+from ..fields._embedding import EmbeddingField
 
 __all__ = ["Action", "Remembered", "become", "json_list", "embedding_of"]
 

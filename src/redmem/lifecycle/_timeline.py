@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..model.filters import Condition
-from ..store.errors import QueryArgumentError
-from ..store.validation import epoch_of
+from ..model._filters import Condition
+from ..store._errors import QueryArgumentError
+from ..store._validation import epoch_of
 
 __all__ = [
     "OPEN_END",

@@ -17,7 +17,7 @@ watched write below (:func:`remember_watched`), LLM-free by default:
    nearest records. Only near records found by the vectors need their cards read (one more
    round trip, only then);
 3. the write itself, one MULTI/EXEC carrying an operation key (exactly once under retries,
-   :func:`~redmem.model.persistence.transact`): the new record with its indexes and card, and on
+   :func:`~redmem.model._persistence.transact`): the new record with its indexes and card, and on
    the older record only the lifecycle's own entries (``valid_to``, ``superseded_by``; or
    ``seen_count``, ``last_seen``, ``sources`` by ``lifecycle_reinforce.lua``), whose stored hash
    the same EXEC returns. The index is WATCHed before detection reads anything and every write
@@ -25,7 +25,7 @@ watched write below (:func:`remember_watched`), LLM-free by default:
    concurrent write of the tenant makes detection run again: two writes never both supersede,
    or both create, the same fact.
 
-Round trips of the watched write: the WATCH with detection (:func:`~redmem.store.watch.watch_and_read`),
+Round trips of the watched write: the WATCH with detection (:func:`~redmem.store._watch.watch_and_read`),
 then the EXEC: two, as a plain save (WATCH, EXEC); on a cluster redis-py sends the WATCH alone (three).
 """
 
@@ -37,16 +37,16 @@ from typing import Any
 
 import numpy as np
 
-from ..fields.embedding_search import VectorSearch
+from ..fields._embedding_search import VectorSearch
 from ..fields.search_protocol import Hits
-from ..model.dbkey import DbKey
-from ..model.indexed import AutoKeyField
-from ..model.loading import instance_from_stored, load_records
-from ..model.persistence import checked_values, queue_new_records, transact
-from ..store.connection import server_errors
-from ..store.errors import ValidationError
-from ..store.keys import KeyKind, KeySpace
-from ..store.scripts import ScriptCall, queue_script
+from ..model._dbkey import DbKey
+from ..model._indexed import AutoKeyField
+from ..model._loading import instance_from_stored, load_records
+from ..model._persistence import checked_values, queue_new_records, transact
+from ..store._connection import server_errors
+from ..store._errors import ValidationError
+from ..store._keys import KeyKind, KeySpace
+from ..store._scripts import ScriptCall, queue_script
 from ._config import NEAR_CANDIDATES, Lifecycle
 from ._detect import infer_slot, restates, same_value, slot_key, text_digest
 from ._index import VERSION_ENTRY, Card, card_entry, index_key, queue_card, read_card

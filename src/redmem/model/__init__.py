@@ -1,10 +1,10 @@
 """The ORM core: Model, its fields, queries, atomic saves and search results (hits)."""
 
-from .base import Model, ModelMeta
-from .batch import SaveBatch
-from .dbkey import DbKey
-from .field import Field
-from .fields import (
+from ._base import Model, ModelMeta
+from ._batch import SaveBatch
+from ._dbkey import DbKey
+from ._field import Field
+from ._fields import (
     BooleanField,
     BytesField,
     DatetimeField,
@@ -14,11 +14,11 @@ from .fields import (
     ListField,
     StringField,
 )
-from .hits import Hit, HitList
-from .indexed import AutoKeyField, KeyField, SortedField, TagField
-from .migration import MigrationReport
-from .query import Query
-from .schema import IndexNotBuiltWarning, SchemaChangedWarning, SchemaWarning
+from ._hits import Hit, HitList
+from ._indexed import AutoKeyField, KeyField, SortedField, TagField
+from ._migration import MigrationReport
+from ._query import Query
+from ._schema import IndexNotBuiltWarning, SchemaChangedWarning, SchemaWarning
 
 __all__ = [
     "Model",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..store.errors import MissingQueryMethod, ModelException
+from ..store._errors import MissingQueryMethod, ModelException
 
 __all__ = [
     "QueryMethod",

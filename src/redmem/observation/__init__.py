@@ -5,20 +5,20 @@ Sits between ``redmem.fields`` and ``redmem.context``: it uses the store, the mo
 fields; nothing below it imports it.
 """
 
-from .access import AccessTrackerMixin
-from .consumer import StreamConsumer
-from .events import EventStreamMixin, StreamEvent
-from .outcome_map import OutcomeError
-from .predictions import (
+from ._access import AccessTrackerMixin
+from ._consumer import StreamConsumer
+from ._events import EventStreamMixin, StreamEvent
+from ._outcome_map import OutcomeError
+from ._predictions import (
     OUTCOME_ERRORS,
     PredictionLedgerMixin,
     ResolvedPrediction,
     prediction_error,
     summarize_errors,
 )
-from .proposals import RecallProposal
-from .protocol import OUTCOME_EFFECTS, ObservationProtocol, OutcomeEffects
-from .write_filter import WriteFilterMixin, top_by_priority
+from ._proposals import RecallProposal
+from ._protocol import OUTCOME_EFFECTS, ObservationProtocol, OutcomeEffects
+from ._write_filter import WriteFilterMixin, top_by_priority
 
 __all__ = [
     "AccessTrackerMixin",

@@ -4,15 +4,15 @@ subconscious memory, and ``models.py``: the ready-made memories), ``policy/``, `
 ``hce/``, ``hsca/``. The module paths the docs gave before the folders keep working
 (each old module re-exports the one that replaced it)."""
 
-from .assembler.adaptive import AdaptiveAssembler
-from .assembler.config import AssemblerConfig
-from .assembler.context_assembler import AssemblyResult, ContextAssembler
-from .assembler.extractors import HeuristicExtractor, LLMExtractor
-from .assembler.memory import Memory
-from .assembler.models import DefaultMemory, HybridMemory
-from .assembler.quality import RetrievalQuality, assess_retrieval
-from .assembler.subconscious import SubconsciousMemory
-from .policy.cache import PolicyCache
+from .assembler._adaptive import AdaptiveAssembler
+from .assembler._config import AssemblerConfig
+from .assembler._context_assembler import AssemblyResult, ContextAssembler
+from .assembler._extractors import HeuristicExtractor, LLMExtractor
+from .assembler._memory import Memory
+from .assembler._models import DefaultMemory, HybridMemory
+from .assembler._quality import RetrievalQuality, assess_retrieval
+from .assembler._subconscious import SubconsciousMemory
+from .policy._cache import PolicyCache
 
 __all__ = [
     "AdaptiveAssembler",

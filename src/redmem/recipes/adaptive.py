@@ -1,5 +1,5 @@
-"""Moved to :mod:`redmem.recipes.assembler.adaptive`; this path, which the docs gave before each recipe had its
+"""Moved to :mod:`redmem.recipes.assembler._adaptive`; this path, which the docs gave before each recipe had its
 folder, keeps working: it re-exports that module's public names."""
 
-from .assembler.adaptive import *  # noqa: F403
-from .assembler.adaptive import __all__  # noqa: F401
+from .assembler._adaptive import *  # noqa: F403
+from .assembler._adaptive import __all__  # noqa: F401

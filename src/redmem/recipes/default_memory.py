@@ -1,5 +1,5 @@
-"""Moved to :mod:`redmem.recipes.assembler.models`; this path, which the docs gave before each recipe had its
+"""Moved to :mod:`redmem.recipes.assembler._models`; this path, which the docs gave before each recipe had its
 folder, keeps working: it re-exports that module's public names."""
 
-from .assembler.models import *  # noqa: F403
-from .assembler.models import __all__  # noqa: F401
+from .assembler._models import *  # noqa: F403
+from .assembler._models import __all__  # noqa: F401

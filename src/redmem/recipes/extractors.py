@@ -1,5 +1,5 @@
-"""Moved to :mod:`redmem.recipes.assembler.extractors`; this path, which the docs gave before each recipe had its
+"""Moved to :mod:`redmem.recipes.assembler._extractors`; this path, which the docs gave before each recipe had its
 folder, keeps working: it re-exports that module's public names."""
 
-from .assembler.extractors import *  # noqa: F403
-from .assembler.extractors import __all__  # noqa: F401
+from .assembler._extractors import *  # noqa: F403
+from .assembler._extractors import __all__  # noqa: F401

@@ -1,8 +1,8 @@
 """The store layer: connections (and their asyncio facades), the embedded server, key schema, Lua scripts and errors."""
 
-from .aio import aclose_clients
-from .connection import configure, connect, get_client, server_address, settings
-from .errors import (
+from ._aio import aclose_clients
+from ._connection import configure, connect, get_client, server_address, settings
+from ._errors import (
     ArgumentTypeError,
     ConfigurationError,
     MemoryTooLarge,
@@ -20,7 +20,7 @@ from .errors import (
     WriteOutcomeUnknown,
     WriteRefused,
 )
-from .keys import KeySpace, escape, unescape
+from ._keys import KeySpace, escape, unescape
 
 __all__ = [
     "aclose_clients",

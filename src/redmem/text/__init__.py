@@ -1,6 +1,6 @@
 """Text analysis shared by the lexical primitives: one analyser turns text into index terms."""
 
-from .analyzer import Analyzer, default_analyzer
-from .stopwords import ENGLISH_STOPWORDS
+from ._analyzer import Analyzer, default_analyzer
+from ._stopwords import ENGLISH_STOPWORDS
 
 __all__ = ["Analyzer", "default_analyzer", "ENGLISH_STOPWORDS"]

@@ -25,7 +25,7 @@ from redmem.recipes.conversation import (
     conversation_assembler,
     ingest_conversation,
 )
-from redmem.store.errors import ValidationError
+from redmem.store._errors import ValidationError
 
 REPO = Path(__file__).resolve().parents[3]
 BENCH = REPO / "benchmarks"

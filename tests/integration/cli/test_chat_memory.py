@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from conftest import all_keys, configured_embeddings
 from redmem import ContextAssembler
-from redmem.cli_commands.conversation import ChatTurn, parse_when
-from redmem.cli_commands.ingest import search_turn, store_turns, upgrade_memories
+from redmem.cli_commands._conversation import ChatTurn, parse_when
+from redmem.cli_commands._ingest import search_turn, store_turns, upgrade_memories
+from redmem.cli_commands._memory import MORNING_PHASE, ChatMemory
 from redmem.cli_commands.mcp_server import recall_context, store_memory
-from redmem.cli_commands.memory import MORNING_PHASE, ChatMemory
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields import (
     BM25Field,
@@ -32,7 +32,7 @@ from redmem.model import AutoKeyField, FloatField, KeyField, Model, StringField
 from redmem.observation import AccessTrackerMixin
 from redmem.recipes.conversation import build_contexts, build_passages
 from redmem.recipes.conversation_append import session_turns_key
-from redmem.store.errors import ValidationError
+from redmem.store._errors import ValidationError
 
 
 @pytest.fixture

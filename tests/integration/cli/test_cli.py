@@ -18,13 +18,13 @@ import redmem
 from conftest import configured_embeddings
 from openai_server import OpenAICompatibleServer
 from redmem import ObservationProtocol, cli
+from redmem._demo import DEMO_PREFIX
 from redmem.cli import parser
-from redmem.cli_commands.demo_run import DemoRun
-from redmem.cli_commands.memory import ChatMemory
-from redmem.demo import DEMO_PREFIX
+from redmem.cli_commands._demo_run import DemoRun
+from redmem.cli_commands._memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
 from redmem.store import settings
-from redmem.store.local_server import LocalServer
+from redmem.store._local_server import LocalServer
 
 #: The environment of every run: wide tables, and no chat model unless a test gives one.
 BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}

@@ -10,15 +10,15 @@ import pytest
 
 from conftest import configured_embeddings
 from redmem import AutoKeyField, BM25Field, KeyField, Model, StringField
-from redmem.cli_commands.as_of import as_of_where, parse_as_of
+from redmem.cli_commands._as_of import as_of_where, parse_as_of
+from redmem.cli_commands._memory import ChatMemory, said_epoch
+from redmem.cli_commands._windows import open_windows, read_where
 from redmem.cli_commands.mcp_server import recall_context
-from redmem.cli_commands.memory import ChatMemory, said_epoch
-from redmem.cli_commands.windows import open_windows, read_where
 from redmem.embeddings import HashingEmbeddings
 from redmem.lifecycle import LifecycleMixin, history, remember, supersede
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.errors import ValidationError
-from redmem.store.keys import KeyKind
+from redmem.store._errors import ValidationError
+from redmem.store._keys import KeyKind
 from test_cli import on_test_server, run_cli
 
 MAY_1, JUNE_1 = 1714521600.0, 1717200000.0

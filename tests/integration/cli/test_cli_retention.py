@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from redmem.cli_commands.memory import ChatMemory
-from redmem.recipes.retention import archived
+from redmem.cli_commands._memory import ChatMemory
+from redmem.recipes._retention import archived
 from redmem.store import settings
 from test_cli import on_test_server, run_cli
 

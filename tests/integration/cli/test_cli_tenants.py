@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from redmem.cli import main
-from redmem.cli_commands.agents import DEFAULT_AGENT
-from redmem.cli_commands.memory import ChatMemory
+from redmem.cli_commands._agents import DEFAULT_AGENT
+from redmem.cli_commands._memory import ChatMemory
 from redmem.store import settings
 
 
@@ -124,7 +124,7 @@ def test_help_loads_neither_the_library_nor_its_heavy_dependencies():
     (benchmarked in docs/cli.md, not timed here); the public names still load on first use."""
     script = ("import sys\nfrom redmem.cli import main\n"
               "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-              "heavy = sorted(m for m in ('numpy', 'redis', 'rich', 'redmem.store', 'redmem.cli_commands.ask')"
+              "heavy = sorted(m for m in ('numpy', 'redis', 'rich', 'redmem.store', 'redmem.cli_commands._ask')"
               " if m in sys.modules)\n"
               "import redmem\nassert redmem.store.settings() is not None and redmem.Model.__name__ == 'Model'\n"
               "print('heavy:', heavy)")

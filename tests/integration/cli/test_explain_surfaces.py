@@ -8,8 +8,8 @@ import sys
 from datetime import UTC, datetime
 
 from conftest import configured_embeddings
-from redmem.cli_commands.conversation import ChatTurn
-from redmem.cli_commands.ingest import store_turns
+from redmem.cli_commands._conversation import ChatTurn
+from redmem.cli_commands._ingest import store_turns
 from redmem.cli_commands.mcp_server import recall_context
 from redmem.embeddings import HashingEmbeddings
 from redmem.store import settings
@@ -50,7 +50,7 @@ def test_ask_why_prints_the_explanation(redis_url, db):
 def rendered(explanation) -> str:
     from rich.console import Console
 
-    from redmem.cli_commands.why import why_tables
+    from redmem.cli_commands._why import why_tables
 
     console = Console(width=240, record=True)
     console.print(why_tables(explanation))

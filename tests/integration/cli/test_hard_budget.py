@@ -22,15 +22,15 @@ import redmem
 from conftest import configured_embeddings
 from models import Card
 from redmem import MemoryTooLarge, Model, StringField, ValidationError
-from redmem.cli_commands.conversation import ChatTurn
-from redmem.cli_commands.ingest import store_turns
-from redmem.cli_commands.memory import DIMENSIONS
-from redmem.context.oversize import TRUNCATION_MARKER, Cuttable, check_oversize, longest_fit, truncate_text
-from redmem.context.packing import Budget
-from redmem.context.rendering import FORMATS, format_layout, pack_slices
-from redmem.context.tokens import default_counter
+from redmem.cli_commands._conversation import ChatTurn
+from redmem.cli_commands._ingest import store_turns
+from redmem.cli_commands._memory import DIMENSIONS
+from redmem.context._oversize import TRUNCATION_MARKER, Cuttable, check_oversize, longest_fit, truncate_text
+from redmem.context._packing import Budget
+from redmem.context._rendering import FORMATS, format_layout, pack_slices
+from redmem.context._tokens import default_counter
 from redmem.embeddings import HashingEmbeddings
-from redmem.model.indexed import AutoKeyField, KeyField
+from redmem.model._indexed import AutoKeyField, KeyField
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.conversation import conversation_assembler, ingest_conversation
 from redmem.recipes.frames import FrameMemory
@@ -248,7 +248,7 @@ class BudgetTranscript(Model):
 @pytest.fixture
 def default_write_limit():
     previous = redmem.store.settings().max_text_bytes
-    redmem.configure(max_text_bytes=redmem.store.connection.MAX_TEXT_BYTES)
+    redmem.configure(max_text_bytes=redmem.store._connection.MAX_TEXT_BYTES)
     yield
     redmem.configure(max_text_bytes=previous)
 

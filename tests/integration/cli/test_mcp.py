@@ -32,18 +32,18 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from redmem.cli_commands import mcp_server  # noqa: E402
-from redmem.cli_commands.mcp_agents import AgentBinding, AgentNotServed, agent_list, agent_tokens  # noqa: E402
-from redmem.cli_commands.mcp_http import TOKEN_ENV, BearerGuard, bearer_token  # noqa: E402
-from redmem.cli_commands.mcp_stdio import leading_id  # noqa: E402
-from redmem.cli_commands.memory import ChatMemory  # noqa: E402
-from redmem.context.rendering import FORMATS  # noqa: E402
+from redmem.cli_commands._mcp_agents import AgentBinding, AgentNotServed, agent_list, agent_tokens  # noqa: E402
+from redmem.cli_commands._mcp_http import TOKEN_ENV, BearerGuard, bearer_token  # noqa: E402
+from redmem.cli_commands._mcp_stdio import leading_id  # noqa: E402
+from redmem.cli_commands._memory import ChatMemory  # noqa: E402
+from redmem.context._rendering import FORMATS  # noqa: E402
 from redmem.embeddings import HashingEmbeddings  # noqa: E402
 from redmem.fields import ConfidenceField  # noqa: E402
-from redmem.observation.protocol import OUTCOME_EFFECTS  # noqa: E402
-from redmem.recipes.retention import archived  # noqa: E402
-from redmem.recipes.tenant_data import import_tenant  # noqa: E402
+from redmem.observation._protocol import OUTCOME_EFFECTS  # noqa: E402
+from redmem.recipes._retention import archived  # noqa: E402
+from redmem.recipes._tenant_data import import_tenant  # noqa: E402
 from redmem.store import settings  # noqa: E402
-from redmem.store.errors import ConfigurationError  # noqa: E402
+from redmem.store._errors import ConfigurationError  # noqa: E402
 
 TOOLS = {"remember", "recall", "feedback", "forget", "list_memories", "retention", "export", "erase"}
 

@@ -23,7 +23,7 @@ from redmem import (
     Model,
     StringField,
 )
-from redmem.context.duplicates import DUPLICATE_COSINE, collapse_duplicates, normalised_text
+from redmem.context._duplicates import DUPLICATE_COSINE, collapse_duplicates, normalised_text
 from redmem.embeddings import HashingEmbeddings, MiniLMEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
 

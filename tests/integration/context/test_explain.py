@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from conftest import configured_embeddings
 from models import RhythmicMemory as Memory
 from models import SeedNote as Note
-from redmem.context.explain import LEFT_OUT_REASONS, Explanation
+from redmem.context._explain import LEFT_OUT_REASONS, Explanation
 from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.context_assembler import AssemblyResult, ContextAssembler
-from redmem.store.errors import QueryException
+from redmem.store._errors import QueryException
 
 WORDS = ["deploy", "helm", "canary", "rollback", "freeze", "alert", "runbook"]
 

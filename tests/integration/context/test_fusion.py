@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem import AutoKeyField, BM25Field, KeyField, Model, QueryException, StringField, ValidationError
-from redmem.context.fusion import convex_fusion, distinct_ranks, reciprocal_rank_fusion
-from redmem.context.query_weights import query_adaptive_weights
-from redmem.model.dbkey import DbKey
+from redmem.context._fusion import convex_fusion, distinct_ranks, reciprocal_rank_fusion
+from redmem.context._query_weights import query_adaptive_weights
+from redmem.model._dbkey import DbKey
 
 
 def test_rrf_matches_hand_computed_scores():

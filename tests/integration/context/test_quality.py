@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from conftest import all_keys
 from models import SEED_RANKING
 from redmem import AutoKeyField, FloatField, KeyField, Model, QueryException, StringField, ValidationError
-from redmem.context.candidates import Candidate
-from redmem.context.retrieval import Capabilities
+from redmem.context._candidates import Candidate
+from redmem.context._retrieval import Capabilities
 from redmem.fields import BM25Field, ConfidenceField, DecayingSortedField, ExistenceFilter
-from redmem.fields.decay import confidence_modulation
+from redmem.fields._decay import confidence_modulation
 from redmem.recipes import AssemblerConfig
 from redmem.recipes.adaptive import AdaptationStep, AdaptiveAssembler, default_metric, perturbed
 from redmem.recipes.context_assembler import ContextAssembler

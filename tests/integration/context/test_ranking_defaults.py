@@ -24,13 +24,13 @@ from redmem import (
     StringField,
     ValidationError,
 )
-from redmem.context.candidates import Candidate
-from redmem.context.floor import DEFAULT_MIN_RELEVANCE, above_floor
-from redmem.context.recency import is_update, newer_first
-from redmem.context.retrieval import match_scores
-from redmem.model.dbkey import DbKey
+from redmem.context._candidates import Candidate
+from redmem.context._floor import DEFAULT_MIN_RELEVANCE, above_floor
+from redmem.context._recency import is_update, newer_first
+from redmem.context._retrieval import match_scores
+from redmem.model._dbkey import DbKey
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.keys import KeySpace
+from redmem.store._keys import KeySpace
 
 VECTORS: dict[str, list[float]] = {}
 

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import configured_embeddings
 from models import RhythmicMemory as Memory
-from redmem.context.retrieval import Expansion, Fallback, Fusion, Retrieval, keyword_hits, retrieve
+from redmem.context._retrieval import Expansion, Fallback, Fusion, Retrieval, keyword_hits, retrieve
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields.cooccurrence import Graph
+from redmem.fields._cooccurrence import Graph
 
 
 @pytest.fixture(autouse=True)

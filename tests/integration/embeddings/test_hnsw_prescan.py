@@ -14,11 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem import KeyField, Model, ModelException, QueryException
-from redmem.embeddings import VectorMatrix, hnsw_prescan, prescan
-from redmem.embeddings.codec import encode_stored
-from redmem.embeddings.matrix import top_k
+from redmem.embeddings import VectorMatrix
+from redmem.embeddings import _hnsw_prescan as hnsw_prescan
+from redmem.embeddings import _prescan as prescan
+from redmem.embeddings._codec import encode_stored
+from redmem.embeddings._matrix import top_k
 from redmem.fields import EmbeddingField
-from redmem.fields.embedding import matrices
+from redmem.fields._embedding import matrices
 
 ORIGIN = b"digest!!"
 
@@ -235,8 +237,8 @@ def test_a_forked_child_builds_its_own_graph():
     """The parent's builder thread does not exist in a fork: the child starts a graph of its own."""
     script = (
         "import os, numpy as np\n"
-        "from redmem.embeddings import VectorMatrix, prescan\n"
-        "from redmem.embeddings.codec import encode_stored\n"
+        "from redmem.embeddings import VectorMatrix, _prescan as prescan\n"
+        "from redmem.embeddings._codec import encode_stored\n"
         "prescan.PRESCAN_MIN_ROWS = 64\n"
         "rows = np.random.default_rng(0).standard_normal((500, 16)).astype(np.float32)\n"
         "matrix = VectorMatrix()\n"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, ModelException, QueryException, StringField, ValidationError
 from redmem.fields import ExistenceFilter
-from redmem.fields.bloom import bit_positions, bloom_size, false_positive_rate, term_hashes
+from redmem.fields._bloom import bit_positions, bloom_size, false_positive_rate, term_hashes
 from redmem.fields.search_protocol import run_search
 from redmem.text import Analyzer, default_analyzer
 

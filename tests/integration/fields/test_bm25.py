@@ -32,10 +32,10 @@ from redmem import (
     StringField,
     ValidationError,
 )
-from redmem.fields.bm25 import BM25Field
-from redmem.fields.bm25_math import bm25_score, idf, impact_bound, impact_unit, term_frequency, tf_norm
+from redmem.fields._bm25 import BM25Field
+from redmem.fields._bm25_math import bm25_score, idf, impact_bound, impact_unit, term_frequency, tf_norm
 from redmem.fields.search_protocol import run_search
-from redmem.store.keys import escape
+from redmem.store._keys import escape
 from redmem.text import Analyzer, default_analyzer
 
 tokens = default_analyzer().tokens

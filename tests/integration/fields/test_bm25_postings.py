@@ -1,4 +1,4 @@
-"""The in-process BM25 postings (redmem.fields.bm25_postings): a warm copy stays exact through
+"""The in-process BM25 postings (redmem.fields._bm25_postings): a warm copy stays exact through
 saves, updates, deletes and bulk saves made between its searches, by this process's threads
 or by another client; it reloads when it fell behind the log, when the index was emptied and
 refilled, when an index written before the log existed gets its first logged write, and when a
@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
 import redmem
-from redmem.fields import bm25, bm25_postings
-from redmem.fields.bm25_postings import copies
-from redmem.store.embedded import EmbeddedServer
+from redmem.fields import _bm25 as bm25
+from redmem.fields import _bm25_postings as bm25_postings
+from redmem.fields._bm25_postings import copies
+from redmem.store._embedded import EmbeddedServer
 from test_bm25 import WORDS, check_search, fresh_agent, random_corpus
 from test_bm25 import Bm25Memory as Memory
 

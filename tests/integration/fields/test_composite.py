@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from redmem import AutoKeyField, FloatField, KeyField, Model, QueryException, SortedField, ValidationError
 from redmem.fields import ConfidenceField, CyclicDecayField, DecayingSortedField, TemporalPeriod
-from redmem.fields.composite import (
+from redmem.fields._composite import (
     clamp01,
     composite,
     composite_search,
@@ -24,7 +24,7 @@ from redmem.fields.composite import (
     signal_names,
 )
 from redmem.observation import AccessTrackerMixin, WriteFilterMixin
-from redmem.observation.write_filter import priority_key
+from redmem.observation._write_filter import priority_key
 
 DAY = 86400.0
 T0 = 1_750_000_000.0

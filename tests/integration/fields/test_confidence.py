@@ -14,9 +14,9 @@ import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, RecordNotFound, StringField, ValidationError
 from redmem.fields import ConfidenceField
-from redmem.fields.confidence import updated_confidence, validate_signal
-from redmem.model.persistence import queue_new_record
-from redmem.store.aio import is_cluster
+from redmem.fields._confidence import updated_confidence, validate_signal
+from redmem.model._persistence import queue_new_record
+from redmem.store._aio import is_cluster
 
 
 class ConfidenceBelief(Model):

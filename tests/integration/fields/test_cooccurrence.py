@@ -13,8 +13,8 @@ import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, RecordNotFound, StringField, ValidationError
 from redmem.fields import CoOccurrenceField, Entity
-from redmem.fields.cooccurrence import propagation_weights, rank_weight, weight_rank
-from redmem.store.aio import is_cluster
+from redmem.fields._cooccurrence import propagation_weights, rank_weight, weight_rank
+from redmem.store._aio import is_cluster
 
 
 class CooccurrenceMemory(Model):

@@ -24,8 +24,8 @@ import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, ModelException, QueryException
 from redmem.fields import CyclicDecayField, TemporalPeriod
-from redmem.fields.cyclic import Cycle, cycle_weight, cyclic_score, pressure, scale_amplitude
-from redmem.store.aio import is_cluster
+from redmem.fields._cyclic import Cycle, cycle_weight, cyclic_score, pressure, scale_amplitude
+from redmem.store._aio import is_cluster
 
 DAY = 86400.0
 T0 = 1_750_000_000.0

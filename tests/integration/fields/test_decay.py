@@ -24,14 +24,14 @@ from redmem import (
     ValidationError,
 )
 from redmem.fields import ConfidenceField, DecayingSortedField
-from redmem.fields.decay import (
+from redmem.fields._decay import (
     confidence_modulation,
     exponential_decay,
     exponential_order_key,
     power_decay,
 )
-from redmem.fields.scoring import epoch_seconds
-from redmem.model.field import Field
+from redmem.fields._scoring import epoch_seconds
+from redmem.model._field import Field
 
 DAY = 86400.0
 T0 = 1_750_000_000.0  # a fixed "now" for the stored timestamps

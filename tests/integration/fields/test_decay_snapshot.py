@@ -1,4 +1,4 @@
-"""The exact decay order at one time (redmem.fields.decay_snapshot), as the inspector pages it: the scores Redis
+"""The exact decay order at one time (redmem.fields._decay_snapshot), as the inspector pages it: the scores Redis
 computes are the field's own, the order is the exact ranking at its time (including where it
 differs from the decay clock's), it is built in slices and reused, never by loading the memories."""
 
@@ -12,14 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import configured_embeddings
-from redmem.cli_commands.memory import ChatMemory
+from redmem.cli_commands._memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields import decay_snapshot
-from redmem.fields.confidence import ConfidenceField
-from redmem.fields.decay_snapshot import exact_decay_page
-from redmem.store.keys import KeyKind
-from redmem.ui.decay_order import wait_for_builds
-from redmem.ui.inventory import PageRequest, memory_page, space_of
+from redmem.fields import _decay_snapshot as decay_snapshot
+from redmem.fields._confidence import ConfidenceField
+from redmem.fields._decay_snapshot import exact_decay_page
+from redmem.store._keys import KeyKind
+from redmem.ui._decay_order import wait_for_builds
+from redmem.ui._inventory import PageRequest, memory_page, space_of
 
 DAY = 86400.0
 AGENTS = itertools.count()
@@ -48,7 +48,7 @@ def test_the_order_is_exact_where_the_decay_clock_is_not(db, monkeypatch):
     now = time.time() + 30 * DAY
     # an important memory touched long ago beats an unimportant one touched recently
     plant("dx-clock", [(3.0, 20.0, None), (0.2, 1.0, None), (1.0, 5.0, 0.9), (1.0, 5.0, 0.1), (0.5, 0.5, None)], now)
-    monkeypatch.setattr("redmem.ui.inventory.EXACT_DECAY_LIMIT", 2)
+    monkeypatch.setattr("redmem.ui._inventory.EXACT_DECAY_LIMIT", 2)
     memory_page(PageRequest("dx-clock", sort="decay", limit=5), now=now)  # starts the build
     wait_for_builds()
     page = memory_page(PageRequest("dx-clock", sort="decay", limit=5), now=now)

@@ -21,14 +21,17 @@ from redmem import (
     StringField,
     ValidationError,
 )
-from redmem.embeddings import EmbeddingError, HashingEmbeddings, OpenAIEmbeddings, binary_prescan, prescan
-from redmem.embeddings.codec import decode_stored, encode_stored, encode_vector
-from redmem.fields import EmbeddingField, embed_many, embedding_search
-from redmem.fields import embedding as embedding_module
-from redmem.fields.embedding import matrices, text_digest
-from redmem.fields.reindex import reindex
+from redmem.embeddings import EmbeddingError, HashingEmbeddings, OpenAIEmbeddings
+from redmem.embeddings import _binary_prescan as binary_prescan
+from redmem.embeddings import _prescan as prescan
+from redmem.embeddings._codec import decode_stored_vector, encode_stored, encode_vector
+from redmem.fields import EmbeddingField, embed_many
+from redmem.fields import _embedding as embedding_module
+from redmem.fields import _embedding_search as embedding_search
+from redmem.fields._embedding import embedded_text_digest, matrices
+from redmem.fields._reindex import reindex
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.aio import AioClient, async_twin, is_cluster
+from redmem.store._aio import AioClient, async_twin, is_cluster
 
 
 class Counting(HashingEmbeddings):
@@ -91,7 +94,7 @@ def vector_keys(space, field="embedding"):
 
 def as_stored(vectors, dtype="float16"):
     """``vectors`` at the precision ``dtype`` stores them (what search is exact against)."""
-    return np.array([decode_stored(encode_stored(v, dtype, b"x" * 8))[0] for v in np.atleast_2d(vectors)])
+    return np.array([decode_stored_vector(encode_stored(v, dtype, b"x" * 8))[0] for v in np.atleast_2d(vectors)])
 
 
 def second_client(client):
@@ -110,7 +113,7 @@ def test_save_stores_the_vector_as_float16_after_its_digest_with_its_version(any
     keys = vector_keys(memory.db_key.keyspace)
     stored = any_db.hget(keys["vectors"], memory.db_key.record_id)
     vector = PROVIDER.embed(["the cat sat on the mat"])[0]
-    assert stored == b"\x02" + text_digest("the cat sat on the mat") + vector.astype("<f2").tobytes()
+    assert stored == b"\x02" + embedded_text_digest("the cat sat on the mat") + vector.astype("<f2").tobytes()
     np.testing.assert_array_equal(memory.embedding, vector)
     assert int(any_db.hget(keys["ver"], "n")) == 1
     assert any_db.zscore(keys["log"], memory.db_key.record_id) == 1
@@ -360,7 +363,7 @@ def test_vectors_of_the_earlier_bare_float32_layout_are_read_and_rewritten(any_d
     calls = PROVIDER.calls
     EmbeddingFieldMemory.query.get(agent_id="a", memory_id=memory.memory_id).save()  # no digest to compare: embedded again
     assert PROVIDER.calls == calls + 1
-    assert any_db.hget(keys["vectors"], memory.memory_id)[:9] == b"\x02" + text_digest("an old style vector")
+    assert any_db.hget(keys["vectors"], memory.memory_id)[:9] == b"\x02" + embedded_text_digest("an old style vector")
 
 
 def test_round_trips_of_a_search(db, sent):

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from redmem import AutoKeyField, FloatField, KeyField, Model, SortedField, StringField, ValidationError
-from redmem.fields.bm25 import BM25Field
-from redmem.fields.reindex import reindex
+from redmem.fields._bm25 import BM25Field
+from redmem.fields._reindex import reindex
 from test_bm25 import WORDS, assert_index_exact, check_search, index_state
 
 

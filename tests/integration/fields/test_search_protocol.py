@@ -13,7 +13,7 @@ from models import RhythmicMemory as Memory
 from redmem import ServerError
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields.search_protocol import LocalSearch, Mapped, run_search, run_searches
-from redmem.store.scripts import ScriptCall
+from redmem.store._scripts import ScriptCall
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from redmem import AutoKeyField, KeyField, Model, ModelException, StringField, ValidationError
 from redmem.fields import FrequencySketch
-from redmem.fields.sketch import counter_indexes, sketch_size
+from redmem.fields._sketch import counter_indexes, sketch_size
 from redmem.text import default_analyzer
 
 

@@ -14,7 +14,7 @@ from langgraph.store.base import BaseStore, Item, MatchCondition, SearchItem
 from langgraph.store.memory import InMemoryStore
 
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields.embedding import EmbeddingField
+from redmem.fields._embedding import EmbeddingField
 from redmem.integrations.langgraph_store import RedmemStore, StoreRecord, matches_filter
 
 DOCS = [

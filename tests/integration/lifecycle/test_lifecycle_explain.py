@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from redmem import AutoKeyField, BM25Field, EmbeddingField, HashingEmbeddings, KeyField, Model, StringField
-from redmem.cli_commands.why import why_tables
-from redmem.context.explain import Explanation
-from redmem.context.retrieval import keyword_hits
+from redmem.cli_commands._why import why_tables
+from redmem.context._explain import Explanation
+from redmem.context._retrieval import keyword_hits
 from redmem.fields.search_protocol import run_search
 from redmem.lifecycle import ALL_TIMES, Lifecycle, LifecycleMixin, supersede, visible_at
-from redmem.model.filters import compile_where
+from redmem.model._filters import compile_where
 from redmem.recipes.context_assembler import ContextAssembler
 
 WORDS = ("alice", "berlin", "lisbon", "tea", "coffee", "bike", "editor", "vim", "rust", "paris")

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from redmem import AutoKeyField, EmbeddingField, HashingEmbeddings, KeyField, Model, StringField
 from redmem.fields.search_protocol import run_search
 from redmem.lifecycle import ALL_TIMES, Lifecycle, LifecycleMixin, supersede, visible_at
-from redmem.model.filters import compile_where
-from redmem.store.keys import KeyKind
+from redmem.model._filters import compile_where
+from redmem.store._keys import KeyKind
 
 WORDS = ("alice", "berlin", "lisbon", "tea", "coffee", "bike", "editor", "vim", "rust", "paris")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from redmem import AutoKeyField, BM25Field, KeyField, Model, QueryArgumentError, SortedField, StringField, TagField
-from redmem.model.filters import MAX_FILTER_VALUES
+from redmem.model._filters import MAX_FILTER_VALUES
 
 
 class LimitsLabelled(Model):

@@ -32,9 +32,9 @@ from redmem import (
     TagField,
 )
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields.composite import composite_search
+from redmem.fields._composite import composite_search
 from redmem.fields.search_protocol import run_search
-from redmem.model.filters import compile_where
+from redmem.model._filters import compile_where
 from redmem.recipes.context_assembler import ContextAssembler
 
 
@@ -312,7 +312,7 @@ def test_every_include_is_expanded_when_a_script_is_loaded():
     """``--#include NAME`` lines are replaced by the snippet ``lua/include/NAME.lua`` (filter_check in
     the searches, graph_degree in the graph writes) without its comment-only lines, so no loaded
     script still names one."""
-    from redmem.store.scripts import lua_files, script_source
+    from redmem.store._scripts import lua_files, script_source
 
     scripts, snippets = lua_files()
     names = list(scripts)
@@ -351,8 +351,8 @@ def test_matrix_search_among_is_the_exact_top_k_of_the_ids(share):
 
     import numpy as np
 
-    from redmem.embeddings.codec import digest, encode_stored
-    from redmem.embeddings.matrix import VectorMatrix
+    from redmem.embeddings._codec import digest, encode_stored
+    from redmem.embeddings._matrix import VectorMatrix
 
     rng = np.random.default_rng(7)
     ids = [f"{i:05d}" for i in range(2000)]

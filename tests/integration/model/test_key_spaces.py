@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from redmem.store.errors import ModelException
+from redmem.store._errors import ModelException
 
 FACT = """
 from redmem import AutoKeyField, KeyField, Model, StringField

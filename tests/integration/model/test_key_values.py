@@ -1,4 +1,4 @@
-"""Record hashes leave out the key fields their key name holds (model/key_values.py), on a server and a cluster."""
+"""Record hashes leave out the key fields their key name holds (model/_key_values.py), on a server and a cluster."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from conftest import all_keys
 from redmem import AutoKeyField, BM25Field, IntField, KeyField, Model, SortedField, StringField, TagField
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.keys import KeyKind
+from redmem.store._keys import KeyKind
 
 
 class KeyValuesNote(Model):

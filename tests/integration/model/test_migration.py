@@ -20,8 +20,8 @@ from conftest import all_keys
 from redmem import BM25Field, KeyField, Model, StringField, TagField
 from redmem.cli import main
 from redmem.model import ModelMeta
-from redmem.store.aio import is_cluster
-from redmem.store.errors import ValidationError
+from redmem.store._aio import is_cluster
+from redmem.store._errors import ValidationError
 
 _prefixes = itertools.count(1)
 
@@ -83,10 +83,10 @@ def migrated(client, prefix, batch_size, stop_after=None):
             raise Stop
 
     if stop_after is not None:
-        with pytest.warns(redmem.model.schema.SchemaWarning), pytest.raises(Stop):
+        with pytest.warns(redmem.model._schema.SchemaWarning), pytest.raises(Stop):
             Note.migrate(rename={"content": "text"}, batch_size=batch_size, progress=stopping)
     else:
-        with pytest.warns(redmem.model.schema.SchemaWarning):
+        with pytest.warns(redmem.model._schema.SchemaWarning):
             Note._meta.client  # noqa: B018 - the first use warns
     Note.migrate(rename={"content": "text"}, batch_size=batch_size)
     return dump(client, prefix)
@@ -97,7 +97,7 @@ def test_migrate_moves_renamed_entries_and_builds_their_indexes(any_db):
     prefix = redmem.store.settings().key_prefix
     seed(12, 2, prefix)
     Note = version_2()
-    with pytest.warns(redmem.model.schema.SchemaChangedWarning, match="rename=\\{'content': 'text'\\}"):
+    with pytest.warns(redmem.model._schema.SchemaChangedWarning, match="rename=\\{'content': 'text'\\}"):
         assert Note.query.filter(agent="agent0").keyword_search("heron") == []
     seen = []
     report = Note.migrate(rename={"content": "text"}, batch_size=5, progress=lambda done, total: seen.append((done, total)))
@@ -122,7 +122,7 @@ def test_a_record_holding_both_entries_keeps_both(db):
     Note = version_2()
     key = f"{prefix}:MigNote:{{agent0}}:r:n0001"
     db.hset(key, "text", "written by the new code")
-    with pytest.warns(redmem.model.schema.SchemaWarning):
+    with pytest.warns(redmem.model._schema.SchemaWarning):
         report = Note.migrate(rename={"content": "text"})
     assert (report.renamed, report.kept_both) == (2, 1)
     assert db.hget(key, "text") == b"written by the new code" and db.hget(key, "content") is not None
@@ -211,7 +211,7 @@ def test_the_migrate_command(db, redis_url, tmp_path, monkeypatch, capsys):
     seed(7, 1, prefix)
     argv = ["--url", redis_url, "--prefix", prefix, "--embeddings", "hashing", "migrate", "notes_mg:Note",
             "--rename", "content=text", "--batch-size", "3"]
-    with pytest.warns(redmem.model.schema.SchemaWarning):
+    with pytest.warns(redmem.model._schema.SchemaWarning):
         assert main(argv) == 0
     out = capsys.readouterr().out
     assert "migrated 7 MigNote records" in out and "7 renamed" in out and "indexes built: text_bm25" in out

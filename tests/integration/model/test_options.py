@@ -19,7 +19,7 @@ from redmem import (
     StringField,
 )
 from redmem.context import estimate_tokens
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 
 @pytest.fixture(scope="module")

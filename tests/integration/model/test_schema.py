@@ -11,8 +11,8 @@ import pytest
 import redmem
 from redmem import BM25Field, FloatField, IntField, KeyField, ListField, Model, StringField, TagField
 from redmem.model import ModelMeta
-from redmem.model.schema import IndexNotBuiltWarning, SchemaChangedWarning, forget_checks, schema_key
-from redmem.store.embedded import EmbeddedServer
+from redmem.model._schema import IndexNotBuiltWarning, SchemaChangedWarning, forget_checks, schema_key
+from redmem.store._embedded import EmbeddedServer
 
 
 def note_model(**fields):

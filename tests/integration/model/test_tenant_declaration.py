@@ -18,7 +18,7 @@ from redmem import (
     Model,
     StringField,
 )
-from redmem.store.errors import ModelException, QueryException, ValidationError
+from redmem.store._errors import ModelException, QueryException, ValidationError
 
 
 class TenantNote(Model):

@@ -7,7 +7,7 @@ import pytest
 from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, SortedField, StringField
 from redmem.observation import AccessTrackerMixin, ObservationProtocol
-from redmem.observation.access import COUNT_ENTRY, LAST_ENTRY, log_key, staged_count_key, staged_key
+from redmem.observation._access import COUNT_ENTRY, LAST_ENTRY, log_key, staged_count_key, staged_key
 
 
 class AccessNote(AccessTrackerMixin, Model):

@@ -20,9 +20,9 @@ import pytest
 import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, StringField
-from redmem.model.field import Field
+from redmem.model._field import Field
 from redmem.observation import EventStreamMixin, ObservationProtocol, PredictionLedgerMixin, StreamConsumer, StreamEvent
-from redmem.store.aio import is_cluster
+from redmem.store._aio import is_cluster
 
 HERE = Path(__file__).parent
 

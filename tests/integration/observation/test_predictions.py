@@ -25,7 +25,7 @@ import redmem
 from redmem import KeyField, Model, StringField
 from redmem.fields import ConfidenceField
 from redmem.observation import EventStreamMixin, PredictionLedgerMixin
-from redmem.observation.predictions import (
+from redmem.observation._predictions import (
     ResolvedPrediction,
     group_errors,
     percentile,
@@ -33,7 +33,7 @@ from redmem.observation.predictions import (
     summarize_errors,
     value_error,
 )
-from redmem.store.aio import is_cluster
+from redmem.store._aio import is_cluster
 
 HERE = Path(__file__).parent
 

@@ -13,7 +13,7 @@ import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, FloatField, KeyField, Model, SortedField, StringField, TagField
 from redmem.observation import EventStreamMixin, WriteFilterMixin
-from redmem.observation.write_filter import priority_key
+from redmem.observation._write_filter import priority_key
 
 
 class WriteFilterMemory(WriteFilterMixin, EventStreamMixin, Model):

@@ -36,8 +36,8 @@ from redmem import (
     StringField,
     ValidationError,
 )
-from redmem.context.rendering import LINE_FORMATS, compose, frame_line
-from redmem.context.tokens import default_counter, exact_counter
+from redmem.context._rendering import LINE_FORMATS, compose, frame_line
+from redmem.context._tokens import default_counter, exact_counter
 from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.conversation import SearchText

@@ -29,7 +29,7 @@ from redmem import (
     RecallProposal,
     StringField,
 )
-from redmem.context.effects import SURFACING_REASON
+from redmem.context._effects import SURFACING_REASON
 from redmem.embeddings import HashingEmbeddings
 from redmem.recipes.context_assembler import ContextAssembler
 

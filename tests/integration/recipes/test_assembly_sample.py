@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 import pytest
 
 import redmem
-from redmem.cli_commands.ask import assembler_from
-from redmem.cli_commands.conversation import parse_conversation
-from redmem.cli_commands.ingest import store_turns
-from redmem.cli_commands.memory import DIMENSIONS
-from redmem.context.rendering import LINE_FORMATS, frame_line
-from redmem.context.tokens import exact_counter
+from redmem.cli_commands._ask import assembler_from
+from redmem.cli_commands._conversation import parse_conversation
+from redmem.cli_commands._ingest import store_turns
+from redmem.cli_commands._memory import DIMENSIONS
+from redmem.context._rendering import LINE_FORMATS, frame_line
+from redmem.context._tokens import exact_counter
 from redmem.embeddings import HashingEmbeddings
 from redmem.samples import load_sample
 

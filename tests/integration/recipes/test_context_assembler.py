@@ -6,7 +6,7 @@ fields: test_assembler_budget.py; post-effects, push path and tenant isolation:
 test_assembler_effects.py; round trips: test_assembler_round_trips.py.
 
 The composite ranking comes from the selection of ``Query.composite_score`` (``composite_search``
-in src/redmem/fields/composite.py), sent in the assembler's first round trip.
+in src/redmem/fields/_composite.py), sent in the assembler's first round trip.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from redmem import (
     StringField,
     ValidationError,
 )
-from redmem.context.candidates import Candidate, merge_paths
-from redmem.context.fusion import RRF_K
-from redmem.context.query_weights import query_adaptive_weights
+from redmem.context._candidates import Candidate, merge_paths
+from redmem.context._fusion import RRF_K
+from redmem.context._query_weights import query_adaptive_weights
 from redmem.embeddings import HashingEmbeddings
-from redmem.model.dbkey import DbKey
+from redmem.model._dbkey import DbKey
 from redmem.recipes.context_assembler import AssemblyResult, ContextAssembler
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from conftest import configured_embeddings
 from redmem import ContextAssembler, DefaultMemory, HashingEmbeddings, HybridMemory, Memory, SubconsciousMemory
-from redmem.context.neighbours import SearchText, Turn, build_contexts
+from redmem.context._neighbours import SearchText, Turn, build_contexts
 from redmem.recipes.conversation_append import append_turns
 
 

@@ -13,9 +13,9 @@ from redmem.recipes.frames import (
     FrameMemory,
     ScoringWeights,
 )
-from redmem.recipes.frames.models import Block
-from redmem.recipes.frames.retrieval import N_SEEDS_MULTIPLIER, block_keys, gather
-from redmem.store.errors import ValidationError
+from redmem.recipes.frames._models import Block
+from redmem.recipes.frames._retrieval import N_SEEDS_MULTIPLIER, block_keys, gather
+from redmem.store._errors import ValidationError
 
 provider, clock = frames_support.provider, frames_support.clock  # the frames tests' fixtures, defined once
 

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 import frames_support
 from frames_support import WordEmbeddings
-from redmem.context.neighbours import Turn, build_contexts
+from redmem.context._neighbours import Turn, build_contexts
 from redmem.recipes.frames import FrameMemory
-from redmem.recipes.frames.retrieval import block_keys
+from redmem.recipes.frames._retrieval import block_keys
 
 provider, clock = frames_support.provider, frames_support.clock  # the frames tests' fixtures, defined once
 

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 import redmem
 from frames_support import Clock, WordEmbeddings
-from redmem.context.explain import LEFT_OUT_REASONS, Explanation
-from redmem.context.result import ContextResult
+from redmem.context._explain import LEFT_OUT_REASONS, Explanation
+from redmem.context._result import ContextResult
 from redmem.recipes.frames import CachePolicy, FrameDefinition, FrameMemory, FrameResult, ScoringWeights
-from redmem.recipes.frames.explain import effective_weights
-from redmem.store.errors import QueryException
+from redmem.recipes.frames._explain import effective_weights
+from redmem.store._errors import QueryException
 
 WORDS = ["deploy", "helm", "canary", "rollback", "freeze", "alert", "runbook", "pager"]
 

@@ -12,8 +12,8 @@ import redmem
 from frames_support import snapshot
 from redmem import RecordNotFound, ValidationError
 from redmem.recipes.frames import FrameDefinition, FrameMemory, ScoringWeights
-from redmem.recipes.frames.definitions import ATTENTION_WEIGHTS, FrameFilters
-from redmem.recipes.frames.scoring import FEEDBACK_CAP, frame_composite
+from redmem.recipes.frames._definitions import ATTENTION_WEIGHTS, FrameFilters
+from redmem.recipes.frames._scoring import FEEDBACK_CAP, frame_composite
 
 provider, clock = frames_support.provider, frames_support.clock  # the frames tests' fixtures, defined once
 

@@ -12,10 +12,10 @@ import redmem
 from frames_support import Clock, WordEmbeddings, snapshot
 from redmem import RecordNotFound, ValidationError
 from redmem.recipes.frames import FrameDefinition, FrameMemory, ScoringWeights
-from redmem.recipes.frames.definitions import ATTENTION_WEIGHTS, SELF_WEIGHTS, TASK_WEIGHTS
-from redmem.recipes.frames.guarantees import suppress_contradictions
-from redmem.recipes.frames.models import Block, decay_tier
-from redmem.recipes.frames.scoring import FrameCandidate, Scored, centralities
+from redmem.recipes.frames._definitions import ATTENTION_WEIGHTS, SELF_WEIGHTS, TASK_WEIGHTS
+from redmem.recipes.frames._guarantees import suppress_contradictions
+from redmem.recipes.frames._models import Block, decay_tier
+from redmem.recipes.frames._scoring import FrameCandidate, Scored, centralities
 
 
 def _setup_memory(client_fixture):

@@ -14,8 +14,8 @@ from conftest import configured_embeddings
 from frames_support import WordEmbeddings
 from redmem.lifecycle import ALL_TIMES, LifecycleMixin, OpenAIJudge, history
 from redmem.recipes.frames import FrameMemory, LearnWiring, OpenAIContradictionJudge
-from redmem.recipes.frames.wiring import DEFAULT_WIRING, heuristic_judge, rules_judge
-from redmem.store.errors import RecordNotFound, ValidationError
+from redmem.recipes.frames._wiring import DEFAULT_WIRING, heuristic_judge, rules_judge
+from redmem.store._errors import RecordNotFound, ValidationError
 
 clock = frames_support.clock  # the frames tests' fixture, defined once
 
@@ -35,7 +35,7 @@ def texts(blocks):
 def test_one_judge_the_lifecycles():
     assert DEFAULT_WIRING.judge is rules_judge and heuristic_judge is rules_judge
     assert OpenAIContradictionJudge is OpenAIJudge
-    from redmem.recipes.frames.models import Block
+    from redmem.recipes.frames._models import Block
     assert issubclass(Block, LifecycleMixin)
 
 
@@ -115,7 +115,7 @@ def test_the_lifecycles_openai_judge_decides_when_plugged_in(db, clock):
 def test_blocks_stored_before_the_lifecycle_stay_current(mem):
     block = mem.learn("a block written before valid_to existed")
     client = redmem.store.get_client()
-    client.zrem(mem.space.key(redmem.store.keys.KeyKind.SORTED, "valid_to"), block)
+    client.zrem(mem.space.key(redmem.store._keys.KeyKind.SORTED, "valid_to"), block)
     assert [b.id for b in mem.recall("attention", "block written before", top_k=5)] == [block]
 
 

@@ -12,8 +12,8 @@ from conftest import configured_embeddings
 from frames_support import Clock, WordEmbeddings
 from redmem.recipes.conversation import build_contexts
 from redmem.recipes.frames import FrameMemory
-from redmem.recipes.frames.neighbours import NEIGHBOURS, turn_of_block
-from redmem.store.errors import ValidationError
+from redmem.recipes.frames._neighbours import NEIGHBOURS, turn_of_block
+from redmem.store._errors import ValidationError
 
 
 class NeighboursBlindEmbeddings:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redmem.context.oversize import cut
-from redmem.context.rendering import Renderer
+from redmem.context._oversize import cut
+from redmem.context._rendering import Renderer
 from redmem.recipes.frames import render_blocks
-from redmem.recipes.frames.models import Block
-from redmem.recipes.frames.rendering import BLOCK_RENDERER
-from redmem.recipes.frames.scoring import ScoredBlock
+from redmem.recipes.frames._models import Block
+from redmem.recipes.frames._rendering import BLOCK_RENDERER
+from redmem.recipes.frames._scoring import ScoredBlock
 
 
 def scored(content: str, block_id: str = "b") -> ScoredBlock:

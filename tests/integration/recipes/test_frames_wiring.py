@@ -15,8 +15,8 @@ import redmem
 from conftest import configured_embeddings
 from frames_support import Clock, WordEmbeddings
 from redmem.recipes.frames import FrameMemory
-from redmem.recipes.frames.models import Block
-from redmem.recipes.frames.wiring import (
+from redmem.recipes.frames._models import Block
+from redmem.recipes.frames._wiring import (
     DEGREE_CAP,
     LearnWiring,
     OpenAIContradictionJudge,

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from redmem import CoOccurrenceField, KeyField, Model
-from redmem.fields.cooccurrence import Entity as E
-from redmem.fields.cooccurrence import propagation_weights
+from redmem.fields._cooccurrence import Entity as E
+from redmem.fields._cooccurrence import propagation_weights
 from redmem.recipes.hce import (
     ContextCandidate,
     EdgeType,
@@ -21,11 +21,11 @@ from redmem.recipes.hce import (
     estimate_tokens,
     spreading_activation,
 )
-from redmem.recipes.hce.budgeting import normalised
-from redmem.recipes.hce.extractor import ExtractedEntity
-from redmem.recipes.hce.models import HCEInteraction, entity_term, interaction_id
-from redmem.recipes.hce.tree import MAX_SCORE, TreeHit, tree_scores
-from redmem.store.errors import ValidationError
+from redmem.recipes.hce._budgeting import normalised
+from redmem.recipes.hce._extractor import ExtractedEntity
+from redmem.recipes.hce._models import HCEInteraction, entity_term, interaction_id
+from redmem.recipes.hce._tree import MAX_SCORE, TreeHit, tree_scores
+from redmem.store._errors import ValidationError
 
 
 def test_the_package_imports_its_names():
@@ -40,7 +40,7 @@ def test_the_package_imports_its_names():
 # -- tokens and the knapsack ---------------------------------------------------------------------
 def test_estimate_tokens_is_the_librarys_one_and_the_seed_formula_is_one_option_away():
     import redmem
-    from redmem.context.tokens import resolve_counter, word_estimate
+    from redmem.context._tokens import resolve_counter, word_estimate
 
     assert estimate_tokens is redmem.estimate_tokens
     counter = resolve_counter("words")
@@ -132,7 +132,7 @@ def test_focus_buffer_keeps_the_last_entries(any_db):
 
 def test_focus_buffer_add_is_one_round_trip(db, sent):
     buffer = FocusBuffer(max_size=2, session_id="s1")
-    assert buffer.size == 0  # the model's first use here: its schema check (model/schema.py) is not counted
+    assert buffer.size == 0  # the model's first use here: its schema check (model/_schema.py) is not counted
     sent.clear()
     buffer.add("user", "hello")
     assert len(sent) == 1

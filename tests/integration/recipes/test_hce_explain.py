@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redmem.context.explain import LEFT_OUT_REASONS, Explanation
-from redmem.context.result import ContextResult
+from redmem.context._explain import LEFT_OUT_REASONS, Explanation
+from redmem.context._result import ContextResult
 from redmem.recipes.hce import HCEPipeline
-from redmem.recipes.hce.pipeline import RetrievedContext
-from redmem.store.errors import QueryException
+from redmem.recipes.hce._pipeline import RetrievedContext
+from redmem.store._errors import QueryException
 
 TURNS = [
     ("I moved to Lisbon in March and started working at Acme.", "Congratulations on the new job!"),

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redmem.context.tokens import exact_counter
+from redmem.context._tokens import exact_counter
 from redmem.recipes.hce import ContextCandidate, HCEInteraction, HCEPipeline
-from redmem.recipes.hce.budgeting import SOURCES
-from redmem.recipes.hce.focus import ROLES
-from redmem.recipes.hce.models import interaction_text
-from redmem.recipes.hce.pipeline import block_label
+from redmem.recipes.hce._budgeting import SOURCES
+from redmem.recipes.hce._focus import ROLES
+from redmem.recipes.hce._models import interaction_text
+from redmem.recipes.hce._pipeline import block_label
 
 COUNTERS = {name: exact_counter(name) for name in ("cl100k_base", "o200k_base")}
 texts = st.text(st.characters(codec="utf-8"), max_size=200)

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redmem.embeddings.codec import decode_stored
+from redmem.embeddings._codec import decode_stored_vector
 from redmem.fields.search_protocol import run_search
 from redmem.recipes.hce import HCEGroup, HCEPipeline, SemanticTree, hierarchical_relevance_search
-from redmem.recipes.hce.keys import HCEKeyKind
-from redmem.recipes.hce.models import HCEInteraction, HCETopic
-from redmem.recipes.hce.tree import OWN_WEIGHT, PARENT_WEIGHT, TreeSearch
-from redmem.store.errors import ValidationError
+from redmem.recipes.hce._keys import HCEKeyKind
+from redmem.recipes.hce._models import HCEInteraction, HCETopic
+from redmem.recipes.hce._tree import OWN_WEIGHT, PARENT_WEIGHT, TreeSearch
+from redmem.store._errors import ValidationError
 
 SESSIONS = itertools.count()
 DIMENSIONS = 16
@@ -59,7 +59,7 @@ def logs(tree: SemanticTree) -> tuple[list[tuple[str, str]], list[tuple[str, str
 
 def stored_vectors(model: type, space: object) -> dict[str, np.ndarray]:
     raw = HCEInteraction._meta.client.hgetall(model.embedding.keys(space)[0])  # type: ignore[attr-defined]
-    return {k.decode(): decode_stored(v)[0] for k, v in raw.items()}
+    return {k.decode(): decode_stored_vector(v)[0] for k, v in raw.items()}
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -17,11 +17,11 @@ import pytest
 import redmem
 from conftest import all_keys
 from openai_server import OpenAICompatibleServer
-from redmem.context.tokens import exact_counter
+from redmem.context._tokens import exact_counter
 from redmem.recipes.hce import ExportError, HCEInteraction, HCEPipeline, HCETopic
-from redmem.recipes.hce.export import FILE_NAME
-from redmem.store.aio import is_cluster
-from redmem.store.errors import ArgumentTypeError, ValidationError
+from redmem.recipes.hce._export import FILE_NAME
+from redmem.store._aio import is_cluster
+from redmem.store._errors import ArgumentTypeError, ValidationError
 
 FILLER = [
     ("What should I cook tonight?", "Maybe a vegetable curry."),
@@ -111,7 +111,7 @@ def test_each_source_can_win_the_knapsack(db):
 
 def test_token_counter_none_is_the_configured_counter_else_the_exact_one(db):
     import redmem
-    from redmem.context.tokens import default_counter, word_estimate
+    from redmem.context._tokens import default_counter, word_estimate
 
     line = "user: I'm off to Zürich on 2024-05-03, ok?\nassistant: Enjoy!"
     pipe = HCEPipeline(session_id="s")
@@ -353,7 +353,7 @@ def test_clear_forgets_one_session_only(any_db):
 
 
 def _sha(keys: list[Any]) -> str:
-    from redmem.recipes.hce.export import _checksum
+    from redmem.recipes.hce._export import _checksum
 
     return _checksum(keys)
 
@@ -460,10 +460,10 @@ def test_an_edited_export_is_checked_entry_by_entry_and_a_failed_load_changes_no
 
 
 def test_seeded_lists_are_built_from_the_first_round_trip_and_fused(db):
-    from redmem.context.retrieval import Fusion, Retrieval, SeededLists, keyword_hits, retrieve
+    from redmem.context._retrieval import Fusion, Retrieval, SeededLists, keyword_hits, retrieve
     from redmem.fields.search_protocol import Mapped
-    from redmem.recipes.hce.models import HCEInteraction
-    from redmem.recipes.hce.pipeline import _interaction_hits
+    from redmem.recipes.hce._models import HCEInteraction
+    from redmem.recipes.hce._pipeline import _interaction_hits
 
     pipe = HCEPipeline(session_id="s")
     zorblat, tea = pipe.update("I work for Zorblat Industries.", "Nice."), pipe.update("I like green tea.", "Ok.")

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redmem.recipes.hce import HCEInteraction, HCEPipeline, SemanticTree, TopicSummary
-from redmem.recipes.hce.keys import HCEKeyKind
+from redmem.recipes.hce._keys import HCEKeyKind
 
 SESSIONS = itertools.count()
 WORDS = ["Ana", "moved", "to", "Lisbon.", "She", "likes", "curry!", "Why?", "the", "blue", "notebook", "2023"]

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from redmem.embeddings.codec import decode_stored
+from redmem.embeddings._codec import decode_stored_vector
 from redmem.fields.search_protocol import run_search
 from redmem.recipes.hce import HCEPipeline, SemanticTree, hierarchical_relevance_search
-from redmem.recipes.hce.models import HCEInteraction, HCETopic
-from redmem.recipes.hce.tree import TreeSearch, tree_scores
+from redmem.recipes.hce._models import HCEInteraction, HCETopic
+from redmem.recipes.hce._tree import TreeSearch, tree_scores
 
 DIMENSIONS = 24
 
@@ -40,7 +40,7 @@ def topic_vectors(session: str) -> dict[str, np.ndarray]:
     """Each topic's vector as stored (the embedding field's vector hash)."""
     tree = SemanticTree(session)
     raw = HCETopic._meta.client.hgetall(HCETopic.embedding.keys(tree.topic_space)[0])
-    return {k.decode(): decode_stored(v)[0] for k, v in raw.items()}
+    return {k.decode(): decode_stored_vector(v)[0] for k, v in raw.items()}
 
 
 def unit(v: np.ndarray) -> np.ndarray:

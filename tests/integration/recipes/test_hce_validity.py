@@ -9,7 +9,7 @@ import pytest
 
 from redmem.lifecycle import supersede
 from redmem.recipes.hce import HCEInteraction, HCEPipeline, hierarchical_relevance_search, spreading_activation
-from redmem.store.errors import QueryArgumentError
+from redmem.store._errors import QueryArgumentError
 
 BERLIN = ("I live in Berlin with my cat Miso.", "Berlin is lovely.")
 LISBON = ("I moved to Lisbon with my cat Miso.", "Lisbon is sunny.")

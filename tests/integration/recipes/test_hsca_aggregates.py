@@ -15,14 +15,14 @@ import redis
 import redmem
 from redmem import WriteOutcomeUnknown
 from redmem.recipes.hsca import AgentMacro, HSCAEngine, SessionStore, SnapshotRecord, WeightedChunk
-from redmem.recipes.hsca.beats import Beat
-from redmem.recipes.hsca.keys import HSCAKeyKind
-from redmem.recipes.hsca.macro import domain_evolution, relevance
-from redmem.recipes.hsca.series import BEATS_FIELD, sum_units
-from redmem.recipes.hsca.window import build_snapshot
-from redmem.store.connection import settings
-from redmem.store.embedded import EmbeddedServer
-from redmem.text.analyzer import default_analyzer
+from redmem.recipes.hsca._beats import Beat
+from redmem.recipes.hsca._keys import HSCAKeyKind
+from redmem.recipes.hsca._macro import domain_evolution, relevance
+from redmem.recipes.hsca._series import BEATS_FIELD, sum_units
+from redmem.recipes.hsca._window import build_snapshot
+from redmem.store._connection import settings
+from redmem.store._embedded import EmbeddedServer
+from redmem.text._analyzer import default_analyzer
 
 DOMAINS = ["physics", "legal", "medical", "narrative", "poetry", "historical", "cross_domain"]
 WORDS = ["tortoise", "hare", "court", "lease", "quantum", "field", "poem", "empire", "river", "doctor"]

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redmem.context.explain import Explanation
-from redmem.context.result import ContextResult
+from redmem.context._explain import Explanation
+from redmem.context._result import ContextResult
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.hsca import HSCAEngine, SnapshotPassage
 

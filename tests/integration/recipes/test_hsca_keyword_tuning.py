@@ -8,16 +8,16 @@ from collections import Counter
 import pytest
 
 from redmem.recipes.hsca import HSCAEngine, HSCAParameters, tune
-from redmem.recipes.hsca.domains import classify_domains
-from redmem.recipes.hsca.keyword_tuning import (
+from redmem.recipes.hsca._domains import classify_domains
+from redmem.recipes.hsca._keyword_tuning import (
     KEYWORD_WEIGHT_BOUNDS,
     keyword_readings,
     keyword_weights,
     query_domain,
 )
-from redmem.recipes.hsca.text import parse_turn
-from redmem.recipes.hsca.tuning import load_parameters
-from redmem.store.errors import ValidationError
+from redmem.recipes.hsca._text import parse_turn
+from redmem.recipes.hsca._tuning import load_parameters
+from redmem.store._errors import ValidationError
 
 # "heart" is a keyword of both medical and poetry: in these medical conversations it is medical.
 MEDICAL = [

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from redmem.model.base import Model
-from redmem.model.fields import StringField
-from redmem.model.indexed import KeyField
+from redmem.model._base import Model
+from redmem.model._fields import StringField
+from redmem.model._indexed import KeyField
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.recipes.hsca import HSCAEngine, SnapshotPassage
-from redmem.store.errors import QueryException, ValidationError
+from redmem.store._errors import QueryException, ValidationError
 
 TURNS = [
     "Redis stores data in memory. Memory access makes Redis fast. Fast data access is why teams pick Redis.",
@@ -35,7 +35,7 @@ def session(agent: str = "agent-1", name: str = "chat", keep_text: bool = True) 
     for turn in TURNS:
         engine.ingest_turn(turn)
     engine.take_snapshot()  # the last turn joins a legal sentence and a Redis one: a cross-domain beat of its own
-    # beat 4 is the bridge (:mod:`redmem.recipes.hsca.bridging`): that turn and the first Redis turn are close in meaning
+    # beat 4 is the bridge (:mod:`redmem.recipes.hsca._bridging`): that turn and the first Redis turn are close in meaning
     assert [s.conversation_position for s in engine.get_macro_context()] == [0, 1, 2, 3, 4]
     return engine
 

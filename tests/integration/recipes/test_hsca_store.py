@@ -13,7 +13,7 @@ import pytest
 
 import redmem
 from redmem.recipes.hsca import HSCAEngine, SessionStore, SnapshotRecord
-from redmem.recipes.hsca.keys import HSCAKeyKind
+from redmem.recipes.hsca._keys import HSCAKeyKind
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 CONVERSATION = [

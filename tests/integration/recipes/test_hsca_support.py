@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from redmem import ConfidenceField, KeyField, Model
 from redmem.recipes.hsca import HSCAEngine
-from redmem.recipes.hsca.support import confidence_signal
+from redmem.recipes.hsca._support import confidence_signal
 
 TURNS = (
     "Redis keeps its data in memory, so memory access keeps Redis fast.",

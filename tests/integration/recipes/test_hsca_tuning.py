@@ -8,11 +8,11 @@ import dataclasses
 import pytest
 
 from redmem.recipes.hsca import Beat, HSCAEngine, HSCAParameters, ServedRecord, SessionStore, tune
-from redmem.recipes.hsca.history import served_history
-from redmem.recipes.hsca.scoring import weighted_layer1
-from redmem.recipes.hsca.tuning import FLAG_WEIGHT_GRID, THRESHOLD_GRID, WINDOW_BOUNDS, load_parameters
-from redmem.recipes.hsca.window import build_snapshot
-from redmem.store.errors import ValidationError
+from redmem.recipes.hsca._history import served_history
+from redmem.recipes.hsca._scoring import weighted_layer1
+from redmem.recipes.hsca._tuning import FLAG_WEIGHT_GRID, THRESHOLD_GRID, WINDOW_BOUNDS, load_parameters
+from redmem.recipes.hsca._window import build_snapshot
+from redmem.store._errors import ValidationError
 
 CENTRAL = [
     "The patient came in with a high fever and a cough.",

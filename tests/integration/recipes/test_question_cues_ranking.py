@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from redmem import ContextAssembler, DefaultMemory
-from redmem.store.errors import ValidationError
+from redmem.store._errors import ValidationError
 
 TURNS = [
     "Melanie: Caroline, painting the lake is what I painted",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from redmem.model.dbkey import DbKey
-from redmem.model.indexed import KeyField, SortedField, TagField
-from redmem.model.loading import decode_stored
-from redmem.store.keys import GLOBAL_TAG, KeySpace, escape
+from redmem.model._dbkey import DbKey
+from redmem.model._indexed import KeyField, SortedField, TagField
+from redmem.model._loading import decode_stored
+from redmem.store._keys import GLOBAL_TAG, KeySpace, escape
 
 
 def partitions(model, client) -> list[KeySpace]:

@@ -27,14 +27,14 @@ import pytest
 import redis.asyncio as redis_asyncio
 
 import redmem
-import redmem.store.aio as aio
+import redmem.store._aio as aio
 from conftest import configured_embeddings
 from models import RhythmicMemory
 from models import SeedMemory as Memory
 from models import SeedNote as Note
 from redmem import BM25Field, ConfidenceField, ContextAssembler, ObservationProtocol
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields.embedding_search import matrices
+from redmem.fields._embedding_search import matrices
 from redmem.recipes.conversation import (
     ConversationMemory,
     aingest_conversation,
@@ -42,9 +42,9 @@ from redmem.recipes.conversation import (
     ingest_conversation,
 )
 from redmem.recipes.hsca import HSCAEngine
-from redmem.store.aio import AioClient, greenlet_spawn, is_cluster
-from redmem.store.connection import resolved_client
-from redmem.store.scripts import run_script, script
+from redmem.store._aio import AioClient, greenlet_spawn, is_cluster
+from redmem.store._connection import resolved_client
+from redmem.store._scripts import run_script, script
 
 #: The instant the clock stops at (2026-01-01 00:00 UTC), as in benchmarks/locomo.py --reproducible.
 FROZEN = 1_767_225_600.0
@@ -432,7 +432,7 @@ def allowed_states(client: Any, setup: Callable[[], Any], finish: Callable[[Any]
         given = setup()
     states.append(dump(client, prefix, operations=False))
     if isinstance(given, list):
-        from redmem.model.bulk import _chunks
+        from redmem.model._bulk import _chunks
 
         sizes = [len(chunk) for chunk in _chunks(given, 2)]
         ends = list(itertools.accumulate(sizes))
@@ -593,8 +593,8 @@ def test_the_asyncio_twin_keeps_the_connection_settings(db):
     kwargs = twin.connection_pool.connection_kwargs
     for name in ("host", "port", "db", "socket_timeout", "socket_connect_timeout"):
         assert kwargs.get(name) == sync_kwargs.get(name, kwargs.get(name)), name
-    assert kwargs["socket_timeout"] == redmem.store.connection.SOCKET_TIMEOUT
-    assert twin.get_retry().get_retries() == redmem.store.connection.RETRIES
+    assert kwargs["socket_timeout"] == redmem.store._connection.SOCKET_TIMEOUT
+    assert twin.get_retry().get_retries() == redmem.store._connection.RETRIES
 
 
 def own_client(db: Any) -> Any:

@@ -14,8 +14,8 @@ import redis
 
 import redmem
 from redmem import ConfigurationError, KeyField, Model, ServerUnavailable, StringField
-from redmem.store.connection import server_address, settings
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._connection import server_address, settings
+from redmem.store._embedded import EmbeddedServer
 
 
 class Thing(Model):
@@ -152,7 +152,7 @@ def test_commands_are_retried_across_a_server_restart():
 
 def test_a_throwaway_server_is_asked_for_and_dies_with_the_process():
     code = (
-        "import redmem, redmem.store.connection as c\n"
+        "import redmem, redmem.store._connection as c\n"
         "redmem.connect(throwaway=True)\n"
         "print(c.embedded_server().pid, flush=True)\n"
     )

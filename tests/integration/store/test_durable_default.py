@@ -14,8 +14,8 @@ import pytest
 
 import redmem
 from conftest import SUITE_DATA_DIR
-from redmem.store.connection import server_address, settings
-from redmem.store.local_server import LocalServer
+from redmem.store._connection import server_address, settings
+from redmem.store._local_server import LocalServer
 from test_local_server import servers_on
 
 #: A user's script: stores one note, connects again (which says nothing more), counts the notes.

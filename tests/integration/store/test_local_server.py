@@ -1,4 +1,4 @@
-"""Real-server tests of redmem.store.local_server: one persistent server per data directory,
+"""Real-server tests of redmem.store._local_server: one persistent server per data directory,
 which trusts neither a directory nor a socket it did not make."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from redmem.store.errors import ConfigurationError, DataDirectoryError
-from redmem.store.local_server import LocalServer, default_data_dir
+from redmem.store._errors import ConfigurationError, DataDirectoryError
+from redmem.store._local_server import LocalServer, default_data_dir
 
 #: The uid of ``nobody``: a second user, for the tests that need root to make one's files.
 NOBODY = 65534

@@ -17,7 +17,7 @@ import redis
 
 import redmem
 from redmem import AutoKeyField, KeyField, Model, StringField
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 
 class OperationsNote(Model):

@@ -8,9 +8,9 @@ import pytest
 import redis
 
 import redmem
-import redmem.store.aio as aio
-from redmem.store.overlap import Request, sendable
-from redmem.store.scripts import queue_script
+import redmem.store._aio as aio
+from redmem.store._overlap import Request, sendable
+from redmem.store._scripts import queue_script
 
 
 def _key(name: str) -> str:

@@ -10,8 +10,8 @@ import redmem
 from redmem import AutoKeyField, BM25Field, KeyField, Model, StringField
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields import EmbeddingField
-from redmem.fields.restore import new_cache_epoch, restore_partition
-from redmem.store.embedded import EmbeddedServer
+from redmem.fields._restore import new_cache_epoch, restore_partition
+from redmem.store._embedded import EmbeddedServer
 
 
 class RestoreNote(Model):

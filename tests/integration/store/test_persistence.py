@@ -30,7 +30,7 @@ from redmem import (
     StringField,
     TagField,
 )
-from redmem.model.field import Field
+from redmem.model._field import Field
 from workload import WorkloadNote as Note
 from workload import random_write
 
@@ -283,7 +283,7 @@ def test_save_many_stores_nothing_when_a_later_record_is_invalid(any_db, bad):
 
 
 def test_bulk_chunks_grow_by_half_from_a_sixteenth_at_both_ends():
-    from redmem.model.bulk import _chunks
+    from redmem.model._bulk import _chunks
 
     assert [len(c) for c in _chunks(list(range(3000)), 1000)] == [62, 93, 140, 210, 316, 474, 410,
                                                                    474, 316, 210, 140, 93, 62]
@@ -298,7 +298,7 @@ def test_bulk_chunks_grow_by_half_from_a_sixteenth_at_both_ends():
 def test_cyclic_gc_paused_restores_the_collector_as_it_found_it():
     import gc
 
-    from redmem.model.bulk import cyclic_gc_paused
+    from redmem.model._bulk import cyclic_gc_paused
 
     assert gc.isenabled()
     with cyclic_gc_paused():

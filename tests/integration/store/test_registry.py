@@ -7,9 +7,9 @@ import pytest
 import redmem
 from conftest import all_keys
 from redmem import AutoKeyField, KeyField, Model, StringField, TagField
-from redmem.fields.reindex import reindex
-from redmem.model.registry import rebuild_registry, scan_partitions
-from redmem.store.connection import settings
+from redmem.fields._reindex import reindex
+from redmem.model._registry import rebuild_registry, scan_partitions
+from redmem.store._connection import settings
 
 
 class RegistryCard(Model):

@@ -29,10 +29,10 @@ from redmem import (
     StringField,
 )
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields.reindex import reindex
+from redmem.fields._reindex import reindex
 from redmem.recipes.context_assembler import ContextAssembler
-from redmem.store.connection import settings
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._connection import settings
+from redmem.store._embedded import EmbeddedServer
 
 PREFIX = "acl"
 #: The commands redmem needs, for a user confined to one tenant's keys (see the docs' recipe).
@@ -78,7 +78,7 @@ def tenant_a(request):
 
 def test_a_tenant_user_does_everything_on_its_own_tenant(tenant_a, caplog):
     admin, _ = tenant_a
-    with caplog.at_level(logging.WARNING, logger="redmem.model.registry"):
+    with caplog.at_level(logging.WARNING, logger="redmem.model._registry"):
         notes = [TenantMemory.create(agent_id="A", content=f"deploy note {i} about the release train")
                  for i in range(5)]
         assert TenantMemory.save_many([TenantMemory(agent_id="A", content=f"bulk note {i} on deploys")

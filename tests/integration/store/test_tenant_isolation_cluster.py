@@ -10,9 +10,9 @@ import pytest
 
 import redmem
 from redmem import AutoKeyField, FloatField, KeyField, Model, RedmemError, SortedField, StringField
-from redmem.store.connection import settings
-from redmem.store.embedded_cluster import EmbeddedCluster
-from redmem.store.errors import ServerUnavailable
+from redmem.store._connection import settings
+from redmem.store._embedded_cluster import EmbeddedCluster
+from redmem.store._errors import ServerUnavailable
 
 pytestmark = pytest.mark.cluster
 
@@ -61,7 +61,7 @@ def test_killing_the_registry_master_fails_only_its_own_tenants(cluster, caplog)
     newcomers = [f"new-{i}" for i in range(40)]
     new_healthy = [t for t in newcomers if node_of(ports, TenantIsolationClusterTicket._meta.keyspace((t,)).key("all")) != dead]
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="redmem.model.registry"):
+    with caplog.at_level(logging.WARNING, logger="redmem.model._registry"):
         for tenant in healthy + new_healthy[:5]:  # new partitions too: their registry update fails
             TenantIsolationClusterTicket.create(tenant=tenant, content=f"second ticket of {tenant}", priority=2.0)
             assert TenantIsolationClusterTicket.save_many([TenantIsolationClusterTicket(tenant=tenant, content=f"bulk {i}") for i in range(5)]) == 5

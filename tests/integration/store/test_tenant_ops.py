@@ -24,15 +24,15 @@ from redmem import (
     ObservationProtocol,
     StringField,
 )
-from redmem.cli_commands.conversation import ChatTurn
-from redmem.cli_commands.ingest import store_turns
-from redmem.cli_commands.memory import ChatMemory, memory_assembler
+from redmem.cli_commands._conversation import ChatTurn
+from redmem.cli_commands._ingest import store_turns
+from redmem.cli_commands._memory import ChatMemory, memory_assembler
 from redmem.embeddings import HashingEmbeddings
-from redmem.model.registry import listed_partitions
-from redmem.recipes.retention import Retention, apply_retention, archived
-from redmem.recipes.tenant_data import erase_tenant, export_tenant, import_tenant, tenant_key_count
+from redmem.model._registry import listed_partitions
+from redmem.recipes._retention import Retention, apply_retention, archived
+from redmem.recipes._tenant_data import erase_tenant, export_tenant, import_tenant, tenant_key_count
 from redmem.store import ValidationError
-from redmem.store.tenant_keys import TenantKeys, dump_keys, erase_tenant_keys, restore_keys
+from redmem.store._tenant_keys import TenantKeys, dump_keys, erase_tenant_keys, restore_keys
 
 LINES = ["Maya adopted a greyhound called Biscuit.", "Maya flies to Lisbon in May.",
          "Maya turned vegetarian last spring.", "Biscuit sleeps on the sofa.", "The billing service moved to Go."]

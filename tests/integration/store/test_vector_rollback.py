@@ -8,7 +8,7 @@ import redmem
 from redmem import AutoKeyField, KeyField, Model, StringField
 from redmem.embeddings import HashingEmbeddings
 from redmem.fields import EmbeddingField
-from redmem.store.embedded import EmbeddedServer
+from redmem.store._embedded import EmbeddedServer
 
 
 class VectorRollbackNote(Model):

@@ -15,14 +15,14 @@ import pytest
 from starlette.testclient import TestClient
 
 from conftest import configured_embeddings
-from redmem.cli_commands.conversation import ChatTurn
-from redmem.cli_commands.ingest import store_turns
-from redmem.cli_commands.memory import ChatMemory
+from redmem.cli_commands._conversation import ChatTurn
+from redmem.cli_commands._ingest import store_turns
+from redmem.cli_commands._memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
 from redmem.store import settings
 from redmem.ui import build_app
-from redmem.ui.decay_order import wait_for_builds
-from redmem.ui.inventory import parse_filter
+from redmem.ui._decay_order import wait_for_builds
+from redmem.ui._inventory import parse_filter
 
 TOKEN = "t0k3n"
 HEADERS = {"X-Redmem-Token": TOKEN}
@@ -169,7 +169,7 @@ def test_redmem_ui_serves_the_page_at_the_url_it_prints(redis_url, db):
 def test_a_large_partition_pages_by_its_exact_decay_order(client, monkeypatch):
     """Above EXACT_DECAY_LIMIT memories the decay order is the exact one at a stated time, read from Redis
     (once built in the background: tests/integration/ui/test_ui_decay_order.py)."""
-    monkeypatch.setattr("redmem.ui.inventory.EXACT_DECAY_LIMIT", 3)
+    monkeypatch.setattr("redmem.ui._inventory.EXACT_DECAY_LIMIT", 3)
     client.get("/api/agents/ana/memories?sort=decay&limit=5", headers=HEADERS)
     wait_for_builds()
     page = client.get("/api/agents/ana/memories?sort=decay&limit=5", headers=HEADERS).json()

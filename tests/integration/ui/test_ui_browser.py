@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from conftest import configured_embeddings
-from redmem.cli_commands.ingest import store_turns
-from redmem.cli_commands.memory import ChatMemory
-from redmem.demo import sample_conversation
+from redmem._demo import sample_conversation
+from redmem.cli_commands._ingest import store_turns
+from redmem.cli_commands._memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
 from redmem.ui import build_app
-from redmem.ui.command import allowed_hosts, page_url
+from redmem.ui._command import allowed_hosts, page_url
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'")
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402

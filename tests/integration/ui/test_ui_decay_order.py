@@ -1,5 +1,5 @@
 """The inspector's decay page above EXACT_DECAY_LIMIT memories never waits for the exact order to be
-built (redmem.ui.decay_order): no saved order gives the approximate order (newest touch first)
+built (redmem.ui._decay_order): no saved order gives the approximate order (newest touch first)
 with a note, a stale one is served with its time while one rebuild per agent runs in the background."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import time
 import pytest
 
 from conftest import configured_embeddings
-from redmem.cli_commands.memory import ChatMemory
+from redmem.cli_commands._memory import ChatMemory
 from redmem.embeddings import HashingEmbeddings
-from redmem.fields import decay_snapshot
-from redmem.store.keys import KeyKind
-from redmem.ui import decay_order
-from redmem.ui.decay_order import APPROXIMATE, wait_for_builds
-from redmem.ui.inventory import PageRequest, memory_page, space_of
+from redmem.fields import _decay_snapshot as decay_snapshot
+from redmem.store._keys import KeyKind
+from redmem.ui import _decay_order as decay_order
+from redmem.ui._decay_order import APPROXIMATE, wait_for_builds
+from redmem.ui._inventory import PageRequest, memory_page, space_of
 
 DAY = 86400.0
 
@@ -24,7 +24,7 @@ DAY = 86400.0
 @pytest.fixture
 def large(db, monkeypatch):
     """Every partition counts as large; the test waits for the builds it started before its data goes."""
-    monkeypatch.setattr("redmem.ui.inventory.EXACT_DECAY_LIMIT", 1)
+    monkeypatch.setattr("redmem.ui._inventory.EXACT_DECAY_LIMIT", 1)
     yield
     wait_for_builds()
 

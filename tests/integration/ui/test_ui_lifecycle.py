@@ -7,13 +7,13 @@ from starlette.testclient import TestClient
 
 from conftest import configured_embeddings
 from redmem import AutoKeyField, KeyField, Model, StringField
-from redmem.cli_commands.memory import ChatMemory, memory_assembler, said_epoch
+from redmem.cli_commands._memory import ChatMemory, memory_assembler, said_epoch
 from redmem.embeddings import HashingEmbeddings
 from redmem.lifecycle import LifecycleMixin
 from redmem.ui import build_app
-from redmem.ui.actions import ACTIONS
-from redmem.ui.inventory import versions_of
-from redmem.ui.lifecycle import lifecycle_actions
+from redmem.ui._actions import ACTIONS
+from redmem.ui._inventory import versions_of
+from redmem.ui._lifecycle import lifecycle_actions
 
 TOKEN = "t0k3n"
 HEADERS = {"X-Redmem-Token": TOKEN}

@@ -1,4 +1,4 @@
-"""The one-memory page's decay curve (redmem.ui.timeline): the field's own scores from the last
+"""The one-memory page's decay curve (redmem.ui._timeline): the field's own scores from the last
 touch to a month past now, falling, now and the accesses placed on it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redmem.cli_commands.memory import ChatMemory
-from redmem.ui.timeline import AHEAD_DAYS, DAY, decay_timeline
+from redmem.cli_commands._memory import ChatMemory
+from redmem.ui._timeline import AHEAD_DAYS, DAY, decay_timeline
 
 FIELD = ChatMemory._meta.fields["relevance"]
 

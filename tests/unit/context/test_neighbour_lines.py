@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redmem.context.neighbours import Turn, build_contexts, own_line, split_speaker, spoken_date
+from redmem.context._neighbours import Turn, build_contexts, own_line, split_speaker, spoken_date
 
 words = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redmem.context.packing import Budget, pack
-from redmem.context.rendering import pack_slices
+from redmem.context._packing import Budget, pack
+from redmem.context._rendering import pack_slices
 
 
 def test_skip_not_break_skips_and_keeps_trying_smaller_items():

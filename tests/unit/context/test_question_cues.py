@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redmem.context.candidates import Candidate
-from redmem.context.neighbours import Turn
-from redmem.context.question_cues import (
+from redmem.context._candidates import Candidate
+from redmem.context._neighbours import Turn
+from redmem.context._question_cues import (
     CUES_SIGNAL,
     SPEAKER_WEIGHT,
     WHEN_WEIGHT,
@@ -15,9 +15,9 @@ from redmem.context.question_cues import (
     question_cues,
     rescore_by_cues,
 )
-from redmem.context.retrieval import MATCH_SIGNAL
-from redmem.model.dbkey import DbKey
-from redmem.store.keys import KeySpace
+from redmem.context._retrieval import MATCH_SIGNAL
+from redmem.model._dbkey import DbKey
+from redmem.store._keys import KeySpace
 
 SPACE = KeySpace("t", "m")
 

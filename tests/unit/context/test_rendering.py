@@ -8,8 +8,8 @@ import pytest
 
 from models import SeedNote as Note
 from redmem import AutoKeyField, IntField, Model, QueryException, ValidationError
-from redmem.context.rendering import Renderer, check_render_fields, compose, frame_line, record_view, render_slice
-from redmem.context.tokens import exact_counter
+from redmem.context._rendering import Renderer, check_render_fields, compose, frame_line, record_view, render_slice
+from redmem.context._tokens import exact_counter
 
 
 class Tally(Model):

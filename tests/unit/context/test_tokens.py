@@ -19,11 +19,12 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redmem import tiktoken_ranks
-from redmem.context import token_estimate, tokens
-from redmem.context.rendering import render_slice
-from redmem.context.token_estimate import estimate_tokens, pieces
-from redmem.context.tokens import (
+from redmem import _tiktoken_ranks as tiktoken_ranks
+from redmem.context import _token_estimate as token_estimate
+from redmem.context import _tokens as tokens
+from redmem.context._rendering import render_slice
+from redmem.context._token_estimate import estimate_tokens, pieces
+from redmem.context._tokens import (
     DEFAULT_ENCODING,
     ExactCounter,
     GuardedCounter,
@@ -31,7 +32,7 @@ from redmem.context.tokens import (
     exact_counter,
     resolve_counter,
 )
-from redmem.store.errors import ConfigurationError
+from redmem.store._errors import ConfigurationError
 
 # ----------------------------------------------------------------------------- built-in samples
 SAMPLES = {
@@ -217,7 +218,7 @@ def test_encodings_are_loaded_once():
 OFFLINE_SCRIPT = """
 import json, os, sys
 import tiktoken
-from redmem.context.tokens import exact_counter, tiktoken_cache_dir
+from redmem.context._tokens import exact_counter, tiktoken_cache_dir
 before = os.environ.get("TIKTOKEN_CACHE_DIR")
 texts = json.loads(sys.argv[1])
 out = {name: [exact_counter(name)(t) for t in texts] for name in ("cl100k_base", "o200k_base")}

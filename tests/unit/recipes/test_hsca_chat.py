@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from redmem.recipes.hsca import HSCAEngine
-from redmem.recipes.hsca.relational import relational_weight
-from redmem.recipes.hsca.text import parse_turn
+from redmem.recipes.hsca._relational import relational_weight
+from redmem.recipes.hsca._text import parse_turn
 
 CHAT = ("I finally adopted a puppy from the shelter last weekend!", "She chews every shoe in the house.",
         "The shelter said she is a beagle mix.")

@@ -8,10 +8,10 @@ import pytest
 
 from redmem.embeddings import MiniLMEmbeddings
 from redmem.recipes.hsca import EmbeddingDomains, HSCAEngine
-from redmem.recipes.hsca.domain_model import default_domain_model, resolve_domain_model
-from redmem.recipes.hsca.text import parse_turn
-from redmem.recipes.hsca.window import build_snapshot
-from redmem.store.errors import ValidationError
+from redmem.recipes.hsca._domain_model import default_domain_model, resolve_domain_model
+from redmem.recipes.hsca._text import parse_turn
+from redmem.recipes.hsca._window import build_snapshot
+from redmem.store._errors import ValidationError
 
 
 @pytest.fixture(scope="module")

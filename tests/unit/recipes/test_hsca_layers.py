@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from tests.openai_server import OpenAICompatibleServer
 
 from redmem.recipes.hsca import HSCAEngine, NuanceFlag, NuanceModel
-from redmem.recipes.hsca.coherence import coherence_score
-from redmem.recipes.hsca.domains import classify_domains
-from redmem.recipes.hsca.nuance import deterministic_flags
-from redmem.recipes.hsca.relational import SHORT_CHUNK_SCORE, TIE_SATURATION, conversation_tie, relational_weight
-from redmem.recipes.hsca.scoring import score_turn
-from redmem.recipes.hsca.text import MAX_TURN_CHARS, parse_turn
-from redmem.store.errors import ArgumentTypeError, ValidationError
+from redmem.recipes.hsca._coherence import coherence_score
+from redmem.recipes.hsca._domains import classify_domains
+from redmem.recipes.hsca._nuance import deterministic_flags
+from redmem.recipes.hsca._relational import SHORT_CHUNK_SCORE, TIE_SATURATION, conversation_tie, relational_weight
+from redmem.recipes.hsca._scoring import score_turn
+from redmem.recipes.hsca._text import MAX_TURN_CHARS, parse_turn
+from redmem.store._errors import ArgumentTypeError, ValidationError
 
 MESH = ("Redis stores data in memory. Memory access makes Redis fast. "
         "Fast data access is why teams pick Redis.")

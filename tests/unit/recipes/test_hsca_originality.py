@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem.recipes.hsca import HSCAEngine
-from redmem.recipes.hsca.originality import originality
-from redmem.recipes.hsca.text import parse_turn
+from redmem.recipes.hsca._originality import originality
+from redmem.recipes.hsca._text import parse_turn
 
 GENUINE = (
     "The river rose after three days of rain, and the village moved its boats to higher ground. "

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem.recipes.hsca import ContextSnapshot, HSCAEngine, WeightedChunk
-from redmem.recipes.hsca.window import aggregate_coherence, build_snapshot, domain_break, snapshot_due, topic_label
-from redmem.store.errors import ValidationError
+from redmem.recipes.hsca._window import aggregate_coherence, build_snapshot, domain_break, snapshot_due, topic_label
+from redmem.store._errors import ValidationError
 
 
 class StubEngine:

@@ -11,17 +11,17 @@ import pytest
 
 #: Old module path -> the module that holds its code now.
 MOVED = {
-    "redmem.recipes.adaptive": "redmem.recipes.assembler.adaptive",
-    "redmem.recipes.context_assembler": "redmem.recipes.assembler.context_assembler",
-    "redmem.recipes.quality": "redmem.recipes.assembler.quality",
-    "redmem.recipes.default_memory": "redmem.recipes.assembler.models",
-    "redmem.recipes.conversation": "redmem.recipes.assembler.conversation",
-    "redmem.recipes.conversation_append": "redmem.recipes.assembler.conversation_append",
-    "redmem.recipes.subconscious": "redmem.recipes.assembler.subconscious",
-    "redmem.recipes.extractors": "redmem.recipes.assembler.extractors",
-    "redmem.recipes.policy_cache": "redmem.recipes.policy.cache",
-    "redmem.recipes.policy_models": "redmem.recipes.policy.models",
-    "redmem.recipes.policy_stats": "redmem.recipes.policy.stats",
+    "redmem.recipes.adaptive": "redmem.recipes.assembler._adaptive",
+    "redmem.recipes.context_assembler": "redmem.recipes.assembler._context_assembler",
+    "redmem.recipes.quality": "redmem.recipes.assembler._quality",
+    "redmem.recipes.default_memory": "redmem.recipes.assembler._models",
+    "redmem.recipes.conversation": "redmem.recipes.assembler._conversation",
+    "redmem.recipes.conversation_append": "redmem.recipes.assembler._conversation_append",
+    "redmem.recipes.subconscious": "redmem.recipes.assembler._subconscious",
+    "redmem.recipes.extractors": "redmem.recipes.assembler._extractors",
+    "redmem.recipes.policy_cache": "redmem.recipes.policy._cache",
+    "redmem.recipes.policy_models": "redmem.recipes.policy._models",
+    "redmem.recipes.policy_stats": "redmem.recipes.policy._stats",
 }
 
 
@@ -37,4 +37,4 @@ def test_an_old_path_works_as_the_first_import_of_a_fresh_process() -> None:
             "from redmem.recipes.policy_cache import PolicyCache; "
             "print(DefaultMemory.__module__, PolicyCache.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["redmem.recipes.assembler.models", "redmem.recipes.policy.cache"]
+    assert out == ["redmem.recipes.assembler._models", "redmem.recipes.policy._cache"]

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.crc import key_slot
 
-from redmem.store.errors import ConfigurationError
-from redmem.store.keys import GLOBAL_TAG, KeyKind, KeySpace, check_name, escape, unescape
+from redmem.store._errors import ConfigurationError
+from redmem.store._keys import GLOBAL_TAG, KeyKind, KeySpace, check_name, escape, unescape
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 SRC = Path(__file__).resolve().parents[3] / "src" / "redmem"

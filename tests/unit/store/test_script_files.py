@@ -1,5 +1,5 @@
 """Lua scripts found beside their owners by file name, and the ``-- writes`` flag of their contract
-header (``redmem/store/scripts.py``)."""
+header (``redmem/store/_scripts.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from redmem.store.scripts import header_writes, lua_files, lua_tables, writes
+from redmem.store._scripts import header_writes, lua_files, lua_tables, writes
 
 
 def _script(folder: Path, name: str, text: str = "-- KEYS[1] a key\nreturn 1\n") -> None:

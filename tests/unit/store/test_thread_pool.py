@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from redmem.store.thread_pool import LazyPool
+from redmem.store._thread_pool import LazyPool
 
 
 def test_a_pool_runs_work_on_its_own_threads():
@@ -24,7 +24,7 @@ def test_a_forked_child_gets_working_pools():
     """The parent's pools have threads; the child inherits none of them and must not wait forever."""
     script = (
         "import os, numpy as np\n"
-        "from redmem.embeddings import prescan, slices\n"
+        "from redmem.embeddings import _prescan as prescan, _slices as slices\n"
         "slices.SCAN_THREADS, slices.SLICE_MIN = 2, 64\n"
         "rows = np.random.default_rng(0).standard_normal((4000, 16)).astype(np.float32)\n"
         "rows /= np.linalg.norm(rows, axis=1, keepdims=True)\n"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from redmem import ConfigurationError
 from redmem.text import ENGLISH_STOPWORDS, Analyzer, default_analyzer
-from redmem.text.runs import _ASCII_RUNS, _unicode_runs, runs
+from redmem.text._runs import _ASCII_RUNS, _unicode_runs, runs
 
 tokens = default_analyzer().tokens
 

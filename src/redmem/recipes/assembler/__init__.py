@@ -2,14 +2,14 @@
 (metacognition) and adaptation, conversation and subconscious memory built on it, and
 ``models.py``: the ready-made memories (``DefaultMemory``, ``HybridMemory``, ``ConversationMemory``)."""
 
-from .adaptive import AdaptiveAssembler
-from .config import AssemblerConfig
-from .context_assembler import AssemblyResult, ContextAssembler
-from .conversation import ConversationMemory, conversation_assembler, ingest_conversation
-from .memory import Memory
-from .models import DefaultMemory, HybridMemory
-from .quality import RetrievalQuality, assess_retrieval
-from .subconscious import SubconsciousMemory
+from ._adaptive import AdaptiveAssembler
+from ._config import AssemblerConfig
+from ._context_assembler import AssemblyResult, ContextAssembler
+from ._conversation import ConversationMemory, conversation_assembler, ingest_conversation
+from ._memory import Memory
+from ._models import DefaultMemory, HybridMemory
+from ._quality import RetrievalQuality, assess_retrieval
+from ._subconscious import SubconsciousMemory
 
 __all__ = [
     "AdaptiveAssembler",

@@ -8,8 +8,8 @@ import from here too; ``OpenAIContradictionJudge`` and ``heuristic_judge`` are t
 ``OpenAIJudge`` and this recipe's ``rules_judge`` (one judging machinery, :mod:`redmem.lifecycle`).
 """
 
-from .cache import FrameCache
-from .definitions import (
+from ._cache import FrameCache
+from ._definitions import (
     ATTENTION_FRAME,
     ATTENTION_WEIGHTS,
     BUILTIN_FRAMES,
@@ -23,12 +23,12 @@ from .definitions import (
     ScoringWeights,
     get_frame_definition,
 )
-from .engine import FrameMemory
-from .models import Block
-from .prefix_index import PrefixIndexField
-from .rendering import render_blocks
-from .scoring import FrameResult, ScoredBlock
-from .wiring import LearnWiring, OpenAIContradictionJudge, heuristic_judge, rules_judge
+from ._engine import FrameMemory
+from ._models import Block
+from ._prefix_index import PrefixIndexField
+from ._rendering import render_blocks
+from ._scoring import FrameResult, ScoredBlock
+from ._wiring import LearnWiring, OpenAIContradictionJudge, heuristic_judge, rules_judge
 
 __all__ = [
     "FrameMemory",

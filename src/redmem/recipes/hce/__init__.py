@@ -5,17 +5,17 @@
 Every piece of state lives in Redis under the session's hash tag (see docs/recipes/hce.md).
 """
 
-from ...context.token_estimate import estimate_tokens
-from .budgeting import ContextCandidate, context_budgeting
-from .export import ExportError
-from .extractor import EntityExtractor, ExtractedEntity
-from .focus import FocusBuffer, FocusEntry
-from .graph import EntityGraph, spreading_activation
-from .kinds import EdgeType, NodeType
-from .models import HCEGroup, HCEInteraction, HCETopic
-from .pipeline import HCEPipeline, RetrievedContext
-from .summaries import TopicSummary, extractive_summary
-from .tree import SemanticTree, TreeHit, hierarchical_relevance_search
+from ...context._token_estimate import estimate_tokens
+from ._budgeting import ContextCandidate, context_budgeting
+from ._export import ExportError
+from ._extractor import EntityExtractor, ExtractedEntity
+from ._focus import FocusBuffer, FocusEntry
+from ._graph import EntityGraph, spreading_activation
+from ._kinds import EdgeType, NodeType
+from ._models import HCEGroup, HCEInteraction, HCETopic
+from ._pipeline import HCEPipeline, RetrievedContext
+from ._summaries import TopicSummary, extractive_summary
+from ._tree import SemanticTree, TreeHit, hierarchical_relevance_search
 
 __all__ = [
     "HCEPipeline",

@@ -6,17 +6,17 @@ in Redis, and the macro context answers questions about how the conversation mov
 :class:`AgentMacro` reads an agent's sessions together (cross-session aggregation, read-only).
 """
 
-from .agent import AgentBeat, AgentMacro, ConceptAppearance, SessionProfile
-from .beats import Beat
-from .domain_model import EmbeddingDomains
-from .engine import HSCAEngine
-from .history import ServedQuery
-from .interface import ContextSnapshot, DomainTag, NuanceFlag, WeightedChunk
-from .macro import DomainStep, RelevantBeat
-from .models import ServedRecord, SnapshotPassage, SnapshotRecord, TunedParameters
-from .nuance_model import NuanceModel
-from .store import SessionStore
-from .tuning import HSCAParameters, TuningResult, tune
+from ._agent import AgentBeat, AgentMacro, ConceptAppearance, SessionProfile
+from ._beats import Beat
+from ._domain_model import EmbeddingDomains
+from ._engine import HSCAEngine
+from ._history import ServedQuery
+from ._interface import ContextSnapshot, DomainTag, NuanceFlag, WeightedChunk
+from ._macro import DomainStep, RelevantBeat
+from ._models import ServedRecord, SnapshotPassage, SnapshotRecord, TunedParameters
+from ._nuance_model import NuanceModel
+from ._store import SessionStore
+from ._tuning import HSCAParameters, TuningResult, tune
 
 __all__ = [
     "HSCAEngine",

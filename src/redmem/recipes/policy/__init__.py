@@ -1,7 +1,7 @@
 """The policy cache recipe: learned action selection per state (``PolicyCache``), its models, the
 statistics it folds events with, and its own keys (``storage.py``)."""
 
-from .cache import PolicyCache
-from .models import PolicyEntry, PolicyEvent, PolicyRules
+from ._cache import PolicyCache
+from ._models import PolicyEntry, PolicyEvent, PolicyRules
 
 __all__ = ["PolicyCache", "PolicyEntry", "PolicyEvent", "PolicyRules"]

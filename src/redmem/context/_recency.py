@@ -1,0 +1,214 @@
+"""Newer facts first: of two memories that state conflicting things about one subject, the newer leads.
+
+Memories are not append-only facts: "Bob uses MySQL for billing", then weeks later "Bob switched
+billing to PostgreSQL". A question about billing matches the older one at least as well (it
+shares more words with the question), so relevance alone puts the stale fact first. This stage
+moves the newer of such a pair just above the older one; nothing else moves.
+
+Two memories form such a pair, without a model call, when the newer one
+
+- says that a fact changed: it holds a verb or phrase of change (``switched``, ``moved``,
+  ``no longer``, ``from now on``, ... :data:`CHANGE_WORDS`) and the two are about one subject
+  (``cosine >= UPDATE_COSINE``); or
+- gives another value for the same thing: the two share a content word, each holds a value the
+  other lacks (a word with a digit, a month or weekday name, a word with a capital inside:
+  "Mondays at 10" / "Wednesdays at 11", "MySQL" / "PostgreSQL", "tulip42" / "maple77") and
+  ``cosine >= VALUE_COSINE``; or
+- restates the older with another word: most of their words are shared (Jaccard of their word
+  sets >= :data:`RESTATEMENT_JACCARD`), each holds at most :data:`RESTATEMENT_NEW_WORDS` words
+  the other lacks, and ``cosine >= RESTATEMENT_COSINE`` ("Alice lives in Berlin" / "Alice lives
+  in Lisbon").
+
+Two turns of a conversation about one topic ("I went to a support group yesterday" / "The
+support group was great") are none of these: they share a topic but change no value, and their
+order is left to relevance. Without vectors the word tests decide alone: a fifth of their words
+shared (:data:`WORDS_FOR_COSINE`) stands for the cosine bounds. When a memory's time is unknown it is never moved. Pure computation over values
+the assembler already holds: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from itertools import pairwise
+from typing import TypeVar
+
+from ._query_weights import MONTHS_AND_DAYS
+
+__all__ = [
+    "newer_first", "is_update", "words_of", "CHANGE_WORDS", "UPDATE_COSINE", "VALUE_COSINE", "RESTATEMENT_COSINE",
+    "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS",
+]
+
+T = TypeVar("T")
+
+#: Cosine (MiniLM) at or above which a memory saying a change is about the other's subject: an
+#: update and the fact it changes score 0.63-0.89 on the scenario suite's dev half ("Bob uses
+#: MySQL for billing" / "Bob switched billing to PostgreSQL last week" 0.72), one 0.50 ("Our
+#: production region is us-east-1." / "We migrated prod to eu-west-1"), which 0.6 gives up: at
+#: 0.5, chat turns saying "it changed my life" moved past older turns of one topic, and LoCoMo
+#: R@1 fell by three points.
+UPDATE_COSINE = 0.6
+#: Cosine at or above which two statements with different values are about one thing.
+VALUE_COSINE = 0.6
+#: Cosine above which a restatement with another word counts without a change word or a value.
+RESTATEMENT_COSINE = 0.75
+#: Without vectors, the share of words (Jaccard) two memories must have in common to be about one
+#: subject: "Bob uses MySQL for the billing service." / "Bob switched billing to PostgreSQL last
+#: week." 0.22; two chat turns of one speaker on one topic about 0.1 (the speaker's name shared).
+#: With any shared word instead, LoCoMo R@1 of the lexical README model fell from 0.36 to 0.31.
+WORDS_FOR_COSINE = 0.2
+#: Share of words two memories must have in common to be one statement with another value.
+RESTATEMENT_JACCARD = 0.5
+#: Words (and word pairs) by which a memory says that a fact changed. Only verbs and phrases
+#: of change: "now", "new" or "starting" are said in passing in most chat turns ("but now I'm
+#: ready"), and counting them moved ordinary turns of one topic above each other on LoCoMo.
+CHANGE_WORDS = frozenset({
+    "switched", "switches", "switching", "moved", "changed", "replaced", "replacing", "updated", "became",
+    "instead", "anymore", "no longer", "any longer", "not anymore", "from now", "quit", "stopped", "cancelled",
+    "canceled", "migrated", "relocated", "renamed", "rescheduled", "postponed", "pushed", "rotated",
+})
+#: Most words a restatement may hold that the other statement lacks (its new value).
+RESTATEMENT_NEW_WORDS = 2
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+#: A token as :func:`_values` reads it: letters and digits with inner hyphens, dots or colons
+#: ("us-east-1", "9:30").
+_TOKEN = re.compile(r"[^\W_]+(?:[-.:][^\W_]+)*")
+#: Words too common to tell two statements apart.
+_STOP = frozenset({
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are",
+    "was", "were", "be", "been", "it", "its", "this", "that", "i", "we", "you", "he", "she", "they", "my", "our",
+    "your", "his", "her", "their", "me", "us", "them", "as", "so", "do", "does", "did", "has", "have", "had",
+})
+
+
+def words_of(text: str) -> list[str]:
+    """The lower-cased words of ``text``, in order."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _says_change(words: list[str]) -> bool:
+    pairs = {" ".join(pair) for pair in pairwise(words)}
+    return bool(CHANGE_WORDS.intersection(words) or CHANGE_WORDS.intersection(pairs))
+
+
+def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
+    """Shared words over all words of two word sets (0 for two empty sets)."""
+    union = left | right
+    return len(left & right) / len(union) if union else 0.0
+
+
+def _values(text: str) -> frozenset[str]:
+    """The values a statement gives, lower-cased: words with a digit ("10", "9:30", "us-east-1",
+    "tulip42"), month and weekday names, and words of mixed case with a capital inside ("MySQL",
+    "PostgreSQL"; not acronyms such as "LGBTQ", which name a topic).
+    Names of people are not values: chat turns name each other all the time, and counting them
+    moved ordinary turns above each other on LoCoMo."""
+    return frozenset(
+        token.lower() for token in _TOKEN.findall(text)
+        if any(ch.isdigit() for ch in token) or _mixed_case(token) or MONTHS_AND_DAYS.fullmatch(token.removesuffix("s"))
+    )
+
+
+def _mixed_case(token: str) -> bool:
+    """A capital after the first letter and a lower-case letter somewhere: "MySQL", not "LGBTQ" or "Berlin"."""
+    return any(ch.isupper() for ch in token[1:]) and any(ch.islower() for ch in token)
+
+
+def _restates(old_words: frozenset[str], new_words: frozenset[str]) -> bool:
+    """Most words shared, and each side holding at most :data:`RESTATEMENT_NEW_WORDS` of its own."""
+    own = max(len(old_words - new_words), len(new_words - old_words))
+    return _jaccard(old_words, new_words) >= RESTATEMENT_JACCARD and 0 < own <= RESTATEMENT_NEW_WORDS
+
+
+def is_update(older: str, newer: str, cosine: float | None) -> bool:
+    """Whether ``newer`` updates ``older`` (module docstring); ``cosine`` None when there are no vectors."""
+    return _updates(_Statement.of(older), _Statement.of(newer), cosine)
+
+
+class _Statement:
+    """A memory text as :func:`is_update` reads it, each part worked out when first asked for
+    (most pairs are told apart by their cosine alone)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @classmethod
+    def of(cls, text: str) -> _Statement:
+        return cls(text)
+
+    @cached_property
+    def all_words(self) -> list[str]:
+        return words_of(self.text)
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """Its content words."""
+        return frozenset(self.all_words) - _STOP
+
+    @cached_property
+    def values(self) -> frozenset[str]:
+        return _values(self.text)
+
+    @cached_property
+    def says_change(self) -> bool:
+        return _says_change(self.all_words)
+
+
+def _updates(older: _Statement, newer: _Statement, cosine: float | None) -> bool:
+    def _at_least(bound: float) -> bool:  # without vectors, shared words stand in for the cosine
+        return _jaccard(older.words, newer.words) >= WORDS_FOR_COSINE if cosine is None else cosine >= bound
+
+    if not _at_least(UPDATE_COSINE):
+        return False
+    if newer.says_change:
+        return True
+    subject = (older.words - older.values) & (newer.words - newer.values)
+    if subject and older.values - newer.values and newer.values - older.values and _at_least(VALUE_COSINE):
+        return True
+    return _restates(older.words, newer.words) and _at_least(RESTATEMENT_COSINE)
+
+
+def newer_first(
+    ranked: Sequence[T], time_of: Callable[[T], float | None], text_of: Callable[[T], str],
+    cosine_of: Callable[[T, T], float | None],
+) -> tuple[list[T], list[tuple[T, T]]]:
+    """``(order, moves)``: ``ranked`` (best first) with each memory that updates a better-ranked,
+    older one moved just above it (:func:`is_update`), the rest in their order; ``moves`` lists
+    each ``(newer, older)`` pair that moved. Memories whose time is None never move.
+
+    Each text is read once and each pair judged at most once (at most n**2 / 2 judgements).
+    """
+    items = list(ranked)
+    times = [time_of(item) for item in items]
+    statements: dict[int, _Statement] = {}
+    judged: dict[tuple[int, int], bool] = {}
+
+    def statement(index: int) -> _Statement:
+        if index not in statements:
+            statements[index] = _Statement.of(text_of(items[index]))
+        return statements[index]
+
+    def updates(newer: int, older: int) -> bool:
+        if (newer, older) not in judged:
+            then, when = times[older], times[newer]
+            judged[newer, older] = (then is not None and when is not None and then < when
+                                    and _updates(statement(older), statement(newer),
+                                                 cosine_of(items[older], items[newer])))
+        return judged[newer, older]
+
+    order = list(range(len(items)))
+    moves: list[tuple[T, T]] = []
+    moved, budget = True, len(order) ** 2  # a move puts a newer item above an older one: bounded
+    while moved and budget > 0:
+        moved, budget = False, budget - 1
+        for j in range(1, len(order)):
+            i = next((i for i in range(j) if updates(order[j], order[i])), None)
+            if i is not None:
+                moves.append((items[order[j]], items[order[i]]))
+                order.insert(i, order.pop(j))
+                moved = True
+                break
+    return [items[k] for k in order], moves

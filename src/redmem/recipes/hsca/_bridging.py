@@ -1,0 +1,80 @@
+"""Backward bridging: a later beat that means what an earlier, frozen beat meant is linked to it
+through a new snapshot; the frozen snapshot is never edited.
+
+Forward bridging happens in layer 2 (:meth:`.domain_model.EmbeddingDomains.classify`): a turn
+takes the best domain of an earlier turn close to it by meaning. The earlier turn's snapshot is
+already frozen by then, so it cannot take the later turn's domain. When a beat becomes a
+snapshot, each of its turns is compared with the turns of earlier snapshots (the engine's last
+``max_buffer_chunks``); a pair is a link when::
+
+    cos(later, earlier) >= bridge   and   own(later) is not a tag of earlier
+                                    and   own(later) or own(earlier) is a subject domain
+
+where ``own`` is a turn's first topical tag (not ``conversational``, ``unclassified`` or
+``cross_domain``): layer 2 lists a turn's own domains before those it took from its context, so a
+turn that only borrowed the earlier domain links nothing back. The cosine and the threshold are
+the domain model's. Two turns both about everyday life (``EVERYDAY_DOMAINS``: family, food,
+emotions, ...) are never a link: neighbouring chat turns are that close all the time, and a bridge
+joins a subject to something else. The linked
+turns become a **bridge snapshot**, the next position after the beat's: copies of both turns
+(same chunk ids, layer-1 weights and text), each tagged with its own tags followed by the own
+domain of every turn it is linked to, so the earlier material and the later both carry the domain that joins
+them. Without a domain model (the keyword lists) there is no meaning to compare: no links.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ._domain_model import SUBJECT_DOMAINS, EmbeddingDomains
+from ._interface import DomainTag, WeightedChunk
+from ._scoring import ScoredTurn
+
+__all__ = ["bridge_links", "bridge_chunks"]
+
+#: Tags that name no topic and are not carried across a link.
+_NOT_CARRIED = frozenset({DomainTag.CONVERSATIONAL.value, DomainTag.UNCLASSIFIED.value, DomainTag.CROSS_DOMAIN.value})
+
+#: The topics a bridge must touch on one side at least (a link between two everyday topics is chat).
+_SUBJECTS = frozenset(d.value for d in SUBJECT_DOMAINS)
+
+
+def bridge_links(later: Sequence[ScoredTurn], earlier: Sequence[ScoredTurn],
+                 model: EmbeddingDomains) -> list[tuple[ScoredTurn, ScoredTurn]]:
+    """The (earlier, later) pairs of turns linked by meaning across a domain (module docstring)."""
+    links = []
+    for new in later:
+        own = _own_domain(new.chunk)
+        if own is None or not new.parsed.sentences:
+            continue
+        vector = model.vector(new.parsed.text)
+        for old in earlier:
+            if (old.parsed.sentences and own not in old.chunk.domain_tags
+                    and _SUBJECTS & {own, _own_domain(old.chunk)}
+                    and float(model.vector(old.parsed.text) @ vector) >= model.bridge):
+                links.append((old, new))
+    return links
+
+
+def _own_domain(chunk: WeightedChunk) -> str | None:
+    """The chunk's first topical tag: layer 2 lists a turn's own domains before those it took
+    from its context."""
+    return next((t for t in chunk.domain_tags if t not in _NOT_CARRIED), None)
+
+
+def bridge_chunks(links: Sequence[tuple[ScoredTurn, ScoredTurn]]) -> list[WeightedChunk]:
+    """The bridge snapshot's chunks: each linked turn once (earlier ones first), tagged with its
+    own tags and then the own domain of every turn it is linked to."""
+    tags: dict[str, list[str]] = {}
+    chunks: dict[str, WeightedChunk] = {}
+    for pair in links:
+        for turn, other in (pair, pair[::-1]):
+            chunk = turn.chunk
+            chunks.setdefault(chunk.chunk_id, chunk)
+            found = tags.setdefault(chunk.chunk_id, list(chunk.domain_tags))
+            carried = _own_domain(other.chunk)
+            if carried is not None and carried not in found:
+                found.append(carried)
+    ordered = sorted(chunks, key=lambda cid: cid not in {old.chunk.chunk_id for old, _ in links})
+    return [dataclasses.replace(chunks[cid], domain_tags=tags[cid]) for cid in ordered]

@@ -1,0 +1,267 @@
+"""Self-tuning: an agent's co-occurrence window, flag weights, coherence threshold and domain keyword
+weights, from what served.
+
+The history (:mod:`.history`) says, for each answered query, which chunks of a session served
+it; the other chunks of that session did not. The tuner re-reads those sessions' snapshots
+(their chunks' text, coherence and flags, in conversation order) and searches, within bounds:
+
+- the **window** (:data:`WINDOW_BOUNDS`) and the **flag weights** (:data:`FLAG_WEIGHT_GRID`,
+  one per flag seen) that best rank served chunks above the others by their layer-1 weight:
+  the mean over queries of the AUC ``P(layer1(served) > layer1(other))``, ties counting half.
+  For each window, flag weights by coordinate ascent (two passes, flags in a seeded order,
+  ties to the value nearest 1);
+- then the **threshold** (:data:`THRESHOLD_GRID`) whose beats, replaying the window arithmetic
+  over each session's chunks, best match the served sets: mean over queries of the F1 between
+  the served chunks and the beat holding most of them (ties to the value nearest 0.72).
+
+The found values are shrunk toward the defaults by the evidence, ``s = n / (n + PRIOR_QUERIES)``
+for ``n`` queries read: ``value = default + (found - default) * s`` (the window rounded), so a
+short history moves the parameters a little and a long one most of the way. The queries read
+are the agent's last :data:`MAX_QUERIES` at most (a seeded sample when there are more), so a
+tuning costs a bounded time and the same history and seed give the same parameters.
+Sessions whose snapshots dropped their text (``keep_text=False``) tune the flag weights and
+the threshold only: their layer 1 cannot be recomputed for another window, nor their keywords read.
+
+Layer 2's **keyword weights** (per domain, per keyword stem) are learned from the same queries
+(:mod:`.keyword_tuning`): a keyword hit in a served chunk is read against the query's domain,
+one in an unserved chunk only where it names the query's domain; a keyword that keeps naming
+the wrong domain loses weight for it, one that keeps naming the right one gains, bounded, with
+pseudo-readings in place of the shrink above.
+
+The result is stored per agent (:class:`TunedParameters`) and read by
+:meth:`~redmem.recipes.hsca.HSCAEngine.for_agent`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ...store._validation import non_negative_int, positive_int
+from ._history import ServedQuery, served_history
+from ._interface import WeightedChunk
+from ._keyword_tuning import keyword_readings, keyword_weights, served_domain_match
+from ._models import DEFAULT_THRESHOLD, DEFAULT_WINDOW, TunedParameters
+from ._relational import relational_weight
+from ._scoring import weighted_layer1
+from ._store import SessionStore
+from ._text import ParsedTurn, parse_turn
+from ._window import DEFAULT_MIN_BEAT, snapshot_due
+
+__all__ = [
+    "HSCAParameters", "TunedParameters", "TuningResult", "tune", "load_parameters", "save_parameters",
+    "WINDOW_BOUNDS", "FLAG_WEIGHT_GRID", "THRESHOLD_GRID", "PRIOR_QUERIES", "MAX_QUERIES",
+]
+
+WINDOW_BOUNDS = (2, 10)
+FLAG_WEIGHT_GRID = (0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.375, 1.5)
+THRESHOLD_GRID = tuple(round(0.5 + 0.02 * i, 2) for i in range(21))
+#: Queries of evidence at which the parameters move half way to what the search found.
+PRIOR_QUERIES = 200
+#: The most queries one tuning reads.
+MAX_QUERIES = 400
+
+
+@dataclass(frozen=True)
+class HSCAParameters:
+    """An agent's tunable parameters (the defaults until it is tuned) and the history behind them."""
+
+    cooccurrence_window: int = DEFAULT_WINDOW
+    snapshot_coherence_threshold: float = DEFAULT_THRESHOLD
+    flag_weights: Mapping[str, float] = field(default_factory=dict)
+    keyword_weights: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    history: int = 0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class TuningResult:
+    """The stored parameters and the objectives on the history read: defaults against tuned
+    (``domain_match``: served chunks whose first domain tag is their query's domain)."""
+
+    parameters: HSCAParameters
+    queries: int
+    ranking_auc: tuple[float, float]
+    beat_f1: tuple[float, float]
+    domain_match: tuple[float, float]
+
+
+def load_parameters(agent_id: str) -> HSCAParameters:
+    """The agent's stored parameters; the defaults when it was never tuned."""
+    record = TunedParameters.query.get(agent_id=agent_id)
+    if record is None:
+        return HSCAParameters()
+    return HSCAParameters(int(record.cooccurrence_window), float(record.snapshot_coherence_threshold),
+                          dict(record.flag_weights), {d: dict(w) for d, w in record.keyword_weights.items()},
+                          int(record.history), int(record.seed))
+
+
+def save_parameters(agent_id: str, parameters: HSCAParameters) -> None:
+    TunedParameters(agent_id=agent_id, cooccurrence_window=parameters.cooccurrence_window,
+                    snapshot_coherence_threshold=parameters.snapshot_coherence_threshold,
+                    flag_weights=dict(parameters.flag_weights),
+                    keyword_weights={d: dict(w) for d, w in parameters.keyword_weights.items()},
+                    history=parameters.history,
+                    seed=parameters.seed, tuned_at=time.time()).save()
+
+
+@dataclass
+class _Chunk:
+    parsed: ParsedTurn
+    chunk_id: str
+    layer1: float
+    coherence: float
+    flags: tuple[str, ...]
+    has_text: bool
+
+
+@dataclass
+class _Session:
+    chunks: list[_Chunk]
+    relational: dict[int, list[float]] = field(default_factory=dict)
+
+    def raw(self, window: int, max_buffer: int) -> list[float]:
+        """Each chunk's relational weight for ``window`` (its stored layer 1 when its text is gone)."""
+        if window not in self.relational:
+            scores = []
+            for i, chunk in enumerate(self.chunks):
+                if not chunk.has_text:
+                    scores.append(chunk.layer1)
+                    continue
+                context = [c.parsed for c in self.chunks[max(0, i - max_buffer) : i]]
+                scores.append(relational_weight(chunk.parsed, window, context).score)
+            self.relational[window] = scores
+        return self.relational[window]
+
+
+def tune(agent_id: str, *, seed: int = 0, max_buffer_chunks: int = 20, min_beat_chunks: int = DEFAULT_MIN_BEAT,
+         max_queries: int = MAX_QUERIES, store: bool = True) -> TuningResult:
+    """Tune the agent's parameters from its served history (module docstring); store them unless
+    ``store`` is False. With no history the defaults come back unchanged."""
+    non_negative_int("seed", seed)
+    positive_int("max_queries", max_queries)
+    history = served_history(agent_id)
+    rng = random.Random(seed)
+    if len(history) > max_queries:
+        history = sorted(rng.sample(history, max_queries), key=history.index)
+    sessions = _sessions(agent_id, history)
+    queries = [(sessions[q.session_id], frozenset(q.served)) for q in history if q.session_id in sessions]
+    queries = [(s, served) for s, served in queries if any(c.chunk_id in served for c in s.chunks)]
+    defaults = HSCAParameters(seed=seed)
+    if not queries:
+        result = TuningResult(defaults, 0, (0.0, 0.0), (0.0, 0.0), (0.0, 0.0))
+        if store:
+            save_parameters(agent_id, defaults)
+        return result
+    window, weights = _search_layer1(queries, rng, max_buffer_chunks)
+    threshold = _search_threshold(queries, window, weights, max_buffer_chunks, min_beat_chunks)
+    read = [[(c.parsed, c.chunk_id in served) for c in session.chunks] for session, served in queries]
+    keywords = keyword_weights(keyword_readings(read))
+    share = len(queries) / (len(queries) + PRIOR_QUERIES)
+    tuned = HSCAParameters(
+        cooccurrence_window=round(DEFAULT_WINDOW + (window - DEFAULT_WINDOW) * share),
+        snapshot_coherence_threshold=round(DEFAULT_THRESHOLD + (threshold - DEFAULT_THRESHOLD) * share, 4),
+        flag_weights={f: round(1.0 + (w - 1.0) * share, 4) for f, w in sorted(weights.items()) if w != 1.0},
+        keyword_weights=keywords, history=len(queries), seed=seed,
+    )
+    result = TuningResult(
+        tuned, len(queries),
+        (_ranking(queries, DEFAULT_WINDOW, {}, max_buffer_chunks),
+         _ranking(queries, tuned.cooccurrence_window, tuned.flag_weights, max_buffer_chunks)),
+        (_beats(queries, DEFAULT_WINDOW, {}, DEFAULT_THRESHOLD, max_buffer_chunks, min_beat_chunks),
+         _beats(queries, tuned.cooccurrence_window, tuned.flag_weights, tuned.snapshot_coherence_threshold,
+                max_buffer_chunks, min_beat_chunks)),
+        (served_domain_match(read, None), served_domain_match(read, keywords)),
+    )
+    if store:
+        save_parameters(agent_id, tuned)
+    return result
+
+
+def _sessions(agent_id: str, history: Sequence[ServedQuery]) -> dict[str, _Session]:
+    """Each session's turns, once each, in conversation order: a bridge snapshot (:mod:`.bridging`)
+    repeats turns of earlier snapshots under the same chunk ids, and a turn read twice would count
+    twice in the AUC, the keyword readings and the replayed window (its first snapshot is kept)."""
+    sessions = {}
+    for session_id in dict.fromkeys(q.session_id for q in history):
+        once: dict[str, WeightedChunk] = {}
+        for beat in SessionStore(agent_id, session_id).between():
+            for c in beat.snapshot.chunks:
+                once.setdefault(c.chunk_id, c)
+        chunks = [
+            _Chunk(parse_turn(c.text), c.chunk_id, c.layer1_score, c.coherence_score, tuple(c.nuance_flags), bool(c.text))
+            for c in once.values()
+        ]
+        if chunks:
+            sessions[session_id] = _Session(chunks)
+    return sessions
+
+
+def _weights(session: _Session, window: int, flag_weights: Mapping[str, float], max_buffer: int) -> list[float]:
+    raw = session.raw(window, max_buffer)
+    return [weighted_layer1(r, c.flags, flag_weights) for r, c in zip(raw, session.chunks, strict=True)]
+
+
+def _ranking(queries: Sequence[tuple[_Session, frozenset[str]]], window: int, flag_weights: Mapping[str, float],
+             max_buffer: int) -> float:
+    """Mean AUC of served chunks against the session's other chunks, by layer-1 weight."""
+    total = 0.0
+    for session, served in queries:
+        weights = _weights(session, window, flag_weights, max_buffer)
+        good = [w for w, c in zip(weights, session.chunks, strict=True) if c.chunk_id in served]
+        bad = [w for w, c in zip(weights, session.chunks, strict=True) if c.chunk_id not in served]
+        if not bad:
+            total += 1.0
+            continue
+        wins = sum((g > b) + 0.5 * (g == b) for g in good for b in bad)
+        total += wins / (len(good) * len(bad))
+    return total / len(queries)
+
+
+def _search_layer1(queries: Sequence[tuple[_Session, frozenset[str]]], rng: random.Random,
+                   max_buffer: int) -> tuple[int, dict[str, float]]:
+    """The window and flag weights of the best ranking (ties: window nearest the default)."""
+    flags = sorted({f for session, _ in queries for c in session.chunks for f in c.flags})
+    best: tuple[float, int, dict[str, float]] | None = None
+    for window in sorted(range(WINDOW_BOUNDS[0], WINDOW_BOUNDS[1] + 1), key=lambda w: abs(w - DEFAULT_WINDOW)):
+        weights: dict[str, float] = {}
+        for _ in range(2):
+            for flag in rng.sample(flags, len(flags)):
+                scored = []
+                for value in sorted(FLAG_WEIGHT_GRID, key=lambda v: abs(v - 1.0)):
+                    scored.append((_ranking(queries, window, {**weights, flag: value}, max_buffer), value))
+                weights[flag] = max(scored, key=lambda s: s[0])[1]
+        objective = _ranking(queries, window, weights, max_buffer)
+        if best is None or objective > best[0]:
+            best = (objective, window, weights)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _beats(queries: Sequence[tuple[_Session, frozenset[str]]], window: int, flag_weights: Mapping[str, float],
+           threshold: float, max_buffer: int, min_beat: int) -> float:
+    """Mean F1 between each query's served chunks and the replayed beat holding most of them."""
+    total = 0.0
+    for session, served in queries:
+        weights = _weights(session, window, flag_weights, max_buffer)
+        beats: list[list[str]] = []
+        buffer: list[WeightedChunk] = []
+        for weight, chunk in zip(weights, session.chunks, strict=True):
+            buffer.append(WeightedChunk(chunk.chunk_id, "", weight, [], chunk.coherence, [], None, 0.0))
+            if snapshot_due(buffer, threshold, max_buffer, min_beat):
+                beats.append([c.chunk_id for c in buffer])
+                buffer = []
+        if buffer:
+            beats.append([c.chunk_id for c in buffer])
+        overlap, beat = max((len(served.intersection(b)), b) for b in beats)
+        total += 2 * overlap / (len(served) + len(beat)) if overlap else 0.0
+    return total / len(queries)
+
+
+def _search_threshold(queries: Sequence[tuple[_Session, frozenset[str]]], window: int,
+                      flag_weights: Mapping[str, float], max_buffer: int, min_beat: int) -> float:
+    candidates = sorted(THRESHOLD_GRID, key=lambda t: abs(t - DEFAULT_THRESHOLD))
+    return max(candidates, key=lambda t: _beats(queries, window, flag_weights, t, max_buffer, min_beat))
+
