@@ -24,6 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "redmem"
 #: Each top-level package or module of redmem and its layer; a module may import from layers
 #: below its own, and from its own package. Packages on one layer do not import each other.
 LAYERS = {
+    "public": -1,
     "store": 0, "tiktoken_ranks": 0,
     "model": 1, "text": 1, "embeddings": 1,
     "fields": 2,
@@ -45,10 +46,15 @@ def _modules() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
 
 
+def _layer_name(part: str) -> str:
+    """A top-level name without the ``_`` that makes a module private (``_demo`` is the ``demo`` layer)."""
+    return part if part.startswith("__") else part.removeprefix("_")
+
+
 def _owner(path: Path) -> str:
     """The top-level package (or module) of redmem that ``path`` belongs to."""
     parts = path.relative_to(PACKAGE).parts
-    return parts[0] if len(parts) > 1 else path.stem
+    return _layer_name(parts[0] if len(parts) > 1 else path.stem)
 
 
 def _targets(path: Path, node: ast.ImportFrom) -> list[str]:
@@ -57,8 +63,8 @@ def _targets(path: Path, node: ast.ImportFrom) -> list[str]:
     base = list(parts[:-1])[: len(parts) - node.level]  # the package the dots climb to
     module = [*base, *(node.module.split(".") if node.module else [])]
     if module:
-        return [module[0]]
-    return [alias.name for alias in node.names]  # `from . import x` at the top: x is a package
+        return [_layer_name(module[0])]
+    return [_layer_name(alias.name) for alias in node.names]  # `from . import x` at the top: x is a package or module
 
 
 def _imports(path: Path) -> list[tuple[str, int]]:
@@ -69,9 +75,9 @@ def _imports(path: Path) -> list[tuple[str, int]]:
             found += [(target, node.lineno) for target in _targets(path, node)]
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "redmem":
             parts = node.module.split(".")
-            found.append((parts[1] if len(parts) > 1 else "__init__", node.lineno))
+            found.append((_layer_name(parts[1]) if len(parts) > 1 else "__init__", node.lineno))
     package = PACKAGE.parent
-    found += [(edge.target.split(".")[1] if "." in edge.target else "__init__", edge.line)
+    found += [(_layer_name(edge.target.split(".")[1]) if "." in edge.target else "__init__", edge.line)
               for edge in _edges(_module_name(path, package), path, _module_names(package)) if edge.kind == "importlib"]
     return found
 
@@ -273,3 +279,50 @@ def test_every_error_class_is_defined_in_the_errors_module_and_drawn_in_its_tree
     assert not elsewhere, elsewhere
     tree = (errors.__doc__ or "").split("::")[1]
     assert {name for name in names if f" {name}" not in tree} == set()
+
+
+#: The modules that are neither a package face (``__init__``) nor private (a ``_``-prefixed name),
+#: and why a reader imports each by its path. Every other module is implementation: renamed
+#: ``_name.py`` (``/work/privatize.py`` of issue 33 did it and redoes it after a merge), its names
+#: reached through its package's face. The old-path modules of ``redmem.recipes`` (one ``from X
+#: import *`` and ``__all__`` each, :func:`_is_old_path`) stay public too: the docs gave those paths.
+PUBLIC_MODULES = {
+    "redmem.cli": "the `redmem` command pyproject.toml names",
+    "redmem.fields.search_protocol": "extension contract: the search protocol a new searchable field implements",
+    "redmem.model.query_methods": "extension contract: the query methods a field's search registers",
+    "redmem.testing": "the pytest plugin pyproject.toml names (docs/testing.md)",
+    "redmem.integrations.openai_agents": "needs the `agents` extra, so its face does not import it",
+    "redmem.integrations.langgraph_store": "needs the `langgraph` extra, so its face does not import it",
+    "redmem.cli_commands.mcp_server": "needs the `mcp` extra; docs/mcp.md embeds the server with build_server",
+}
+
+
+def _is_old_path(path: Path) -> bool:
+    """A module that only re-exports the one that replaced it: a docstring, ``from X import *`` and
+    ``from X import __all__``."""
+    body = ast.parse(path.read_text()).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    names = sorted([alias.name for alias in node.names] for node in body if isinstance(node, ast.ImportFrom))
+    return len(body) == 2 and names == [["*"], ["__all__"]]
+
+
+def public_modules(root: Path) -> list[str]:
+    """The modules of the ``redmem`` package under ``root`` that are neither a face nor private."""
+    return sorted(name for name, path in _module_names(root).items() if path.name != "__init__.py"
+                  and not any(_layer_name(part) != part for part in name.split(".")))
+
+
+def test_every_module_but_the_faces_the_old_paths_and_the_listed_ones_is_private() -> None:
+    public = [name for name in public_modules(PACKAGE.parent)
+              if name not in PUBLIC_MODULES and not _is_old_path(_module_names(PACKAGE.parent)[name])]
+    assert public == [], f"rename each to _name.py (run /work/privatize.py) or list it in PUBLIC_MODULES: {public}"
+    assert set(PUBLIC_MODULES) <= set(public_modules(PACKAGE.parent))
+
+
+def test_a_private_module_keeps_its_layer() -> None:
+    """``_demo.py`` is the ``demo`` layer, and an import of ``redmem._tiktoken_ranks`` one of ``tiktoken_ranks``."""
+    assert _owner(PACKAGE / "_demo.py") == "demo" and _owner(PACKAGE / "fields" / "_bm25.py") == "fields"
+    node = ast.parse("from .._tiktoken_ranks import seed_quietly").body[0]
+    assert isinstance(node, ast.ImportFrom)
+    assert _targets(PACKAGE / "context" / "_tokens.py", node) == ["tiktoken_ranks"]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,17 +43,18 @@ PINNED = {
         "query_adaptive_weights", "reciprocal_rank_fusion", "reindex", "resolve_counter",
     ],
     "redmem.store": [
-        "ArgumentTypeError", "ConfigurationError", "KeySpace", "MemoryTooLarge", "ModelException", "PermissionDenied",
-        "QueryArgumentError", "QueryArgumentTypeError", "QueryException", "RecordNotFound",
-        "RedmemError", "ServerError", "ServerUnavailable", "ValidationError", "WriteConflict",
-        "WriteOutcomeUnknown", "WriteRefused", "aclose_clients", "configure", "connect", "escape", "get_client", "server_address",
-        "settings", "unescape",
+        "AgentNotServed", "ArgumentTypeError", "ConfigurationError", "DATA_DIR_ENV_VAR", "DataDirectoryError",
+        "EmbeddedServer", "EmbeddingError", "ExportError", "ExtractionError", "KeySpace", "LocalServer",
+        "MemoryTooLarge", "MissingQueryMethod", "ModelException", "OutcomeError", "PermissionDenied",
+        "QueryArgumentError", "QueryArgumentTypeError", "QueryException", "RecordNotFound", "RedmemError",
+        "ServerError", "ServerUnavailable", "ValidationError", "WriteConflict", "WriteOutcomeUnknown", "WriteRefused",
+        "aclose_clients", "configure", "connect", "escape", "get_client", "server_address", "settings", "unescape"
     ],
     "redmem.fields": [
-        "BM25Field", "CoOccurrenceField", "ConfidenceField", "CyclicDecayField",
-        "DecayingSortedField", "EmbeddingField", "Entity", "ExistenceFilter", "FrequencySketch",
-        "TemporalPeriod", "above_cyclic_threshold", "composite_score", "embed_many",
-        "keyword_search", "reindex", "top_by_decay",
+        "BM25Field", "BM25Search", "CoOccurrenceField", "ConfidenceField", "CyclicDecayField", "DecayingSortedField",
+        "EmbeddingField", "Entity", "ExistenceFilter", "FrequencySketch", "TemporalPeriod", "above_cyclic_threshold",
+        "composite_score", "embed_many", "keyword_search", "new_cache_epoch", "reindex", "restore_partition",
+        "top_by_decay"
     ],
     "redmem.observation": [
         "AccessTrackerMixin", "EventStreamMixin", "OUTCOME_EFFECTS", "OUTCOME_ERRORS",
@@ -61,8 +64,9 @@ PINNED = {
     ],
     "redmem.recipes": [
         "AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "DefaultMemory",
-        "HeuristicExtractor", "HybridMemory", "LLMExtractor", "Memory", "PolicyCache", "RetrievalQuality",
-        "SubconsciousMemory", "assess_retrieval",
+        "HeuristicExtractor", "HybridMemory", "LLMExtractor", "Memory", "PolicyCache", "Retention",
+        "RetrievalQuality", "SubconsciousMemory", "apply_retention", "archived", "assess_retrieval", "erase_tenant",
+        "export_tenant", "import_tenant", "tenant_key_count"
     ],
     "redmem.recipes.assembler": [
         "AdaptiveAssembler", "AssemblerConfig", "AssemblyResult", "ContextAssembler", "ConversationMemory",
@@ -90,9 +94,11 @@ PINNED = {
         "extractive_summary", "hierarchical_relevance_search", "spreading_activation",
     ],
     "redmem.context": [
-        "Budget", "ContextResult", "Explanation", "FORMATS", "Packed", "TokenCounter", "compose", "convex_fusion",
-        "estimate_tokens", "exact_counter", "fuse", "pack", "query_adaptive_weights",
-        "reciprocal_rank_fusion", "record_view", "render_slice", "resolve_counter",
+        "Budget", "Capabilities", "ContextResult", "Explanation", "FORMATS", "Fusion", "Packed", "Renderer",
+        "Retrieval", "TokenCounter", "compose", "convex_fusion", "default_counter", "estimate_tokens",
+        "exact_counter", "fuse", "keyword_hits", "pack", "pack_slices", "query_adaptive_weights",
+        "reciprocal_rank_fusion", "record_view", "render_slice", "resolve_counter", "retrieve",
+        "seed_tiktoken_cache",
     ],
 }
 
@@ -164,3 +170,63 @@ def test_every_public_name_is_homed_in_a_package_face():
         module = importlib.import_module(home, "redmem")
         assert module.__file__ is not None and module.__file__.endswith("__init__.py"), (name, home)
         assert name in module.__all__, (name, home)
+
+
+SRC = DOCS.parent / "src"
+#: Every package face of redmem.
+FACES = sorted(".".join(p.relative_to(SRC).parent.parts) for p in (SRC / "redmem").rglob("__init__.py"))
+#: Exported functions and classes whose annotations name ``Model`` imported under ``TYPE_CHECKING``
+#: in their home module: ``typing.get_type_hints`` fails on them there as well, whatever their ``__module__``.
+ANNOTATION_ONLY_IMPORTS = {
+    "reindex", "Renderer", "assess_retrieval", "apply_retention", "archived", "erase_tenant", "export_tenant",
+    "import_tenant", "tenant_key_count",
+}
+
+
+def exported() -> list[tuple[str, str, Any]]:
+    """(face, name, object) for every redmem class and function a package face exports."""
+    found = []
+    for face in FACES:
+        module = importlib.import_module(face)
+        for name in getattr(module, "__all__", []):
+            value = getattr(module, name)
+            if (inspect.isclass(value) or inspect.isfunction(value)) and value.__module__.startswith("redmem"):
+                found.append((face, name, value))
+    return found
+
+
+def test_every_exported_class_and_function_reports_a_public_module() -> None:
+    """``__module__`` names a face (or a public module) that has the object under its own name, never the
+    ``_`` module that defines it: reprs, pickles and the API reference show where a reader imports it."""
+    wrong = [(face, name, value.__module__) for face, name, value in exported()
+             if any(part.startswith("_") for part in value.__module__.split("."))
+             or getattr(importlib.import_module(value.__module__), value.__name__, None) is not value]
+    assert len(exported()) > 300 and wrong == []
+
+
+def test_type_hints_of_every_exported_name_resolve() -> None:
+    """Reporting the face does not break ``typing.get_type_hints``: a class's string annotations are
+    evaluated in its home module before its ``__module__`` changes (redmem/_public.py)."""
+    failing = set()
+    for _, name, value in exported():
+        try:
+            typing.get_type_hints(value)
+        except NameError:
+            failing.add(name)
+    assert failing <= ANNOTATION_ONLY_IMPORTS, sorted(failing - ANNOTATION_ONLY_IMPORTS)
+
+
+def test_docs_and_examples_import_no_private_module() -> None:
+    """Examples import from a package face (or a module listed in PUBLIC_MODULES), never from a ``_`` module."""
+    texts = [*DOCS.rglob("*.md"), *(DOCS.parent / "recipes").glob("*.py"), DOCS.parent / "README.md"]
+    private = [(path.name, found) for path in texts
+               for found in re.findall(r"(?:from|import) (redmem(?:\.\w+)*\._\w+)", path.read_text())]
+    assert private == []
+
+
+def test_the_api_reference_renders_the_faces_and_the_public_modules_only() -> None:
+    """The pages render package faces, the two extension contracts and the modules read by path
+    (test_architecture.PUBLIC_MODULES pins which modules are public), never a ``_`` module."""
+    rendered = api_modules()
+    assert [name for name in rendered if any(part.startswith("_") for part in name.split("."))] == []
+    assert {"redmem.fields.search_protocol", "redmem.model.query_methods"} <= set(rendered)

@@ -1,5 +1,6 @@
 """Embedding providers: OpenAI-compatible APIs, an offline MiniLM, and a hashing provider for tests."""
 
+from .._public import publish
 from ._base import EmbeddingError, EmbeddingProvider, as_matrix, embed_in_batches
 from ._hashing import HashingEmbeddings
 from ._local import MiniLMEmbeddings
@@ -16,3 +17,5 @@ __all__ = [
     "as_matrix",
     "embed_in_batches",
 ]
+
+publish(__name__, __all__)

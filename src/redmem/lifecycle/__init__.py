@@ -6,6 +6,7 @@ sentence heuristics of :mod:`redmem.text._sentences`) and below the recipes, whi
 recipe needs a change to skip superseded facts. See docs/lifecycle.md.
 """
 
+from .._public import publish
 from ._config import DEFAULT_MERGE_THRESHOLD, Judge, Lifecycle
 from ._detect import SLOT_FAMILIES, anchors, infer_slot, text_digest
 from ._index import LifecycleKeyKind
@@ -20,3 +21,5 @@ __all__ = [
     "history", "visible_at", "anchors", "infer_slot", "text_digest", "AS_OF", "ALL_TIMES", "OPEN_END",
     "DEFAULT_MERGE_THRESHOLD", "SLOT_FAMILIES", "LifecycleKeyKind",
 ]
+
+publish(__name__, __all__)

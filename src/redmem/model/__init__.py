@@ -1,5 +1,6 @@
 """The ORM core: Model, its fields, queries, atomic saves and search results (hits)."""
 
+from .._public import publish
 from ._base import Model, ModelMeta
 from ._batch import SaveBatch
 from ._dbkey import DbKey
@@ -46,3 +47,5 @@ __all__ = [
     "SchemaChangedWarning",
     "IndexNotBuiltWarning",
 ]
+
+publish(__name__, __all__)

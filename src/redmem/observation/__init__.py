@@ -5,6 +5,7 @@ Sits between ``redmem.fields`` and ``redmem.context``: it uses the store, the mo
 fields; nothing below it imports it.
 """
 
+from .._public import publish
 from ._access import AccessTrackerMixin
 from ._consumer import StreamConsumer
 from ._events import EventStreamMixin, StreamEvent
@@ -38,3 +39,5 @@ __all__ = [
     "OUTCOME_EFFECTS",
     "OutcomeError",
 ]
+
+publish(__name__, __all__)

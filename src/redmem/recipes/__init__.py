@@ -4,6 +4,9 @@ subconscious memory, and ``models.py``: the ready-made memories), ``policy/``, `
 ``hce/``, ``hsca/``. The module paths the docs gave before the folders keep working
 (each old module re-exports the one that replaced it)."""
 
+from .._public import publish
+from ._retention import Retention, apply_retention, archived
+from ._tenant_data import erase_tenant, export_tenant, import_tenant, tenant_key_count
 from .assembler._adaptive import AdaptiveAssembler
 from .assembler._config import AssemblerConfig
 from .assembler._context_assembler import AssemblyResult, ContextAssembler
@@ -28,5 +31,13 @@ __all__ = [
     "RetrievalQuality",
     "assess_retrieval",
     "SubconsciousMemory",
+    "Retention",
+    "apply_retention",
+    "archived",
+    "erase_tenant",
+    "export_tenant",
+    "import_tenant",
+    "tenant_key_count",
 ]
 
+publish(__name__, __all__)

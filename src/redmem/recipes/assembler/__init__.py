@@ -2,6 +2,7 @@
 (metacognition) and adaptation, conversation and subconscious memory built on it, and
 ``models.py``: the ready-made memories (``DefaultMemory``, ``HybridMemory``, ``ConversationMemory``)."""
 
+from ..._public import publish
 from ._adaptive import AdaptiveAssembler
 from ._config import AssemblerConfig
 from ._context_assembler import AssemblyResult, ContextAssembler
@@ -26,3 +27,5 @@ __all__ = [
     "assess_retrieval",
     "SubconsciousMemory",
 ]
+
+publish(__name__, __all__)

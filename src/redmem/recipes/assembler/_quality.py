@@ -34,7 +34,6 @@ weak term (found, but faintly: partial access) follow the accessibility account 
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from ...context._retrieval import Capabilities, Fusion, Retrieval, keyword_hits,
 from ...fields._bm25 import BM25Field
 from ...fields._decay import DecayingSortedField
 from ...model._dbkey import DbKey
+from ...observation._predictions import percentile
 from ...store._connection import server_errors
 from ...store._errors import QueryArgumentTypeError
 from ...store._keys import KeySpace
@@ -63,7 +63,6 @@ __all__ = [
     "weak_fraction",
     "score_spread",
     "score_distribution",
-    "percentile",
     "staleness_ratio",
     "mean_confidence",
     "STALENESS_LEVEL",
@@ -128,14 +127,6 @@ def score_spread(proxies: list[float]) -> float:
     if abs(mean) < _MEAN_EPSILON:
         return 0.0
     return statistics.pstdev(proxies) / mean
-
-
-def percentile(ordered: list[float], q: float) -> float:
-    """The q-quantile (0 <= q <= 1) of sorted values, interpolating linearly at ``q * (n - 1)``."""
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def score_distribution(proxies: list[float]) -> dict[str, float]:

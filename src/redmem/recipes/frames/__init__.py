@@ -8,6 +8,7 @@ import from here too; ``OpenAIContradictionJudge`` and ``heuristic_judge`` are t
 ``OpenAIJudge`` and this recipe's ``rules_judge`` (one judging machinery, :mod:`redmem.lifecycle`).
 """
 
+from ..._public import publish
 from ._cache import FrameCache
 from ._definitions import (
     ATTENTION_FRAME,
@@ -55,3 +56,5 @@ __all__ = [
     "heuristic_judge",
     "rules_judge",
 ]
+
+publish(__name__, __all__)

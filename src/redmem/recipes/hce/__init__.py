@@ -5,6 +5,7 @@
 Every piece of state lives in Redis under the session's hash tag (see docs/recipes/hce.md).
 """
 
+from ..._public import publish
 from ...context._token_estimate import estimate_tokens
 from ._budgeting import ContextCandidate, context_budgeting
 from ._export import ExportError
@@ -41,3 +42,5 @@ __all__ = [
     "extractive_summary",
     "ExportError",
 ]
+
+publish(__name__, __all__)

@@ -6,6 +6,7 @@ in Redis, and the macro context answers questions about how the conversation mov
 :class:`AgentMacro` reads an agent's sessions together (cross-session aggregation, read-only).
 """
 
+from ..._public import publish
 from ._agent import AgentBeat, AgentMacro, ConceptAppearance, SessionProfile
 from ._beats import Beat
 from ._domain_model import EmbeddingDomains
@@ -43,3 +44,5 @@ __all__ = [
     "TuningResult",
     "tune",
 ]
+
+publish(__name__, __all__)
