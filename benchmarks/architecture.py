@@ -14,7 +14,8 @@ Issue 14 asked for these before and after the architecture redesign. Each revisi
   ``importlib.import_module`` of a module named by a string, with the graph and the check of
   ``tests/unit/test_architecture.py``; those closed only by annotation imports are counted apart;
 - the public face: names in ``redmem.__all__``, names in every module's ``__all__``, public
-  modules (no ``_``-prefixed part in their path), and the largest module and function by name.
+  modules (no package face, no ``_``-prefixed part in their path), the names in the ``__all__`` lists
+  of the faces and public modules, and the largest module and function by name.
 
     python benchmarks/architecture.py --before 54531ef --after HEAD
 
@@ -119,13 +120,16 @@ def import_circles(package: Path) -> dict[str, Any]:
 
 
 def public_face(package: Path, trees: dict[Path, ast.Module]) -> dict[str, Any]:
-    """Names the package and its modules declare public, and the modules a reader can import."""
-    modules = [p.relative_to(package) for p in trees]
+    """Names the package and its modules declare public, and the modules a reader can import: a
+    public module is no package face (``__init__``) and has no ``_``-prefixed part; the public names
+    are those of the ``__all__`` of the faces and public modules (what a reader can import)."""
+    public = {p: t for p, t in trees.items()
+              if not any(part.startswith("_") and part != "__init__.py" for part in p.relative_to(package).parts)}
     return {
         "top_level_names": len(declared_names(trees[package / "__init__.py"])),
         "module_all_names": sum(len(declared_names(t)) for t in trees.values()),
-        "public_modules": sum(1 for m in modules if m.name != "__init__.py"
-                              and not any(part.startswith("_") for part in m.parts)),
+        "public_modules": sum(1 for p in public if p.name != "__init__.py"),
+        "public_names": sum(len(declared_names(t)) for t in public.values()),
     }
 
 
@@ -205,7 +209,8 @@ ROWS = [
     ("annotation_only_circles", "circles closed only by `TYPE_CHECKING` imports"),
     ("modules_in_circles", "modules in circles"),
     ("top_level_names", "names in `redmem.__all__`"), ("module_all_names", "names in module `__all__`s"),
-    ("public_modules", "public modules (no `_` part)"), ("largest_module", "largest file, by name"),
+    ("public_modules", "public modules (no `_` part, faces not counted)"),
+    ("public_names", "names in the `__all__`s of faces and public modules"), ("largest_module", "largest file, by name"),
     ("largest_function", "largest function, by name"), ("make_test_seconds", "`make test` seconds (measured apart)"),
 ]
 
