@@ -121,7 +121,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(["Analyzer", "default_analyzer"], ".text"),
 }
 #: Subpackages reachable as attributes (``redmem.store.settings()``) before anything imported them.
-_PACKAGES = {"cli", "cli_commands", "context", "demo", "embeddings", "fields", "integrations", "model",
+_PACKAGES = {"cli", "cli_commands", "context", "embeddings", "fields", "integrations", "lifecycle", "model",
              "observation", "recipes", "store", "testing", "text"}
 
 __all__ = [

@@ -230,3 +230,10 @@ def test_the_api_reference_renders_the_faces_and_the_public_modules_only() -> No
     rendered = api_modules()
     assert [name for name in rendered if any(part.startswith("_") for part in name.split("."))] == []
     assert {"redmem.fields.search_protocol", "redmem.model.query_methods"} <= set(rendered)
+
+
+def test_every_subpackage_the_lazy_face_names_is_public_and_imports() -> None:
+    """``redmem.<name>`` of ``_PACKAGES`` is a face or a public module (``redmem.demo`` went private as ``_demo``)."""
+    for name in sorted(redmem._PACKAGES):
+        module = getattr(redmem, name)
+        assert inspect.ismodule(module) and module.__name__ == f"redmem.{name}"
