@@ -233,7 +233,7 @@ def test_the_api_reference_renders_the_faces_and_the_public_modules_only() -> No
 
 
 def test_every_subpackage_the_lazy_face_names_is_public_and_imports() -> None:
-    """``redmem.<name>`` of ``_PACKAGES`` is a face or a public module (``redmem.demo`` went private as ``_demo``)."""
+    """``redmem.<name>`` of ``_PACKAGES`` is a face or a public module (the demo module went private as ``_demo.py``)."""
     for name in sorted(redmem._PACKAGES):
         module = getattr(redmem, name)
         assert inspect.ismodule(module) and module.__name__ == f"redmem.{name}"
