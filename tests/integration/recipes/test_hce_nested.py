@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import hce_support
+from hce_support import TableProvider
 from redmem.embeddings._codec import decode_stored_vector
 from redmem.fields.search_protocol import run_search
 from redmem.recipes.hce import HCEGroup, HCEPipeline, SemanticTree, hierarchical_relevance_search
@@ -25,24 +26,9 @@ SESSIONS = itertools.count()
 DIMENSIONS = 16
 
 
-class TableProvider:
-    """Vectors looked up by the turn's text (``user: u<n>``)."""
-
-    dimensions, max_batch_size = DIMENSIONS, 1000
-
-    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
-        self.vectors = vectors
-
-    def embed(self, texts: Sequence[str], input_type: str = "document") -> np.ndarray:
-        return np.stack([self.vectors[t.split()[1] if t.startswith("user:") else t] for t in texts])
-
-
 def random_vectors(rng: np.random.Generator, count: int, clusters: int) -> list[np.ndarray]:
-    """Integer vectors (exact in float16) around ``clusters`` centres."""
-    centres = rng.integers(-6, 7, (clusters, DIMENSIONS))
-    return [
-        (centres[rng.integers(clusters)] + rng.integers(-3, 4, DIMENSIONS)).astype(np.float32) for _ in range(count)
-    ]
+    """Clustered vectors of this module's width (:func:`hce_support.random_vectors`)."""
+    return hce_support.random_vectors(rng, count, clusters, DIMENSIONS)
 
 
 def unit(v: np.ndarray) -> np.ndarray:

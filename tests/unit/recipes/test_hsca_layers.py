@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import openai
 import pytest
 from hypothesis import given, settings
@@ -207,14 +205,13 @@ def test_a_one_megabyte_turn_is_scored():
     assert "technical_prose" in chunk.domain_tags
 
 
-def test_layer1_is_linear_in_sentences():
-    """A 1 MB turn of one recurring vocabulary (14,000 sentences): a set copy per term and sentence
-    made layer 1 quadratic (16.7 s of CPU here); now about 1 s."""
+def test_a_long_turn_of_one_recurring_vocabulary_is_scored():
+    """A 1 MB turn of one recurring vocabulary (14,000 sentences); its CPU time against length is
+    measured by ``benchmarks/hsca_layer1_scaling.py`` (a set copy per term and sentence once made
+    layer 1 quadratic)."""
     sentence = "the deploy failed because the database migration locked the orders table while users"
     text = " ".join(f"{sentence} {i}." for i in range(14_000))
-    started = time.process_time()
     chunk = HSCAEngine().ingest_turn(text)
-    assert time.process_time() - started < 6.0
     assert 0.0 < chunk.layer1_score <= 1.0
 
 
