@@ -8,17 +8,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redmem.embeddings import MiniLMEmbeddings
-from redmem.recipes.hsca import ContextSnapshot, EmbeddingDomains, HSCAEngine
+from redmem.recipes.hsca import ContextSnapshot, EmbeddingDomains, HSCAEngine, WeightedChunk
+from redmem.recipes.hsca._bridging import with_evidence
+from redmem.recipes.hsca._scoring import ScoredTurn
+from redmem.recipes.hsca._text import parse_turn
 
-POEM = ["The poem describes autumn leaves letting go of the branch.",
-        "Every stanza lets something fall and calls it grace."]
-TEACHING = ["Buddhist teachers speak of non-attachment as the end of suffering.",
-            "Letting go of what we cling to brings peace of mind."]
+POEM = [
+    "The poem describes autumn leaves letting go of the branch.",
+    "Every stanza lets something fall and calls it grace.",
+]
+TEACHING = [
+    "Buddhist teachers speak of non-attachment as the end of suffering.",
+    "Letting go of what we cling to brings peace of mind.",
+]
 FORGIVING = ["I felt so calm after I finally let go of my anger at him.", "Forgiving him made me happy again."]
 PUPPY = ["We adopted a puppy from the shelter last month.", "He chews everything and sleeps on my bed."]
 JOGGING = ["Walking the dog every morning keeps me fit.", "We jog five kilometres through the park together."]
-LAWSUIT = ["The court dismissed the lawsuit because it was filed too late.",
-           "The judge said the contract's deadline had passed years ago."]
+LAWSUIT = [
+    "The court dismissed the lawsuit because it was filed too late.",
+    "The judge said the contract's deadline had passed years ago.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +108,46 @@ def test_frozen_snapshots_are_never_edited(meaning, turns):
         if engine.buffer and at % 3 == 2:
             engine.take_snapshot()
         assert [s.to_dict() for s in engine.get_macro_context()][: len(before)] == before
+
+
+def scored(chunk_id: str, weight: float) -> ScoredTurn:
+    text = f"Turn {chunk_id} about the harbour."
+    chunk = WeightedChunk(chunk_id, text, weight, ["historical"], 0.5, [], None)
+    return ScoredTurn(chunk, parse_turn(text), {})
+
+
+weights = st.sampled_from([0.0, 0.0, 0.1, 0.2])
+
+
+@given(
+    st.lists(weights, min_size=1, max_size=4),
+    st.lists(weights, min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=4),
+)
+def test_a_bridge_of_weightless_turns_brings_the_heaviest_turn_of_each_beat(old_weights, new_weights, pairs):
+    """A bridge snapshot weighs its chunks' layer-1 total: when every linked turn weighs 0, each
+    linked turn's beat lends its heaviest weighted turn, so the bridge is never weightless while
+    the beats hold weight; a bridge with weight already is left as it is."""
+    old_beat = [scored(f"o{i}", w) for i, w in enumerate(old_weights)]
+    new_beat = [scored(f"n{i}", w) for i, w in enumerate(new_weights)]
+    indices = dict.fromkeys((i % len(old_beat), j % len(new_beat)) for i, j in pairs)
+    links = [(old_beat[i], new_beat[j]) for i, j in indices]
+    beat_of = {t.chunk.chunk_id: old_beat for t in old_beat} | {t.chunk.chunk_id: new_beat for t in new_beat}
+    out = with_evidence(links, beat_of)
+    assert out[: len(links)] == links and len({(a.chunk.chunk_id, b.chunk.chunk_id) for a, b in out}) == len(out)
+    linked_weight = sum(t.chunk.layer1_score for pair in links for t in pair)
+    if linked_weight > 0:
+        assert out == links
+    else:
+        held = {t.chunk.chunk_id for pair in out for t in pair}
+        lent = held - {t.chunk.chunk_id for pair in links for t in pair}
+        assert all(
+            t.chunk.layer1_score == max(u.chunk.layer1_score for u in b) > 0
+            for b in (old_beat, new_beat)
+            for t in b
+            if t.chunk.chunk_id in lent
+        )
+        for beat in (old_beat, new_beat):
+            heaviest = max(beat, key=lambda t: t.chunk.layer1_score)
+            assert heaviest.chunk.layer1_score == 0 or heaviest.chunk.chunk_id in held
+        assert all(a in old_beat and b in new_beat for a, b in out)

@@ -46,10 +46,20 @@ def test_classification_is_deterministic_and_never_raises():
 
 def test_the_engine_uses_it_and_bridged_snapshots_share_the_domain(meaning):
     engine = HSCAEngine(domain_model=meaning)
-    first = [engine.ingest_turn(t) for t in ["A rabbit in our garden dashed across the lawn every morning.",
-                                             "It was so quick that it would stop and nap under the hedge."]]
-    second = [engine.ingest_turn(t) for t in ["Aesop's tortoise kept a slow steady pace while the hare slept.",
-                                              "The fable teaches that persistence beats arrogant talent."]]
+    first = [
+        engine.ingest_turn(t)
+        for t in [
+            "A rabbit in our garden dashed across the lawn every morning.",
+            "It was so quick that it would stop and nap under the hedge.",
+        ]
+    ]
+    second = [
+        engine.ingest_turn(t)
+        for t in [
+            "Aesop's tortoise kept a slow steady pace while the hare slept.",
+            "The fable teaches that persistence beats arrogant talent.",
+        ]
+    ]
     assert all("narrative" in c.domain_tags for c in first + second)
     assert build_snapshot(second, 0, 20).domain_summary["narrative"] >= 0.2
 
@@ -62,8 +72,10 @@ def test_bad_settings_are_refused():
 
 
 def test_own_prototypes_replace_the_written_ones():
-    meaning = EmbeddingDomains(MiniLMEmbeddings(), prototypes={"medical": ["A doctor treats a patient."],
-                                                               "legal": ["A court decides a lawsuit."]})
+    meaning = EmbeddingDomains(
+        MiniLMEmbeddings(),
+        prototypes={"medical": ["A doctor treats a patient."], "legal": ["A court decides a lawsuit."]},
+    )
     assert set(meaning.similarities("The nurse took his blood pressure.")) == {"medical", "legal"}
     assert meaning.topical("The nurse took his blood pressure.")[0] == "medical"
     with pytest.raises(ValidationError):
@@ -73,18 +85,23 @@ def test_own_prototypes_replace_the_written_ones():
 
 
 def test_the_engine_tags_by_meaning_by_default_when_the_offline_model_is_installed():
-    assert isinstance(HSCAEngine().domain_model, EmbeddingDomains) and HSCAEngine().domain_model is default_domain_model()
+    assert (
+        isinstance(HSCAEngine().domain_model, EmbeddingDomains) and HSCAEngine().domain_model is default_domain_model()
+    )
     assert HSCAEngine(domain_model=None).domain_model is None and resolve_domain_model(None) is None
     with pytest.raises(ValidationError):
         HSCAEngine(domain_model="keywords")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("text", "topic"), [
-    ("We took the puppy to the vet and then for a long walk by the river.", "pets"),
-    ("I baked bread this morning and we had it with soup for lunch.", "food"),
-    ("Grandma is coming to stay with the kids while my husband is away.", "family"),
-    ("I finally finished my painting of the lake, it took me three months.", "arts_hobbies"),
-])
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("We took the puppy to the vet and then for a long walk by the river.", "pets"),
+        ("I baked bread this morning and we had it with soup for lunch.", "food"),
+        ("Grandma is coming to stay with the kids while my husband is away.", "family"),
+        ("I finally finished my painting of the lake, it took me three months.", "arts_hobbies"),
+    ],
+)
 def test_everyday_chat_gets_an_everyday_topic_not_conversational(text, topic):
     assert HSCAEngine().score_layers(text).domain_tags[0] == topic
 
@@ -93,7 +110,9 @@ def test_a_subject_domain_comes_before_an_everyday_topic_and_keywords_name_subje
     # "rent" and "landlord" sound like home, but the turn is about a lease: the subject domain wins
     assert meaning.classify(parse_turn("A lawyer told me a rent increase needs a clause in the lease."))[0] == "legal"
     # a subject domain named by the keyword lists joins the domains found by meaning
-    tags = meaning.classify(parse_turn("The hospital's lawyer says the patient consent form may not survive a lawsuit."))
+    tags = meaning.classify(
+        parse_turn("The hospital's lawyer says the patient consent form may not survive a lawsuit.")
+    )
     assert {"legal", "medical"} <= set(tags)
 
 
@@ -101,11 +120,25 @@ def test_only_domains_that_hold_a_share_of_the_turn_make_it_cross_domain(meaning
     """A domain the keywords merely name, the turn's meaning far from it (under the floor), is a
     tag, not a share: the lease ruling that mentions a server is about the lease. Two sentences
     whose own domains are unrelated are a cross."""
-    clause = parse_turn("The court held that the tenant breached the lease, and the landlord kept the deposit and the old server.")
+    clause = parse_turn(
+        "The court held that the tenant breached the lease, and the landlord kept the deposit and the old server."
+    )
     tags = meaning.classify(clause)
     assert "technical_prose" in tags and "cross_domain" not in tags
     assert meaning.similarities(clause.text)["technical_prose"] < meaning.floor
-    joined = parse_turn("The court held that the tenant breached the lease and owes damages. "
-                        "We deploy the server and its database cache with a new configuration.")
+    joined = parse_turn(
+        "The court held that the tenant breached the lease and owes damages. "
+        "We deploy the server and its database cache with a new configuration."
+    )
     tags = meaning.classify(joined)
     assert {"legal", "technical_prose", "cross_domain"} <= set(tags)
+
+
+def test_a_turn_just_under_the_floor_keeps_its_subject_beside_the_register():
+    """First-person chat about a subject sits just under the floor: its best subject domain
+    (reaching floor - margin and leading the everyday topics) is tagged, the register beside it."""
+    meaning = EmbeddingDomains(MiniLMEmbeddings(), floor=0.15, margin=0.05)
+    tags = meaning.classify(parse_turn("Our spam filter learned the old tricks and spammers switched to new ones."))
+    assert tags[0] == "technical_prose" and "conversational" in tags
+    # a phatic turn as near a centroid by chance has too few terms to take a subject
+    assert meaning.classify(parse_turn("Oh wow, that is so cool, thanks!")) == ["conversational"]

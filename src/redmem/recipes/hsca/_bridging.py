@@ -19,19 +19,23 @@ joins a subject to something else. The linked
 turns become a **bridge snapshot**, the next position after the beat's: copies of both turns
 (same chunk ids, layer-1 weights and text), each tagged with its own tags followed by the own
 domain of every turn it is linked to, so the earlier material and the later both carry the domain that joins
-them. Without a domain model (the keyword lists) there is no meaning to compare: no links.
+them. A linked turn whose layer-1 weight is 0 (a short turn such as "Like that, it covers every
+natural number") is no evidence on its own: a snapshot's domains count by its chunks' layer-1
+weights, so a bridge of such turns only weighs nothing. When every linked turn weighs 0, each
+brings the heaviest turn of its beat with it (:func:`with_evidence`), linked as it is: the beat
+is the material the short turn belongs to. Without a domain model (the keyword lists) there is no meaning to compare: no links.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ._domain_model import SUBJECT_DOMAINS, EmbeddingDomains
 from ._interface import DomainTag, WeightedChunk
 from ._scoring import ScoredTurn
 
-__all__ = ["bridge_links", "bridge_chunks"]
+__all__ = ["bridge_links", "bridge_chunks", "with_evidence"]
 
 #: Tags that name no topic and are not carried across a link.
 _NOT_CARRIED = frozenset({DomainTag.CONVERSATIONAL.value, DomainTag.UNCLASSIFIED.value, DomainTag.CROSS_DOMAIN.value})
@@ -40,8 +44,9 @@ _NOT_CARRIED = frozenset({DomainTag.CONVERSATIONAL.value, DomainTag.UNCLASSIFIED
 _SUBJECTS = frozenset(d.value for d in SUBJECT_DOMAINS)
 
 
-def bridge_links(later: Sequence[ScoredTurn], earlier: Sequence[ScoredTurn],
-                 model: EmbeddingDomains) -> list[tuple[ScoredTurn, ScoredTurn]]:
+def bridge_links(
+    later: Sequence[ScoredTurn], earlier: Sequence[ScoredTurn], model: EmbeddingDomains
+) -> list[tuple[ScoredTurn, ScoredTurn]]:
     """The (earlier, later) pairs of turns linked by meaning across a domain (module docstring)."""
     links = []
     for new in later:
@@ -50,11 +55,43 @@ def bridge_links(later: Sequence[ScoredTurn], earlier: Sequence[ScoredTurn],
             continue
         vector = model.vector(new.parsed.text)
         for old in earlier:
-            if (old.parsed.sentences and own not in old.chunk.domain_tags
-                    and _SUBJECTS & {own, _own_domain(old.chunk)}
-                    and float(model.vector(old.parsed.text) @ vector) >= model.bridge):
+            if (
+                old.parsed.sentences
+                and own not in old.chunk.domain_tags
+                and _SUBJECTS & {own, _own_domain(old.chunk)}
+                and float(model.vector(old.parsed.text) @ vector) >= model.bridge
+            ):
                 links.append((old, new))
     return links
+
+
+def with_evidence(
+    links: Sequence[tuple[ScoredTurn, ScoredTurn]], beat_of: Mapping[str, Sequence[ScoredTurn]]
+) -> list[tuple[ScoredTurn, ScoredTurn]]:
+    """``links``, and when every linked turn has layer-1 weight 0, the same links from the
+    heaviest turn of each linked turn's beat (``beat_of``: chunk id -> the turns of its beat)
+    that weighs more than 0. A snapshot's domains count by its chunks' layer-1 total, so a
+    bridge of zero-weight turns alone would carry the domain with no weight at all."""
+    if any(t.chunk.layer1_score > 0 for pair in links for t in pair):
+        return list(links)
+    out = list(links)
+    for old, new in links:
+        for side, turn in ((0, old), (1, new)):
+            heaviest = max(beat_of.get(turn.chunk.chunk_id, ()), key=lambda t: t.chunk.layer1_score, default=None)
+            if heaviest is not None and heaviest.chunk.layer1_score > 0:
+                out.append((heaviest, new) if side == 0 else (old, heaviest))
+    return _unique(out)
+
+
+def _unique(links: list[tuple[ScoredTurn, ScoredTurn]]) -> list[tuple[ScoredTurn, ScoredTurn]]:
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for old, new in links:
+        key = (old.chunk.chunk_id, new.chunk.chunk_id)
+        if key not in seen:
+            seen.add(key)
+            kept.append((old, new))
+    return kept
 
 
 def _own_domain(chunk: WeightedChunk) -> str | None:

@@ -38,7 +38,20 @@ from ._domains import EVERYDAY_DOMAINS, KeywordWeights, classify_domains, conver
 from ._interface import DomainTag
 from ._text import ParsedTurn
 
-__all__ = ["EmbeddingDomains", "DomainModelChoice", "default_domain_model", "resolve_domain_model", "DOMAIN_PROTOTYPES", "MAX_TAGS", "DEFAULT_FLOOR", "DEFAULT_MARGIN", "DEFAULT_BRIDGE", "SUBJECT_LEAD", "SHARE_SENTENCES"]
+__all__ = [
+    "EmbeddingDomains",
+    "DomainModelChoice",
+    "default_domain_model",
+    "resolve_domain_model",
+    "DOMAIN_PROTOTYPES",
+    "MAX_TAGS",
+    "DEFAULT_FLOOR",
+    "DEFAULT_MARGIN",
+    "DEFAULT_BRIDGE",
+    "SUBJECT_LEAD",
+    "SHARE_SENTENCES",
+    "FAINT_TERMS",
+]
 
 #: The most domains one chunk is tagged with by meaning.
 MAX_TAGS = 2
@@ -52,9 +65,13 @@ DEFAULT_BRIDGE = 0.3
 #: How far below the best everyday topic's cosine a subject domain (the spec's) may be and still
 #: be chosen over it: the spec's vocabulary first, the everyday topics when a turn is about none of it.
 SUBJECT_LEAD = 0.1
+#: The least distinct terms a turn with no domain at the floor needs to take its best subject
+#: domain a little under the floor (:meth:`EmbeddingDomains._faint_subject`).
+FAINT_TERMS = 6
 #: The spec's topical domains (the rest of the prototypes' domains are everyday topics).
-SUBJECT_DOMAINS = frozenset(DomainTag) - EVERYDAY_DOMAINS - {
-    DomainTag.CONVERSATIONAL, DomainTag.CROSS_DOMAIN, DomainTag.UNCLASSIFIED}
+SUBJECT_DOMAINS = (
+    frozenset(DomainTag) - EVERYDAY_DOMAINS - {DomainTag.CONVERSATIONAL, DomainTag.CROSS_DOMAIN, DomainTag.UNCLASSIFIED}
+)
 #: The most sentences a turn may have for each to be embedded on its own in the cross-domain
 #: test (a longer turn is judged by its own domains: one embedding per sentence of a 1 MB turn
 #: would cost minutes).
@@ -199,8 +216,14 @@ class EmbeddingDomains:
             :data:`DOMAIN_PROTOTYPES`); a domain without sentences is never tagged by meaning.
     """
 
-    def __init__(self, embedder: Any, floor: float = DEFAULT_FLOOR, margin: float = DEFAULT_MARGIN,
-                 bridge: float = DEFAULT_BRIDGE, prototypes: Mapping[str, Sequence[str]] | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Any,
+        floor: float = DEFAULT_FLOOR,
+        margin: float = DEFAULT_MARGIN,
+        bridge: float = DEFAULT_BRIDGE,
+        prototypes: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         self.embedder = embedder
         chosen = {d.value: t for d, t in DOMAIN_PROTOTYPES.items()} if prototypes is None else prototypes
         topical = {d.value for d in DOMAIN_PROTOTYPES}
@@ -253,11 +276,13 @@ class EmbeddingDomains:
         else:
             group = everyday or subject
         best = max(group.values())
-        return sorted((d for d, c in group.items() if c >= self.floor and c >= best - self.margin),
-                      key=lambda d: -group[d])[:MAX_TAGS]
+        return sorted(
+            (d for d, c in group.items() if c >= self.floor and c >= best - self.margin), key=lambda d: -group[d]
+        )[:MAX_TAGS]
 
-    def classify(self, turn: ParsedTurn, context: Sequence[ParsedTurn] = (),
-                 keyword_weights: KeywordWeights | None = None) -> list[str]:
+    def classify(
+        self, turn: ParsedTurn, context: Sequence[ParsedTurn] = (), keyword_weights: KeywordWeights | None = None
+    ) -> list[str]:
         """The chunk's domain tags by meaning, with the subject domains its keywords name
         (``keyword_weights`` as in :func:`.domains.classify_domains`) and those bridged from
         ``context``; the keyword tags if the embedder fails."""
@@ -278,13 +303,34 @@ class EmbeddingDomains:
             self.failures += 1
             return classify_domains(turn, keyword_weights)
         tags = list(dict.fromkeys(chosen))
-        if not tags and conversational_register(turn):
-            tags.append(DomainTag.CONVERSATIONAL.value)
+        if not tags:
+            tags = self._faint_subject(turn)
+            if conversational_register(turn):
+                tags.append(DomainTag.CONVERSATIONAL.value)
         held = self._held(turn)
         if unrelated_pair(DomainTag(d) for d in held):
             tags = list(dict.fromkeys(tags + held))
             tags.append(DomainTag.CROSS_DOMAIN.value)
         return tags or [DomainTag.UNCLASSIFIED.value]
+
+    def _faint_subject(self, turn: ParsedTurn) -> list[str]:
+        """For a turn with no domain at the floor and at least :data:`FAINT_TERMS` distinct terms:
+        its best subject domain when that reaches ``floor - margin`` and comes within
+        :data:`SUBJECT_LEAD` of the best everyday topic, else nothing. Chat about a subject in the
+        first person ("Our spam filter learned the old tricks") sits just under the floor; its
+        register is ``conversational``, its subject is still one (issue 30: such turns were
+        tagged ``conversational`` alone, joined the beat before them and carried nothing to
+        bridge). A phatic turn ("Oh wow, that is so cool, thanks!", 4 terms) comes as near some
+        centroid by chance, so it stays untagged."""
+        if len(set(turn.terms)) < FAINT_TERMS:
+            return []
+        similar = self.similarities(turn.text)
+        subject = {d: c for d, c in similar.items() if DomainTag(d) in SUBJECT_DOMAINS}
+        if not subject:
+            return []
+        best = max(subject, key=lambda d: subject[d])
+        everyday = max((c for d, c in similar.items() if d not in subject), default=-1.0)
+        return [best] if subject[best] >= self.floor - self.margin and subject[best] + SUBJECT_LEAD >= everyday else []
 
     def _held(self, turn: ParsedTurn) -> list[str]:
         """The domains that hold a share of the turn by meaning: its own topical domains, the

@@ -17,7 +17,7 @@ from ...store._errors import ValidationError
 from ...store._validation import finite_number, positive_int
 from ..assembler._context_assembler import AssemblyResult, ContextAssembler
 from ._beats import Beat, MemoryBeats, snapshot_term_weights
-from ._bridging import bridge_chunks, bridge_links
+from ._bridging import bridge_chunks, bridge_links, with_evidence
 from ._domain_model import DomainModelChoice, resolve_domain_model
 from ._domains import KeywordWeights
 from ._history import record_served
@@ -78,7 +78,8 @@ class HSCAEngine:
         max_turn_chars: int = MAX_TURN_CHARS,
     ) -> None:
         self.snapshot_coherence_threshold = finite_number(
-            "snapshot_coherence_threshold", snapshot_coherence_threshold, low=0.0, high=1.0)
+            "snapshot_coherence_threshold", snapshot_coherence_threshold, low=0.0, high=1.0
+        )
         self.max_buffer_chunks = positive_int("max_buffer_chunks", max_buffer_chunks)
         self.cooccurrence_window = positive_int("cooccurrence_window", cooccurrence_window)
         self.min_beat_chunks = positive_int("min_beat_chunks", min_beat_chunks)
@@ -86,15 +87,18 @@ class HSCAEngine:
         self.keep_text = keep_text
         self.nuance_model = nuance_model
         self.domain_model = resolve_domain_model(domain_model)
-        self.flag_weights = {str(f): finite_number(f"flag_weights[{f!r}]", w, low=0.0)
-                             for f, w in (flag_weights or {}).items()}
-        self.keyword_weights = {str(d): {str(s): finite_number(f"keyword_weights[{d!r}][{s!r}]", w, low=0.0)
-                                         for s, w in stems.items()}
-                                for d, stems in (keyword_weights or {}).items()}
+        self.flag_weights = {
+            str(f): finite_number(f"flag_weights[{f!r}]", w, low=0.0) for f, w in (flag_weights or {}).items()
+        }
+        self.keyword_weights = {
+            str(d): {str(s): finite_number(f"keyword_weights[{d!r}][{s!r}]", w, low=0.0) for s, w in stems.items()}
+            for d, stems in (keyword_weights or {}).items()
+        }
         self.agent_id, self.session_id = agent_id, session_id
         self._buffer: list[ScoredTurn] = []
         self._recent: deque[ParsedTurn] = deque(maxlen=self.max_buffer_chunks)
         self._frozen: deque[ScoredTurn] = deque(maxlen=self.max_buffer_chunks)
+        self._beat_of: dict[str, tuple[ScoredTurn, ...]] = {}
         self._beats: MemoryBeats | SessionStore = _beats_of(agent_id, session_id)
 
     @classmethod
@@ -102,9 +106,15 @@ class HSCAEngine:
         """An engine with ``agent_id``'s tuned window, threshold, flag weights and keyword weights
         (the defaults if never tuned); with ``session_id`` its snapshots go to that session in Redis."""
         tuned = load_parameters(agent_id)
-        return cls(tuned.snapshot_coherence_threshold, cooccurrence_window=tuned.cooccurrence_window,
-                   flag_weights=tuned.flag_weights, keyword_weights=tuned.keyword_weights,
-                   agent_id=agent_id if session_id is not None else None, session_id=session_id, **options)
+        return cls(
+            tuned.snapshot_coherence_threshold,
+            cooccurrence_window=tuned.cooccurrence_window,
+            flag_weights=tuned.flag_weights,
+            keyword_weights=tuned.keyword_weights,
+            agent_id=agent_id if session_id is not None else None,
+            session_id=session_id,
+            **options,
+        )
 
     def record_served(self, query: str, served_chunk_ids: Sequence[str]) -> None:
         """Record that these chunks of the session's snapshots served ``query`` (the tuning signal).
@@ -134,8 +144,12 @@ class HSCAEngine:
 
     def should_snapshot(self) -> bool:
         """Whether the buffer is full, or holds a minimum beat whose aggregate coherence reaches the threshold."""
-        return snapshot_due([s.chunk for s in self._buffer], self.snapshot_coherence_threshold,
-                            self.max_buffer_chunks, self.min_beat_chunks)
+        return snapshot_due(
+            [s.chunk for s in self._buffer],
+            self.snapshot_coherence_threshold,
+            self.max_buffer_chunks,
+            self.min_beat_chunks,
+        )
 
     def take_snapshot(self) -> ContextSnapshot:
         """Freeze the buffer into the session's next snapshot, store it and clear the buffer.
@@ -149,11 +163,18 @@ class HSCAEngine:
             raise ValidationError("take_snapshot() needs at least one chunk in the buffer")
         snapshot = self._freeze([s.chunk for s in self._buffer], self._buffer)
         if self.domain_model is not None:
-            links = bridge_links(self._buffer, self._frozen, self.domain_model)
+            beat = tuple(self._buffer)
+            links = with_evidence(
+                bridge_links(self._buffer, self._frozen, self.domain_model),
+                {**self._beat_of, **{s.chunk.chunk_id: beat for s in beat}},
+            )
             if links:
                 linked = list({s.chunk.chunk_id: s for pair in links for s in pair}.values())
                 self._freeze(bridge_chunks(links), linked)
         self._frozen.extend(self._buffer)
+        self._beat_of = {
+            s.chunk.chunk_id: self._beat_of.get(s.chunk.chunk_id, tuple(self._buffer)) for s in self._frozen
+        }
         self._buffer.clear()
         return snapshot
 
@@ -199,13 +220,21 @@ class HSCAEngine:
         session's domain series, not from the snapshots (:mod:`.series`)."""
         return self._beats.domain_evolution(start, stop)
 
-    def relevant(self, query: str, context_position: int | None = None, limit: int = 5, *,
-                 region: tuple[int, int | None] = (0, None), locality: float = DEFAULT_LOCALITY) -> list[RelevantBeat]:
+    def relevant(
+        self,
+        query: str,
+        context_position: int | None = None,
+        limit: int = 5,
+        *,
+        region: tuple[int, int | None] = (0, None),
+        locality: float = DEFAULT_LOCALITY,
+    ) -> list[RelevantBeat]:
         """The snapshots of ``region`` most relevant to ``query``, damped by distance from ``context_position``."""
         return self._ranked(query, context_position, region, locality)[: positive_int("limit", limit)]
 
-    def _ranked(self, query: str, context_position: int | None, region: tuple[int, int | None],
-                locality: float) -> list[RelevantBeat]:
+    def _ranked(
+        self, query: str, context_position: int | None, region: tuple[int, int | None], locality: float
+    ) -> list[RelevantBeat]:
         """Every snapshot of ``region`` relevant to ``query``, best first (one read of the session)."""
         terms = query_terms("query", query)
         if not terms:
@@ -220,8 +249,14 @@ class HSCAEngine:
         terms = query_terms("claim", claim)
         return support_strength(self._beats.mentioning(terms, *region), terms) if terms else 0.0
 
-    def assemble(self, query: str, *, region: tuple[int, int | None] = (0, None),
-                 context_position: int | None = None, assembler: ContextAssembler | None = None) -> AssemblyResult:
+    def assemble(
+        self,
+        query: str,
+        *,
+        region: tuple[int, int | None] = (0, None),
+        context_position: int | None = None,
+        assembler: ContextAssembler | None = None,
+    ) -> AssemblyResult:
         """The snapshots of ``region`` most relevant to ``query`` (as :meth:`relevant` ranks them),
         packed and rendered as injectable context by ``assembler``, a ContextAssembler of
         :class:`SnapshotPassage` (default: position, domain and content shown, 5 items).
@@ -232,16 +267,25 @@ class HSCAEngine:
             raise ValidationError("assemble() needs an engine with agent_id and session_id")
         assembler = assembler or ContextAssembler(SnapshotPassage, render_fields=list(PASSAGE_FIELDS))
         if assembler.model_class is not SnapshotPassage:
-            raise ValidationError(f"assemble() needs a ContextAssembler of SnapshotPassage, "
-                                  f"not of {assembler.model_class.__name__}")
+            raise ValidationError(
+                f"assemble() needs a ContextAssembler of SnapshotPassage, not of {assembler.model_class.__name__}"
+            )
         ranked = self._ranked(query, context_position, region, DEFAULT_LOCALITY)
-        return assemble_region(assembler, ranked, self.agent_id, self.session_id,
-                               Explaining(context_position, DEFAULT_LOCALITY, region))
+        return assemble_region(
+            assembler, ranked, self.agent_id, self.session_id, Explaining(context_position, DEFAULT_LOCALITY, region)
+        )
 
     def _score(self, text: Any) -> ScoredTurn:
-        return score_turn(text, self.cooccurrence_window, list(self._recent), self.nuance_model,
-                          domain_model=self.domain_model, flag_weights=self.flag_weights,
-                          keyword_weights=self.keyword_weights, max_chars=self.max_turn_chars)
+        return score_turn(
+            text,
+            self.cooccurrence_window,
+            list(self._recent),
+            self.nuance_model,
+            domain_model=self.domain_model,
+            flag_weights=self.flag_weights,
+            keyword_weights=self.keyword_weights,
+            max_chars=self.max_turn_chars,
+        )
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
     afor_agent = async_variant(for_agent)
