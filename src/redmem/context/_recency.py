@@ -38,7 +38,7 @@ from ._query_weights import MONTHS_AND_DAYS
 
 __all__ = [
     "newer_first", "is_update", "words_of", "CHANGE_WORDS", "UPDATE_COSINE", "VALUE_COSINE", "RESTATEMENT_COSINE",
-    "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS",
+    "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS", "STATED_AT_FIELDS", "stated_time_fields",
 ]
 
 T = TypeVar("T")
@@ -72,6 +72,13 @@ CHANGE_WORDS = frozenset({
 #: Most words a restatement may hold that the other statement lacks (its new value).
 RESTATEMENT_NEW_WORDS = 2
 
+#: Fields that say when a memory was stated, preferred (in this order) over the model's first
+#: DatetimeField, which is most often ``created_at``: the time it was written. Memories written
+#: in another order than they were said (an import, a backfill, a chat replayed) would otherwise
+#: be ordered by when they were saved. On the user-scenario suite's dev half (HybridMemory:
+#: ``created_at`` then ``said_at``), the stored order stood in for the said order.
+STATED_AT_FIELDS = ("said_at", "valid_from")
+
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 #: A token as :func:`_values` reads it: letters and digits with inner hyphens, dots or colons
 #: ("us-east-1", "9:30").
@@ -82,6 +89,15 @@ _STOP = frozenset({
     "was", "were", "be", "been", "it", "its", "this", "that", "i", "we", "you", "he", "she", "they", "my", "our",
     "your", "his", "her", "their", "me", "us", "them", "as", "so", "do", "does", "did", "has", "have", "had",
 })
+
+
+def stated_time_fields(names: Sequence[str], datetime_fields: Sequence[str]) -> tuple[str, ...]:
+    """The fields whose values date a memory, best first: the first of :data:`STATED_AT_FIELDS`
+    among ``names`` (a datetime or an ISO 8601 text), then the first of ``datetime_fields`` (the
+    time it was written, read when the stated time is missing); empty when there is neither."""
+    stated = next((name for name in STATED_AT_FIELDS if name in names), None)
+    written = next((name for name in datetime_fields if name != stated), None)
+    return tuple(name for name in (stated, written) if name is not None)
 
 
 def words_of(text: str) -> list[str]:
