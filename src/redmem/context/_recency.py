@@ -22,7 +22,7 @@ Two memories form such a pair, without a model call, when the newer one
 Two turns of a conversation about one topic ("I went to a support group yesterday" / "The
 support group was great") are none of these: they share a topic but change no value, and their
 order is left to relevance. Without vectors the word tests decide alone: a fifth of their words
-shared (:data:`WORDS_FOR_COSINE`) stands for the cosine bounds. When a memory's time is unknown it is never moved. Pure computation over values
+shared (:data:`WORDS_FOR_COSINE`) stands for the cosine bounds, a tenth (:data:`WORDS_FOR_CHANGE`) when the newer says a change. When a memory's time is unknown it is never moved. Pure computation over values
 the assembler already holds: no I/O.
 """
 
@@ -59,6 +59,11 @@ RESTATEMENT_COSINE = 0.75
 #: week." 0.22; two chat turns of one speaker on one topic about 0.1 (the speaker's name shared).
 #: With any shared word instead, LoCoMo R@1 of the lexical README model fell from 0.36 to 0.31.
 WORDS_FOR_COSINE = 0.2
+#: Without vectors, the share of words enough when the newer memory says that a fact changed:
+#: "The project deadline is March 15." / "The client pushed the deadline to April 30." 0.125,
+#: "The team standup starts at 9:30." / "Standup moved to 9:00 because of the new timezone
+#: split." 0.18 (ChatMemory, whose vectors are of a passage and are not compared).
+WORDS_FOR_CHANGE = 0.1
 #: Share of words two memories must have in common to be one statement with another value.
 RESTATEMENT_JACCARD = 0.5
 #: Words (and word pairs) by which a memory says that a fact changed. Only verbs and phrases
@@ -177,6 +182,8 @@ def _updates(older: _Statement, newer: _Statement, cosine: float | None) -> bool
     def _at_least(bound: float) -> bool:  # without vectors, shared words stand in for the cosine
         return _jaccard(older.words, newer.words) >= WORDS_FOR_COSINE if cosine is None else cosine >= bound
 
+    if newer.says_change and cosine is None and _jaccard(older.words, newer.words) >= WORDS_FOR_CHANGE:
+        return True
     if not _at_least(UPDATE_COSINE):
         return False
     if newer.says_change:
