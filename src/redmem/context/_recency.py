@@ -22,7 +22,7 @@ Two memories form such a pair, without a model call, when the newer one
 Two turns of a conversation about one topic ("I went to a support group yesterday" / "The
 support group was great") are none of these: they share a topic but change no value, and their
 order is left to relevance. Without vectors the word tests decide alone: a fifth of their words
-shared (:data:`WORDS_FOR_COSINE`) stands for the cosine bounds. When a memory's time is unknown it is never moved. Pure computation over values
+shared (:data:`WORDS_FOR_COSINE`) stands for the cosine bounds, a tenth (:data:`WORDS_FOR_CHANGE`) when the newer says a change. When a memory's time is unknown it is never moved. Pure computation over values
 the assembler already holds: no I/O.
 """
 
@@ -38,7 +38,7 @@ from ._query_weights import MONTHS_AND_DAYS
 
 __all__ = [
     "newer_first", "is_update", "words_of", "CHANGE_WORDS", "UPDATE_COSINE", "VALUE_COSINE", "RESTATEMENT_COSINE",
-    "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS",
+    "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS", "STATED_AT_FIELDS", "stated_time_fields",
 ]
 
 T = TypeVar("T")
@@ -59,6 +59,11 @@ RESTATEMENT_COSINE = 0.75
 #: week." 0.22; two chat turns of one speaker on one topic about 0.1 (the speaker's name shared).
 #: With any shared word instead, LoCoMo R@1 of the lexical README model fell from 0.36 to 0.31.
 WORDS_FOR_COSINE = 0.2
+#: Without vectors, the share of words enough when the newer memory says that a fact changed:
+#: "The project deadline is March 15." / "The client pushed the deadline to April 30." 0.125,
+#: "The team standup starts at 9:30." / "Standup moved to 9:00 because of the new timezone
+#: split." 0.18 (ChatMemory, whose vectors are of a passage and are not compared).
+WORDS_FOR_CHANGE = 0.1
 #: Share of words two memories must have in common to be one statement with another value.
 RESTATEMENT_JACCARD = 0.5
 #: Words (and word pairs) by which a memory says that a fact changed. Only verbs and phrases
@@ -72,6 +77,13 @@ CHANGE_WORDS = frozenset({
 #: Most words a restatement may hold that the other statement lacks (its new value).
 RESTATEMENT_NEW_WORDS = 2
 
+#: Fields that say when a memory was stated, preferred (in this order) over the model's first
+#: DatetimeField, which is most often ``created_at``: the time it was written. Memories written
+#: in another order than they were said (an import, a backfill, a chat replayed) would otherwise
+#: be ordered by when they were saved. On the user-scenario suite's dev half (HybridMemory:
+#: ``created_at`` then ``said_at``), the stored order stood in for the said order.
+STATED_AT_FIELDS = ("said_at", "valid_from")
+
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 #: A token as :func:`_values` reads it: letters and digits with inner hyphens, dots or colons
 #: ("us-east-1", "9:30").
@@ -82,6 +94,15 @@ _STOP = frozenset({
     "was", "were", "be", "been", "it", "its", "this", "that", "i", "we", "you", "he", "she", "they", "my", "our",
     "your", "his", "her", "their", "me", "us", "them", "as", "so", "do", "does", "did", "has", "have", "had",
 })
+
+
+def stated_time_fields(names: Sequence[str], datetime_fields: Sequence[str]) -> tuple[str, ...]:
+    """The fields whose values date a memory, best first: the first of :data:`STATED_AT_FIELDS`
+    among ``names`` (a datetime or an ISO 8601 text), then the first of ``datetime_fields`` (the
+    time it was written, read when the stated time is missing); empty when there is neither."""
+    stated = next((name for name in STATED_AT_FIELDS if name in names), None)
+    written = next((name for name in datetime_fields if name != stated), None)
+    return tuple(name for name in (stated, written) if name is not None)
 
 
 def words_of(text: str) -> list[str]:
@@ -161,6 +182,8 @@ def _updates(older: _Statement, newer: _Statement, cosine: float | None) -> bool
     def _at_least(bound: float) -> bool:  # without vectors, shared words stand in for the cosine
         return _jaccard(older.words, newer.words) >= WORDS_FOR_COSINE if cosine is None else cosine >= bound
 
+    if newer.says_change and cosine is None and _jaccard(older.words, newer.words) >= WORDS_FOR_CHANGE:
+        return True
     if not _at_least(UPDATE_COSINE):
         return False
     if newer.says_change:

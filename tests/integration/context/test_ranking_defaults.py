@@ -177,6 +177,33 @@ def test_the_newer_of_two_conflicting_facts_ranks_first(any_db):
     assert ContextAssembler(RankingDefaultsFact, newer_first=False).assemble(asked, agent_id="a").records[:2] == [old, new]
 
 
+class RankingDefaultsStated(Model):
+    """A fact written at one time (``created_at``, the first DatetimeField) and said at another."""
+
+    fact_id = AutoKeyField()
+    agent_id = KeyField()
+    content = StringField()
+    created_at = DatetimeField(auto_now_add=True)
+    said_at = DatetimeField()
+    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+    embedding = EmbeddingField(source="content", provider=LookupEmbeddings(), partition_by="agent_id")
+
+
+def test_the_newer_said_fact_ranks_first_when_stored_in_the_other_order(any_db):
+    VECTORS.update({"what database does billing use?": unit(1, 0, 0),
+                    "Bob uses MySQL for billing": unit(1, 0.1, 0),
+                    "Bob switched billing to PostgreSQL last week": unit(1, 0.8, 0)})
+    said = datetime(2026, 3, 1, tzinfo=UTC)
+    new = RankingDefaultsStated.create(agent_id="a", content="Bob switched billing to PostgreSQL last week",
+                                       said_at=said + timedelta(days=30))
+    old = RankingDefaultsStated.create(agent_id="a", content="Bob uses MySQL for billing", said_at=said)
+    asked = "what database does billing use?"
+    assert ContextAssembler(RankingDefaultsStated).assemble(asked, agent_id="a").records[:2] == [new, old]
+    undated = RankingDefaultsStated.create(agent_id="b", content="Bob uses MySQL for billing")
+    later = RankingDefaultsStated.create(agent_id="b", content="Bob switched billing to PostgreSQL last week")
+    assert ContextAssembler(RankingDefaultsStated).assemble(asked, agent_id="b").records[:2] == [later, undated]
+
+
 class RankingDefaultsSaid(Model):
     """A fact whose time is an ISO 8601 text (as ChatMemory's ``said_at``), named by ``time_field``."""
 
@@ -191,7 +218,8 @@ def test_time_field_names_a_text_field_of_iso_times(any_db):
     old = RankingDefaultsSaid.create(agent_id="a", content="The weekly sync is on Mondays at 10.", said_at="2026-03-02T09:00:00+00:00")
     new = RankingDefaultsSaid.create(agent_id="a", content="The weekly sync happens on Wednesdays at 11.", said_at="2026-04-01T09:00:00")
     asked = "when is the weekly sync on mondays?"
-    assert ContextAssembler(RankingDefaultsSaid).assemble(asked, agent_id="a").records[0] == old  # no DatetimeField: no time
+    assert ContextAssembler(RankingDefaultsSaid).assemble(asked, agent_id="a").records[:2] == [new, old]  # said_at: read
+    assert ContextAssembler(RankingDefaultsSaid, newer_first=False).assemble(asked, agent_id="a").records[0] == old
     assert ContextAssembler(RankingDefaultsSaid, time_field="said_at").assemble(asked, agent_id="a").records[:2] == [new, old]
     with pytest.raises(QueryException, match="time_field 'when'"):
         ContextAssembler(RankingDefaultsSaid, time_field="when")

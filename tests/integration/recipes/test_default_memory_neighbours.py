@@ -86,5 +86,6 @@ def test_neighbour_lines_leave_the_speaker_off_and_the_own_line_keeps_it(db):
     assert stored.context == "> How was the group?\n[8 May 2023] Caroline: It was great!\n> Glad to hear."
 
 
-def test_the_newer_first_clock_stays_when_the_memory_was_written(db):
-    assert ContextAssembler(DefaultMemory).time_field is DefaultMemory._meta.fields["created_at"]
+def test_the_newer_first_clock_is_when_the_memory_was_said_then_when_it_was_written(db):
+    fields = DefaultMemory._meta.fields
+    assert ContextAssembler(DefaultMemory).time_fields == (fields["said_at"], fields["created_at"])

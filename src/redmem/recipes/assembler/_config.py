@@ -58,7 +58,8 @@ class AssemblerConfig:
     left out even when ``max_items`` allows more (:mod:`redmem.context._floor`).
     ``newer_first``: of two memories where the newer updates the older one's fact, the newer
     ranks first (:mod:`redmem.context._recency`); it reads ``time_field`` (a field holding a
-    datetime or an ISO 8601 text), else the model's first DatetimeField.
+    datetime or an ISO 8601 text), else a ``said_at`` or ``valid_from`` field (when the memory
+    was stated), falling back per memory to the model's first DatetimeField (when it was written).
     ``question_cues``: after fusion, a direct hit whose speaker the question names, or that says a
     time when the question asks when, moves up (:mod:`redmem.context._question_cues`); False ranks
     by the fused score alone.

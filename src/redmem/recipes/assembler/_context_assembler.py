@@ -29,7 +29,7 @@ from ...context._floor import above_floor
 from ...context._neighbours import Turn, record_turn
 from ...context._packing import Budget, Fitted
 from ...context._question_cues import rescore_by_cues
-from ...context._recency import newer_first
+from ...context._recency import newer_first, stated_time_fields
 from ...context._rendering import Renderer, pack_slices
 from ...context._result import ContextResult, Trail
 from ...context._retrieval import (
@@ -164,7 +164,7 @@ class ContextAssembler:
         self.mode = resolve_mode(self.capabilities, config.retrieval_mode, config.score_weights or {})
         self.score_weights = self._check_score_weights(config.score_weights)
         self.renderer = Renderer(model_class, config.output_format, config.render_fields)
-        self.time_field = self._time_field(config.time_field)
+        self.time_fields = self._time_fields(config.time_field)
 
     # -- the options, read from the config ---------------------------------------------------------
     @property
@@ -351,16 +351,17 @@ class ContextAssembler:
     def _newer_first(self, candidates: list[Candidate], vectors: dict[str, np.ndarray]) -> list[Candidate]:
         """The candidates with each memory that updates an older, better-ranked one moved above it
         (:mod:`redmem.context._recency`), when ``newer_first`` is on and the model has a time field.
+        A memory's time is its first of :attr:`time_fields` that holds one.
 
         A memory that moved takes the older one's match when that is higher: an update shares
         fewer words with the question than the fact it replaces, and must not fall below the
         relevance floor that the fact clears."""
-        clock = self.time_field
-        if not self.config.newer_first or clock is None:
+        clocks = self.time_fields
+        if not self.config.newer_first or not clocks:
             return candidates
 
         def time_of(candidate: Candidate) -> float | None:
-            return moment(getattr(candidate.record, clock.name, None))
+            return next((t for f in clocks if (t := moment(getattr(candidate.record, f.name, None))) is not None), None)
 
         rows = {c.key.record_id: i for i, c in enumerate(c for c in candidates if c.key.record_id in vectors)}
         gram = (np.stack([vectors[r] for r in rows]) @ np.stack([vectors[r] for r in rows]).T) if rows else None
@@ -391,15 +392,19 @@ class ContextAssembler:
         """
         return self.renderer.render(record)
 
-    def _time_field(self, name: str | None) -> Field[Any] | None:
-        """The field saying when a memory was stated, which ``newer_first`` compares: ``name``
-        (QueryException when the model has no such field), else the model's first DatetimeField."""
+    def _time_fields(self, name: str | None) -> tuple[Field[Any], ...]:
+        """The fields saying when a memory was stated, which ``newer_first`` compares, best first:
+        ``name`` alone (QueryException when the model has no such field), else a ``said_at`` or
+        ``valid_from`` field, then the model's first DatetimeField
+        (:func:`~redmem.context._recency.stated_time_fields`)."""
+        fields = self.model_class._meta.fields
         if name is None:
-            return next(iter(self.model_class._meta.fields_of(DatetimeField)), None)
-        found = self.model_class._meta.fields.get(name)
+            written = [f.name for f in self.model_class._meta.fields_of(DatetimeField)]
+            return tuple(fields[n] for n in stated_time_fields(list(fields), written))
+        found = fields.get(name)
         if found is None:
             raise QueryException(f"time_field {name!r} is not a field of {self.model_class.__name__}")
-        return found
+        return (found,)
 
     def _check_score_weights(self, weights: dict[Any, float] | None) -> dict[str, float]:
         """``score_weights`` checked now, not at the first query that needs them: every name a
