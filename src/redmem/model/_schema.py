@@ -163,8 +163,10 @@ def diff(stored: dict[str, Any], current: dict[str, Any]) -> SchemaDiff:
     )
 
 
-#: (id of the model's Options, key prefix, id of the client) of each check this process made.
-_checked: set[tuple[int, str, int]] = set()
+#: (id of the model's Options, key prefix, id of the client) of each check this process made, with
+#: the Options and the client themselves: held, so a model declared later cannot reuse a checked
+#: one's id (CPython reuses the ids of freed objects) and skip its own check.
+_checked: dict[tuple[int, str, int], tuple[SchemaOwner, Any]] = {}
 _lock = threading.Lock()
 
 
@@ -183,7 +185,7 @@ def check_once(meta: SchemaOwner, client: Any, identity: Any) -> None:
     with _lock:
         if seen in _checked:
             return
-        _checked.add(seen)
+        _checked[seen] = (meta, identity)
     current = model_schema(meta)
     key = schema_key(meta)
     try:
@@ -192,7 +194,7 @@ def check_once(meta: SchemaOwner, client: Any, identity: Any) -> None:
         log.debug("schema of %s not checked: %s", meta.name, exc)
         return
     except BaseException:
-        _checked.discard(seen)  # not checked (the server is unreachable): the next use tries again
+        _checked.pop(seen, None)  # not checked (the server is unreachable): the next use tries again
         raise
     if stored is not None:  # None: deleted between the two commands
         warn_changes(meta, json.loads(stored), current)

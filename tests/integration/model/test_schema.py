@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 import warnings
@@ -53,6 +54,17 @@ def test_the_check_costs_one_round_trip_once_per_process(db, sent):
     for _ in range(3):
         Note._meta.client  # noqa: B018
     assert len(sent) == 1
+
+
+def test_a_model_declared_again_is_checked_even_where_an_earlier_one_was_freed(db):
+    """Each new declaration of a changed model warns, however many earlier ones were freed:
+    the check once remembered a model by the id of its options, which CPython hands to a later
+    object once the first is freed, so a new declaration could pass unchecked."""
+    note_model(content=StringField()).create(agent="a", note_id="1", content="x")
+    for _ in range(30):
+        with pytest.warns(SchemaChangedWarning, match="text"):
+            note_model(text=StringField())._meta.client  # noqa: B018 - the first use warns
+        gc.collect()
 
 
 def test_an_unchanged_model_says_nothing(db):
