@@ -11,12 +11,14 @@ besides the first record, so a model that changed only by new plain fields costs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -163,10 +165,10 @@ def diff(stored: dict[str, Any], current: dict[str, Any]) -> SchemaDiff:
     )
 
 
-#: (id of the model's Options, key prefix, id of the client) of each check this process made, with
-#: the Options and the client themselves: held, so a model declared later cannot reuse a checked
-#: one's id (CPython reuses the ids of freed objects) and skip its own check.
-_checked: dict[tuple[int, str, int], tuple[SchemaOwner, Any]] = {}
+#: (id of the model's Options, key prefix, id of the client) of each check this process made; an
+#: entry leaves when its Options or client is freed, since CPython hands a freed object's id to a
+#: later one, and a model declared then would otherwise pass unchecked.
+_checked: set[tuple[int, str, int]] = set()
 _lock = threading.Lock()
 
 
@@ -185,7 +187,10 @@ def check_once(meta: SchemaOwner, client: Any, identity: Any) -> None:
     with _lock:
         if seen in _checked:
             return
-        _checked[seen] = (meta, identity)
+        _checked.add(seen)
+    for owner in (meta, identity):
+        with contextlib.suppress(TypeError):  # an object that takes no weak reference stays remembered
+            weakref.finalize(owner, _checked.discard, seen)
     current = model_schema(meta)
     key = schema_key(meta)
     try:
@@ -194,7 +199,7 @@ def check_once(meta: SchemaOwner, client: Any, identity: Any) -> None:
         log.debug("schema of %s not checked: %s", meta.name, exc)
         return
     except BaseException:
-        _checked.pop(seen, None)  # not checked (the server is unreachable): the next use tries again
+        _checked.discard(seen)  # not checked (the server is unreachable): the next use tries again
         raise
     if stored is not None:  # None: deleted between the two commands
         warn_changes(meta, json.loads(stored), current)
