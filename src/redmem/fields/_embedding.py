@@ -53,7 +53,10 @@ from .search_protocol import run_search
 if TYPE_CHECKING:
     from ..model._batch import SaveBatch
 
-__all__ = ["EmbeddingField", "embed_many", "semantic_search", "embedded_text_digest", "VECTOR_KIND", "matrices"]
+__all__ = [
+    "EmbeddingField", "embed_many", "semantic_search", "embedded_text_digest", "VECTOR_KIND", "matrices",
+    "written_vector_search",
+]
 
 #: Key kind of the per-partition vector keys: ``<base>:v:<field>[:ver|:log]``.
 VECTOR_KIND = KeyKind.VECTOR
@@ -363,6 +366,14 @@ def _partition_field(query: Query, name: str | None, method: str) -> EmbeddingFi
     if any(field not in model._meta.partition_fields for field, _, _ in query.conditions):
         raise QueryException(f"{method} filters on the partition only")
     return _search_field(model, name)
+
+
+def written_vector_search(field: EmbeddingField, space: KeySpace, vector: np.ndarray, limit: int) -> VectorSearch:
+    """``field.searcher(space, vector, limit)`` for the vector of a record being written, which
+    :meth:`~EmbeddingField.before_save` checked as the searcher checks a given vector (so it is
+    not checked again): the records nearest a new one, for the fact lifecycle's detection."""
+    return VectorSearch(field.model._meta.client, field.keys(space), vector, field.known_dimensions(), limit,
+                        prescan=field.prescan)
 
 
 def _query_vector(field: EmbeddingField, text: Any) -> np.ndarray | None:

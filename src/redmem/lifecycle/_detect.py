@@ -211,18 +211,20 @@ def same_value(text: str, other: str, subject: str) -> bool:
     return bool(mine) and bool(theirs) and (mine <= theirs or theirs <= mine)
 
 
-def analysis(text: str, subject: str) -> list[Any]:
+@lru_cache(maxsize=ANALYSES_KEPT)
+def analysis(text: str, subject: str) -> tuple[Any, ...]:
     """What the one-call write (``lifecycle_write.lua``) compares of a statement, precomputed:
-    [anchors, content words, whether a name or number besides ``subject`` and its numbers is
-    left, the value words (content words less the subject's words and :data:`MODIFIERS`)],
-    each list sorted. Given the same ``subject``, :func:`restates` and :func:`same_value` are
-    set comparisons of these (``same_value(a, b, s)``: the anchors equal, and b's flag or the
-    value words of one within the other's)."""
+    (anchors, content words, whether a name or number besides ``subject`` and its numbers is
+    left, the value words (content words less the subject's words and :data:`MODIFIERS`)),
+    each a sorted tuple; kept (a write analyses its statement for its card and for the script).
+    Given the same ``subject``, :func:`restates` and :func:`same_value` are set comparisons of
+    these (``same_value(a, b, s)``: the anchors equal, and b's flag or the value words of one
+    within the other's)."""
     names = anchors(text)
     value_names = names - {subject.casefold()} - set(_NUMBER.findall(subject))
     aside = set(_WORD.findall(subject.casefold())) | MODIFIERS
     words = content_words(text)
-    return [sorted(names), sorted(words), bool(value_names), sorted(words - aside)]
+    return tuple(sorted(names)), tuple(sorted(words)), bool(value_names), tuple(sorted(words - aside))
 
 
 def infer_slot(text: str, subject: str | None = None) -> tuple[str, str] | None:

@@ -75,7 +75,8 @@ def queue_card(pipe: Any, record: Any) -> None:
     """Queue the card of a record of a detecting model: written while it is current, removed once not."""
     if not type(record).lifecycle.active:
         return
-    index, entry = index_key(record.db_key.keyspace), card_entry(record.db_key.record_id)
+    key = record.db_key
+    index, entry = index_key(key.keyspace), card_entry(key.record_id)
     if record.valid_to is None:
         pipe.hset(index, entry, card_of(record))
     else:

@@ -22,7 +22,7 @@ from ._config import Lifecycle
 from ._fields import ValidityEndField, ValidityStartField
 from ._index import VERSION_ENTRY, card_entry, index_key, queue_card
 from ._timeline import superseded_conditions, validity_conditions
-from ._write import remember
+from ._write import save_new
 
 __all__ = ["LifecycleMixin", "AS_OF"]
 
@@ -54,10 +54,10 @@ class LifecycleMixin(RecordMixin):
         return time.time()
 
     def save(self) -> bool:
-        """A new record goes through :func:`~redmem.lifecycle.remember` (merge or supersede);
-        a stored one is written as any record is."""
+        """A new record goes through :func:`~redmem.lifecycle.remember` (merge or supersede;
+        :func:`~._write.save_new`: no outcome built); a stored one is written as any record is."""
         if self._saved_key is None and type(self).lifecycle.active:
-            remember(self)
+            save_new(self)
             return True
         return super().save()
 

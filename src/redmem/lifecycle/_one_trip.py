@@ -27,8 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-import numpy as np
-
+from ..fields._embedding import written_vector_search
 from ..fields._embedding_search import DEFERRED_MOST, VectorSearch
 from ..model._dbkey import DbKey
 from ..model._loading import instance_from_stored
@@ -36,7 +35,7 @@ from ..model._persistence import queue_new_records
 from ..store._composed import composed_source, queued_args, recorded, run_composed
 from ..store._connection import server_errors
 from ..store._errors import WriteConflict
-from ..store._keys import KeyKind
+from ..store._keys import KeyKind, KeySpace
 from ..store._watch import MAX_ATTEMPTS
 from ._config import NEAR_CANDIDATES, Lifecycle
 from ._detect import analysis
@@ -52,21 +51,25 @@ _HELPERS = ("lifecycle_reinforce", "vector_changes")
 _NO_MATRIX = ["", 0, 0, 0]
 
 
-def remember_in_one_call(instance: Any, values: dict[str, Any], text: str, entries: list[str]) -> Remembered | None:
+def remember_in_one_call(
+    instance: Any, values: dict[str, Any], text: str, entries: list[str], *, older: bool
+) -> Remembered | None:
     """Store a new record of a lifecycle model (its values checked, ``entries`` the index entries
     of its text and slot) in one script call, two when the nearest records must be ranked anew;
-    None when a card of an older version needs the watched write (nothing written)."""
+    None when a card of an older version needs the watched write (nothing written). ``older``:
+    a supersede's outcome carries the older record, built from the reply (else None)."""
     model = type(instance)
     config: Lifecycle = model.lifecycle
     client = model._meta.client
-    space, record_id = instance.db_key.keyspace, instance.db_key.record_id
+    key = instance.db_key
+    space, record_id = key.keyspace, key.record_id
     index = index_key(space)
     hints = held.get(client, index)
     commands = recorded(client, lambda pipe: queue_new_records(pipe, client, [instance], values=[values], fresh=True))
     sources, queued = queued_args(client, commands)
     source = composed_source("lifecycle_write", _HELPERS, tuple(sources))
-    near = _searcher(instance, config)
-    keys = [index, instance.db_key.redis_key, space.key(KeyKind.SORTED, "valid_to")]
+    near = _searcher(instance, config, space)
+    keys = [index, key.redis_key, space.key(KeyKind.SORTED, "valid_to")]
     fields = model._meta.fields
     mine = analysis(text, instance.subject or "")
     head = [
@@ -100,23 +103,22 @@ def remember_in_one_call(instance: Any, values: dict[str, Any], text: str, entri
             near.catch_up(reply[2])
             ranked = _ranked(near, record_id, config)
         else:
-            raise WriteConflict(f"gave up writing {instance.db_key.redis_key} after {MAX_ATTEMPTS} concurrent writes")
+            raise WriteConflict(f"gave up writing {key.redis_key} after {MAX_ATTEMPTS} concurrent writes")
         if reply[3] and near is not None:
             near.defer(sent, reply[3])
     finally:
         if near is not None:
             near.abandon()
-    return _outcome(instance, reply, hints, entries)
+    return _outcome(instance, space, reply, hints, entries, older)
 
 
-def _searcher(instance: Any, config: Lifecycle) -> VectorSearch | None:
+def _searcher(instance: Any, config: Lifecycle, space: KeySpace) -> VectorSearch | None:
     """The search of the nearest records (a model with merge and an embedding of the text), else None."""
     embedding = embedding_of(type(instance))
     vector = None if embedding is None else getattr(instance, embedding.name)
     if embedding is None or vector is None or not config.merge:
         return None
-    near = embedding.searcher(instance.db_key.keyspace, np.asarray(vector), NEAR_CANDIDATES + 1)
-    return None if near.empty else near
+    return written_vector_search(embedding, space, vector, NEAR_CANDIDATES + 1)
 
 
 def _ranked(near: VectorSearch, record_id: str, config: Lifecycle) -> str:
@@ -124,11 +126,11 @@ def _ranked(near: VectorSearch, record_id: str, config: Lifecycle) -> str:
     return json.dumps([rid for rid, score in near.rank_held() if rid != record_id and score >= config.merge_threshold])
 
 
-def _outcome(instance: Any, reply: list[Any], hints: Any, entries: list[str]) -> Remembered:
-    """The instance and the outcome once the script's reply is in."""
+def _outcome(instance: Any, space: KeySpace, reply: list[Any], hints: Any, entries: list[str], older: bool) -> Remembered:
+    """The instance (of partition ``space``) and the outcome once the script's reply is in (the
+    superseded record only when ``older``)."""
     model = type(instance)
     action, other_id, other = reply[0].decode(), reply[1], reply[2]
-    space = instance.db_key.keyspace
     instance._was_stored = True
     if action == "merged":
         stored = instance_from_stored(model, DbKey(space, other_id.decode()), dict(zip(other[::2], other[1::2])))
@@ -141,6 +143,8 @@ def _outcome(instance: Any, reply: list[Any], hints: Any, entries: list[str]) ->
     hints.seen(entries, [])
     if action == "superseded":
         instance.supersedes = other_id.decode()
-        older = instance_from_stored(model, DbKey(space, instance.supersedes), dict(zip(other[::2], other[1::2])))
-        return Remembered("superseded", instance, older)
+        if not older:
+            return Remembered("superseded", instance)
+        stored = instance_from_stored(model, DbKey(space, instance.supersedes), dict(zip(other[::2], other[1::2])))
+        return Remembered("superseded", instance, stored)
     return Remembered("created", instance)

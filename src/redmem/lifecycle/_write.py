@@ -35,8 +35,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..fields._embedding import written_vector_search
 from ..fields._embedding_search import VectorSearch
 from ..fields.search_protocol import Hits
 from ..model._dbkey import DbKey
@@ -54,7 +53,7 @@ from ._one_trip import remember_in_one_call
 from ._outcome import Action, Remembered, become, embedding_of, json_list
 from ._timeline import OPEN_END
 
-__all__ = ["remember", "remember_watched", "Remembered", "queue_entries"]
+__all__ = ["remember", "remember_watched", "save_new", "Remembered", "queue_entries"]
 
 
 @dataclass
@@ -90,10 +89,22 @@ def remember(instance: Any, *, source: str | None = None, now: float | None = No
     the record's links, or the index holds a card of an older version: then the watched write
     (:func:`remember_watched`).
     """
+    return _remember(instance, source, now, older=True)
+
+
+def save_new(instance: Any) -> None:
+    """:func:`remember` as ``save()`` writes a new record: the same write, but the one-call
+    write does not build the record it superseded from the script's reply (``save()`` returns
+    no outcome; building that record took 22 µs, about 3% of a write's client CPU)."""
+    _remember(instance, None, None, older=False)
+
+
+def _remember(instance: Any, source: str | None, now: float | None, older: bool) -> Remembered:
+    """:func:`remember`; ``older``: whether a one-call supersede's outcome carries the older record."""
     ready = _prepare(instance, source, now)
     linked = any(getattr(instance, name) is not None for name in _LINKS)
     if ready.generated and type(instance).lifecycle.judge is None and not linked:
-        outcome = remember_in_one_call(instance, dict(ready.values), ready.text, ready.entries)
+        outcome = remember_in_one_call(instance, dict(ready.values), ready.text, ready.entries, older=older)
         if outcome is not None:
             return outcome
     return _watched(instance, ready)
@@ -248,8 +259,7 @@ class _Detection:
         vector = None if embedding is None else getattr(self.instance, embedding.name)
         if embedding is None or vector is None or not (config.merge or config.judge is not None):
             return None
-        near = embedding.searcher(self.space, np.asarray(vector), NEAR_CANDIDATES + 1)
-        return None if near.empty else near
+        return written_vector_search(embedding, self.space, vector, NEAR_CANDIDATES + 1)
 
     def _nearest(self, replies: list[Any], needed: bool) -> Hits:
         """The nearest records from the search's replies when ``needed`` (the matrix caught up, then
