@@ -114,17 +114,17 @@ def convex_fusion(
             cut = name in limits and len(scores) >= limits[name]
             columns.append((weight, {item: s / top for item, s in scores.items()},
                             min(scores.values()) / top if cut else 0.0))
-    fused = [(item, _convex_score(item, columns)) for item in found]
+    total = math.fsum(weight for weight, _, _ in columns)
+    fused = [(item, _convex_score(item, columns, total)) for item in found]
     fused.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
     return fused if limit is None else fused[:limit]
 
 
-def _convex_score(item: K, columns: list[tuple[float, dict[K, float], float]]) -> float:
-    """``sum w * s(item) / sum w`` over columns ``(w, {id: normalised score}, score of a missing id)``;
-    0 without columns."""
+def _convex_score(item: K, columns: list[tuple[float, dict[K, float], float]], total: float) -> float:
+    """``sum w * s(item) / total`` over columns ``(w, {id: normalised score}, score of a missing id)``,
+    ``total`` the columns' ``sum w`` (summed once per fusion, not per id); 0 without columns."""
     if not columns:
         return 0.0
-    total = math.fsum(weight for weight, _, _ in columns)
     return math.fsum(weight * scores.get(item, missing) for weight, scores, missing in columns) / total
 
 

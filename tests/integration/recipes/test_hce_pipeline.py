@@ -167,6 +167,19 @@ def test_round_trips(db, sent):
     assert pipe.retrieve_candidates("what about tea", query_vector=vector).round_trips == len(sent) == 2
 
 
+def test_the_interactions_found_are_read_in_one_command(db, sent):
+    pipe = HCEPipeline(session_id="s", max_focus=2)
+    pipe.update_many([(f"Ana went to Lisbon on trip {i}.", f"Nice trip number {i}.") for i in range(12)])
+    vector = pipe.embed_query("Ana Lisbon trip")
+    pipe.retrieve_candidates("Ana Lisbon trip", query_vector=vector)  # the server caches the scripts
+    sent.clear()
+    found = pipe.retrieve_candidates("Ana Lisbon trip", query_vector=vector)
+    assert sum(c.source != "buffer" for c in found.candidates) > 2
+    assert found.round_trips == len(sent)
+    load = b"".join(bytes(part) for part in sent[-1]) if isinstance(sent[-1], list) else bytes(sent[-1])
+    assert load.count(b"EVALSHA") == 1 and b"HMGET" not in load  # one script call, not an HMGET per candidate
+
+
 # -- wrap_chat -------------------------------------------------------------------------------------
 def test_wrap_chat_enriches_the_prompt_and_stores_the_reply(db):
     pipe = HCEPipeline(session_id="user-42", context_budget=200)

@@ -46,12 +46,16 @@ class ContextCandidate:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # The plain float / int first: the pipeline makes some 60 candidates per query, and the
+        # general checks (``numbers.Real``, an ABC) cost more than the rest of a candidate.
+        utility, cost = self.utility, self.token_cost
         if self.source not in SOURCES:
             raise ValidationError(f"a candidate's source is one of {list(SOURCES)}, not {self.source!r}")
-        if not is_real(self.utility) or not math.isfinite(self.utility) or self.utility < 0:
-            raise ValidationError(f"a candidate's utility is a finite number >= 0, not {self.utility!r}")
-        if not is_int(self.token_cost) or self.token_cost < 0:
-            raise ValidationError(f"a candidate's token_cost is an int >= 0, not {self.token_cost!r}")
+        if not (type(utility) is float and 0.0 <= utility < math.inf) and (
+                not is_real(utility) or not math.isfinite(utility) or utility < 0):
+            raise ValidationError(f"a candidate's utility is a finite number >= 0, not {utility!r}")
+        if not (type(cost) is int and cost >= 0) and (not is_int(cost) or cost < 0):
+            raise ValidationError(f"a candidate's token_cost is an int >= 0, not {cost!r}")
 
 
 def normalised(candidates: Sequence[ContextCandidate], scales: Mapping[str, float],
@@ -63,8 +67,8 @@ def normalised(candidates: Sequence[ContextCandidate], scales: Mapping[str, floa
     by utility per token, so with flat utilities the cheapest texts win whatever their relevance.
     """
     return [
-        replace(c, utility=min(1.0, c.utility / scales[c.source]) ** sharpness,
-                metadata={**c.metadata, "raw_utility": c.utility})
+        ContextCandidate(c.content, c.source, min(1.0, c.utility / scales[c.source]) ** sharpness, c.token_cost,
+                         {**c.metadata, "raw_utility": c.utility})
         for c in candidates
     ]
 

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...store._validation import positive_int
 from ...text._stopwords import ENGLISH_STOPWORDS
 from ._kinds import NodeType
 
-__all__ = ["EntityExtractor", "ExtractedEntity", "entity_key", "significant_words"]
+__all__ = ["EntityExtractor", "ExtractedEntity", "entity_key", "significant_words", "significant_word_set"]
 
 _MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december"
            "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
@@ -64,7 +65,14 @@ class ExtractedEntity:
 
 def significant_words(text: str) -> set[str]:
     """The case-folded words of ``text`` that are not stop words."""
-    return {w for w in (m.group().casefold() for m in _WORD.finditer(text)) if not _is_stop(w)}
+    return set(significant_word_set(text))
+
+
+@lru_cache(maxsize=4096)
+def significant_word_set(text: str) -> frozenset[str]:
+    """:func:`significant_words`, frozen and remembered by text (the last 4,096): the focus
+    buffer's entries are compared with every query, and a text's words never change."""
+    return frozenset(w for w in (m.group().casefold() for m in _WORD.finditer(text)) if not _is_stop(w))
 
 
 def _sentence_start(text: str, position: int) -> bool:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -53,11 +54,12 @@ from ...observation._protocol import ObservationProtocol
 from ...store._aio import async_variant
 from ...store._connection import server_errors
 from ...store._errors import ArgumentTypeError, QueryException, ValidationError
+from ...store._scripts import run_script
 from ...store._validation import is_real, positive_int, utf8_text
 from ._budgeting import SOURCES, ContextCandidate, fit_context, normalised
 from ._explain import HCETrail
 from ._export import clear_session, load_session, save_session
-from ._extractor import EntityExtractor, ExtractedEntity, significant_words
+from ._extractor import EntityExtractor, ExtractedEntity, significant_word_set, significant_words
 from ._focus import FocusBuffer, FocusEntry
 from ._graph import EntityGraph
 from ._kinds import NodeType
@@ -256,28 +258,28 @@ class HCEPipeline:
     def _shown(self, keys: list[DbKey], visible: Visibility, superseded: list[SupersededHit],
                ) -> tuple[dict[str, Shown], dict[str, str | None]]:
         """Per interaction id, what a candidate shows and costs, for those ``visible``: only those
-        fields are read and decoded (one pipelined round trip of HMGET), not its vector or entity
-        list; and the candidates left out as superseded, each with the id of its successor. The
-        successors of the ``superseded`` hits (the keyword twin's) are read in the same round trip."""
+        fields are read and decoded (one round trip: the script ``hce_rows``, an HMGET each), not its
+        vector or entity list; and the candidates left out as superseded, each with the id of its
+        successor. The successors of the ``superseded`` hits (the keyword twin's) are read in the
+        same command."""
         if not keys:
             return {}, {}
         fields: list[Field[Any]] = [HCEInteraction.user, HCEInteraction.assistant, HCEInteraction.timestamp, HCEInteraction.tokens,
                   HCEInteraction.valid_from, HCEInteraction.valid_to, HCEInteraction.superseded_by]
         client = self.client
-        with server_errors(client), client.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.hmget(key.redis_key, *[f.name for f in fields])
-            for hit in superseded:
-                pipe.hget(hit.key.redis_key, HCEInteraction.superseded_by.name)
-            replies = pipe.execute()
+        with server_errors(client):
+            replies = run_script("hce_rows", [k.redis_key for k in [*keys, *(hit.key for hit in superseded)]],
+                                 [len(keys), HCEInteraction.superseded_by.name, *[f.name for f in fields]], client)
         for hit, by in zip(superseded, replies[len(keys):]):
             hit.superseded_by = HCEInteraction.superseded_by.decode(by) if by else None
         shown, dropped = {}, {}
+        decoders = [f.decode for f in fields]
+        decoders[fields.index(HCEInteraction.tokens)] = _stored_tokens
         for key, raw in zip(keys, replies):
             if None in raw[:3]:
                 continue
-            user, assistant, stamp, tokens, start, end, by = [None if r is None else f.decode(r)
-                                                              for f, r in zip(fields, raw)]
+            user, assistant, stamp, tokens, start, end, by = [None if r is None else decode(r)
+                                                              for decode, r in zip(decoders, raw)]
             when = cast(float, stamp)  # not None: checked above
             if visible(when if start is None else start, end):
                 shown[key.record_id] = Shown(interaction_text(str(user), str(assistant)), when, tokens or {})
@@ -447,12 +449,21 @@ def _buffer_candidates(query: str, focus: list[FocusEntry]) -> list[ContextCandi
     words = significant_words(query)
     out = []
     for age, (position, entry) in enumerate(reversed(list(enumerate(focus)))):
-        overlap = len(words & significant_words(entry.content)) / len(words) if words else 0.0
+        overlap = len(words & significant_word_set(entry.content)) / len(words) if words else 0.0
         if overlap > 0:
             out.append(ContextCandidate(entry.line, "buffer", overlap * (0.5 + 0.5 / (1 + age)), 0,
                                         {"interaction_id": None, "position": position, "role": entry.role,
                                          "timestamp": entry.timestamp}))
     return out
+
+
+@lru_cache(maxsize=4096)
+def _stored_tokens(raw: bytes) -> dict[str, int]:
+    """An interaction's stored token counts decoded, remembered by their bytes (a few hundred
+    distinct values; the JSON decoding cost as much as the rest of a loaded row). The dict is
+    shared: read it, never change it."""
+    tokens: dict[str, int] = HCEInteraction.tokens.decode(raw)
+    return tokens
 
 
 def _interaction_hits(reached: list[tuple[Any, float]]) -> Hits:
@@ -472,6 +483,13 @@ def block_label(candidate: ContextCandidate) -> str:
     """
     sources = "+".join(dict.fromkeys(candidate.metadata.get("sources") or [candidate.source]))
     stamp = candidate.metadata.get("timestamp")
-    when = f"{datetime.fromtimestamp(stamp, UTC):%Y-%m-%d}, " if isinstance(stamp, (int, float)) else ""
+    when = f"{_utc_date(stamp)}, " if isinstance(stamp, (int, float)) else ""
     return f"[{when}{sources}]"
+
+
+@lru_cache(maxsize=8192)
+def _utc_date(stamp: float) -> str:
+    """The UTC date of an epoch time, ``YYYY-MM-DD`` (remembered: the same interactions are
+    labelled query after query)."""
+    return f"{datetime.fromtimestamp(stamp, UTC):%Y-%m-%d}"
 
