@@ -380,7 +380,7 @@ class FrameMemory:
         survivors = suppress_contradictions(kept, gathered.pairs, guaranteed)
         chosen = select(survivors, guaranteed, top_k)
         blocks = [scored_block(s, gathered.fields_of(s.candidate.id)) for s in chosen
-                  if "content" in gathered.stored[s.candidate.id]]  # a block's hash gone: left out
+                  if gathered.has_content(s.candidate.id)]  # a block's hash gone: left out
         trail = FrameTrail(definition, weights, self.feedback_cap, ranked, kept, survivors, gathered.pairs,
                            guaranteed, blocks, top_k, self.space, superseded=gathered.superseded)
         return blocks, gathered, trail

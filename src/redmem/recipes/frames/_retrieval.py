@@ -24,9 +24,11 @@ round trip each time.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -67,8 +69,8 @@ class Gathered:
     """What stages 1-3 found: the active hours now, the candidates (seeds, then neighbours, then
     guaranteed blocks reached neither way), the guaranteed ids, the contradicting pairs among
     the candidates, whether the query found no seed, each candidate's stored fields as read
-    (``stored``: the :data:`STORED` entries, decoded only for the blocks a frame keeps:
-    :meth:`fields_of`), the ``seeds``, the pairs (seed, candidate) an edge joins (``linked``), and
+    (``stored``: the :data:`STORED` entries as the reply holds them, in that order, decoded
+    only for the blocks a frame keeps: :meth:`fields_of`), the ``seeds``, the pairs (seed, candidate) an edge joins (``linked``), and
     the ranked blocks left out as superseded that would otherwise have been seeds."""
 
     now_hours: float
@@ -77,7 +79,7 @@ class Gathered:
     pairs: list[tuple[str, str]]
     no_seed: bool = False
     riders: list[Any] = field(default_factory=list)
-    stored: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    stored: dict[str, Sequence[bytes | str | None]] = field(default_factory=dict)
     linked: list[tuple[str, str]] = field(default_factory=list)
     seeds: frozenset[str] = frozenset()
     superseded: list[SupersededHit] = field(default_factory=list)
@@ -85,20 +87,27 @@ class Gathered:
     def fields_of(self, block_id: str) -> dict[str, Any]:
         """The candidate's :data:`STORED` fields, decoded (an entry the hash lacks is left out)."""
         fields = Block._meta.fields
-        return {name: fields[name].decode(raw) for name, raw in self.stored[block_id].items()}
+        return {name: fields[name].decode(_bytes(raw)) for name, raw in zip(STORED, self.stored[block_id]) if raw}
+
+    def has_content(self, block_id: str) -> bool:
+        """Whether the candidate's hash held a ``content`` (a block deleted meanwhile holds none)."""
+        return bool(self.stored[block_id][0])
 
     def linked_among(self, block_ids: Sequence[str]) -> list[tuple[str, str]]:
         """The pairs of ``block_ids`` that may be joined by an edge: a pair with a seed when the
         seed's edges (read by the expansion) hold it, every pair of two other blocks (not looked up)."""
-        seeded = {frozenset(pair) for pair in self.linked}
+        among = set(block_ids)
+        seeded = {frozenset(pair) for pair in self.linked if among.issuperset(pair)}
         return [(a, b) for a, b in itertools.combinations(block_ids, 2)
                 if frozenset((a, b)) in seeded or not self.seeds & {a, b}]
 
 
-def block_keys(space: KeySpace) -> dict[str, str]:
-    """The partition-level keys the frames scripts read and write."""
+@functools.lru_cache(maxsize=1024)
+def block_keys(space: KeySpace) -> Mapping[str, str]:
+    """The partition-level keys the frames scripts read and write (built once per key space:
+    every frame and write asks for them)."""
     graph = Block.edges.graph(agent_id=space.partition_values[0]).keys
-    return {
+    return MappingProxyType({
         "clock": space.key(FrameKeyKind.FRAME_CLOCK),
         "window": space.key(KeyKind.SORTED, "window"),
         "tags": Block.tag_index.index_key(space),
@@ -113,7 +122,7 @@ def block_keys(space: KeySpace) -> dict[str, str]:
         "definitions": space.key(FrameKeyKind.FRAME_DEFINITIONS),
         "valid_to": space.key(KeyKind.SORTED, "valid_to"),
         "valid_from": space.key(KeyKind.SORTED, "valid_from"),
-    }
+    })
 
 
 def _ranges(patterns: Sequence[str] | None) -> list[str]:
@@ -232,7 +241,7 @@ def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float], seeds_wan
             degree=float(data[i + 5]), similarity=similarity.get(block_id, 0.0) if block_id in seeds else 0.0,
             was_expanded=block_id in expanded,
         ))
-        stored[block_id] = {name: _bytes(value) for name, value in zip(STORED, data[i + 6: i + _ROW]) if value}
+        stored[block_id] = data[i + 6: i + _ROW]
     pairs, linked = (
         [(_text(flat[i]), _text(flat[i + 1])) for i in range(0, len(flat), 2)] for flat in (reply[5], reply[8]))
     out = reply[7]

@@ -33,12 +33,48 @@ local wanted, initial, prefix = tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local stored = {}
 for i = 1, tonumber(ARGV[7]) do stored[i] = ARGV[7 + i] end
 local as_of, OPEN_END = ARGV[6], 253402300799
+local CHUNK = 1000  -- ids per batched read (ZMSCORE, HMGET)
+
+local function batched(command, key, ids, prefix)  -- id -> reply of `command key prefix..id ...`, CHUNK ids a call
+  local out = {}
+  for first = 1, #ids, CHUNK do
+    local names = {}
+    for j = first, math.min(first + CHUNK - 1, #ids) do names[#names + 1] = (prefix or "") .. ids[j] end
+    local values = redis.call(command, key, unpack(names))
+    for j = 1, #names do out[ids[first + j - 1]] = values[j] end
+  end
+  return out
+end
+
+-- Each id's window score and validity bounds, read in batches before the ids are checked (the
+-- same entries the checks would read one ZSCORE at a time; false: no entry).
+local fetched, window_of, valid_to_of, valid_from_of = {}, {}, {}, {}
+local function prefetch(ids)
+  local todo = {}
+  for _, id in ipairs(ids) do
+    if not fetched[id] then fetched[id] = true; todo[#todo + 1] = id end
+  end
+  if #todo == 0 then return end
+  for id, score in pairs(batched("ZMSCORE", KEYS[2], todo)) do window_of[id] = score end
+  if as_of ~= "all" then
+    for id, score in pairs(batched("ZMSCORE", KEYS[9], todo)) do valid_to_of[id] = score end
+  end
+  if as_of ~= "" and as_of ~= "all" then
+    for id, score in pairs(batched("ZMSCORE", KEYS[10], todo)) do valid_from_of[id] = score end
+  end
+end
+local function window_score(id)
+  prefetch({id})
+  return window_of[id] or false
+end
+
 local function valid(id)  -- the fact lifecycle's validity at as_of
   if as_of == "all" then return true end
-  local to = tonumber(redis.call("ZSCORE", KEYS[9], id) or OPEN_END)
+  prefetch({id})
+  local to = tonumber(valid_to_of[id] or OPEN_END)
   if as_of == "" then return to >= OPEN_END end
   local at = tonumber(as_of)
-  return tonumber(redis.call("ZSCORE", KEYS[10], id) or -math.huge) <= at and at < to
+  return tonumber(valid_from_of[id] or -math.huge) <= at and at < to
 end
 
 local pos = 8 + #stored
@@ -66,7 +102,7 @@ local last = {}
 local function eligible(id)
   if last[id] ~= nil then return last[id] ~= false end
   local ok = (not tagged or tagged[id]) and (not categorised or categorised[id]) and valid(id)
-  local score = ok and redis.call("ZSCORE", KEYS[2], id)
+  local score = ok and window_score(id)
   if score and tonumber(score) > cutoff then last[id] = score; return true end
   last[id] = false
   return false
@@ -74,13 +110,14 @@ end
 
 local function closed(id)  -- superseded at as_of: its window closed by then (an open one is OPEN_END)
   if as_of == "all" then return false end
-  local to = tonumber(redis.call("ZSCORE", KEYS[9], id) or OPEN_END)
+  prefetch({id})
+  local to = tonumber(valid_to_of[id] or OPEN_END)
   if as_of == "" then return to < OPEN_END end
   return to <= tonumber(as_of)
 end
 local function superseded_seed(id)  -- eligible but for its closed window
   if not ((not tagged or tagged[id]) and (not categorised or categorised[id]) and closed(id)) then return false end
-  local score = redis.call("ZSCORE", KEYS[2], id)
+  local score = window_score(id)
   return score ~= false and tonumber(score) > cutoff
 end
 
@@ -102,8 +139,12 @@ end
 if wanted == 0 then
   local pool = tagged and select(2, ids_in(KEYS[3], tag_ranges))
     or redis.call("ZRANGEBYSCORE", KEYS[2], "(" .. cutoff, "+inf")
+  prefetch(pool)
   for _, id in ipairs(pool) do if eligible(id) then add(seeds, id) end end
 else
+  local ranked = {}
+  for i = pos, #ARGV do ranked[#ranked + 1] = ARGV[i] end
+  prefetch(ranked)
   for i = pos, #ARGV do
     if #seeds >= wanted then break end
     examined = examined + 1
@@ -115,6 +156,11 @@ else
       for _, v in ipairs({ARGV[i], by, i - pos + 1}) do superseded[#superseded + 1] = v end
     end
   end
+  local reached = {}
+  for _, id in ipairs(seeds) do
+    for _, nid in ipairs(neighbours(id)) do reached[#reached + 1] = nid end
+  end
+  prefetch(reached)
   for _, id in ipairs(seeds) do
     for _, nid in ipairs(neighbours(id)) do
       if not chosen[nid] and eligible(nid) then add(expanded, nid) end
@@ -124,12 +170,13 @@ end
 local function pinned_eligible(id)  -- eligible but for the window
   if eligible(id) then return true end
   local ok = (not tagged or tagged[id]) and (not categorised or categorised[id]) and valid(id)
-  local score = ok and redis.call("ZSCORE", KEYS[2], id)
+  local score = ok and window_score(id)
   if score then last[id] = score; return true end
   return false
 end
 local extra = {}  -- guaranteed blocks neither seed nor neighbour
 local _, pinned = ids_in(KEYS[3], guarantee_ranges)
+prefetch(pinned)
 for _, id in ipairs(pinned) do
   if pinned_eligible(id) then
     table.insert(guaranteed, id)
@@ -138,18 +185,49 @@ for _, id in ipairs(pinned) do
 end
 
 local data, pairs_out, linked = {}, {}, {}
+local everyone = {}
+for _, list in ipairs({seeds, expanded, extra}) do
+  for _, id in ipairs(list) do everyone[#everyone + 1] = id end
+end
+local confidence_of = batched("ZMSCORE", KEYS[7], everyone)
+local degree_of = batched("HMGET", KEYS[6], everyone, "r:")
+-- Each candidate's contradiction entries "<id> <other>": the whole zset read once when it is no
+-- bigger than a few entries per candidate (every member split at each space, as a range of
+-- the prefix "<id> " would find it), else one range per candidate.
+local contradicted = nil
+if redis.call("ZCARD", KEYS[8]) <= 4 * #everyone then
+  contradicted = {}
+  for _, m in ipairs(redis.call("ZRANGE", KEYS[8], 0, -1)) do
+    local at = string.find(m, " ", 1, true)
+    while at do
+      local id = string.sub(m, 1, at - 1)
+      if chosen[id] then
+        contradicted[id] = contradicted[id] or {}
+        table.insert(contradicted[id], string.sub(m, at + 1))
+      end
+      at = string.find(m, " ", at + 1, true)
+    end
+  end
+end
+local function contradicting(id)
+  if contradicted then return contradicted[id] or {} end
+  local found = {}
+  for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[8], "[" .. id .. " ", "(" .. id .. "!")) do
+    table.insert(found, string.sub(m, #id + 2))
+  end
+  return found
+end
 local function collect(list)
   for _, id in ipairs(list) do
     local values = redis.call("HMGET", prefix .. id, "reinforcement_count", "decay_lambda", unpack(stored))
     table.insert(data, id)
     table.insert(data, last[id])
-    table.insert(data, redis.call("ZSCORE", KEYS[7], id) or initial)
+    table.insert(data, confidence_of[id] or initial)
     table.insert(data, values[1] or "0")
     table.insert(data, values[2] or "0.01")
-    table.insert(data, redis.call("HGET", KEYS[6], "r:" .. id) or "0")
+    table.insert(data, degree_of[id] or "0")
     for i = 1, #stored do table.insert(data, values[2 + i]) end
-    for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[8], "[" .. id .. " ", "(" .. id .. "!")) do
-      local other = string.sub(m, #id + 2)
+    for _, other in ipairs(contradicting(id)) do
       if chosen[other] and id < other then
         table.insert(pairs_out, id)
         table.insert(pairs_out, other)
