@@ -14,7 +14,11 @@ first pass apart (it fills the process's copy of the postings), ``--repeats`` pa
 / p95 / p99 ms of the ``assemble()`` call (the query's embedding included) and round trips per
 call, with ``question_cues`` on (the default) and off, asked alternately question by question
 so that both see the same load, and the load average around them (``/proc/loadavg``: the host
-is shared). Results: ``results/<out>.json`` and ``.md``.
+is shared). Beside the wall clock, which on a shared host is mostly waiting for a core, each
+call's CPU time in this process (``time.process_time``: redmem's work and the query's
+embedding, all threads) and the embedding's own wall ms, and the Redis server's time per call
+(``INFO commandstats`` before and after the timed passes, divided by the calls): these move far
+less with the load. Results: ``results/<out>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -62,31 +66,58 @@ def store(model: type, texts: list[str], session: int) -> float:
     return time.perf_counter() - started
 
 
-def timed(assemblers: dict[str, ContextAssembler], questions: list[str], repeats: int) -> dict[str, Any]:
+def server_usec(client: Any) -> tuple[int, int]:
+    """(calls, microseconds) the server has spent on commands other than INFO since it started."""
+    stats = client.info("commandstats")
+    return (sum(s["calls"] for k, s in stats.items() if k != "cmdstat_info"),
+            sum(s["usec"] for k, s in stats.items() if k != "cmdstat_info"))
+
+
+def timed(assemblers: dict[str, ContextAssembler], questions: list[str], repeats: int,
+          provider: TimedProvider) -> dict[str, Any]:
     """Each assembler asked every question in turn (alternating, so that both see the same load):
     per assembler the first pass and the next ``repeats`` passes, ms per call (embedding
-    included), round trips, and the load average around the whole."""
+    included), CPU ms of this process per call and the embedding's ms per call (timed passes),
+    round trips, the server's ms per call of the timed passes (every assembler's calls
+    together), and the load average around the whole."""
     CommandCounter.install()
     for question in questions[:WARMUP]:
         for assembler in assemblers.values():
             assembler.assemble(question, agent_id=AGENT)
     passes: dict[str, list[list[float]]] = {name: [] for name in assemblers}
+    cpu: dict[str, list[float]] = {name: [] for name in assemblers}
+    embedding: dict[str, list[float]] = {name: [] for name in assemblers}
     trips: dict[str, list[int]] = {name: [] for name in assemblers}
+    client = next(iter(assemblers.values())).model_class._meta.client
     load_before = list(os.getloadavg())
-    for _ in range(repeats + 1):
+    server_before = (0, 0)
+    for number in range(repeats + 1):
+        if number == 1:
+            server_before = server_usec(client)
         for name in assemblers:
             passes[name].append([])
         for question in questions:
             for name, assembler in assemblers.items():
-                before, started = CommandCounter.snapshot(), time.perf_counter()
+                before, embedded = CommandCounter.snapshot(), provider.seconds
+                started, process = time.perf_counter(), time.process_time()
                 assembler.assemble(question, agent_id=AGENT)
                 passes[name][-1].append((time.perf_counter() - started) * 1000)
+                if number:
+                    cpu[name].append((time.process_time() - process) * 1000)
+                    embedding[name].append((provider.seconds - embedded) * 1000)
                 trips[name].append(CommandCounter.since(before)[0])
+    server_after = server_usec(client) if repeats else server_before
     load = {"before": load_before, "after": list(os.getloadavg())}
+    calls = max(1, sum(len(c) for c in cpu.values()))
+    server = {"ms_per_call": (server_after[1] - server_before[1]) / 1000 / calls,
+              "commands_per_call": (server_after[0] - server_before[0]) / calls}
     return {
         name: {
             "first_pass": summary(runs[0]),
             **summary([m for p in runs[1:] for m in p]),
+            "cpu_ms": summary(cpu[name]),
+            "embedding_ms": summary(embedding[name]),
+            "server": server,
             "round_trips_p50": statistics.median(trips[name]),
             "round_trips_max": max(trips[name]),
             "load_average": load,
@@ -97,20 +128,28 @@ def timed(assemblers: dict[str, ContextAssembler], questions: list[str], repeats
 
 def markdown(payload: dict[str, Any]) -> str:
     rows = [
-        "| model | N | question_cues | p50 ms | p95 ms | p99 ms | round trips (p50 / max) | load average before → after |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | N | question_cues | p50 ms | p95 ms | p99 ms | CPU ms p50 / mean | embedding ms p50 | "
+        "server ms / call | round trips (p50 / max) | load average before → after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n, models in payload["results"].items():
         for name, runs in models.items():
             for cues, r in runs["assemble"].items():
                 load = f"{r['load_average']['before'][0]:.1f} → {r['load_average']['after'][0]:.1f}"
+                cpu, embedding = r.get("cpu_ms", {}), r.get("embedding_ms", {})
                 rows.append(
                     f"| {name} | {n} | {cues} | {r['p50']:.2f} | {r['p95']:.2f} | {r['p99']:.2f} | "
+                    f"{cpu.get('p50', float('nan')):.2f} / {cpu.get('mean', float('nan')):.2f} | "
+                    f"{embedding.get('p50', float('nan')):.2f} | {r.get('server', {}).get('ms_per_call', float('nan')):.2f} | "
                     f"{r['round_trips_p50']:g} / {r['round_trips_max']} | {load} |"
                 )
     return (
         f"# assemble() latency of the ready-made models\n\n{payload['questions']} questions x "
-        f"{payload['repeats']} passes after a first pass; MiniLM in the process.\n\n" + "\n".join(rows) + "\n"
+        f"{payload['repeats']} passes after a first pass; MiniLM in the process. CPU ms: this process's "
+        "CPU time per call (redmem and the query's embedding, every thread); server ms: Redis's time per "
+        "call (INFO commandstats, every assembler's calls together).\n\n"
+        + (f"Command: `{payload['command']}`; commit {payload['machine'].get('git')}.\n\n" if "command" in payload else "")
+        + "\n".join(rows) + "\n"
     )
 
 
@@ -133,6 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "questions": len(questions),
         "repeats": args.repeats,
         "session": args.session,
+        "command": " ".join(["benchmarks/latency_models.py", *(sys.argv[1:] if argv is None else argv)]),
         "results": results,
     }
     for n in (int(size) for size in args.sizes.split(",")):
@@ -143,7 +183,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 redmem.configure(embedding_provider=provider)
                 seconds = store(MODELS[name], texts, args.session)
                 assemblers = {str(cues): ContextAssembler(MODELS[name], question_cues=cues) for cues in (True, False)}
-                runs = timed(assemblers, questions, args.repeats)
+                runs = timed(assemblers, questions, args.repeats, provider)
                 results.setdefault(str(n), {})[name] = {"store_seconds": seconds, "assemble": runs}
                 log.info(
                     "%s N=%d stored in %.0f s: %s", name, n, seconds, {c: round(r["p50"], 2) for c, r in runs.items()}

@@ -44,8 +44,27 @@ LINE_FORMATS = ("natural", "content")
 
 
 def _structured(view: Mapping[str, Any], text: str) -> str:
-    body = json.dumps(dict(view), indent=2, default=str, ensure_ascii=False)
+    body = indented_json(dict(view))
     return "\n".join("  " + line for line in body.splitlines())
+
+
+#: The one-line encoder of a flat object, its items on lines of their own: json's C encoder (which
+#: ``json.dumps`` uses only without ``indent``) with the separators ``indent=2`` writes.
+_FLAT_OBJECT = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",\n  ", ": "))
+
+
+def indented_json(values: dict[str, Any]) -> str:
+    """``json.dumps(values, indent=2, default=str, ensure_ascii=False)``, the same text.
+
+    json's pure-Python encoder writes an indented text at about a tenth of the speed of its C
+    encoder, and a record is rendered at every assembly. An object whose keys are texts and
+    whose values hold no list, tuple or dict (a record's fields, most often) is written by the
+    C encoder with the separators ``indent=2`` puts between its items: the same text. Any
+    other object goes to ``json.dumps``.
+    """
+    if not values or not all(type(k) is str and not isinstance(v, (list, tuple, dict)) for k, v in values.items()):
+        return json.dumps(values, indent=2, default=str, ensure_ascii=False)
+    return "{\n  " + _FLAT_OBJECT.encode(values)[1:-1] + "\n}"
 
 
 def _xml(view: Mapping[str, Any], text: str) -> str:

