@@ -9,7 +9,8 @@ Two memories form such a pair, without a model call, when the newer one
 
 - says that a fact changed: it holds a verb or phrase of change (``switched``, ``moved``,
   ``no longer``, ``from now on``, ... :data:`CHANGE_WORDS`) and the two are about one subject
-  (``cosine >= UPDATE_COSINE``); or
+  (``cosine >= UPDATE_COSINE``; ``>= CURRENT_UPDATE_COSINE`` when the question asks how things
+  stand now, :func:`asks_current`); or
 - gives another value for the same thing: the two share a content word, each holds a value the
   other lacks (a word with a digit, a month or weekday name, a word with a capital inside:
   "Mondays at 10" / "Wednesdays at 11", "MySQL" / "PostgreSQL", "tulip42" / "maple77") and
@@ -38,7 +39,8 @@ from ._query_weights import MONTHS_AND_DAYS
 
 __all__ = [
     "newer_first", "is_update", "words_of", "CHANGE_WORDS", "UPDATE_COSINE", "VALUE_COSINE", "RESTATEMENT_COSINE",
-    "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS", "STATED_AT_FIELDS", "stated_time_fields",
+    "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS", "STATED_AT_FIELDS", "stated_time_fields", "asks_current",
+    "CURRENT_UPDATE_COSINE", "PAST_MARKERS", "content_words",
 ]
 
 T = TypeVar("T")
@@ -50,6 +52,15 @@ T = TypeVar("T")
 #: 0.5, chat turns saying "it changed my life" moved past older turns of one topic, and LoCoMo
 #: R@1 fell by three points.
 UPDATE_COSINE = 0.6
+#: The bound of :data:`UPDATE_COSINE` when the question asks how things stand now
+#: (:func:`asks_current`): of two memories about one subject, the one that says the change is the
+#: current answer, though its words differ more from the older statement's ("Our production region
+#: is us-east-1." / "We migrated prod to eu-west-1 on November 2." 0.50). A question about what
+#: happened ("When did ...", "What did ... say") keeps 0.6: there an older turn is as likely the
+#: answer, and chat turns saying "it changed my life" are no update. The change word is still
+#: required: a newer memory that merely shares the subject (a later session about the same person)
+#: is no update.
+CURRENT_UPDATE_COSINE = 0.5
 #: Cosine at or above which two statements with different values are about one thing.
 VALUE_COSINE = 0.6
 #: Cosine above which a restatement with another word counts without a change word or a value.
@@ -84,6 +95,11 @@ RESTATEMENT_NEW_WORDS = 2
 #: ``created_at`` then ``said_at``), the stored order stood in for the said order.
 STATED_AT_FIELDS = ("said_at", "valid_from")
 
+#: Words by which a question asks about the past (what happened, what was), not how things stand
+#: now: past-tense auxiliaries and markers of an earlier or a first time.
+PAST_MARKERS = re.compile(
+    r"\b(?:did|was|were|had|ago|used to|previously|originally|before|first|last|ever|formerly|old)\b", re.IGNORECASE)
+
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 #: A token as :func:`_values` reads it: letters and digits with inner hyphens, dots or colons
 #: ("us-east-1", "9:30").
@@ -105,9 +121,20 @@ def stated_time_fields(names: Sequence[str], datetime_fields: Sequence[str]) -> 
     return tuple(name for name in (stated, written) if name is not None)
 
 
+def asks_current(question: str) -> bool:
+    """Whether ``question`` asks how things stand now ("What database does billing use?", "When is
+    the weekly sync?"): a question with no marker of the past (:data:`PAST_MARKERS`)."""
+    return bool(question.strip()) and not PAST_MARKERS.search(question)
+
+
 def words_of(text: str) -> list[str]:
     """The lower-cased words of ``text``, in order."""
     return [w.lower() for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The lower-cased words of ``text`` without the words too common to tell statements apart."""
+    return frozenset(words_of(text)) - _STOP
 
 
 def _says_change(words: list[str]) -> bool:
@@ -144,9 +171,10 @@ def _restates(old_words: frozenset[str], new_words: frozenset[str]) -> bool:
     return _jaccard(old_words, new_words) >= RESTATEMENT_JACCARD and 0 < own <= RESTATEMENT_NEW_WORDS
 
 
-def is_update(older: str, newer: str, cosine: float | None) -> bool:
-    """Whether ``newer`` updates ``older`` (module docstring); ``cosine`` None when there are no vectors."""
-    return _updates(_Statement.of(older), _Statement.of(newer), cosine)
+def is_update(older: str, newer: str, cosine: float | None, current: bool = False) -> bool:
+    """Whether ``newer`` updates ``older`` (module docstring); ``cosine`` None when there are no
+    vectors; ``current``: the question asks how things stand now (:func:`asks_current`)."""
+    return _updates(_Statement.of(older), _Statement.of(newer), cosine, current)
 
 
 class _Statement:
@@ -167,7 +195,7 @@ class _Statement:
     @cached_property
     def words(self) -> frozenset[str]:
         """Its content words."""
-        return frozenset(self.all_words) - _STOP
+        return content_words(self.text)
 
     @cached_property
     def values(self) -> frozenset[str]:
@@ -178,16 +206,16 @@ class _Statement:
         return _says_change(self.all_words)
 
 
-def _updates(older: _Statement, newer: _Statement, cosine: float | None) -> bool:
+def _updates(older: _Statement, newer: _Statement, cosine: float | None, current: bool = False) -> bool:
     def _at_least(bound: float) -> bool:  # without vectors, shared words stand in for the cosine
         return _jaccard(older.words, newer.words) >= WORDS_FOR_COSINE if cosine is None else cosine >= bound
 
     if newer.says_change and cosine is None and _jaccard(older.words, newer.words) >= WORDS_FOR_CHANGE:
         return True
+    if newer.says_change and _at_least(CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
+        return True
     if not _at_least(UPDATE_COSINE):
         return False
-    if newer.says_change:
-        return True
     subject = (older.words - older.values) & (newer.words - newer.values)
     if subject and older.values - newer.values and newer.values - older.values and _at_least(VALUE_COSINE):
         return True
@@ -196,11 +224,12 @@ def _updates(older: _Statement, newer: _Statement, cosine: float | None) -> bool
 
 def newer_first(
     ranked: Sequence[T], time_of: Callable[[T], float | None], text_of: Callable[[T], str],
-    cosine_of: Callable[[T, T], float | None],
+    cosine_of: Callable[[T, T], float | None], current: bool = False,
 ) -> tuple[list[T], list[tuple[T, T]]]:
     """``(order, moves)``: ``ranked`` (best first) with each memory that updates a better-ranked,
-    older one moved just above it (:func:`is_update`), the rest in their order; ``moves`` lists
-    each ``(newer, older)`` pair that moved. Memories whose time is None never move.
+    older one moved just above it (:func:`is_update`; ``current``: the question asks how things
+    stand now), the rest in their order; ``moves`` lists each ``(newer, older)`` pair that moved.
+    Memories whose time is None never move.
 
     Each text is read once and each pair judged at most once (at most n**2 / 2 judgements).
     """
@@ -219,7 +248,7 @@ def newer_first(
             then, when = times[older], times[newer]
             judged[newer, older] = (then is not None and when is not None and then < when
                                     and _updates(statement(older), statement(newer),
-                                                 cosine_of(items[older], items[newer])))
+                                                 cosine_of(items[older], items[newer]), current))
         return judged[newer, older]
 
     order = list(range(len(items)))

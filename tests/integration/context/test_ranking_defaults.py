@@ -5,11 +5,12 @@ relevance floor (no padding), newer facts first. Pure stages tested as functions
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redmem import (
@@ -25,8 +26,9 @@ from redmem import (
     ValidationError,
 )
 from redmem.context._candidates import Candidate
+from redmem.context._duplicates import DUPLICATE_COSINE
 from redmem.context._floor import DEFAULT_MIN_RELEVANCE, above_floor
-from redmem.context._recency import is_update, newer_first
+from redmem.context._recency import CHANGE_WORDS, CURRENT_UPDATE_COSINE, is_update, newer_first
 from redmem.context._retrieval import match_scores
 from redmem.model._dbkey import DbKey
 from redmem.recipes.context_assembler import ContextAssembler
@@ -225,3 +227,45 @@ def test_time_field_names_a_text_field_of_iso_times(any_db):
         ContextAssembler(RankingDefaultsSaid, time_field="when")
     with pytest.raises(ValidationError, match="time_field"):
         ContextAssembler(RankingDefaultsSaid, time_field="")
+
+
+def test_asked_how_things_stand_the_said_change_leads_at_a_lower_similarity(any_db):
+    """"We migrated prod" shares no word with "Our production region" and its vector is 0.55 from
+    it (the scenario suite's pair measures 0.50 under MiniLM): below the bound of a change in
+    general (0.6), above the bound when the question asks how things stand now."""
+    older, newer = "Our production region is us-east-1.", "We migrated prod to eu-west-1 on November 2."
+    now, then = "which region is production in?", "which region was production in first?"
+    VECTORS.update({now: unit(1, 0, 0), then: unit(1, 0, 0), older: unit(1, 0.2, 0), newer: unit(0.45, 0.45, 0.77)})
+    assert CURRENT_UPDATE_COSINE <= float(np.dot(VECTORS[older], VECTORS[newer])) < 0.6
+    said = datetime(2026, 4, 1, tzinfo=UTC)
+    old = RankingDefaultsStated.create(agent_id="a", content=older, said_at=said)
+    new = RankingDefaultsStated.create(agent_id="a", content=newer, said_at=said + timedelta(days=200))
+    assert ContextAssembler(RankingDefaultsStated).assemble(now, agent_id="a").records[:2] == [new, old]
+    assert ContextAssembler(RankingDefaultsStated, newer_first=False).assemble(now, agent_id="a").records[0] == old
+    assert ContextAssembler(RankingDefaultsStated).assemble(then, agent_id="a").records[0] == old
+
+
+TENANTS = itertools.count()
+SUBJECTS = ["billing database", "production region", "standup time", "office password", "sync day"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(subject=st.sampled_from(SUBJECTS), old_value=st.integers(0, 999), new_value=st.integers(1000, 1999),
+       change=st.sampled_from(sorted(w for w in CHANGE_WORDS if " " not in w)),
+       cosine=st.floats(CURRENT_UPDATE_COSINE + 0.01, DUPLICATE_COSINE - 0.03), older_closer=st.booleans(), days=st.integers(1, 400))
+def test_the_newer_of_two_dated_conflicting_facts_is_first(db, subject, old_value, new_value, change, cosine,
+                                                          older_closer, days):
+    """Two facts about one subject, the newer one saying that it changed, at any similarity from
+    CURRENT_UPDATE_COSINE up (below the near-duplicate bound, where only one of the two is kept): asked how things stand, the newer is first, whichever of the two
+    matches the question better."""
+    tenant = f"p{next(TENANTS)}"
+    question = f"what is the {subject}?"
+    older, newer = f"The {subject} is v{old_value}.", f"We {change} it: now v{new_value} for the {subject}."
+    angle = float(np.arccos(cosine))
+    close, far = unit(1, 0.1, 0), unit(float(np.cos(angle)), 0.1 * float(np.cos(angle)), float(np.sin(angle)))
+    VECTORS.update({question: unit(1, 0, 0), older: close if older_closer else far, newer: far if older_closer else close})
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    old = RankingDefaultsStated.create(agent_id=tenant, content=older, said_at=said)
+    new = RankingDefaultsStated.create(agent_id=tenant, content=newer, said_at=said + timedelta(days=days))
+    records = ContextAssembler(RankingDefaultsStated).assemble(question, agent_id=tenant).records
+    assert records[0] == new and old in records

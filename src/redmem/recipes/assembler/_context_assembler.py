@@ -29,7 +29,7 @@ from ...context._floor import above_floor
 from ...context._neighbours import Turn, record_turn
 from ...context._packing import Budget, Fitted
 from ...context._question_cues import rescore_by_cues
-from ...context._recency import newer_first, stated_time_fields
+from ...context._recency import asks_current, newer_first, stated_time_fields
 from ...context._rendering import Renderer, pack_slices
 from ...context._result import ContextResult, Trail
 from ...context._retrieval import (
@@ -259,7 +259,8 @@ class ContextAssembler:
         vectors = self._vectors(found, pulled.matrix)
         distinct, duplicates = self._distinct(found, vectors)
         distinct = self._rescored(distinct, text)
-        merged, below_floor = above_floor(self._newer_first(distinct, vectors), self.config.min_relevance)
+        ordered = self._newer_first(distinct, vectors, text)
+        merged, below_floor = above_floor(ordered, self.config.min_relevance)
         fitted = self.fit([c.record for c in merged])
         chosen = [merged[i] for i in fitted.selected]
         selected = [c.record for c in chosen]
@@ -348,9 +349,11 @@ class ContextAssembler:
         """The turn of a candidate's memory: its text, and its speaker (field, or ``Name: `` prefix)."""
         return record_turn(candidate.record, self.renderer.text_of(candidate.record))
 
-    def _newer_first(self, candidates: list[Candidate], vectors: dict[str, np.ndarray]) -> list[Candidate]:
+    def _newer_first(self, candidates: list[Candidate], vectors: dict[str, np.ndarray], text: str) -> list[Candidate]:
         """The candidates with each memory that updates an older, better-ranked one moved above it
-        (:mod:`redmem.context._recency`), when ``newer_first`` is on and the model has a time field.
+        (:mod:`redmem.context._recency`; a question ``text`` asking how things stand now,
+        :func:`~redmem.context._recency.asks_current`, takes a memory saying a change at a lower
+        cosine), when ``newer_first`` is on and the model has a time field.
         A memory's time is its first of :attr:`time_fields` that holds one.
 
         A memory that moved takes the older one's match when that is higher: an update shares
@@ -370,7 +373,8 @@ class ContextAssembler:
             i, j = rows.get(a.key.record_id), rows.get(b.key.record_id)
             return None if i is None or j is None or gram is None else float(gram[i, j])
 
-        order, moves = newer_first(candidates, time_of, lambda c: self.renderer.text_of(c.record), cosine_of)
+        order, moves = newer_first(candidates, time_of, lambda c: self.renderer.text_of(c.record), cosine_of,
+                                   asks_current(text))
         for newer, older in moves:
             if MATCH_SIGNAL in newer.signals and MATCH_SIGNAL in older.signals:
                 newer.signals[MATCH_SIGNAL] = max(newer.signals[MATCH_SIGNAL], older.signals[MATCH_SIGNAL])
