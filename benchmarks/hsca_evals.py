@@ -41,8 +41,10 @@ minus false-bridge rate. The payload also holds layer 1 against stuffing
   central turns shuffled) into an engine of the agent, asks :meth:`HSCAEngine.relevant` the
   case's written query, and reports as served the chunks a reader used (the central turns:
   the case's human label). :func:`~redmem.recipes.hsca.tune` then tunes the agent's
-  parameters from its history (window, threshold, flag weights and layer 2's keyword
-  weights), and eval 1's held-out half is re-run with :meth:`HSCAEngine.for_agent`. Monotone
+  parameters from its history (layer 1's tie saturation and short-turn prior, window, flag
+  weights, threshold and layer 2's keyword weights), and eval 1's held-out half is re-run with
+  :meth:`HSCAEngine.for_agent`; the metric is the held-out layer-1 AUC of the central turns over
+  the aside, which the tie saturation moves (a long aside the thread does not take up weighs less). Monotone
   means non-decreasing with the last above the first. Two diagnostics: ``tuner_ceiling``
   (every window and threshold) and ``history_readings`` (what the history says about the
   keywords of the held-out misses).

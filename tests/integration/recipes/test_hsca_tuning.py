@@ -107,3 +107,36 @@ def test_a_bridge_snapshot_repeating_chunks_does_not_change_the_tuning(db):
     assert (bridged.ranking_auc, bridged.beat_f1, bridged.domain_match) == (
         plain.ranking_auc, plain.beat_f1, plain.domain_match)
     assert bridged.parameters == plain.parameters
+
+
+REPLIES = [
+    "The patient came in with a high fever and a cough.",
+    "Nurses checked twice before midnight.",
+    "Grandmother knitted scarves meanwhile.",
+    "Visitors brought oranges and magazines.",
+]
+TIED_ASIDE = ("The patient in the next bed spent the weekend rebuilding a home network. The old router kept "
+              "dropping the connection. A new router broke the printer setup. The smart lights blinked all night. "
+              "By Sunday evening everything worked, except the doorbell camera.")
+
+
+def test_an_agent_whose_replies_serve_without_taking_up_words_tunes_layer_one_toward_them(db):
+    """Served replies that bring only new words score 0 by default, below a long aside the
+    conversation barely takes up; the tuner finds the short-turn prior and tie saturation that
+    rank them above it, and a new engine of the agent weighs such a reply above 0."""
+    for i in range(40):
+        engine = HSCAEngine.for_agent("replies", session_id=f"s-{i}", domain_model=None)
+        chunks = [engine.ingest_turn(t) for t in [REPLIES[0], TIED_ASIDE, *REPLIES[1:]]]
+        if engine.buffer:
+            engine.take_snapshot()
+        engine.record_served("who visited", [c.chunk_id for j, c in enumerate(chunks) if j != 1])
+    result = tune("replies", seed=5)
+    tuned = result.parameters
+    assert tuned.short_prior > 0 and tuned.tie_saturation >= HSCAParameters().tie_saturation
+    assert result.ranking_auc[1] > result.ranking_auc[0]
+    engine = HSCAEngine.for_agent("replies", domain_model=None)
+    assert (engine.tie_saturation, engine.short_prior) == (tuned.tie_saturation, tuned.short_prior)
+    untuned = HSCAEngine(domain_model=None)
+    untuned.ingest_turn(REPLIES[0])
+    engine.ingest_turn(REPLIES[0])
+    assert untuned.ingest_turn(REPLIES[1]).layer1_score == 0.0 < engine.ingest_turn(REPLIES[1]).layer1_score

@@ -12,7 +12,13 @@ from redmem.recipes.hsca import HSCAEngine, NuanceFlag, NuanceModel
 from redmem.recipes.hsca._coherence import coherence_score
 from redmem.recipes.hsca._domains import classify_domains
 from redmem.recipes.hsca._nuance import deterministic_flags
-from redmem.recipes.hsca._relational import SHORT_CHUNK_SCORE, TIE_SATURATION, conversation_tie, relational_weight
+from redmem.recipes.hsca._relational import (
+    SHORT_CHUNK_SCORE,
+    TIE_SATURATION,
+    conversation_tie,
+    conversation_weight,
+    relational_weight,
+)
 from redmem.recipes.hsca._scoring import score_turn
 from redmem.recipes.hsca._text import MAX_TURN_CHARS, parse_turn
 from redmem.store._errors import ArgumentTypeError, ValidationError
@@ -87,6 +93,50 @@ def test_a_long_turn_in_a_conversation_weighs_by_how_much_the_conversation_takes
     aside = layer1(GARDEN, context=("Redis keeps data in memory.", "Redis is fast."))
     assert aside < layer1("Memory access makes Redis fast.", context=("Redis keeps data in memory.", GARDEN))
     assert 0 < TIE_SATURATION <= 1
+
+
+def test_the_short_prior_keeps_a_reply_that_takes_up_no_words_above_zero():
+    """A short turn in context keeps ``short_prior`` of the flat short-chunk score whatever its
+    conversation says; at 0 (the default) a reply bringing only new words scores 0, as before."""
+    reply, context = parse_turn("Bananas are yellow."), [parse_turn(MESH)]
+    assert relational_weight(reply, 5, context).score == 0.0
+    assert relational_weight(reply, 5, context, short_prior=0.5).score == pytest.approx(0.5 * SHORT_CHUNK_SCORE)
+    taken_up = parse_turn("Redis keeps data in memory.")
+    plain = relational_weight(taken_up, 5, context).score
+    assert relational_weight(taken_up, 5, context, short_prior=0.5).score == pytest.approx(
+        0.5 * plain + 0.5 * SHORT_CHUNK_SCORE)
+    assert relational_weight(taken_up, 5, short_prior=0.5).score == SHORT_CHUNK_SCORE  # alone: flat either way
+    assert relational_weight(parse_turn(LONG), 5, context, short_prior=0.5).score == relational_weight(
+        parse_turn(LONG), 5, context).score  # a long turn has no prior
+
+
+def test_a_higher_tie_saturation_asks_more_of_the_conversation():
+    context = [parse_turn(MESH)]
+    share = conversation_tie(parse_turn(GARDEN + " Redis data."), context, 1.0)
+    assert 0 < share < TIE_SATURATION
+    loose = relational_weight(parse_turn(GARDEN + " Redis data."), 5, context, tie_saturation=0.1).score
+    default = relational_weight(parse_turn(GARDEN + " Redis data."), 5, context).score
+    strict = relational_weight(parse_turn(GARDEN + " Redis data."), 5, context, tie_saturation=1.0).score
+    assert 0 < strict < default < loose
+    with pytest.raises(ValidationError):
+        HSCAEngine(tie_saturation=0.0)
+    with pytest.raises(ValidationError):
+        HSCAEngine(short_prior=1.5)
+    engine = HSCAEngine(domain_model=None, tie_saturation=1.0, short_prior=0.5)
+    engine.ingest_turn(MESH)
+    assert engine.ingest_turn("Bananas are yellow.").layer1_score == pytest.approx(0.5 * SHORT_CHUNK_SCORE)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=300), st.lists(st.text(max_size=120), max_size=3),
+       st.sampled_from([0.1, 0.25, 0.6, 1.0]), st.sampled_from([0.0, 0.2, 0.5]))
+def test_conversation_weight_recombines_a_score_as_scoring_under_those_terms_gives_it(text, context, tie, prior):
+    """The tuner's recombination (one relational weight, many conversation terms) is exact."""
+    turn, past = parse_turn(text), [parse_turn(c) for c in context]
+    once = relational_weight(turn, 5, past)
+    again = relational_weight(turn, 5, past, tie_saturation=tie, short_prior=prior)
+    assert conversation_weight(once, tie, prior) == pytest.approx(again.score)
+    assert 0.0 <= again.score <= 1.0
 
 
 @settings(max_examples=60, deadline=None)
@@ -206,13 +256,36 @@ def test_a_one_megabyte_turn_is_scored():
 
 
 def test_a_long_turn_of_one_recurring_vocabulary_is_scored():
-    """A 1 MB turn of one recurring vocabulary (14,000 sentences); its CPU time against length is
-    measured by ``benchmarks/hsca_layer1_scaling.py`` (a set copy per term and sentence once made
-    layer 1 quadratic)."""
-    sentence = "the deploy failed because the database migration locked the orders table while users"
-    text = " ".join(f"{sentence} {i}." for i in range(14_000))
+    """A 1 MB turn of one recurring vocabulary (14,000 sentences, no two of the 20 before one nearly
+    the same); its CPU time against length is measured by ``benchmarks/hsca_layer1_scaling.py``
+    (a set copy per term and sentence once made layer 1 quadratic)."""
+    vocabulary = ["deploy", "database", "migration", "orders", "table", "users", "cache", "queue", "worker",
+                  "replica", "index", "schema", "backup", "latency", "cluster", "shard"]
+    words = len(vocabulary)
+    text = " ".join(
+        f"while the {vocabulary[i % words]} and the {vocabulary[(3 * i + 1) % words]} failed, the "
+        f"{vocabulary[(5 * i + 2) % words]} locked the {vocabulary[(7 * i + 3) % words]} {i}."
+        for i in range(14_000))
+    assert len(text) > 1_000_000
     chunk = HSCAEngine().ingest_turn(text)
     assert 0.0 < chunk.layer1_score <= 1.0
+
+
+def test_a_repeated_sentence_is_no_support_and_the_window_stops_at_a_sentence_end():
+    """Near-duplicate sentences count as one for layer 1 (their terms add no frequency and they do
+    not support each other), and words co-occur only within a sentence: the scattered stuffing
+    of eval 4 (one-off clauses ending in a query word, cycled) scores 0; before, 0.2."""
+    shallow = parse_turn(
+        "The farmer named his tractor augmented. The tram was late because of object. A fortune cookie "
+        "promised assignment. A red kite drifted over the meadow near expression. The old man mended the "
+        "fence while humming augmented. The weather turned chilly after object. A postcard in the attic said "
+        "assignment. A stranger brought up expression at the bus stop. The farmer named his tractor augmented.")
+    assert relational_weight(shallow).score == 0.0
+    repeated = parse_turn("Redis stores data in memory. " * 4)
+    assert relational_weight(repeated).score == 0.0
+    ends = parse_turn("Alpha kiwi mango. Beta plum pear. Alpha fig. Beta lime.")
+    assert relational_weight(ends, window=9).score == 0.0  # alpha and beta meet only across a sentence end
+    assert layer1(MESH) > 0.4
 
 
 def test_the_turn_size_limit_is_configurable():
@@ -236,3 +309,13 @@ def test_a_query_that_is_not_a_str_is_a_typed_error(bad):
         engine.first_mention(bad)
     with pytest.raises(ArgumentTypeError, match="concept must be a str"):
         engine.state_before(bad)
+
+
+def test_a_reply_close_to_the_turn_before_it_is_not_a_duplicate():
+    """The near-duplicate rule holds within a chunk: a short reply taking up most of its context's
+    words is supported by it (the conversation's recurrence), not collapsed into it."""
+    said = "The court ruled that the lease contract bound the tenant."
+    reply = relational_weight(parse_turn("The tenant appealed the court ruling on the lease contract."), 5,
+                              [parse_turn(said)])
+    assert reply.term_weights["court"] == 0.5 and reply.score > 0.4  # one context sentence of support
+    assert relational_weight(parse_turn(said), 5, [parse_turn(said)]).score == 0.5  # even said again

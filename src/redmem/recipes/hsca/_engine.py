@@ -24,6 +24,7 @@ from ._history import record_served
 from ._interface import ContextSnapshot, WeightedChunk
 from ._macro import DEFAULT_LOCALITY, DomainStep, RelevantBeat, rank_relevant
 from ._nuance_model import NuanceModel
+from ._relational import TIE_SATURATION, TIE_SATURATION_BOUNDS
 from ._scoring import ScoredTurn, score_turn
 from ._source import PASSAGE_FIELDS, Explaining, SnapshotPassage, assemble_region
 from ._store import SessionStore
@@ -56,6 +57,10 @@ class HSCAEngine:
             domain in layer 2's keyword lists (self-tuning; none: 1).
         max_turn_chars: the longest turn ingested, in characters (2 MiB); a longer one raises
             ValidationError before it is scored (layer 1 is linear in sentences: ~1 s of CPU per MB).
+        tie_saturation: share of a long turn's terms the conversation must say for the turn to
+            keep its whole layer-1 weight (0.25; self-tuning; :mod:`.relational`).
+        short_prior: share of the flat short-chunk score a short turn keeps whatever its
+            conversation says (0; self-tuning; :mod:`.relational`).
 
     :meth:`for_agent` builds an engine with the agent's tuned parameters; :meth:`record_served`
     records which chunks served a query, the history :func:`~redmem.recipes.hsca.tune` learns from.
@@ -76,6 +81,8 @@ class HSCAEngine:
         flag_weights: Mapping[str, float] | None = None,
         keyword_weights: KeywordWeights | None = None,
         max_turn_chars: int = MAX_TURN_CHARS,
+        tie_saturation: float = TIE_SATURATION,
+        short_prior: float = 0.0,
     ) -> None:
         self.snapshot_coherence_threshold = finite_number(
             "snapshot_coherence_threshold", snapshot_coherence_threshold, low=0.0, high=1.0
@@ -84,6 +91,9 @@ class HSCAEngine:
         self.cooccurrence_window = positive_int("cooccurrence_window", cooccurrence_window)
         self.min_beat_chunks = positive_int("min_beat_chunks", min_beat_chunks)
         self.max_turn_chars = positive_int("max_turn_chars", max_turn_chars)
+        self.tie_saturation = finite_number("tie_saturation", tie_saturation,
+                                           low=TIE_SATURATION_BOUNDS[0], high=TIE_SATURATION_BOUNDS[1])
+        self.short_prior = finite_number("short_prior", short_prior, low=0.0, high=1.0)
         self.keep_text = keep_text
         self.nuance_model = nuance_model
         self.domain_model = resolve_domain_model(domain_model)
@@ -103,14 +113,17 @@ class HSCAEngine:
 
     @classmethod
     def for_agent(cls, agent_id: str, session_id: str | None = None, **options: Any) -> HSCAEngine:
-        """An engine with ``agent_id``'s tuned window, threshold, flag weights and keyword weights
-        (the defaults if never tuned); with ``session_id`` its snapshots go to that session in Redis."""
+        """An engine with ``agent_id``'s tuned window, threshold, flag weights, keyword weights, tie
+        saturation and short-turn prior (the defaults if never tuned); with ``session_id`` its
+        snapshots go to that session in Redis."""
         tuned = load_parameters(agent_id)
         return cls(
             tuned.snapshot_coherence_threshold,
             cooccurrence_window=tuned.cooccurrence_window,
             flag_weights=tuned.flag_weights,
             keyword_weights=tuned.keyword_weights,
+            tie_saturation=tuned.tie_saturation,
+            short_prior=tuned.short_prior,
             agent_id=agent_id if session_id is not None else None,
             session_id=session_id,
             **options,
@@ -285,6 +298,8 @@ class HSCAEngine:
             flag_weights=self.flag_weights,
             keyword_weights=self.keyword_weights,
             max_chars=self.max_turn_chars,
+            tie_saturation=self.tie_saturation,
+            short_prior=self.short_prior,
         )
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.

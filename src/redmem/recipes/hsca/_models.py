@@ -5,7 +5,7 @@
 | :class:`SnapshotRecord` | ``(agent_id, session_id)`` | frozen snapshot (its chunks, term weights, concepts) |
 | :class:`SnapshotPassage` | ``(agent_id, session_id)`` | snapshot, as a BM25-searchable passage for a ContextAssembler |
 | :class:`ServedRecord` | ``agent_id`` | answered query and the chunk ids that served it (the tuning signal) |
-| :class:`TunedParameters` | ``agent_id`` | agent: its tuned window, threshold, flag and keyword weights |
+| :class:`TunedParameters` | ``agent_id`` | agent: its tuned window, threshold, flag and keyword weights, tie saturation, short-turn prior |
 
 A snapshot record's save writes its passage and its share of the session's macro aggregates
 (:mod:`.series`) in the same MULTI/EXEC, so the passage and the aggregates exist exactly when the
@@ -26,6 +26,7 @@ from ...model._persistence import queue_new_record
 from ._beats import Beat
 from ._interface import ContextSnapshot
 from ._macro import dominant_domain
+from ._relational import TIE_SATURATION
 from ._series import queue_added, queue_removed
 
 __all__ = [
@@ -149,6 +150,8 @@ class TunedParameters(Model):
     snapshot_coherence_threshold = FloatField(default=DEFAULT_THRESHOLD)
     flag_weights = DictField(default={})
     keyword_weights = DictField(default={})
+    tie_saturation = FloatField(default=TIE_SATURATION)
+    short_prior = FloatField(default=0.0)
     history = IntField(default=0)
     seed = IntField(default=0)
     tuned_at = FloatField(default=0.0)

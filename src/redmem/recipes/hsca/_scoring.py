@@ -29,7 +29,7 @@ from ._interface import NuanceFlag, WeightedChunk
 from ._nuance import deterministic_flags
 from ._nuance_model import NuanceModel
 from ._originality import originality
-from ._relational import relational_weight
+from ._relational import TIE_SATURATION, relational_weight
 from ._text import MAX_TURN_CHARS, ParsedTurn, checked_turn, parse_turn
 
 __all__ = ["ScoredTurn", "score_turn", "weighted_layer1"]
@@ -56,15 +56,17 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
                domain_model: EmbeddingDomains | None = None,
                flag_weights: Mapping[str, float] | None = None,
                keyword_weights: KeywordWeights | None = None,
-               max_chars: int = MAX_TURN_CHARS) -> ScoredTurn:
+               max_chars: int = MAX_TURN_CHARS, tie_saturation: float = TIE_SATURATION,
+               short_prior: float = 0.0) -> ScoredTurn:
     """Layers 1-3 of ``text``; ArgumentTypeError for a non-str, ValidationError for unwritable text.
 
     ``domain_model`` tags domains by meaning (:mod:`.domain_model`) instead of keyword lists;
     ``keyword_weights`` scale the keyword lists' hits (:mod:`.domains`); ``max_chars``: the
-    longest turn taken (ValidationError beyond it).
+    longest turn taken (ValidationError beyond it); ``tie_saturation`` and ``short_prior``: layer
+    1's conversation terms (:mod:`.relational`).
     """
     parsed = parse_turn(checked_turn(text, max_chars), analyzer)
-    relational = relational_weight(parsed, window, context)
+    relational = relational_weight(parsed, window, context, tie_saturation=tie_saturation, short_prior=short_prior)
     discounted = relational.score * originality(parsed)
     flags = deterministic_flags(parsed)
     if relational.short_chunk:
