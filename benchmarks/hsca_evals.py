@@ -284,7 +284,8 @@ def replay(case: dict[str, Any], rng: random.Random) -> tuple[list[str], list[in
 
 def record_interactions(tuning: list[dict[str, Any]], start: int, stop: int, rng: random.Random) -> int:
     """Interactions ``start`` to ``stop`` of the agent: a replayed tuning conversation, the case's
-    query asked, and the central chunks of the snapshots it returned recorded as served."""
+    query asked, and the chunks of the snapshots it returned recorded as shown, the central ones
+    among them as served (a central turn never shown is no negative)."""
     recorded = 0
     for n in range(start, stop):
         case = rng.choice(tuning)
@@ -295,7 +296,7 @@ def record_interactions(tuning: list[dict[str, Any]], start: int, stop: int, rng
         shown = {c.chunk_id for beat in engine.relevant(query, limit=3) for c in beat.snapshot.chunks}
         served = [chunks[i].chunk_id for i in central if chunks[i].chunk_id in shown]
         if served:
-            engine.record_served(query, served)
+            engine.record_served(query, served, shown_chunk_ids=sorted(shown))
             recorded += 1
     return recorded
 

@@ -140,3 +140,23 @@ def test_an_agent_whose_replies_serve_without_taking_up_words_tunes_layer_one_to
     untuned.ingest_turn(REPLIES[0])
     engine.ingest_turn(REPLIES[0])
     assert untuned.ingest_turn(REPLIES[1]).layer1_score == 0.0 < engine.ingest_turn(REPLIES[1]).layer1_score
+
+
+def test_only_the_chunks_shown_count_as_negatives(db):
+    """A record with the chunks shown: the tuner ranks the served chunks against the shown ones
+    that did not serve, and a chunk never shown is no negative (issue 30, eval 3)."""
+    engine = HSCAEngine.for_agent("shown", session_id="s-1", domain_model=None)
+    chunks = [engine.ingest_turn(t) for t in [CENTRAL[0], ASIDE, *CENTRAL[1:]]]
+    if engine.buffer:
+        engine.take_snapshot()
+    weight = {c.chunk_id: c.layer1_score for s in engine.get_macro_context() for c in s.chunks}
+    served, aside = chunks[0].chunk_id, chunks[1].chunk_id
+    engine.record_served("fever", [served], shown_chunk_ids=[served, aside])
+    assert served_history("shown")[0].shown == (served, aside)
+    expected = 1.0 if weight[served] > weight[aside] else 0.5 if weight[served] == weight[aside] else 0.0
+    unshown = [weight[c.chunk_id] for c in chunks[2:]]
+    everything = sum((weight[served] > w) + 0.5 * (weight[served] == w) for w in [weight[aside], *unshown]) / 4
+    assert expected != everything  # the unshown turns would change the reading
+    assert tune("shown", store=False).ranking_auc[0] == pytest.approx(expected)
+    with pytest.raises(ValidationError):
+        engine.record_served("fever", [served], shown_chunk_ids=[aside])

@@ -129,14 +129,16 @@ class HSCAEngine:
             **options,
         )
 
-    def record_served(self, query: str, served_chunk_ids: Sequence[str]) -> None:
-        """Record that these chunks of the session's snapshots served ``query`` (the tuning signal).
+    def record_served(self, query: str, served_chunk_ids: Sequence[str], shown_chunk_ids: Sequence[str] = ()) -> None:
+        """Record that these chunks of the session's snapshots served ``query``, of the chunks
+        shown for it (the tuning signal: the shown chunks that did not serve are its negatives;
+        none given: every other chunk of the session is).
 
-        ValidationError for an engine without a Redis session.
+        ValidationError for an engine without a Redis session, or a served chunk not shown.
         """
         if self.agent_id is None or self.session_id is None:
             raise ValidationError("record_served() needs an engine with agent_id and session_id")
-        record_served(self.agent_id, self.session_id, query, served_chunk_ids)
+        record_served(self.agent_id, self.session_id, query, served_chunk_ids, shown_chunk_ids=shown_chunk_ids)
 
     def ingest_turn(self, text: str) -> WeightedChunk:
         """Score ``text`` through the layers and buffer it; take a snapshot when one is due: of the

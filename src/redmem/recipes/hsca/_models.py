@@ -132,13 +132,14 @@ class SnapshotRecord(Model):
 
 
 class ServedRecord(Model):
-    """One query of one agent and the chunk ids that served it."""
+    """One query of one agent, the chunk ids that served it and those shown (empty: not recorded)."""
 
     query_id = AutoKeyField()
     agent_id = KeyField(partition_by="agent_id")
     session_id = StringField(null=False)
     question = StringField(default="")
     served = ListField(default=[])
+    shown = ListField(default=[])
     at = SortedField(float, null=False)
 
 

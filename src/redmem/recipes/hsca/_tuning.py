@@ -2,8 +2,10 @@
 threshold and domain keyword weights, from what served.
 
 The history (:mod:`.history`) says, for each answered query, which chunks of a session served
-it; the other chunks of that session did not. The tuner re-reads those sessions' snapshots
-(their chunks' text, coherence and flags, in conversation order) and searches, within bounds:
+it and which were shown; the shown chunks that did not serve are the negatives (a chunk never
+shown says nothing; a record without the shown chunks counts every other chunk of the session).
+The tuner re-reads those sessions' snapshots (their chunks' text, coherence and flags, in
+conversation order) and searches, within bounds:
 
 - first layer 1's two conversation terms (:mod:`.relational`), the **tie saturation**
   (:data:`TIE_SATURATION_GRID`) and the **short-turn prior** (:data:`SHORT_PRIOR_GRID`), at the
@@ -179,8 +181,8 @@ def tune(agent_id: str, *, seed: int = 0, max_buffer_chunks: int = 20, min_beat_
     if len(history) > max_queries:
         history = sorted(rng.sample(history, max_queries), key=history.index)
     sessions = _sessions(agent_id, history)
-    queries = [(sessions[q.session_id], frozenset(q.served)) for q in history if q.session_id in sessions]
-    queries = [(s, served) for s, served in queries if any(c.chunk_id in served for c in s.chunks)]
+    queries = [_query(sessions[q.session_id], q) for q in history if q.session_id in sessions]
+    queries = [(s, served, shown) for s, served, shown in queries if any(c.chunk_id in served for c in s.chunks)]
     defaults = HSCAParameters(seed=seed)
     if not queries:
         result = TuningResult(defaults, 0, (0.0, 0.0), (0.0, 0.0), (0.0, 0.0))
@@ -189,7 +191,8 @@ def tune(agent_id: str, *, seed: int = 0, max_buffer_chunks: int = 20, min_beat_
         return result
     found = _search_layer1(queries, rng, max_buffer_chunks, _search_conversation(queries, _Layer1(), max_buffer_chunks))
     threshold = _search_threshold(queries, found, max_buffer_chunks, min_beat_chunks)
-    read = [[(c.parsed, c.chunk_id in served) for c in session.chunks] for session, served in queries]
+    read = [[(c.parsed, c.chunk_id in served) for c in session.chunks if c.chunk_id in shown]
+            for session, served, shown in queries]
     keywords = keyword_weights(keyword_readings(read))
     share = len(queries) / (len(queries) + PRIOR_QUERIES)
     tuned = HSCAParameters(
@@ -213,6 +216,18 @@ def tune(agent_id: str, *, seed: int = 0, max_buffer_chunks: int = 20, min_beat_
     if store:
         save_parameters(agent_id, tuned)
     return result
+
+
+#: A query the tuner reads: its session, the chunk ids that served, the chunk ids whose outcome is known.
+_Query = tuple[_Session, frozenset[str], frozenset[str]]
+
+
+def _query(session: _Session, served: ServedQuery) -> _Query:
+    """A query as the tuner reads it: its session, the chunks that served, and the chunks whose
+    outcome is known: those shown (served or not), or every chunk of the session when the record
+    says nothing of what was shown. A chunk never shown neither served nor failed to."""
+    shown = served.shown or tuple(c.chunk_id for c in session.chunks)
+    return session, frozenset(served.served), frozenset(shown) | frozenset(served.served)
 
 
 def _sessions(agent_id: str, history: Sequence[ServedQuery]) -> dict[str, _Session]:
@@ -240,13 +255,13 @@ def _weights(session: _Session, layer1: _Layer1, max_buffer: int) -> list[float]
     return [weighted_layer1(r, c.flags, layer1.flag_weights) for r, c in zip(raw, session.chunks, strict=True)]
 
 
-def _ranking(queries: Sequence[tuple[_Session, frozenset[str]]], layer1: _Layer1, max_buffer: int) -> float:
+def _ranking(queries: Sequence[_Query], layer1: _Layer1, max_buffer: int) -> float:
     """Mean AUC of served chunks against the session's other chunks, by layer-1 weight."""
     total = 0.0
-    for session, served in queries:
+    for session, served, shown in queries:
         weights = _weights(session, layer1, max_buffer)
         good = [w for w, c in zip(weights, session.chunks, strict=True) if c.chunk_id in served]
-        bad = [w for w, c in zip(weights, session.chunks, strict=True) if c.chunk_id not in served]
+        bad = [w for w, c in zip(weights, session.chunks, strict=True) if c.chunk_id in shown - served]
         if not bad:
             total += 1.0
             continue
@@ -255,11 +270,11 @@ def _ranking(queries: Sequence[tuple[_Session, frozenset[str]]], layer1: _Layer1
     return total / len(queries)
 
 
-def _search_layer1(queries: Sequence[tuple[_Session, frozenset[str]]], rng: random.Random,
+def _search_layer1(queries: Sequence[_Query], rng: random.Random,
                    max_buffer: int, base: _Layer1) -> _Layer1:
     """The window and flag weights of the best ranking (ties: window nearest the default), the
     conversation terms those of ``base``."""
-    flags = sorted({f for session, _ in queries for c in session.chunks for f in c.flags})
+    flags = sorted({f for session, _, _ in queries for c in session.chunks for f in c.flags})
     best: tuple[float, _Layer1] | None = None
     for window in sorted(range(WINDOW_BOUNDS[0], WINDOW_BOUNDS[1] + 1), key=lambda w: abs(w - DEFAULT_WINDOW)):
         weights: dict[str, float] = {}
@@ -278,7 +293,7 @@ def _search_layer1(queries: Sequence[tuple[_Session, frozenset[str]]], rng: rand
     return best[1]
 
 
-def _search_conversation(queries: Sequence[tuple[_Session, frozenset[str]]], layer1: _Layer1,
+def _search_conversation(queries: Sequence[_Query], layer1: _Layer1,
                          max_buffer: int) -> _Layer1:
     """``layer1`` with the tie saturation and short-turn prior of the best ranking over their
     grids (ties: the pair nearest the defaults, the tie saturation's distance first)."""
@@ -289,11 +304,11 @@ def _search_conversation(queries: Sequence[tuple[_Session, frozenset[str]]], lay
     return replace(layer1, tie_saturation=tie, short_prior=prior)
 
 
-def _beats(queries: Sequence[tuple[_Session, frozenset[str]]], layer1: _Layer1, threshold: float, max_buffer: int,
+def _beats(queries: Sequence[_Query], layer1: _Layer1, threshold: float, max_buffer: int,
            min_beat: int) -> float:
     """Mean F1 between each query's served chunks and the replayed beat holding most of them."""
     total = 0.0
-    for session, served in queries:
+    for session, served, _ in queries:
         weights = _weights(session, layer1, max_buffer)
         beats: list[list[str]] = []
         buffer: list[WeightedChunk] = []
@@ -309,7 +324,7 @@ def _beats(queries: Sequence[tuple[_Session, frozenset[str]]], layer1: _Layer1, 
     return total / len(queries)
 
 
-def _search_threshold(queries: Sequence[tuple[_Session, frozenset[str]]], layer1: _Layer1, max_buffer: int,
+def _search_threshold(queries: Sequence[_Query], layer1: _Layer1, max_buffer: int,
                       min_beat: int) -> float:
     candidates = sorted(THRESHOLD_GRID, key=lambda t: abs(t - DEFAULT_THRESHOLD))
     return max(candidates, key=lambda t: _beats(queries, layer1, t, max_buffer, min_beat))
