@@ -39,8 +39,9 @@ minus false-bridge rate. The payload also holds layer 1 against stuffing
   the history grows N = 0 -> 100 -> 1000): the history is *recorded*, not imagined: each of N
   interactions replays one tuning-half conversation of eval 1 (seeded draw, turn order of the
   central turns shuffled) into an engine of the agent, asks :meth:`HSCAEngine.relevant` the
-  case's written query, and reports as served the chunks a reader used (the central turns:
-  the case's human label). :func:`~redmem.recipes.hsca.tune` then tunes the agent's
+  case's written query, and reports as shown the chunks of the snapshots it returned and as
+  served those a reader used (the central turns among them: the case's human label; a central
+  turn never shown is no negative). :func:`~redmem.recipes.hsca.tune` then tunes the agent's
   parameters from its history (layer 1's tie saturation and short-turn prior, window, flag
   weights, threshold and layer 2's keyword weights), and eval 1's held-out half is re-run with
   :meth:`HSCAEngine.for_agent`; the metric is the held-out layer-1 AUC of the central turns over
