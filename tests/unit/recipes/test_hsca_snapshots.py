@@ -204,6 +204,16 @@ def test_a_beat_ends_where_the_topic_changes_and_chat_joins_the_beat_it_arrives_
     assert domain_break([tagged(["legal"], 0.0), tagged(["medical"], 0.0), tagged(["medical"], 0.0)], legal)
 
 
+def test_a_turn_that_still_carries_the_beats_domain_continues_the_beat():
+    """A turn whose first tag differs but whose tags include the beat's domain (a sentence of a
+    language reference tagged mathematics, then technical_prose) is still the beat's topic; a
+    turn without it, or a cross-domain one, ends the beat."""
+    technical = tagged(["technical_prose"])
+    assert not domain_break([technical, technical], tagged(["mathematics", "technical_prose"]))
+    assert domain_break([technical], tagged(["mathematics"]))
+    assert domain_break([technical], tagged(["technical_prose", "legal", "cross_domain"]))
+
+
 def test_the_engine_snapshots_the_buffer_before_a_turn_that_changes_the_domain():
     engine = HSCAEngine(domain_model=None, max_buffer_chunks=10, snapshot_coherence_threshold=1.0)
     legal = ["The court ruled that the lease contract bound the tenant.",

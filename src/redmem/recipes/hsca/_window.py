@@ -17,7 +17,10 @@ the share of chunks tagged *d*), so a beat of new vocabulary still says what it 
 
 A beat also ends at a **change of domain** (redmem's addition, :func:`domain_break`): before a
 chunk is buffered, the buffer becomes a snapshot when the chunk's topic label differs from the
-buffer's. A chunk's label is ``cross_domain`` when it is tagged so, else its first topical tag,
+buffer's and the chunk's tags do not include the buffer's label (a turn tagged mathematics,
+then technical prose, still continues a technical-prose beat: issue 30, single sentences of
+one Python document broke their beat in two whenever one was nearer mathematics); a
+``cross_domain`` chunk ends any other beat. A chunk's label is ``cross_domain`` when it is tagged so, else its first topical tag,
 else none (``conversational`` and ``unclassified`` say nothing about the topic and join the beat
 they arrive in). The buffer's label is the label carrying most of its layer-1 weight (by chunk
 count when that weight is 0).
@@ -50,7 +53,8 @@ def topic_label(chunk: WeightedChunk) -> str | None:
 
 def domain_break(buffer: Sequence[WeightedChunk], incoming: WeightedChunk) -> bool:
     """Whether the buffer should become a snapshot before ``incoming`` joins it: both have a
-    topic label and they differ (module docstring)."""
+    topic label, they differ, and ``incoming`` is cross-domain or not tagged with the buffer's
+    label (module docstring)."""
     new = topic_label(incoming)
     if new is None:
         return False
@@ -62,7 +66,8 @@ def domain_break(buffer: Sequence[WeightedChunk], incoming: WeightedChunk) -> bo
             weights[label] = weights.get(label, 0.0) + (chunk.layer1_score if weighted else 1.0)
     if not weights:
         return False
-    return max(weights, key=lambda label: (weights[label], label)) != new
+    current = max(weights, key=lambda label: (weights[label], label))
+    return current != new and (new == DomainTag.CROSS_DOMAIN.value or current not in incoming.domain_tags)
 
 
 def aggregate_coherence(chunks: Sequence[WeightedChunk]) -> float | None:
