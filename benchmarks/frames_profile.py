@@ -133,8 +133,10 @@ def profile(args: Any) -> dict[str, Any]:
     entries = [e for e in server_entries(client, names) if e[0] not in ("slowlog", "config")]
     client.config_set("slowlog-log-slower-than", 10_000)
     per_command: Counter[str] = Counter()
+    counted: Counter[str] = Counter()
     for label, micros in entries:
         per_command[label] += micros
+        counted[label] += 1
     calls = len(questions)
     stats = pstats.Stats(profiler)
     stages = {}
@@ -154,6 +156,7 @@ def profile(args: Any) -> dict[str, Any]:
         "server_cpu_ms_per_call": server_cpu * 1000 / calls,
         "server_ms_per_call": sum(v for k, v in per_command.items() if k in TOP_LEVEL or k in names.values()) / 1000 / calls,
         "server_ms_per_call_by_command": {k: v / 1000 / calls for k, v in per_command.most_common()},
+        "server_commands_per_call": {k: v / calls for k, v in counted.most_common()},
         "vector_rank_ms": vector_rank_ms(memory, provider, questions),
         "client_ms_per_call_by_stage": dict(sorted(stages.items(), key=lambda kv: -kv[1])),
         "top_functions": top_functions(stats, calls),
@@ -176,8 +179,11 @@ def markdown(payload: dict[str, Any]) -> str:
              f"{payload['cpu_ms']['p50']:.2f} ms; server {payload['server_ms_per_call']:.2f} ms per call (SLOWLOG), "
              f"{payload['server_cpu_ms_per_call']:.2f} ms CPU; vector ranking alone p50 {payload['vector_rank_ms']['p50']:.2f} ms; "
              f"round trips {payload['round_trips']:.0f} (max {payload['round_trips_max']})", "",
-             "| server, per command or script (commands a script runs are also listed alone) | ms per call |", "|---|---|"]
-    lines += [f"| {k} | {v:.3f} |" for k, v in payload["server_ms_per_call_by_command"].items()]
+             f"git {payload.get('machine', {}).get('git')}; `{payload.get('command', '')}`", "",
+             "| server, per command or script (commands a script runs are also listed alone) | ms per call | "
+             "runs per call |", "|---|---|---|"]
+    lines += [f"| {k} | {v:.3f} | {payload['server_commands_per_call'][k]:.1f} |"
+              for k, v in payload["server_ms_per_call_by_command"].items()]
     lines += ["", "| client stage (cumulative, nested) | ms per call |", "|---|---|"]
     lines += [f"| {k} | {v:.3f} |" for k, v in payload["client_ms_per_call_by_stage"].items()]
     lines += ["", "| function (own time) | own ms per call | cumulative ms per call |", "|---|---|---|"]
