@@ -220,12 +220,15 @@ if redis.call("ZCARD", KEYS[8]) <= 4 * #everyone then
     end
   end
 end
+local ranged = {}  -- an id's contradiction entries read by range, read once
 local function contradicting(id)
   if contradicted then return contradicted[id] or {} end
+  if ranged[id] then return ranged[id] end
   local found = {}
   for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[8], "[" .. id .. " ", "(" .. id .. "!")) do
     table.insert(found, string.sub(m, #id + 2))
   end
+  ranged[id] = found
   return found
 end
 -- The score bound: the top_k-th highest lower bound (w_sim * similarity + w_conf * confidence) of the
