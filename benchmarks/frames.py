@@ -66,6 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
+import redis
 
 import facts
 import locomo
@@ -167,14 +168,22 @@ def ping_ms(client: Any, count: int = 200) -> float:
     return statistics.median(timings)
 
 
+#: Set on a server once the run's N blocks are learned there: ``--reuse`` skips learning when it is.
+LOADED_KEY = "frames-benchmark:loaded:{n}"
+
+
 def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any, clients: list[Any]) -> dict[str, Any]:
-    """Ingest, ATTENTION and SELF figures of one FrameMemory holding the run's N blocks."""
+    """Ingest, ATTENTION and SELF figures of one FrameMemory holding the run's N blocks (learned
+    unless ``--reuse`` finds them already on the server: then no ingest figures)."""
     before = used_memory(clients)
     memory = FrameMemory(agent_id=AGENT, wiring=None if args.no_wiring else DEFAULT_WIRING)
     memory.begin_session()
-    ingest = ingest_frames(memory, work)
-    ingest.update(blocks_per_s=n / ingest["learn_seconds"], bytes_per_block=(used_memory(clients) - before) / n,
-                  edges=len(work["edges"]), contradictions=len(work["contradictions"]))
+    ingest: dict[str, Any] = {"reused": True}
+    if not (args.reuse and clients[0].exists(LOADED_KEY.format(n=n))):
+        ingest = ingest_frames(memory, work)
+        ingest.update(blocks_per_s=n / ingest["learn_seconds"], bytes_per_block=(used_memory(clients) - before) / n,
+                      edges=len(work["edges"]), contradictions=len(work["contradictions"]))
+        clients[0].set(LOADED_KEY.format(n=n), 1)
     questions = [q for q, _ in work["questions"]]
     frames_many(memory, "attention", questions[:WARMUP], provider)
     runs = [frames_many(memory, "attention", questions, provider) for _ in range(args.repeats)]
@@ -370,6 +379,10 @@ def parse(argv: list[str] | None) -> Any:
     parser.add_argument("--vector-cache", type=Path, default=None,
                         help="a pickle of {'doc': {text: vector}, 'query': {...}}: read first when it exists, written at the end")
     parser.add_argument("--no-wiring", action="store_true", help="learn() wires no edge (FrameMemory(wiring=None))")
+    parser.add_argument("--server", default=None,
+                        help="latency: a Redis URL to use (one size per server) instead of a fresh private server")
+    parser.add_argument("--reuse", action="store_true",
+                        help="latency: with --server, skip learning when a former run left the N blocks there")
     parser.add_argument("--quick", action="store_true", help="N = 1k, 2k; 50 queries; 1 repeat; 1 conversation")
     parser.add_argument("--out", default="frames", help="results/<out>.json and .md ('' writes nothing)")
     args = parser.parse_args(argv)
@@ -377,6 +390,8 @@ def parse(argv: list[str] | None) -> Any:
         args.sizes, args.queries, args.repeats, args.self_calls = "1000,2000", 50, 1, 20
         args.elfmem_up_to, args.elfmem_queries = 1000, 20
     args.parts = args.parts.split(",")
+    if args.reuse and not args.server:
+        parser.error("--reuse needs --server URL")
     if {"quality", "sequence"} & set(args.parts) and args.data is None:
         parser.error("the quality and sequence parts need --data PATH (or leave them out of --parts)")
     return args
@@ -407,7 +422,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         work = workload(n, args.queries)
         query_vectors = provider.embed([q for q, _ in work["questions"]])
         row: dict[str, Any] = {"load_before": list(os.getloadavg())}
-        if "latency" in args.parts:
+        if "latency" in args.parts and args.server:
+            redmem.connect(args.server)
+            redmem.configure(embedding_provider=provider)
+            client = redis.Redis.from_url(args.server)
+            row["redmem"] = run_redmem(n, work, provider, args, [client])
+            payload["redis_version"] = client.info("server")["redis_version"]
+        elif "latency" in args.parts:
             with EmbeddedServer() as server:
                 redmem.connect(server.url)
                 redmem.configure(embedding_provider=provider)
@@ -460,7 +481,7 @@ def markdown(payload: dict[str, Any]) -> str:
                 f"| {int(n):,} | {system} | {a['p50']:.2f} | {a['p95']:.2f} | {a['p50_without_embedding']:.2f} | "
                 f"{a['p95_without_embedding']:.2f} | {_fmt(a.get('embed_ms_p50'))} | {_fmt(a.get('round_trips'), 0)} | "
                 f"{_fmt(a.get('commands'), 0)} | {s['cached_ms']['p50']:.3f} | {_fmt(s.get('cached_round_trips'), 0)} | "
-                f"{i['blocks_per_s']:,.0f} | {_fmt(i.get('bytes_per_block'), 0)} | {_fmt(row[system].get('ping_ms'), 3)} | "
+                f"{_fmt(i.get('blocks_per_s'), 0)} | {_fmt(i.get('bytes_per_block'), 0)} | {_fmt(row[system].get('ping_ms'), 3)} | "
                 f"{row['load_before'][0]:.2f} |")
     if latency:
         lines += ["", "| target | measured | verdict |", "|---|---|---|", *verdicts(latency), ""]

@@ -27,6 +27,7 @@ from ...store._errors import RecordNotFound, ValidationError
 from ...store._keys import KeySpace
 from ...store._scripts import run_script
 from ...store._validation import finite_number, non_negative_int, positive_int
+from ._bound import score_bound
 from ._cache import CachedFrame, CacheRead, cache_key, encode_result
 from ._definitions import (
     BUILTIN_FRAMES,
@@ -371,7 +372,8 @@ class FrameMemory:
         the active hours, the riders' answers, the edges among the candidates; what each stage
         kept for the explanation)."""
         asked = None if query is None else (query, Block.embedding.embed_texts([query], "query")[0])
-        gathered = gather(self.client, self.space, definition, self.clock(), top_k, asked, riders, as_of)
+        bound = score_bound(definition.weights, self.feedback_cap, top_k)
+        gathered = gather(self.client, self.space, definition, self.clock(), top_k, asked, riders, as_of, bound)
         with_query = asked is not None and not gathered.no_seed
         weights = definition.weights if with_query else definition.weights.without_similarity()
         guaranteed = set(gathered.guaranteed)

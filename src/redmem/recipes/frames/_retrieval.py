@@ -40,6 +40,7 @@ from ...lifecycle._timeline import ALL_TIMES, as_epoch
 from ...model._dbkey import DbKey
 from ...store._keys import KeyKind, KeySpace
 from ...store._scripts import ScriptCall
+from ._bound import NO_BOUND, ScoreBound
 from ._definitions import FrameDefinition
 from ._keys import FrameKeyKind
 from ._models import DECAY_TIERS, Block
@@ -131,17 +132,20 @@ def _ranges(patterns: Sequence[str] | None) -> list[str]:
 
 
 def candidate_call(
-    space: KeySpace, definition: FrameDefinition, now: float, seeds: int, ranked: Sequence[str], as_of: str = "",
+    space: KeySpace, definition: FrameDefinition, now: float, seeds: int, ranked: Mapping[str, float],
+    as_of: str = "", bound: ScoreBound = NO_BOUND,
 ) -> ScriptCall:
     """The ``frames_candidates.lua`` call of one frame at wall time ``now`` (``seeds`` 0: queryless;
-    ``as_of`` as :func:`validity_argument` writes it)."""
+    ``ranked``: the fused ranking, each id's score, best first; ``as_of`` as :func:`validity_argument`
+    writes it; ``bound``: which expanded blocks' fields to skip, :mod:`._bound`)."""
     keys = block_keys(space)
     names = ("clock", "window", "tags", "categories", "adjacency", "degrees", "confidence", "contradictions",
-             "valid_to", "valid_from")
+             "valid_to", "valid_from", "count", "lambda")
     filters = definition.filters
     args = [repr(now), repr(filters.search_window_hours), seeds, repr(Block.confidence.initial_confidence),
-            space.record("") + ":", as_of, len(STORED), *STORED,
-            *_ranges(filters.tag_patterns), *_ranges(filters.categories), *_ranges(definition.guarantees), *ranked]
+            space.record("") + ":", as_of, *bound.arguments(), len(STORED), *STORED,
+            *_ranges(filters.tag_patterns), *_ranges(filters.categories), *_ranges(definition.guarantees),
+            len(ranked), *map(repr, ranked.values()), *ranked]
     return ScriptCall("frames_candidates", [keys[name] for name in names], args)
 
 
@@ -149,12 +153,14 @@ class CandidateSearch:
     """Stages 1 and 3 as one search of the protocol: the candidate script over a ranking of ids."""
 
     def __init__(self, space: KeySpace, definition: FrameDefinition, now: float, seeds: int,
-                 ranked: Sequence[str] = (), as_of: str = "") -> None:
-        self.space, self.definition, self.now, self.seeds, self.ranked = space, definition, now, seeds, list(ranked)
-        self.as_of = as_of
+                 ranked: Mapping[str, float] = MappingProxyType({}), as_of: str = "",
+                 bound: ScoreBound = NO_BOUND) -> None:
+        self.space, self.definition, self.now, self.seeds, self.ranked = space, definition, now, seeds, ranked
+        self.as_of, self.bound = as_of, bound
 
     def calls(self) -> list[ScriptCall]:
-        return [candidate_call(self.space, self.definition, self.now, self.seeds, self.ranked, self.as_of)]
+        return [candidate_call(self.space, self.definition, self.now, self.seeds, self.ranked, self.as_of,
+                               self.bound)]
 
     def work(self) -> None:
         """Nothing to rank in the process."""
@@ -179,10 +185,12 @@ def query_retrieval(space: KeySpace, text: str, vector: np.ndarray, limit: int,
 def gather(
     client: Any, space: KeySpace, definition: FrameDefinition, now: float, top_k: int,
     query: tuple[str, np.ndarray] | None = None, riders: Sequence[Search[Any]] = (), as_of: str = "",
+    bound: ScoreBound = NO_BOUND,
 ) -> Gathered:
     """Stages 1-3 of one frame for ``query`` (its text and vector; None: queryless). ``riders``
     share the first round trip; their answers are returned. ``as_of``: the blocks valid when
-    (:func:`validity_argument`; "": current blocks only)."""
+    (:func:`validity_argument`; "": current blocks only); ``bound``: the expanded blocks whose
+    stored fields the script may skip (:mod:`._bound`)."""
     if query is None:
         answers = run_searches(client, [CandidateSearch(space, definition, now, 0, as_of=as_of), *riders])
         parsed = _parsed(space, answers[0], {})
@@ -195,7 +203,7 @@ def gather(
     rider_answers = retrieved.riders
     while True:
         fused = _fused(retrieved)
-        reply = run_search(client, CandidateSearch(space, definition, now, seeds, list(fused), as_of))
+        reply = run_search(client, CandidateSearch(space, definition, now, seeds, fused, as_of, bound))
         cut = any(len(hits) >= limit for hits in retrieved.lists.values())
         if len(reply[1]) < seeds and cut and int(reply[6]) >= len(fused):  # every ranked id checked, more may pass
             limit *= 4

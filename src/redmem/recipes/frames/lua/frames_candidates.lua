@@ -7,17 +7,20 @@
 -- KEYS[3] zset (lex) "<tag> <id>"   KEYS[4] zset (lex) "<category> <id>"   KEYS[5] graph adjacency zset (lex)
 -- KEYS[6] graph degree hash   KEYS[7] confidence zset   KEYS[8] contradictions zset (lex) "<a> <b>"
 -- KEYS[9] valid_to zset (the fact lifecycle's; 253402300799: still valid; no entry: valid)
--- KEYS[10] valid_from zset
--- (a candidate's reinforcement count and decay lambda come from its hash, in the same HMGET as its
--- stored fields: the recipe's scripts write the hash entry and its index together)
+-- KEYS[10] valid_from zset   KEYS[11] reinforcement count zset   KEYS[12] decay lambda zset
+-- (a candidate's reinforcement count and decay lambda come from their indexes, read in batches: the
+-- recipe's scripts write the hash entry and its index together)
 -- ARGV[1] now (wall seconds)   ARGV[2] window hours   ARGV[3] seeds wanted (0: queryless, every eligible block)
 -- ARGV[4] initial confidence   ARGV[5] the record key prefix (a block's hash is prefix .. id: the
 -- partition's hash tag, so the slot of every KEYS entry)   ARGV[6] as_of: "" current blocks only (none
--- superseded), "all" every block, else epoch seconds (blocks valid then)   ARGV[7] n, then n stored field names
--- returned for each candidate   then three groups, each a count n followed by n (low, high) lex bounds:
--- tag ranges, category ranges, guarantee ranges; then the vector ranking's ids, best first
+-- superseded), "all" every block, else epoch seconds (blocks valid then)   ARGV[7..10] the score bound
+-- (_bound.py): top_k (0: none), w_similarity, w_confidence, the most feedback adds (margin included)
+-- ARGV[11] n, then n stored field names returned for each candidate   then three groups, each a count n
+-- followed by n (low, high) lex bounds: tag ranges, category ranges, guarantee ranges; then a count n
+-- and n fused scores (the similarity of the ranked ids, in order); then the ranking's ids, best first
 -- returns {now_hours, seeds, expanded, guaranteed, {id, last, confidence, count, lambda, degree, fields...} of
---          seeds, expanded, then guaranteed blocks neither,
+--          seeds, expanded, then guaranteed blocks neither (the fields false for an expanded block that
+--          cannot be chosen: top_k seeds that contradict nothing score above the most it can score),
 --          {a, b, ...} contradicting pairs among the candidates, ranked ids examined,
 --          {id, superseded_by, rank, ...} the ranked blocks left out as superseded (their window closed
 --          by as_of) that would otherwise have been seeds: eligible but for it, met before the seeds
@@ -30,8 +33,10 @@ local hours = tonumber(clock[1] or "0")
 if clock[2] then hours = hours + math.max(now - tonumber(clock[2]), 0) / 3600 end
 local cutoff = hours - tonumber(ARGV[2])
 local wanted, initial, prefix = tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local bound_k, w_similarity, w_confidence, feedback_most =
+  tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local stored = {}
-for i = 1, tonumber(ARGV[7]) do stored[i] = ARGV[7 + i] end
+for i = 1, tonumber(ARGV[11]) do stored[i] = ARGV[11 + i] end
 local as_of, OPEN_END = ARGV[6], 253402300799
 local CHUNK = 1000  -- ids per batched read (ZMSCORE, HMGET)
 
@@ -77,7 +82,7 @@ local function valid(id)  -- the fact lifecycle's validity at as_of
   return tonumber(valid_from_of[id] or -math.huge) <= at and at < to
 end
 
-local pos = 8 + #stored
+local pos = 12 + #stored
 local function ranges()
   local n, out = tonumber(ARGV[pos]), {}
   for i = 1, n do out[i] = {ARGV[pos + 2 * i - 1], ARGV[pos + 2 * i]} end
@@ -85,6 +90,10 @@ local function ranges()
   return out
 end
 local tag_ranges, category_ranges, guarantee_ranges = ranges(), ranges(), ranges()
+local similarity_of = {}  -- a ranked id's fused score
+local scored = tonumber(ARGV[pos])
+for i = 1, scored do similarity_of[ARGV[pos + scored + i]] = tonumber(ARGV[pos + i]) end
+pos = pos + scored + 1
 
 local function ids_in(key, bounds)  -- record ids of the index entries within any of the bounds
   local found, list = {}, {}
@@ -191,6 +200,8 @@ for _, list in ipairs({seeds, expanded, extra}) do
 end
 local confidence_of = batched("ZMSCORE", KEYS[7], everyone)
 local degree_of = batched("HMGET", KEYS[6], everyone, "r:")
+local count_of = batched("ZMSCORE", KEYS[11], everyone)
+local lambda_of = batched("ZMSCORE", KEYS[12], everyone)
 -- Each candidate's contradiction entries "<id> <other>": the whole zset read once when it is no
 -- bigger than a few entries per candidate (every member split at each space, as a range of
 -- the prefix "<id> " would find it), else one range per candidate.
@@ -209,24 +220,50 @@ if redis.call("ZCARD", KEYS[8]) <= 4 * #everyone then
     end
   end
 end
+local ranged = {}  -- an id's contradiction entries read by range, read once
 local function contradicting(id)
   if contradicted then return contradicted[id] or {} end
+  if ranged[id] then return ranged[id] end
   local found = {}
   for _, m in ipairs(redis.call("ZRANGEBYLEX", KEYS[8], "[" .. id .. " ", "(" .. id .. "!")) do
     table.insert(found, string.sub(m, #id + 2))
   end
+  ranged[id] = found
   return found
 end
-local function collect(list)
+-- The score bound: the top_k-th highest lower bound (w_sim * similarity + w_conf * confidence) of the
+-- seeds that contradict nothing (suppression cannot remove them); an expanded block whose upper bound
+-- (w_conf * confidence + feedback_most: its similarity is 0) is below it cannot be chosen.
+local threshold = -math.huge
+if bound_k > 0 then
+  local lows = {}
+  for _, id in ipairs(seeds) do
+    if #contradicting(id) == 0 then
+      lows[#lows + 1] = w_similarity * similarity_of[id] + w_confidence * tonumber(confidence_of[id] or initial)
+    end
+  end
+  table.sort(lows, function(a, b) return a > b end)
+  if #lows >= bound_k then threshold = lows[bound_k] end
+end
+local pinned_set = {}
+for _, id in ipairs(guaranteed) do pinned_set[id] = true end
+local function hopeless(id)
+  return not pinned_set[id] and w_confidence * tonumber(confidence_of[id] or initial) + feedback_most < threshold
+end
+local function collect(list, bounded)
   for _, id in ipairs(list) do
-    local values = redis.call("HMGET", prefix .. id, "reinforcement_count", "decay_lambda", unpack(stored))
     table.insert(data, id)
     table.insert(data, last[id])
     table.insert(data, confidence_of[id] or initial)
-    table.insert(data, values[1] or "0")
-    table.insert(data, values[2] or "0.01")
+    table.insert(data, count_of[id] or "0")
+    table.insert(data, lambda_of[id] or "0.01")
     table.insert(data, degree_of[id] or "0")
-    for i = 1, #stored do table.insert(data, values[2 + i]) end
+    if bounded and hopeless(id) then
+      for _ = 1, #stored do table.insert(data, false) end
+    elseif #stored > 0 then
+      local values = redis.call("HMGET", prefix .. id, unpack(stored))
+      for i = 1, #stored do table.insert(data, values[i]) end
+    end
     for _, other in ipairs(contradicting(id)) do
       if chosen[other] and id < other then
         table.insert(pairs_out, id)
@@ -242,7 +279,7 @@ local function collect(list)
   end
 end
 collect(seeds)
-collect(expanded)
+collect(expanded, true)
 collect(extra)
 local h = string.format("%.17g", hours)
 return {h, seeds, expanded, guaranteed, data, pairs_out, examined, superseded, linked}
