@@ -45,7 +45,7 @@ from ..store._connection import server_errors
 from ..store._errors import ModelException, QueryArgumentError, ValidationError
 from ..store._keys import KeyKind, KeySpace, escape
 from ..store._scripts import ScriptCall
-from ..store._validation import is_finite_number, non_negative_int
+from ..store._validation import is_finite_number, non_negative_int, positive_int
 from ..text._analyzer import Analyzer, default_analyzer
 from ._bm25_math import impact_unit
 from ._bm25_postings import SyncReply, copies
@@ -241,10 +241,13 @@ class BM25Field(Field[Any]):
 
     def searcher(
         self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False, where: Where | None = None,
+        postings_budget: int | None = None,
     ) -> BM25Search | CachedBM25Search:
         """The search behind :meth:`search`, to share a round trip with other searches: in-process
         over the cached postings (``cache_postings``), else (or ``exhaustive``, or with a ``where``
-        filter, checked inside the script) inside Redis."""
+        filter, checked inside the script) inside Redis. ``postings_budget``: see
+        :meth:`server_searcher` (the in-process search reads no postings from Redis per query and
+        ranks every posting of its copy, so only the search inside Redis is bounded by it)."""
         if not isinstance(text, str):
             raise ValidationError(f"{self.label}: the query must be a str, got {type(text).__name__}")
         limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
@@ -253,16 +256,24 @@ class BM25Field(Field[Any]):
             return BM25Search(None)
         if self.cache_postings and not exhaustive and where is None:
             return CachedBM25Search(self, space, query_tf, limit)
-        return self.server_searcher(space, query_tf, limit, exhaustive, where)
+        return self.server_searcher(space, query_tf, limit, exhaustive, where, postings_budget)
 
     def server_searcher(self, space: KeySpace, query_tf: Mapping[str, int], limit: int,
-                        exhaustive: bool = False, where: Where | None = None) -> BM25Search:
+                        exhaustive: bool = False, where: Where | None = None,
+                        postings_budget: int | None = None) -> BM25Search:
         """The search ranked inside Redis by ``bm25_search.lua`` (bounded, or ``exhaustive``),
-        among the records that pass ``where`` when given."""
+        among the records that pass ``where`` when given.
+
+        ``postings_budget`` (None: no bound): the bounded walk reads at most that many postings of
+        each query term's list, best impact first, so its work is at most budget x terms postings
+        however common the words; the answer is the exact top ``limit`` of the records found in
+        those prefixes (each scored from every list), the exact answer when no list is longer.
+        """
+        budget = positive_int(f"{self.label}: postings_budget", postings_budget, none=True, error=QueryArgumentError) or 0
         keys, terms = self.keys_in(space), sorted(query_tf)
         script_keys = [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)]
         args: list[Any] = [repr(self.k1), repr(self.b), limit, 0 if exhaustive else FIRST_PAGE, repr(STOP_SLACK),
-                           int(self.unit), "" if where is None else where.json(space, script_keys)]
+                           int(self.unit), "" if where is None else where.json(space, script_keys), budget]
         for term in terms:
             args += [term, query_tf[term]]
         return BM25Search(ScriptCall("bm25_search", script_keys, args))
