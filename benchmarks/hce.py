@@ -284,10 +284,7 @@ def cached_vectors(function: Any, path: Path | None) -> Any:
 
 
 def quality(path: Path, budgets: list[int], conversations: int | None, vector_cache: Path | None = None,
-            follow_members: bool = FOLLOW_MEMBERS, nest_threshold: float | None = NEST_THRESHOLD,
-            postings_budgets: list[int | None] | None = None) -> dict[str, Any]:
-    """Evidence recall of HCE and the ContextAssembler per token budget; with ``postings_budgets``,
-    HCE once per keyword postings budget (None: unbounded), each its own row."""
+            follow_members: bool = FOLLOW_MEMBERS, nest_threshold: float | None = NEST_THRESHOLD) -> dict[str, Any]:
     talks = load(path, conversations)
     questions = [q for t in talks for q in t["questions"]]
     provider = TimedProvider(cached_vectors(_lazy_minilm(), vector_cache), 384,
@@ -300,12 +297,8 @@ def quality(path: Path, budgets: list[int], conversations: int | None, vector_ca
     sessions = hce_sessions(talks, provider, follow_members, nest_threshold)
     model, dia = assembler_memories(talks, provider)
     for budget in budgets:
-        rows = ({"HCEPipeline": hce_locomo(talks, provider, budget, sessions, nest_threshold)}
-                if postings_budgets is None else
-                {f"HCEPipeline (postings budget {b or 'none'})": hce_locomo(talks, provider, budget, sessions,
-                                                                             nest_threshold, postings_budget=b)
-                 for b in postings_budgets})
-        rows["ContextAssembler (hybrid)"] = assembler_locomo(talks, model, dia, budget)
+        rows = {"HCEPipeline": hce_locomo(talks, provider, budget, sessions, nest_threshold),
+                "ContextAssembler (hybrid)": assembler_locomo(talks, model, dia, budget)}
         out[str(budget)] = {name: {half: recall(*_part(found, talks, ids)) for half, ids in parts.items()}
                             for name, found in rows.items()}
         log.info("budget %d: %s", budget, {k: {h: round(r["evidence_recall_any"], 3) for h, r in v.items()}
@@ -393,8 +386,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="LoCoMo sessions whose topic vectors follow their members (SemanticTree option)")
     parser.add_argument("--nest-threshold", type=float, default=NEST_THRESHOLD,
                         help="LoCoMo sessions whose topics group under parent topics at this cosine (SemanticTree option)")
-    parser.add_argument("--postings-budgets", default=None,
-                        help="LoCoMo: HCE once per keyword postings budget, comma-separated ('none': unbounded)")
     parser.add_argument("--out", default="hce", help="results/<out>.json ('' writes nothing)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -411,9 +402,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             HCEInteraction._meta.client.flushdb()
         if args.data is not None:
             payload["locomo"] = quality(args.data, [int(b) for b in args.budgets.split(",")], args.conversations,
-                                        args.vector_cache, args.follow_members, args.nest_threshold,
-                                        None if args.postings_budgets is None else
-                                        [None if b == "none" else int(b) for b in args.postings_budgets.split(",")])
+                                        args.vector_cache, args.follow_members, args.nest_threshold)
     sizes = payload["latency"]
     if "10000" in sizes and "100000" in sizes:
         payload["growth_100k_over_10k"] = sizes["100000"]["retrieve_ms"]["p50"] / sizes["10000"]["retrieve_ms"]["p50"]

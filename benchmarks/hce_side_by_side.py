@@ -14,8 +14,9 @@ query's embedding apart, asked twice); besides the milliseconds it reports the s
 time per query as the server counts it: the scripts' time (``EVAL``/``EVALSHA``, which includes
 the commands they run) plus the other top-level commands, each counted once. ``--per-script``
 logs every command (``SLOWLOG`` at threshold 0, which slows the server a little: a separate run)
-and reports the server time per query of each script by name. ``--postings-budget`` (an int or
-``none``) is passed to ``HCEPipeline`` (versions without the option: leave it out).
+and reports the server time per query of each script by name. ``keyword`` runs HCE's keyword
+search alone on the stored session: inside Redis per postings budget, and in-process over the
+postings copy with and without the validity filter.
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ from redmem_driver import TimedProvider
 SCRIPT_COMMANDS = ("cmdstat_eval", "cmdstat_evalsha")
 
 
-def _pipeline(url: str, size: int, **options: Any) -> HCEPipeline:
+def _pipeline(url: str, size: int) -> HCEPipeline:
     redmem.connect(url, socket_timeout=SOCKET_TIMEOUT)
     provider = TimedProvider(lambda texts: hash_vectors(texts, DIMENSIONS), DIMENSIONS)
-    return HCEPipeline(session_id=f"bench-{size}", embedding_provider=provider, **options)
+    return HCEPipeline(session_id=f"bench-{size}", embedding_provider=provider)
 
 
 def ingest(url: str, size: int) -> None:
@@ -70,8 +71,8 @@ def per_script(client: Any, queries: int) -> dict[str, float]:
     return dict(sorted(spent.items(), key=lambda item: -item[1]))
 
 
-def ask(url: str, size: int, label: str, queries: int, breakdown: bool = False, **options: Any) -> dict[str, Any]:
-    pipe = _pipeline(url, size, **options)
+def ask(url: str, size: int, label: str, queries: int, breakdown: bool = False) -> dict[str, Any]:
+    pipe = _pipeline(url, size)
     texts = conversation(size)[1][:queries]
     vectors = [pipe.embed_query(t) for t in texts]
     pipe.retrieve_candidates(texts[0], query_vector=vectors[0])  # the process's matrices load here
@@ -103,17 +104,17 @@ def ask(url: str, size: int, label: str, queries: int, breakdown: bool = False, 
         "server_script_ms_per_query": scripts,
         "server_ms_per_command_per_query": calls,
         "server_ms_per_script_per_query": scripts_by_name,
-        "options": dict(options),
         "round_trips_max": max(r["round_trips"] for r in rows),
         "time": time.strftime("%H:%M:%S"),
     }
 
 
 def keyword(url: str, size: int, queries: int, budgets: list[int | None]) -> dict[str, Any]:
-    """HCE's keyword search alone on the stored session, for each postings budget (None: the exact
-    top, the bounded walk unbounded) and in-process over the postings copy (the path a search with no
-    filter takes, the ContextAssembler's): server ms and client CPU per query, postings read, and
-    the share of the exact top 50 each variant returns; plus the query words' document frequencies."""
+    """HCE's keyword search alone on the stored session (its validity filter), inside Redis for each
+    postings budget (None: the exact top, the bounded walk unbounded) and in-process over the
+    postings copy, with the filter and without (a search with no filter, the ContextAssembler's):
+    server ms and client CPU per query, postings read, the share of the exact top 50 each variant
+    returns; plus the query words' document frequencies. Each variant is warmed by the queries."""
     pipe = _pipeline(url, size)
     field, space = HCEInteraction.text_bm25, pipe.graph.space
     where, depth = Visibility(None).where, pipe.tree.leaf_limit
@@ -139,7 +140,9 @@ def keyword(url: str, size: int, queries: int, budgets: list[int | None]) -> dic
     exact, out = None, {}
     variants: list[tuple[str, Any]] = [
         (f"budget {b}" if b else "exact (bounded walk)",
-         lambda text, b=b: field.searcher(space, text, depth, where=where, postings_budget=b)) for b in budgets]
+         lambda text, b=b: field.server_searcher(space, field.term_counts(text), depth, where=where,
+                                                 postings_budget=b)) for b in budgets]
+    variants.append(("in-process copy, validity filter", lambda text: field.searcher(space, text, depth, where=where)))
     variants.append(("in-process copy, no filter", lambda text: field.searcher(space, text, depth)))
     for name, make in variants:
         found, row = run(make)
@@ -187,14 +190,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="hce_side_by_side")
     parser.add_argument("--budgets", default="none,2048,1024,512,256", help="keyword: postings budgets ('none': exact)")
     parser.add_argument("--per-script", action="store_true", help="ask: server time per script (slow log)")
-    parser.add_argument("--postings-budget", default=None, help="ask: HCEPipeline(postings_budget=...), or none")
     args = parser.parse_args(argv)
     if args.command == "ingest":
         ingest(args.url, args.size)
     elif args.command == "ask":
-        options = {} if args.postings_budget is None else {
-            "postings_budget": None if args.postings_budget == "none" else int(args.postings_budget)}
-        print(json.dumps(ask(args.url, args.size, args.label, args.queries, args.per_script, **options)))
+        print(json.dumps(ask(args.url, args.size, args.label, args.queries, args.per_script)))
     elif args.command == "keyword":
         budgets = [None if b == "none" else int(b) for b in args.budgets.split(",")]
         print(json.dumps(keyword(args.url, args.size, args.queries, budgets)))

@@ -443,12 +443,9 @@ def _composite_lists(
     return lists
 
 
-def keyword_hits(bm25: BM25Field, space: KeySpace, text: str, limit: int, where: Where | None = None,
-                 postings_budget: int | None = None) -> Search[Hits]:
-    """The BM25 search of ``text`` as a ranked list (of the records passing ``where``; a search
-    inside Redis reads at most ``postings_budget`` postings per query term, see
-    :meth:`~redmem.fields.BM25Field.server_searcher`)."""
-    return Mapped(bm25.searcher(space, text, limit, where=where, postings_budget=postings_budget), _bm25_hits)
+def keyword_hits(bm25: BM25Field, space: KeySpace, text: str, limit: int, where: Where | None = None) -> Search[Hits]:
+    """The BM25 search of ``text`` as a ranked list (of the records passing ``where``)."""
+    return Mapped(bm25.searcher(space, text, limit, where=where), _bm25_hits)
 
 
 def composite_hits(

@@ -229,33 +229,36 @@ class BM25Field(Field[Any]):
     # -- searches ----------------------------------------------------------------------------
     def search(
         self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False, where: Where | None = None,
+        postings_budget: int | None = None,
     ) -> SearchResult:
         """The top ``limit`` (record id, score) of partition ``space`` for ``text``: one Lua call.
 
         ``exhaustive`` scores every posting of the query terms instead of stopping early; the
         answer is the same (it is the reference the bounded search is checked against).
         ``where`` (:func:`~redmem.model._filters.compile_where`): the top ``limit`` of the records
-        that pass it, each candidate checked inside the script when its id is first known.
+        that pass it. ``postings_budget``: see :meth:`server_searcher`.
         """
-        return run_search(self.model._meta.client, self.searcher(space, text, limit, exhaustive, where))
+        return run_search(self.model._meta.client, self.searcher(space, text, limit, exhaustive, where,
+                                                                 postings_budget))
 
     def searcher(
         self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False, where: Where | None = None,
         postings_budget: int | None = None,
     ) -> BM25Search | CachedBM25Search:
         """The search behind :meth:`search`, to share a round trip with other searches: in-process
-        over the cached postings (``cache_postings``), else (or ``exhaustive``, or with a ``where``
-        filter, checked inside the script) inside Redis. ``postings_budget``: see
-        :meth:`server_searcher` (the in-process search reads no postings from Redis per query and
-        ranks every posting of its copy, so only the search inside Redis is bounded by it)."""
+        over the cached postings (``cache_postings``; a ``where`` filter's ids listed by
+        ``filter_ids.lua`` in the same round trip), else (or ``exhaustive``) inside Redis.
+        ``postings_budget``: see :meth:`server_searcher` (the in-process search reads no postings
+        from Redis per query and ranks every posting of its copy, so only the search inside Redis
+        is bounded by it)."""
         if not isinstance(text, str):
             raise ValidationError(f"{self.label}: the query must be a str, got {type(text).__name__}")
         limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
         query_tf = self.term_counts(text)
         if not query_tf or limit == 0:
             return BM25Search(None)
-        if self.cache_postings and not exhaustive and where is None:
-            return CachedBM25Search(self, space, query_tf, limit)
+        if self.cache_postings and not exhaustive:
+            return CachedBM25Search(self, space, query_tf, limit, where, postings_budget)
         return self.server_searcher(space, query_tf, limit, exhaustive, where, postings_budget)
 
     def server_searcher(self, space: KeySpace, query_tf: Mapping[str, int], limit: int,
@@ -305,13 +308,18 @@ class CachedBM25Search:
 
     Its one call, ``bm25_sync.lua``, brings the copy up to date and sends the query terms' lists
     it lacks; :meth:`finish` applies the reply and ranks (exact BM25, every posting of the query
-    terms scored). A reply that cannot be applied (a concurrent search of the same copy moved it
+    terms scored). With a ``where`` filter a second call, ``filter_ids.lua``, lists the records
+    it lets through (or, when fewer, those it stops) in the same round trip, and the copy ranks
+    among them (:meth:`~redmem.fields._bm25_postings.PostingsCopy.rank_filtered`). A reply that cannot be applied (a concurrent search of the same copy moved it
     on, or a list's length differs from its df) is followed by another sync, at most
-    :data:`SYNC_ATTEMPTS` in all, then by the search inside Redis: extra round trips only then.
+    :data:`SYNC_ATTEMPTS` in all, then by the search inside Redis (bounded by ``postings_budget``):
+    extra round trips only then.
     """
 
-    def __init__(self, field: BM25Field, space: KeySpace, query_tf: Mapping[str, int], limit: int) -> None:
+    def __init__(self, field: BM25Field, space: KeySpace, query_tf: Mapping[str, int], limit: int,
+                 where: Where | None = None, postings_budget: int | None = None) -> None:
         self.field, self.space, self.limit = field, space, limit
+        self.where, self.postings_budget = where, postings_budget
         self.query_tf, self.terms = dict(query_tf), sorted(query_tf)
         keys = field.keys_in(space)
         self.keys = [keys.lengths, keys.entries, keys.totals, keys.references, keys.version, keys.log,
@@ -323,7 +331,8 @@ class CachedBM25Search:
     def calls(self) -> list[ScriptCall]:
         with self.copy.lock:
             self.asked, args = self.copy.request(self.terms)
-        return [ScriptCall("bm25_sync", self.keys, args)]
+        sync = ScriptCall("bm25_sync", self.keys, args)
+        return [sync] if self.where is None else [sync, self.where.ids_call(self.space)]
 
     def finish(self, replies: list[Any]) -> SearchResult:
         field, sent = self.field, 0
@@ -333,12 +342,20 @@ class CachedBM25Search:
             sent += reply.postings_sent
             with self.copy.lock:
                 if self.copy.apply(reply, self.terms, self.asked, shape):
-                    ranked, matched = self.copy.rank(self.query_tf, reply.n, reply.total, self.limit, field.k1, field.b)
+                    if self.where is None:
+                        ranked, matched = self.copy.rank(self.query_tf, reply.n, reply.total, self.limit,
+                                                         field.k1, field.b)
+                    else:
+                        ranked, matched = self.copy.rank_filtered(self.query_tf, reply.n, reply.total, self.limit,
+                                                                  field.k1, field.b, *replies[1])
                     return SearchResult(ranked, "cached", sent, matched)
             if attempt + 1 < SYNC_ATTEMPTS:
                 with server_errors(self.client):
-                    reply = SyncReply(self.calls()[0].run(self.client))
-        return run_search(self.client, field.server_searcher(self.space, self.query_tf, self.limit))
+                    with self.copy.lock:
+                        self.asked, args = self.copy.request(self.terms)
+                    reply = SyncReply(ScriptCall("bm25_sync", self.keys, args).run(self.client))
+        return run_search(self.client, field.server_searcher(self.space, self.query_tf, self.limit, where=self.where,
+                                                             postings_budget=self.postings_budget))
 
 
 def keyword_search(

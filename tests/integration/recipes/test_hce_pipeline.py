@@ -20,7 +20,6 @@ from openai_server import OpenAICompatibleServer
 from redmem.context._tokens import exact_counter
 from redmem.recipes.hce import ExportError, HCEInteraction, HCEPipeline, HCETopic
 from redmem.recipes.hce._export import FILE_NAME
-from redmem.recipes.hce._pipeline import KEYWORD_POSTINGS_BUDGET
 from redmem.store._aio import is_cluster
 from redmem.store._errors import ArgumentTypeError, ValidationError
 
@@ -133,15 +132,22 @@ def test_the_keyword_list_of_the_shared_retrieval_finds_a_rare_word(db):
     assert first.metadata["signals"]["bm25"] > 0 and found.round_trips <= 3
 
 
-def test_the_keyword_list_reads_at_most_the_postings_budget_per_word(db):
-    """30 interactions say "tea": a budget of 5 postings leaves at most 5 of them to the keyword list."""
-    for n, budget in enumerate((5, None)):
-        pipe = HCEPipeline(session_id=f"budget-{n}", max_focus=2, postings_budget=budget)
-        pipe.update_many([(f"I drank tea number {i}{' again' * (i % 4)}.", "Ok.") for i in range(30)])
-        found = pipe.retrieve_candidates("tea")
-        keyword = [c for c in found.candidates if "keyword" in c.metadata.get("sources", [])]
-        assert len(keyword) <= 5 if budget else len(keyword) > 5
-    assert HCEPipeline(session_id="s").postings_budget == KEYWORD_POSTINGS_BUDGET
+def test_the_keyword_list_ranks_in_process_with_the_validity_filter(db):
+    """The keyword search of a read (current interactions only) ranks over the process's postings
+    copy, not inside Redis; a superseded interaction stays out of it."""
+    from redmem.fields._bm25_postings import copies
+    from redmem.lifecycle import supersede
+
+    pipe = HCEPipeline(session_id="copy", max_focus=2)
+    old, new = pipe.update("My cat is called Quibbleworth.", "Ok."), pipe.update("Quibbleworth is a cat.", "Ok.")
+    for q, a in FILLER:
+        pipe.update(q, a)
+    supersede(*(HCEInteraction.query.get(session_id="copy", interaction_id=i) for i in (old, new)))
+    found = pipe.retrieve_candidates("quibbleworth")
+    keys = HCEInteraction.text_bm25.keys_in(pipe.graph.space)
+    assert copies.get(pipe.client, keys.lengths).footprint()["lists"] == 1
+    keyword = [c.metadata["interaction_id"] for c in found.candidates if "keyword" in c.metadata.get("sources", [])]
+    assert keyword == [new]
 
 
 def test_no_text_is_both_in_the_context_block_and_the_focus_buffer(db):
@@ -284,9 +290,6 @@ def test_bad_replies_and_settings_are_refused(db):
     for sharpness in (0, -1, "8", float("nan")):
         with pytest.raises(ValidationError):
             HCEPipeline(session_id="s", utility_sharpness=sharpness)
-    for budget in (0, -3, 2.5):
-        with pytest.raises((ValidationError, ArgumentTypeError)):
-            HCEPipeline(session_id="s", postings_budget=budget)
 
 
 # -- save / load -----------------------------------------------------------------------------------

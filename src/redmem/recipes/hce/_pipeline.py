@@ -86,10 +86,6 @@ LISTS = (TREE_LIST, KEYWORD_LIST, GRAPH_LIST)
 FUSION_WEIGHTS = {TREE_LIST: 1.0, KEYWORD_LIST: 1.0, GRAPH_LIST: 0.25}
 #: The most fused interactions offered to the knapsack.
 FUSED_LIMIT = 60
-#: Postings the keyword search reads at most per query word (best impact first): a common word's
-#: list at 100,000 interactions holds tens of thousands; LoCoMo sessions (a few hundred
-#: interactions) never reach it (see docs/benchmarks.md, "HCE pipeline").
-KEYWORD_POSTINGS_BUDGET = 1024
 
 
 @dataclass
@@ -176,9 +172,6 @@ class HCEPipeline:
             (1: the seed's plain ratio, where short texts win; default :data:`UTILITY_SHARPNESS`).
         fusion_weights: the convex fusion weights of the tree, keyword and graph lists
             (default :data:`FUSION_WEIGHTS`; a list not named weighs 1).
-        postings_budget: the keyword search reads at most this many postings of each query
-            word's list, best impact first (default :data:`KEYWORD_POSTINGS_BUDGET`; None: every
-            one it needs for the exact top, see :meth:`~redmem.fields.BM25Field.server_searcher`).
         oversize: a text bigger than the whole ``context_budget`` is ``"truncate"``-d to the room
             the others leave (the default) or ``"skip"``-ped (the seed's knapsack; ``"admit"`` is
             the same: the knapsack never admitted anything over budget).
@@ -188,8 +181,7 @@ class HCEPipeline:
                  tree: SemanticTree | None = None, *, session_id: str = "default", embedding_provider: Any = None,
                  token_counter: TokenCounter | str | None = None,
                  extractor: EntityExtractor | None = None, utility_sharpness: float = UTILITY_SHARPNESS,
-                 oversize: str = "truncate", fusion_weights: dict[str, float] | None = None,
-                 postings_budget: int | None = KEYWORD_POSTINGS_BUDGET) -> None:
+                 oversize: str = "truncate", fusion_weights: dict[str, float] | None = None) -> None:
         self.session_id = _query_text("session_id", session_id)
         self.context_budget = positive_int("context_budget", context_budget)
         self.focus = FocusBuffer(max_focus, session_id=session_id)
@@ -206,7 +198,6 @@ class HCEPipeline:
         self.utility_sharpness = float(utility_sharpness)
         self.oversize = check_oversize(oversize)
         self.fusion_weights = checked_weights(FUSION_WEIGHTS if fusion_weights is None else fusion_weights)
-        self.postings_budget = positive_int("postings_budget", postings_budget, none=True)
 
     @property
     def client(self) -> Any:
@@ -239,12 +230,11 @@ class HCEPipeline:
 
         space, depth = self.graph.space, self.tree.leaf_limit
         lists: dict[str, Search[Hits]] = {
-            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, depth, visible.where,
-                                       self.postings_budget),
+            KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, depth, visible.where),
             TREE_LIST: TreeSearch(self.tree, vector)}
         twin: dict[str, Search[Any]] = ({} if visible.superseded is None else
                                         {KEYWORD_LIST: keyword_hits(HCEInteraction.text_bm25, space, query, depth,
-                                                                    visible.superseded, self.postings_budget)})
+                                                                    visible.superseded)})
         fusion = Fusion("convex", dict(self.fusion_weights), depth, FUSED_LIMIT)
         retrieval = Retrieval(space, lists, fusion, "hce", riders=[existence, self.focus.reader(), *twin.values()],
                               seeded=SeededLists(graph_list))
