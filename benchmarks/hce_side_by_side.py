@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import redmem
 from common import CommandCounter, hash_vectors, machine, summary, write_results
 from hce import CHUNK, DIMENSIONS, SOCKET_TIMEOUT, _timed, conversation
+from redmem.fields._bm25 import CachedBM25Search
 from redmem.fields.search_protocol import run_search
 from redmem.recipes.hce import HCEInteraction, HCEPipeline
 from redmem.recipes.hce._validity import Visibility
@@ -142,7 +143,8 @@ def keyword(url: str, size: int, queries: int, budgets: list[int | None]) -> dic
         (f"budget {b}" if b else "exact (bounded walk)",
          lambda text, b=b: field.server_searcher(space, field.term_counts(text), depth, where=where,
                                                  postings_budget=b)) for b in budgets]
-    variants.append(("in-process copy, validity filter", lambda text: field.searcher(space, text, depth, where=where)))
+    variants.append(("in-process copy, validity filter",
+                     lambda text: CachedBM25Search(field, space, field.term_counts(text), depth, where)))
     variants.append(("in-process copy, no filter", lambda text: field.searcher(space, text, depth)))
     for name, make in variants:
         found, row = run(make)
@@ -189,11 +191,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", default="hce_side_by_side")
     parser.add_argument("--budgets", default="none,2048,1024,512,256", help="keyword: postings budgets ('none': exact)")
+    parser.add_argument("--cache-filtered", action="store_true",
+                        help="ask: the keyword field ranks its filtered searches in-process (BM25Field cache_filtered)")
     parser.add_argument("--per-script", action="store_true", help="ask: server time per script (slow log)")
     args = parser.parse_args(argv)
     if args.command == "ingest":
         ingest(args.url, args.size)
     elif args.command == "ask":
+        if args.cache_filtered:
+            HCEInteraction.text_bm25.cache_filtered = True
         print(json.dumps(ask(args.url, args.size, args.label, args.queries, args.per_script)))
     elif args.command == "keyword":
         budgets = [None if b == "none" else int(b) for b in args.budgets.split(",")]

@@ -1,5 +1,6 @@
-"""BM25Field with a ``where`` filter ranks in-process over its postings copy (the filter's ids
-listed by ``filter_ids.lua`` in the same round trip), with the answers of the search inside Redis."""
+"""BM25Field(cache_filtered=True): a search with a ``where`` filter ranks in-process over the
+postings copy (the filter's ids listed by ``filter_ids.lua`` in the same round trip), with the
+answers of the search inside Redis; without the option it ranks inside Redis."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class CopyMemory(Model):
     agent_id = KeyField()
     importance = SortedField(partition_by="agent_id")
     content = StringField()
-    content_bm25 = BM25Field(source="content", partition_by="agent_id")
+    content_bm25 = BM25Field(source="content", partition_by="agent_id", cache_filtered=True)
 
 
 _agents = itertools.count()
@@ -90,13 +91,13 @@ class _Reply:
         return replies[0][0]
 
 
-def test_a_field_that_does_not_cache_ranks_inside_redis(any_db):
+def test_by_default_a_filtered_search_ranks_inside_redis(any_db):
     class Uncached(Model):
         memory_id = AutoKeyField()
         kind = KeyField()
         agent_id = KeyField()
         content = StringField()
-        words = BM25Field(source="content", partition_by="agent_id", cache_postings=False)
+        words = BM25Field(source="content", partition_by="agent_id")
 
     Uncached.save_many([Uncached(agent_id="u", kind="a", content="memory agent") for _ in range(3)])
     space = Uncached.query.filter(agent_id="u").partition()

@@ -132,24 +132,6 @@ def test_the_keyword_list_of_the_shared_retrieval_finds_a_rare_word(db):
     assert first.metadata["signals"]["bm25"] > 0 and found.round_trips <= 3
 
 
-def test_the_keyword_list_ranks_in_process_with_the_validity_filter(db):
-    """The keyword search of a read (current interactions only) ranks over the process's postings
-    copy, not inside Redis; a superseded interaction stays out of it."""
-    from redmem.fields._bm25_postings import copies
-    from redmem.lifecycle import supersede
-
-    pipe = HCEPipeline(session_id="copy", max_focus=2)
-    old, new = pipe.update("My cat is called Quibbleworth.", "Ok."), pipe.update("Quibbleworth is a cat.", "Ok.")
-    for q, a in FILLER:
-        pipe.update(q, a)
-    supersede(*(HCEInteraction.query.get(session_id="copy", interaction_id=i) for i in (old, new)))
-    found = pipe.retrieve_candidates("quibbleworth")
-    keys = HCEInteraction.text_bm25.keys_in(pipe.graph.space)
-    assert copies.get(pipe.client, keys.lengths).footprint()["lists"] == 1
-    keyword = [c.metadata["interaction_id"] for c in found.candidates if "keyword" in c.metadata.get("sources", [])]
-    assert keyword == [new]
-
-
 def test_no_text_is_both_in_the_context_block_and_the_focus_buffer(db):
     pipe = HCEPipeline(session_id="s", max_focus=4, context_budget=500)
     for q, a in FILLER:
