@@ -328,6 +328,7 @@ def markdown(payload: dict[str, Any]) -> str:
         f"{m['system']}, {m['cores']} cores, Python {m['python']}, Redis {payload.get('redis_version')}; "
         f"load average {payload['load_average']['before'][0]:.1f} at the start, "
         f"{payload['load_average']['after'][0]:.1f} at the end; git {m['git']}, {m['date']}.",
+        *([f"Command: `{payload['command']}`."] if "command" in payload else []),
     ]
     if payload["latency"]:
         lines += ["", "| interactions | topics | entities | retrieve p50 / p95 ms | asked again p50 / p95 ms "
@@ -389,7 +390,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     started, load_before = time.perf_counter(), os.getloadavg()
-    payload: dict[str, Any] = {"benchmark": "hce", "machine": machine(), "targets": TARGETS, "latency": {}}
+    payload: dict[str, Any] = {"benchmark": "hce", "machine": machine(), "targets": TARGETS, "latency": {},
+                               "command": " ".join(["benchmarks/hce.py", *(sys.argv[1:] if argv is None else argv)])}
     with EmbeddedServer() as server:
         redmem.connect(server.url, socket_timeout=SOCKET_TIMEOUT)
         payload["redis_version"] = server.version.get("redis_version")

@@ -45,7 +45,7 @@ from ..store._connection import server_errors
 from ..store._errors import ModelException, QueryArgumentError, ValidationError
 from ..store._keys import KeyKind, KeySpace, escape
 from ..store._scripts import ScriptCall
-from ..store._validation import is_finite_number, non_negative_int
+from ..store._validation import is_finite_number, non_negative_int, positive_int
 from ..text._analyzer import Analyzer, default_analyzer
 from ._bm25_math import impact_unit
 from ._bm25_postings import SyncReply, copies
@@ -116,6 +116,10 @@ class BM25Field(Field[Any]):
             index's change log (default), or (False) rank inside Redis with ``bm25_search.lua``
             (nothing held in the process: for short-lived processes, or many partitions each
             searched rarely). Same answers either way.
+        cache_filtered: also rank a search with a ``where`` filter over the copy (the filter's
+            ids listed in the same round trip); off by default: a cold copy first loads each
+            query word's whole list (a common word's list holds most of the partition), which
+            costs far more than the search inside Redis until the copy holds it. Same answers.
         partition_by: the model's partition field(s), as for any field.
 
     The index keys carry a short version derived from source, k1, b, the analyser options and
@@ -133,6 +137,7 @@ class BM25Field(Field[Any]):
         analyzer: Analyzer | None = None,
         *,
         cache_postings: bool = True,
+        cache_filtered: bool = False,
         partition_by: str | tuple[str, ...] | None = None,
     ) -> None:
         super().__init__(str, partition_by=partition_by)
@@ -143,7 +148,7 @@ class BM25Field(Field[Any]):
         if analyzer is not None and not isinstance(analyzer, Analyzer):
             raise ModelException(f"BM25Field analyzer must be a redmem.text.Analyzer, got {type(analyzer).__name__}")
         self.source, self.k1, self.b = source, float(k1), float(b)
-        self.cache_postings = bool(cache_postings)
+        self.cache_postings, self.cache_filtered = bool(cache_postings), bool(cache_filtered)
         self.analyzer = analyzer or default_analyzer()
         self.version = _version(source, self.k1, self.b, self.analyzer)
         self.unit = impact_unit(self.k1)
@@ -229,40 +234,55 @@ class BM25Field(Field[Any]):
     # -- searches ----------------------------------------------------------------------------
     def search(
         self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False, where: Where | None = None,
+        postings_budget: int | None = None,
     ) -> SearchResult:
         """The top ``limit`` (record id, score) of partition ``space`` for ``text``: one Lua call.
 
         ``exhaustive`` scores every posting of the query terms instead of stopping early; the
         answer is the same (it is the reference the bounded search is checked against).
         ``where`` (:func:`~redmem.model._filters.compile_where`): the top ``limit`` of the records
-        that pass it, each candidate checked inside the script when its id is first known.
+        that pass it. ``postings_budget``: see :meth:`server_searcher`.
         """
-        return run_search(self.model._meta.client, self.searcher(space, text, limit, exhaustive, where))
+        return run_search(self.model._meta.client, self.searcher(space, text, limit, exhaustive, where,
+                                                                 postings_budget))
 
     def searcher(
         self, space: KeySpace, text: str, limit: int = 10, exhaustive: bool = False, where: Where | None = None,
+        postings_budget: int | None = None,
     ) -> BM25Search | CachedBM25Search:
         """The search behind :meth:`search`, to share a round trip with other searches: in-process
-        over the cached postings (``cache_postings``), else (or ``exhaustive``, or with a ``where``
-        filter, checked inside the script) inside Redis."""
+        over the cached postings (``cache_postings``; with a ``where`` filter only if
+        ``cache_filtered``, its ids listed by ``filter_ids.lua`` in the same round trip), else (or
+        ``exhaustive``) inside Redis.
+        ``postings_budget``: see :meth:`server_searcher` (the in-process search reads no postings
+        from Redis per query and ranks every posting of its copy, so only the search inside Redis
+        is bounded by it)."""
         if not isinstance(text, str):
             raise ValidationError(f"{self.label}: the query must be a str, got {type(text).__name__}")
         limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
         query_tf = self.term_counts(text)
         if not query_tf or limit == 0:
             return BM25Search(None)
-        if self.cache_postings and not exhaustive and where is None:
-            return CachedBM25Search(self, space, query_tf, limit)
-        return self.server_searcher(space, query_tf, limit, exhaustive, where)
+        if self.cache_postings and not exhaustive and (where is None or self.cache_filtered):
+            return CachedBM25Search(self, space, query_tf, limit, where, postings_budget)
+        return self.server_searcher(space, query_tf, limit, exhaustive, where, postings_budget)
 
     def server_searcher(self, space: KeySpace, query_tf: Mapping[str, int], limit: int,
-                        exhaustive: bool = False, where: Where | None = None) -> BM25Search:
+                        exhaustive: bool = False, where: Where | None = None,
+                        postings_budget: int | None = None) -> BM25Search:
         """The search ranked inside Redis by ``bm25_search.lua`` (bounded, or ``exhaustive``),
-        among the records that pass ``where`` when given."""
+        among the records that pass ``where`` when given.
+
+        ``postings_budget`` (None: no bound): the bounded walk reads at most that many postings of
+        each query term's list, best impact first, so its work is at most budget x terms postings
+        however common the words; the answer is the exact top ``limit`` of the records found in
+        those prefixes (each scored from every list), the exact answer when no list is longer.
+        """
+        budget = positive_int(f"{self.label}: postings_budget", postings_budget, none=True, error=QueryArgumentError) or 0
         keys, terms = self.keys_in(space), sorted(query_tf)
         script_keys = [keys.lengths, keys.entries, keys.totals, keys.references, *map(keys.posting, terms)]
         args: list[Any] = [repr(self.k1), repr(self.b), limit, 0 if exhaustive else FIRST_PAGE, repr(STOP_SLACK),
-                           int(self.unit), "" if where is None else where.json(space, script_keys)]
+                           int(self.unit), "" if where is None else where.json(space, script_keys), budget]
         for term in terms:
             args += [term, query_tf[term]]
         return BM25Search(ScriptCall("bm25_search", script_keys, args))
@@ -294,13 +314,18 @@ class CachedBM25Search:
 
     Its one call, ``bm25_sync.lua``, brings the copy up to date and sends the query terms' lists
     it lacks; :meth:`finish` applies the reply and ranks (exact BM25, every posting of the query
-    terms scored). A reply that cannot be applied (a concurrent search of the same copy moved it
+    terms scored). With a ``where`` filter a second call, ``filter_ids.lua``, lists the records
+    it lets through (or, when fewer, those it stops) in the same round trip, and the copy ranks
+    among them (:meth:`~redmem.fields._bm25_postings.PostingsCopy.rank_filtered`). A reply that cannot be applied (a concurrent search of the same copy moved it
     on, or a list's length differs from its df) is followed by another sync, at most
-    :data:`SYNC_ATTEMPTS` in all, then by the search inside Redis: extra round trips only then.
+    :data:`SYNC_ATTEMPTS` in all, then by the search inside Redis (bounded by ``postings_budget``):
+    extra round trips only then.
     """
 
-    def __init__(self, field: BM25Field, space: KeySpace, query_tf: Mapping[str, int], limit: int) -> None:
+    def __init__(self, field: BM25Field, space: KeySpace, query_tf: Mapping[str, int], limit: int,
+                 where: Where | None = None, postings_budget: int | None = None) -> None:
         self.field, self.space, self.limit = field, space, limit
+        self.where, self.postings_budget = where, postings_budget
         self.query_tf, self.terms = dict(query_tf), sorted(query_tf)
         keys = field.keys_in(space)
         self.keys = [keys.lengths, keys.entries, keys.totals, keys.references, keys.version, keys.log,
@@ -312,7 +337,8 @@ class CachedBM25Search:
     def calls(self) -> list[ScriptCall]:
         with self.copy.lock:
             self.asked, args = self.copy.request(self.terms)
-        return [ScriptCall("bm25_sync", self.keys, args)]
+        sync = ScriptCall("bm25_sync", self.keys, args)
+        return [sync] if self.where is None else [sync, self.where.ids_call(self.space)]
 
     def finish(self, replies: list[Any]) -> SearchResult:
         field, sent = self.field, 0
@@ -322,12 +348,20 @@ class CachedBM25Search:
             sent += reply.postings_sent
             with self.copy.lock:
                 if self.copy.apply(reply, self.terms, self.asked, shape):
-                    ranked, matched = self.copy.rank(self.query_tf, reply.n, reply.total, self.limit, field.k1, field.b)
+                    if self.where is None:
+                        ranked, matched = self.copy.rank(self.query_tf, reply.n, reply.total, self.limit,
+                                                         field.k1, field.b)
+                    else:
+                        ranked, matched = self.copy.rank_filtered(self.query_tf, reply.n, reply.total, self.limit,
+                                                                  field.k1, field.b, *replies[1])
                     return SearchResult(ranked, "cached", sent, matched)
             if attempt + 1 < SYNC_ATTEMPTS:
                 with server_errors(self.client):
-                    reply = SyncReply(self.calls()[0].run(self.client))
-        return run_search(self.client, field.server_searcher(self.space, self.query_tf, self.limit))
+                    with self.copy.lock:
+                        self.asked, args = self.copy.request(self.terms)
+                    reply = SyncReply(ScriptCall("bm25_sync", self.keys, args).run(self.client))
+        return run_search(self.client, field.server_searcher(self.space, self.query_tf, self.limit, where=self.where,
+                                                             postings_budget=self.postings_budget))
 
 
 def keyword_search(

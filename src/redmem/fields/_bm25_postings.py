@@ -91,6 +91,7 @@ class PostingsCopy:
         self.lists: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.lengths = np.zeros(0)
         self.ids: list[str | None] = []
+        self._docnos: dict[str, int] = {}  # record id -> docno, of the records in ids
         self.lock = threading.Lock()
         self._scores = np.zeros(0)  # scratch of rank(), by docno: zeros between searches
         self._probe_scratch = np.zeros(0)  # scratch of _probe(), by docno: zeros between searches
@@ -115,6 +116,7 @@ class PostingsCopy:
                 return False
             if self.epoch != reply.epoch:
                 self.lengths, self.ids, self._scores, self._probe_scratch = np.zeros(0), [], np.zeros(0), np.zeros(0)
+                self._docnos = {}
             self._known = np.zeros(len(self.ids), dtype=bool)  # changes were missed: learn again
             self.epoch, self.lists, self._norms = reply.epoch, {}, {}
         elif self.epoch != reply.epoch or not asked <= self.version <= reply.version:
@@ -157,13 +159,7 @@ class PostingsCopy:
         """
         if n == 0 or limit <= 0:
             return [], 0
-        avgdl, lists = total / n, []
-        for term in sorted(query_tf):
-            docnos, tf = self.lists[term]
-            if len(docnos):
-                weight = query_tf[term] * math.log((n - len(docnos) + 0.5) / (len(docnos) + 0.5) + 1)
-                norms, top = self._tf_norms(term, docnos, tf, avgdl, k1, b)
-                lists.append(_Scored(term, docnos, norms, weight, weight * top))
+        lists = self._weighted(query_tf, n, total, k1, b)
         by_bound = sorted(lists, key=lambda scored: -scored.bound)
         first: list[_Scored] = []
         postings = 0
@@ -192,6 +188,43 @@ class PostingsCopy:
         ranked = sorted(((str(self.ids[matched[i]]), float(found[i])) for i in chosen),
                         key=lambda pair: (-pair[1], pair[0]))
         return ranked[:limit], len(matched)
+
+    def rank_filtered(self, query_tf: dict[str, int], n: int, total: int, limit: int, k1: float, b: float,
+                      mode: bytes, ids: list[bytes]) -> tuple[list[tuple[str, float]], int]:
+        """:meth:`rank` among the records a filter lets through, as ``filter_ids.lua`` lists
+        them: ``mode`` ``b"only"`` (these ids) or ``b"except"`` (every record but these).
+
+        ``except``: the top ``limit + len(ids)`` of every record, the listed ones then dropped
+        (at most ``len(ids)`` of them are in it, so the rest holds the top ``limit``). ``only``:
+        the listed records of the copy scored exactly, each list probed for them in term
+        order (the sums of :meth:`rank`), those holding no query term left out.
+        """
+        if mode == b"except":
+            left_out = {record_id.decode() for record_id in ids}
+            ranked, matched = self.rank(query_tf, n, total, limit + len(left_out), k1, b)
+            return [pair for pair in ranked if pair[0] not in left_out][:limit], matched
+        if n == 0 or limit <= 0:
+            return [], 0
+        known = (self._docnos.get(record_id.decode()) for record_id in ids)
+        candidates = np.unique(np.fromiter((d for d in known if d is not None), dtype=np.int64))
+        lists = self._weighted(query_tf, n, total, k1, b)
+        found, _ = self._scored(lists, {scored.term for scored in lists}, candidates)
+        holding = np.flatnonzero(found > 0)
+        ranked = sorted(((str(self.ids[candidates[i]]), float(found[i])) for i in holding),
+                        key=lambda pair: (-pair[1], pair[0]))
+        return ranked[:limit], len(holding)
+
+    def _weighted(self, query_tf: dict[str, int], n: int, total: int, k1: float, b: float) -> list[_Scored]:
+        """The query terms' non-empty lists, in sorted term order, with their tf_norms, weights
+        ``qtf * idf`` and bounds."""
+        avgdl, lists = total / n, []
+        for term in sorted(query_tf):
+            docnos, tf = self.lists[term]
+            if len(docnos):
+                weight = query_tf[term] * math.log((n - len(docnos) + 0.5) / (len(docnos) + 0.5) + 1)
+                norms, top = self._tf_norms(term, docnos, tf, avgdl, k1, b)
+                lists.append(_Scored(term, docnos, norms, weight, weight * top))
+        return lists
 
     def _first_lists(self, lists: list[_Scored]) -> np.ndarray:
         """The distinct docnos of ``lists`` (each record where it first appears)."""
@@ -262,11 +295,15 @@ class PostingsCopy:
         """Record each docno's length and id from its ``"dl id"`` (None: removed)."""
         self._grow(max(docnos, default=-1) + 1)
         for docno, value in zip(docnos, values):
+            old = self.ids[docno]
+            if old is not None and self._docnos.get(old) == docno:
+                del self._docnos[old]
             if value is None:
                 self.ids[docno], self._known[docno] = None, False
                 continue
             dl, record_id = value.split(b" ", 1)
-            self.lengths[docno], self.ids[docno], self._known[docno] = int(dl), record_id.decode(), True
+            name = record_id.decode()
+            self.lengths[docno], self.ids[docno], self._known[docno], self._docnos[name] = int(dl), name, True, docno
 
     def _decoded(self, rows: list[Any], k1: float, b: float, unit: float) -> tuple[np.ndarray, np.ndarray]:
         """(docnos, tf) of one sent list ``[reference, docno, stored, "dl id", ..]``; the lengths

@@ -18,11 +18,16 @@
 --   that at most a quarter as many records pass as the query terms have postings (a lifecycle
 --   tenant's few superseded records) lists the records that pass and scores each from its entry
 --   instead ("listed").
--- ARGV[8..] term, qtf, term, qtf, .. (order of KEYS[5..])
+-- ARGV[8] postings budget (0: none): the bounded walk reads at most this many postings of each
+--   list, best impact first; a list whose budget is spent yields no new candidate (records met
+--   in other lists still get its exact share), so the reply is the exact top-k of the records
+--   in the lists' read prefixes, the exact top-k when every list is read to its end
+-- ARGV[9..] term, qtf, term, qtf, .. (order of KEYS[5..])
 -- returns {mode ("bounded"|"exhaustive"|"listed"), postings read, records scored exactly, id, score, id, score, ..}
 --   best first, ties by record id (byte order)
 local k1, b, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local page, slack, unit = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local budget = tonumber(ARGV[8])
 local n = redis.call("HLEN", KEYS[1])
 if n == 0 then return {"bounded", 0, 0} end
 local avgdl = tonumber(redis.call("HGET", KEYS[3], "total")) / n
@@ -36,14 +41,15 @@ if most == 0 then return {"bounded", 0, 0} end  -- no record can pass (a lifecyc
 local early = filter ~= nil and most <= n / 2
 
 local exhaustive, lists = page == 0, {}
-for i = 8, #ARGV, 2 do
-  local key = KEYS[(i - 8) / 2 + 5]
+for i = 9, #ARGV, 2 do
+  local key = KEYS[(i - 9) / 2 + 5]
   local df = redis.call("ZCARD", key)
   if df > 0 then
     local ref = redis.call("HGET", KEYS[4], ARGV[i])
     local r = ref and tonumber(string.match(ref, "^(%S+) "))
     if not r then exhaustive = true end
-    table.insert(lists, {term = ARGV[i], key = key, df = df, ref = r, read = 0, size = page,
+    table.insert(lists, {term = ARGV[i], key = key, df = df, ref = r, read = 0,
+      size = budget > 0 and math.min(page, budget) or page,
       weight = tonumber(ARGV[i + 1]) * math.log((n - df + 0.5) / (df + 0.5) + 1)})
   end
 end
@@ -247,8 +253,10 @@ local seen, read, scored = {}, 0, 0
 while true do
   local threshold, pick = 0, nil
   for _, list in ipairs(lists) do
-    threshold = threshold + list.bound
-    if list.bound > 0 and (pick == nil or list.bound > pick.bound) then pick = list end
+    if list.size > 0 then
+      threshold = threshold + list.bound
+      if list.bound > 0 and (pick == nil or list.bound > pick.bound) then pick = list end
+    end
   end
   if pick == nil or (#top == limit and top[limit][2] > threshold * (1 + slack)) then break end
   local rows, fresh, known = redis.call("ZREVRANGE", pick.key, pick.read, pick.read + pick.size - 1, "WITHSCORES"), {}, {}
@@ -262,6 +270,7 @@ while true do
   if #fresh > 0 then scored = scored + score_page(fresh, pick, known) end
   read = read + #rows / 2
   pick.read, pick.size = pick.read + #rows / 2, math.min(pick.size * 2, 1024)
+  if budget > 0 then pick.size = math.min(pick.size, budget - pick.read) end  -- 0: budget spent
   pick.bound = pick.read >= pick.df and 0 or pick.weight * bound(tonumber(rows[#rows]) / unit, pick.ref)
 end
 return reply("bounded", read, scored)
