@@ -371,11 +371,12 @@ class ContextAssembler:
             return next((t for f in clocks if (t := moment(getattr(candidate.record, f.name, None))) is not None), None)
 
         rows = {c.key.record_id: i for i, c in enumerate(c for c in candidates if c.key.record_id in vectors)}
-        gram = (np.stack([vectors[r] for r in rows]) @ np.stack([vectors[r] for r in rows]).T) if rows else None
+        stacked = np.stack([vectors[r] for r in rows]) if rows else None
+        gram: list[list[float]] = (stacked @ stacked.T).tolist() if stacked is not None else []
 
         def cosine_of(a: Candidate, b: Candidate) -> float | None:  # every pair's from one product
             i, j = rows.get(a.key.record_id), rows.get(b.key.record_id)
-            return None if i is None or j is None or gram is None else float(gram[i, j])
+            return None if i is None or j is None else gram[i][j]
 
         order, moves = newer_first(candidates, time_of, lambda c: self.renderer.text_of(c.record), cosine_of,
                                    asks_current(text))
