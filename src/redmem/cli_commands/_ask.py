@@ -19,7 +19,7 @@ from ._display import context_panel, summary, trace_table
 from ._memory import memory_assembler
 from ._runtime import print_notes, start
 from ._why import why_tables
-from ._windows import read_where
+from ._windows import read_memories
 
 __all__ = ["add_arguments", "run", "assembler_from"]
 
@@ -54,7 +54,7 @@ def run(console: Console, args: argparse.Namespace) -> None:
     console.print(f"memory of agent {escape(repr(args.agent))}, {escape(runtime.location)}", highlight=False)
     print_notes(console, runtime)
     require_memories(args.agent, runtime)
-    result = assembler.assemble(args.question, emit_trace=True, where=read_where(args.agent, where), agent_id=args.agent)
+    result = read_memories(assembler, args.question, args.agent, where, emit_trace=True)
     console.print(summary(result, args.max_tokens))
     console.print(context_panel(result, args.format, args.max_tokens))
     console.print(trace_table(result, keys=True))

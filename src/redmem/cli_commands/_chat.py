@@ -24,7 +24,7 @@ from ._ingest import store_turns
 from ._llm import ChatModel, from_environment, messages_for
 from ._memory import ChatMemory
 from ._runtime import print_notes, start
-from ._windows import read_where
+from ._windows import read_memories
 
 __all__ = ["add_arguments", "run", "QUIT", "HISTORY"]
 
@@ -77,7 +77,7 @@ def _exchange(
 ) -> None:
     """One turn: context, reply (or what would be sent), then the turn remembered."""
     said = datetime.now(UTC)
-    result = assembler.assemble(text, emit_trace=True, where=read_where(args.agent, None), agent_id=args.agent)
+    result = read_memories(assembler, text, args.agent, None, emit_trace=True)
     console.print(summary(result, args.max_tokens))
     if result.records:
         console.print(trace_table(result))

@@ -39,7 +39,7 @@ from ._mcp_stdio import DEFAULT_MAX_REQUEST_BYTES, serve_stdio
 from ._memory import ChatMemory, memory_assembler
 from ._retention import Evicted, evict_memories, retention_policy
 from ._runtime import print_notes, start
-from ._windows import read_where
+from ._windows import read_memories
 
 __all__ = ["add_arguments", "run", "build_server", "Outcome", "Format", "INSTRUCTIONS"]
 
@@ -238,7 +238,7 @@ def recall_context(
     nothing read, for a bad time or a model without the lifecycle)."""
     assembler = memory_assembler(max_items, max_tokens, output_format)
     where = as_of_where(assembler.model_class, as_of, "as_of")
-    result = assembler.assemble(query, emit_trace=True, where=read_where(agent, where), agent_id=agent)
+    result = read_memories(assembler, query, agent, where, emit_trace=True)
     trace = result.metadata["trace"]
     cut = set(result.metadata["oversize"]["truncated"])
     memories = []

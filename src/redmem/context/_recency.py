@@ -156,13 +156,13 @@ def _values(text: str) -> frozenset[str]:
     moved ordinary turns above each other on LoCoMo."""
     return frozenset(
         token.lower() for token in _TOKEN.findall(text)
-        if any(ch.isdigit() for ch in token) or _mixed_case(token) or MONTHS_AND_DAYS.fullmatch(token.removesuffix("s"))
+        if any(map(str.isdigit, token)) or _mixed_case(token) or MONTHS_AND_DAYS.fullmatch(token.removesuffix("s"))
     )
 
 
 def _mixed_case(token: str) -> bool:
     """A capital after the first letter and a lower-case letter somewhere: "MySQL", not "LGBTQ" or "Berlin"."""
-    return any(ch.isupper() for ch in token[1:]) and any(ch.islower() for ch in token)
+    return any(map(str.isupper, token[1:])) and any(map(str.islower, token))
 
 
 def _restates(old_words: frozenset[str], new_words: frozenset[str]) -> bool:
@@ -207,6 +207,9 @@ class _Statement:
 
 
 def _updates(older: _Statement, newer: _Statement, cosine: float | None, current: bool = False) -> bool:
+    if cosine is not None and cosine < min(UPDATE_COSINE, CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
+        return False  # below every bound below: no word of either statement needs reading
+
     def _at_least(bound: float) -> bool:  # without vectors, shared words stand in for the cosine
         return _jaccard(older.words, newer.words) >= WORDS_FOR_COSINE if cosine is None else cosine >= bound
 

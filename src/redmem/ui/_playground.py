@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cli_commands._memory import memory_assembler
-from ..cli_commands._windows import read_where
+from ..cli_commands._windows import read_memories
 from ..store._errors import QueryArgumentError
 
 __all__ = ["assemble_for"]
@@ -18,7 +18,7 @@ def assemble_for(agent: str, question: str, max_items: int = 10, max_tokens: int
         raise QueryArgumentError("type a question to assemble context for")
     if not (1 <= max_items <= 100 and 1 <= max_tokens <= 100_000):
         raise QueryArgumentError("max_items must be 1-100 and max_tokens 1-100000")
-    result = memory_assembler(max_items, max_tokens).assemble(question, agent_id=agent, where=read_where(agent, None))
+    result = read_memories(memory_assembler(max_items, max_tokens), question, agent, None)
     contents = {r.memory_id: r.content for r in result.records}
     explanation = result.explain().to_dict()
     for item in explanation["items"]:

@@ -11,9 +11,9 @@ import pytest
 from conftest import configured_embeddings
 from redmem import AutoKeyField, BM25Field, KeyField, Model, StringField
 from redmem.cli_commands._as_of import as_of_where, parse_as_of
-from redmem.cli_commands._memory import ChatMemory, said_epoch
-from redmem.cli_commands._windows import open_windows, read_where
-from redmem.cli_commands.mcp_server import recall_context
+from redmem.cli_commands._memory import ChatMemory, memory_assembler, said_epoch
+from redmem.cli_commands._windows import open_windows, read_memories
+from redmem.cli_commands.mcp_server import recall_context, store_memory
 from redmem.embeddings import HashingEmbeddings
 from redmem.lifecycle import LifecycleMixin, history, remember, supersede
 from redmem.recipes.context_assembler import ContextAssembler
@@ -159,7 +159,33 @@ def test_a_read_checks_windows_only_when_a_memory_is_superseded(db):
                           for text, said_at in (("I live in Berlin.", "2024-05-01T10:00:00"),
                                                 ("I moved to Lisbon.", "2024-06-01T10:00:00")))
         ChatMemory.save_many([berlin, lisbon])
-        assert read_where("ana", None) == {"as_of": "all"}  # nothing superseded: the same records, unchecked
-        assert read_where("ana", {"as_of": MAY_1}) == {"as_of": MAY_1}
+        assembler = memory_assembler(10, 2000)
+
+        def read(where):
+            return read_memories(assembler, "Berlin", "ana", where)
+
+        assert read(None).trail.where == {"as_of": "all"}  # nothing superseded: the same records, unchecked
+        assert read({"as_of": MAY_1}).trail.where == {"as_of": MAY_1}
         supersede(berlin, lisbon)
-        assert read_where("ana", None) is None and open_windows("ana") == 1
+        current = read(None)
+        assert current.trail.where is None and open_windows("ana") == 1
+        assert [r.content for r in current.records] == ["I moved to Lisbon."]
+
+
+def recall_trips(sent: list) -> int:
+    recall_context("ana", "Berlin", 2000, 10, "structured")  # warm: scripts cached, vectors loaded
+    sent.clear()
+    assert recall_context("ana", "Berlin", 2000, 10, "structured").memories
+    return len(sent)
+
+
+def test_a_recall_costs_the_assemblers_three_round_trips(db, sent):
+    """The windows are counted in the search's round trip; a recall with something superseded
+    costs one more (the first read stops there and is asked again with the windows checked)."""
+    with configured_embeddings(HashingEmbeddings(dimensions=64)):
+        berlin, lisbon = (store_memory("ana", text, said_at=said_at).memory_id
+                          for text, said_at in (("I live in Berlin.", "2024-05-01T10:00:00"),
+                                                ("I moved from Berlin to Lisbon.", "2024-06-01T10:00:00")))
+        assert recall_trips(sent) == 3  # search + window counts, hydrate, post-effects
+        supersede(*(ChatMemory.query.get(agent_id="ana", memory_id=m) for m in (berlin, lisbon)))
+        assert recall_trips(sent) == 4

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -45,6 +45,7 @@ from ...context._superseded import SupersededHit, superseded_hits, superseded_se
 from ...context._tokens import TokenCounter, resolve_counter
 from ...embeddings._matrix import VectorMatrix
 from ...fields._composite import signal_weights
+from ...fields.search_protocol import Search
 from ...model._base import Model
 from ...model._field import Field
 from ...model._fields import DatetimeField
@@ -227,7 +228,7 @@ class ContextAssembler:
     def assemble(
         self, query_cues: dict[str, Any] | str | None = None, *, assess_quality: bool = False,
         emit_trace: bool = False, now: float | None = None, where: Mapping[str, Any] | None = None,
-        **partition: Any,
+        riders: Sequence[Search[Any]] = (), **partition: Any,
     ) -> AssemblyResult:
         """Retrieve, merge, budget, render and record post-effects for one turn.
 
@@ -237,6 +238,8 @@ class ContextAssembler:
         path (``{"kind": "fact", "tags__any": ["ops"], "importance__gte": 0.5}``, the language of
         :meth:`Query.filter <redmem.model._query.Query.filter>`; see :mod:`redmem.model._filters`),
         checked before any Redis call and applied inside each search, with no extra round trip.
+        ``riders``: searches sent in the first round trip; one whose ``finish`` raises stops the
+        read there, before anything is loaded or written.
         """
         started = time.perf_counter()
         at = timestamp("now", now)
@@ -250,11 +253,12 @@ class ContextAssembler:
         pull = plan_pull(self.capabilities, query, text, self._plan(), at, scan, filtered)
         depth = pull.fusion.list_limit
         shadows = superseded_searches(pull, self.capabilities, text, superseded_where, depth)
-        pulled = retrieve(self.model_class._meta.client, replace(pull, riders=[*pull.riders, *shadows.values()]))
+        pulled = retrieve(self.model_class._meta.client,
+                          replace(pull, riders=[*pull.riders, *shadows.values(), *riders]))
         for message in pulled.warnings:
             warnings.warn(message, RuntimeWarning, stacklevel=2)
         push = push_candidates(space, pulled.riders[: len(scan)], push_limit)
-        superseded = superseded_hits(pull, pulled, shadows, pulled.riders[len(scan):], depth)
+        superseded = superseded_hits(pull, pulled, shadows, pulled.riders[len(scan):len(scan) + len(shadows)], depth)
         found = self._load(merge_paths(pulled.candidates, push, self.max_proactive, asked=bool(text)), superseded)
         vectors = self._vectors(found, pulled.matrix)
         distinct, duplicates = self._distinct(found, vectors)
@@ -367,11 +371,12 @@ class ContextAssembler:
             return next((t for f in clocks if (t := moment(getattr(candidate.record, f.name, None))) is not None), None)
 
         rows = {c.key.record_id: i for i, c in enumerate(c for c in candidates if c.key.record_id in vectors)}
-        gram = (np.stack([vectors[r] for r in rows]) @ np.stack([vectors[r] for r in rows]).T) if rows else None
+        stacked = np.stack([vectors[r] for r in rows]) if rows else None
+        gram: list[list[float]] = (stacked @ stacked.T).tolist() if stacked is not None else []
 
         def cosine_of(a: Candidate, b: Candidate) -> float | None:  # every pair's from one product
             i, j = rows.get(a.key.record_id), rows.get(b.key.record_id)
-            return None if i is None or j is None or gram is None else float(gram[i, j])
+            return None if i is None or j is None else gram[i][j]
 
         order, moves = newer_first(candidates, time_of, lambda c: self.renderer.text_of(c.record), cosine_of,
                                    asks_current(text))
