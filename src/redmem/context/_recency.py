@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from itertools import pairwise
+from itertools import pairwise, takewhile
 from typing import TypeVar
 
 from ._query_weights import MONTHS_AND_DAYS
@@ -40,7 +40,7 @@ from ._query_weights import MONTHS_AND_DAYS
 __all__ = [
     "newer_first", "is_update", "words_of", "CHANGE_WORDS", "UPDATE_COSINE", "VALUE_COSINE", "RESTATEMENT_COSINE",
     "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS", "STATED_AT_FIELDS", "stated_time_fields", "asks_current",
-    "CURRENT_UPDATE_COSINE", "PAST_MARKERS", "content_words",
+    "CURRENT_UPDATE_COSINE", "PAST_MARKERS", "content_words", "ENDING_WORDS", "PRESENT_WORDS",
 ]
 
 T = TypeVar("T")
@@ -85,6 +85,33 @@ CHANGE_WORDS = frozenset({
     "instead", "anymore", "no longer", "any longer", "not anymore", "from now", "quit", "stopped", "cancelled",
     "canceled", "migrated", "relocated", "renamed", "rescheduled", "postponed", "pushed", "rotated",
 })
+#: Words (and word pairs) by which a memory says that an old value ended or was corrected, read
+#: only beside a question about how things stand now (:func:`asks_current`), at the bound of
+#: :data:`CHANGE_WORDS` there: more verbs of replacement, ends of a state and corrections of the
+#: inventory in benchmarks/scenarios/SPEC.md ("How English says that a fact changed", forms 1, 2
+#: and 5). A question about the past keeps to :data:`CHANGE_WORDS`: its answer is as often the
+#: older statement, and chat turns say "I gave up on it" or "we sold tickets" of other things.
+ENDING_WORDS = frozenset({
+    "swapped", "converted", "transferred", "upgraded", "downgraded", "brought forward", "delayed", "revised",
+    "corrected", "correction", "raised", "lowered", "increased", "reduced", "took over", "taken over", "handed",
+    "gave up", "given up", "dropped", "ended", "retired", "broke up", "sold", "got rid", "called off", "used to",
+    "formerly", "rather than", "in place", "turns out",
+})
+#: Words (and word pairs) by which a memory marks a present state, a start, a return or a new
+#: value (SPEC.md forms 3, 4 and 6: "these days", "started", "again", "new"), read only beside a
+#: question about how things stand now and only at :data:`UPDATE_COSINE` (without vectors,
+#: :data:`WORDS_FOR_COSINE`): any statement about one subject may say one ("Mei's team shipped the
+#: new search feature" after "Mei is learning the cello", cosine 0.35), so only one as near as an
+#: update of its own slot counts ("Aiko has black coffee at breakfast lately" after "Aiko drinks
+#: green tea every morning", 0.69).
+PRESENT_WORDS = frozenset({
+    "now", "these days", "nowadays", "currently", "lately", "at the moment", "going forward", "as of", "since",
+    "starting", "effective", "again", "back to", "back on", "returned", "resumed", "started", "began", "took up",
+    "joined", "left", "bought", "adopted", "signed up", "hired", "new", "latest", "actually",
+})
+#: Content words the opening words two statements share must hold to name one subject and
+#: predicate (:func:`_same_frame`: "the book club meets at").
+FRAME_WORDS = 2
 #: Most words a restatement may hold that the other statement lacks (its new value).
 RESTATEMENT_NEW_WORDS = 2
 
@@ -101,6 +128,8 @@ PAST_MARKERS = re.compile(
     r"\b(?:did|was|were|had|ago|used to|previously|originally|before|first|last|ever|formerly|old)\b", re.IGNORECASE)
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+#: The ending of an English possessive ("Tom's", "Tom’s").
+_POSSESSIVE = re.compile(r"['’]s$")
 #: A token as :func:`_values` reads it: letters and digits with inner hyphens, dots or colons
 #: ("us-east-1", "9:30").
 _TOKEN = re.compile(r"[^\W_]+(?:[-.:][^\W_]+)*")
@@ -133,13 +162,20 @@ def words_of(text: str) -> list[str]:
 
 
 def content_words(text: str) -> frozenset[str]:
-    """The lower-cased words of ``text`` without the words too common to tell statements apart."""
-    return frozenset(words_of(text)) - _STOP
+    """The lower-cased words of ``text`` without the words too common to tell statements apart,
+    a possessive read as its owner ("Tom's rent" / "Tom pays": one subject, SPEC.md's form 7)."""
+    return _content(words_of(text))
 
 
-def _says_change(words: list[str]) -> bool:
+def _content(words: Sequence[str]) -> frozenset[str]:
+    """Of lower-cased ``words``, those that tell statements apart (:func:`content_words`)."""
+    return frozenset(_POSSESSIVE.sub("", word) for word in words) - _STOP
+
+
+def _says(words: list[str], lexicon: frozenset[str]) -> bool:
+    """Whether ``words`` hold a word or a pair of adjacent words of ``lexicon``."""
     pairs = {" ".join(pair) for pair in pairwise(words)}
-    return bool(CHANGE_WORDS.intersection(words) or CHANGE_WORDS.intersection(pairs))
+    return bool(lexicon.intersection(words) or lexicon.intersection(pairs))
 
 
 def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
@@ -203,16 +239,29 @@ class _Statement:
 
     @cached_property
     def says_change(self) -> bool:
-        return _says_change(self.all_words)
+        return _says(self.all_words, CHANGE_WORDS)
+
+    @cached_property
+    def says_ending(self) -> bool:
+        return _says(self.all_words, ENDING_WORDS)
+
+    @cached_property
+    def says_present(self) -> bool:
+        return _says(self.all_words, PRESENT_WORDS)
 
 
 def _updates(older: _Statement, newer: _Statement, cosine: float | None, current: bool = False) -> bool:
     def _at_least(bound: float) -> bool:  # without vectors, shared words stand in for the cosine
         return _jaccard(older.words, newer.words) >= WORDS_FOR_COSINE if cosine is None else cosine >= bound
 
-    if newer.says_change and cosine is None and _jaccard(older.words, newer.words) >= WORDS_FOR_CHANGE:
+    def _said_near(bound: float) -> bool:  # a said change: without vectors, a tenth of the words shared
+        return _jaccard(older.words, newer.words) >= WORDS_FOR_CHANGE if cosine is None else cosine >= bound
+
+    if newer.says_change and _said_near(CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
         return True
-    if newer.says_change and _at_least(CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
+    if current and _says_current_change(newer, _said_near, _at_least):
+        return True
+    if current and _same_frame(older, newer) and _at_least(UPDATE_COSINE):
         return True
     if not _at_least(UPDATE_COSINE):
         return False
@@ -220,6 +269,28 @@ def _updates(older: _Statement, newer: _Statement, cosine: float | None, current
     if subject and older.values - newer.values and newer.values - older.values and _at_least(VALUE_COSINE):
         return True
     return _restates(older.words, newer.words) and _at_least(RESTATEMENT_COSINE)
+
+
+def _same_frame(older: _Statement, newer: _Statement) -> bool:
+    """Whether the two give one subject's predicate another object (SPEC.md form 7, no change
+    word): they open with the same words, :data:`FRAME_WORDS` content words or more among them,
+    the last a word that links a predicate to its object ("is", "at", "to": "The book club meets
+    at | the central library." / "The book club meets at | Zoe's flat."; not "The book club |
+    reads ..."), and what follows in each holds content words, none shared."""
+    opening = len(list(takewhile(lambda pair: pair[0] == pair[1], zip(older.all_words, newer.all_words))))
+    frame = _content(older.all_words[:opening])
+    before, after = _content(older.all_words[opening:]), _content(newer.all_words[opening:])
+    linked = opening > 0 and older.all_words[opening - 1] in _STOP
+    return linked and len(frame) >= FRAME_WORDS and bool(before) and bool(after) and not before & after
+
+
+def _says_current_change(newer: _Statement, said_near: Callable[[float], bool],
+                         at_least: Callable[[float], bool]) -> bool:
+    """Whether ``newer``, to a question about how things stand now, says a change of the older
+    statement it is judged against: an ending or correction (:data:`ENDING_WORDS`) as near as a
+    change word needs, a present, start, return or new value (:data:`PRESENT_WORDS`) at
+    :data:`UPDATE_COSINE`. ``said_near`` and ``at_least`` tell whether the pair is that near."""
+    return (newer.says_ending and said_near(CURRENT_UPDATE_COSINE)) or (newer.says_present and at_least(UPDATE_COSINE))
 
 
 def newer_first(
