@@ -1,4 +1,4 @@
-"""The user-scenario suite of ``scenarios/cases.json``: loaded, checked against SPEC.md, scored.
+"""The user-scenario suite of ``scenarios/cases.json`` and ``changes_dev.json``: loaded, checked against SPEC.md, scored.
 
 :func:`load_cases` refuses a file that breaks the specification (split rule, ids, the
 paraphrase rule, dates going backwards); :func:`score_case` scores one path's answer to one case

@@ -20,6 +20,12 @@ Two memories form such a pair, without a model call, when the newer one
   the other lacks, and ``cosine >= RESTATEMENT_COSINE`` ("Alice lives in Berlin" / "Alice lives
   in Lisbon").
 
+When the question asks how things stand now, the newer one also updates the older when it says
+an end, correction or replacement (:data:`ENDING_WORDS`, at ``CURRENT_UPDATE_COSINE``), marks a
+present state, a start or a return (:data:`PRESENT_WORDS`, at ``UPDATE_COSINE``), or gives the
+same opening words another object (:func:`_same_frame`, at ``UPDATE_COSINE``): the inventory of
+benchmarks/scenarios/SPEC.md, "How English says that a fact changed".
+
 Two turns of a conversation about one topic ("I went to a support group yesterday" / "The
 support group was great") are none of these: they share a topic but change no value, and their
 order is left to relevance. Without vectors the word tests decide alone: a fifth of their words
