@@ -21,10 +21,8 @@ Two memories form such a pair, without a model call, when the newer one
   in Lisbon").
 
 When the question asks how things stand now, the newer one also updates the older when it says
-an end, correction or replacement (:data:`ENDING_WORDS`, at ``CURRENT_UPDATE_COSINE``), marks a
-present state, a start or a return (:data:`PRESENT_WORDS`, at ``UPDATE_COSINE``), or gives the
-same opening words another object (:func:`_same_frame`, at ``UPDATE_COSINE``): the inventory of
-benchmarks/scenarios/SPEC.md, "How English says that a fact changed".
+an end, correction or replacement (:data:`ENDING_WORDS`, at ``CURRENT_UPDATE_COSINE``): part of
+the inventory of benchmarks/scenarios/SPEC.md, "How English says that a fact changed".
 
 Two turns of a conversation about one topic ("I went to a support group yesterday" / "The
 support group was great") are none of these: they share a topic but change no value, and their
@@ -38,7 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from itertools import pairwise, takewhile
+from itertools import pairwise
 from typing import TypeVar
 
 from ._query_weights import MONTHS_AND_DAYS
@@ -46,7 +44,7 @@ from ._query_weights import MONTHS_AND_DAYS
 __all__ = [
     "newer_first", "is_update", "words_of", "CHANGE_WORDS", "UPDATE_COSINE", "VALUE_COSINE", "RESTATEMENT_COSINE",
     "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS", "STATED_AT_FIELDS", "stated_time_fields", "asks_current",
-    "CURRENT_UPDATE_COSINE", "PAST_MARKERS", "content_words", "ENDING_WORDS", "PRESENT_WORDS",
+    "CURRENT_UPDATE_COSINE", "PAST_MARKERS", "content_words", "ENDING_WORDS",
 ]
 
 T = TypeVar("T")
@@ -103,24 +101,6 @@ ENDING_WORDS = frozenset({
     "gave up", "given up", "dropped", "ended", "retired", "broke up", "sold", "got rid", "called off", "used to",
     "formerly", "rather than", "in place", "turns out",
 })
-#: Words (and word pairs) by which a memory marks a present state, a start or a return (SPEC.md
-#: forms 3 and 4: "these days", "started", "again"), read only beside a question about how things
-#: stand now and only at :data:`UPDATE_COSINE` (without vectors, :data:`WORDS_FOR_COSINE`): any
-#: statement about one subject may say one ("Mei's team shipped the new search feature" after "Mei
-#: is learning the cello", cosine 0.35), so only one as near as an update of its own slot counts
-#: ("Aiko has black coffee at breakfast lately" after "Aiko drinks green tea every morning", 0.69).
-#: A value marked new (form 6: "new", "latest") is not read: "new" qualifies any noun ("a dog for
-#: the new house" after "Paul's wife is a marine biologist"), and on the suite's dev half it was
-#: the word of most of the near pairs that are no update; the new value itself is read by the
-#: value test (form 8).
-PRESENT_WORDS = frozenset({
-    "now", "these days", "nowadays", "currently", "lately", "at the moment", "going forward", "as of", "since",
-    "starting", "effective", "again", "back to", "back on", "returned", "resumed", "started", "began", "took up",
-    "joined", "left", "bought", "adopted", "signed up", "hired", "actually",
-})
-#: Content words the opening words two statements share must hold to name one subject and
-#: predicate (:func:`_same_frame`: "the book club meets at").
-FRAME_WORDS = 2
 #: Most words a restatement may hold that the other statement lacks (its new value).
 RESTATEMENT_NEW_WORDS = 2
 
@@ -173,12 +153,7 @@ def words_of(text: str) -> list[str]:
 def content_words(text: str) -> frozenset[str]:
     """The lower-cased words of ``text`` without the words too common to tell statements apart,
     a possessive read as its owner ("Tom's rent" / "Tom pays": one subject, SPEC.md's form 7)."""
-    return _content(words_of(text))
-
-
-def _content(words: Sequence[str]) -> frozenset[str]:
-    """Of lower-cased ``words``, those that tell statements apart (:func:`content_words`)."""
-    return frozenset(_POSSESSIVE.sub("", word) for word in words) - _STOP
+    return frozenset(_POSSESSIVE.sub("", word) for word in words_of(text)) - _STOP
 
 
 def _says(words: list[str], lexicon: frozenset[str]) -> bool:
@@ -254,10 +229,6 @@ class _Statement:
     def says_ending(self) -> bool:
         return _says(self.all_words, ENDING_WORDS)
 
-    @cached_property
-    def says_present(self) -> bool:
-        return _says(self.all_words, PRESENT_WORDS)
-
 
 def _updates(older: _Statement, newer: _Statement, cosine: float | None, current: bool = False) -> bool:
     def _at_least(bound: float) -> bool:  # without vectors, shared words stand in for the cosine
@@ -268,9 +239,7 @@ def _updates(older: _Statement, newer: _Statement, cosine: float | None, current
 
     if newer.says_change and _said_near(CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
         return True
-    if current and _says_current_change(newer, _said_near, _at_least):
-        return True
-    if current and _same_frame(older, newer) and _at_least(UPDATE_COSINE):
+    if current and newer.says_ending and _said_near(CURRENT_UPDATE_COSINE):
         return True
     if not _at_least(UPDATE_COSINE):
         return False
@@ -278,28 +247,6 @@ def _updates(older: _Statement, newer: _Statement, cosine: float | None, current
     if subject and older.values - newer.values and newer.values - older.values and _at_least(VALUE_COSINE):
         return True
     return _restates(older.words, newer.words) and _at_least(RESTATEMENT_COSINE)
-
-
-def _same_frame(older: _Statement, newer: _Statement) -> bool:
-    """Whether the two give one subject's predicate another object (SPEC.md form 7, no change
-    word): they open with the same words, :data:`FRAME_WORDS` content words or more among them,
-    the last a word that links a predicate to its object ("is", "at", "to": "The book club meets
-    at | the central library." / "The book club meets at | Zoe's flat."; not "The book club |
-    reads ..."), and what follows in each holds content words, none shared."""
-    opening = len(list(takewhile(lambda pair: pair[0] == pair[1], zip(older.all_words, newer.all_words))))
-    frame = _content(older.all_words[:opening])
-    before, after = _content(older.all_words[opening:]), _content(newer.all_words[opening:])
-    linked = opening > 0 and older.all_words[opening - 1] in _STOP
-    return linked and len(frame) >= FRAME_WORDS and bool(before) and bool(after) and not before & after
-
-
-def _says_current_change(newer: _Statement, said_near: Callable[[float], bool],
-                         at_least: Callable[[float], bool]) -> bool:
-    """Whether ``newer``, to a question about how things stand now, says a change of the older
-    statement it is judged against: an ending or correction (:data:`ENDING_WORDS`) as near as a
-    change word needs, a present, start, return or new value (:data:`PRESENT_WORDS`) at
-    :data:`UPDATE_COSINE`. ``said_near`` and ``at_least`` tell whether the pair is that near."""
-    return (newer.says_ending and said_near(CURRENT_UPDATE_COSINE)) or (newer.says_present and at_least(UPDATE_COSINE))
 
 
 def newer_first(
