@@ -1,4 +1,4 @@
-"""The user-scenario suite of ``scenarios/cases.json``: loaded, checked against SPEC.md, scored.
+"""The user-scenario suite of ``scenarios/cases.json`` and ``changes_dev.json``: loaded, checked against SPEC.md, scored.
 
 :func:`load_cases` refuses a file that breaks the specification (split rule, ids, the
 paraphrase rule, dates going backwards); :func:`score_case` scores one path's answer to one case
@@ -18,15 +18,19 @@ from common import summary
 from quality_paths import Answer, Item
 from redmem.text._analyzer import Analyzer
 
-__all__ = ["CASES", "CATEGORIES", "SPLITS", "load_cases", "items_of", "score_case", "summarize"]
+__all__ = ["CASES", "DEV_ONLY", "CATEGORIES", "SPLITS", "load_cases", "items_of", "score_case", "summarize"]
 
 CASES = Path(__file__).resolve().parent / "scenarios" / "cases.json"
+#: Dev-only cases (SPEC.md, "Dev-only cases"): all ``dev``, so the split rule of :data:`CASES`
+#: (odd / even within a category) does not apply to them.
+DEV_ONLY = Path(__file__).resolve().parent / "scenarios" / "changes_dev.json"
 CATEGORIES = ("paraphrase", "changed_fact", "distractors", "multi_session", "keyword")
 SPLITS = ("dev", "held_out")
 
 
-def load_cases(path: Path = CASES) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``(background, cases)`` of the suite, checked against SPEC.md (ValueError when it is broken)."""
+def load_cases(path: Path = CASES, dev_only: Path = DEV_ONLY) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(background, cases)`` of the suite, checked against SPEC.md (ValueError when it is broken):
+    the cases of ``path``, then those of ``dev_only`` (every one ``dev``; its ids unused in ``path``)."""
     payload = json.loads(path.read_text())
     cases = payload["cases"]
     numbers: dict[str, int] = defaultdict(int)
@@ -36,7 +40,12 @@ def load_cases(path: Path = CASES) -> tuple[dict[str, Any], list[dict[str, Any]]
         _check(case, numbers[case["category"]], analyzer)
     if sorted(numbers) != sorted(CATEGORIES) or min(numbers.values()) < 12:
         raise ValueError(f"every category needs 12 cases or more, got {dict(numbers)}")
-    return payload["background"], cases
+    extra = json.loads(dev_only.read_text())["cases"]
+    if {c["id"] for c in extra} & {c["id"] for c in cases} or any(c["category"] not in CATEGORIES for c in extra):
+        raise ValueError(f"{dev_only.name}: ids must be new and categories those of {path.name}")
+    for case in extra:
+        _check(case, 1, analyzer)  # number 1: the split rule's dev
+    return payload["background"], cases + extra
 
 
 def _check(case: dict[str, Any], number: int, analyzer: Analyzer) -> None:

@@ -20,6 +20,10 @@ Two memories form such a pair, without a model call, when the newer one
   the other lacks, and ``cosine >= RESTATEMENT_COSINE`` ("Alice lives in Berlin" / "Alice lives
   in Lisbon").
 
+When the question asks how things stand now, the newer one also updates the older when it says
+an end, correction or replacement (:data:`ENDING_WORDS`, at ``CURRENT_UPDATE_COSINE``): part of
+the inventory of benchmarks/scenarios/SPEC.md, "How English says that a fact changed".
+
 Two turns of a conversation about one topic ("I went to a support group yesterday" / "The
 support group was great") are none of these: they share a topic but change no value, and their
 order is left to relevance. Without vectors the word tests decide alone: a fifth of their words
@@ -40,7 +44,7 @@ from ._query_weights import MONTHS_AND_DAYS
 __all__ = [
     "newer_first", "is_update", "words_of", "CHANGE_WORDS", "UPDATE_COSINE", "VALUE_COSINE", "RESTATEMENT_COSINE",
     "RESTATEMENT_JACCARD", "RESTATEMENT_NEW_WORDS", "STATED_AT_FIELDS", "stated_time_fields", "asks_current",
-    "CURRENT_UPDATE_COSINE", "PAST_MARKERS", "content_words",
+    "CURRENT_UPDATE_COSINE", "PAST_MARKERS", "content_words", "ENDING_WORDS",
 ]
 
 T = TypeVar("T")
@@ -85,6 +89,18 @@ CHANGE_WORDS = frozenset({
     "instead", "anymore", "no longer", "any longer", "not anymore", "from now", "quit", "stopped", "cancelled",
     "canceled", "migrated", "relocated", "renamed", "rescheduled", "postponed", "pushed", "rotated",
 })
+#: Words (and word pairs) by which a memory says that an old value ended or was corrected, read
+#: only beside a question about how things stand now (:func:`asks_current`), at the bound of
+#: :data:`CHANGE_WORDS` there: more verbs of replacement, ends of a state and corrections of the
+#: inventory in benchmarks/scenarios/SPEC.md ("How English says that a fact changed", forms 1, 2
+#: and 5). A question about the past keeps to :data:`CHANGE_WORDS`: its answer is as often the
+#: older statement, and chat turns say "I gave up on it" or "we sold tickets" of other things.
+ENDING_WORDS = frozenset({
+    "swapped", "converted", "transferred", "upgraded", "downgraded", "brought forward", "delayed", "revised",
+    "corrected", "correction", "raised", "lowered", "increased", "reduced", "took over", "taken over", "handed",
+    "gave up", "given up", "dropped", "ended", "retired", "broke up", "sold", "got rid", "called off", "used to",
+    "formerly", "rather than", "in place", "turns out",
+})
 #: Most words a restatement may hold that the other statement lacks (its new value).
 RESTATEMENT_NEW_WORDS = 2
 
@@ -101,6 +117,8 @@ PAST_MARKERS = re.compile(
     r"\b(?:did|was|were|had|ago|used to|previously|originally|before|first|last|ever|formerly|old)\b", re.IGNORECASE)
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+#: The ending of an English possessive ("Tom's", "Tom’s").
+_POSSESSIVE = re.compile(r"['’]s$")
 #: A token as :func:`_values` reads it: letters and digits with inner hyphens, dots or colons
 #: ("us-east-1", "9:30").
 _TOKEN = re.compile(r"[^\W_]+(?:[-.:][^\W_]+)*")
@@ -133,13 +151,15 @@ def words_of(text: str) -> list[str]:
 
 
 def content_words(text: str) -> frozenset[str]:
-    """The lower-cased words of ``text`` without the words too common to tell statements apart."""
-    return frozenset(words_of(text)) - _STOP
+    """The lower-cased words of ``text`` without the words too common to tell statements apart,
+    a possessive read as its owner ("Tom's rent" / "Tom pays": one subject, SPEC.md's form 7)."""
+    return frozenset(_POSSESSIVE.sub("", word) for word in words_of(text)) - _STOP
 
 
-def _says_change(words: list[str]) -> bool:
+def _says(words: list[str], lexicon: frozenset[str]) -> bool:
+    """Whether ``words`` hold a word or a pair of adjacent words of ``lexicon``."""
     pairs = {" ".join(pair) for pair in pairwise(words)}
-    return bool(CHANGE_WORDS.intersection(words) or CHANGE_WORDS.intersection(pairs))
+    return bool(lexicon.intersection(words) or lexicon.intersection(pairs))
 
 
 def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
@@ -203,7 +223,11 @@ class _Statement:
 
     @cached_property
     def says_change(self) -> bool:
-        return _says_change(self.all_words)
+        return _says(self.all_words, CHANGE_WORDS)
+
+    @cached_property
+    def says_ending(self) -> bool:
+        return _says(self.all_words, ENDING_WORDS)
 
 
 def _updates(older: _Statement, newer: _Statement, cosine: float | None, current: bool = False) -> bool:
@@ -213,9 +237,12 @@ def _updates(older: _Statement, newer: _Statement, cosine: float | None, current
     def _at_least(bound: float) -> bool:  # without vectors, shared words stand in for the cosine
         return _jaccard(older.words, newer.words) >= WORDS_FOR_COSINE if cosine is None else cosine >= bound
 
-    if newer.says_change and cosine is None and _jaccard(older.words, newer.words) >= WORDS_FOR_CHANGE:
+    def _said_near(bound: float) -> bool:  # a said change: without vectors, a tenth of the words shared
+        return _jaccard(older.words, newer.words) >= WORDS_FOR_CHANGE if cosine is None else cosine >= bound
+
+    if newer.says_change and _said_near(CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
         return True
-    if newer.says_change and _at_least(CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
+    if current and newer.says_ending and _said_near(CURRENT_UPDATE_COSINE):
         return True
     if not _at_least(UPDATE_COSINE):
         return False

@@ -28,7 +28,14 @@ from redmem import (
 from redmem.context._candidates import Candidate
 from redmem.context._duplicates import DUPLICATE_COSINE
 from redmem.context._floor import DEFAULT_MIN_RELEVANCE, above_floor
-from redmem.context._recency import CHANGE_WORDS, CURRENT_UPDATE_COSINE, is_update, newer_first
+from redmem.context._recency import (
+    CHANGE_WORDS,
+    CURRENT_UPDATE_COSINE,
+    ENDING_WORDS,
+    UPDATE_COSINE,
+    is_update,
+    newer_first,
+)
 from redmem.context._retrieval import match_scores
 from redmem.model._dbkey import DbKey
 from redmem.recipes.context_assembler import ContextAssembler
@@ -269,3 +276,29 @@ def test_the_newer_of_two_dated_conflicting_facts_is_first(db, subject, old_valu
     new = RankingDefaultsStated.create(agent_id=tenant, content=newer, said_at=said + timedelta(days=days))
     records = ContextAssembler(RankingDefaultsStated).assemble(question, agent_id=tenant).records
     assert records[0] == new and old in records
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(subject=st.sampled_from(SUBJECTS), old_value=st.integers(0, 999), new_value=st.integers(1000, 1999),
+       ending=st.sampled_from(sorted(ENDING_WORDS)), cosine=st.floats(CURRENT_UPDATE_COSINE + 0.01, UPDATE_COSINE - 0.01),
+       older_closer=st.booleans(), days=st.integers(1, 400))
+def test_asked_how_things_stand_an_ended_value_puts_the_newer_first(db, subject, old_value, new_value, ending, cosine,
+                                                                     older_closer, days):
+    """A newer fact saying an end, correction or replacement of the older one's value (ENDING_WORDS,
+    SPEC.md forms 1, 2, 5) leads when asked how things stand, at any similarity from
+    CURRENT_UPDATE_COSINE up to where the two values alone would say it (UPDATE_COSINE); asked
+    about the past, relevance keeps its order."""
+    tenant = f"e{next(TENANTS)}"
+    older, newer = f"The {subject} is v{old_value}.", f"Ours {ending} it: v{new_value} for the {subject}."
+    now, then = f"what is the {subject}?", f"what was the {subject} first?"
+    angle = float(np.arccos(cosine))
+    close, far = unit(1, 0.1, 0), unit(float(np.cos(angle)), 0.1 * float(np.cos(angle)), float(np.sin(angle)))
+    VECTORS.update({now: unit(1, 0, 0), then: unit(1, 0, 0), older: close if older_closer else far,
+                    newer: far if older_closer else close})
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    old = RankingDefaultsStated.create(agent_id=tenant, content=older, said_at=said)
+    new = RankingDefaultsStated.create(agent_id=tenant, content=newer, said_at=said + timedelta(days=days))
+    records = ContextAssembler(RankingDefaultsStated).assemble(now, agent_id=tenant).records
+    assert records[0] == new and old in records
+    if older_closer:
+        assert ContextAssembler(RankingDefaultsStated).assemble(then, agent_id=tenant).records[0] == old

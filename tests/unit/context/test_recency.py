@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from redmem.context._recency import (
+    CHANGE_WORDS,
     CURRENT_UPDATE_COSINE,
+    ENDING_WORDS,
     RESTATEMENT_COSINE,
     RESTATEMENT_JACCARD,
     RESTATEMENT_NEW_WORDS,
@@ -21,6 +23,12 @@ from redmem.context._recency import (
     is_update,
     stated_time_fields,
 )
+
+#: Words of the property below: change words of every kind, values, names and filler.
+VOCABULARY = sorted(CHANGE_WORDS | ENDING_WORDS) + [
+    "Tom", "Tom's", "rent", "is", "the", "book", "club", "meets", "at", "library", "9:30", "MySQL", "PostgreSQL",
+    "March", "uses", "for", "billing", "Berlin", "lives", "in",
+]
 
 
 @pytest.mark.parametrize(
@@ -98,6 +106,9 @@ def _full_rules(older: _Statement, newer: _Statement, cosine: float | None, curr
         return True
     if newer.says_change and at_least(CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
         return True
+    if current and newer.says_ending and (
+            jaccard(older.words, newer.words) >= WORDS_FOR_CHANGE if cosine is None else cosine >= CURRENT_UPDATE_COSINE):
+        return True
     if not at_least(UPDATE_COSINE):
         return False
     subject = (older.words - older.values) & (newer.words - newer.values)
@@ -106,3 +117,29 @@ def _full_rules(older: _Statement, newer: _Statement, cosine: float | None, curr
     own = max(len(older.words - newer.words), len(newer.words - older.words))
     restates = jaccard(older.words, newer.words) >= RESTATEMENT_JACCARD and 0 < own <= RESTATEMENT_NEW_WORDS
     return restates and at_least(RESTATEMENT_COSINE)
+
+
+def test_asked_how_things_stand_now_an_ended_value_updates_at_the_bound_of_a_change():
+    """"raised" (SPEC.md form 1) says the old amount ended: read beside a question about now, at
+    the cosine a change word needs there; a question about the past keeps to CHANGE_WORDS."""
+    older, newer = "Tom pays 1200 euros rent a month.", "Tom's landlord raised it to 1350 in July."
+    assert is_update(older, newer, 0.55, current=True)
+    assert not is_update(older, newer, 0.55)
+    assert not is_update(older, newer, CURRENT_UPDATE_COSINE - 0.01, current=True)
+
+
+def test_without_vectors_a_possessive_names_its_owner():
+    """"Tom's" and "Tom" are one subject: without vectors the shared owner is the shared word."""
+    assert is_update("Tom pays 1200 euros rent a month.", "Tom's landlord raised it to 1350 in July.", None,
+                     current=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(older=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=8).map(" ".join),
+       newer=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=8).map(" ".join),
+       cosine=st.one_of(st.none(), st.floats(-1, 1)))
+def test_asking_how_things_stand_now_takes_no_update_away(older, newer, cosine):
+    """A question about now only adds ways to read a change: every update to a question about the
+    past is one to a question about now."""
+    if is_update(older, newer, cosine):
+        assert is_update(older, newer, cosine, current=True)
