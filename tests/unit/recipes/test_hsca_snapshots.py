@@ -214,6 +214,14 @@ def test_a_turn_that_still_carries_the_beats_domain_continues_the_beat():
     assert domain_break([technical], tagged(["technical_prose", "legal", "cross_domain"]))
 
 
+def test_a_turn_labelled_with_an_everyday_topic_ends_a_subject_beat_it_is_also_tagged_with():
+    """By meaning an everyday-topic turn holds no subject of its own: a subject tag after its
+    everyday label was taken from the context, so it does not keep the subject's beat open."""
+    philosophical = tagged(["philosophical", "poetry"])
+    assert domain_break([philosophical], tagged(["emotions", "poetry", "philosophical"]))
+    assert not domain_break([philosophical], tagged(["poetry", "philosophical"]))
+
+
 def test_the_engine_snapshots_the_buffer_before_a_turn_that_changes_the_domain():
     engine = HSCAEngine(domain_model=None, max_buffer_chunks=10, snapshot_coherence_threshold=1.0)
     legal = ["The court ruled that the lease contract bound the tenant.",

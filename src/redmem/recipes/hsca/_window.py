@@ -17,10 +17,16 @@ the share of chunks tagged *d*), so a beat of new vocabulary still says what it 
 
 A beat also ends at a **change of domain** (redmem's addition, :func:`domain_break`): before a
 chunk is buffered, the buffer becomes a snapshot when the chunk's topic label differs from the
-buffer's and the chunk's tags do not include the buffer's label (a turn tagged mathematics,
-then technical prose, still continues a technical-prose beat: issue 30, single sentences of
-one Python document broke their beat in two whenever one was nearer mathematics); a
-``cross_domain`` chunk ends any other beat. A chunk's label is ``cross_domain`` when it is tagged so, else its first topical tag,
+buffer's, unless the chunk's label is a subject domain and its tags include the buffer's label
+(a turn tagged mathematics, then technical prose, still continues a technical-prose beat: issue
+30, single sentences of one Python document broke their beat in two whenever one was nearer
+mathematics). A chunk whose label is an everyday topic (``EVERYDAY_DOMAINS``) ends a beat of
+another label even when tagged with it: by meaning such a turn holds no subject of its own, so
+a subject tag it has was taken from its context, a mention, as in the cross-domain test and
+the bridge links (issue 30, eval 5's tuning half: "A single breath noticed completely can be
+enough.", emotions first and philosophical from the turn before, kept its philosophy beat open,
+and that beat's bridge to a poem came out weighing emotions, not philosophy). A ``cross_domain`` chunk ends
+any other beat. A chunk's label is ``cross_domain`` when it is tagged so, else its first topical tag,
 else none (``conversational`` and ``unclassified`` say nothing about the topic and join the beat
 they arrive in). The buffer's label is the label carrying most of its layer-1 weight (by chunk
 count when that weight is 0).
@@ -34,6 +40,7 @@ import uuid
 from collections.abc import Sequence
 
 from ...store._errors import ValidationError
+from ._domains import EVERYDAY_DOMAINS
 from ._interface import ContextSnapshot, DomainTag, WeightedChunk
 
 __all__ = ["aggregate_coherence", "snapshot_due", "domain_break", "topic_label", "build_snapshot", "DEFAULT_MIN_BEAT"]
@@ -42,6 +49,8 @@ __all__ = ["aggregate_coherence", "snapshot_due", "domain_break", "topic_label",
 DEFAULT_MIN_BEAT = 2
 #: Tags that name no topic: a chunk with only these has no topic label.
 _NO_TOPIC = frozenset({DomainTag.CONVERSATIONAL.value, DomainTag.UNCLASSIFIED.value})
+#: Labels that end a beat of another label even when the chunk is also tagged with it.
+_BREAKING = frozenset(d.value for d in EVERYDAY_DOMAINS | {DomainTag.CROSS_DOMAIN})
 
 
 def topic_label(chunk: WeightedChunk) -> str | None:
@@ -53,8 +62,8 @@ def topic_label(chunk: WeightedChunk) -> str | None:
 
 def domain_break(buffer: Sequence[WeightedChunk], incoming: WeightedChunk) -> bool:
     """Whether the buffer should become a snapshot before ``incoming`` joins it: both have a
-    topic label, they differ, and ``incoming`` is cross-domain or not tagged with the buffer's
-    label (module docstring)."""
+    topic label, they differ, and ``incoming`` is cross-domain, labelled with an everyday topic, or
+    not tagged with the buffer's label (module docstring)."""
     new = topic_label(incoming)
     if new is None:
         return False
@@ -67,7 +76,7 @@ def domain_break(buffer: Sequence[WeightedChunk], incoming: WeightedChunk) -> bo
     if not weights:
         return False
     current = max(weights, key=lambda label: (weights[label], label))
-    return current != new and (new == DomainTag.CROSS_DOMAIN.value or current not in incoming.domain_tags)
+    return current != new and (new in _BREAKING or current not in incoming.domain_tags)
 
 
 def aggregate_coherence(chunks: Sequence[WeightedChunk]) -> float | None:
