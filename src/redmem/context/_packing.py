@@ -194,7 +194,7 @@ def fit(
     reserved = big if hard else set()
     packed = _strategy(kept, reserved, costs, Budget(budget.max_items, room), strategy, hard, options)
     selected = [kept[i] for i in packed.selected]
-    pieces = {i: layout.frame(p, costs.whole(i)) for p, i in enumerate(selected, 1) if i not in reserved}
+    pieces = {i: layout.frame(p, costs.whole[i]) for p, i in enumerate(selected, 1) if i not in reserved}
     truncated: list[int] = []
     if oversize == "truncate" and room is not None:
         priority = set(options.get("guaranteed", ())) if strategy == "stop_at_first_miss" else set()
@@ -207,19 +207,12 @@ def fit(
 
 
 class _Costs:
-    """The token cost of items' pieces in a layout, each whole item rendered when first needed
-    (a packing stopped by ``max_items`` never renders the rest) and counted once per framing."""
+    """The token cost of items' pieces in a layout, each whole item counted once per framing."""
 
     def __init__(self, items: Sequence[Cuttable], layout: Layout, counter: Callable[[str], int]) -> None:
         self.items, self.layout, self.counter = items, layout, counter
-        self._whole: dict[int, str] = {}
+        self.whole = [item.whole for item in items]
         self._counted: dict[tuple[int, str], int] = {}
-
-    def whole(self, index: int) -> str:
-        """Item ``index`` rendered whole."""
-        if index not in self._whole:
-            self._whole[index] = self.items[index].whole
-        return self._whole[index]
 
     def of(self, piece: str) -> int:
         """What a framed piece adds: its text and the separator."""
@@ -229,7 +222,7 @@ class _Costs:
         """The cost of item ``index`` whole at 1-based ``position``."""
         key = (index, self.layout.frame(position, ""))
         if key not in self._counted:
-            self._counted[key] = self.of(self.layout.frame(position, self.whole(index)))
+            self._counted[key] = self.of(self.layout.frame(position, self.whole[index]))
         return self._counted[key]
 
     def alone(self, index: int) -> int:
@@ -270,14 +263,10 @@ def _truncate(selected: list[int], big: set[int], priority: set[int], pieces: di
 def _strategy(kept: list[int], reserved: set[int], costs: _Costs, budget: Budget, strategy: str, hard: bool,
               options: dict[str, Any]) -> Packed:
     """Run ``strategy`` over the ``kept`` items (indices into ``kept``); a ``reserved`` item costs
-    nothing; ``hard``: the seeds' over-budget admissions (first record, guaranteed items) are off.
-    Without ``max_tokens`` an item's cost changes nothing but ranks the knapsack's items, so the
-    other strategies count no piece (the text is counted once, whole, by :func:`fit`)."""
-
-    unbounded = budget.max_tokens is None and strategy != "greedy_knapsack"  # costs only bound the budget
+    nothing; ``hard``: the seeds' over-budget admissions (first record, guaranteed items) are off."""
 
     def cost(index: int, position: int) -> int:
-        return 0 if unbounded or kept[index] in reserved else costs.at(kept[index], position)
+        return 0 if kept[index] in reserved else costs.at(kept[index], position)
 
     if strategy == "skip_not_break":
         return skip_not_break(cost, budget, count=len(kept), admit_first=not hard)

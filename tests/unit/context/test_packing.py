@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redmem.context._oversize import Cuttable
 from redmem.context._packing import Budget, pack
 from redmem.context._rendering import pack_slices
 
@@ -80,20 +79,3 @@ def test_slices_of_a_block_format_cost_the_slice_and_the_text_is_counted_whole()
     fitted = pack_slices(["  {}", "  {\n  }"], "structured", len, Budget(max_items=1))
     assert (fitted.selected, fitted.pieces, fitted.text) == ([0], ["  {}"], "[\n  {}\n]")
     assert fitted.token_count == len("[\n  {}\n]")  # what is emitted, brackets included
-
-
-def test_without_a_token_limit_only_the_text_sent_is_counted_and_only_admitted_slices_rendered():
-    """No ``max_tokens``: a piece's cost decides nothing, so no piece is counted, and a packing
-    stopped by ``max_items`` never renders the slices after it."""
-    counted, rendered = [], []
-
-    def count(text: str) -> int:
-        counted.append(text)
-        return len(text)
-
-    def slice_of(name: str) -> Cuttable:
-        return Cuttable(len(name), lambda chars: rendered.append(name) or name[:chars])
-
-    fitted = pack_slices([slice_of(n) for n in ("a", "bb", "ccc")], "content", count, Budget(max_items=2))
-    assert (fitted.selected, fitted.text, fitted.token_count) == ([0, 1], "- a\n- bb", len("- a\n- bb"))
-    assert counted == ["- a\n- bb"] and sorted(rendered) == ["a", "bb"]
