@@ -23,6 +23,7 @@ from typing import Any, TypeAlias, cast
 
 from ..store._validation import is_int
 from ._oversize import Cuttable, Oversize, check_oversize, longest_fit
+from ._tokens import is_own_counter
 
 __all__ = ["Budget", "Packed", "Fitted", "Layout", "pack", "fit", "STRATEGIES", "Costs"]
 
@@ -192,9 +193,12 @@ def fit(
     hard = oversize != "admit"
     kept = [i for i in range(len(items)) if not (oversize == "skip" and i in big)]
     reserved = big if hard else set()
-    packed = _strategy(kept, reserved, costs, Budget(budget.max_items, room), strategy, hard, options)
+    # Without max_tokens a cost bounds nothing (the knapsack still ranks by it): redmem's own
+    # counter, which nobody watches, then counts no piece; a user's receives each, as documented.
+    uncounted = room is None and strategy != "greedy_knapsack" and is_own_counter(counter)
+    packed = _strategy(kept, reserved, costs, Budget(budget.max_items, room), strategy, hard, uncounted, options)
     selected = [kept[i] for i in packed.selected]
-    pieces = {i: layout.frame(p, costs.whole[i]) for p, i in enumerate(selected, 1) if i not in reserved}
+    pieces = {i: layout.frame(p, costs.whole(i)) for p, i in enumerate(selected, 1) if i not in reserved}
     truncated: list[int] = []
     if oversize == "truncate" and room is not None:
         priority = set(options.get("guaranteed", ())) if strategy == "stop_at_first_miss" else set()
@@ -207,12 +211,19 @@ def fit(
 
 
 class _Costs:
-    """The token cost of items' pieces in a layout, each whole item counted once per framing."""
+    """The token cost of items' pieces in a layout, each whole item rendered when first needed
+    (a packing stopped by ``max_items`` never renders the rest) and counted once per framing."""
 
     def __init__(self, items: Sequence[Cuttable], layout: Layout, counter: Callable[[str], int]) -> None:
         self.items, self.layout, self.counter = items, layout, counter
-        self.whole = [item.whole for item in items]
+        self._whole: dict[int, str] = {}
         self._counted: dict[tuple[int, str], int] = {}
+
+    def whole(self, index: int) -> str:
+        """Item ``index`` rendered whole."""
+        if index not in self._whole:
+            self._whole[index] = self.items[index].whole
+        return self._whole[index]
 
     def of(self, piece: str) -> int:
         """What a framed piece adds: its text and the separator."""
@@ -222,7 +233,7 @@ class _Costs:
         """The cost of item ``index`` whole at 1-based ``position``."""
         key = (index, self.layout.frame(position, ""))
         if key not in self._counted:
-            self._counted[key] = self.of(self.layout.frame(position, self.whole[index]))
+            self._counted[key] = self.of(self.layout.frame(position, self.whole(index)))
         return self._counted[key]
 
     def alone(self, index: int) -> int:
@@ -261,12 +272,14 @@ def _truncate(selected: list[int], big: set[int], priority: set[int], pieces: di
 
 
 def _strategy(kept: list[int], reserved: set[int], costs: _Costs, budget: Budget, strategy: str, hard: bool,
-              options: dict[str, Any]) -> Packed:
+              uncounted: bool, options: dict[str, Any]) -> Packed:
     """Run ``strategy`` over the ``kept`` items (indices into ``kept``); a ``reserved`` item costs
-    nothing; ``hard``: the seeds' over-budget admissions (first record, guaranteed items) are off."""
+    nothing; ``hard``: the seeds' over-budget admissions (first record, guaranteed items) are off;
+    ``uncounted``: no item is counted (each costs 0), for a budget whose costs decide nothing
+    (the text is still counted once, whole, by :func:`fit`)."""
 
     def cost(index: int, position: int) -> int:
-        return 0 if kept[index] in reserved else costs.at(kept[index], position)
+        return 0 if uncounted or kept[index] in reserved else costs.at(kept[index], position)
 
     if strategy == "skip_not_break":
         return skip_not_break(cost, budget, count=len(kept), admit_first=not hard)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import pairwise
 from typing import TypeVar
 
@@ -230,6 +230,13 @@ class _Statement:
         return _says(self.all_words, ENDING_WORDS)
 
 
+#: How many statements :func:`newer_first` remembers across calls (by text).
+STATEMENT_MEMO = 4096
+#: The statement of a text, remembered: it depends on the text alone, and the same memories come
+#: back turn after turn (their words and values are then read once, not at every read).
+_remembered = lru_cache(maxsize=STATEMENT_MEMO)(_Statement)
+
+
 def _updates(older: _Statement, newer: _Statement, cosine: float | None, current: bool = False) -> bool:
     if cosine is not None and cosine < min(UPDATE_COSINE, CURRENT_UPDATE_COSINE if current else UPDATE_COSINE):
         return False  # below every bound below: no word of either statement needs reading
@@ -270,7 +277,7 @@ def newer_first(
 
     def statement(index: int) -> _Statement:
         if index not in statements:
-            statements[index] = _Statement.of(text_of(items[index]))
+            statements[index] = _remembered(text_of(items[index]))
         return statements[index]
 
     def updates(newer: int, older: int) -> bool:

@@ -72,6 +72,7 @@ __all__ = [
     "WORD_ESTIMATE",
     "tiktoken_cache_dir",
     "seed_tiktoken_cache",
+    "is_own_counter",
 ]
 
 log = logging.getLogger(__name__)
@@ -220,6 +221,15 @@ def quarter_length(text: str) -> int:
 def word_estimate(text: str) -> int:
     """The HCE seed's token heuristic: ``len(text.split()) * 4 // 3`` (about 1.33 tokens a word)."""
     return len(text.split()) * 4 // 3
+
+
+def is_own_counter(counter: TokenCounter) -> bool:
+    """Whether ``counter`` is one of redmem's own (an :class:`ExactCounter`, not a subclass of it,
+    :func:`estimate_tokens`, :func:`word_estimate`, :func:`quarter_length`): pure functions of the
+    text, so a call whose count decides nothing can be left out and nobody sees it. A user's
+    counter is never one: it receives every call the counter contract promises (each slice, then
+    the text sent)."""
+    return type(counter) is ExactCounter or counter in (estimate_tokens, word_estimate, quarter_length)
 
 
 class GuardedCounter:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..store._connection import server_errors
@@ -14,15 +15,40 @@ from ._model_class import ModelClass
 __all__ = ["load_records", "decode_stored", "instance_from_stored", "absent_value"]
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """How one model's hashes are read, worked out once per model (its fields are fixed when the
+    class is made): each stored field with its hash entry, the names held on the record, and the
+    fields with a :meth:`~Field.loaded_value` of their own (every other field's is MISSING)."""
+
+    stored: tuple[tuple[str, bytes, Field[Any]], ...]
+    held: frozenset[str]
+    loaded: tuple[Field[Any], ...]
+
+
+def _plan(model: ModelClass) -> _Plan:
+    """The :class:`_Plan` of ``model``, kept on its ``_meta``."""
+    meta = model._meta
+    plan: _Plan | None = meta._load_plan
+    if plan is None:
+        fields = meta.fields.values()
+        plan = meta._load_plan = _Plan(
+            tuple((f.name, f.name.encode(), f) for f in meta.stored_fields()),
+            frozenset(f.name for f in fields if f.held_on_record),
+            tuple(f for f in fields if type(f).loaded_value is not Field.loaded_value),
+        )
+    return plan
+
+
 def decode_stored(model: ModelClass, key: DbKey, raw: dict[bytes, bytes]) -> dict[str, Any]:
     """Field values of the hash stored at ``key``, by field name (absent fields: :func:`absent_value`).
 
     The key fields the hash leaves out come from ``key`` (:mod:`.key_values`).
     """
     values = {}
-    for field in model._meta.stored_fields():
-        encoded = raw.get(field.name.encode())
-        values[field.name] = absent_value(field) if encoded is None else field.decode(encoded)
+    for name, entry, field in _plan(model).stored:
+        encoded = raw.get(entry)
+        values[name] = absent_value(field) if encoded is None else field.decode(encoded)
     return with_key_values(model._meta, key, values)
 
 
@@ -40,11 +66,11 @@ def absent_value(field: Field[Any]) -> Any:
 def instance_from_stored(model: ModelClass, key: DbKey, raw: dict[bytes, bytes]) -> Any:
     """A model instance holding the values of the hash stored at ``key``."""
     instance = model.__new__(model)
-    fields = model._meta.fields
+    plan = _plan(model)
     for name, value in decode_stored(model, key, raw).items():
-        if fields[name].held_on_record:
+        if name in plan.held:
             setattr(instance, name, value)
-    for field in fields.values():
+    for field in plan.loaded:
         loaded = field.loaded_value(raw)
         if loaded is not MISSING:
             setattr(instance, field.name, loaded)

@@ -53,6 +53,8 @@ class Options:
     overrides: dict[str, Any] = field(default_factory=dict)
     _spaces: dict[tuple[str, tuple[Any, ...]], KeySpace] = field(default_factory=dict, repr=False, compare=False)
     _by_kind: dict[type, tuple[Any, ...]] = field(default_factory=dict, repr=False, compare=False)
+    #: How its records' hashes are read (:mod:`redmem.model._loading`), worked out at the first load.
+    _load_plan: Any = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def build(cls, model: type, fields: dict[str, Field[Any]], meta: Any) -> Options:

@@ -6,8 +6,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from redmem.context._oversize import Cuttable
 from redmem.context._packing import Budget, pack
 from redmem.context._rendering import pack_slices
+from redmem.context._tokens import (
+    ExactCounter,
+    GuardedCounter,
+    default_counter,
+    estimate_tokens,
+    exact_counter,
+    is_own_counter,
+    quarter_length,
+    word_estimate,
+)
 
 
 def test_skip_not_break_skips_and_keeps_trying_smaller_items():
@@ -79,3 +90,46 @@ def test_slices_of_a_block_format_cost_the_slice_and_the_text_is_counted_whole()
     fitted = pack_slices(["  {}", "  {\n  }"], "structured", len, Budget(max_items=1))
     assert (fitted.selected, fitted.pieces, fitted.text) == ([0], ["  {}"], "[\n  {}\n]")
     assert fitted.token_count == len("[\n  {}\n]")  # what is emitted, brackets included
+
+
+def slices_rendered_into(rendered: list[str], *names: str) -> list[Cuttable]:
+    """Slices that note their name in ``rendered`` when they are rendered."""
+    return [Cuttable(len(name), lambda chars, name=name: rendered.append(name) or name[:chars]) for name in names]
+
+
+def test_without_a_token_limit_redmems_own_counter_counts_only_the_text_sent():
+    """No ``max_tokens``: a piece's cost decides nothing, so redmem's own (pure) counter counts no
+    piece, only the text (seen in its memo: one text counted), and a packing stopped by
+    ``max_items`` never renders the slices after it."""
+    rendered: list[str] = []
+    counter = exact_counter("cl100k_base")
+    fitted = pack_slices(slices_rendered_into(rendered, "a", "bb", "ccc"), "content", counter, Budget(max_items=2))
+    assert (fitted.selected, fitted.text, fitted.token_count) == ([0, 1], "- a\n- bb", counter("- a\n- bb"))
+    assert counter._memo.cache_info().misses == 1 and sorted(rendered) == ["a", "bb"]
+
+
+def test_without_a_token_limit_a_users_counter_still_receives_each_line_then_the_text():
+    """The counter contract: a user's counter sees each framed line as it is packed, then the text
+    sent, with or without ``max_tokens``; the slices past ``max_items`` are still never rendered."""
+    counted: list[str] = []
+    rendered: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text)
+
+    fitted = pack_slices(slices_rendered_into(rendered, "a", "bb", "ccc"), "content", count, Budget(max_items=2))
+    assert (fitted.selected, fitted.text, fitted.token_count) == ([0, 1], "- a\n- bb", len("- a\n- bb"))
+    assert counted == ["- a\n", "- bb\n", "- a\n- bb"] and sorted(rendered) == ["a", "bb"]
+
+
+@pytest.mark.parametrize("counter", [estimate_tokens, word_estimate, quarter_length, exact_counter("cl100k_base")],
+                         ids=["estimate", "words", "len/4", "exact"])
+def test_only_redmems_own_counters_are_left_uncalled(counter):
+    assert is_own_counter(counter)
+    assert not is_own_counter(lambda text: len(text)) and not is_own_counter(GuardedCounter(counter))
+
+    class Subclassed(ExactCounter):
+        """A user's subclass may watch its calls: it is theirs."""
+
+    assert not is_own_counter(Subclassed(default_counter().encoding))
