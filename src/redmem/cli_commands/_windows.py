@@ -9,12 +9,18 @@ the inspector's playground):
   (valid from when they were said, still current);
 - when none of the agent's memories is superseded (ChatMemory supersedes only by hand), the
   current read and ``as_of="all"`` read the same records, and the second checks no window per
-  candidate (an ``assemble()`` of 10,000 memories: about half the server time), so the read asks
-  for it.
+  candidate and ranks the keywords in-process (an ``assemble()`` of 10,000 memories: about half
+  the server time), so the read asks for it.
 
 Both facts are counted in the read's first round trip (:class:`WindowCounts`), so a read with
-nothing superseded and every window in place costs the assembler's round trips alone; otherwise
-the read stops before loading or writing anything and is asked again as it needs to be.
+nothing superseded and every window in place costs the assembler's round trips alone. Which
+read to send is decided before the counts are known, from what the last read of the agent in
+this process counted (:data:`SUPERSEDED_SEEN`): an agent seen with superseded memories is sent
+the current read at once (three round trips; its counts only say whether that still holds), any
+other the ``as_of="all"`` read. When the counts contradict the read sent (something superseded
+or restored meanwhile, or a memory without a window), the read stops before loading or writing anything and
+is asked again as it needs to be: four round trips, once. Either way the answer is the read the
+counts call for: ``as_of="all"`` with nothing superseded, else the current one.
 """
 
 from __future__ import annotations
@@ -32,21 +38,33 @@ from ._memory import ChatMemory
 __all__ = ["read_memories", "open_windows", "WindowCounts"]
 
 
-class _Recount(Exception):
-    """A read asked ``as_of="all"`` found something superseded or a memory without a window."""
+#: Per agent (and server), whether the last read of it in this process found superseded memories,
+#: at most :data:`SEEN_MOST` agents (then forgotten together: a forgotten agent is read as one with
+#: nothing superseded, the usual case).
+SUPERSEDED_SEEN: dict[tuple[int, str], bool] = {}
+SEEN_MOST = 4096
 
-    def __init__(self, records: int, windows: int) -> None:
-        super().__init__(records, windows)
-        self.windowless = records != windows
+
+class _Recount(Exception):
+    """A read found counts that call for another read: a memory without a window, or a
+    superseded-or-not state other than the read sent assumed."""
+
+    def __init__(self, records: int, windows: int, superseded: int) -> None:
+        super().__init__(records, windows, superseded)
+        self.windowless, self.superseded = records != windows, superseded > 0
 
 
 @dataclass(frozen=True)
 class WindowCounts:
     """A search riding a read's first round trip: (records, windows, superseded) of ``agent``;
-    with ``strict``, :class:`_Recount` raised unless every record has a window and none is superseded."""
+    with ``strict``, :class:`_Recount` raised unless every record has a window and whether
+    something is superseded is what the read sent assumed (``current``: the current read, the
+    answer when something is; else ``as_of="all"``, the answer when nothing is). What it counted
+    is kept in :data:`SUPERSEDED_SEEN` for the next read of the agent."""
 
     agent: str
     strict: bool = True
+    current: bool = False
 
     def calls(self) -> list[ScriptCall]:
         space = ChatMemory._meta.keyspace((self.agent,))
@@ -55,9 +73,21 @@ class WindowCounts:
 
     def finish(self, replies: list[Any]) -> tuple[int, int, int]:
         records, windows, superseded = (int(n) for n in replies[0])
-        if self.strict and (records != windows or superseded):
-            raise _Recount(records, windows)
+        _seen(self.agent, superseded > 0)
+        if self.strict and (records != windows or (superseded > 0) != self.current):
+            raise _Recount(records, windows, superseded)
         return records, windows, superseded
+
+
+def _seen(agent: str, superseded: bool) -> None:
+    if len(SUPERSEDED_SEEN) >= SEEN_MOST:
+        SUPERSEDED_SEEN.clear()
+    SUPERSEDED_SEEN[_client_key(), agent] = superseded
+
+
+def _client_key() -> int:
+    """The client the agent's memories are read with (a new connection: another server, maybe)."""
+    return id(ChatMemory._meta.client)
 
 
 def read_memories(assembler: ContextAssembler, text: str, agent: str, where: dict[str, Any] | None,
@@ -65,13 +95,15 @@ def read_memories(assembler: ContextAssembler, text: str, agent: str, where: dic
     """``assembler.assemble(text)`` over ``agent``'s memories with ``where`` (None: the current
     ones), read ``as_of="all"`` when that reads the same records; windowless memories get one first."""
     if where is None:
+        current = SUPERSEDED_SEEN.get((_client_key(), agent), False)
         try:
-            return assembler.assemble(text, where={AS_OF: ALL_TIMES}, riders=[WindowCounts(agent)], agent_id=agent,
-                                      **options)
+            return assembler.assemble(text, where=None if current else {AS_OF: ALL_TIMES},
+                                      riders=[WindowCounts(agent, current=current)], agent_id=agent, **options)
         except _Recount as recount:
             if recount.windowless:
                 open_windows(agent)
-            return assembler.assemble(text, where=where, agent_id=agent, **options)
+            every = not recount.windowless and not recount.superseded  # the current read assumed wrongly
+            return assembler.assemble(text, where={AS_OF: ALL_TIMES} if every else None, agent_id=agent, **options)
     open_windows(agent)
     return assembler.assemble(text, where=where, agent_id=agent, **options)
 

@@ -12,10 +12,10 @@ from conftest import configured_embeddings
 from redmem import AutoKeyField, BM25Field, KeyField, Model, StringField
 from redmem.cli_commands._as_of import as_of_where, parse_as_of
 from redmem.cli_commands._memory import ChatMemory, memory_assembler, said_epoch
-from redmem.cli_commands._windows import open_windows, read_memories
+from redmem.cli_commands._windows import SUPERSEDED_SEEN, open_windows, read_memories
 from redmem.cli_commands.mcp_server import recall_context, store_memory
 from redmem.embeddings import HashingEmbeddings
-from redmem.lifecycle import LifecycleMixin, history, remember, supersede
+from redmem.lifecycle import LifecycleMixin, history, remember, restore, supersede
 from redmem.recipes.context_assembler import ContextAssembler
 from redmem.store._errors import ValidationError
 from redmem.store._keys import KeyKind
@@ -154,6 +154,7 @@ def test_memories_stored_before_the_lifecycle_are_read_as_current(db):
 
 
 def test_a_read_checks_windows_only_when_a_memory_is_superseded(db):
+    SUPERSEDED_SEEN.clear()
     with configured_embeddings(HashingEmbeddings(dimensions=64)):
         berlin, lisbon = (ChatMemory(agent_id="ana", content=text, said_at=said_at)
                           for text, said_at in (("I live in Berlin.", "2024-05-01T10:00:00"),
@@ -170,6 +171,10 @@ def test_a_read_checks_windows_only_when_a_memory_is_superseded(db):
         current = read(None)
         assert current.trail.where is None and open_windows("ana") == 1
         assert [r.content for r in current.records] == ["I moved to Lisbon."]
+        assert read(None).trail.where is None  # seen superseded: the current read is sent at once
+        restore(berlin)
+        assert [r.content for r in read(None).records] == ["I live in Berlin.", "I moved to Lisbon."]
+        assert read(None).trail.where == {"as_of": "all"}
 
 
 def recall_trips(sent: list) -> int:
@@ -179,13 +184,25 @@ def recall_trips(sent: list) -> int:
     return len(sent)
 
 
+def recall_once(sent: list) -> int:
+    sent.clear()
+    assert recall_context("ana", "Berlin", 2000, 10, "structured").memories
+    return len(sent)
+
+
 def test_a_recall_costs_the_assemblers_three_round_trips(db, sent):
-    """The windows are counted in the search's round trip; a recall with something superseded
-    costs one more (the first read stops there and is asked again with the windows checked)."""
+    """The windows are counted in the search's round trip, and a recall with something superseded
+    costs the same three once the agent was read so (before, every such recall cost four: the
+    first read went ``as_of="all"``, stopped, and was asked again with the windows checked). The
+    recall right after a supersede or a restore costs four, once."""
+    SUPERSEDED_SEEN.clear()
     with configured_embeddings(HashingEmbeddings(dimensions=64)):
         berlin, lisbon = (store_memory("ana", text, said_at=said_at).memory_id
                           for text, said_at in (("I live in Berlin.", "2024-05-01T10:00:00"),
                                                 ("I moved from Berlin to Lisbon.", "2024-06-01T10:00:00")))
         assert recall_trips(sent) == 3  # search + window counts, hydrate, post-effects
-        supersede(*(ChatMemory.query.get(agent_id="ana", memory_id=m) for m in (berlin, lisbon)))
-        assert recall_trips(sent) == 4
+        older = ChatMemory.query.get(agent_id="ana", memory_id=berlin)
+        supersede(older, ChatMemory.query.get(agent_id="ana", memory_id=lisbon))
+        assert [recall_once(sent) for _ in range(3)] == [4, 3, 3]  # the first finds it superseded
+        restore(ChatMemory.query.get(agent_id="ana", memory_id=berlin))
+        assert [recall_once(sent) for _ in range(3)] == [4, 3, 3]  # the first finds nothing superseded
