@@ -96,7 +96,7 @@ class _Loaded:
         return [(i, self.content[i]) for i in ids if i in self.content and i not in self.superseded]
 
 
-def bulk_learn(memory: FrameMemory, blocks: Sequence[dict[str, Any]], *, batch: int = 256,
+def bulk_learn(memory: FrameMemory, blocks: Sequence[dict[str, Any]], *, batch: int = 64,
                new_id: Callable[[], str] = _new_id) -> list[str]:
     """Store ``blocks`` (``{"text", "tags", "category"}`` each) in ``memory``'s partition, which
     holds none yet, as ``memory.learn`` called on each in order would; returns their ids."""
