@@ -72,6 +72,7 @@ import facts
 import locomo
 import redmem
 from common import CommandCounter, hash_vectors, machine, summary, write_results
+from frames_bulk import bulk_learn
 from latency import latency_figures, used_memory
 from locomo import evaluate, load
 from peers.elfmem_bridge import ELFMEM_VERSION, ElfmemProcess
@@ -114,10 +115,12 @@ def workload(n: int, queries: int) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- redmem
-def ingest_frames(memory: FrameMemory, work: dict[str, Any]) -> dict[str, float]:
-    """Learn the blocks, connect the edges, record the contradictions: the seconds of each."""
+def ingest_frames(memory: FrameMemory, work: dict[str, Any], bulk: bool = False) -> dict[str, float]:
+    """Learn the blocks (``bulk``: :func:`frames_bulk.bulk_learn`, the same keys in pipelined
+    batches), connect the edges, record the contradictions: the seconds of each."""
     started = time.perf_counter()
-    ids = [memory.learn(b["text"], tags=b["tags"], category=b["category"]) for b in work["blocks"]]
+    ids = bulk_learn(memory, work["blocks"]) if bulk else [
+        memory.learn(b["text"], tags=b["tags"], category=b["category"]) for b in work["blocks"]]
     learned = time.perf_counter()
     for a, b, weight in work["edges"]:
         memory.connect(ids[a], ids[b], weight=weight)
@@ -180,10 +183,12 @@ def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any,
     memory.begin_session()
     ingest: dict[str, Any] = {"reused": True}
     if not (args.reuse and clients[0].exists(LOADED_KEY.format(n=n))):
-        ingest = ingest_frames(memory, work)
-        ingest.update(blocks_per_s=n / ingest["learn_seconds"], bytes_per_block=(used_memory(clients) - before) / n,
+        ingest = ingest_frames(memory, work, args.bulk)
+        ingest.update(blocks_per_s=n / ingest["learn_seconds"], bulk=args.bulk, bytes_per_block=(used_memory(clients) - before) / n,
                       edges=len(work["edges"]), contradictions=len(work["contradictions"]))
         clients[0].set(LOADED_KEY.format(n=n), 1)
+        if args.save:
+            clients[0].save()  # the RDB holds the partition as learned, before any frame() reinforced it
     questions = [q for q, _ in work["questions"]]
     frames_many(memory, "attention", questions[:WARMUP], provider)
     runs = [frames_many(memory, "attention", questions, provider) for _ in range(args.repeats)]
@@ -383,6 +388,10 @@ def parse(argv: list[str] | None) -> Any:
                         help="latency: a Redis URL to use (one size per server) instead of a fresh private server")
     parser.add_argument("--reuse", action="store_true",
                         help="latency: with --server, skip learning when a former run left the N blocks there")
+    parser.add_argument("--bulk", action="store_true",
+                        help="latency: load the blocks with frames_bulk.bulk_learn (what learn() writes, pipelined)")
+    parser.add_argument("--save", action="store_true",
+                        help="latency: with --server, SAVE the server's RDB once the N blocks are learned (before any frame)")
     parser.add_argument("--quick", action="store_true", help="N = 1k, 2k; 50 queries; 1 repeat; 1 conversation")
     parser.add_argument("--out", default="frames", help="results/<out>.json and .md ('' writes nothing)")
     args = parser.parse_args(argv)

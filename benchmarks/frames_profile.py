@@ -121,9 +121,11 @@ def profile(args: Any) -> dict[str, Any]:
     for question in questions:
         trips, embedded = CommandCounter.snapshot()[0], provider.seconds
         wall, cpu = time.perf_counter(), time.process_time()
-        profiler.enable()
+        if args.profile:
+            profiler.enable()
         result = call("attention", question, top_k=TOP_K)
-        profiler.disable()
+        if args.profile:
+            profiler.disable()
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         blocks = result if args.mode == "recall" else result.blocks
         answers.append([(b.id, b.score) for b in blocks])
@@ -138,9 +140,9 @@ def profile(args: Any) -> dict[str, Any]:
         per_command[label] += micros
         counted[label] += 1
     calls = len(questions)
-    stats = pstats.Stats(profiler)
-    stages = {}
-    for (_, _, function), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+    stats = pstats.Stats(profiler) if args.profile else None
+    stages: dict[str, float] = {}
+    for (_, _, function), (_, _, _, cumulative, _) in stats.stats.items() if stats else ():  # type: ignore[attr-defined]
         if function in STAGES:
             stages[STAGES[function]] = stages.get(STAGES[function], 0.0) + cumulative * 1000 / calls
     if args.ids:
@@ -159,7 +161,7 @@ def profile(args: Any) -> dict[str, Any]:
         "server_commands_per_call": {k: v / calls for k, v in counted.most_common()},
         "vector_rank_ms": vector_rank_ms(memory, provider, questions),
         "client_ms_per_call_by_stage": dict(sorted(stages.items(), key=lambda kv: -kv[1])),
-        "top_functions": top_functions(stats, calls),
+        "top_functions": top_functions(stats, calls) if stats else [], "profiled": args.profile,
     }
 
 
@@ -198,6 +200,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--vectors", choices=["minilm", "hash"], default="hash")
     parser.add_argument("--mode", choices=["recall", "frame"], default="recall")
+    parser.add_argument("--no-profile", dest="profile", action="store_false",
+                        help="leave cProfile off: the process CPU per call without the profiler's own cost")
     parser.add_argument("--ids", default=None, help="write each call's (id, score) pairs to this JSON file")
     parser.add_argument("--out", default="", help="results/<out>.json and .md ('' writes nothing)")
     args = parser.parse_args(argv)

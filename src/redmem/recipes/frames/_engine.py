@@ -39,7 +39,7 @@ from ._definitions import (
 from ._effects import CacheWrite, apply_effects
 from ._explain import FrameTrail
 from ._guarantees import oversampled, select, suppress_contradictions
-from ._learning import WiringPlan, active_hours_of, append_block
+from ._learning import WiringPlan, active_hours_of, append_block, plan_from_hits
 from ._models import DECAY_TIERS, Block, decay_tier
 from ._neighbours import NEIGHBOURS
 from ._rendering import fit_blocks
@@ -158,14 +158,13 @@ class FrameMemory:
             return None
         space = self.space
         hits = run_search(self.client, Block.embedding.searcher(space, vector, wiring.neighbours_wanted))
-        links = [(other, cosine) for other, cosine in hits[: wiring.max_links] if cosine >= wiring.link_similarity]
-        near = [other for other, cosine in hits if cosine >= wiring.flag_similarity]
-        verdicts: dict[str, list[str]] = {"supersedes": [], "duplicate": []}
-        if near:
-            for older in load_records(Block, [DbKey(space, other) for other in near], track=False):
-                if older.valid_to is None:  # a block superseded already is not judged again
-                    verdicts.get(wiring.judge(text, older.content or ""), []).append(older.db_key.record_id)
-        return WiringPlan(DbKey(space, block_id), links, verdicts["duplicate"], verdicts["supersedes"])
+
+        def current(ids: list[str]) -> list[tuple[str, str]]:
+            return [(older.db_key.record_id, older.content or "")
+                    for older in load_records(Block, [DbKey(space, other) for other in ids], track=False)
+                    if older.valid_to is None]  # a block superseded already is not judged again
+
+        return plan_from_hits(DbKey(space, block_id), text, hits, wiring, current)
 
     def supersede(self, older: str, newer: str) -> None:
         """Record that block ``newer`` replaces block ``older`` (what :meth:`learn` does when its

@@ -43,7 +43,7 @@ from ...store._scripts import ScriptCall
 from ._bound import NO_BOUND, ScoreBound
 from ._definitions import FrameDefinition
 from ._keys import FrameKeyKind
-from ._models import DECAY_TIERS, Block
+from ._models import Block
 from ._prefix_index import pattern_range
 from ._scoring import FrameCandidate
 
@@ -62,7 +62,7 @@ FUSION = "convex"
 FUSION_WEIGHTS: dict[str, float] = {}
 #: The stored fields a candidate carries back from the candidate script.
 STORED = ("content", "tags", "category", "status")
-_ROW = 6 + len(STORED)
+_STORED_COUNT = len(STORED)
 
 
 @dataclass
@@ -237,19 +237,21 @@ def _fused(retrieved: Retrieved) -> dict[str, float]:
 
 def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float], seeds_wanted: int = 0) -> Gathered:
     """The candidate script's reply as candidates (with their fused score when they were seeds),
-    and the blocks it left out as superseded (their place in the fused ranking, their fused score)."""
-    seeds = {_text(record_id) for record_id in reply[1]}
-    expanded = {_text(record_id) for record_id in reply[2]}
-    data, candidates, stored = reply[4], [], {}
-    for i in range(0, len(data), _ROW):
-        block_id = _text(data[i])
-        candidates.append(FrameCandidate(
-            id=block_id, last_reinforced=float(data[i + 1]), confidence=float(data[i + 2]),
-            reinforcement_count=int(float(data[i + 3])), decay_lambda=float(data[i + 4] or DECAY_TIERS["standard"]),
-            degree=float(data[i + 5]), similarity=similarity.get(block_id, 0.0) if block_id in seeds else 0.0,
-            was_expanded=block_id in expanded,
-        ))
-        stored[block_id] = data[i + 6: i + _ROW]
+    and the blocks it left out as superseded (their place in the fused ranking, their fused score).
+    The candidates' numbers come as one string, five a candidate (last reinforced, confidence,
+    reinforcement count, decay lambda, degree), read with ``float`` as each stored string."""
+    seeds, expanded = [_text(i) for i in reply[1]], [_text(i) for i in reply[2]]
+    ids = seeds + expanded + [_text(i) for i in reply[9]]
+    numbers = list(map(float, reply[10].split()))
+    similar = {block_id: similarity.get(block_id, 0.0) for block_id in seeds}
+    expanded_set, data = frozenset(expanded), reply[4]
+    candidates = [
+        FrameCandidate(id=block_id, last_reinforced=numbers[5 * n], confidence=numbers[5 * n + 1],
+                       reinforcement_count=int(numbers[5 * n + 2]), decay_lambda=numbers[5 * n + 3],
+                       degree=numbers[5 * n + 4], similarity=similar.get(block_id, 0.0),
+                       was_expanded=block_id in expanded_set)
+        for n, block_id in enumerate(ids)]
+    stored = {block_id: data[_STORED_COUNT * n: _STORED_COUNT * (n + 1)] for n, block_id in enumerate(ids)}
     pairs, linked = (
         [(_text(flat[i]), _text(flat[i + 1])) for i in range(0, len(flat), 2)] for flat in (reply[5], reply[8]))
     out = reply[7]

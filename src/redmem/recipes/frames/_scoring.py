@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ...context._explain import Explanation
 from ...context._result import ContextResult, Trail
 from ...model._dbkey import DbKey
@@ -197,15 +199,33 @@ def score_candidates(
 ) -> list[Scored]:
     """Score every candidate (centrality and reinforcement normalised over ``candidates``; recency,
     reinforcement and centrality damped to ``feedback_cap``, None: the raw weights), best first;
-    equal scores by block id."""
-    central = centralities({c.id: c.degree for c in candidates})
-    most = max((c.reinforcement_count for c in candidates), default=0)
-    scored = []
-    for c in candidates:
-        fresh = recency(c.decay_lambda, now_hours - c.last_reinforced)
-        reinforced = log_normalised_reinforcement(c.reinforcement_count, most)
-        score = frame_composite(weights, c.similarity, c.confidence, fresh, central[c.id], reinforced, feedback_cap)
-        scored.append(Scored(c, fresh, central[c.id], reinforced, score))
+    equal scores by block id.
+
+    The same numbers as :func:`recency`, :func:`log_normalised_reinforcement`,
+    :func:`centralities` and :func:`frame_composite` one candidate at a time (the weighted sums
+    over arrays, in the same order of operations; ``exp`` and ``log1p`` from :mod:`math`), without
+    a call per candidate and signal."""
+    if not candidates:
+        return []
+    degree = np.array([c.degree for c in candidates], dtype=np.float64)
+    top = float(degree.max())
+    central = np.minimum(np.maximum(degree, 0.0) / top, 1.0) if top > 0 else np.zeros(len(candidates))
+    counts = [c.reinforcement_count for c in candidates]
+    most = max(counts)
+    log_most = math.log1p(most) if most > 0 else 0.0
+    reinforced = np.array([math.log1p(count) / log_most for count in counts] if most > 0 else [0.0] * len(counts))
+    ago = now_hours - np.array([c.last_reinforced for c in candidates], dtype=np.float64)
+    exponents = -np.array([c.decay_lambda for c in candidates], dtype=np.float64) * np.maximum(ago, 0.0)
+    fresh = np.array([math.exp(x) for x in exponents.tolist()])
+    feedback = weights.recency * fresh + weights.reinforcement * reinforced + weights.centrality * central
+    if feedback_cap is not None:
+        share = weights.recency + weights.reinforcement + weights.centrality
+        feedback = feedback_cap * feedback / share if share > 0 else np.zeros(len(candidates))
+    similarity = np.array([c.similarity for c in candidates], dtype=np.float64)
+    confidence = np.array([c.confidence for c in candidates], dtype=np.float64)
+    scores = weights.similarity * similarity + weights.confidence * confidence + feedback
+    scored = [Scored(c, r, k, m, v) for c, r, k, m, v in
+              zip(candidates, fresh.tolist(), central.tolist(), reinforced.tolist(), scores.tolist())]
     return sorted(scored, key=lambda s: (-s.score, s.candidate.id))
 
 

@@ -18,15 +18,18 @@
 -- ARGV[11] n, then n stored field names returned for each candidate   then three groups, each a count n
 -- followed by n (low, high) lex bounds: tag ranges, category ranges, guarantee ranges; then a count n
 -- and n fused scores (the similarity of the ranked ids, in order); then the ranking's ids, best first
--- returns {now_hours, seeds, expanded, guaranteed, {id, last, confidence, count, lambda, degree, fields...} of
---          seeds, expanded, then guaranteed blocks neither (the fields false for an expanded block that
+-- returns {now_hours, seeds, expanded, guaranteed, {fields...} of each candidate: the seeds, the expanded
+--          blocks, then the guaranteed blocks neither (the fields false for an expanded block that
 --          cannot be chosen: top_k seeds that contradict nothing score above the most it can score),
 --          {a, b, ...} contradicting pairs among the candidates, ranked ids examined,
 --          {id, superseded_by, rank, ...} the ranked blocks left out as superseded (their window closed
 --          by as_of) that would otherwise have been seeds: eligible but for it, met before the seeds
 --          and they together filled the seeds wanted; rank: the place in the ranking, 1-based},
 --          {a, b, ...} pairs of candidates joined by an edge, a a seed (a seed's edges: read by the
---          expansion; the edges between two other candidates are not looked up)}
+--          expansion; the edges between two other candidates are not looked up), the guaranteed blocks
+--          neither seed nor expanded, "last confidence count lambda degree ..." of each candidate in the
+--          same order: one string of the stored numbers as Redis wrote them, space-separated (one reply
+--          element instead of six per candidate; the client reads them as it read them one by one)}
 local clock = redis.call("HMGET", KEYS[1], "hours", "started")
 local now = tonumber(ARGV[1])
 local hours = tonumber(clock[1] or "0")
@@ -193,7 +196,7 @@ for _, id in ipairs(pinned) do
   end
 end
 
-local data, pairs_out, linked = {}, {}, {}
+local data, pairs_out, linked, numbers = {}, {}, {}, {}
 local everyone = {}
 for _, list in ipairs({seeds, expanded, extra}) do
   for _, id in ipairs(list) do everyone[#everyone + 1] = id end
@@ -252,12 +255,11 @@ local function hopeless(id)
 end
 local function collect(list, bounded)
   for _, id in ipairs(list) do
-    table.insert(data, id)
-    table.insert(data, last[id])
-    table.insert(data, confidence_of[id] or initial)
-    table.insert(data, count_of[id] or "0")
-    table.insert(data, lambda_of[id] or "0.01")
-    table.insert(data, degree_of[id] or "0")
+    numbers[#numbers + 1] = last[id]
+    numbers[#numbers + 1] = confidence_of[id] or initial
+    numbers[#numbers + 1] = count_of[id] or "0"
+    numbers[#numbers + 1] = lambda_of[id] or "0.01"
+    numbers[#numbers + 1] = degree_of[id] or "0"
     if bounded and hopeless(id) then
       for _ = 1, #stored do table.insert(data, false) end
     elseif #stored > 0 then
@@ -282,4 +284,4 @@ collect(seeds)
 collect(expanded, true)
 collect(extra)
 local h = string.format("%.17g", hours)
-return {h, seeds, expanded, guaranteed, data, pairs_out, examined, superseded, linked}
+return {h, seeds, expanded, guaranteed, data, pairs_out, examined, superseded, linked, extra, table.concat(numbers, " ")}
