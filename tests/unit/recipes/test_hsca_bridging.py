@@ -183,34 +183,18 @@ def gate_model() -> EmbeddingDomains:
     )
 
 
-def test_one_close_pair_in_a_beat_far_from_the_earlier_side_makes_no_bridge():
+def test_one_close_pair_in_a_beat_far_from_the_earlier_side_makes_no_link():
     """One turn pair at the bridge cosine is chance when the two sides' meanings are far apart
-    (issue 30, round j: controls took A's domain from a single turn pair)."""
+    (issue 30, round j: eval 5's controls took A's domain from a single turn pair); the same
+    pair links when its beat as a whole is near the earlier side."""
     model = gate_model()
-    engine = HSCAEngine(domain_model=model)
-    earlier, later = replay(engine, ["Alpha bravo charlie.", "Delta echo foxtrot."], ["Golf hotel india.", "Juliet kilo lima."])
-    snapshots = engine.get_macro_context()
-    assert [{c.chunk_id for c in s.chunks} for s in snapshots] == [earlier, later]
-    assert float(model.vector("Golf hotel india.") @ model.vector("Alpha bravo charlie.")) >= model.bridge
-    assert bridges(engine) == []
-
-
-def test_the_same_close_pair_bridges_when_its_beat_is_near_the_earlier_side():
-    model = gate_model()
-    engine = HSCAEngine(domain_model=model)
-    earlier, later = replay(engine, ["Alpha bravo charlie.", "Delta echo foxtrot."], ["Golf hotel india."])
-    (bridge,) = bridges(engine)
-    assert {c.chunk_id for c in bridge.chunks} >= later and {c.chunk_id for c in bridge.chunks} & earlier
-
-
-def test_a_turn_takes_no_domain_from_the_turn_before_it():
-    """Its tags are its own meaning's: a relation to an earlier turn goes through a bridge
-    snapshot, not through the later turn's tags."""
-    model = gate_model()
-    engine = HSCAEngine(domain_model=model)
-    engine.ingest_turn("Alpha bravo charlie.")
-    later = engine.ingest_turn("Golf hotel india.")
-    assert later.domain_tags == model.classify(parse_turn("Golf hotel india.")) == ["poetry"]
+    earlier = [score_turn(t, 5, domain_model=model) for t in ("Alpha bravo charlie.", "Delta echo foxtrot.")]
+    close, away = (score_turn(t, 5, domain_model=model) for t in ("Golf hotel india.", "Juliet kilo lima."))
+    assert close.chunk.domain_tags[0] == away.chunk.domain_tags[0] == "poetry"
+    assert float(model.vector(close.parsed.text) @ model.vector(earlier[0].parsed.text)) >= model.bridge
+    assert side_cosine([close, away], earlier, model) < model.bridge <= side_cosine([close], earlier, model)
+    assert bridge_links([close, away], earlier, model) == []
+    assert bridge_links([close], earlier, model) == [(earlier[0], close), (earlier[1], close)]
 
 
 POOL = ["Alpha bravo charlie.", "Delta echo foxtrot.", "Golf hotel india.", "Juliet kilo lima."]

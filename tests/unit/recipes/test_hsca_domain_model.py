@@ -1,5 +1,5 @@
-"""HSCA layer 2 by meaning: EmbeddingDomains tags by a turn's own meaning (nearest prototypes),
-and falls back to the keyword tags when the embedder fails."""
+"""HSCA layer 2 by meaning: EmbeddingDomains tags by prototype centroids, bridges a related earlier
+turn's domain, and falls back to the keyword tags when the embedder fails."""
 
 from __future__ import annotations
 
@@ -42,19 +42,12 @@ def test_tags_by_meaning_without_the_keywords(meaning):
     assert meaning.topical("Thinkers asked why a promise binds us at all.")[0] == "philosophical"
 
 
-def test_a_turn_close_to_an_earlier_one_keeps_its_own_tags():
-    """Issue 30, round j: a turn no longer takes the best domain of an earlier turn close to it
-    (one pair of turns reaches the bridge cosine by chance); the relation goes through a bridge
-    snapshot, which needs both sides' meanings close (:mod:`redmem.recipes.hsca._bridging`)."""
-    meaning = EmbeddingDomains(MiniLMEmbeddings(), floor=0.15, bridge=0.2)
-    induction = "Like that, it covers every natural number."
-    promise = "Thinkers from Hume to Rawls asked why a promise binds us at all."
-    assert float(meaning.vector(induction) @ meaning.vector(promise)) >= meaning.bridge
-    engine = HSCAEngine(domain_model=meaning)
-    engine.ingest_turn("A proof by induction shows a statement for one, then from each case to the next.")
-    engine.ingest_turn(induction)
-    later = engine.ingest_turn(promise)
-    assert later.domain_tags == meaning.classify(parse_turn(promise)) == ["philosophical"]
+def test_a_related_earlier_turn_lends_its_domain_and_an_unrelated_one_does_not(meaning):
+    fable = parse_turn("Aesop's tortoise kept a slow steady pace while the hare slept.")
+    rabbit = parse_turn("A rabbit in our garden dashed across the lawn every morning.")
+    unrelated = parse_turn("The court dismissed the lawsuit because it was filed too late.")
+    assert "narrative" in meaning.classify(fable, [rabbit])
+    assert meaning.classify(fable, [unrelated]) == meaning.classify(fable)
 
 
 def test_classification_is_deterministic_and_never_raises():

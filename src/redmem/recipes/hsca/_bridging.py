@@ -1,9 +1,9 @@
 """Backward bridging: a later beat that means what an earlier, frozen beat meant is linked to it
 through a new snapshot; the frozen snapshot is never edited.
 
-A turn's tags are its own meaning's (:meth:`.domain_model.EmbeddingDomains.classify`; it used to
-take the best domain of one earlier turn close to it, which unrelated turns reach by chance), so
-every relation between a later beat and earlier material is a bridge snapshot. When a beat becomes a
+Forward bridging happens in layer 2 (:meth:`.domain_model.EmbeddingDomains.classify`): a turn
+takes the best domain of an earlier turn close to it by meaning. The earlier turn's snapshot is
+already frozen by then, so it cannot take the later turn's domain. When a beat becomes a
 snapshot, each of its turns is compared with the turns of earlier snapshots (the engine's last
 ``max_buffer_chunks``); a pair is a link when::
 
@@ -12,14 +12,15 @@ snapshot, each of its turns is compared with the turns of earlier snapshots (the
                                     and   cos(mean(beat), mean(own(earlier))) >= bridge
 
 where ``own`` is a turn's first topical tag (not ``conversational``, ``unclassified`` or
-``cross_domain``): layer 2 lists a turn's best domains first. The cosine and the threshold are
+``cross_domain``): layer 2 lists a turn's own domains before those it took from its context, so a
+turn that only borrowed the earlier domain links nothing back. The cosine and the threshold are
 the domain model's. ``mean(beat)`` is the unit mean vector of the later beat's turns and
 ``mean(own(earlier))`` that of the earlier turns sharing the earlier turn's own domain: one pair
 of turns reaches the bridge cosine by chance (unrelated turns meet at 0.2-0.25), so the link
 also needs the two sides' meanings as a whole to be that close: evidence from more than the one
-pair. (Issue 30, round j: on eval 5's tuning half, every pair's A side with every unrelated B
-side, 196 controls: the mean vectors separate pairs from controls better than the closest turn
-pair, AUC 0.89 against 0.86.) Two turns both about everyday life (``EVERYDAY_DOMAINS``: family, food,
+pair. (Issue 30, round j, eval 5's tuning half at floor 0.15 and bridge 0.2: the two sides' mean
+vectors separate pairs from controls better than their closest turn pair, AUC 0.89 against 0.86;
+with every unrelated B side as a control, 196 in all, false bridges 23 -> 21, the same 13 of 16 pairs.) Two turns both about everyday life (``EVERYDAY_DOMAINS``: family, food,
 emotions, ...) are never a link: neighbouring chat turns are that close all the time, and a bridge
 joins a subject to something else. The linked
 turns become a **bridge snapshot**, the next position after the beat's: copies of both turns

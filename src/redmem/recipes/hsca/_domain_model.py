@@ -14,14 +14,11 @@ A domain is tagged when::
 
     sim(v, d) >= floor   and   sim(v, d) >= max_d' sim(v, d') - margin
 
-(at most :data:`MAX_TAGS`, best first). A chunk's tags are its own: it takes no domain from the
-turns before it. A later turn that means what an earlier one meant in another domain is joined
-to it by a bridge snapshot (:mod:`.bridging`, ``cos >= bridge``), which needs evidence from
-more than one turn; a tag borrowed at ingestion needed one earlier turn at ``cos >= bridge``,
-and unrelated turns reach 0.2-0.25 by chance (issue 30, round j: on eval 5's tuning half, every
-pair's A with every unrelated B, 196 controls, 23 shared A's domain, 11.7 %; without the
-borrowed tags and with the bridge snapshot's beat test, 18, 9.2 %, at the same 13 of 16 pairs;
-eval 1's real tuning half 17 -> 18 of 18, eval 2's written 14 -> 15 of 15). ``conversational`` (a register, only when no topical domain is
+(at most :data:`MAX_TAGS`, best first). A chunk also takes the best domain of each earlier turn
+of its context (the engine's recent turns) whose vector is close to its own
+(``cos >= bridge``): the semantic thread carries the earlier framing across the domain
+boundary, so a text about a rabbit's race and one about Aesop's fable share ``narrative``
+though they share no keyword. ``conversational`` (a register, only when no topical domain is
 found) follows the keyword classifier's rule. ``cross_domain`` is tagged when two unrelated
 domains each hold a share of the turn by meaning: the turn's best domain and, for a turn of
 several sentences (at most `SHARE_SENTENCES`), each sentence's best domain; a subject domain the
@@ -29,7 +26,7 @@ keyword lists name holds a share when the turn's similarity to it reaches the fl
 domain near the whole turn (within the margin) is a tag, not a share: one sentence as near two
 domains is ambiguous, not about both (issue 30: single sentences of Python's docs as near
 poetry as technical prose were cross-domain). A domain only named while the
-meaning is far from it is kept as a tag but is a mention, not a
+meaning is far from it, or one taken from the context, is kept as a tag but is a mention, not a
 share: it does not make the turn cross-domain (issue 30: licence clauses that say "software"
 were tagged cross-domain; eval 2's tuning halves, real text 13 % -> 47 %, written 93 % -> 93 %;
 without the keyword-named share: 40 % and 7 %). Any failure of the embedder gives the keyword classifier's tags:
@@ -73,8 +70,8 @@ MAX_TAGS = 2
 DEFAULT_FLOOR = 0.2
 #: How far below the best domain's cosine another domain may be and still be tagged.
 DEFAULT_MARGIN = 0.05
-#: Cosine between two turns, and between the mean vectors of their sides, from which a bridge
-#: snapshot joins them (:mod:`.bridging`; calibrated with the floor on eval 5's tuning half).
+#: Cosine between two turns from which the later one takes the earlier one's best domain
+#: (calibrated with the floor on eval 5's tuning half).
 DEFAULT_BRIDGE = 0.3
 #: How far below the best everyday topic's cosine a subject domain (the spec's) may be and still
 #: be chosen over it: the spec's vocabulary first, the everyday topics when a turn is about none of it.
@@ -222,15 +219,14 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
 
 
 class EmbeddingDomains:
-    """Domain tags by cosine to each domain's nearest prototypes (module docstring).
+    """Domain tags by cosine to each domain's prototype centroid (module docstring).
 
     Args:
         embedder: any redmem embedding provider (``embed(texts) -> unit rows``), e.g.
             :class:`~redmem.embeddings.MiniLMEmbeddings`.
         floor: the least cosine to a centroid for a tag.
         margin: how far below the best cosine a second tag may be.
-        bridge: the cosine between two turns (and between their beats' mean vectors) from which a
-            bridge snapshot joins them (:mod:`.bridging`).
+        bridge: the cosine between two turns from which the later takes the earlier's best domain.
         prototypes: per topical domain, the sentences of its centroid (default
             :data:`DOMAIN_PROTOTYPES`); a domain without sentences is never tagged by meaning.
     """
@@ -299,10 +295,12 @@ class EmbeddingDomains:
             (d for d, c in group.items() if c >= self.floor and c >= best - self.margin), key=lambda d: -group[d]
         )[:MAX_TAGS]
 
-    def classify(self, turn: ParsedTurn, keyword_weights: KeywordWeights | None = None) -> list[str]:
-        """The chunk's domain tags by its own meaning, with the subject domains its keywords name
-        (``keyword_weights`` as in :func:`.domains.classify_domains`); the keyword tags if the
-        embedder fails. No tag is taken from the turns before it (module docstring)."""
+    def classify(
+        self, turn: ParsedTurn, context: Sequence[ParsedTurn] = (), keyword_weights: KeywordWeights | None = None
+    ) -> list[str]:
+        """The chunk's domain tags by meaning, with the subject domains its keywords name
+        (``keyword_weights`` as in :func:`.domains.classify_domains`) and those bridged from
+        ``context``; the keyword tags if the embedder fails."""
         if not turn.sentences:
             return [DomainTag.UNCLASSIFIED.value]
         try:
@@ -312,6 +310,10 @@ class EmbeddingDomains:
                 chosen = named or chosen
             else:
                 chosen += named
+            own = self.vector(turn.text)
+            for past in context:
+                if past.sentences and float(self.vector(past.text) @ own) >= self.bridge:
+                    chosen += self.topical(past.text)[:1]
         except Exception:  # fail closed: a broken embedder must not stop ingestion
             self.failures += 1
             return classify_domains(turn, keyword_weights)
@@ -350,7 +352,7 @@ class EmbeddingDomains:
         subject domains its keywords name when its vector reaches that domain's floor, and, when
         it has several sentences, each sentence's best one. A second domain as near the whole
         turn is ambiguity, not a share. A domain its keywords name while its
-        meaning is far from it is a mention, not a share: it
+        meaning is far from it, or one borrowed from the context, is a mention, not a share: it
         never makes the turn cross-domain (a lease ruling that mentions a server is about the lease)."""
         held = self.topical(turn.text)[:1]
         similar = self.similarities(turn.text)

@@ -78,7 +78,7 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
         text=parsed.text,
         layer1_score=weighted_layer1(discounted, flags, flag_weights),
         domain_tags=(classify_domains(parsed, keyword_weights) if domain_model is None
-                     else domain_model.classify(parsed, keyword_weights)),
+                     else domain_model.classify(parsed, context, keyword_weights)),
         coherence_score=coherence_score(parsed),
         nuance_flags=flags,
         parent_id=None,
