@@ -3,14 +3,15 @@ through a new bridge snapshot carrying both domains; the frozen snapshot is neve
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redmem.embeddings import MiniLMEmbeddings
 from redmem.recipes.hsca import ContextSnapshot, EmbeddingDomains, HSCAEngine, WeightedChunk
-from redmem.recipes.hsca._bridging import with_evidence
-from redmem.recipes.hsca._scoring import ScoredTurn
+from redmem.recipes.hsca._bridging import _own_domain, bridge_links, side_cosine, with_evidence
+from redmem.recipes.hsca._scoring import ScoredTurn, score_turn
 from redmem.recipes.hsca._text import parse_turn
 
 POEM = [
@@ -151,3 +152,72 @@ def test_a_bridge_of_weightless_turns_brings_the_heaviest_turn_of_each_beat(old_
             heaviest = max(beat, key=lambda t: t.chunk.layer1_score)
             assert heaviest.chunk.layer1_score == 0 or heaviest.chunk.chunk_id in held
         assert all(a in old_beat and b in new_beat for a, b in out)
+
+
+class Table:
+    """An embedder that looks each text up in a table of vectors (words of no domain's keyword list)."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.array([self.vectors[t] for t in texts], dtype=np.float32)
+
+
+#: Two domains on two axes; an earlier beat on the legal axis; a later poetry beat whose first
+#: turn leans towards it (cosine 0.41 >= the bridge cosine 0.3) and whose second leans away, so
+#: the later beat as a whole is far from it (mean vector at cosine -0.13).
+GATE_VECTORS = {
+    "Courts weigh ledgers.": [1.0, 0.0, 0.0],
+    "Verses sing softly.": [0.0, 1.0, 0.0],
+    "Alpha bravo charlie.": [1.0, 0.0, 0.0],
+    "Delta echo foxtrot.": [1.0, 0.05, 0.0],
+    "Golf hotel india.": [0.4, 0.9, 0.0],
+    "Juliet kilo lima.": [-0.6, 0.5, 0.6],
+}
+
+
+def gate_model() -> EmbeddingDomains:
+    return EmbeddingDomains(
+        Table(GATE_VECTORS), prototypes={"legal": ["Courts weigh ledgers."], "poetry": ["Verses sing softly."]}
+    )
+
+
+def test_one_close_pair_in_a_beat_far_from_the_earlier_side_makes_no_link():
+    """One turn pair at the bridge cosine is chance when the two sides' meanings are far apart
+    (issue 30, round j: eval 5's controls took A's domain from a single turn pair); the same
+    pair links when its beat as a whole is near the earlier side."""
+    model = gate_model()
+    earlier = [score_turn(t, 5, domain_model=model) for t in ("Alpha bravo charlie.", "Delta echo foxtrot.")]
+    close, away = (score_turn(t, 5, domain_model=model) for t in ("Golf hotel india.", "Juliet kilo lima."))
+    assert close.chunk.domain_tags[0] == away.chunk.domain_tags[0] == "poetry"
+    assert float(model.vector(close.parsed.text) @ model.vector(earlier[0].parsed.text)) >= model.bridge
+    assert side_cosine([close, away], earlier, model) < model.bridge <= side_cosine([close], earlier, model)
+    assert bridge_links([close, away], earlier, model) == []
+    assert bridge_links([close], earlier, model) == [(earlier[0], close), (earlier[1], close)]
+
+
+POOL = ["Alpha bravo charlie.", "Delta echo foxtrot.", "Golf hotel india.", "Juliet kilo lima."]
+axis = st.floats(-1.0, 1.0, allow_nan=False).map(lambda x: round(x, 2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(axis, axis, axis).filter(lambda v: sum(x * x for x in v) > 0.01), min_size=4, max_size=4),
+    st.lists(st.integers(0, 3), min_size=1, max_size=3),
+    st.lists(st.integers(0, 3), min_size=1, max_size=3),
+)
+def test_every_link_has_both_its_turns_and_both_sides_at_the_bridge_cosine(vectors, old_at, new_at):
+    """Whatever the vectors: a link's two turns reach the bridge cosine, and so do the mean
+    vectors of the later beat and of the earlier turns of the linked turn's own domain."""
+    table = {**dict(zip(POOL, (list(v) for v in vectors), strict=True)),
+             "Courts weigh ledgers.": [1.0, 0.0, 0.0], "Verses sing softly.": [0.0, 1.0, 0.0]}
+    model = EmbeddingDomains(
+        Table(table), prototypes={"legal": ["Courts weigh ledgers."], "poetry": ["Verses sing softly."]}
+    )
+    earlier = [score_turn(POOL[i], 5, domain_model=model) for i in old_at]
+    later = [score_turn(POOL[i], 5, domain_model=model) for i in new_at]
+    for old, new in bridge_links(later, earlier, model):
+        assert float(model.vector(old.parsed.text) @ model.vector(new.parsed.text)) >= model.bridge
+        same = [t for t in earlier if _own_domain(t.chunk) == _own_domain(old.chunk)]
+        assert side_cosine(later, same, model) >= model.bridge
