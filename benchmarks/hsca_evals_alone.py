@@ -8,12 +8,15 @@ A full ``hsca_evals.py`` run takes most of an hour on the shared host; a round t
 eval's cases or engine path re-runs that eval here on the same frozen cases (hashes checked), with
 its baselines and, for evals 1, 2 and 4, the written cases beside. ``--split tuning`` keeps the
 held-out half out of sight (engine work); the verdict needs both halves. Eval 3 runs with the
-same history and tuner as the full run (its steps given).
+same history and tuner as the full run (its steps given); ``--max-queries`` lets the tuner read
+more of a long history than :data:`~redmem.recipes.hsca._tuning.MAX_QUERIES` (a diagnostic: how
+far a more informative history moves the parameters, the shrink being ``n / (n + PRIOR_QUERIES)``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 from typing import Any
@@ -21,7 +24,8 @@ from typing import Any
 import common
 import hsca_evals as he
 import redmem
-from redmem.recipes.hsca import HSCAEngine
+from redmem.recipes.hsca import HSCAEngine, tune
+from redmem.recipes.hsca._tuning import MAX_QUERIES
 from redmem.store._embedded import EmbeddedServer
 
 RUNS = {1: ("eval1_fidelity", he.eval_fidelity, he.fidelity_baselines),
@@ -72,6 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--evals", type=int, nargs="+", choices=(1, 2, 3, 4), required=True)
     parser.add_argument("--split", choices=he.SPLITS, default=None, help="one half only (engine work: tuning)")
     parser.add_argument("--steps", type=int, nargs="+", default=[0, 100, 1000], help="eval 3's history sizes")
+    parser.add_argument("--max-queries", type=int, default=MAX_QUERIES,
+                        help="eval 3: the most queries one tuning reads (tune()'s max_queries; a diagnostic)")
     parser.add_argument("--no-written", action="store_true", help="skip the written cases of evals 1, 2, 4")
     parser.add_argument("--out", required=True, help="results/<out>.json and .md")
     args = parser.parse_args(argv)
@@ -90,10 +96,11 @@ def main(argv: list[str] | None = None) -> None:
                 key = name if kind == "real" else f"{name}_written"
                 evals[key] = {"kind": kind} | summary(name, run(cases, HSCAEngine), trivial(cases), args.split)
         if 3 in args.evals:
+            he.tune = functools.partial(tune, max_queries=args.max_queries)
             evals["eval3_self_improvement"] = he.eval_self_improvement(he.load_real_cases("eval1_fidelity"), args.steps)
     payload = {"out": args.out, "machine": common.machine(), "load_average_start": load_start,
                "load_average_end": list(os.getloadavg()), "split": args.split,
-               "cpu_s": round(time.process_time() - cpu, 1), "wall_s": round(time.perf_counter() - wall, 1),
+               "eval3_max_queries": args.max_queries, "cpu_s": round(time.process_time() - cpu, 1), "wall_s": round(time.perf_counter() - wall, 1),
                "frozen_real_cases": he.FROZEN_REAL, "evals": evals}
     common.write_results(args.out, payload, markdown(payload))
     print(markdown(payload))
