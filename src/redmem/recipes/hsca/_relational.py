@@ -133,8 +133,10 @@ class Relational:
 def conversation_weight(relational: Relational, tie_saturation: float = TIE_SATURATION,
                         short_prior: float = 0.0) -> float:
     """Layer 1 of a scored turn under ``tie_saturation`` and ``short_prior`` (module docstring):
-    a long turn's structure times ``min(1, uptake / tie_saturation)``, a short turn in context
-    its context score blended with :data:`SHORT_CHUNK_SCORE` by ``short_prior``, else the structure."""
+    a tied turn's structure (a long turn, or one short only by its sentences from
+    :data:`TIED_WORDS` words: its context score) times ``min(1, uptake / tie_saturation)``, any
+    other short turn in context its context score blended with :data:`SHORT_CHUNK_SCORE` by
+    ``short_prior``, else the structure."""
     if relational.uptake is not None:
         return relational.structure * min(1.0, relational.uptake / tie_saturation)
     if relational.short_chunk and relational.in_context:
