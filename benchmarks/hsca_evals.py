@@ -125,10 +125,10 @@ FROZEN = {
 #: sha256 of the real-text case pointers (data/hsca/real_cases.json) and of the text each eval's
 #: pointers resolve to (:mod:`hsca_real_cases`); the script refuses to run on any other.
 FROZEN_REAL = {
-    "real_cases.json": "dba00e552d9358ed773e662d8ba35a67fe3c6ea6f06c64c16facecf6bc18551d",
+    "real_cases.json": "fe983b4cf00d584b5eb91896e6ee2013afb5f104262f3427bbbdc60cabfe4df0",
     "eval1_fidelity": "4bba4c7d93abef0221953982435dd67114b1ca2a30b16cdab8f296585ec8d538",
-    "eval2_macro": "da9c331ab84500467fcf80a4a14502740eb909018d5f820c3fb126327d2f4414",
-    "eval4_adversarial": "c2b8e20308e4e3daa10f609f0ed1ec050bf02f352dc328af30a25a7e037c7ee7",
+    "eval2_macro": "4632702bacd59a9c7bbdc4350a755373b274af71f179ed0d278fc79295416908",
+    "eval4_adversarial": "eb29a2a47f52664fda3b747d0f20f1881b971f3d7cafe96461be1bfe0c212183",
 }
 CRITERIA = {
     "eval1_fidelity": ("central topic named AND layer 1 / macro weight higher on the central turns", 0.80),

@@ -8,7 +8,7 @@ import pytest
 
 from redmem.embeddings import MiniLMEmbeddings
 from redmem.recipes.hsca import EmbeddingDomains, HSCAEngine
-from redmem.recipes.hsca._domain_model import default_domain_model, resolve_domain_model
+from redmem.recipes.hsca._domain_model import SENTENCE_SHARE_FLOOR, default_domain_model, resolve_domain_model
 from redmem.recipes.hsca._text import parse_turn
 from redmem.recipes.hsca._window import build_snapshot
 from redmem.store._errors import ValidationError
@@ -188,3 +188,23 @@ def test_a_sentence_between_two_domains_is_ambiguous_not_cross_domain():
     tags = meaning.classify(parse_turn(one))
     assert {"legal", "medical"} <= set(tags) and "cross_domain" not in tags
     assert "cross_domain" in meaning.classify(parse_turn(both))
+
+
+def test_a_sentence_under_the_floor_still_holds_its_best_subject_domain_as_a_share():
+    """One sentence is little text and sits lower than a paragraph: in a turn of several
+    sentences, a sentence whose best subject domain reaches SENTENCE_SHARE_FLOOR (under the
+    floor) holds it as a share, so a legal sentence beside a medical one makes the turn
+    cross-domain (issue 30, eval 2's real cross turns). Under SENTENCE_SHARE_FLOOR it holds none."""
+    faint, far = "Alpha bravo charlie delta echo foxtrot golf.", "Hotel india juliett kilo lima mike november."
+    medical = "Oscar papa quebec romeo sierra tango uniform."
+    near_legal = [0.15, float(np.sqrt(1 - 0.15**2)), 0.0]
+    far_legal = [0.05, float(np.sqrt(1 - 0.05**2)), 0.0]
+    meaning = EmbeddingDomains(
+        Table({"legal one": E1, "legal two": E1, "medical one": E3, "medical two": E3, faint: near_legal,
+               far: far_legal, medical: E3, f"{faint} {medical}": E3, f"{far} {medical}": E3}),
+        prototypes={"legal": ["legal one", "legal two"], "medical": ["medical one", "medical two"]},
+    )
+    assert meaning.topical(faint) == [] and meaning.floor > 0.15 >= SENTENCE_SHARE_FLOOR > 0.05
+    tags = meaning.classify(parse_turn(f"{faint} {medical}"))
+    assert {"legal", "medical", "cross_domain"} <= set(tags)
+    assert "cross_domain" not in meaning.classify(parse_turn(f"{far} {medical}"))

@@ -15,6 +15,7 @@ from redmem.recipes.hsca._nuance import deterministic_flags
 from redmem.recipes.hsca._relational import (
     SHORT_CHUNK_SCORE,
     TIE_SATURATION,
+    TIED_WORDS,
     conversation_tie,
     conversation_weight,
     relational_weight,
@@ -93,6 +94,27 @@ def test_a_long_turn_in_a_conversation_weighs_by_how_much_the_conversation_takes
     aside = layer1(GARDEN, context=("Redis keeps data in memory.", "Redis is fast."))
     assert aside < layer1("Memory access makes Redis fast.", context=("Redis keeps data in memory.", GARDEN))
     assert 0 < TIE_SATURATION <= 1
+
+
+RUN_ON = ("Tomatoes need full sun, rich soil, deep water at the root and a warm wall in the garden, so keep "
+          "the soil moist, feed it with compost every spring and pinch the side shoots, as Redis keeps data in memory. "
+          "Gardeners who grow tomatoes every summer mulch the beds with straw, stake the tall stems, "
+          "and pick the fruit when it turns deep red and soft to the touch.")
+
+
+def test_a_turn_short_only_by_its_sentences_is_weighed_by_its_tie_from_tied_words_on():
+    """Two run-on sentences of TIED_WORDS words or more pasted into a thread keep their score
+    against the context, weighed by their tie as a long turn is: taking up two of the thread's
+    words no longer makes them weigh as a reply does. Under TIED_WORDS words, a reply as before."""
+    turn, context = parse_turn(RUN_ON), [parse_turn(MESH)]
+    assert len(turn.sentences) == 2 and len(turn.words) >= TIED_WORDS
+    found = relational_weight(turn, 5, context)
+    assert found.short_chunk and found.uptake is not None and 0 < found.uptake < TIE_SATURATION
+    assert found.structure > 0
+    assert found.score == pytest.approx(found.structure * conversation_tie(turn, context))
+    assert found.score < found.structure
+    reply = relational_weight(parse_turn("Redis keeps data in memory, and memory access makes it fast."), 5, context)
+    assert reply.short_chunk and reply.uptake is None and reply.score == reply.structure > 0
 
 
 def test_the_short_prior_keeps_a_reply_that_takes_up_no_words_above_zero():

@@ -41,6 +41,14 @@ how far the conversation takes it up::
     tie = min(1, |terms(chunk) & terms(context)| / |terms(chunk)| / TIE_SATURATION)
     layer1 = own score * tie
 
+A turn of :data:`TIED_WORDS` words or more that is short only by its sentences (one or two long
+sentences: a licence clause, a chat message of two run-on sentences) is as long as a paragraph
+for the conversation: it keeps its score against the context, weighed by the same tie
+(``layer1 = context score * tie``). Without it such a turn pasted into a thread was scored as a
+reply, by the few words it takes up, and outranked the thread's own replies (issue 30, eval 3:
+six of the eighteen asides of eval 1's real tuning half; the tuned tie saturation could not
+reach them).
+
 A long block's words recur among themselves whatever it is about, so on its own structure an
 aside pasted into a thread outweighs the thread's one-sentence turns; the tie is what ties it to
 the conversation (issue 30: the real-text eval 1 cases, asides sharing 0-11% of their terms with
@@ -72,7 +80,7 @@ from ._originality import DUPLICATE_LOOKBACK
 from ._text import ParsedTurn, Sentence
 
 __all__ = ["Relational", "relational_weight", "SHORT_CHUNK_SENTENCES", "SHORT_CHUNK_TERMS", "SHORT_CHUNK_SCORE", "SUPPORT_SATURATION",
-           "TIE_SATURATION", "conversation_tie", "conversation_weight", "uptake",
+           "TIE_SATURATION", "TIED_WORDS", "conversation_tie", "conversation_weight", "uptake",
            "TIE_SATURATION_BOUNDS", "REPEATED"]
 
 #: A chunk with fewer sentences than this is short (scored against its context).
@@ -82,6 +90,11 @@ SHORT_CHUNK_SENTENCES = 3
 SHORT_CHUNK_TERMS = 20
 #: The layer-1 score of a short chunk with no context to score it against.
 SHORT_CHUNK_SCORE = 0.2
+#: Words from which a turn short only by its sentences is weighed by its tie to the conversation
+#: (module docstring). Chosen on eval 1's real tuning half by the layer-1 AUC (central over aside)
+#: the tuned conversation terms reach (``benchmarks/hsca_eval3_ceiling.py``): 0.951 without,
+#: 0.931 at 40 words, 0.958 at 50, 0.951 at 60.
+TIED_WORDS = 50
 #: Share of a long turn's terms the conversation must say for the turn to keep its whole weight
 #: (0.25 on eval 1's real-text tuning half: 44 % -> 83 %; 0.1: 78 %, 0.5: 83 %; a floor of 0.2 or
 #: 0.4 under the tie: 78 %, and no change on eval 5's tuning half).
@@ -102,8 +115,8 @@ class Relational:
 
     ``term_weights`` maps each term of the chunk to its mean support a(w, s) over its sentences.
     ``structure`` is the score before the conversation's terms (the mean of the paragraphs; a
-    short turn's score against its context), ``uptake`` the share of a long turn's terms its
-    context says (None when no tie applies: a short turn, or no context), ``in_context`` whether
+    short turn's score against its context), ``uptake`` the share of a tied turn's terms its
+    context says (None when no tie applies: a short turn under :data:`TIED_WORDS` words, or no context), ``in_context`` whether
     a context was given: what :func:`conversation_weight` needs to recombine the score.
     """
 
@@ -120,8 +133,10 @@ class Relational:
 def conversation_weight(relational: Relational, tie_saturation: float = TIE_SATURATION,
                         short_prior: float = 0.0) -> float:
     """Layer 1 of a scored turn under ``tie_saturation`` and ``short_prior`` (module docstring):
-    a long turn's structure times ``min(1, uptake / tie_saturation)``, a short turn in context
-    its context score blended with :data:`SHORT_CHUNK_SCORE` by ``short_prior``, else the structure."""
+    a tied turn's structure (a long turn, or one short only by its sentences from
+    :data:`TIED_WORDS` words: its context score) times ``min(1, uptake / tie_saturation)``, any
+    other short turn in context its context score blended with :data:`SHORT_CHUNK_SCORE` by
+    ``short_prior``, else the structure."""
     if relational.uptake is not None:
         return relational.structure * min(1.0, relational.uptake / tie_saturation)
     if relational.short_chunk and relational.in_context:
@@ -163,9 +178,15 @@ def relational_weight(turn: ParsedTurn, window: int = 5, context: Sequence[Parse
     paragraph_scores = _paragraph_means(turn, scores)
     found = Relational(0.0, tuple(scores), paragraph_scores, short,
                        {term: fmean(values) for term, values in per_term.items()},
-                       fmean(paragraph_scores), uptake(turn, context) if context and not short else None,
+                       fmean(paragraph_scores), uptake(turn, context) if context and tied(turn, short) else None,
                        bool(context))
     return replace(found, score=conversation_weight(found, tie_saturation, short_prior))
+
+
+def tied(turn: ParsedTurn, short: bool) -> bool:
+    """Whether a turn in a conversation is weighed by its tie: a long one, or one short only by its
+    sentences that has :data:`TIED_WORDS` words or more (module docstring)."""
+    return not short or (len(turn.terms) >= SHORT_CHUNK_TERMS and len(turn.words) >= TIED_WORDS)
 
 
 def uptake(turn: ParsedTurn, context: Sequence[ParsedTurn]) -> float:
