@@ -33,6 +33,7 @@ same MiniLM vectors. The data set is read from the path given and never copied (
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import pickle
@@ -96,13 +97,23 @@ def conversation(n: int, seed: int = 7) -> tuple[list[tuple[str, str]], list[str
     return pairs, queries
 
 
-def latency(size: int, queries_per_size: int) -> dict[str, Any]:
+#: Set on a server once a session of N interactions is stored there: ``--reuse`` skips the ingest when it is.
+LOADED_KEY = "hce-benchmark:loaded:{n}"
+
+
+def latency(size: int, queries_per_size: int, reuse: bool = False) -> dict[str, Any]:
+    """One size's figures; with ``reuse`` a session a former run left on the server (``LOADED_KEY``)
+    is asked again instead of being stored anew (then no ingest figures)."""
     provider = TimedProvider(lambda texts: hash_vectors(texts, DIMENSIONS), DIMENSIONS)
     pipe = HCEPipeline(session_id=f"bench-{size}", embedding_provider=provider)
     pairs, queries = conversation(size)
+    client = HCEInteraction._meta.client
+    reused = reuse and bool(client.exists(LOADED_KEY.format(n=size)))
     started, embedded = time.perf_counter(), provider.seconds
-    for start in range(0, size, CHUNK):
-        pipe.update_many(pairs[start:start + CHUNK])
+    if not reused:
+        for start in range(0, size, CHUNK):
+            pipe.update_many(pairs[start:start + CHUNK])
+        client.set(LOADED_KEY.format(n=size), 1)
     ingest_s, ingest_embed_s = time.perf_counter() - started, provider.seconds - embedded
     vectors = []
     embed_ms = []
@@ -112,7 +123,6 @@ def latency(size: int, queries_per_size: int) -> dict[str, Any]:
         embed_ms.append((time.perf_counter() - began) * 1000)
     pipe.retrieve_candidates(queries[0], query_vector=vectors[0])  # the process's matrices load here
     CommandCounter.install()
-    client = HCEInteraction._meta.client
     client.config_resetstat()
     rows = [_timed(pipe, text, vector) for text, vector in zip(queries, vectors)]
     server_ms = _server_ms(client) / len(rows)
@@ -120,8 +130,9 @@ def latency(size: int, queries_per_size: int) -> dict[str, Any]:
     topics = HCETopic.query.filter(session_id=pipe.session_id).count()
     return {
         "interactions": size, "topics": topics, "entities": len(pipe.graph.entities()),
-        "ingest_seconds": ingest_s, "ingest_embed_seconds": ingest_embed_s,
-        "ingest_per_s_excluding_embedding": size / max(ingest_s - ingest_embed_s, 1e-9),
+        "reused": reused, "ingest_seconds": None if reused else ingest_s,
+        "ingest_embed_seconds": None if reused else ingest_embed_s,
+        "ingest_per_s_excluding_embedding": None if reused else size / max(ingest_s - ingest_embed_s, 1e-9),
         "retrieve_ms": summary([r["ms"] for r in rows]), "retrieve_again_ms": summary(again),
         "retrieve_cpu_ms": summary([r["cpu_ms"] for r in rows]), "server_ms_per_query": server_ms,
         "embed_ms": summary(embed_ms), "loaded_p50": statistics.median(r["loaded"] for r in rows),
@@ -343,7 +354,7 @@ def markdown(payload: dict[str, Any]) -> str:
             f"{row.get('server_ms_per_query', float('nan')):.2f} | "
             f"{row['embed_ms']['p50']:.3f} | {row['round_trips']['p50']:g} / "
             f"{row['round_trips']['max']} | {row.get('loaded_p50', float('nan')):g} | "
-            f"{row['ingest_per_s_excluding_embedding']:.0f} |")
+            f"{'reused' if row.get('reused') else format(row['ingest_per_s_excluding_embedding'], '.0f')} |")
     if "growth_100k_over_10k" in payload:
         lines += ["", f"p50 growth 100k / 10k: {payload['growth_100k_over_10k']:.2f} (target <= 2); "
                       f"p50 at 100k: {payload['latency']['100000']['retrieve_ms']['p50']:.2f} ms (target <= 10)."]
@@ -386,20 +397,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="LoCoMo sessions whose topic vectors follow their members (SemanticTree option)")
     parser.add_argument("--nest-threshold", type=float, default=NEST_THRESHOLD,
                         help="LoCoMo sessions whose topics group under parent topics at this cosine (SemanticTree option)")
+    parser.add_argument("--server", default=None,
+                        help="latency: a Redis URL to use (kept afterwards) instead of a fresh private server")
+    parser.add_argument("--reuse", action="store_true",
+                        help="latency: with --server, ask the sessions a former run left there instead of storing them")
     parser.add_argument("--out", default="hce", help="results/<out>.json ('' writes nothing)")
     args = parser.parse_args(argv)
+    if args.reuse and not args.server:
+        parser.error("--reuse needs --server URL")
+    if args.data is not None and args.server:
+        parser.error("--data (LoCoMo) runs on a private server: leave out --server")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     started, load_before = time.perf_counter(), os.getloadavg()
     payload: dict[str, Any] = {"benchmark": "hce", "machine": machine(), "targets": TARGETS, "latency": {},
                                "command": " ".join(["benchmarks/hce.py", *(sys.argv[1:] if argv is None else argv)])}
-    with EmbeddedServer() as server:
-        redmem.connect(server.url, socket_timeout=SOCKET_TIMEOUT)
-        payload["redis_version"] = server.version.get("redis_version")
+    with contextlib.ExitStack() as stack:
+        if args.server:
+            redmem.connect(args.server, socket_timeout=SOCKET_TIMEOUT)
+            payload["redis_version"] = HCEInteraction._meta.client.info("server")["redis_version"]
+        else:
+            server = stack.enter_context(EmbeddedServer())
+            redmem.connect(server.url, socket_timeout=SOCKET_TIMEOUT)
+            payload["redis_version"] = server.version.get("redis_version")
         for size in (int(s) for s in args.sizes.split(",") if s):
-            payload["latency"][str(size)] = result = latency(size, args.queries)
-            log.info("%d: retrieve p50 %.2f ms p95 %.2f ms, round trips %s", size, result["retrieve_ms"]["p50"],
-                     result["retrieve_ms"]["p95"], result["round_trips"])
-            HCEInteraction._meta.client.flushdb()
+            payload["latency"][str(size)] = result = latency(size, args.queries, args.reuse)
+            result["load_after"] = list(os.getloadavg())
+            log.info("%d: retrieve p50 %.2f ms p95 %.2f ms, server %.2f ms/query, round trips %s", size,
+                     result["retrieve_ms"]["p50"], result["retrieve_ms"]["p95"], result["server_ms_per_query"],
+                     result["round_trips"])
+            if not args.server:
+                HCEInteraction._meta.client.flushdb()
         if args.data is not None:
             payload["locomo"] = quality(args.data, [int(b) for b in args.budgets.split(",")], args.conversations,
                                         args.vector_cache, args.follow_members, args.nest_threshold)

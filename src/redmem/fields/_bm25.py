@@ -17,7 +17,11 @@ posting of those lists in-process (:mod:`redmem.fields._bm25_postings`). With
 ``cache_postings=False`` (or ``exhaustive``) the search ranks inside Redis instead, one Lua call
 (``bm25_search.lua``): Fagin's threshold algorithm walks the lists best-first and stops once the
 exact bound of :func:`~redmem.fields._bm25_math.impact_bound` shows that no unread posting can
-reach the top ``limit`` -- whatever avgdl has drifted to since the postings were written. A
+reach the top ``limit`` -- whatever avgdl has drifted to since the postings were written. Once
+the top is full the walk reads the list whose next page lowers its bound most per posting (the
+order of reads never changes the answer) and closes a list at the least impact that could still
+bring an unseen record into the top (MaxScore's cut inside an impact-ordered list: an unseen
+record below it scores under the ``limit``-th, one not in it gets nothing from it). A
 newly seen record is scored exactly only if it can still reach the top: its upper bound (the
 impact bounds of the lists looked up so far, best list first, plus the current bound of the
 others) is checked against the ``limit``-th score after each lookup, MaxScore-style. Either way

@@ -1,6 +1,9 @@
 -- Top-k BM25 of one partition: the threshold algorithm over impact-ordered postings, each newly
 -- seen record scored only when its upper bound can still reach the top (MaxScore over the random
--- accesses), or (when asked, or when a list has no reference) every posting of the query terms. tf comes from the
+-- accesses); once the top is full, the list whose next page lowers its bound most per posting is
+-- read, and a list is closed at the least impact that can still bring an unseen record into the
+-- top (MaxScore's cut inside the list); or (when asked, or when a list has no reference) every
+-- posting of the query terms. tf comes from the
 -- stored impact, the document length and the list's reference, or from the record's entry.
 -- score(d) = sum qtf * ln((N - df + 0.5)/(df + 0.5) + 1) * tf*(k1+1)/(tf + k1*(1 - b + b*dl/avgdl))
 -- KEYS[1] hash docno -> "dl id"   KEYS[2] hash id -> entry JSON [docno, dl, term, tf, ..]
@@ -248,6 +251,37 @@ local function score_page(docnos, from, known)
   return #alive
 end
 
+-- the smallest stored impact of a posting of `list` that can still bring an unseen record into the
+-- top: weight * bound(impact / unit) + `rest` (the other open lists' bounds) must reach the k-th
+-- score `floor` (less the slack); nil when every posting can
+local function least_impact(list, rest, floor)
+  local need = (floor / (1 + slack) - rest) / list.weight
+  if need <= 0 then return nil end
+  if need >= k1 + 1 then return math.huge end
+  local c = math.min(1, list.ref / avgdl)  -- bound(impact) = (k1+1) / (1 + c*((k1+1)/impact - 1)), inverted
+  return math.max(0, math.floor((k1 + 1) / (((k1 + 1) / need - 1) / c + 1) * unit * (1 - 1e-9)) - 1)
+end
+
+-- once the top is full, the walk only has to bring the lists' bounds below the k-th score, and the
+-- order it reads them in changes nothing in the answer: the open list whose next page lowers its
+-- bound most per posting is read (its page's last impact looked up first; a list read to its end
+-- drops to 0), so the few high-impact postings of a common word go before a long list's flat tail
+local function steepest()
+  local best, gain = nil, -1
+  for _, list in ipairs(lists) do
+    if list.size > 0 and list.bound > 0 then
+      local last, after = list.read + list.size - 1, 0
+      if last + 1 < list.df then
+        local row = redis.call("ZREVRANGE", list.key, last, last, "WITHSCORES")
+        after = list.weight * bound(tonumber(row[2]) / unit, list.ref)
+      end
+      local drop = math.max((list.bound - after) / list.size, list.bound / (list.df - list.read))
+      if drop > gain then best, gain = list, drop end
+    end
+  end
+  return best
+end
+
 for _, list in ipairs(lists) do list.bound = list.weight * (k1 + 1) end
 local seen, read, scored = {}, 0, 0
 while true do
@@ -259,18 +293,34 @@ while true do
     end
   end
   if pick == nil or (#top == limit and top[limit][2] > threshold * (1 + slack)) then break end
-  local rows, fresh, known = redis.call("ZREVRANGE", pick.key, pick.read, pick.read + pick.size - 1, "WITHSCORES"), {}, {}
-  for i = 1, #rows, 2 do
-    if not seen[rows[i]] then
-      seen[rows[i]] = true
-      local k = #fresh + 1
-      fresh[k], known[k] = rows[i], rows[i + 1]
-    end
+  if #top == limit then pick = steepest() end
+  -- MaxScore's cut inside the list: once the top is full, the postings below the least impact
+  -- that can still matter are never read; when the page reaches them the list is closed (no
+  -- longer walked nor counted in the stopping test: an unseen record in its unread part scores
+  -- below the k-th, one not in it gets nothing from it). Its bound stays for the lookups' pruning.
+  local least = #top == limit and least_impact(pick, threshold - pick.bound, top[limit][2])
+  local size, closing = pick.size, false
+  if least then
+    local useful = least == math.huge and 0 or redis.call("ZCOUNT", pick.key, least, "+inf") - pick.read
+    if useful <= size then size, closing = math.max(useful, 0), true end
   end
-  if #fresh > 0 then scored = scored + score_page(fresh, pick, known) end
-  read = read + #rows / 2
-  pick.read, pick.size = pick.read + #rows / 2, math.min(pick.size * 2, 1024)
-  if budget > 0 then pick.size = math.min(pick.size, budget - pick.read) end  -- 0: budget spent
-  pick.bound = pick.read >= pick.df and 0 or pick.weight * bound(tonumber(rows[#rows]) / unit, pick.ref)
+  if size == 0 then
+    pick.size = 0
+  else
+    local rows, fresh, known = redis.call("ZREVRANGE", pick.key, pick.read, pick.read + size - 1, "WITHSCORES"), {}, {}
+    for i = 1, #rows, 2 do
+      if not seen[rows[i]] then
+        seen[rows[i]] = true
+        local k = #fresh + 1
+        fresh[k], known[k] = rows[i], rows[i + 1]
+      end
+    end
+    if #fresh > 0 then scored = scored + score_page(fresh, pick, known) end
+    read = read + #rows / 2
+    pick.read, pick.size = pick.read + #rows / 2, math.min(pick.size * 2, 1024)
+    if budget > 0 then pick.size = math.min(pick.size, budget - pick.read) end  -- 0: budget spent
+    if closing then pick.size = 0 end
+    pick.bound = pick.read >= pick.df and 0 or pick.weight * bound(tonumber(rows[#rows]) / unit, pick.ref)
+  end
 end
 return reply("bounded", read, scored)
