@@ -9,7 +9,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import hce_support
@@ -48,6 +48,7 @@ def stored_vectors(model: type, space: object) -> dict[str, np.ndarray]:
     return {k.decode(): decode_stored_vector(v)[0] for k, v in raw.items()}
 
 
+@example(seed=2032, count=23, clusters=1, topic_threshold=0.5, nest_threshold=0.0, batch=1, follow=False)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 10_000),
@@ -93,10 +94,23 @@ def test_every_member_is_reachable_from_the_root_through_one_topic_and_one_group
     assume(all(abs(float(unit(v) @ unit(query))) > 1e-6 for v in stored_vectors(HCEGroup, tree.group_space).values()))
     found = run_search(HCEInteraction._meta.client, TreeSearch(tree, query))
     expected = nested_exhaustive(tree, vectors, query)  # every member of the groups facing the query
-    assert [i for i, _ in found] == [i for i, _ in expected]
+    assert ranked_alike(found, expected)
     if not follow:  # the first group's vector is the query: its whole subtree is found
         first = group_of[stored[ids[0]]]
         assert {i for i, t in members if group_of[t] == first} <= {i for i, _ in found}
+
+
+def ranked_alike(found: list[tuple[str, float]], expected: list[tuple[str, float]], tolerance: float = 1e-6) -> bool:
+    """The same records in the same order, up to ties: the search scores float32 vectors, the rule
+    here float64, so two members of one topic at an equal cosine can differ in the last bit and
+    swap (seen: 0.7564580789668166 / ...165 here, one score and an id tie-break in the search)."""
+    wanted = dict(expected)
+    return (
+        len(found) == len(expected)
+        and set(wanted) == {i for i, _ in found}
+        and all(abs(a - b) <= tolerance for (_, a), (_, b) in zip(found, expected))
+        and all(abs(wanted[i] - score) <= tolerance for i, score in found)
+    )
 
 
 def nested_exhaustive(tree: SemanticTree, vectors: dict[str, np.ndarray], query: np.ndarray) -> list[tuple[str, float]]:
