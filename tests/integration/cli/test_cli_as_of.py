@@ -173,7 +173,7 @@ def test_a_read_checks_windows_only_when_a_memory_is_superseded(db):
         assert [r.content for r in current.records] == ["I moved to Lisbon."]
         assert read(None).trail.where is None  # seen superseded: the current read is sent at once
         restore(berlin)
-        assert [r.content for r in read(None).records] == ["I live in Berlin.", "I moved to Lisbon."]
+        assert sorted(r.content for r in read(None).records) == ["I live in Berlin.", "I moved to Lisbon."]  # both again
         assert read(None).trail.where == {"as_of": "all"}
 
 
