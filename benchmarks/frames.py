@@ -71,7 +71,7 @@ import redis
 import facts
 import locomo
 import redmem
-from common import CommandCounter, hash_vectors, machine, summary, write_results
+from common import CommandCounter, hash_vectors, machine, save_rdb, summary, write_results
 from frames_bulk import bulk_learn
 from latency import latency_figures, used_memory
 from locomo import evaluate, load
@@ -188,7 +188,7 @@ def run_redmem(n: int, work: dict[str, Any], provider: TimedProvider, args: Any,
                       edges=len(work["edges"]), contradictions=len(work["contradictions"]))
         clients[0].set(LOADED_KEY.format(n=n), 1)
         if args.save:
-            clients[0].save()  # the RDB holds the partition as learned, before any frame() reinforced it
+            save_rdb(clients[0])  # the RDB holds the partition as learned, before any frame() reinforced it
     questions = [q for q, _ in work["questions"]]
     frames_many(memory, "attention", questions[:WARMUP], provider)
     runs = [frames_many(memory, "attention", questions, provider) for _ in range(args.repeats)]

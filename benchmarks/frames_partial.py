@@ -24,6 +24,7 @@ import redis
 
 import facts
 import redmem
+from common import save_rdb
 from frames import AGENT, LOADED_KEY
 from redmem.recipes.assembler._conversation import session_turns_key
 from redmem.recipes.frames import FrameMemory
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     for a, b in facts.contradictions(count):
         memory.contradict(ids[a], ids[b])
     client.set(LOADED_KEY.format(n=count), 1)
-    client.save()
+    save_rdb(client)
     print(count)
     return count
 
