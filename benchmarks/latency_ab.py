@@ -73,12 +73,18 @@ def child(url: str, size: int, queries: int, data: Path) -> dict[str, Any]:
             "round_trips_per_call": trips / len(questions), "load_average": [load_before, os.getloadavg()[0]]}
 
 
-def run_tree(src: str, args: argparse.Namespace) -> dict[str, Any]:
+def run_in_tree(script: str, src: str, arguments: list[str]) -> dict[str, Any]:
+    """``script --child arguments`` in a child process importing redmem from ``src``: the JSON
+    object its last line prints (an A/B benchmark runs each tree in its own process)."""
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{HERE}"}
-    command = [sys.executable, __file__, "--child", "--url", args.url, "--size", str(args.size),
-               "--queries", str(args.queries), "--data", str(args.data)]
+    command = [sys.executable, script, "--child", *arguments]
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def run_tree(src: str, args: argparse.Namespace) -> dict[str, Any]:
+    return run_in_tree(__file__, src, ["--url", args.url, "--size", str(args.size), "--queries", str(args.queries),
+                                       "--data", str(args.data)])
 
 
 def markdown(payload: dict[str, Any]) -> str:

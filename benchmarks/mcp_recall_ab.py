@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -33,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import machine, summary, write_results
+from latency_ab import run_in_tree
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "shared" / "data" / "locomo-dev.json"
@@ -102,11 +102,8 @@ def child(url: str, size: int, queries: int, superseded: int, data: Path) -> dic
 
 
 def run_tree(src: str, superseded: int, args: argparse.Namespace) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{HERE}"}
-    command = [sys.executable, __file__, "--child", "--url", args.url, "--size", str(args.size),
-               "--queries", str(args.queries), "--superseded", str(superseded), "--data", str(args.data)]
-    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    return run_in_tree(__file__, src, ["--url", args.url, "--size", str(args.size), "--queries", str(args.queries),
+                                       "--superseded", str(superseded), "--data", str(args.data)])
 
 
 def markdown(payload: dict[str, Any]) -> str:
