@@ -208,3 +208,41 @@ def test_a_sentence_under_the_floor_still_holds_its_best_subject_domain_as_a_sha
     tags = meaning.classify(parse_turn(f"{faint} {medical}"))
     assert {"legal", "medical", "cross_domain"} <= set(tags)
     assert "cross_domain" not in meaning.classify(parse_turn(f"{far} {medical}"))
+
+
+#: Sentences of a programming language's reference, written for this test.
+PYTHON_BEAT = (
+    "Subtracting a float from an integer gives a float, and dividing either by zero raises an exception.",
+    "Comparing two tuples compares their first items, then the next ones, until one differs.",
+    "Adding two lists with + builds a new list; multiplying a list by 3 repeats its items.",
+    "Passing a string to int() parses it as a whole number, and a bad string raises ValueError.",
+)
+
+
+def test_a_beat_of_programming_reference_is_technical_prose_not_mathematics(meaning):
+    """Sentences about a language's operators, types and exceptions read as mathematics when
+    technical prose's prototypes spoke of servers and only one of a language; with prototypes
+    of interpreters, built-in types and errors, each is nearest technical prose and the beat's
+    snapshots are dominated by it (issue 30, eval 2: Python's reference docs broke their beats
+    into mathematics)."""
+    for text in PYTHON_BEAT:
+        assert meaning.classify(parse_turn(text))[0] == "technical_prose", text
+    engine = HSCAEngine(domain_model=meaning)
+    for text in PYTHON_BEAT:
+        engine.ingest_turn(text)
+    if engine.buffer:
+        engine.take_snapshot()
+    assert [step.dominant for step in engine.domain_evolution()] == ["technical_prose"] * len(engine.get_macro_context())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Linking the library into your application does not place your application under these terms.",
+        "A compiled build of the program may be shared only together with the means to rebuild it.",
+    ],
+)
+def test_a_licence_clause_about_software_is_legal_only(meaning, text):
+    """A licence's clause speaks of programs and builds; with prototypes of software licences it
+    is legal alone, not conversational, technical prose or cross-domain."""
+    assert meaning.classify(parse_turn(text)) == ["legal"]

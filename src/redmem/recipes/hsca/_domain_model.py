@@ -100,6 +100,12 @@ SENTENCE_SHARE_FLOOR = 0.1
 #: Turn vectors kept in the cache.
 CACHED_VECTORS = 4096
 
+#: Per topical domain, sentences written from general knowledge of what its texts talk about
+#: (never from the evaluation cases or the word lists that generate them). Technical prose
+#: includes a programming language's reference (interpreters, built-in types, errors), legal
+#: includes software licences and mathematics pure mathematics: while each kind had one sentence,
+#: Python's reference read as mathematics and licence clauses as technical prose (issue 30, eval
+#: 2's real tuning half, 10/15 -> 13/15).
 DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
     DomainTag.PHYSICS: (
         "Forces, motion, energy and gravity govern how objects move.",
@@ -110,6 +116,9 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
         "A mathematical proof establishes a theorem from axioms.",
         "Numbers, equations, functions and probability are studied in mathematics.",
         "An algorithm or formula computes a result step by step.",
+        "A mathematician proves that a statement holds for every natural number by induction.",
+        "Geometry relates the angles, lengths and areas of triangles and circles.",
+        "Calculus studies limits, rates of change and the area under a curve.",
     ),
     DomainTag.LEGAL: (
         "A court rules on a contract dispute between two parties.",
@@ -117,6 +126,9 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
         "A lawyer reads the agreement and the statute before going to trial.",
         "A licence grants permission to copy, modify and distribute a work under stated terms and conditions.",
         "Copyright notices, warranty disclaimers and the obligations of anyone who redistributes it.",
+        "A software licence states on what conditions the program, in source or binary form, may be copied, changed and passed on to others.",
+        "The licensor gives the work without any warranty and is not liable for damages arising from its use.",
+        "Whoever breaks these conditions loses the rights the licence granted, and the licensee must keep the notices intact.",
     ),
     DomainTag.MEDICAL: (
         "A doctor diagnoses a patient's illness and prescribes treatment.",
@@ -139,6 +151,10 @@ DOMAIN_PROTOTYPES: dict[DomainTag, tuple[str, ...]] = {
         "A technical system processes requests, stores data and fails under load.",
         "A programming language defines how expressions are evaluated, functions called and objects created.",
         "The documentation lists a module's functions, their arguments, return values and the exceptions raised.",
+        "The interpreter raises an error when an operation is applied to a value of the wrong type.",
+        "Built-in types such as integers, floats, strings, lists and dictionaries support operators and methods.",
+        "A class defines attributes and methods, and calling the class creates an instance of it.",
+        "A statement in the program assigns a value to a variable, loops over a sequence or imports a module.",
     ),
     DomainTag.PHILOSOPHICAL: (
         "Philosophy asks what is true, what is good and how we should live.",
