@@ -84,8 +84,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import common
 import hsca_baselines as baselines
 import hsca_chat
@@ -545,28 +543,6 @@ def shared_bridge(make_engine: Callable[[], HSCAEngine], turns_a: list[str], tur
     return min(a.get(bridge, 0.0), b.get(bridge, 0.0)), a, b
 
 
-def unrelated_pairs(cases: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Each case with every other case of ``cases`` whose two domains both differ from its bridge:
-    the first's A side and the second's B side are unrelated material (every control of eval 5)."""
-    return [(case, other) for case in cases for other in cases
-            if other is not case and case["bridge"] not in (other["domain_a"], other["domain_b"])]
-
-
-def calibrated_beat_bridge(cases: list[dict[str, Any]], embedder: Any) -> float | None:
-    """The cosine between the mean vectors of an A side and an unrelated B side
-    (:func:`unrelated_pairs` of the tuning half) that only :data:`FALSE_BRIDGE_CEILING` of such
-    pairs reach: a bridge link's beat test (``EmbeddingDomains.beat_bridge``) judged against what
-    unrelated material produces, its (1 - ceiling) quantile, instead of an absolute cosine (None
-    without an unrelated pair: the bridge cosine, as in a smoke run)."""
-    def mean(texts: list[str]) -> np.ndarray:
-        rows = np.asarray(embedder.embed(texts), dtype=np.float64)
-        total = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).sum(axis=0)
-        return total / np.linalg.norm(total)
-    tuning = [c for c in cases if c["split"] == "tuning"]
-    cosines = [float(mean(a["turns_a"]) @ mean(b["turns_b"])) for a, b in unrelated_pairs(tuning)]
-    return round(float(np.quantile(cosines, 1 - FALSE_BRIDGE_CEILING)), 4) if cosines else None
-
-
 def control_of(cases: list[dict[str, Any]], case: dict[str, Any]) -> dict[str, Any]:
     """The next case of the same split whose two domains both differ from ``case``'s bridge: its B
     side after ``case``'s A side is an unrelated pair, where sharing the bridge would be false."""
@@ -615,7 +591,7 @@ def prototype_sets(cases: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str
 
 def meaning_of(embedder: Any, settings: dict[str, Any], prototypes: dict[str, dict[str, list[str]]]) -> EmbeddingDomains:
     return EmbeddingDomains(embedder, settings["floor"], settings["margin"], settings["bridge"],
-                            prototypes[settings["prototypes"]], beat_bridge=settings.get("beat_bridge"))
+                            prototypes[settings["prototypes"]])
 
 
 #: The grid eval 5's EmbeddingDomains settings are chosen from: floors, margins, bridge cosines.
@@ -628,18 +604,15 @@ def calibrate_meaning(cases: list[dict[str, Any]], embedder: Any, prototypes: di
                       grid_axes: tuple[Sequence[float], ...] = MEANING_GRID) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The EmbeddingDomains prototypes, floor, margin and bridge cosine that maximise pass rate
     minus false bridge rate on eval 5's tuning half (ties: the written prototypes, then the most
-    conservative: lowest margin, highest bridge, highest floor), with the beat test's cosine at
-    :func:`calibrated_beat_bridge` (not searched), and every grid point."""
+    conservative: lowest margin, highest bridge, highest floor), and every grid point."""
     tuning = [c for c in cases if c["split"] == "tuning"]
-    beat_bridge = calibrated_beat_bridge(cases, embedder)
     grid = []
     floors, margins, bridges = grid_axes
     for name in prototypes:
         for floor in floors:
             for margin in margins:
                 for bridge in bridges:
-                    settings = {"prototypes": name, "floor": floor, "margin": margin, "bridge": bridge,
-                                "beat_bridge": beat_bridge}
+                    settings = {"prototypes": name, "floor": floor, "margin": margin, "bridge": bridge}
                     meaning = meaning_of(embedder, settings, prototypes)
                     rows = eval_bridging(tuning, lambda m=meaning: HSCAEngine(domain_model=m))
                     passed = sum(r["passed"] for r in rows) / len(rows)
@@ -647,7 +620,7 @@ def calibrate_meaning(cases: list[dict[str, Any]], embedder: Any, prototypes: di
                     grid.append({**settings, "pass_rate": passed, "false_bridge_rate": false,
                                  "objective": passed - false})
     best = max(grid, key=lambda g: (g["objective"], g["prototypes"] == "written", -g["margin"], g["bridge"], g["floor"]))
-    return {k: best[k] for k in ("prototypes", "floor", "margin", "bridge", "beat_bridge")}, grid
+    return {k: best[k] for k in ("prototypes", "floor", "margin", "bridge")}, grid
 
 
 def bridging_failures(cases: list[dict[str, Any]], results: list[dict[str, Any]], meaning: EmbeddingDomains) -> dict[str, Any]:

@@ -197,40 +197,6 @@ def test_one_close_pair_in_a_beat_far_from_the_earlier_side_makes_no_link():
     assert bridge_links([close], earlier, model) == [(earlier[0], close), (earlier[1], close)]
 
 
-def test_an_unrelated_beat_whose_close_pair_passes_the_bridge_cosine_is_not_bridged():
-    """The beat test is judged against unrelated material (``beat_bridge``, eval 5: the 90th
-    percentile of unrelated beat pairs' cosines), not the turn pair's absolute cosine: a beat
-    under it is not linked though its turn pair and its mean vector both reach ``bridge``."""
-    earlier = [score_turn(t, 5, domain_model=gate_model()) for t in ("Alpha bravo charlie.", "Delta echo foxtrot.")]
-    close = score_turn("Golf hotel india.", 5, domain_model=gate_model())
-    side = side_cosine([close], earlier, gate_model())
-    strict = EmbeddingDomains(
-        Table(GATE_VECTORS), prototypes={"legal": ["Courts weigh ledgers."], "poetry": ["Verses sing softly."]},
-        beat_bridge=side + 0.01,
-    )
-    assert side >= strict.bridge and float(strict.vector(close.parsed.text) @ strict.vector(earlier[0].parsed.text)) >= strict.bridge
-    assert bridge_links([close], earlier, strict) == []
-    assert bridge_links([close], earlier, gate_model()) != []
-
-
-def test_a_domain_crosses_a_frozen_snapshot_only_through_a_bridge_link():
-    """A turn takes no domain from one close turn of a frozen snapshot (round l: that single pair
-    made most of eval 5's false bridges); the beat it belongs to is linked back, or not, by the
-    bridge test, and only a bridge snapshot carries the earlier domain."""
-    engine = HSCAEngine(domain_model=gate_model())
-    replay(engine, ["Alpha bravo charlie.", "Delta echo foxtrot."])
-    later = [engine.ingest_turn(t) for t in ("Golf hotel india.", "Juliet kilo lima.")]
-    engine.take_snapshot()
-    assert all("legal" not in c.domain_tags for c in later)
-    assert bridges(engine) == [] and all("legal" not in s.domain_summary for s in engine.get_macro_context()[1:])
-    linked = HSCAEngine(domain_model=gate_model())
-    replay(linked, ["Alpha bravo charlie.", "Delta echo foxtrot."])
-    replay(linked, ["Golf hotel india."])
-    (bridge,) = bridges(linked)
-    assert all({"legal", "poetry"} <= set(c.domain_tags) for c in bridge.chunks)
-    assert "legal" not in linked.get_macro_context()[1].domain_summary
-
-
 POOL = ["Alpha bravo charlie.", "Delta echo foxtrot.", "Golf hotel india.", "Juliet kilo lima."]
 axis = st.floats(-1.0, 1.0, allow_nan=False).map(lambda x: round(x, 2))
 
@@ -240,24 +206,18 @@ axis = st.floats(-1.0, 1.0, allow_nan=False).map(lambda x: round(x, 2))
     st.lists(st.tuples(axis, axis, axis).filter(lambda v: sum(x * x for x in v) > 0.01), min_size=4, max_size=4),
     st.lists(st.integers(0, 3), min_size=1, max_size=3),
     st.lists(st.integers(0, 3), min_size=1, max_size=3),
-    st.sampled_from([None, 0.1, 0.3, 0.5]),
 )
-def test_every_link_has_both_its_turns_at_the_bridge_cosine_and_both_sides_at_the_beat_bridge(
-    vectors, old_at, new_at, beat_bridge
-):
-    """Whatever the vectors: a link's two turns reach the bridge cosine, and the mean vectors of
-    the later beat and of the earlier turns of the linked turn's own domain reach the beat test's
-    cosine (the bridge cosine when none is given)."""
+def test_every_link_has_both_its_turns_and_both_sides_at_the_bridge_cosine(vectors, old_at, new_at):
+    """Whatever the vectors: a link's two turns reach the bridge cosine, and so do the mean
+    vectors of the later beat and of the earlier turns of the linked turn's own domain."""
     table = {**dict(zip(POOL, (list(v) for v in vectors), strict=True)),
              "Courts weigh ledgers.": [1.0, 0.0, 0.0], "Verses sing softly.": [0.0, 1.0, 0.0]}
     model = EmbeddingDomains(
-        Table(table), prototypes={"legal": ["Courts weigh ledgers."], "poetry": ["Verses sing softly."]},
-        beat_bridge=beat_bridge,
+        Table(table), prototypes={"legal": ["Courts weigh ledgers."], "poetry": ["Verses sing softly."]}
     )
-    assert model.beat_bridge == (model.bridge if beat_bridge is None else beat_bridge)
     earlier = [score_turn(POOL[i], 5, domain_model=model) for i in old_at]
     later = [score_turn(POOL[i], 5, domain_model=model) for i in new_at]
     for old, new in bridge_links(later, earlier, model):
         assert float(model.vector(old.parsed.text) @ model.vector(new.parsed.text)) >= model.bridge
         same = [t for t in earlier if _own_domain(t.chunk) == _own_domain(old.chunk)]
-        assert side_cosine(later, same, model) >= model.beat_bridge
+        assert side_cosine(later, same, model) >= model.bridge

@@ -1,33 +1,29 @@
-"""Bridging: a later beat that means what an earlier, frozen beat meant is linked to it through a
-new snapshot; the frozen snapshot is never edited.
+"""Backward bridging: a later beat that means what an earlier, frozen beat meant is linked to it
+through a new snapshot; the frozen snapshot is never edited.
 
-Within a beat, layer 2 lets a turn take the best domain of an earlier turn of the same, unfrozen
-beat close to it by meaning (:meth:`.domain_model.EmbeddingDomains.classify`). A domain crosses
-a frozen snapshot only here, judged once: when a beat becomes a snapshot, each of its turns is
-compared with the turns of earlier snapshots (the engine's last ``max_buffer_chunks``); a pair
-is a link when::
+Forward bridging happens in layer 2 (:meth:`.domain_model.EmbeddingDomains.classify`): a turn
+takes the best domain of an earlier turn close to it by meaning. The earlier turn's snapshot is
+already frozen by then, so it cannot take the later turn's domain. When a beat becomes a
+snapshot, each of its turns is compared with the turns of earlier snapshots (the engine's last
+``max_buffer_chunks``); a pair is a link when::
 
     cos(later, earlier) >= bridge   and   own(later) is not a tag of earlier
                                     and   own(later) or own(earlier) is a subject domain
-                                    and   cos(mean(beat), mean(own(earlier))) >= beat_bridge
+                                    and   cos(mean(beat), mean(own(earlier))) >= bridge
 
 where ``own`` is a turn's first topical tag (not ``conversational``, ``unclassified`` or
 ``cross_domain``): layer 2 lists a turn's own domains before those it took from its context, so a
-turn that only borrowed the earlier domain links nothing back. The cosines and thresholds are the
-domain model's. ``mean(beat)`` is the unit mean vector of the later beat's turns and
+turn that only borrowed the earlier domain links nothing back. The cosine and the threshold are
+the domain model's. ``mean(beat)`` is the unit mean vector of the later beat's turns and
 ``mean(own(earlier))`` that of the earlier turns sharing the earlier turn's own domain: one pair
 of turns reaches the bridge cosine by chance (unrelated turns meet at 0.2-0.25), so the link
-also needs the two sides' meanings as a whole to be close, and closer than unrelated material
-comes: ``beat_bridge`` is set where the cosine between unrelated beats rarely reaches (eval 5
-calibrates it as the 90th percentile over its tuning half's unrelated pairs, 0.22 with MiniLM:
-at most 10 % of unrelated beats clear it). (Issue 30, round j: the two sides' mean vectors
-separate pairs from controls better than their closest turn pair, AUC 0.89 against 0.86. Round
-l: a later turn used to take a frozen turn's domain in layer 2 from that one pair alone, which
-made most of the false bridges over eval 5's controls; now only the link can carry it.)
-
-Two turns both about everyday life (``EVERYDAY_DOMAINS``: family, food, emotions, ...) are never
-a link: neighbouring chat turns are that close all the time, and a bridge joins a subject to
-something else. The linked turns become a **bridge snapshot**, the next position after the beat's: copies of both turns
+also needs the two sides' meanings as a whole to be that close: evidence from more than the one
+pair. (Issue 30, round j, eval 5's tuning half at floor 0.15 and bridge 0.2: the two sides' mean
+vectors separate pairs from controls better than their closest turn pair, AUC 0.89 against 0.86;
+with every unrelated B side as a control, 196 in all, false bridges 23 -> 21, the same 13 of 16 pairs.) Two turns both about everyday life (``EVERYDAY_DOMAINS``: family, food,
+emotions, ...) are never a link: neighbouring chat turns are that close all the time, and a bridge
+joins a subject to something else. The linked
+turns become a **bridge snapshot**, the next position after the beat's: copies of both turns
 (same chunk ids, layer-1 weights and text), each tagged with its own tags followed by the own
 domain of every turn it is linked to, so the earlier material and the later both carry the domain that joins
 them. A linked turn whose layer-1 weight is 0 (a short turn such as "Like that, it covers every
@@ -77,7 +73,7 @@ def bridge_links(
                 and own not in old.chunk.domain_tags
                 and _SUBJECTS & {own, _own_domain(old.chunk)}
                 and float(model.vector(old.parsed.text) @ vector) >= model.bridge
-                and sides[_own_domain(old.chunk)] >= model.beat_bridge
+                and sides[_own_domain(old.chunk)] >= model.bridge
             ):
                 links.append((old, new))
     return links

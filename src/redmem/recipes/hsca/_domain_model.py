@@ -233,9 +233,6 @@ class EmbeddingDomains:
         floor: the least cosine to a centroid for a tag.
         margin: how far below the best cosine a second tag may be.
         bridge: the cosine between two turns from which the later takes the earlier's best domain.
-        beat_bridge: the cosine a bridge link needs between the later beat's mean vector and the
-            earlier side's (:mod:`.bridging`): where unrelated beats rarely reach, e.g. the 90th
-            percentile of unrelated beat pairs' cosines (None: ``bridge``).
         prototypes: per topical domain, the sentences of its centroid (default
             :data:`DOMAIN_PROTOTYPES`); a domain without sentences is never tagged by meaning.
     """
@@ -247,7 +244,6 @@ class EmbeddingDomains:
         margin: float = DEFAULT_MARGIN,
         bridge: float = DEFAULT_BRIDGE,
         prototypes: Mapping[str, Sequence[str]] | None = None,
-        beat_bridge: float | None = None,
     ) -> None:
         self.embedder = embedder
         chosen = {d.value: t for d, t in DOMAIN_PROTOTYPES.items()} if prototypes is None else prototypes
@@ -260,7 +256,6 @@ class EmbeddingDomains:
         self.floor = finite_number("floor", floor, low=-1.0, high=1.0)
         self.margin = finite_number("margin", margin, low=0.0, high=2.0)
         self.bridge = finite_number("bridge", bridge, low=-1.0, high=1.0)
-        self.beat_bridge = self.bridge if beat_bridge is None else finite_number("beat_bridge", beat_bridge, low=-1.0, high=1.0)
         self._prototype_vectors: tuple[list[DomainTag], list[np.ndarray]] | None = None
         self._vectors: dict[str, np.ndarray] = {}
         self.failures = 0

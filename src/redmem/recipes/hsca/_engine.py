@@ -302,7 +302,6 @@ class HSCAEngine:
             max_chars=self.max_turn_chars,
             tie_saturation=self.tie_saturation,
             short_prior=self.short_prior,
-            beat=[s.parsed for s in self._buffer],
         )
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.

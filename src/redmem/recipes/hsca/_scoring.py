@@ -57,15 +57,13 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
                flag_weights: Mapping[str, float] | None = None,
                keyword_weights: KeywordWeights | None = None,
                max_chars: int = MAX_TURN_CHARS, tie_saturation: float = TIE_SATURATION,
-               short_prior: float = 0.0, beat: Sequence[ParsedTurn] | None = None) -> ScoredTurn:
+               short_prior: float = 0.0) -> ScoredTurn:
     """Layers 1-3 of ``text``; ArgumentTypeError for a non-str, ValidationError for unwritable text.
 
     ``domain_model`` tags domains by meaning (:mod:`.domain_model`) instead of keyword lists;
     ``keyword_weights`` scale the keyword lists' hits (:mod:`.domains`); ``max_chars``: the
     longest turn taken (ValidationError beyond it); ``tie_saturation`` and ``short_prior``: layer
-    1's conversation terms (:mod:`.relational`); ``beat``: the turns a domain may be borrowed from
-    by meaning (the engine's unfrozen beat; None: ``context``), since a domain crosses a frozen
-    snapshot only through a bridge link (:mod:`.bridging`).
+    1's conversation terms (:mod:`.relational`).
     """
     parsed = parse_turn(checked_turn(text, max_chars), analyzer)
     relational = relational_weight(parsed, window, context, tie_saturation=tie_saturation, short_prior=short_prior)
@@ -80,7 +78,7 @@ def score_turn(text: Any, window: int, context: Sequence[ParsedTurn] = (),
         text=parsed.text,
         layer1_score=weighted_layer1(discounted, flags, flag_weights),
         domain_tags=(classify_domains(parsed, keyword_weights) if domain_model is None
-                     else domain_model.classify(parsed, context if beat is None else beat, keyword_weights)),
+                     else domain_model.classify(parsed, context, keyword_weights)),
         coherence_score=coherence_score(parsed),
         nuance_flags=flags,
         parent_id=None,
