@@ -10,7 +10,9 @@ its baselines and, for evals 1, 2 and 4, the written cases beside. ``--split tun
 held-out half out of sight (engine work); the verdict needs both halves. Eval 3 runs with the
 same history and tuner as the full run (its steps given); ``--max-queries`` lets the tuner read
 more of a long history than :data:`~redmem.recipes.hsca._tuning.MAX_QUERIES` (a diagnostic: how
-far a more informative history moves the parameters, the shrink being ``n / (n + PRIOR_QUERIES)``).
+far a more informative history moves the parameters, the shrink being ``n / (n + PRIOR_QUERIES)``);
+``--eval3-on tuning`` measures eval 3 on the tuning half (history and AUC both there, in sample):
+the column a tuner setting is chosen on without the held-out half.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[0, 100, 1000], help="eval 3's history sizes")
     parser.add_argument("--max-queries", type=int, default=MAX_QUERIES,
                         help="eval 3: the most queries one tuning reads (tune()'s max_queries; a diagnostic)")
+    parser.add_argument("--eval3-on", choices=he.SPLITS, default="held_out",
+                        help="eval 3's AUC on this half (tuning: in sample, for choosing settings)")
     parser.add_argument("--no-written", action="store_true", help="skip the written cases of evals 1, 2, 4")
     parser.add_argument("--out", required=True, help="results/<out>.json and .md")
     args = parser.parse_args(argv)
@@ -97,10 +101,14 @@ def main(argv: list[str] | None = None) -> None:
                 evals[key] = {"kind": kind} | summary(name, run(cases, HSCAEngine), trivial(cases), args.split)
         if 3 in args.evals:
             he.tune = functools.partial(tune, max_queries=args.max_queries)
-            evals["eval3_self_improvement"] = he.eval_self_improvement(he.load_real_cases("eval1_fidelity"), args.steps)
+            cases = he.load_real_cases("eval1_fidelity")
+            if args.eval3_on == "tuning":
+                tuning = [c for c in cases if c["split"] == "tuning"]
+                cases = tuning + [c | {"split": "held_out"} for c in tuning]
+            evals["eval3_self_improvement"] = he.eval_self_improvement(cases, args.steps)
     payload = {"out": args.out, "machine": common.machine(), "load_average_start": load_start,
                "load_average_end": list(os.getloadavg()), "split": args.split,
-               "eval3_max_queries": args.max_queries, "cpu_s": round(time.process_time() - cpu, 1), "wall_s": round(time.perf_counter() - wall, 1),
+               "eval3_max_queries": args.max_queries, "eval3_on": args.eval3_on, "cpu_s": round(time.process_time() - cpu, 1), "wall_s": round(time.perf_counter() - wall, 1),
                "frozen_real_cases": he.FROZEN_REAL, "evals": evals}
     common.write_results(args.out, payload, markdown(payload))
     print(markdown(payload))

@@ -160,3 +160,15 @@ def test_only_the_chunks_shown_count_as_negatives(db):
     assert tune("shown", store=False).ranking_auc[0] == pytest.approx(expected)
     with pytest.raises(ValidationError):
         engine.record_served("fever", [served], shown_chunk_ids=[aside])
+
+
+def test_a_history_of_up_to_a_thousand_queries_is_read_whole(db):
+    """The tuner moves n / (n + 200) of the way with n queries read: reading 400 of eval 3's 1,000
+    served queries it moved 0.67 of the way, and on eval 3's tuning half that cost 0.027 of AUC
+    (issue 30, round l), so a history up to 1,000 queries is read whole, not sampled down to 400."""
+    engine = interact("agent-long", "s-1")
+    served = [c.chunk_id for s in engine.get_macro_context() for c in s.chunks if c.text != ASIDE]
+    for _ in range(400):
+        engine.record_served("fever doctor", served)
+    result = tune("agent-long", seed=3, store=False)
+    assert result.queries == 401 and result.parameters.history == 401
