@@ -25,7 +25,9 @@ above (best possible score ``0.7 + 0.3 * (0.7 + 0.3 * 0.7) = 0.973``).
 
 Only the members of the topics kept are scored (:meth:`SemanticTree.hits`): the session's member
 index (:mod:`.members`) lists them, and their rows of the session's vector matrix are scored
-alone, so a search costs the size of the topics it keeps, not of the session.
+alone, so a search costs the size of the topics it keeps, not of the session. In a flat tree they
+are scored while the server answers the search's round trip, from the cached topics, vectors and
+index (:class:`TreeSearch`), and scored again only when the replies change any of them.
 """
 
 from __future__ import annotations
