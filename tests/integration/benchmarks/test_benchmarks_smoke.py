@@ -25,6 +25,7 @@ from redmem.recipes.conversation import (
     conversation_assembler,
     ingest_conversation,
 )
+from redmem.store._embedded import EmbeddedServer
 from redmem.store._errors import ValidationError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -167,6 +168,20 @@ def test_hce_smallest_size(tmp_path):
     assert row["retrieve_ms"]["p50"] > 0 and 2 <= row["round_trips"]["p50"] <= row["round_trips"]["max"] <= 3
     assert row["queries_with_graph_candidates"] > 0 and row["selected_p50"] > 0
     assert set(payload["load_average"]) == {"before", "after"}
+
+
+@pytest.mark.bench
+def test_hce_profile_on_a_session_hce_stored(tmp_path):
+    with EmbeddedServer(unix_socket=False) as server:
+        run("hce.py", "--sizes", "300", "--queries", "5", "--server", server.url, out_dir=tmp_path)
+        replies = tmp_path / "replies.json"
+        payload = run("hce_profile.py", "--server", server.url, "--size", "300", "--queries", "6", "--warmup", "1",
+                      "--replies", str(replies), out_dir=tmp_path)
+    assert payload["queries"] == 6 and 2 <= payload["round_trips"] <= payload["round_trips_max"] <= 3
+    assert payload["server_ms_per_call_by_command"]["bm25_search"] > 0  # the profiled client's scripts, by name
+    assert payload["client_ms_per_call_by_stage"] and payload["top_functions"]
+    answers = json.loads(replies.read_text())
+    assert len(answers) == 6 and all(a["selected"] and a["block"] for a in answers)
 
 
 @pytest.mark.bench

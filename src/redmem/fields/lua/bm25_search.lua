@@ -186,7 +186,8 @@ end
 -- an upper bound per record, the impact bound of each list looked up so far plus the current bound
 -- of the lists not yet looked up (its unread postings), lists best bound first, a record dropped
 -- once its bound falls below the k-th score; the survivors are scored exactly, in term order;
--- returns how many were scored exactly
+-- returns how many were scored exactly. The per-posting work runs inline on flat arrays (the
+-- alive records kept in place): the same arithmetic as bound, frequency and tf_norm, term by term
 local function score_page(docnos, from, known)
   if early then
     docnos, known = matching(docnos, known)
@@ -200,55 +201,75 @@ local function score_page(docnos, from, known)
     end
   end
   table.sort(order, function(x, y) return x.bound > y.bound end)
-  local alive, upper, impacts = {}, {}, {[from] = known}
-  for i = 1, #docnos do
-    alive[i], upper[i] = i, from.weight * bound(tonumber(known[i]) / unit, from.ref)
+  local k1p, keep_scale = k1 + 1, 1 + slack
+  local alive, upper, count = {}, {}, #docnos
+  local weight, c = from.weight, math.min(1, from.ref / avgdl)
+  local column = {}
+  for i = 1, count do
+    local impact = tonumber(known[i])
+    alive[i], column[i] = i, impact
+    upper[i] = weight * (k1p / (1 + c * (k1p / (impact / unit) - 1)))
   end
-  local function keep(unread)
+  local impacts = {[from] = column}
+  local function keep(unread)  -- drop (in place) the alive records whose bound is below the k-th score
     if not floor then return end
-    local kept = {}
-    for _, i in ipairs(alive) do
-      if (upper[i] + unread) * (1 + slack) >= floor then kept[#kept + 1] = i end
+    local kept = 0
+    for k = 1, count do
+      local i = alive[k]
+      if (upper[i] + unread) * keep_scale >= floor then
+        kept = kept + 1
+        alive[kept] = i
+      end
     end
-    alive = kept
+    for k = kept + 1, count do alive[k] = nil end
+    count = kept
   end
   for _, list in ipairs(order) do
     keep(rest)
-    if #alive == 0 then return 0 end
-    local members, column = {}, {}
-    for k, i in ipairs(alive) do members[k] = docnos[i] end
+    if count == 0 then return 0 end
+    local members = {}
+    for k = 1, count do members[k] = docnos[alive[k]] end
     local found = redis.call("ZMSCORE", list.key, unpack(members))
-    for k, i in ipairs(alive) do
-      if found[k] then
-        column[i] = found[k]
-        upper[i] = upper[i] + list.weight * bound(tonumber(found[k]) / unit, list.ref)
+    local lw, lc, values = list.weight, math.min(1, list.ref / avgdl), {}
+    for k = 1, count do
+      local stored = found[k]
+      if stored then
+        local i, impact = alive[k], tonumber(stored)
+        values[i] = impact
+        upper[i] = upper[i] + lw * (k1p / (1 + lc * (k1p / (impact / unit) - 1)))
       end
     end
-    impacts[list], rest = column, rest - list.bound
+    impacts[list], rest = values, rest - list.bound
   end
   keep(0)
-  if #alive == 0 then return 0 end
+  if count == 0 then return 0 end
   local members = {}
-  for k, i in ipairs(alive) do members[k] = docnos[i] end
+  for k = 1, count do members[k] = docnos[alive[k]] end
   local dls, ids = lengths(members)
-  local sums, entering, cut = {}, {}, #top == limit and top[limit][2]
-  for k, i in ipairs(alive) do
-    local sum = 0
+  local cut, entering = #top == limit and top[limit][2], {}
+  local sums, names = {}, {}
+  for k = 1, count do
+    local i, dl, sum = alive[k], dls[k], 0
+    local norm = k1 * (1 - b + b * dl / avgdl)
     for _, list in ipairs(lists) do
       local impact = impacts[list][i]
-      if impact then sum = sum + list.weight * tf_norm(frequency(tonumber(impact), dls[k], list.ref), dls[k]) end
+      if impact then
+        local ratio = impact / unit
+        local tf = math.floor(ratio * (k1 * (1 - b + b * dl / list.ref)) / (k1p - ratio) + 0.5)
+        sum = sum + list.weight * (tf * k1p / (tf + norm))
+      end
     end
-    sums[k] = sum
-    if not cut or sum >= cut then entering[#entering + 1] = k end  -- below the k-th score: never offered
+    if not cut or sum >= cut then  -- below the k-th score: never offered
+      entering[#entering + 1] = k
+      names[#names + 1], sums[#names + 1] = ids[k], sum
+    end
   end
-  local names = {}
-  for m, k in ipairs(entering) do names[m] = ids[k] end
   -- a broad filter: checked only on the scored records that can enter the top
   local passed = not early and pass and pass(names)
-  for m, k in ipairs(entering) do
-    if not passed or passed[m] then offer(ids[k], sums[k]) end
+  for m = 1, #names do
+    if not passed or passed[m] then offer(names[m], sums[m]) end
   end
-  return #alive
+  return count
 end
 
 -- the smallest stored impact of a posting of `list` that can still bring an unseen record into the

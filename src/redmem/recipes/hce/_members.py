@@ -61,19 +61,23 @@ class MemberIndex:
         """Each topic's members (oldest first) and the rows of ``matrix`` of its leading members
         that have one (those newer than the matrix are left out); call under the matrix's lock."""
         with self.lock:
-            if self._layout[0] is not matrix or self._layout[1] != matrix.layout:
-                self._rows, self._layout = {}, (matrix, matrix.layout)
-            members, rows = [], []
-            for topic in topic_ids:
-                group = self.by_topic.get(topic, [])
-                found = self._rows.get(topic, np.zeros(0, dtype=np.intp))
-                if found.size < len(group):
-                    more = matrix.rows_of(group[found.size:])
-                    if more.size:
-                        found = self._rows[topic] = np.concatenate([found, more])
-                members.append(group)
-                rows.append(found)
-            return members, rows
+            return self.rows_held(topic_ids, matrix)
+
+    def rows_held(self, topic_ids: list[str], matrix: VectorMatrix) -> tuple[list[list[str]], list[np.ndarray]]:
+        """:meth:`rows` for a caller holding the index's lock (a search between its calls and its finish)."""
+        if self._layout[0] is not matrix or self._layout[1] != matrix.layout:
+            self._rows, self._layout = {}, (matrix, matrix.layout)
+        members, rows = [], []
+        for topic in topic_ids:
+            group = self.by_topic.get(topic, [])
+            found = self._rows.get(topic, np.zeros(0, dtype=np.intp))
+            if found.size < len(group):
+                more = matrix.rows_of(group[found.size:])
+                if more.size:
+                    found = self._rows[topic] = np.concatenate([found, more])
+            members.append(group)
+            rows.append(found)
+        return members, rows
 
 
 def member_index(client: Any, key: str) -> MemberIndex:

@@ -25,17 +25,20 @@ above (best possible score ``0.7 + 0.3 * (0.7 + 0.3 * 0.7) = 0.973``).
 
 Only the members of the topics kept are scored (:meth:`SemanticTree.hits`): the session's member
 index (:mod:`.members`) lists them, and their rows of the session's vector matrix are scored
-alone, so a search costs the size of the topics it keeps, not of the session.
+alone, so a search costs the size of the topics it keeps, not of the session. In a flat tree they
+are scored while the server answers the search's round trip, from the cached topics, vectors and
+index (:class:`TreeSearch`), and scored again only when the replies change any of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from ...embeddings._matrix import VectorMatrix
 from ...fields._embedding_search import VectorSearch
 from ...fields.search_protocol import Hits, LocalSearch, Search, run_search
 from ...model._dbkey import DbKey
@@ -269,13 +272,19 @@ class SemanticTree:
         """The members of the ``kept`` topics (read from ``index``, scored on the matrix ``leaves``
         brought up to date): ``OWN_WEIGHT * cosine + PARENT_WEIGHT * topic score``, those at
         ``threshold`` or more, the ``leaf_limit`` best."""
+        with leaves.matrix.lock:
+            return self.scored_members(vector, kept, leaves.matrix, index.rows)
+
+    def scored_members(self, vector: np.ndarray, kept: dict[str, float], matrix: VectorMatrix,
+                       rows_of: Callable[[list[str], VectorMatrix], tuple[list[list[str]], list[np.ndarray]]],
+                       ) -> list[TreeHit]:
+        """:meth:`hits` for a caller holding ``matrix``'s lock, the members' rows read by ``rows_of``
+        (:meth:`MemberIndex.rows`, or :meth:`MemberIndex.rows_held` under the index's lock)."""
         topics = list(kept)
-        matrix = leaves.matrix
-        with matrix.lock:
-            if not topics or matrix.dimensions != vector.shape[-1]:
-                return []
-            groups, rows = index.rows(topics, matrix)
-            cosines = matrix.cosines_at(vector, np.concatenate(rows))
+        if not topics or matrix.dimensions != vector.shape[-1]:
+            return []
+        groups, rows = rows_of(topics, matrix)
+        cosines = matrix.cosines_at(vector, np.concatenate(rows))
         sizes = [r.size for r in rows]
         owners = np.repeat(np.arange(len(topics)), sizes)
         starts = np.cumsum([0, *sizes])
@@ -345,17 +354,43 @@ def joined(direction: np.ndarray, size: int, member: np.ndarray) -> np.ndarray:
     return _unit(size * direction + member).astype(np.float32)
 
 
+class _Early(NamedTuple):
+    """A flat tree's hits scored while the server answered, and what they were scored from: the
+    nearest topics, the interactions' matrix (its id list and generation) and the member index
+    (its topic lists and entries read). Any change the replies bring makes them a new object or count."""
+
+    topics: list[tuple[str, float]]
+    ids: list[str]
+    generation: int
+    by_topic: dict[str, list[str]]
+    read: int
+    hits: list[TreeHit]
+
+    def holds(self, topics: list[tuple[str, float]], matrix: VectorMatrix, index: MemberIndex) -> bool:
+        """Whether the replies changed nothing the hits were scored from."""
+        return (topics == self.topics and matrix.ids is self.ids and matrix.generation == self.generation
+                and index.by_topic is self.by_topic and index.read == self.read)
+
+
 class TreeSearch:
     """The tree's hierarchical search as one ranked list of (interaction id, score), a
     :class:`~redmem.fields.search_protocol.LocalSearch` sharing any round trip: the searches of
     :meth:`SemanticTree.read_searches`, then :meth:`SemanticTree.kept_topics` and
-    :meth:`SemanticTree.hits` (kept in :attr:`hits`)."""
+    :meth:`SemanticTree.hits` (kept in :attr:`hits`).
+
+    In a flat tree the members are scored in :meth:`work`, while the server answers, from the
+    cached topics, vectors and member index (the search holds their locks from :meth:`calls` to
+    :meth:`finish`); :meth:`finish` keeps those hits when the replies changed none of them (the
+    usual read: nothing written since the last) and scores again otherwise, so the answer is
+    always that of the state the replies bring.
+    """
 
     def __init__(self, tree: SemanticTree, vector: np.ndarray) -> None:
         self.tree, self.vector = tree, vector
         self.parts: list[Search[Any]] = tree.read_searches(vector)
         self.sizes: list[int] = []
         self.hits: list[TreeHit] = []
+        self._early: _Early | None = None
 
     def calls(self) -> list[Any]:
         planned = [part.calls() for part in self.parts]
@@ -366,8 +401,19 @@ class TreeSearch:
         for part in self.parts:
             if isinstance(part, LocalSearch):
                 part.work()
+        if not self.tree.nested:
+            self._early = self._scored_early()
+
+    def _scored_early(self) -> _Early:
+        """The hits as the cached state stands (the parts' locks held since :meth:`calls`)."""
+        topics = cast(VectorSearch, self.parts[0]).work().hits
+        matrix, index = cast(VectorSearch, self.parts[-2]).matrix, cast(MemberRead, self.parts[-1]).index
+        kept = self.tree.kept_topics(self.vector, self.parts[:1], [topics])
+        hits = self.tree.scored_members(self.vector, kept, matrix, index.rows_held)
+        return _Early(topics, matrix.ids, matrix.generation, index.by_topic, index.read, hits)
 
     def abandon(self) -> None:
+        self._early = None
         for part in self.parts:
             if isinstance(part, LocalSearch):
                 part.abandon()
@@ -378,8 +424,15 @@ class TreeSearch:
             answers.append(part.finish(replies[start:start + size]))
             start += size
         *topic_answers, _, index = answers
-        kept = self.tree.kept_topics(self.vector, self.parts[:-2], topic_answers)
-        self.hits = self.tree.hits(self.vector, kept, cast(VectorSearch, self.parts[-2]), index)
+        leaves = cast(VectorSearch, self.parts[-2])
+        early, self._early = self._early, None
+        with leaves.matrix.lock:
+            kept_early = early is not None and early.holds(topic_answers[0], leaves.matrix, index)
+        if early is not None and kept_early:
+            self.hits = early.hits
+        else:
+            kept = self.tree.kept_topics(self.vector, self.parts[:-2], topic_answers)
+            self.hits = self.tree.hits(self.vector, kept, leaves, index)
         return [(hit.interaction_id, hit.score) for hit in self.hits]
 
 
