@@ -11,6 +11,7 @@ reads for the ranking. On a real server."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 
@@ -39,7 +40,7 @@ def partition(blocks: int, archived: float, superseded: float, stale: float, see
     for block_id in ids:
         if rng.random() >= stale:
             memory.touch(block_id)  # back inside the window
-    for older, newer in zip(ids, ids[1:]):
+    for older, newer in itertools.pairwise(ids):
         if rng.random() < superseded:
             memory.supersede(older, newer)
     for block_id in ids:
