@@ -81,6 +81,14 @@ def server_entries(client: Any, names: dict[str, str]) -> list[tuple[str, int]]:
 TOP_LEVEL = ("eval (queued script)", "exec", "multi", "get", "mget")
 
 
+def command_micros(client: Any) -> dict[str, tuple[int, int]]:
+    """INFO commandstats: each command's (calls, microseconds) so far. Unlike SLOWLOG with every
+    command logged, it costs the server nothing per command: the sounder server time per script
+    (EVALSHA: the candidate script; EVAL: round trip 1's queued scripts)."""
+    return {name.removeprefix("cmdstat_"): (int(stats["calls"]), int(stats["usec"]))
+            for name, stats in client.info("commandstats").items()}
+
+
 def server_cpu_seconds(client: Any) -> float:
     """The server's CPU seconds so far (user + system, every thread)."""
     cpu = client.info("cpu")
@@ -109,14 +117,15 @@ def profile(args: Any) -> dict[str, Any]:
     memory = FrameMemory(agent_id=AGENT, wiring=DEFAULT_WIRING)
     questions = [q for q, _ in workload(args.size, args.queries)["questions"]]
     call = memory.recall if args.mode == "recall" else memory.frame
-    for question in questions[:WARMUP]:
+    for question in questions if args.warm else questions[:WARMUP]:
         call("attention", question, top_k=TOP_K)
     CommandCounter.install()
-    client.config_set("slowlog-log-slower-than", 0)
-    client.config_set("slowlog-max-len", 100_000)
+    if args.slowlog:
+        client.config_set("slowlog-log-slower-than", 0)
+        client.config_set("slowlog-max-len", 100_000)
     names, rows, answers = script_names(), [], []
-    profiler = cProfile.Profile()
-    load_before, server_cpu = os.getloadavg(), server_cpu_seconds(client)
+    profiler = cProfile.Profile(time.process_time) if args.cpu_profile else cProfile.Profile()
+    load_before, server_cpu, commands = os.getloadavg(), server_cpu_seconds(client), command_micros(client)
     client.slowlog_reset()
     for question in questions:
         trips, embedded = CommandCounter.snapshot()[0], provider.seconds
@@ -132,7 +141,9 @@ def profile(args: Any) -> dict[str, Any]:
         rows.append({"ms": wall * 1000, "cpu_ms": cpu * 1000, "embed_ms": (provider.seconds - embedded) * 1000,
                      "round_trips": CommandCounter.snapshot()[0] - trips})
     server_cpu, load_after = server_cpu_seconds(client) - server_cpu, os.getloadavg()
-    entries = [e for e in server_entries(client, names) if e[0] not in ("slowlog", "config")]
+    commands = {name: (calls - commands.get(name, (0, 0))[0], micros - commands.get(name, (0, 0))[1])
+                for name, (calls, micros) in command_micros(client).items()}
+    entries = [e for e in server_entries(client, names) if e[0] not in ("slowlog", "config")] if args.slowlog else []
     client.config_set("slowlog-log-slower-than", 10_000)
     per_command: Counter[str] = Counter()
     counted: Counter[str] = Counter()
@@ -149,13 +160,15 @@ def profile(args: Any) -> dict[str, Any]:
         Path(args.ids).write_text(json.dumps(answers))
     return {
         "benchmark": "frames_profile", "size": args.size, "mode": args.mode, "vectors": args.vectors,
-        "queries": calls, "top_k": TOP_K, "load_before": load_before, "load_after": load_after,
+        "queries": calls, "top_k": TOP_K, "warm": args.warm, "cpu_profile": args.cpu_profile, "load_before": load_before, "load_after": load_after,
         "wall_ms": summary([r["ms"] for r in rows]),
         "wall_ms_without_embedding": summary([r["ms"] - r["embed_ms"] for r in rows]),
         "cpu_ms": summary([r["cpu_ms"] for r in rows]),
         "round_trips": statistics.median(r["round_trips"] for r in rows),
         "round_trips_max": max(r["round_trips"] for r in rows),
         "server_cpu_ms_per_call": server_cpu * 1000 / calls,
+        "commandstats_ms_per_call": {name: micros / 1000 / calls for name, (n, micros) in commands.items()
+                                     if n and name not in ("info", "slowlog", "config")},
         "server_ms_per_call": sum(v for k, v in per_command.items() if k in TOP_LEVEL or k in names.values()) / 1000 / calls,
         "server_ms_per_call_by_command": {k: v / 1000 / calls for k, v in per_command.most_common()},
         "server_commands_per_call": {k: v / calls for k, v in counted.most_common()},
@@ -181,6 +194,8 @@ def markdown(payload: dict[str, Any]) -> str:
              f"{payload['cpu_ms']['p50']:.2f} ms; server {payload['server_ms_per_call']:.2f} ms per call (SLOWLOG), "
              f"{payload['server_cpu_ms_per_call']:.2f} ms CPU; vector ranking alone p50 {payload['vector_rank_ms']['p50']:.2f} ms; "
              f"round trips {payload['round_trips']:.0f} (max {payload['round_trips_max']})", "",
+             "commandstats, server ms per call: " + ", ".join(
+                 f"{k} {v:.3f}" for k, v in sorted(payload["commandstats_ms_per_call"].items(), key=lambda kv: -kv[1])), "",
              f"git {payload.get('machine', {}).get('git')}; `{payload.get('command', '')}`", "",
              "| server, per command or script (commands a script runs are also listed alone) | ms per call | "
              "runs per call |", "|---|---|---|"]
@@ -202,6 +217,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--mode", choices=["recall", "frame"], default="recall")
     parser.add_argument("--no-profile", dest="profile", action="store_false",
                         help="leave cProfile off: the process CPU per call without the profiler's own cost")
+    parser.add_argument("--cpu-profile", action="store_true",
+                        help="cProfile times by process CPU (every thread), not wall clock: on a loaded host "
+                             "the wall clock charges waiting for a core to whatever function ran")
+    parser.add_argument("--warm", action="store_true",
+                        help="ask every question once before measuring (each query word's postings then held, as in "
+                             "frames.py's later repeats)")
+    parser.add_argument("--no-slowlog", dest="slowlog", action="store_false",
+                        help="log no command in SLOWLOG (it costs the server per nested command): commandstats only")
     parser.add_argument("--ids", default=None, help="write each call's (id, score) pairs to this JSON file")
     parser.add_argument("--out", default="", help="results/<out>.json and .md ('' writes nothing)")
     args = parser.parse_args(argv)

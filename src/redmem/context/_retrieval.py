@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings._matrix import VectorMatrix
@@ -240,16 +240,24 @@ class Retrieval:
 
 @dataclass
 class Retrieved:
-    """What :func:`retrieve` found: the fused pull candidates (records not loaded), best first; the
+    """What :func:`retrieve` found: the fused ranking (record id, fused score), best first; the
     label of what ran; the lists fused; the riders' answers, in order; the warnings for the
-    caller to give; the vector matrix a vector list searched (current as of this retrieval)."""
+    caller to give; the vector matrix a vector list searched (current as of this retrieval); and
+    :attr:`candidates`, the ranking as pull candidates (records not loaded), built on first use:
+    a caller that needs only the ranking (the frames recipe) builds none."""
 
-    candidates: list[Candidate]
+    ranking: Hits
     mode: str
     lists: dict[str, Hits]
     riders: list[Any]
     warnings: list[str]
     matrix: VectorMatrix | None
+    retrieval: Retrieval | None = None
+
+    @cached_property
+    def candidates(self) -> list[Candidate]:
+        """Each ranked record with its score in every list as a signal (:func:`_candidates`)."""
+        return [] if self.retrieval is None else _candidates(self.retrieval, self.lists, self.ranking)
 
 
 def retrieve(client: Any, retrieval: Retrieval) -> Retrieved:
@@ -282,7 +290,7 @@ def retrieve(client: Any, retrieval: Retrieval) -> Retrieved:
         lists = dict(zip(searches, run_searches(client, list(searches.values()))))
         mode = fallback.mode
         warnings += [fallback.warning] if fallback.warning else []
-    return Retrieved(_candidates(retrieval, lists), mode, lists, riders, warnings, matrix)
+    return Retrieved(_ranking(retrieval, lists), mode, lists, riders, warnings, matrix, retrieval)
 
 
 def _expanded(client: Any, expansion: Expansion, space: KeySpace, lists: dict[str, Hits], edges: int) -> Hits:
@@ -295,33 +303,35 @@ def _expanded(client: Any, expansion: Expansion, space: KeySpace, lists: dict[st
     return [(node.record_id, weight) for node, weight in reached if isinstance(node, DbKey)]
 
 
-def _candidates(retrieval: Retrieval, lists: dict[str, Hits]) -> list[Candidate]:
-    """The lists fused (:func:`_fused`), each record with its score in every list as a signal.
+#: The signals of the lists whose hits a search found (not only the graph expansion).
+_DIRECT_SIGNALS = frozenset(SIGNAL_OF_LIST.get(name, name) for name in LIST_NAMES if name != GRAPH_LIST)
 
-    Records only the graph expansion reached follow every record a search found, in fused order
-    among themselves: a neighbour of a hit is no evidence for the query, so it never outranks a
-    direct hit. When a keyword or vector list ran, each record also has its ``match``
-    (:func:`match_scores`).
-    """
+
+def _ranking(retrieval: Retrieval, lists: dict[str, Hits]) -> Hits:
+    """The lists fused (:func:`_fused`), records only the graph expansion reached after every
+    record a search found, in fused order among themselves: a neighbour of a hit is no evidence
+    for the query, so it never outranks a direct hit."""
+    fused = _fused(retrieval.fusion, lists)
+    direct = {record_id for name, hits in lists.items() if SIGNAL_OF_LIST.get(name, name) in _DIRECT_SIGNALS
+              for record_id, _ in hits}
+    return [pair for pair in fused if pair[0] in direct] + [pair for pair in fused if pair[0] not in direct]
+
+
+def _candidates(retrieval: Retrieval, lists: dict[str, Hits], ranking: Hits) -> list[Candidate]:
+    """The ``ranking`` of ``lists`` (:func:`_ranking`), each record with its score in every list as
+    a signal; when a keyword or vector list ran, also its ``match`` (:func:`match_scores`)."""
     signals: dict[str, dict[str, float]] = {}
     for name, hits in lists.items():
         for record_id, score in hits:
             signals.setdefault(record_id, {})[SIGNAL_OF_LIST.get(name, name)] = score
     matches = match_scores(lists)
     method = retrieval.fusion.method
-    candidates = [
+    return [
         Candidate(key=DbKey(retrieval.space, record_id), pull=score,
                   signals={**signals.get(record_id, {}), method: score,
                            **({MATCH_SIGNAL: matches.get(record_id, 0.0)} if matches is not None else {})})
-        for record_id, score in _fused(retrieval.fusion, lists)
+        for record_id, score in ranking
     ]
-    direct = [c for c in candidates if _found_directly(c.signals)]
-    return direct + [c for c in candidates if not _found_directly(c.signals)]
-
-
-def _found_directly(signals: dict[str, float]) -> bool:
-    """Whether a search (not only the graph expansion) found the record."""
-    return any(SIGNAL_OF_LIST.get(name, name) in signals for name in LIST_NAMES if name != GRAPH_LIST)
 
 
 def match_scores(lists: dict[str, Hits]) -> dict[str, float] | None:

@@ -29,7 +29,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -231,8 +231,8 @@ def validity_argument(as_of: Any) -> str:
 
 
 def _fused(retrieved: Retrieved) -> dict[str, float]:
-    """Each fused id's score, best first."""
-    return {c.key.record_id: c.signals[FUSION] for c in retrieved.candidates}
+    """Each fused id's score, best first (the ranking alone: no pull candidate built)."""
+    return dict(retrieved.ranking)
 
 
 def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float], seeds_wanted: int = 0) -> Gathered:
@@ -240,31 +240,36 @@ def _parsed(space: KeySpace, reply: Any, similarity: dict[str, float], seeds_wan
     and the blocks it left out as superseded (their place in the fused ranking, their fused score).
     The candidates' numbers come as one string, five a candidate (last reinforced, confidence,
     reinforcement count, decay lambda, degree), read with ``float`` as each stored string."""
-    seeds, expanded = [_text(i) for i in reply[1]], [_text(i) for i in reply[2]]
-    ids = seeds + expanded + [_text(i) for i in reply[9]]
+    seeds, expanded = _texts(reply[1]), _texts(reply[2])
+    ids = seeds + expanded + _texts(reply[9])
     numbers = list(map(float, reply[10].split()))
-    similar = {block_id: similarity.get(block_id, 0.0) for block_id in seeds}
-    expanded_set, data = frozenset(expanded), reply[4]
+    first_expanded, first_extra = len(seeds), len(seeds) + len(expanded)
     candidates = [
-        FrameCandidate(id=block_id, last_reinforced=numbers[5 * n], confidence=numbers[5 * n + 1],
-                       reinforcement_count=int(numbers[5 * n + 2]), decay_lambda=numbers[5 * n + 3],
-                       degree=numbers[5 * n + 4], similarity=similar.get(block_id, 0.0),
-                       was_expanded=block_id in expanded_set)
-        for n, block_id in enumerate(ids)]
+        FrameCandidate(block_id, confidence, last, decay_lambda, int(count), degree,
+                       similarity.get(block_id, 0.0) if n < first_expanded else 0.0, first_expanded <= n < first_extra)
+        for n, (block_id, last, confidence, count, decay_lambda, degree) in enumerate(
+            zip(ids, numbers[0::5], numbers[1::5], numbers[2::5], numbers[3::5], numbers[4::5]))]
+    data = reply[4]
     stored = {block_id: data[_STORED_COUNT * n: _STORED_COUNT * (n + 1)] for n, block_id in enumerate(ids)}
-    pairs, linked = (
-        [(_text(flat[i]), _text(flat[i + 1])) for i in range(0, len(flat), 2)] for flat in (reply[5], reply[8]))
+    pairs, linked = (list(zip(flat[0::2], flat[1::2])) for flat in (_texts(reply[5]), _texts(reply[8])))
     out = reply[7]
     superseded = [SupersededHit(DbKey(space, _text(out[i])), {"fused": int(out[i + 2])},
                                 similarity.get(_text(out[i]), 0.0), seeds_wanted, _text(out[i + 1]) or None)
                   for i in range(0, len(out), 3)]
-    return Gathered(float(reply[0]), candidates, [_text(g) for g in reply[3]], pairs, stored=stored, linked=linked,
+    return Gathered(float(reply[0]), candidates, _texts(reply[3]), pairs, stored=stored, linked=linked,
                     seeds=frozenset(seeds), superseded=superseded)
 
 
 def _text(value: bytes | str) -> str:
     """A reply's string (replies come as bytes, or as str through a decoding client)."""
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _texts(values: Sequence[bytes | str]) -> list[str]:
+    """A reply's strings, decoded as :func:`_text` decodes each (one client: all bytes or all str)."""
+    if values and isinstance(values[0], bytes):
+        return [value.decode() for value in cast(Sequence[bytes], values)]
+    return list(cast(Sequence[str], values))
 
 
 def _bytes(value: bytes | str) -> bytes:

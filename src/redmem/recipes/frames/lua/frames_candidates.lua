@@ -154,11 +154,18 @@ if wanted == 0 then
   prefetch(pool)
   for _, id in ipairs(pool) do if eligible(id) then add(seeds, id) end end
 else
-  local ranked = {}
-  for i = pos, #ARGV do ranked[#ranked + 1] = ARGV[i] end
-  prefetch(ranked)
+  -- The ranked ids are read as the walk reaches them, as many at a time as seeds are still
+  -- missing (each id gives at most one): the walk stops once the seeds are full, and the ids
+  -- after it are not read.
+  local read_to = pos - 1
   for i = pos, #ARGV do
     if #seeds >= wanted then break end
+    if i > read_to then
+      local ranked = {}
+      read_to = math.min(i + wanted - #seeds - 1, #ARGV)
+      for j = i, read_to do ranked[#ranked + 1] = ARGV[j] end
+      prefetch(ranked)
+    end
     examined = examined + 1
     if eligible(ARGV[i]) then
       add(seeds, ARGV[i])
