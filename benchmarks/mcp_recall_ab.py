@@ -69,9 +69,11 @@ def stored(size: int, superseded: int, data: Path) -> None:
     client.set(marker, 1)
 
 
-def child(url: str, size: int, queries: int, superseded: int, data: Path) -> dict[str, Any]:
+def child(url: str, size: int, queries: int, superseded: int, data: Path, query_vectors: str) -> dict[str, Any]:
     """One tree's run (in the child process): per call wall and CPU ms; the server's ms and the
-    round trips per call; the load average around it."""
+    round trips per call; the load average around it. ``query_vectors`` "minilm": the questions
+    are embedded by the offline MiniLM in this process (the stored vectors stay hashed: the
+    matrix scanned has the same size, the ranking means nothing)."""
     import latency_models
     import redmem
     from common import CommandCounter
@@ -83,6 +85,10 @@ def child(url: str, size: int, queries: int, superseded: int, data: Path) -> dic
     redmem.connect(url, socket_timeout=120)
     redmem.configure(embedding_provider=HashingEmbeddings(384))
     stored(size, superseded, data)
+    if query_vectors == "minilm":
+        from redmem_driver import TimedProvider, minilm_function
+
+        redmem.configure(embedding_provider=TimedProvider(minilm_function(), 384))
     client, agent = ChatMemory._meta.client, agent_of(superseded)
     questions = locomo_questions(data)[:queries]
     for question in questions[:WARMUP]:
@@ -103,7 +109,8 @@ def child(url: str, size: int, queries: int, superseded: int, data: Path) -> dic
 
 def run_tree(src: str, superseded: int, args: argparse.Namespace) -> dict[str, Any]:
     return run_in_tree(__file__, src, ["--url", args.url, "--size", str(args.size), "--queries", str(args.queries),
-                                       "--superseded", str(superseded), "--data", str(args.data)])
+                                       "--superseded", str(superseded), "--data", str(args.data),
+                                       "--query-vectors", args.query_vectors])
 
 
 def markdown(payload: dict[str, Any]) -> str:
@@ -120,7 +127,8 @@ def markdown(payload: dict[str, Any]) -> str:
         f"# MCP recall at {payload['size']:,} memories: before / after, alternating runs",
         "",
         f"ChatMemory of one agent per superseded count, {payload['size']} LoCoMo dialog memories stored with "
-        "store_turns (sessions of 20, dated, fixed ids), HashingEmbeddings(384); "
+        "store_turns (sessions of 20, dated, fixed ids), HashingEmbeddings(384); questions embedded by "
+        f"{payload.get('query_vectors', 'hashing')}; "
         f"recall_context(agent, question, 2000, 10, 'structured'), {payload['queries']} questions a run, "
         f"{WARMUP} warm-up calls. Server ms: Redis per call (INFO commandstats); CPU ms: this process per call.",
         "",
@@ -145,12 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--superseded", default="0,100",
                         help="comma-separated: memories superseded, one agent each (child: one count)")
     parser.add_argument("--runs", type=int, default=2, help="runs of each tree, alternating")
+    parser.add_argument("--query-vectors", choices=("hashing", "minilm"), default="hashing",
+                        help="what embeds the questions (the stored vectors are hashed either way)")
     parser.add_argument("--out", default="mcp_recall_ab")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.superseded.split(",")]
     if args.child:
-        print(json.dumps(child(args.url, args.size, args.queries, counts[0], args.data)))
+        print(json.dumps(child(args.url, args.size, args.queries, counts[0], args.data, args.query_vectors)))
         return 0
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {str(n): {"before": [], "after": []} for n in counts}
     for superseded in counts:
@@ -158,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             for label, src in (("before", args.before), ("after", args.after)):
                 runs[str(superseded)][label].append(run_tree(src, superseded, args))
                 print(superseded, label, json.dumps(runs[str(superseded)][label][-1]), flush=True)
-    payload = {"benchmark": "mcp_recall_ab", "size": args.size, "queries": args.queries, "runs": runs,
+    payload = {"benchmark": "mcp_recall_ab", "size": args.size, "queries": args.queries, "runs": runs, "query_vectors": args.query_vectors,
                "command": " ".join(["benchmarks/mcp_recall_ab.py", *(sys.argv[1:] if argv is None else argv)]),
                "machine": machine()}
     write_results(args.out, payload, markdown(payload))

@@ -26,7 +26,9 @@ cosine in-process.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import copy_context
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -323,14 +325,20 @@ class EmbeddingField(Field[Any]):
 
     # -- searching -----------------------------------------------------------------------------
     def searcher(self, space: KeySpace, text: Any, limit: int = 10, where: Where | None = None) -> VectorSearch:
-        """The search of partition ``space`` for ``text`` (embedded as a query, or a vector already),
-        to share a round trip with other searches: (record id, cosine) pairs, best first; with
+        """The search of partition ``space`` for ``text`` (embedded as a query by the search's work,
+        overlapping the round trip it shares, or a vector already, checked now), to share a round
+        trip with other searches: (record id, cosine) pairs, best first; with
         ``where``, the exact top ``limit`` of the records that pass it (their ids are listed in
         the same request, then only their rows are scored)."""
         limit = non_negative_int(f"{self.label}: limit", limit, error=QueryArgumentError)
-        vector = _query_vector(self, text) if limit > 0 else None
-        return VectorSearch(self.model._meta.client, self.keys(space), vector, _stored_dimensions(self, text, vector),
-                            limit, None if where is None else where.ids_call(space), prescan=self.prescan)
+        among = None if where is None else where.ids_call(space)
+        client, keys = self.model._meta.client, self.keys(space)
+        if isinstance(text, str):  # embedded by the search's work, in the caller's context, overlapping its round trip
+            embed = partial(copy_context().run, _query_vector, self, text) if limit > 0 and text.strip() else None
+            return VectorSearch(client, keys, None, None, limit, among, self.prescan, embed)
+        vector = as_matrix(text, self.known_dimensions(), 1, "query vector")[0] if limit > 0 else None
+        return VectorSearch(client, keys, vector, None if vector is None else self.known_dimensions(), limit, among,
+                            self.prescan)
 
     # The asyncio API (docs/asyncio.md): each runs its sync twin over redis.asyncio.
     aembed_many = async_variant(embed_many)
@@ -376,19 +384,11 @@ def written_vector_search(field: EmbeddingField, space: KeySpace, vector: np.nda
                         prescan=field.prescan)
 
 
-def _query_vector(field: EmbeddingField, text: Any) -> np.ndarray | None:
-    if isinstance(text, str):
-        return field.embed_texts([text], "query")[0] if text.strip() else None
-    vector: np.ndarray = as_matrix(text, field.known_dimensions(), 1, "query vector")[0]
+def _query_vector(field: EmbeddingField, text: str) -> np.ndarray:
+    """The query embedding of ``text``; its length, the provider's, is the stored vectors' dimensions
+    (a given vector's is only checked against what the field states)."""
+    vector: np.ndarray = field.embed_texts([text], "query")[0]
     return vector
-
-
-def _stored_dimensions(field: EmbeddingField, text: Any, vector: np.ndarray | None) -> int | None:
-    """The dimensions the partition's vectors have, when known: a text's vector came from the
-    provider, so its length is theirs; a given vector's is only checked against what the field states."""
-    if vector is None:
-        return None
-    return len(vector) if isinstance(text, str) else field.known_dimensions()
 
 
 def semantic_search(query: Query, text: Any, limit: int = 10, field: str | None = None) -> HitList[Any]:

@@ -6,10 +6,10 @@ vectors, keeping cosine > 0. A search sends one request, ``vector_changes.lua`` 
 since the cached version); the changes are applied and the ranking brought up to date with
 them. A reader more than the change log's length behind reloads the set; a long catch-up or
 reload reads :data:`CHANGES_PER_CALL` vectors per further round trip. Sent with other searches
-(:func:`~redmem.fields.search_protocol.run_searches`) the search scores the matrix while the
-server answers; ``semantic_search`` scores it first, so that its one pipeline also reads the
-hashes of the cached top-k, and a second round trip loads the records that the changes brought
-into the top-k, if any.
+(:func:`~redmem.fields.search_protocol.run_searches`) the search embeds a query text and scores
+the matrix while the server answers; ``semantic_search`` scores it first, so that its one
+pipeline also reads the hashes of the cached top-k, and a second round trip loads the records
+that the changes brought into the top-k, if any.
 
 The cached matrix assumes the server's history only grows. A server that rolled back (restarted
 from an older snapshot, or failed over to a lagging replica) breaks that, so the matrix reloads
@@ -21,6 +21,8 @@ search's existing round trip; the write pays one ``INFO server`` inside its scri
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any, cast
 from weakref import WeakKeyDictionary
 
@@ -56,9 +58,12 @@ class VectorSearch:
 
     ``keys`` are the partition's vectors hash, version hash and change log; ``vector`` the
     query (None: nothing to search for); ``dimensions`` those of the stored vectors when known.
-    :meth:`calls` locks the partition's matrix and reads its version; :meth:`work` ranks the
-    matrix as of that version while the server answers; :meth:`finish` catches up with the
-    changes made elsewhere (one more round trip per further :data:`CHANGES_PER_CALL` changed or
+    ``embed`` instead of a vector: the query's embedding, computed at the first use of
+    :attr:`vector` (by :meth:`work`, so on the worker thread while the server answers the shared
+    round trip, the embedding provider's time overlapping it); the stored vectors' dimensions are
+    then the vector's length. :meth:`calls` locks the partition's matrix and reads its version;
+    :meth:`work` ranks the matrix as of that version while the server answers; :meth:`finish`
+    catches up with the changes made elsewhere (one more round trip per further :data:`CHANGES_PER_CALL` changed or
     reloaded vectors) and releases the matrix, as :meth:`abandon` does when the replies never come.
     With ``limit`` 0 the search only brings the matrix up to date, for a caller that then scores
     chosen rows (:meth:`~redmem.embeddings._matrix.VectorMatrix.cosines_at`).
@@ -82,9 +87,12 @@ class VectorSearch:
         limit: int,
         among: ScriptCall | None = None,
         prescan: str = "exact",
+        embed: Callable[[], np.ndarray] | None = None,
     ) -> None:
-        self.client, self.vector, self.dimensions, self.limit = client, vector, dimensions, limit
-        self.among, self.prescan = among, prescan
+        self.client, self.limit, self.among, self.prescan = client, limit, among, prescan
+        self._vector, self._dimensions, self._embed = vector, dimensions, embed
+        self._from_text = embed is not None
+        self._embedding = threading.Lock()
         self.change_keys = [keys[1], keys[2], keys[0]]
         self.matrix = matrices.get(client, keys[0])
         self.ranking: Ranking | None = None
@@ -93,7 +101,23 @@ class VectorSearch:
     @property
     def empty(self) -> bool:
         """True when there is nothing to search for (blank text or limit 0)."""
-        return self.vector is None
+        return self._vector is None and self._embed is None
+
+    @property
+    def vector(self) -> np.ndarray | None:
+        """The query vector, embedded now if the search was given ``embed`` and this is its first use."""
+        if self._embed is not None:
+            with self._embedding:
+                if self._embed is not None:
+                    self._vector, self._embed = self._embed(), None
+        return self._vector
+
+    @property
+    def dimensions(self) -> int | None:
+        """The stored vectors' dimensions when known: an embedded query's length, else as given."""
+        if self._from_text:
+            return len(cast(np.ndarray, self.vector))
+        return self._dimensions
 
     def calls(self) -> list[ScriptCall]:
         """Lock the matrix; the one call reads the changes since its version."""

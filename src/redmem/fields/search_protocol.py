@@ -5,7 +5,8 @@ I/O when it is built. :meth:`Search.calls` lists the script calls to queue; :met
 turns the replies to exactly those calls, in order, into the answer. So any set of searches can
 share one round trip (:func:`run_searches`) without their caller knowing where each reply lies.
 
-A search that also works in-process (the vector search scores its cached matrix) is a
+A search that also works in-process (the vector search embeds its query text and scores its
+cached matrix) is a
 :class:`LocalSearch`: its :meth:`~LocalSearch.work` runs on a worker thread from the moment the
 calls are queued, while the server executes the shared pipeline and while the other searches
 finish (the BM25 search ranks its in-process postings then), and :meth:`~LocalSearch.abandon`
