@@ -242,7 +242,8 @@ class Retrieval:
 class Retrieved:
     """What :func:`retrieve` found: the fused ranking (record id, fused score), best first; the
     label of what ran; the lists fused; the riders' answers, in order; the warnings for the
-    caller to give; the vector matrix a vector list searched (current as of this retrieval); and
+    caller to give; the vector matrix a vector list searched (current as of this retrieval); the
+    retrieval asked; and
     :attr:`candidates`, the ranking as pull candidates (records not loaded), built on first use:
     a caller that needs only the ranking (the frames recipe) builds none."""
 
@@ -252,12 +253,12 @@ class Retrieved:
     riders: list[Any]
     warnings: list[str]
     matrix: VectorMatrix | None
-    retrieval: Retrieval | None = None
+    retrieval: Retrieval
 
     @cached_property
     def candidates(self) -> list[Candidate]:
         """Each ranked record with its score in every list as a signal (:func:`_candidates`)."""
-        return [] if self.retrieval is None else _candidates(self.retrieval, self.lists, self.ranking)
+        return _candidates(self.retrieval, self.lists, self.ranking)
 
 
 def retrieve(client: Any, retrieval: Retrieval) -> Retrieved:
@@ -277,7 +278,7 @@ def retrieve(client: Any, retrieval: Retrieval) -> Retrieved:
     if not may_exist:  # no term of the query occurs in this partition: the keyword list has nothing to say
         lists.pop(KEYWORD_LIST, None)
         if not any(lists.values()):  # and no other arm found anything: the one check was the whole cost
-            return Retrieved([], retrieval.mode, {}, riders, [], matrix)
+            return Retrieved([], retrieval.mode, {}, riders, [], matrix, retrieval)
     mode, warnings = retrieval.mode, list(retrieval.warnings)
     if retrieval.expansion is not None:
         lists[GRAPH_LIST] = _expanded(client, retrieval.expansion, retrieval.space, lists, edges)
